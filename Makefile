@@ -1,0 +1,50 @@
+# gpuos - build, generate, test.
+#   make            build/libgpuos.so and the examples (from gpuos.c, no nvcc needed)
+#   make run        build and run the main example (GPU if there is one, else host)
+#   make test       the test suite (needs NumPy, pytest: tests/requirements.txt)
+#   make gen        regenerate src/generated/, the generated parts of gpuos.h, and gpuos.c
+#                   (DTYPES="bool i8 ..." RANKS="0 1 ..." pick the combinations)
+#   make check-gen  fail if `make gen` would change the tree
+CC      ?= cc
+CXX     ?= c++
+PYTHON  ?= python3
+CFLAGS  ?= -O2 -g
+WARN    := -Wall -Wextra
+LDLIBS  := -lpthread -ldl -lm
+BUILD   := build
+
+DTYPES  ?= bool i8 u8 i16 i32 i64 f16 bf16 f32 f64
+RANKS   ?= 0 1 2 3 4 5 6 7 8
+
+EXAMPLES := $(BUILD)/particles
+
+.PHONY: all run gen check-gen test test-c test-py clean
+all: $(BUILD)/libgpuos.so $(EXAMPLES)
+
+$(BUILD):
+	mkdir -p $(BUILD)
+
+# The drop-in unit: gpuos.c (assembled by `make gen`) + gpuos.h.
+$(BUILD)/gpuos.o: gpuos.c gpuos.h | $(BUILD)
+	$(CC) -std=c99 $(WARN) $(CFLAGS) -fPIC -c gpuos.c -o $@
+
+$(BUILD)/libgpuos.so: $(BUILD)/gpuos.o
+	$(CC) -shared -o $@ $^ $(LDLIBS)
+
+$(BUILD)/%: examples/%.c $(BUILD)/gpuos.o gpuos.h
+	$(CC) -std=c99 $(WARN) $(CFLAGS) -I. $< $(BUILD)/gpuos.o -o $@ $(LDLIBS)
+
+run: $(BUILD)/particles
+	./$(BUILD)/particles
+
+gen:
+	$(PYTHON) gen/gen.py --dtypes "$(DTYPES)" --ranks "$(RANKS)"
+
+check-gen:
+	$(PYTHON) gen/gen.py --dtypes "$(DTYPES)" --ranks "$(RANKS)"
+	git diff --exit-code -- gpuos.h gpuos.c src/generated tests/generated
+
+include tests/tests.mk
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,318 @@
+/* gpuos.h - many small tensor operations on an NVIDIA GPU, from C.        v0.1.0
+
+   WHAT IT IS
+   gpuos runs streams of small tensor operations without paying a kernel launch
+   for each one. A program creates a context, makes tensors (any shape, strides,
+   dtype, rank 0..8), and submits operations into the context's queue; they run
+   asynchronously, in program order, on a long-lived persistent GPU kernel, or on
+   host threads when there is no GPU (the host executor, which is also the
+   reference the GPU is checked against).
+
+   The drop-in unit is this header plus gpuos.c: compile gpuos.c with any C99
+   compiler, link with -lpthread -ldl (-lm). No nvcc is needed: the CUDA driver,
+   NVRTC and nvJitLink are loaded at run time with dlopen, so a program built
+   with gpuos.c also starts on a machine that has none of them.
+
+   EXAMPLE
+       #include "gpuos.h"
+       gpuos_config cfg = GPUOS_CONFIG_INIT;        // defaults: GPU if any, else host
+       gpuos_context *ctx;
+       if (gpuos_create(&cfg, &ctx) != GPUOS_OK) { puts(gpuos_last_error(NULL)); return 1; }
+       int64_t shape[1] = {1024};
+       gpuos_tensor *x, *v, *dt;
+       gpuos_tensor_new(ctx, GPUOS_F32, 1, shape, &x);
+       gpuos_tensor_new(ctx, GPUOS_F32, 1, shape, &v);
+       gpuos_tensor_scalar(ctx, GPUOS_F32, 0.01, &dt);      // 0-d tensor, broadcasts
+       gpuos_upload(ctx, x, host_x, sizeof host_x);
+       gpuos_upload(ctx, v, host_v, sizeof host_v);
+       gpuos_fma(ctx, x, v, dt, x);                         // x = v*dt + x, queued
+       gpuos_status st = gpuos_download(ctx, x, host_x, sizeof host_x);  // waits
+       if (st != GPUOS_OK) printf("%s: %s\n", gpuos_status_string(st), gpuos_last_error(ctx));
+       gpuos_tensor_release(x); gpuos_tensor_release(v); gpuos_tensor_release(dt);
+       gpuos_destroy(ctx);
+
+   CONFIGURATION (gpuos_config; start from GPUOS_CONFIG_INIT, then change fields)
+       device          GPUOS_DEVICE_AUTO (a GPU if one works, else the host executor),
+                       GPUOS_DEVICE_HOST (force the host executor), or a CUDA ordinal.
+       queue_capacity  tasks the queue holds before a submission waits (power of two).
+       submit_timeout_ms  how long a submission waits for room in a full queue before
+                       it returns GPUOS_ERR_QUEUE_FULL (0: do not wait).
+       wait_timeout_ms the timeout of the waits that calls such as gpuos_download make.
+       cache_dir       where compiled device code is cached (NULL: $GPUOS_CACHE_DIR,
+                       else $XDG_CACHE_HOME/gpuos, else ~/.cache/gpuos).
+       idle_ms         the persistent kernel exits after this long with an empty queue
+                       and comes back on the next submission.
+       host_threads    threads of the host executor (0: one per core, at most 16).
+   Compile-time macros: none are needed. GPUOS_API may be defined to add an export
+   attribute to every public function (default: nothing).
+
+   ERROR MODEL
+   Every function that can fail returns a gpuos_status. GPUOS_OK is 0; the other
+   codes have fixed, never-renumbered values. gpuos_status_string(code) names a
+   code; gpuos_last_error(ctx) gives the detail of the context's last error (which
+   argument, which shape, the compiler log). Bad input (wrong shape, dtype
+   mismatch, NULL, bad strides, unknown op, axis out of range) is refused when it
+   is submitted, nothing is queued, and the context stays usable. A failure while
+   queued work runs (a device fault) is sticky: every later call returns it.
+   gpuos never calls exit or abort and never prints.
+
+   THREAD SAFETY
+   A context may be used from many threads at once: submissions from different
+   threads are each atomic and keep each thread's program order. The detail string
+   of gpuos_last_error belongs to the context, so with several threads it may
+   describe another thread's error; the returned status is always your own.
+   Tensors are reference counted: a tensor (or view) may be released right after
+   a submission that uses it; its memory lives until the queued work is done.
+
+   SEMANTICS (full table in README.md)
+   - Program order: a task sees every earlier task's writes to memory it reads.
+   - Binary and ternary operators broadcast like NumPy; operands must share a dtype
+     (casts are explicit, gpuos_cast), except the documented ones (where's
+     condition is bool). The output must have exactly the broadcast shape.
+   - Integer arithmetic wraps (two's complement). Integer division or modulo by
+     zero gives 0. Casts from float to integer truncate toward zero and saturate;
+     NaN becomes 0. min/max/minimum/maximum propagate NaN. f16 and bf16 compute and
+     accumulate in f32; f32 reductions accumulate in f32 on the GPU.
+   - An output may be the very same view as an input of an element-wise, softmax,
+     log_softmax, layernorm or rmsnorm task (in place); any other overlap between
+     an output and an input is refused (GPUOS_ERR_ALIASING).
+
+   LIMITS
+   rank 0..GPUOS_MAX_RANK (8); at most GPUOS_MAX_INPUTS (4) inputs per task.
+
+   CHANGES
+   0.1.0  first version: API, generated operators, host executor.
+*/
+#ifndef GPUOS_H
+#define GPUOS_H
+
+#include <stddef.h> /* size_t */
+#include <stdint.h> /* int64_t, uint32_t, uint64_t */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef GPUOS_API
+#define GPUOS_API
+#endif
+
+/* ---------------------------------------------------------------- version */
+#define GPUOS_VERSION_MAJOR 0
+#define GPUOS_VERSION_MINOR 1
+#define GPUOS_VERSION_PATCH 0
+#define GPUOS_VERSION_NUMBER (GPUOS_VERSION_MAJOR * 10000 + GPUOS_VERSION_MINOR * 100 + GPUOS_VERSION_PATCH)
+#define GPUOS_VERSION_STRING "0.1.0"
+
+/* GPUOS_VERSION_NUMBER of the compiled library: compare with the header's. */
+GPUOS_API int gpuos_version(void);
+
+/* ---------------------------------------------------------------- limits */
+#define GPUOS_MAX_RANK 8
+#define GPUOS_MAX_INPUTS 4
+
+/* ---------------------------------------------------------------- status codes */
+typedef enum gpuos_status {
+    GPUOS_OK = 0,                    /* success */
+    GPUOS_ERR_INVALID_ARGUMENT = 1,  /* a value out of its documented range */
+    GPUOS_ERR_NULL_POINTER = 2,      /* a required pointer was NULL */
+    GPUOS_ERR_SHAPE_MISMATCH = 3,    /* shapes do not broadcast, or the output has the wrong shape */
+    GPUOS_ERR_DTYPE_MISMATCH = 4,    /* operands of different dtypes, or an output of the wrong dtype */
+    GPUOS_ERR_UNSUPPORTED_DTYPE = 5, /* the operator is not defined (or not generated) for this dtype */
+    GPUOS_ERR_RANK = 6,              /* rank above GPUOS_MAX_RANK, or not allowed for this operator */
+    GPUOS_ERR_BAD_STRIDES = 7,       /* strides leave the memory, or an output overlaps itself */
+    GPUOS_ERR_UNKNOWN_OP = 8,        /* no such operator */
+    GPUOS_ERR_AXIS = 9,              /* an axis out of range */
+    GPUOS_ERR_QUEUE_FULL = 10,       /* the queue stayed full for submit_timeout_ms */
+    GPUOS_ERR_TIMEOUT = 11,          /* a wait ran out of time; the work is still queued */
+    GPUOS_ERR_OUT_OF_MEMORY = 12,    /* host or device allocation failed */
+    GPUOS_ERR_NO_DEVICE = 13,        /* no usable GPU (no driver, no device, bad ordinal) */
+    GPUOS_ERR_DEVICE_LOST = 14,      /* the GPU faulted or vanished; sticky for the context */
+    GPUOS_ERR_COMPILE = 15,          /* NVRTC or nvJitLink failed; the log is in gpuos_last_error */
+    GPUOS_ERR_UNSUPPORTED = 16,      /* valid request this build or backend cannot do */
+    GPUOS_ERR_NOT_VIEWABLE = 17,     /* reshape needs a copy: the strides do not allow a view */
+    GPUOS_ERR_OUT_OF_BOUNDS = 18,    /* a size or index beyond a tensor or buffer */
+    GPUOS_ERR_ALIASING = 19,         /* an output overlaps an input in a way the operator forbids */
+    GPUOS_ERR_BAD_CONFIG = 20,       /* gpuos_config of an unknown size or version, or bad field */
+    GPUOS_ERR_CONTEXT_MISMATCH = 21, /* a tensor of another context */
+    GPUOS_ERR_INTERNAL = 22          /* a bug in gpuos; please report it with gpuos_last_error */
+} gpuos_status;
+
+/* A short description of a status code ("GPUOS_ERR_SHAPE_MISMATCH: shapes ..."). Never NULL. */
+GPUOS_API const char *gpuos_status_string(gpuos_status status);
+
+/* ---------------------------------------------------------------- generated: dtypes, operators */
+/* BEGIN GENERATED gpuos.h (gen/gen.py from gen/ops.py; do not edit by hand, run `make gen`) */
+/* END GENERATED gpuos.h */
+
+/* Size in bytes of one element; 0 for an unknown dtype. */
+GPUOS_API size_t gpuos_dtype_size(gpuos_dtype dtype);
+/* "f32", "bf16", ...; NULL for an unknown dtype. */
+GPUOS_API const char *gpuos_dtype_name(gpuos_dtype dtype);
+/* "add", "softmax", ...; NULL for an unknown op. */
+GPUOS_API const char *gpuos_op_name(gpuos_op op);
+/* The op of that name, or GPUOS_OP_COUNT when there is none. */
+GPUOS_API gpuos_op gpuos_op_from_name(const char *name);
+/* 1 if this build has code for op on inputs of this dtype and operands of this rank. */
+GPUOS_API int gpuos_op_supported(gpuos_op op, gpuos_dtype dtype, int rank);
+
+/* ---------------------------------------------------------------- context */
+typedef struct gpuos_context gpuos_context;
+
+#define GPUOS_DEVICE_AUTO (-2)
+#define GPUOS_DEVICE_HOST (-1)
+
+typedef struct gpuos_config {
+    size_t struct_size;          /* sizeof(gpuos_config), set by GPUOS_CONFIG_INIT */
+    int api_version;             /* GPUOS_VERSION_NUMBER, set by GPUOS_CONFIG_INIT */
+    int device;                  /* GPUOS_DEVICE_AUTO, GPUOS_DEVICE_HOST or a CUDA ordinal */
+    uint32_t queue_capacity;     /* tasks; a power of two, 16 .. 1<<24 */
+    uint32_t submit_timeout_ms;  /* wait for room in a full queue; 0 = fail at once */
+    uint32_t wait_timeout_ms;    /* timeout of implicit waits (download, upload, destroy) */
+    const char *cache_dir;       /* NULL = default (see CONFIGURATION) */
+    uint32_t idle_ms;            /* persistent kernel idle exit */
+    int host_threads;            /* 0 = automatic */
+} gpuos_config;
+
+#define GPUOS_CONFIG_INIT \
+    { sizeof(gpuos_config), GPUOS_VERSION_NUMBER, GPUOS_DEVICE_AUTO, 4096u, 1000u, 10000u, NULL, 50u, 0 }
+
+typedef enum gpuos_backend {
+    GPUOS_BACKEND_HOST = 0, /* host executor */
+    GPUOS_BACKEND_CUDA = 1  /* persistent kernel on a GPU */
+} gpuos_backend;
+
+/* Creates a context. On failure *out is NULL and gpuos_last_error(NULL) says why. */
+GPUOS_API gpuos_status gpuos_create(const gpuos_config *config, gpuos_context **out);
+/* Waits (wait_timeout_ms) for queued work, then frees everything. NULL is allowed. */
+GPUOS_API void gpuos_destroy(gpuos_context *ctx);
+/* Which executor the context runs on. */
+GPUOS_API gpuos_backend gpuos_context_backend(const gpuos_context *ctx);
+/* Detail of the context's last error ("" if none); with ctx NULL, of the last failed
+   gpuos_create in this process. The string stays valid until the next failing call. */
+GPUOS_API const char *gpuos_last_error(const gpuos_context *ctx);
+/* The sticky error of the context (GPUOS_OK while healthy). */
+GPUOS_API gpuos_status gpuos_context_status(const gpuos_context *ctx);
+
+/* ---------------------------------------------------------------- tensors */
+typedef struct gpuos_tensor gpuos_tensor;
+
+/* What a tensor handle describes. Strides are in elements, may be 0 (broadcast)
+   or negative; offset is in elements from the start of the underlying memory. */
+typedef struct gpuos_tensor_info {
+    gpuos_dtype dtype;
+    int rank;
+    int64_t shape[GPUOS_MAX_RANK];
+    int64_t strides[GPUOS_MAX_RANK];
+    int64_t offset;
+    int64_t numel;
+    int contiguous;  /* 1 if row-major contiguous */
+    int owned;       /* 1 if gpuos allocated the memory, 0 if wrapped */
+} gpuos_tensor_info;
+
+/* A new row-major contiguous tensor, memory owned by gpuos (contents undefined). */
+GPUOS_API gpuos_status gpuos_tensor_new(gpuos_context *ctx, gpuos_dtype dtype, int rank,
+                                        const int64_t *shape, gpuos_tensor **out);
+/* A 0-d tensor holding value converted to dtype (as gpuos_cast would). */
+GPUOS_API gpuos_status gpuos_tensor_scalar(gpuos_context *ctx, gpuos_dtype dtype, double value,
+                                           gpuos_tensor **out);
+/* Wraps memory the caller owns: a device pointer on GPU contexts, a host pointer on
+   host contexts. strides NULL means row-major contiguous. bytes is the size of the
+   allocation from data; every element the view can reach must lie inside it
+   (else GPUOS_ERR_BAD_STRIDES). The memory must outlive every task that uses it. */
+GPUOS_API gpuos_status gpuos_tensor_wrap(gpuos_context *ctx, void *data, size_t bytes, gpuos_dtype dtype,
+                                         int rank, const int64_t *shape, const int64_t *strides,
+                                         gpuos_tensor **out);
+/* Drops the handle; the memory is freed once no handle, view or queued task uses it. NULL ok. */
+GPUOS_API void gpuos_tensor_release(gpuos_tensor *t);
+GPUOS_API gpuos_status gpuos_tensor_get_info(const gpuos_tensor *t, gpuos_tensor_info *info);
+
+/* Copies bytes of row-major packed host data into the tensor's elements in logical
+   (row-major) order; any view may be the target. bytes must be numel * dtype size.
+   It waits until earlier tasks are done with the tensor, and returns once src may be reused. */
+GPUOS_API gpuos_status gpuos_upload(gpuos_context *ctx, gpuos_tensor *dst, const void *src, size_t bytes);
+/* Waits (wait_timeout_ms) for earlier tasks, then copies the tensor's elements in logical
+   row-major order into dst. bytes must be numel * dtype size. */
+GPUOS_API gpuos_status gpuos_download(gpuos_context *ctx, const gpuos_tensor *src, void *dst, size_t bytes);
+
+/* ---------------------------------------------------------------- views (no copy; new handle shares memory) */
+/* Axes may be negative (counted from the end). */
+/* Python slicing t[start:stop:step] along axis; start/stop are clamped as Python
+   does; step may be negative (use GPUOS_SLICE_END for "to the end"); step 0 is an error. */
+#define GPUOS_SLICE_END INT64_MAX
+GPUOS_API gpuos_status gpuos_view_slice(const gpuos_tensor *t, int axis, int64_t start, int64_t stop,
+                                        int64_t step, gpuos_tensor **out);
+/* perm is a permutation of 0..rank-1. */
+GPUOS_API gpuos_status gpuos_view_permute(const gpuos_tensor *t, const int *perm, gpuos_tensor **out);
+GPUOS_API gpuos_status gpuos_view_transpose(const gpuos_tensor *t, int axis0, int axis1, gpuos_tensor **out);
+/* NumPy broadcast_to: new leading axes and size-1 axes get stride 0. */
+GPUOS_API gpuos_status gpuos_view_broadcast_to(const gpuos_tensor *t, int rank, const int64_t *shape,
+                                               gpuos_tensor **out);
+/* Same elements, new shape (one entry may be -1). GPUOS_ERR_NOT_VIEWABLE when the
+   strides cannot express it without a copy (then copy into a contiguous tensor first). */
+GPUOS_API gpuos_status gpuos_view_reshape(const gpuos_tensor *t, int rank, const int64_t *shape,
+                                          gpuos_tensor **out);
+/* Removes axis, which must have size 1. */
+GPUOS_API gpuos_status gpuos_view_squeeze(const gpuos_tensor *t, int axis, gpuos_tensor **out);
+/* Inserts a size-1 axis so that it becomes axis `axis` of the result (-1 appends). */
+GPUOS_API gpuos_status gpuos_view_unsqueeze(const gpuos_tensor *t, int axis, gpuos_tensor **out);
+/* Any view of t's memory: shape, strides and offset in elements, relative to t's
+   memory (not to t's view). Every reachable element must lie inside the memory. */
+GPUOS_API gpuos_status gpuos_view_strided(const gpuos_tensor *t, int rank, const int64_t *shape,
+                                          const int64_t *strides, int64_t offset, gpuos_tensor **out);
+
+/* ---------------------------------------------------------------- submission */
+/* A task for gpuos_submit. Start from GPUOS_TASK_INIT. Every operator writes one
+   output tensor; inputs are in the order the operator lists them (README). */
+#define GPUOS_AXES_ALL 0xFFFFFFFFu
+typedef struct gpuos_task {
+    size_t struct_size;                 /* sizeof(gpuos_task), set by GPUOS_TASK_INIT */
+    gpuos_op op;
+    gpuos_tensor *out;
+    gpuos_tensor *in[GPUOS_MAX_INPUTS]; /* unused and optional inputs are NULL */
+    double scalar[2];                   /* fill: value; arange: start, step; layernorm, rmsnorm: eps */
+    uint32_t axes;                      /* reductions: bit i reduces axis i; GPUOS_AXES_ALL = every axis */
+    int axis;                           /* softmax, log_softmax: the axis (negative from the end) */
+    int keepdim;                        /* reductions: keep reduced axes with size 1 */
+    int correction;                     /* var, std: divide by N - correction */
+} gpuos_task;
+
+#define GPUOS_TASK_INIT                                                                       \
+    { sizeof(gpuos_task), GPUOS_OP_COUNT, NULL, { NULL, NULL, NULL, NULL }, { 0.0, 0.0 },     \
+      GPUOS_AXES_ALL, -1, 0, 0 }
+
+/* Validates and queues a task. On success *seq (if not NULL) is the task's sequence
+   number, usable as a fence. On error nothing is queued. */
+GPUOS_API gpuos_status gpuos_submit(gpuos_context *ctx, const gpuos_task *task, uint64_t *seq);
+
+/* The sequence number of the last task submitted so far (0 before any). */
+GPUOS_API uint64_t gpuos_fence(gpuos_context *ctx);
+/* 1 if every task up to and including seq has finished. */
+GPUOS_API int gpuos_fence_done(gpuos_context *ctx, uint64_t seq);
+/* Waits until every task up to seq has finished, at most timeout_ms
+   (GPUOS_ERR_TIMEOUT; the work stays queued). Returns a sticky error if any. */
+GPUOS_API gpuos_status gpuos_wait_fence(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms);
+/* Waits for everything submitted so far. */
+GPUOS_API gpuos_status gpuos_wait(gpuos_context *ctx, uint32_t timeout_ms);
+
+/* Reductions: axes is a list of n_axes axes (negative from the end); axes NULL
+   means every axis. Helpers convert it to gpuos_task.axes. */
+
+/* ---------------------------------------------------------------- convenience functions */
+/* BEGIN GENERATED gpuos.h convenience (gen/gen.py; run `make gen`) */
+/* END GENERATED gpuos.h convenience */
+
+/* ---------------------------------------------------------------- tools and tests */
+/* Compiles the generated device code with NVRTC for compute capability
+   arch_major.arch_minor (no GPU needed, NVRTC is loaded at run time). On failure the
+   log is copied into log (log_size bytes, may be 0). GPUOS_ERR_UNSUPPORTED if NVRTC
+   cannot be loaded. */
+GPUOS_API gpuos_status gpuos_compile_device_code(int arch_major, int arch_minor, char *log, size_t log_size);
+/* Test hook: while paused, the executor takes no new tasks from the queue (so that
+   tests can fill it). Returns the previous state. */
+GPUOS_API int gpuos_debug_pause(gpuos_context *ctx, int paused);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GPUOS_H */

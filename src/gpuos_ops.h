@@ -1,0 +1,84 @@
+/* gpuos_ops.h - what the generated code (src/generated/, from gen/ + templates/) gives
+   the runtime: the operator table, host kernels and the device source.
+
+   The runtime never names an operator; it looks everything up here by (op, dtype).
+   Private names start with gpuos__ (double underscore). */
+#ifndef GPUOS_OPS_H
+#define GPUOS_OPS_H
+
+#include "../gpuos.h"
+#include "gpuos_plan.h"
+
+/* ---------------------------------------------------------------- operator table */
+typedef enum gpuos__kind {
+    GPUOS__KIND_EW = 0,     /* element-wise: unary, binary, ternary, where, copy, cast, fill, arange */
+    GPUOS__KIND_REDUCE = 1, /* reductions over axes */
+    GPUOS__KIND_ROWS = 2,   /* softmax, log_softmax, layernorm, rmsnorm */
+    GPUOS__KIND_MATMUL = 3
+} gpuos__kind;
+
+typedef enum gpuos__out_rule {
+    GPUOS__OUT_SAME = 0, /* output dtype = key dtype */
+    GPUOS__OUT_BOOL = 1,
+    GPUOS__OUT_I64 = 2,
+    GPUOS__OUT_ANY = 3   /* cast: any output dtype */
+} gpuos__out_rule;
+
+#define GPUOS__KEY_OUT 255 /* key_input value: the output's dtype selects the code (fill, arange) */
+
+typedef struct gpuos__op_info {
+    const char *name;
+    uint8_t kind;       /* gpuos__kind */
+    uint8_t n_in;       /* inputs that must be given */
+    uint8_t n_in_max;   /* inputs including optional ones (layernorm: 3, rmsnorm: 2) */
+    uint8_t out_rule;   /* gpuos__out_rule */
+    uint8_t key_input;  /* index of the input whose dtype selects the code; GPUOS__KEY_OUT */
+    uint8_t inplace_ok; /* 1: out may be exactly the same view as an input */
+    uint8_t same_dtype_from; /* inputs from this index on must share the key dtype (where: 1) */
+    uint8_t bool_input0;     /* 1: input 0 must be bool (where's cond) */
+    uint32_t dtypes;    /* bit d set: the op is defined for key dtype d (docs/OPERATORS.md) */
+} gpuos__op_info;
+
+extern const gpuos__op_info gpuos__ops[GPUOS_OP_COUNT];
+
+/* Dtypes and ranks this build was generated for (make gen DTYPES=... RANKS=...). */
+extern const uint32_t gpuos__generated_dtypes; /* bit mask over gpuos_dtype */
+extern const uint32_t gpuos__generated_ranks;  /* bit mask over 0..8 */
+
+/* ---------------------------------------------------------------- host kernels */
+/* Element-wise inner loop over n items along the innermost plan dimension.
+   ptr[k] is the address of operand k's first item, stride[k] its byte stride,
+   index0 the flat row-major output index of the first item (arange). */
+typedef void (*gpuos__ew_loop_fn)(int64_t n, int64_t index0, char *const *ptr, const int64_t *stride,
+                                  const double *scalar);
+/* Runs loop over items [begin, end) of an element-wise plan of the given rank. */
+typedef void (*gpuos__ew_iter_fn)(const gpuos__ew_plan *plan, gpuos__ew_loop_fn loop, int64_t begin,
+                                  int64_t end);
+typedef void (*gpuos__reduce_fn)(const gpuos__reduce_plan *plan, int64_t begin, int64_t end);
+typedef void (*gpuos__rows_fn)(const gpuos__rows_plan *plan, int64_t begin, int64_t end);
+typedef void (*gpuos__matmul_fn)(const gpuos__matmul_plan *plan, int64_t begin, int64_t end);
+
+/* NULL when there is no code for the combination. For cast, key is the input dtype
+   and out the output dtype; for every other op out is ignored by the lookup. */
+gpuos__ew_loop_fn gpuos__host_ew_loop(gpuos_op op, gpuos_dtype key, gpuos_dtype out);
+gpuos__ew_iter_fn gpuos__host_ew_iter(int rank);
+gpuos__reduce_fn gpuos__host_reduce(gpuos_op op, gpuos_dtype key);
+gpuos__rows_fn gpuos__host_rows(gpuos_op op, gpuos_dtype key);
+gpuos__matmul_fn gpuos__host_matmul(gpuos_dtype key);
+
+/* ---------------------------------------------------------------- f16 / bf16 (src/half.c) */
+float gpuos__f16_to_f32(uint16_t h);
+uint16_t gpuos__f32_to_f16(float f);   /* round to nearest even; overflow to inf; NaN stays NaN */
+float gpuos__bf16_to_f32(uint16_t h);
+uint16_t gpuos__f32_to_bf16(float f);  /* round to nearest even; NaN stays NaN */
+uint16_t gpuos__f64_to_f16(double d);  /* one rounding from f64 (casts) */
+uint16_t gpuos__f64_to_bf16(double d);
+
+/* ---------------------------------------------------------------- device code */
+/* The generated CUDA source of every device kernel (plans, kernels, dispatch), as
+   NULL-terminated pieces to be joined; see src/generated/device_src.c. */
+extern const char *const gpuos__device_source[];
+/* Kernel id the device dispatcher uses for (op, key dtype, out dtype); -1 if none. */
+int gpuos__device_kernel_id(gpuos_op op, gpuos_dtype key, gpuos_dtype out);
+
+#endif /* GPUOS_OPS_H */

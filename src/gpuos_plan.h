@@ -1,0 +1,101 @@
+/* gpuos_plan.h - plain-data plans of tasks, shared by host C code and device CUDA code.
+
+   The runtime (src/plan.c) validates a task at submission and turns it into one of
+   these plans: pointers already offset, broadcasting turned into 0 strides, reduced
+   axes separated from kept ones, strides in BYTES. Generated kernels (host C in
+   src/generated/host_ops.c, device CUDA in src/generated/device_ops.cu) consume them.
+   The same text is compiled by a C99 compiler and by NVRTC, so it uses only fixed
+   width integer types the two agree on (the device prelude defines int64_t etc.).
+
+   Every kernel takes a range of work items, so an executor can split a task over
+   threads (host) or tiles (device):
+     element-wise  items = flat row-major output indices      [0, numel)
+     reduce        items = output elements (outer indices)    [0, outer_numel)
+     rows          items = rows                               [0, outer_numel)
+     matmul        items = output rows over the batch         [0, batch_numel * M)
+*/
+#ifndef GPUOS_PLAN_H
+#define GPUOS_PLAN_H
+
+#define GPUOS__MAX_RANK 8
+#define GPUOS__MAX_PTR 5 /* out + GPUOS_MAX_INPUTS inputs */
+
+/* Element-wise (unary, binary, ternary, where, cast, copy, fill, arange).
+   ptr[0] is the output, ptr[1..n_ptr-1] the inputs in op order. All operands have
+   been broadcast to the output shape (stride 0 where broadcast) and adjacent
+   dimensions merged where every operand allows it, so rank is often 1. The merge
+   keeps row-major order, so item i is the output's flat row-major index i. */
+typedef struct gpuos__ew_plan {
+    int32_t rank;   /* 0 .. 8 after merging */
+    int32_t n_ptr;  /* 1 + number of inputs */
+    int64_t numel;
+    int64_t shape[GPUOS__MAX_RANK];
+    int64_t stride[GPUOS__MAX_PTR][GPUOS__MAX_RANK]; /* bytes */
+    char *ptr[GPUOS__MAX_PTR];
+    double scalar[2]; /* fill: value; arange: start, step */
+} gpuos__ew_plan;
+
+/* Reductions. The input's axes are split into outer (kept, in order) and inner
+   (reduced, in increasing axis order). Output element o (row-major over outer_shape)
+   is at out + sum(idx_k * outer_out_stride[k]); it reduces the inner_numel input
+   elements at in + sum(idx_k * outer_in_stride[k]) + sum(jdx_l * inner_in_stride[l]),
+   visited in row-major order of inner_shape (argmin/argmax report that flat index). */
+typedef struct gpuos__reduce_plan {
+    int32_t outer_rank;
+    int32_t inner_rank;
+    int64_t outer_numel;
+    int64_t inner_numel;
+    int64_t outer_shape[GPUOS__MAX_RANK];
+    int64_t outer_in_stride[GPUOS__MAX_RANK];  /* bytes */
+    int64_t outer_out_stride[GPUOS__MAX_RANK]; /* bytes */
+    int64_t inner_shape[GPUOS__MAX_RANK];
+    int64_t inner_in_stride[GPUOS__MAX_RANK];  /* bytes */
+    char *out;
+    const char *in;
+    int32_t correction; /* var, std */
+    int32_t pad_;
+} gpuos__reduce_plan;
+
+/* Row-wise operators (softmax, log_softmax along an axis; layernorm, rmsnorm along
+   the last axis). Row r (row-major over outer_shape) has n elements at
+   in + sum(idx_k * outer_in_stride[k]) + j * in_stride, written likewise to out. */
+typedef struct gpuos__rows_plan {
+    int32_t outer_rank;
+    int32_t pad_;
+    int64_t outer_numel;
+    int64_t outer_shape[GPUOS__MAX_RANK];
+    int64_t outer_in_stride[GPUOS__MAX_RANK];  /* bytes */
+    int64_t outer_out_stride[GPUOS__MAX_RANK]; /* bytes */
+    int64_t n;
+    int64_t in_stride;  /* bytes */
+    int64_t out_stride; /* bytes */
+    char *out;
+    const char *in;
+    const char *weight; /* NULL when absent; n elements at weight_stride */
+    int64_t weight_stride;
+    const char *bias;   /* NULL when absent */
+    int64_t bias_stride;
+    double eps;
+} gpuos__rows_plan;
+
+/* Batched matmul, NumPy semantics already resolved (1-D operands given a size-1
+   axis, batch axes broadcast). For batch index b (row-major over batch_shape) and
+   output row m: out[b][m][n] = sum_k a[b][m][k] * b[b][k][n]. */
+typedef struct gpuos__matmul_plan {
+    int32_t batch_rank;
+    int32_t pad_;
+    int64_t batch_numel;
+    int64_t batch_shape[GPUOS__MAX_RANK];
+    int64_t batch_a_stride[GPUOS__MAX_RANK];   /* bytes */
+    int64_t batch_b_stride[GPUOS__MAX_RANK];   /* bytes */
+    int64_t batch_out_stride[GPUOS__MAX_RANK]; /* bytes */
+    int64_t M, N, K;
+    int64_t a_m, a_k; /* bytes */
+    int64_t b_k, b_n; /* bytes */
+    int64_t o_m, o_n; /* bytes */
+    char *out;
+    const char *a;
+    const char *b;
+} gpuos__matmul_plan;
+
+#endif /* GPUOS_PLAN_H */
