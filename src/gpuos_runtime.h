@@ -1,0 +1,325 @@
+/* gpuos_runtime.h - the runtime's internal structs and the functions its files share.
+
+   Not part of the public API. Every src/ .c file includes this header (and system headers)
+   only, so that the amalgamated gpuos.c is one translation unit without clashes:
+   private functions are either static with a per-file prefix or named gpuos__*.
+
+   Where a task goes:
+     gpuos_submit (plan.c)        validates the task, builds a plan into a gpuos__job
+     gpuos__queue_push (queue.c)  takes storage references, gives the job its sequence
+                                  number, puts it in the context's bounded ring
+     dispatcher (host_exec.c)     pops jobs in order, runs them (split over the worker
+                                  pool when large), releases their storages, and
+                                  advances ctx->completed, which the waits watch.
+
+   Locking: ctx->mu guards the queue, the sequence numbers, the state flags and every
+   reference count (context, storages). The error detail has its own mutex (err_mu),
+   the worker pool its own (host_exec.c). Never take ctx->mu while holding err_mu. */
+#ifndef GPUOS_RUNTIME_H
+#define GPUOS_RUNTIME_H
+
+#include "gpuos_ops.h"
+
+#include <pthread.h> /* mutexes, condition variables, threads */
+#include <stdarg.h>  /* va_list for the error detail */
+#include <stddef.h>  /* size_t */
+#include <stdint.h>  /* int64_t, INT64_MAX */
+#include <time.h>    /* struct timespec */
+
+/* ---------------------------------------------------------------- checked arithmetic */
+/* 1 and *r = a*b when it fits in int64_t, else 0. */
+static inline int gpuos__mul64(int64_t a, int64_t b, int64_t *r) {
+    if (a == 0 || b == 0) { *r = 0; return 1; }
+    if (a > 0) {
+        if (b > 0 ? a > INT64_MAX / b : b < INT64_MIN / a) return 0;
+    } else {
+        if (b > 0 ? a < INT64_MIN / b : b < INT64_MAX / a) return 0;
+    }
+    *r = a * b;
+    return 1;
+}
+/* 1 and *r = a+b when it fits in int64_t, else 0. */
+static inline int gpuos__add64(int64_t a, int64_t b, int64_t *r) {
+    if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b)) return 0;
+    *r = a + b;
+    return 1;
+}
+
+/* ---------------------------------------------------------------- storage and tensors */
+/* The memory behind tensors: owned (allocated by gpuos, 64-byte aligned) or wrapped.
+   Every tensor handle and every queued job that uses it holds a reference. */
+typedef struct gpuos__storage {
+    gpuos_context *ctx;
+    char *data;        /* first byte */
+    void *block;       /* what free() takes: owned memory; NULL when wrapped */
+    size_t bytes;      /* size of the memory from data */
+    int owned;
+    int refs;          /* under ctx->mu */
+    uint64_t last_use; /* sequence number of the last job that uses it; under ctx->mu */
+} gpuos__storage;
+
+struct gpuos_tensor {
+    gpuos_context *ctx;
+    gpuos__storage *st;
+    gpuos_dtype dtype;
+    int rank;
+    int64_t shape[GPUOS_MAX_RANK];
+    int64_t strides[GPUOS_MAX_RANK]; /* elements */
+    int64_t offset;                  /* elements from st->data */
+    int64_t numel;
+};
+
+/* ---------------------------------------------------------------- jobs (queued tasks) */
+typedef struct gpuos__job {
+    uint64_t seq;
+    gpuos_op op;
+    int kind; /* gpuos__kind */
+    union {
+        gpuos__ew_plan ew;
+        gpuos__reduce_plan reduce;
+        gpuos__rows_plan rows;
+        gpuos__matmul_plan matmul;
+    } plan;
+    gpuos__ew_loop_fn ew_loop;
+    gpuos__ew_iter_fn ew_iter;
+    gpuos__reduce_fn reduce_fn;
+    gpuos__rows_fn rows_fn;
+    gpuos__matmul_fn matmul_fn;
+    int64_t items;     /* work items: the kernels run ranges of [0, items) */
+    int64_t item_cost; /* rough element operations per item, to decide on splitting */
+    int n_st;
+    gpuos__storage *st[GPUOS__MAX_PTR]; /* distinct storages the job uses */
+    struct gpuos__job *next_free;
+} gpuos__job;
+
+/* ---------------------------------------------------------------- context */
+#define GPUOS__ERR_SLOTS 4
+#define GPUOS__ERR_LEN 4096
+#define GPUOS__MAX_HOST_THREADS 16
+
+typedef struct gpuos__errbuf {
+    pthread_mutex_t mu;
+    unsigned cur; /* slot of the latest message */
+    char msg[GPUOS__ERR_SLOTS][GPUOS__ERR_LEN];
+} gpuos__errbuf;
+
+struct gpuos__pool; /* host_exec.c */
+
+struct gpuos_context {
+    gpuos_config cfg;      /* copy; cfg.cache_dir points at cache_dir */
+    char *cache_dir;
+    gpuos_backend backend;
+    int host_threads;      /* resolved: 1 .. GPUOS__MAX_HOST_THREADS */
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv_room; /* the queue got room (submitters wait) */
+    pthread_cond_t cv_work; /* work, unpause or stop (the dispatcher waits) */
+    pthread_cond_t cv_done; /* a job finished (waits) */
+
+    gpuos__job **ring;     /* ring of queued jobs; grows up to capacity */
+    uint32_t ring_size;    /* allocated slots, a power of two */
+    uint32_t ring_head;    /* index of the oldest queued job */
+    uint32_t ring_count;   /* queued jobs (not counting the running one) */
+    uint32_t capacity;     /* cfg.queue_capacity */
+    uint64_t submitted;    /* sequence number of the last queued job */
+    uint64_t completed;    /* every job up to this one has finished */
+    int paused;            /* gpuos_debug_pause */
+    int stopping;          /* the dispatcher exits at the next job boundary */
+    int destroyed;         /* gpuos_destroy ran; the handle lives on for tensors */
+    gpuos_status sticky;   /* GPUOS_OK while healthy */
+    int refs;              /* the user's handle + one per storage */
+    gpuos__job *free_jobs; /* recycled jobs */
+    int n_free_jobs;
+
+    pthread_t dispatcher;
+    int dispatcher_running;
+    struct gpuos__pool *pool; /* NULL with one host thread */
+
+    gpuos__errbuf err;
+};
+
+/* ---------------------------------------------------------------- status.c */
+/* Records the detail of an error on ctx (or process-wide when ctx is NULL) and
+   returns status, so that `return gpuos__set_error(ctx, GPUOS_ERR_X, "...", ...);`. */
+gpuos_status gpuos__set_error(const gpuos_context *ctx, gpuos_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+gpuos_status gpuos__set_errorv(const gpuos_context *ctx, gpuos_status status, const char *fmt, va_list ap);
+int gpuos__errbuf_init(gpuos__errbuf *e);
+void gpuos__errbuf_fini(gpuos__errbuf *e);
+/* Short name of a status ("GPUOS_ERR_AXIS"). */
+const char *gpuos__status_name(gpuos_status status);
+
+/* ---------------------------------------------------------------- context.c */
+/* Frees the context struct itself (after the last reference went). */
+void gpuos__context_free(gpuos_context *ctx);
+
+/* ---------------------------------------------------------------- tensor.c */
+/* Product of the shape; GPUOS_ERR_INVALID_ARGUMENT (with a message on ctx) for a
+   negative size or an overflow. */
+gpuos_status gpuos__shape_numel(const gpuos_context *ctx, const char *what, int rank, const int64_t *shape,
+                                int64_t *numel);
+/* Lowest and highest element offset a view reaches, relative to its offset (numel > 0).
+   0 on overflow. */
+int gpuos__view_extent(int rank, const int64_t *shape, const int64_t *strides, int64_t *lo, int64_t *hi);
+/* GPUOS_OK when every element of the view lies inside st, else GPUOS_ERR_BAD_STRIDES. */
+gpuos_status gpuos__check_in_storage(const gpuos_context *ctx, const gpuos__storage *st, size_t elsize, int rank,
+                                     const int64_t *shape, const int64_t *strides, int64_t offset);
+int gpuos__is_contiguous(int rank, const int64_t *shape, const int64_t *strides);
+/* A new handle on st (takes a reference on it). shape and strides are trusted. */
+gpuos_status gpuos__tensor_make(gpuos_context *ctx, gpuos__storage *st, gpuos_dtype dtype, int rank,
+                                const int64_t *shape, const int64_t *strides, int64_t offset, gpuos_tensor **out);
+/* Reference counting; the _locked forms need ctx->mu held. release_locked returns 1
+   when it dropped the context's last reference: the caller then calls
+   gpuos__context_free(ctx) after unlocking. */
+void gpuos__storage_retain_locked(gpuos__storage *st);
+int gpuos__storage_release_locked(gpuos__storage *st);
+/* Stores value converted as a cast from f64 would (bool: != 0; integers: truncate,
+   saturate, NaN -> 0; floats: round to nearest even). */
+void gpuos__store_f64(gpuos_dtype dtype, double value, void *dst);
+
+/* ---------------------------------------------------------------- queue.c */
+/* Absolute CLOCK_MONOTONIC time timeout_ms from now. */
+void gpuos__deadline(uint32_t timeout_ms, struct timespec *ts);
+/* pthread_cond_timedwait on a CLOCK_MONOTONIC condition variable; returns 0 or ETIMEDOUT. */
+int gpuos__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, const struct timespec *deadline);
+int gpuos__cond_init_monotonic(pthread_cond_t *cv);
+int gpuos__queue_init(gpuos_context *ctx);
+/* Releases every job still queued (their work is dropped) and frees the ring. Call
+   with the dispatcher stopped. */
+void gpuos__queue_fini(gpuos_context *ctx);
+/* A zeroed job (recycled when possible); NULL when out of memory. */
+gpuos__job *gpuos__job_alloc(gpuos_context *ctx);
+void gpuos__job_free(gpuos_context *ctx, gpuos__job *job);
+/* Queues job (takes its storage references, sets job->seq), waiting up to
+   submit_timeout_ms for room. On error the job is freed and nothing is queued. */
+gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *seq);
+/* Dispatcher side: the next job, or NULL when stopping. Waits while paused or empty. */
+gpuos__job *gpuos__queue_pop(gpuos_context *ctx);
+/* Dispatcher side: job has finished; releases its storages, advances ctx->completed. */
+void gpuos__queue_done(gpuos_context *ctx, gpuos__job *job);
+/* Waits until every job up to seq has finished, at most timeout_ms. */
+gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms, const char *what);
+
+/* ---------------------------------------------------------------- host_exec.c */
+gpuos_status gpuos__host_start(gpuos_context *ctx);
+/* Stops at the next job boundary and joins every thread. */
+void gpuos__host_stop(gpuos_context *ctx);
+
+/* ---------------------------------------------------------------- cuda_loader.c */
+/* Minimal CUDA driver / NVRTC / nvJitLink types, so that no CUDA header is needed. */
+typedef int gpuos__CUresult;
+typedef int gpuos__CUdevice;
+typedef struct gpuos__CUctx_st *gpuos__CUcontext;
+typedef struct gpuos__CUmod_st *gpuos__CUmodule;
+typedef struct gpuos__CUfunc_st *gpuos__CUfunction;
+typedef struct gpuos__CUstream_st *gpuos__CUstream;
+typedef struct gpuos__CUevent_st *gpuos__CUevent;
+typedef unsigned long long gpuos__CUdeviceptr;
+typedef int gpuos__nvrtcResult;
+typedef struct gpuos__nvrtcProgram_st *gpuos__nvrtcProgram;
+typedef int gpuos__nvJitLinkResult;
+typedef struct gpuos__nvJitLink_st *gpuos__nvJitLinkHandle;
+
+/* CUDA driver entry points (libcuda.so.1). */
+typedef struct gpuos__cuda_api {
+    gpuos__CUresult (*cuInit)(unsigned int flags);
+    gpuos__CUresult (*cuDriverGetVersion)(int *version);
+    gpuos__CUresult (*cuGetErrorName)(gpuos__CUresult error, const char **str);
+    gpuos__CUresult (*cuGetErrorString)(gpuos__CUresult error, const char **str);
+    gpuos__CUresult (*cuDeviceGetCount)(int *count);
+    gpuos__CUresult (*cuDeviceGet)(gpuos__CUdevice *device, int ordinal);
+    gpuos__CUresult (*cuDeviceGetName)(char *name, int len, gpuos__CUdevice dev);
+    gpuos__CUresult (*cuDeviceGetAttribute)(int *value, int attrib, gpuos__CUdevice dev);
+    gpuos__CUresult (*cuDevicePrimaryCtxRetain)(gpuos__CUcontext *pctx, gpuos__CUdevice dev);
+    gpuos__CUresult (*cuDevicePrimaryCtxRelease)(gpuos__CUdevice dev);          /* _v2 */
+    gpuos__CUresult (*cuCtxSetCurrent)(gpuos__CUcontext ctx);
+    gpuos__CUresult (*cuCtxSynchronize)(void);
+    gpuos__CUresult (*cuModuleLoadData)(gpuos__CUmodule *module, const void *image);
+    gpuos__CUresult (*cuModuleUnload)(gpuos__CUmodule hmod);
+    gpuos__CUresult (*cuModuleGetFunction)(gpuos__CUfunction *hfunc, gpuos__CUmodule hmod, const char *name);
+    gpuos__CUresult (*cuModuleGetGlobal)(gpuos__CUdeviceptr *dptr, size_t *bytes, gpuos__CUmodule hmod,
+                                         const char *name);                     /* _v2 */
+    gpuos__CUresult (*cuFuncSetAttribute)(gpuos__CUfunction hfunc, int attrib, int value);
+    gpuos__CUresult (*cuLaunchKernel)(gpuos__CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                      unsigned by, unsigned bz, unsigned shared_bytes, gpuos__CUstream stream,
+                                      void **params, void **extra);
+    gpuos__CUresult (*cuStreamCreate)(gpuos__CUstream *stream, unsigned int flags);
+    gpuos__CUresult (*cuStreamDestroy)(gpuos__CUstream stream);                /* _v2 */
+    gpuos__CUresult (*cuStreamSynchronize)(gpuos__CUstream stream);
+    gpuos__CUresult (*cuStreamQuery)(gpuos__CUstream stream);
+    gpuos__CUresult (*cuMemAlloc)(gpuos__CUdeviceptr *dptr, size_t bytes);     /* _v2 */
+    gpuos__CUresult (*cuMemFree)(gpuos__CUdeviceptr dptr);                     /* _v2 */
+    gpuos__CUresult (*cuMemHostAlloc)(void **pp, size_t bytes, unsigned int flags);
+    gpuos__CUresult (*cuMemFreeHost)(void *p);
+    gpuos__CUresult (*cuMemHostGetDevicePointer)(gpuos__CUdeviceptr *pdptr, void *p, unsigned int flags); /* _v2 */
+    gpuos__CUresult (*cuMemcpyHtoD)(gpuos__CUdeviceptr dst, const void *src, size_t bytes);  /* _v2 */
+    gpuos__CUresult (*cuMemcpyDtoH)(void *dst, gpuos__CUdeviceptr src, size_t bytes);        /* _v2 */
+    gpuos__CUresult (*cuMemcpyHtoDAsync)(gpuos__CUdeviceptr dst, const void *src, size_t bytes,
+                                         gpuos__CUstream stream);                          /* _v2 */
+    gpuos__CUresult (*cuMemcpyDtoHAsync)(void *dst, gpuos__CUdeviceptr src, size_t bytes,
+                                         gpuos__CUstream stream);                          /* _v2 */
+    gpuos__CUresult (*cuMemsetD8)(gpuos__CUdeviceptr dst, unsigned char value, size_t n); /* _v2 */
+} gpuos__cuda_api;
+
+/* NVRTC entry points. */
+typedef struct gpuos__nvrtc_api {
+    int version_major, version_minor;
+    const char *(*nvrtcGetErrorString)(gpuos__nvrtcResult result);
+    gpuos__nvrtcResult (*nvrtcVersion)(int *major, int *minor);
+    gpuos__nvrtcResult (*nvrtcCreateProgram)(gpuos__nvrtcProgram *prog, const char *src, const char *name,
+                                             int num_headers, const char *const *headers,
+                                             const char *const *include_names);
+    gpuos__nvrtcResult (*nvrtcDestroyProgram)(gpuos__nvrtcProgram *prog);
+    gpuos__nvrtcResult (*nvrtcCompileProgram)(gpuos__nvrtcProgram prog, int num_options,
+                                              const char *const *options);
+    gpuos__nvrtcResult (*nvrtcGetProgramLogSize)(gpuos__nvrtcProgram prog, size_t *size);
+    gpuos__nvrtcResult (*nvrtcGetProgramLog)(gpuos__nvrtcProgram prog, char *log);
+    gpuos__nvrtcResult (*nvrtcGetPTXSize)(gpuos__nvrtcProgram prog, size_t *size);
+    gpuos__nvrtcResult (*nvrtcGetPTX)(gpuos__nvrtcProgram prog, char *ptx);
+    gpuos__nvrtcResult (*nvrtcGetCUBINSize)(gpuos__nvrtcProgram prog, size_t *size); /* may be NULL */
+    gpuos__nvrtcResult (*nvrtcGetCUBIN)(gpuos__nvrtcProgram prog, char *cubin);      /* may be NULL */
+} gpuos__nvrtc_api;
+
+/* nvJitLink entry points (input types: 1 cubin, 2 PTX, 3 LTO-IR, 4 fatbin). */
+#define GPUOS__NVJITLINK_INPUT_CUBIN 1
+#define GPUOS__NVJITLINK_INPUT_PTX 2
+typedef struct gpuos__nvjitlink_api {
+    gpuos__nvJitLinkResult (*nvJitLinkCreate)(gpuos__nvJitLinkHandle *handle, uint32_t num_options,
+                                              const char **options);
+    gpuos__nvJitLinkResult (*nvJitLinkDestroy)(gpuos__nvJitLinkHandle *handle);
+    gpuos__nvJitLinkResult (*nvJitLinkAddData)(gpuos__nvJitLinkHandle handle, int input_type, const void *data,
+                                               size_t size, const char *name);
+    gpuos__nvJitLinkResult (*nvJitLinkComplete)(gpuos__nvJitLinkHandle handle);
+    gpuos__nvJitLinkResult (*nvJitLinkGetLinkedCubinSize)(gpuos__nvJitLinkHandle handle, size_t *size);
+    gpuos__nvJitLinkResult (*nvJitLinkGetLinkedCubin)(gpuos__nvJitLinkHandle handle, void *cubin);
+    gpuos__nvJitLinkResult (*nvJitLinkGetErrorLogSize)(gpuos__nvJitLinkHandle handle, size_t *size);
+    gpuos__nvJitLinkResult (*nvJitLinkGetErrorLog)(gpuos__nvJitLinkHandle handle, char *log);
+    gpuos__nvJitLinkResult (*nvJitLinkGetInfoLogSize)(gpuos__nvJitLinkHandle handle, size_t *size);
+    gpuos__nvJitLinkResult (*nvJitLinkGetInfoLog)(gpuos__nvJitLinkHandle handle, char *log);
+} gpuos__nvjitlink_api;
+
+/* Load the library once per process (thread safe); NULL when it cannot be loaded, with
+   the reason in why (why_size bytes). The tables stay valid for the process' life. */
+const gpuos__cuda_api *gpuos__cuda_load(char *why, size_t why_size);
+const gpuos__nvrtc_api *gpuos__nvrtc_load(char *why, size_t why_size);
+const gpuos__nvjitlink_api *gpuos__nvjitlink_load(char *why, size_t why_size);
+
+/* Compiles source with NVRTC. On success *code (malloc'd; cubin when want_cubin, else
+   PTX with its terminating NUL counted in *code_size) and *log (malloc'd, may be "").
+   GPUOS_ERR_COMPILE with the log in *log; GPUOS_ERR_UNSUPPORTED without NVRTC.
+   The caller frees *code and *log. Error detail goes to ctx (NULL: process-wide). */
+gpuos_status gpuos__nvrtc_compile(const gpuos_context *ctx, const char *source, const char *name,
+                                  const char *const *options, int n_options, int want_cubin, void **code,
+                                  size_t *code_size, char **log);
+/* Links cubin/PTX images into one cubin with nvJitLink (options such as "-arch=sm_90").
+   The caller frees *cubin and *log. */
+gpuos_status gpuos__nvjitlink_link(const gpuos_context *ctx, const char *const *options, int n_options,
+                                   const void *const *images, const size_t *sizes, const int *input_types,
+                                   int n_images, void **cubin, size_t *cubin_size, char **log);
+/* The generated device source, joined (malloc'd); NULL when out of memory. */
+char *gpuos__device_source_joined(size_t *length);
+
+#endif /* GPUOS_RUNTIME_H */
