@@ -1,0 +1,35 @@
+# tests/tests.mk - the test suite, included by the Makefile.
+#   make test      every part below; the last line is "N passed, N failed"; exits nonzero on a failure
+#   make test-c    the C parts: gpuos.h as strict C99 and as C++, the 8-thread test
+#   make test-py   the pytest suite (operators against NumPy, errors, queue, NVRTC)
+# Knobs: PYTEST_ARGS="-k add -x" narrows pytest; GPUOS_TEST_SEED=N reruns with the same inputs;
+# GPUOS_TEST_DEVICE=0 runs on a GPU; GPUOS_TEST_ALLOW_NO_NVRTC=1 turns a missing NVRTC into a skip.
+TEST_BUILD     := $(BUILD)/tests
+TEST_C_STRICT  := -std=c99 -Wall -Wextra -Werror -pedantic
+TEST_CXX_STRICT := -Wall -Wextra -Werror
+TEST_BINS      := $(TEST_BUILD)/test_header_c $(TEST_BUILD)/test_header_cpp $(TEST_BUILD)/test_threads
+PYTEST_ARGS    ?=
+
+$(TEST_BUILD):
+	mkdir -p $(TEST_BUILD)
+
+# gpuos.h compiled as strict C99 and as C++, then linked with the library and run.
+$(TEST_BUILD)/test_header_c: tests/test_header.c tests/ctest.h gpuos.h $(BUILD)/gpuos.o | $(TEST_BUILD)
+	$(CC) $(TEST_C_STRICT) $(CFLAGS) -I. tests/test_header.c $(BUILD)/gpuos.o -o $@ $(LDLIBS)
+
+$(TEST_BUILD)/test_header_cpp: tests/test_header.cpp gpuos.h $(BUILD)/gpuos.o | $(TEST_BUILD)
+	$(CXX) $(TEST_CXX_STRICT) $(CFLAGS) -I. tests/test_header.cpp $(BUILD)/gpuos.o -o $@ $(LDLIBS)
+
+$(TEST_BUILD)/test_threads: tests/test_threads.c tests/ctest.h gpuos.h $(BUILD)/gpuos.o | $(TEST_BUILD)
+	$(CC) -std=c99 $(WARN) -Werror $(CFLAGS) -I. tests/test_threads.c $(BUILD)/gpuos.o -o $@ $(LDLIBS)
+
+# tests/run_tests.py builds each part with $(MAKE) (a part that does not build counts as failed),
+# runs it, prints one line per part and then the total.
+test:
+	@$(PYTHON) tests/run_tests.py --make "$(MAKE)" --build "$(BUILD)" c py -- $(PYTEST_ARGS)
+
+test-c:
+	@$(PYTHON) tests/run_tests.py --make "$(MAKE)" --build "$(BUILD)" c
+
+test-py:
+	@$(PYTHON) tests/run_tests.py --make "$(MAKE)" --build "$(BUILD)" py -- $(PYTEST_ARGS)
