@@ -1,0 +1,533 @@
+"""Every operator on every (op, dtype, rank) the build emitted, against the NumPy reference.
+
+Each case draws fresh random inputs (seed in the failure message; GPUOS_TEST_SEED reproduces) and
+runs several variants: contiguous, broadcasting (size-1 and missing leading axes, 0-d operands),
+non-contiguous views (steps, permutations, negative strides, stride-0 broadcast views) for inputs
+and output, in place, and zero-size axes. Every output check also checks that the memory around a
+strided output view was left alone.
+"""
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+import harness as H
+import reference as R
+from gpuos_ctypes import AXES_ALL, DTYPES, FLOATS, INTS, OK, OP_ID, status_name, to_storage
+from opspec import SPEC_OPS, combos
+
+# ---------------------------------------------------------------- tolerances (the one table)
+# Float results are compared with the reference as |got - ref| <= atol + rtol * max(|ref|, scale):
+#   dtype   rtol     rtol (transcendental)  atol
+TOL = {
+    "f64": (1e-12, 1e-10, 1e-14),
+    "f32": (1e-5, 1e-5, 1e-6),
+    "f16": (2e-3, 2e-3, 1e-6),
+    "bf16": (1.6e-2, 1.6e-2, 1e-6),
+}
+# scale: the magnitude of the terms where the result is a small difference of large ones (lerp,
+# log_softmax, layernorm, rmsnorm). Reductions, matmul, layernorm and rmsnorm multiply rtol and atol
+# by sqrt(n), n the number of elements reduced (README: "reductions scaled by the square root of the
+# number of elements reduced"), relative to the sum of the magnitudes (sum |a|, |a| @ |b|, ...).
+# f16 and bf16 references are computed from the rounded inputs (in f64, rounded to f32, then to the
+# dtype, as gpuos computes in f32 and rounds once). Integers and bool are exact; NaN == NaN and
+# infinities exact everywhere.
+
+
+def tol(op, dtype, n=None):
+    if dtype not in TOL:
+        return 0.0, 0.0
+    rtol, rtol_tr, atol = TOL[dtype]
+    r = rtol_tr if op in R.TRANSCENDENTAL else rtol
+    if n is not None:
+        f = math.sqrt(max(n, 1))
+        r, atol = r * f, atol * f
+    return r, atol
+
+
+COMBOS = combos()
+UNARY = [o for o, s in SPEC_OPS.items() if s.section.startswith("Unary")]
+BINARY = [o for o, s in SPEC_OPS.items() if s.section.startswith("Binary")]
+TERNARY = [o for o, s in SPEC_OPS.items() if s.section.startswith("Ternary")]
+REDUCE = [o for o, s in SPEC_OPS.items() if s.section.startswith("Reductions")]
+ELEMENTWISE = set(UNARY) | set(BINARY) | set(TERNARY) | {"cast", "copy", "fill", "arange"}
+
+
+def n_inputs(op):
+    if op in BINARY:
+        return 2
+    if op in TERNARY:
+        return 3
+    if op in ("fill", "arange"):
+        return 0
+    return 1
+
+
+def out_dtype(op, dtype):
+    return R.out_dtype_of(op, dtype, SPEC_OPS[op].out)
+
+
+def input_dtype(op, dtype, i):
+    return "bool" if op == "where" and i == 0 else dtype
+
+
+def supported(op, dtype, rank):
+    return (op, dtype, rank) in COMBO_SET
+
+
+COMBO_SET = set(COMBOS)
+
+
+def ident(c):
+    return "%s-%s-r%d" % c
+
+
+# ---------------------------------------------------------------- element-wise
+def ew_once(ctx, rng, seed, op, dtype, out_shape, in_shapes, in_layouts, out_layout, *, inplace=None,
+            odt=None, scalar=(0.0, 0.0), scalars=(), label=""):
+    """One element-wise task. inplace=k: the output is input k's view (same handle, or with
+    inplace_copy an equal view made anew). scalars: input indices given as gpuos_tensor_scalar."""
+    odt = odt or out_dtype(op, dtype)
+    ins, shown = [], []
+    for i, (shp, lay) in enumerate(zip(in_shapes, in_layouts)):
+        idt = input_dtype(op, dtype, i)
+        if i in scalars:
+            v = H.gen_values(rng, op, idt, i, ())
+            value = float(R.vals(v, idt)) if idt not in INTS else float(int(v))
+            t = ctx.scalar(idt, value)
+            opnd = H.Operand(t, t, R.from_f64(value, idt).reshape(-1), np.zeros((), dtype=np.int64), idt)
+        else:
+            opnd = H.make_operand(ctx, rng, idt, H.gen_values(rng, op, idt, i, shp), lay)
+        ins.append(opnd)
+        shown.append((idt, opnd.values))
+    ref, scale = R.elementwise(op, dtype, [o.values for o in ins], odt, scalar, out_shape)
+    if inplace is not None:
+        src = ins[inplace]
+        out = src
+        if rng.random() < 0.5 and src.tensor is not src.base_tensor:
+            i = src.tensor.info()
+            out = H.Operand(src.base_tensor.strided(i.shape, i.strides, i.offset), src.base_tensor, src.base,
+                            src.idx, src.dtype)
+    else:
+        out = H.make_output(ctx, rng, odt, out_shape, out_layout)
+    what = "%s %s %s: out %s, inputs %s" % (op, dtype, label, out.describe(), [o.describe() for o in ins])
+    if op in ("fill", "arange"):
+        what += " scalar=%r" % (tuple(scalar),)
+    ctx.submit(op, out.tensor, [o.tensor for o in ins], scalar=scalar)
+    rtol, atol = tol(op, odt)
+    H.check(ctx, out, ref, rtol=rtol, atol=atol, scale=scale, what=what, inputs=shown, seed=seed)
+
+
+VIEW_LAYOUTS = ("strided", "permuted", "negative", "mixed")
+
+
+def run_elementwise(ctx, rng, seed, op, dtype, rank):
+    n = n_inputs(op)
+    shape = H.random_shape(rng, rank)
+    full = [shape] * n
+    contig = ["contig"] * n
+    odts = [None]
+    if op == "cast":
+        odts = list(DTYPES)
+    broadcasting = n >= 2 or op == "copy"
+    for odt in odts:
+        ew_once(ctx, rng, seed, op, dtype, shape, full, contig, "contig", odt=odt, scalar=fill_scalar(rng, op, dtype),
+                label="contiguous")
+    odt = odts[int(rng.integers(len(odts)))]
+    # broadcasting operands (size-1 and missing leading axes)
+    if broadcasting and rank:
+        shapes = H.broadcast_shapes(rng, shape, n) if n >= 2 else [H.broadcast_shapes(rng, shape, 2)[1]]
+        ew_once(ctx, rng, seed, op, dtype, shape, shapes, contig, "contig", label="broadcast %s" % (shapes,))
+    # 0-d operands (gpuos_tensor_scalar) broadcast against the others
+    if n >= 2:
+        k = int(rng.integers(n))
+        ew_once(ctx, rng, seed, op, dtype, shape, full, contig, "contig", scalars=(k,),
+                label="0-d input %d" % k)
+    # views everywhere
+    lays = [str(rng.choice(VIEW_LAYOUTS + ("bcast",))) for _ in range(n)]
+    ew_once(ctx, rng, seed, op, dtype, shape, full, lays, str(rng.choice(VIEW_LAYOUTS)), odt=odt,
+            scalar=fill_scalar(rng, op, dtype), label="views %s" % lays)
+    # in place: the output is the very view of an input
+    cands = [i for i in range(n) if input_dtype(op, dtype, i) == out_dtype(op, dtype)]
+    if cands:
+        k = cands[int(rng.integers(len(cands)))]
+        lays = [str(rng.choice(("contig",) + VIEW_LAYOUTS)) for _ in range(n)]
+        ew_once(ctx, rng, seed, op, dtype, shape, full, lays, None, inplace=k, odt=dtype if op == "cast" else None,
+                label="in place (out = input %d)" % k)
+    # zero-size axis
+    if rank:
+        z = list(shape)
+        z[int(rng.integers(rank))] = 0
+        z = tuple(z)
+        ew_once(ctx, rng, seed, op, dtype, z, [z] * n, [str(rng.choice(("contig",) + VIEW_LAYOUTS)) for _ in range(n)],
+                str(rng.choice(("contig",) + VIEW_LAYOUTS)), odt=odt, scalar=fill_scalar(rng, op, dtype),
+                label="zero-size %s" % (z,))
+
+
+def fill_scalar(rng, op, dtype):
+    if op == "fill":
+        if rng.random() < 0.5:
+            return (float(H.float_cast_values(rng, ())), 0.0)
+        return (float(np.round(rng.uniform(-100, 100), 1)), 0.0)
+    if op == "arange":
+        if dtype in FLOATS:
+            return (float(rng.uniform(-10, 10)), float(rng.uniform(-2, 2)))
+        start = float(rng.integers(-100, 100)) + (0.5 if rng.random() < 0.3 else 0.0)
+        step = float(rng.choice([-3.0, -1.0, -0.25, 0.5, 1.0, 2.0, 7.0]))
+        return (start, step)
+    return (0.0, 0.0)
+
+
+# ---------------------------------------------------------------- reductions
+def axis_subsets(rng, rank):
+    if rank <= 3:
+        subs = [tuple(c) for k in range(rank + 1) for c in itertools.combinations(range(rank), k)]
+    else:
+        subs = [(), tuple(range(rank))]
+        for _ in range(4):
+            k = int(rng.integers(1, rank))
+            subs.append(tuple(sorted(rng.choice(rank, k, replace=False).tolist())))
+    return [(s, sum(1 << a for a in s)) for s in subs] + [(tuple(range(rank)), AXES_ALL)]
+
+
+def reduce_once(ctx, rng, seed, op, dtype, shape, axes, mask, keepdim, corr, in_layout, out_layout, label=""):
+    x = H.make_operand(ctx, rng, dtype, H.gen_values(rng, op, dtype, 0, shape), in_layout)
+    ref, scale, n = R.reduce(op, dtype, x.values, axes, keepdim, corr)
+    odt = out_dtype(op, dtype)
+    out = H.make_output(ctx, rng, odt, ref.shape, out_layout)
+    what = "%s %s %s: axes=%s mask=%#x keepdim=%d correction=%d, in %s, out %s" % (
+        op, dtype, label, axes, mask, keepdim, corr, x.describe(), out.describe())
+    ctx.submit(op, out.tensor, [x.tensor], axes=mask, keepdim=keepdim, correction=corr)
+    rtol, atol = tol(op, odt, n)
+    H.check(ctx, out, ref, rtol=rtol, atol=atol, scale=scale, what=what, inputs=[(dtype, x.values)], seed=seed)
+
+
+def run_reduce(ctx, rng, seed, op, dtype, rank):
+    shape = H.random_shape(rng, rank, cap=120)
+    corrs = (0, 1) if op in ("var", "std") else (0,)
+    for axes, mask in axis_subsets(rng, rank):
+        for keepdim in (0, 1):
+            for corr in corrs:
+                lay = str(rng.choice(("contig",) * 2 + VIEW_LAYOUTS))
+                olay = str(rng.choice(("contig",) * 3 + VIEW_LAYOUTS))
+                reduce_once(ctx, rng, seed, op, dtype, shape, axes, mask, keepdim, corr, lay, olay)
+    if op in ("var", "std"):   # N - correction <= 0
+        reduce_once(ctx, rng, seed, op, dtype, shape, tuple(range(rank)), AXES_ALL, 0,
+                    int(np.prod(shape, dtype=np.int64)) + int(rng.integers(0, 2)), "contig", "contig",
+                    label="correction >= N")
+    if rank:
+        z = list(shape)
+        zk = int(rng.integers(rank))
+        z[zk] = 0
+        z = tuple(z)
+        others = [a for a in range(rank) if a != zk]
+        # reducing over the zero-size axis (the other axes non-empty)
+        axes = tuple(sorted([zk] + [a for a in others if rng.random() < 0.5]))
+        mask = sum(1 << a for a in axes)
+        if op in ("min", "max", "argmin", "argmax"):
+            x = H.make_operand(ctx, rng, dtype, H.gen_values(rng, op, dtype, 0, z))
+            oshape = tuple(z[a] for a in range(rank) if a not in axes)
+            out = H.make_output(ctx, rng, out_dtype(op, dtype), oshape)
+            st = ctx.try_submit(op, out.tensor, [x.tensor], axes=mask)
+            assert st == 1, "%s %s over zero elements %s axes %s: %s, expected GPUOS_ERR_INVALID_ARGUMENT" % (
+                op, dtype, z, axes, status_name(st))
+            assert ctx.last_error() != ""
+        else:
+            for keepdim in (0, 1):
+                reduce_once(ctx, rng, seed, op, dtype, z, axes, mask, keepdim, corrs[-1], "contig", "contig",
+                            label="over zero elements")
+        # keeping the zero-size axis: an empty output
+        if others:
+            axes = (others[int(rng.integers(len(others)))],)
+            reduce_once(ctx, rng, seed, op, dtype, z, axes, 1 << axes[0], 1, corrs[0], "contig", "contig",
+                        label="empty output")
+
+
+# ---------------------------------------------------------------- matmul
+def matmul_shapes(rng, rank):
+    """(a_shape, b_shape) pairs whose larger operand has the given rank (rank 0: a 0-d result)."""
+    M, K, N = (int(rng.integers(1, 6)) for _ in range(3))
+    if rank == 0:
+        return [((K,), (K,))]
+    if rank == 1:
+        return [((K,), (K,)), ((M, K), (K,)), ((K,), (K, N))]
+    batch = H.random_shape(rng, rank - 2, cap=12)
+    cases = [(batch + (M, K), batch + (K, N))]
+    shapes = H.broadcast_shapes(rng, batch, 2)
+    cases.append((shapes[0] + (M, K), shapes[1] + (K, N)))
+    cases.append((batch + (M, K), (K,)))
+    cases.append(((K,), batch + (K, N)))
+    return cases
+
+
+def matmul_once(ctx, rng, seed, dtype, a_shape, b_shape, la, lb, lo, label=""):
+    a = H.make_operand(ctx, rng, dtype, H.gen_values(rng, "matmul", dtype, 0, a_shape), la)
+    b = H.make_operand(ctx, rng, dtype, H.gen_values(rng, "matmul", dtype, 1, b_shape), lb)
+    ref, scale, k = R.matmul(dtype, a.values, b.values)
+    out = H.make_output(ctx, rng, dtype, ref.shape, lo)
+    what = "matmul %s %s: a %s, b %s, out %s" % (dtype, label, a.describe(), b.describe(), out.describe())
+    ctx.submit("matmul", out.tensor, [a.tensor, b.tensor])
+    rtol, atol = tol("matmul", dtype, k)
+    H.check(ctx, out, ref, rtol=rtol, atol=atol, scale=scale, what=what,
+            inputs=[(dtype, a.values), (dtype, b.values)], seed=seed)
+
+
+def run_matmul(ctx, rng, seed, op, dtype, rank):
+    for a_shape, b_shape in matmul_shapes(rng, rank):
+        matmul_once(ctx, rng, seed, dtype, a_shape, b_shape, "contig", "contig", "contig", "contiguous")
+        matmul_once(ctx, rng, seed, dtype, a_shape, b_shape, str(rng.choice(VIEW_LAYOUTS)),
+                    str(rng.choice(VIEW_LAYOUTS)), str(rng.choice(VIEW_LAYOUTS)), "views")
+    a_shape, b_shape = matmul_shapes(rng, rank)[-1]
+    for zero in ("K", "M"):   # empty inner dimension (sums of nothing: 0), empty output
+        za, zb = list(a_shape), list(b_shape)
+        if zero == "K":
+            za[-1] = 0
+            zb[-2 if len(zb) > 1 else -1] = 0
+        elif len(za) > 1:
+            za[-2] = 0
+        else:
+            continue
+        matmul_once(ctx, rng, seed, dtype, tuple(za), tuple(zb), "contig", "contig", "contig", "%s = 0" % zero)
+
+
+# ---------------------------------------------------------------- softmax, log_softmax, layernorm, rmsnorm
+def run_softmax(ctx, rng, seed, op, dtype, rank):
+    shape = H.random_shape(rng, rank, cap=120)
+    axes = list(range(-rank, rank)) if rank else [-1, 0]
+    for axis in axes:
+        x = H.make_operand(ctx, rng, dtype, H.gen_values(rng, op, dtype, 0, shape),
+                           str(rng.choice(("contig",) + VIEW_LAYOUTS)))
+        inplace = rng.random() < 0.3
+        out = x if inplace else H.make_output(ctx, rng, dtype, shape, str(rng.choice(("contig",) + VIEW_LAYOUTS)))
+        ref, scale = R.softmax(op, dtype, x.values, axis) if rank else R.softmax(op, dtype, x.values[None], 0)
+        ref = ref.reshape(shape)
+        if scale is not None:
+            scale = scale.reshape(shape)
+        what = "%s %s axis=%d%s: in %s, out %s" % (op, dtype, axis, " in place" if inplace else "", x.describe(),
+                                                   out.describe())
+        ctx.submit(op, out.tensor, [x.tensor], axis=axis)
+        n = shape[axis] if rank else 1
+        rtol, atol = tol(op, dtype, n)
+        H.check(ctx, out, ref, rtol=rtol, atol=atol, scale=scale, what=what, inputs=[(dtype, x.values)], seed=seed)
+    if rank:
+        z = list(shape)
+        z[int(rng.integers(rank))] = 0
+        x = H.make_operand(ctx, rng, dtype, H.gen_values(rng, op, dtype, 0, tuple(z)))
+        out = H.make_output(ctx, rng, dtype, tuple(z))
+        ctx.submit(op, out.tensor, [x.tensor], axis=-1)
+        H.check(ctx, out, np.zeros(tuple(z), dtype=out.base.dtype), what="%s %s zero-size %s" % (op, dtype, z),
+                seed=seed)
+
+
+def run_norm(ctx, rng, seed, op, dtype, rank):
+    shape = H.random_shape(rng, rank, cap=120)
+    n = shape[-1] if rank else 1
+    combos_ = [(w, b) for w in (False, True) for b in ((False, True) if op == "layernorm" else (False,))]
+    for use_w, use_b in combos_:
+        for eps in (1e-5, 0.5):
+            xl = str(rng.choice(("contig",) + VIEW_LAYOUTS))
+            x = H.make_operand(ctx, rng, dtype, H.gen_values(rng, op, dtype, 0, shape), xl)
+            w = H.make_operand(ctx, rng, dtype, H.gen_values(rng, op, dtype, 1, (n,)),
+                               str(rng.choice(("contig",) + VIEW_LAYOUTS))) if use_w else None
+            b = H.make_operand(ctx, rng, dtype, H.gen_values(rng, op, dtype, 2, (n,)),
+                               str(rng.choice(("contig",) + VIEW_LAYOUTS))) if use_b else None
+            inplace = rng.random() < 0.3
+            out = x if inplace else H.make_output(ctx, rng, dtype, shape, str(rng.choice(("contig",) + VIEW_LAYOUTS)))
+            xs = x.values if rank else x.values.reshape(1)
+            if op == "layernorm":
+                ref, scale, _ = R.layernorm(dtype, xs, w and w.values, b and b.values, eps)
+            else:
+                ref, scale, _ = R.rmsnorm(dtype, xs, w and w.values, eps)
+            ref, scale = ref.reshape(shape), scale.reshape(shape)
+            ins = [x.tensor, w.tensor if w else None] + ([b.tensor if b else None] if op == "layernorm" else [])
+            what = "%s %s weight=%s bias=%s eps=%g%s: x %s, out %s" % (
+                op, dtype, use_w, use_b, eps, " in place" if inplace else "", x.describe(), out.describe())
+            ctx.submit(op, out.tensor, ins, scalar=(eps, 0.0))
+            rtol, atol = tol(op, dtype, n)
+            H.check(ctx, out, ref, rtol=rtol, atol=atol, scale=scale, what=what, inputs=[(dtype, x.values)],
+                    seed=seed)
+
+
+RUNNERS = {}
+for _o in ELEMENTWISE:
+    RUNNERS[_o] = run_elementwise
+for _o in REDUCE:
+    RUNNERS[_o] = run_reduce
+RUNNERS.update(matmul=run_matmul, softmax=run_softmax, log_softmax=run_softmax, layernorm=run_norm,
+               rmsnorm=run_norm)
+
+
+@pytest.mark.parametrize("op,dtype,rank", COMBOS, ids=[ident(c) for c in COMBOS])
+def test_op(ctx, rng, seed, op, dtype, rank):
+    RUNNERS[op](ctx, rng, seed, op, dtype, rank)
+
+
+# ---------------------------------------------------------------- special values and integer edges
+SPECIAL_OPS = sorted(set(UNARY) | set(BINARY) | {"clamp", "lerp", "fma", "where"}, key=OP_ID.get)
+
+
+def specials(dtype, op=None):
+    big = {"f16": 65504.0, "bf16": 3.3e38, "f32": 3.4e38, "f64": 1.7e308}[dtype]
+    tiny = {"f16": 6e-8, "bf16": 1e-38, "f32": 1e-40, "f64": 5e-324}[dtype]
+    v = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.0, tiny, -tiny]
+    if op != "gelu":   # 0.5 a (1 + erf): whether 0.5 * a * 2 overflows at the largest value depends on the order
+        v += [big, -big]
+    return np.array(v)
+
+
+def _special_cases(op):
+    return [(op, dt) for dt in FLOATS if op in SPEC_OPS and dt in SPEC_OPS[op].dtypes and supported(op, dt, 1)]
+
+
+@pytest.mark.parametrize("op,dtype", [c for o in SPECIAL_OPS for c in _special_cases(o)],
+                         ids=["%s-%s" % c for o in SPECIAL_OPS for c in _special_cases(o)])
+def test_float_specials(ctx, seed, op, dtype):
+    """NaN, +-inf, +-0, halves, the largest and a subnormal value, every pair of them for binary ops."""
+    s = to_storage(specials(dtype, op), dtype)
+    n = n_inputs(op)
+    if op == "where":
+        grids = [np.array([True, False]).repeat(s.size * s.size)] + \
+                [np.tile(np.repeat(s, s.size), 2), np.tile(s, 2 * s.size)]
+    elif n == 1:
+        grids = [s]
+    elif n == 2:
+        grids = [np.repeat(s, s.size), np.tile(s, s.size)]
+    else:
+        grids = [np.repeat(s, s.size), np.tile(s, s.size), np.tile(s[::-1], s.size)]
+    ins = [ctx.tensor(g, input_dtype(op, dtype, i)) for i, g in enumerate(grids)]
+    odt = out_dtype(op, dtype)
+    out = H.make_output(ctx, np.random.default_rng(0), odt, grids[-1].shape)
+    ctx.submit(op, out.tensor, ins)
+    ref, scale = R.elementwise(op, dtype, grids, odt)
+    rtol, atol = tol(op, odt)
+    H.check(ctx, out, ref, rtol=rtol, atol=atol, scale=scale, what="%s %s special values" % (op, dtype),
+            inputs=[(input_dtype(op, dtype, i), g) for i, g in enumerate(grids)], seed=seed)
+
+
+INT_EDGE_OPS = [o for o in SPECIAL_OPS if any(d in SPEC_OPS[o].dtypes for d in INTS)]
+
+
+def _int_cases(op):
+    return [(op, dt) for dt in INTS if dt in SPEC_OPS[op].dtypes and supported(op, dt, 1)]
+
+
+@pytest.mark.parametrize("op,dtype", [c for o in INT_EDGE_OPS for c in _int_cases(o)],
+                         ids=["%s-%s" % c for o in INT_EDGE_OPS for c in _int_cases(o)])
+def test_int_edges(ctx, seed, op, dtype):
+    """INT_MIN, INT_MAX, -1, 0, 1, 2, bits-1, bits: every pair for binary ops (wrapping, division by
+    zero, INT_MIN / -1, out-of-range shifts, negative exponents)."""
+    lo, hi = R.int_range(dtype)
+    b = R.BITS[dtype]
+    e = sorted({lo, lo + 1, hi, hi - 1, 0, 1, 2, 3, b - 1, b, b + 1, -1, -2, -3, -b} & set(range(lo, hi + 1)))
+    s = np.array(e, dtype=np.int64).astype(to_storage(np.zeros(1), dtype).dtype)
+    n = n_inputs(op)
+    if op == "where":
+        grids = [np.array([True, False]).repeat(s.size * s.size), np.tile(np.repeat(s, s.size), 2),
+                 np.tile(s, 2 * s.size)]
+    elif n == 1:
+        grids = [s]
+    elif n == 2:
+        grids = [np.repeat(s, s.size), np.tile(s, s.size)]
+    else:
+        grids = [np.repeat(s, s.size), np.tile(s, s.size), np.tile(s[::-1], s.size)]
+    ins = [ctx.tensor(g, input_dtype(op, dtype, i)) for i, g in enumerate(grids)]
+    odt = out_dtype(op, dtype)
+    out = H.make_output(ctx, np.random.default_rng(0), odt, grids[-1].shape)
+    ctx.submit(op, out.tensor, ins)
+    ref, _ = R.elementwise(op, dtype, grids, odt)
+    H.check(ctx, out, ref, what="%s %s integer edge values" % (op, dtype),
+            inputs=[(input_dtype(op, dtype, i), g) for i, g in enumerate(grids)], seed=seed)
+
+
+# ---------------------------------------------------------------- casts, fill, arange, copy
+def edge_values(dtype):
+    if dtype == "bool":
+        return np.array([False, True])
+    if dtype in INTS:
+        lo, hi = R.int_range(dtype)
+        vals = sorted({lo, lo + 1, -1, 0, 1, 2, 127, 128, 255, 256, 32767, 32768, 65535, 65536, 2**24 + 1,
+                       2**31 - 1, 2**53 + 1, 2**63 - 1, hi, hi - 1, 16809985} & set(range(lo, hi + 1)))
+        return np.array(vals, dtype=object).astype(to_storage(np.zeros(1), dtype).dtype)
+    return to_storage(H.float_cast_values(np.random.default_rng(1), (0,)).tolist() + [
+        np.nan, np.inf, -np.inf, 0.0, -0.0, 0.5, -0.5, 1.5, 2.5, -2.5, 127.5, -128.5, 128.0, -129.0, 255.5,
+        256.0, -1.0, 32767.5, 32768.0, -32769.0, 65504.0, 65520.0, 70000.0, 2.0**31, -2.0**31 - 1, 4294967296.0,
+        2.0**63, -2.0**63, -2.0**63 - 4096, 1e19, 1e30, -1e30, 1e-30, 1.00390625, 1.005859375, 3.4e38, 1e300,
+        -1e300, 1e-310], dtype)
+
+
+CAST_PAIRS = [(s, d) for s in DTYPES for d in DTYPES if supported("cast", s, 1)]
+
+
+@pytest.mark.parametrize("src,dst", CAST_PAIRS, ids=["%s-%s" % p for p in CAST_PAIRS])
+def test_cast_pairs(ctx, rng, seed, src, dst):
+    """Every (src, dst) pair on edge values: saturation, NaN -> 0, wrapping, bool, rounding, overflow."""
+    e = edge_values(src)
+    r = H.gen_values(rng, "cast", src, 0, (40,))
+    x = np.concatenate([e, r])
+    t = ctx.tensor(x, src)
+    out = H.make_output(ctx, rng, dst, x.shape)
+    ctx.submit("cast", out.tensor, [t])
+    H.check(ctx, out, R.cast(x, src, dst), what="cast %s -> %s" % (src, dst), inputs=[(src, x)], seed=seed)
+
+
+FILL_DTYPES = [d for d in DTYPES if supported("fill", d, 1)]
+
+
+@pytest.mark.parametrize("dtype", FILL_DTYPES)
+def test_fill_values(ctx, seed, dtype):
+    """fill and gpuos_tensor_scalar convert the double as a cast from f64 would."""
+    for v in [0.0, -0.0, 1.0, -1.0, 2.7, -2.7, 0.1, 127.5, 128.0, -129.0, 255.0, 256.0, 1e10, -1e10, 65520.0,
+              1e300, 1e-300, float("nan"), float("inf"), float("-inf"), 2.0**63, -(2.0**63), 1.00390625]:
+        ref = R.from_f64(v, dtype)
+        out = H.make_output(ctx, np.random.default_rng(0), dtype, (5,))
+        ctx.submit("fill", out.tensor, [], scalar=(v, 0.0))
+        H.check(ctx, out, np.broadcast_to(ref, (5,)), what="fill %s value %r" % (dtype, v), seed=seed)
+        s = ctx.scalar(dtype, v)
+        got = ctx.download(s)
+        assert R.mismatches(got, ref, dtype).size == 0, "gpuos_tensor_scalar(%s, %r) = %r, expected %r" % (
+            dtype, v, R.show(got, dtype), R.show(ref, dtype))
+
+
+ARANGE_DTYPES = [d for d in DTYPES if supported("arange", d, 1)]
+
+
+@pytest.mark.parametrize("dtype", ARANGE_DTYPES)
+def test_arange_values(ctx, seed, dtype):
+    """arange over a strided 2-D view: the flat row-major index of the view, computed in f64, cast
+    (integers saturate)."""
+    for start, step in [(0.0, 1.0), (-5.0, 0.5), (100.0, 7.0), (-200.0, 3.0), (1e9, 1e8), (0.1, 0.1),
+                        (2.0**53, 1.0)]:
+        rng = np.random.default_rng(3)
+        out = H.make_output(ctx, rng, dtype, (7, 9), "mixed")
+        ref, _ = R.elementwise("arange", dtype, [], dtype, (start, step), (7, 9))
+        ctx.submit("arange", out.tensor, [], scalar=(start, step))
+        rtol, atol = tol("arange", dtype)
+        H.check(ctx, out, ref, rtol=rtol, atol=atol, what="arange %s start=%r step=%r" % (dtype, start, step),
+                seed=seed)
+
+
+COPY_DTYPES = [d for d in DTYPES if supported("copy", d, 3)]
+
+
+@pytest.mark.parametrize("dtype", COPY_DTYPES)
+def test_copy_layouts(ctx, rng, seed, dtype):
+    """copy between every pair of stride patterns, and from a broadcast view."""
+    shape = (3, 4, 5)
+    lays = ("contig",) + VIEW_LAYOUTS
+    for li in lays + ("bcast",):
+        for lo in lays:
+            x = H.make_operand(ctx, rng, dtype, H.gen_values(rng, "copy", dtype, 0, shape), li)
+            out = H.make_output(ctx, rng, dtype, shape, lo)
+            ctx.submit("copy", out.tensor, [x.tensor])
+            H.check(ctx, out, x.values, what="copy %s %s -> %s (%s -> %s)" % (dtype, li, lo, x.describe(),
+                                                                              out.describe()), seed=seed)
+    # a row broadcast into a matrix, a 0-d tensor into everything
+    x = H.make_operand(ctx, rng, dtype, H.gen_values(rng, "copy", dtype, 0, (5,)), "negative")
+    out = H.make_output(ctx, rng, dtype, shape, "permuted")
+    ctx.submit("copy", out.tensor, [x.tensor])
+    H.check(ctx, out, np.broadcast_to(x.values, shape), what="copy %s row broadcast" % dtype, seed=seed)
+    s = ctx.scalar(dtype, 1.0)
+    out = H.make_output(ctx, rng, dtype, shape, "mixed")
+    ctx.submit("copy", out.tensor, [s])
+    H.check(ctx, out, np.broadcast_to(R.from_f64(1.0, dtype), shape), what="copy %s 0-d" % dtype, seed=seed)
