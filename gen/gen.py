@@ -245,9 +245,24 @@ class ApiFn:
         self.sets = sets
         self.doc = op.doc + note
 
+    def signature(self, lead=''):
+        """lead + name(params), wrapped at 100 columns with continuation lines under the '('."""
+        head = lead + self.name + '('
+        lines, line = [], head
+        for i, (t, n) in enumerate(self.params):
+            piece = t + n + (', ' if i + 1 < len(self.params) else ')')
+            if len(line) + len(piece.rstrip()) > 100 and line.strip() != head.strip():
+                lines.append(line.rstrip())
+                line = ' ' * len(head)
+            line += piece
+        return '\n'.join(lines + [line])
+
     @property
-    def signature(self):
-        return '%s(%s)' % (self.name, ', '.join(t + n for t, n in self.params))
+    def section(self):
+        return {'unary': 'unary element-wise', 'binary': 'binary element-wise',
+                'ternary': 'ternary element-wise', 'reduce': 'reductions',
+                'matmul': 'matrix, row-wise, normalisation', 'rows': 'matrix, row-wise, normalisation'
+                }.get(self.op.kind, 'other element-wise')
 
 
 def elem_name(op, d):
