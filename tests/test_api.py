@@ -1,0 +1,272 @@
+"""The API around the operators: names and ids, what the build supports, tensor info, views against
+NumPy's own views, upload and download of any view, wrapped memory, and every generated convenience
+function against the same task through gpuos_submit."""
+import ctypes
+import os
+
+import numpy as np
+import pytest
+
+import harness as H
+import reference as R
+from gpuos_ctypes import (AXES_ALL, BACKEND_HOST, DTYPES, ITEMSIZE, OK, OP_COUNT, OPS, SLICE_END, STORAGE, Config,
+                          TensorInfo, Task, header_version, lib, status_name, to_storage, view_indices)
+from opspec import SPEC_OPS, combos, load_manifest
+
+
+def test_version():
+    assert lib().gpuos_version() == header_version()
+
+
+def test_struct_layouts_lp64():
+    if ctypes.sizeof(ctypes.c_void_p) != 8:
+        pytest.skip("layout numbers are for LP64")
+    assert ctypes.sizeof(Task) == 88 and ctypes.sizeof(Config) == 48 and ctypes.sizeof(TensorInfo) == 160
+
+
+def test_names_and_ids():
+    L = lib()
+    for i, name in enumerate(OPS):
+        assert L.gpuos_op_name(i).decode() == name
+        assert L.gpuos_op_from_name(name.encode()) == i
+        assert SPEC_OPS[name].id == i, "docs/OPERATORS.md gives %s the id %d" % (name, SPEC_OPS[name].id)
+    assert L.gpuos_op_name(OP_COUNT) is None and L.gpuos_op_name(-1) is None
+    assert L.gpuos_op_from_name(b"nope") == OP_COUNT and L.gpuos_op_from_name(None) == OP_COUNT
+    for i, name in enumerate(DTYPES):
+        assert L.gpuos_dtype_name(i).decode() == name
+        assert L.gpuos_dtype_size(i) == ITEMSIZE[name]
+    assert L.gpuos_dtype_name(len(DTYPES)) is None and L.gpuos_dtype_size(len(DTYPES)) == 0
+
+
+def test_manifest_matches_spec_and_library():
+    """The manifest lists exactly what gpuos_op_supported says, within the spec's dtype sets."""
+    m = load_manifest()
+    if m is None:
+        pytest.fail("tests/generated/manifest.json is missing: run `make gen`")
+    L = lib()
+    listed = set(combos())
+    for op, dt, r in listed:
+        assert dt in SPEC_OPS[op].dtypes, "manifest lists %s on %s, outside its dtype set" % (op, dt)
+    for op in OPS:
+        for i, dt in enumerate(DTYPES):
+            for r in range(10):
+                got = L.gpuos_op_supported(OP_ID(op), i, r)
+                assert got == ((op, dt, r) in listed), "gpuos_op_supported(%s, %s, %d) = %d" % (op, dt, r, got)
+    assert L.gpuos_op_supported(OP_COUNT, 8, 1) == 0 and L.gpuos_op_supported(0, len(DTYPES), 1) == 0
+
+
+def OP_ID(op):
+    return OPS.index(op)
+
+
+def test_full_build_covers_the_spec():
+    """With every dtype and rank generated (the default `make gen`), every op of the spec is there
+    for every dtype of its set and every rank from its minimum rank up to 8."""
+    m = load_manifest()
+    if m is None or m.get("generated_dtypes") != DTYPES or m.get("ranks") != list(range(9)):
+        pytest.skip("a partial build (make gen DTYPES=... RANKS=...)")
+    listed = set(combos())
+    min_rank = {o["name"]: o.get("min_rank", 0) for o in m["ops"]}
+    missing = [(op, dt, r) for op, s in SPEC_OPS.items() for dt in s.dtypes for r in range(min_rank[op], 9)
+               if (op, dt, r) not in listed]
+    assert not missing, "not generated: %s" % missing[:20]
+    assert {op: min_rank[op] for op in min_rank if min_rank[op]} == {
+        "matmul": 1, "softmax": 1, "log_softmax": 1, "layernorm": 1, "rmsnorm": 1}
+
+
+# ---------------------------------------------------------------- tensors and info
+def test_tensor_info(ctx):
+    t = ctx.new("bf16", (2, 3, 4))
+    i = t.info()
+    assert (i.dtype, i.rank, i.shape, i.strides, i.offset, i.numel, i.contiguous, i.owned) == \
+        ("bf16", 3, (2, 3, 4), (12, 4, 1), 0, 24, 1, 1)
+    v = t.slice(1, 1, 3).transpose(0, 2)
+    i = v.info()
+    assert (i.shape, i.strides, i.offset, i.numel, i.contiguous, i.owned) == ((4, 2, 2), (1, 4, 12), 4, 16, 0, 1)
+    s = ctx.scalar("i16", -7.9)
+    i = s.info()
+    assert (i.rank, i.shape, i.numel, i.contiguous) == (0, (), 1, 1)
+    assert int(ctx.download(s)) == -7
+    e = ctx.new("f32", (3, 0, 2))
+    assert e.info().numel == 0
+    if ctx.backend() == BACKEND_HOST:
+        buf = np.zeros(12, dtype=np.float32)
+        w = ctx.wrap(buf, "f32", (3, 4))
+        assert (w.info().owned, w.info().contiguous, w.info().strides) == (0, 1, (4, 1))
+
+
+SHAPE = (3, 4, 5)
+
+
+def views_of(t, a):
+    """(name, gpuos view, the NumPy view of a that it must equal)."""
+    n = SHAPE[2]
+    yield "slice 1:3", t.slice(0, 1, 3), a[1:3]
+    yield "slice ::2 axis 2", t.slice(2, 0, SLICE_END, 2), a[:, :, ::2]
+    yield "slice -1 axis", t.slice(-1, 1, 4), a[..., 1:4]
+    yield "slice ::-1", t.slice(1, SLICE_END, SLICE_END, -1), a[:, ::-1]
+    yield "slice 3::-2", t.slice(2, 3, SLICE_END, -2), a[:, :, 3::-2]
+    yield "slice -2:-5:-1", t.slice(2, -2, -5, -1), a[:, :, -2:-5:-1]
+    yield "slice clamped", t.slice(0, -100, 100), a[-100:100]
+    yield "slice empty", t.slice(1, 3, 1), a[:, 3:1]
+    yield "slice start past end", t.slice(2, 7, SLICE_END, -1), a[:, :, 7::-1]
+    yield "slice of slice", t.slice(2, 1, n).slice(2, SLICE_END, SLICE_END, -2), a[:, :, 1:][:, :, ::-2]
+    yield "permute", t.permute([2, 0, 1]), a.transpose(2, 0, 1)
+    yield "transpose", t.transpose(0, -1), a.swapaxes(0, 2)
+    yield "reshape", t.reshape((4, 15)), a.reshape(4, 15)
+    yield "reshape -1", t.reshape((-1, 5)), a.reshape(-1, 5)
+    yield "reshape of a slice", t.slice(0, 1, 3).reshape((40,)), a[1:3].reshape(40)
+    yield "reshape keeps strides", t.slice(2, 0, SLICE_END, 2).reshape((12, 3)), a[:, :, ::2].reshape(12, 3)
+    yield "unsqueeze 0", t.unsqueeze(0), a[None]
+    yield "unsqueeze -1", t.unsqueeze(-1), a[..., None]
+    yield "unsqueeze 2", t.unsqueeze(2), a[:, :, None]
+    yield "squeeze", t.slice(0, 1, 2).squeeze(0), a[1]
+    yield "broadcast_to", t.slice(0, 0, 1).broadcast_to((2, 3, 4, 5)), np.broadcast_to(a[0:1], (2, 3, 4, 5))
+    yield "strided", t.strided((2, 3), (7, -2), 30), a.reshape(-1)[view_indices((2, 3), (7, -2), 30)]
+    yield "strided of a view", t.slice(0, 1, 3).strided((5,), (12,), 2), a.reshape(-1)[view_indices((5,), (12,), 2)]
+
+
+def test_views_match_numpy(ctx, rng):
+    a = rng.standard_normal(SHAPE)
+    t = ctx.tensor(a, "f64")
+    for name, v, ref in views_of(t, a):
+        got = ctx.download(v)
+        assert got.shape == ref.shape, "%s: shape %s, NumPy %s" % (name, got.shape, ref.shape)
+        assert np.array_equal(got, ref), "%s: values differ from NumPy's view" % name
+        i = v.info()
+        assert i.numel == ref.size, "%s: numel %d, NumPy size %d" % (name, i.numel, ref.size)
+        if ref.size > 1 and 1 not in ref.shape:
+            assert i.contiguous == int(ref.flags.c_contiguous), "%s: contiguous = %d" % (name, i.contiguous)
+
+
+def test_upload_into_views(ctx, rng):
+    """Upload writes exactly the view's elements (in logical order); the rest of the memory stays."""
+    a = rng.standard_normal(SHAPE)
+    for name, _, _ in list(views_of(ctx.tensor(a, "f64"), a)):
+        if name == "broadcast_to":
+            continue
+        t = ctx.tensor(a, "f64")
+        v = dict((n, x) for n, x, _ in views_of(t, a))[name]
+        ref = a.copy()
+        npv = dict((n, y) for n, _, y in views_of(t, ref))[name]
+        newvals = rng.standard_normal(npv.shape)
+        ctx.upload(v, newvals)
+        if name in ("strided", "strided of a view"):
+            idx = {"strided": view_indices((2, 3), (7, -2), 30),
+                   "strided of a view": view_indices((5,), (12,), 2)}[name]
+            ref.reshape(-1)[idx] = newvals
+        else:
+            npv[...] = newvals
+        assert np.array_equal(ctx.download(t), ref), "upload into view %s" % name
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_upload_download_roundtrip(ctx, rng, dtype):
+    for layout in ("contig",) + tuple(H.LAYOUTS):
+        vals = H.random_storage(rng, dtype, 60).reshape(3, 4, 5)
+        o = H.make_operand(ctx, rng, dtype, vals, layout)
+        got = ctx.download(o.tensor)
+        assert H.bits_equal(got, vals), "%s %s download" % (dtype, layout)
+        new = H.random_storage(rng, dtype, 60).reshape(3, 4, 5)
+        ctx.upload(o.tensor, new)
+        base = ctx.download(o.base_tensor).reshape(-1)
+        expect = o.base.copy()
+        expect[o.idx.reshape(-1)] = new.reshape(-1)
+        assert H.bits_equal(base, expect), "%s %s upload" % (dtype, layout)
+
+
+def test_wrapped_memory(ctx):
+    """Ops on wrapped host memory read and write the caller's array (host executor only)."""
+    if ctx.backend() != BACKEND_HOST:
+        pytest.skip("wrap of host memory: host executor only")
+    src = np.arange(24, dtype=np.int32).reshape(4, 6)
+    dst = np.full(40, -1, dtype=np.int32)
+    a = ctx.wrap(src, "i32", (4, 6))
+    at = ctx.wrap(src, "i32", (6, 4), (1, 6))                 # a transposed view of the same memory
+    o = ctx.wrap(dst, "i32", (6, 4), (1, 8))                  # column-major with gaps
+    ctx.submit("neg", o, [at])
+    assert ctx.wait(10000) == OK
+    expect = np.full(40, -1, dtype=np.int32)
+    expect[view_indices((6, 4), (1, 8), 0).reshape(-1)] = -src.T.reshape(-1)
+    assert np.array_equal(dst, expect)
+    r = np.zeros(6, dtype=np.int32)
+    ctx.submit("sum", ctx.wrap(r, "i32", (6,)), [a], axes=0b01)
+    assert ctx.wait(10000) == OK
+    assert np.array_equal(r, src.sum(axis=0))
+
+
+def test_wrap_negative_strides_inside(ctx):
+    """A wrapped view whose strides are negative is refused if it reaches before data (see
+    test_errors); one that stays inside (a zero stride) is accepted."""
+    if ctx.backend() != BACKEND_HOST:
+        pytest.skip("host executor only")
+    buf = np.arange(4, dtype=np.float32)
+    t = ctx.wrap(buf, "f32", (3, 4), (0, 1))
+    assert np.array_equal(ctx.download(t), np.broadcast_to(buf, (3, 4)))
+
+
+# ---------------------------------------------------------------- convenience functions
+def _conv_case(ctx, rng, op):
+    """(dtype, inputs, out, task kwargs, convenience extra args) for a small case of op."""
+    spec = SPEC_OPS[op]
+    dt = "f32" if "f32" in spec.dtypes else "i32" if "i32" in spec.dtypes else "bool"
+    odt = R.out_dtype_of(op, dt, spec.out)
+    sec = spec.section
+    mk = lambda shape, d=dt, role=0: ctx.tensor(H.gen_values(rng, op, d, role, shape), d)
+    if op == "cast":
+        return [mk((3, 4))], ctx.new("f64", (3, 4)), {}, []
+    if op == "fill":
+        return [], ctx.new(dt, (3, 4)), dict(scalar=(2.5, 0)), [2.5]
+    if op == "arange":
+        return [], ctx.new(dt, (3, 4)), dict(scalar=(-3.0, 0.5)), [-3.0, 0.5]
+    if sec.startswith("Reductions"):
+        axes = (ctypes.c_int * 2)(-1, 0)
+        kw = dict(axes=0b101, keepdim=1)
+        extra = [axes, 2, 1]
+        if op in ("var", "std"):
+            kw["correction"] = 1
+            extra.append(1)
+        return [mk((3, 4, 2))], ctx.new(odt, (1, 4, 1)), kw, extra
+    if op == "matmul":
+        return [mk((3, 4)), mk((4, 2), role=1)], ctx.new(dt, (3, 2)), {}, []
+    if op in ("softmax", "log_softmax"):
+        return [mk((3, 4))], ctx.new(dt, (3, 4)), dict(axis=-2), [-2]
+    if op == "layernorm":
+        return [mk((3, 4)), mk((4,), role=1), mk((4,), role=2)], ctx.new(dt, (3, 4)), dict(scalar=(0.01, 0)), [0.01]
+    if op == "rmsnorm":
+        return [mk((3, 4)), mk((4,), role=1)], ctx.new(dt, (3, 4)), dict(scalar=(0.01, 0)), [0.01]
+    n = 2 if sec.startswith("Binary") else 3 if sec.startswith("Ternary") else 1
+    ins = [mk((3, 4), "bool" if op == "where" and i == 0 else dt, i) for i in range(n)]
+    return ins, ctx.new(odt, (3, 4)), {}, []
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_convenience_function(ctx, rng, op):
+    """gpuos_<op>(ctx, out, inputs..., params) does what the same gpuos_submit task does."""
+    L = lib()
+    name = "gpuos_" + op
+    if name not in L.convenience:
+        pytest.fail("%s is not declared in gpuos.h" % name)
+    if L.convenience[name] is None:
+        pytest.fail("%s is declared but not exported, or has a parameter type the binding lacks" % name)
+    ins, out, kw, extra = _conv_case(ctx, rng, op)
+    ref_out = ctx.new(out.dtype, out.shape)
+    ctx.submit(op, ref_out, ins, **kw)
+    st = getattr(L, name)(ctx.ptr, out.ptr, *[t.ptr for t in ins], *extra)
+    assert st == OK, "%s: %s %s" % (name, status_name(st), ctx.last_error())
+    a, b = ctx.download(out), ctx.download(ref_out)
+    assert H.bits_equal(a, b), "%s: %r, gpuos_submit gives %r" % (name, a, b)
+
+
+def test_convenience_reduction_axes_null(ctx):
+    L = lib()
+    x = ctx.tensor(np.arange(12, dtype=np.float64).reshape(3, 4), "f64")
+    out = ctx.new("f64", ())
+    assert L.gpuos_sum(ctx.ptr, out.ptr, x.ptr, None, 0, 0) == OK, ctx.last_error()
+    assert float(ctx.download(out)) == 66.0
+    out = ctx.new("f64", (1, 1))
+    assert L.gpuos_max(ctx.ptr, out.ptr, x.ptr, None, 0, 1) == OK, ctx.last_error()
+    assert float(ctx.download(out)[0, 0]) == 11.0
+    axes = (ctypes.c_int * 1)(5)
+    st = L.gpuos_sum(ctx.ptr, ctx.new("f64", (3,)).ptr, x.ptr, axes, 1, 0)
+    assert st == 9, "gpuos_sum with axis 5 of a rank-2 tensor: %s" % status_name(st)
