@@ -76,9 +76,9 @@ import ops as opsdef  # noqa: E402
 # template is missing, the placeholder text is written instead so that the build still works.
 EXTRA_TEMPLATES = [
     ('device_ops.cu.j2', 'src/generated/device_ops.cu',
-     '/* placeholder: templates/device_ops.cu.j2 is missing, no device kernels */\n'),
+     '/* placeholder: the template is missing, no device kernels */\n'),
     ('device_ids.c.j2', 'src/generated/device_ids.c',
-     '/* placeholder: templates/device_ids.c.j2 is missing, no device kernels */\n'
+     '/* placeholder: the template is missing, no device kernels */\n'
      '#include "../gpuos_ops.h"\n\n'
      'int gpuos__device_kernel_id(gpuos_op op, gpuos_dtype key, gpuos_dtype out) {\n'
      '    (void)op;\n    (void)key;\n    (void)out;\n    return -1;\n}\n'),
@@ -666,7 +666,7 @@ def main(argv=None):
         if (TEMPLATES / template).exists():
             w.write(rel, render(env, ctx, template))
         else:
-            w.write(rel, placeholder)
+            w.write(rel, '/* %s */\n%s' % (BANNER.format('templates/' + template), placeholder))
     lines = assemble_device_source(w)
     w.write('src/generated/device_src.c', render(env, dict(ctx, source_lines=lines), 'embed_device_source.c.j2'))
     w.write('tests/generated/manifest.json', manifest(model))
