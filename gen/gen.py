@@ -126,7 +126,8 @@ def c_int(v, d):
 
 def float_lit(v, d):
     """A floating literal of the compute type of d: 0.5f or 0.5."""
-    text = repr(float(v))
+    v = float(v)
+    text = '%d.0' % v if v.is_integer() and abs(v) < 1e20 else repr(v)
     return text + 'f' if d.compute == 'float' else text
 
 

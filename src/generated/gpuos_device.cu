@@ -664,9 +664,9 @@ GPUOS__FN int32_t gpuos__sat_i32_f32(float x) {
 GPUOS__FN int64_t gpuos__sat_i64_f32(float x) {
     if (x != x)
         return 0;
-    if (x <= -9.223372036854776e+18f)
+    if (x <= -9223372036854775808.0f)
         return ((int64_t)(-0x7fffffffffffffffLL - 1));
-    if (x >= 9.223372036854776e+18f)
+    if (x >= 9223372036854775808.0f)
         return ((int64_t)9223372036854775807LL);
     return (int64_t)x;
 }
@@ -753,9 +753,9 @@ GPUOS__FN int32_t gpuos__sat_i32_f64(double x) {
 GPUOS__FN int64_t gpuos__sat_i64_f64(double x) {
     if (x != x)
         return 0;
-    if (x <= -9.223372036854776e+18)
+    if (x <= -9223372036854775808.0)
         return ((int64_t)(-0x7fffffffffffffffLL - 1));
-    if (x >= 9.223372036854776e+18)
+    if (x >= 9223372036854775808.0)
         return ((int64_t)9223372036854775807LL);
     return (int64_t)x;
 }
