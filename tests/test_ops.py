@@ -14,7 +14,7 @@ import pytest
 
 import harness as H
 import reference as R
-from gpuos_ctypes import AXES_ALL, DTYPES, FLOATS, INTS, OK, OP_ID, status_name, to_storage
+from gpuos_ctypes import AXES_ALL, DTYPES, ERR_INVALID_ARGUMENT, FLOATS, INTS, OP_ID, status_name, to_storage
 from opspec import SPEC_OPS, combos
 
 # ---------------------------------------------------------------- tolerances (the one table)
@@ -230,8 +230,8 @@ def run_reduce(ctx, rng, seed, op, dtype, rank):
             oshape = tuple(z[a] for a in range(rank) if a not in axes)
             out = H.make_output(ctx, rng, out_dtype(op, dtype), oshape)
             st = ctx.try_submit(op, out.tensor, [x.tensor], axes=mask)
-            assert st == 1, "%s %s over zero elements %s axes %s: %s, expected GPUOS_ERR_INVALID_ARGUMENT" % (
-                op, dtype, z, axes, status_name(st))
+            assert st == ERR_INVALID_ARGUMENT, "%s %s over zero elements %s axes %s: %s, expected %s" % (
+                op, dtype, z, axes, status_name(st), status_name(ERR_INVALID_ARGUMENT))
             assert ctx.last_error() != ""
         else:
             for keepdim in (0, 1):
@@ -419,7 +419,7 @@ def test_int_edges(ctx, seed, op, dtype):
     zero, INT_MIN / -1, out-of-range shifts, negative exponents)."""
     lo, hi = R.int_range(dtype)
     b = R.BITS[dtype]
-    e = sorted({lo, lo + 1, hi, hi - 1, 0, 1, 2, 3, b - 1, b, b + 1, -1, -2, -3, -b} & set(range(lo, hi + 1)))
+    e = sorted(v for v in {lo, lo + 1, hi, hi - 1, 0, 1, 2, 3, b - 1, b, b + 1, -1, -2, -3, -b} if lo <= v <= hi)
     s = np.array(e, dtype=np.int64).astype(to_storage(np.zeros(1), dtype).dtype)
     n = n_inputs(op)
     if op == "where":
@@ -446,8 +446,8 @@ def edge_values(dtype):
         return np.array([False, True])
     if dtype in INTS:
         lo, hi = R.int_range(dtype)
-        vals = sorted({lo, lo + 1, -1, 0, 1, 2, 127, 128, 255, 256, 32767, 32768, 65535, 65536, 2**24 + 1,
-                       2**31 - 1, 2**53 + 1, 2**63 - 1, hi, hi - 1, 16809985} & set(range(lo, hi + 1)))
+        vals = sorted(v for v in {lo, lo + 1, -1, 0, 1, 2, 127, 128, 255, 256, 32767, 32768, 65535, 65536,
+                                  2**24 + 1, 2**31 - 1, 2**53 + 1, 2**63 - 1, hi, hi - 1, 16809985} if lo <= v <= hi)
         return np.array(vals, dtype=object).astype(to_storage(np.zeros(1), dtype).dtype)
     return to_storage(H.float_cast_values(np.random.default_rng(1), (0,)).tolist() + [
         np.nan, np.inf, -np.inf, 0.0, -0.0, 0.5, -0.5, 1.5, 2.5, -2.5, 127.5, -128.5, 128.0, -129.0, 255.5,
