@@ -1,0 +1,363 @@
+/* persistent.cuh - the persistent kernel: fetches tasks from the host ring, runs
+   their tiles on worker blocks, tracks dependencies, retires tasks in order.
+
+   Compiled as part of the device source (after the generated kernels, whose
+   dispatcher gpuos__d_run(kernel_id, plan, begin, end) it calls). Layout and
+   protocol are described in docs/ARCHITECTURE.md ("The GPU path"); the host side is
+   src/cuda_backend.c, which shares the structs below through src/gpuos_queue.h.
+
+   Blocks: block 0 is the scheduler (fetches descriptors from pinned host memory into
+   the device task ring, copies inline plans into the plan table, retires finished
+   tasks and reports progress to the host); blocks 1..n-1 are workers. Every worker
+   walks the task sequence in order; tile t of a task belongs to worker
+   (base + t) % n_workers. A chain of element-wise tasks on the same tiles gets the
+   same base from the host, so its tiles stay on one block and need no cross-block
+   synchronisation (in-order processing plus __syncthreads is enough). Dependencies
+   the host could not prove tile-local are waited for on the producer's done counter. */
+
+/* ---------------------------------------------------------------- memory model helpers */
+static __device__ __forceinline__ uint64_t gpuos__ld_acquire_sys_u64(const volatile uint64_t *p) {
+    uint64_t v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+static __device__ __forceinline__ uint64_t gpuos__ld_acquire_gpu_u64(const volatile uint64_t *p) {
+    uint64_t v;
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+static __device__ __forceinline__ uint32_t gpuos__ld_acquire_gpu_u32(const volatile uint32_t *p) {
+    uint32_t v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+static __device__ __forceinline__ void gpuos__st_release_gpu_u64(volatile uint64_t *p, uint64_t v) {
+    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+static __device__ __forceinline__ void gpuos__st_relaxed_sys_u64(volatile uint64_t *p, uint64_t v) {
+    asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+static __device__ __forceinline__ void gpuos__nanosleep(unsigned ns) { asm volatile("nanosleep.u32 %0;" ::"r"(ns)); }
+
+static __device__ __forceinline__ void gpuos__red_release_gpu_u32(uint32_t *p, uint32_t v) {
+    asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+static __device__ __forceinline__ uint32_t gpuos__ld_acquire_gpu_u32s(const volatile uint32_t *p) {
+    return gpuos__ld_acquire_gpu_u32(p);
+}
+static __device__ __forceinline__ void gpuos__st_release_gpu_u32(volatile uint32_t *p, uint32_t v) {
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+static __device__ __forceinline__ uint64_t gpuos__globaltimer(void) {
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+/* ---------------------------------------------------------------- the scheduler block */
+/* Warp-specialised. Warps 0-3 fetch: poll the host ring (one tag while idle, 128 once
+   busy, one PCIe round trip each), copy plan chunks into the plan table and
+   descriptors into the task ring, and push each task, in sequence order, into the
+   inbox of every worker that owns one of its tiles. Warp 4 retires: it advances
+   `retired` over finished tasks in order (32 per parallel read) and tells the host
+   with one posted write. The roles meet only through volatile shared words, so
+   retirement never waits for a PCIe poll. */
+#define GPUOS__FETCH_THREADS 128
+static __device__ __forceinline__ void gpuos__fetch_bar(void) { asm volatile("bar.sync 1, 128;" ::: "memory"); }
+
+static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, volatile uint64_t *s_limit, volatile int *s_stop) {
+    __shared__ uint32_t s_ballot[GPUOS__FETCH_THREADS / 32];
+    __shared__ uint32_t s_wtail[GPUOS__MAX_WORKERS]; /* inbox entries written, per worker */
+    __shared__ uint32_t s_wseen[GPUOS__MAX_WORKERS]; /* last seen consumption, per worker */
+    __shared__ gpuos__qdesc s_d[GPUOS__FETCH_THREADS];
+    __shared__ uint32_t s_off[GPUOS__FETCH_THREADS + 1];
+    __shared__ uint64_t s_pos, s_seq;
+    __shared__ int s_exit;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const uint32_t nw = gridDim.x - 1;
+    for (uint32_t w = tid; w < nw; w += GPUOS__FETCH_THREADS) {
+        s_wtail[w] = P.wpos[w]; /* the host left each inbox empty: tail == consumed */
+        s_wseen[w] = s_wtail[w];
+    }
+    if (tid == 0) {
+        s_pos = P.start_pos;
+        s_seq = P.start_seq;
+        s_exit = 0;
+    }
+    gpuos__fetch_bar();
+    int width = 1; /* slots polled per round trip: 1 while idle */
+    while (!s_exit) {
+        const int64_t room = (int64_t)(*s_limit - s_seq); /* free task-ring entries */
+        const uint64_t pos = s_pos + tid;
+        const gpuos__qslot *q = &P.ring[pos & (P.ring_slots - 1)];
+        int ready = tid < width && tid < room && gpuos__ld_acquire_sys_u64(&q->tag) == pos + 1;
+        uint32_t b = __ballot_sync(0xffffffffu, ready);
+        if (lane == 0) s_ballot[warp] = b;
+        gpuos__fetch_bar();
+        int n = 0;
+        for (int w = 0; w < GPUOS__FETCH_THREADS / 32; w++) {
+            uint32_t x = s_ballot[w];
+            if (x == 0xffffffffu) { n += 32; continue; }
+            n += __ffs(~x) - 1;
+            break;
+        }
+        gpuos__fetch_bar();
+        /* Each thread copies its own slot, ordered after its own acquire read. */
+        uint32_t kind = tid < n ? q->u.d.kind : 0;
+        const int is_task = tid < n && kind != GPUOS__SLOT_PLAN;
+        b = __ballot_sync(0xffffffffu, is_task);
+        if (lane == 0) s_ballot[warp] = b;
+        gpuos__fetch_bar();
+        uint32_t rank = __popc(b & ((1u << lane) - 1)); /* index among this batch's tasks */
+        uint32_t n_tasks = 0;
+        for (int w = 0; w < GPUOS__FETCH_THREADS / 32; w++) {
+            if (w < warp) rank += __popc(s_ballot[w]);
+            n_tasks += __popc(s_ballot[w]);
+        }
+        const uint64_t seq = s_seq + rank;
+        if (tid < n) {
+            if (kind == GPUOS__SLOT_PLAN) {
+                uint64_t *dst = (uint64_t *)(P.plans + (size_t)q->u.p.plan_id * GPUOS__PLAN_BYTES +
+                                             (size_t)q->u.p.chunk * GPUOS__SLOT_PAYLOAD);
+                for (int k = 0; k < (int)(GPUOS__SLOT_PAYLOAD / 8); k++) dst[k] = q->u.p.payload[k];
+            } else {
+                gpuos__qdesc d = q->u.d;
+                if (kind == GPUOS__SLOT_EXIT) d.n_tiles = 0;
+                s_d[rank] = d;
+                gpuos__dtask *t = &P.tasks[seq & (P.task_cap - 1)];
+                t->d = d;
+                P.done[seq & (P.task_cap - 1)] = 0;
+            }
+            __threadfence();
+        }
+        gpuos__fetch_bar();
+        /* Publish the new tasks in the task ring (dependency checks, retirement) ... */
+        if (is_task) gpuos__st_release_gpu_u64(&P.tasks[seq & (P.task_cap - 1)].seq, seq);
+        /* ... and push each, in order, to the inboxes of the workers owning its tiles:
+           the batch as (task, owner) pairs in sequence order, 32 pairs per round on
+           warp 0; lanes naming the same worker take consecutive inbox entries in lane
+           order, so every inbox stays in sequence order without block barriers. */
+        if (tid == 0) {
+            uint32_t off = 0;
+            for (uint32_t i = 0; i < n_tasks; i++) {
+                s_off[i] = off;
+                const gpuos__qdesc *d = &s_d[i];
+                off += d->kind == GPUOS__SLOT_EXIT ? nw : (d->n_tiles < nw ? d->n_tiles : nw);
+            }
+            s_off[n_tasks] = off;
+        }
+        gpuos__fetch_bar();
+        if (warp == 0) {
+            const uint32_t pairs = s_off[n_tasks];
+            for (uint32_t p0 = 0; p0 < pairs; p0 += 32) {
+                const uint32_t p = p0 + lane;
+                const int active = p < pairs;
+                uint32_t i = 0, w = 0xffffffffu;
+                if (active) {
+                    uint32_t lo = 0, hi = n_tasks; /* last task with s_off[i] <= p */
+                    while (hi - lo > 1) {
+                        uint32_t mid = (lo + hi) >> 1;
+                        if (s_off[mid] <= p) lo = mid; else hi = mid;
+                    }
+                    i = lo;
+                    w = (s_d[i].base + (p - s_off[i])) % nw;
+                }
+                const uint32_t peers = __match_any_sync(0xffffffffu, w);
+                const uint32_t rank = __popc(peers & ((1u << lane) - 1));
+                const uint32_t tail = active ? s_wtail[w] : 0;
+                __syncwarp();
+                if (active) {
+                    const uint32_t k = tail + rank;
+                    while (k - s_wseen[w] >= P.inbox_cap) { /* inbox full: wait for the worker */
+                        uint32_t c = gpuos__ld_acquire_gpu_u32(&P.wpos[w]);
+                        if (k - c >= P.inbox_cap) gpuos__nanosleep(64);
+                        else s_wseen[w] = c;
+                    }
+                    gpuos__dtask *e = &P.inbox[(size_t)w * P.inbox_cap + (k & (P.inbox_cap - 1))];
+                    e->d = s_d[i];
+                    e->seq = s_seq + i;
+                    gpuos__st_release_gpu_u32(&e->d.stamp, k + 1);
+                    if (rank == (uint32_t)__popc(peers) - 1) s_wtail[w] = k + 1;
+                }
+                __syncwarp();
+            }
+        }
+        if (tid == 0) for (uint32_t i = 0; i < n_tasks; i++) if (s_d[i].kind == GPUOS__SLOT_EXIT) s_exit = 1;
+        gpuos__fetch_bar();
+        if (tid == 0 && n) {
+            s_pos += n;
+            s_seq += n_tasks;
+            gpuos__st_relaxed_sys_u64(&P.ctl->fetched, s_pos);
+#ifdef GPUOS__PK_TIMESTAMPS
+            if (n_tasks) P.ctl->pad_[0] = gpuos__globaltimer();
+#endif
+        }
+        width = n ? GPUOS__FETCH_THREADS : 1;
+        if (n == 0 && tid == 0) gpuos__nanosleep(32);
+        gpuos__fetch_bar();
+    }
+    if (tid == 0) {
+        while (!*s_stop) gpuos__nanosleep(100); /* the retirer has retired everything up to EXIT */
+        gpuos__st_relaxed_sys_u64(&P.ctl->exit_pos, s_pos);
+        gpuos__st_relaxed_sys_u64(&P.ctl->exit_seq, s_seq);
+    }
+}
+
+static __device__ void gpuos__pk_retire(const gpuos__pk_params &P, volatile uint64_t *s_limit, volatile int *s_stop) {
+    const int lane = threadIdx.x & 31;
+    uint64_t r = P.start_seq - 1;
+    if (lane == 0) *s_limit = r + 1 + P.task_cap;
+    for (;;) {
+        int hit_exit = 0;
+        for (;;) {
+            const uint64_t nx = r + 1 + lane;
+            int fin = 0, is_exit = 0;
+            const gpuos__dtask *t = &P.tasks[nx & (P.task_cap - 1)];
+            if (gpuos__ld_acquire_gpu_u64(&t->seq) == nx) {
+                is_exit = t->d.kind == GPUOS__SLOT_EXIT;
+                fin = is_exit || gpuos__ld_acquire_gpu_u32(&P.done[nx & (P.task_cap - 1)]) >= t->d.n_tiles;
+            }
+            uint32_t fb = __ballot_sync(0xffffffffu, fin);
+            int k = fb == 0xffffffffu ? 32 : __ffs(~fb) - 1;
+            uint32_t eb = __ballot_sync(0xffffffffu, is_exit) & (k == 32 ? 0xffffffffu : ((1u << k) - 1));
+            if (eb) { /* retire up to and including EXIT, then stop */
+                k = __ffs(eb);
+                hit_exit = 1;
+            }
+            if (k == 0) break;
+            r += k;
+            if (lane == 0) {
+                gpuos__st_release_gpu_u64(P.retired, r);
+#ifdef GPUOS__PK_TIMESTAMPS
+                P.ctl->pad_[2] = gpuos__globaltimer();
+#endif
+                gpuos__st_relaxed_sys_u64(&P.ctl->retired, r);
+                *s_limit = r + 1 + P.task_cap; /* a task-ring entry is reused once retired */
+            }
+            if (hit_exit || k < 32) break;
+        }
+        if (hit_exit) break;
+        gpuos__nanosleep(20);
+    }
+    if (lane == 0) *s_stop = 1;
+}
+
+static __device__ void gpuos__pk_schedule(const gpuos__pk_params &P) {
+    __shared__ volatile uint64_t s_limit;
+    __shared__ volatile int s_stop;
+    if (threadIdx.x == 0) {
+        s_limit = P.start_seq + P.task_cap;
+        s_stop = 0;
+        gpuos__st_relaxed_sys_u64(&P.ctl->alive, 1);
+    }
+    __syncthreads();
+    if (threadIdx.x < GPUOS__FETCH_THREADS)
+        gpuos__pk_fetch(P, &s_limit, &s_stop);
+    else if (threadIdx.x < GPUOS__FETCH_THREADS + 32)
+        gpuos__pk_retire(P, &s_limit, &s_stop);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence_system();
+        gpuos__st_relaxed_sys_u64(&P.ctl->alive, 0);
+    }
+}
+
+/* ---------------------------------------------------------------- worker blocks */
+static __device__ __forceinline__ int gpuos__pk_dep_done(const gpuos__pk_params &P, uint64_t dep) {
+    if (gpuos__ld_acquire_gpu_u64(P.retired) >= dep) return 1;
+    const gpuos__dtask *t = &P.tasks[dep & (P.task_cap - 1)];
+    if (gpuos__ld_acquire_gpu_u64(&t->seq) != dep) return 1; /* entry reused: dep retired long ago */
+    return gpuos__ld_acquire_gpu_u32(&P.done[dep & (P.task_cap - 1)]) >= t->d.n_tiles;
+}
+
+/* Runs the tasks of this block's inbox in order, reading up to 32 entries per
+   parallel read of its own (uncontended) inbox lines. Finished-tile counts are
+   published in batches: one fence for a batch, and always before waiting on another
+   block (which might be waiting on one of ours), so nothing can deadlock. */
+static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
+    __shared__ gpuos__qdesc s_d[32];
+    __shared__ uint64_t s_seq[32];
+    __shared__ uint32_t s_mine[32];
+    __shared__ int s_n;
+    const int tid = threadIdx.x, lane = tid & 31;
+    const uint32_t me = blockIdx.x - 1, nw = gridDim.x - 1;
+    const gpuos__dtask *inbox = P.inbox + (size_t)me * P.inbox_cap;
+    uint32_t head = P.wpos[me];
+    for (;;) {
+        if (tid < 32) {
+            unsigned spin = 0;
+            for (;;) {
+                const gpuos__dtask *e = &inbox[(head + lane) & (P.inbox_cap - 1)];
+                int ok = gpuos__ld_acquire_gpu_u32(&e->d.stamp) == head + lane + 1;
+                if (ok) {
+                    s_d[lane] = e->d;
+                    s_seq[lane] = e->seq;
+                }
+                s_mine[lane] = 0;
+                uint32_t b = __ballot_sync(0xffffffffu, ok);
+                int n = b == 0xffffffffu ? 32 : __ffs(~b) - 1;
+                if (n > 0) {
+                    if (lane == 0) s_n = n;
+                    break;
+                }
+                if (++spin > 8) gpuos__nanosleep(spin > 4096 ? 256 : 32);
+            }
+        }
+        __syncthreads();
+        const int n = s_n;
+        int stop = 0, flushed = 0;
+        for (int i = 0; i < n; i++) {
+            const gpuos__qdesc *d = &s_d[i];
+            if (d->kind == GPUOS__SLOT_EXIT) { stop = 1; break; }
+            const uint64_t seq = s_seq[i];
+            if (d->n_deps) {
+                if (tid == 0) {
+                    /* publish our finished tiles first: the producer may wait on them */
+                    __threadfence();
+                    for (int k = flushed; k < i; k++)
+                        if (s_mine[k]) atomicAdd(&P.done[s_seq[k] & (P.task_cap - 1)], s_mine[k]);
+                    for (uint32_t k = 0; k < d->n_deps; k++) {
+                        const uint64_t dep = seq - d->dep_delta[k];
+                        unsigned spin = 0;
+                        while (!gpuos__pk_dep_done(P, dep))
+                            if (++spin > 16) gpuos__nanosleep(32);
+                    }
+                }
+                flushed = i;
+                __syncthreads();
+            }
+            const void *plan = P.plans + (size_t)d->plan_id * GPUOS__PLAN_BYTES;
+            const uint32_t first = (me + nw - (d->base % nw)) % nw; /* (base + first) % nw == me */
+            uint32_t mine = 0;
+            for (uint32_t t = first; t < d->n_tiles; t += nw) {
+                int64_t b = (int64_t)t * d->tile_items;
+                int64_t e = b + d->tile_items;
+                if (e > d->n_items) e = d->n_items;
+                gpuos__d_run(d->kernel_id, plan, b, e);
+                __syncthreads(); /* kernels may reuse static shared memory; next task reads our writes */
+                mine++;
+            }
+            if (tid == 0) s_mine[i] = mine;
+        }
+        if (tid == 0) {
+            __threadfence();
+            for (int k = flushed; k < n; k++)
+                if (s_mine[k]) atomicAdd(&P.done[s_seq[k] & (P.task_cap - 1)], s_mine[k]);
+#ifdef GPUOS__PK_TIMESTAMPS
+            if (s_mine[n - 1]) P.ctl->pad_[1] = gpuos__globaltimer();
+#endif
+            gpuos__st_release_gpu_u32(&P.wpos[me], head + n); /* on EXIT, n ends at it */
+        }
+        if (stop) break;
+        head += n;
+        __syncthreads();
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(GPUOS__PK_THREADS) gpuos__pk_main(gpuos__pk_params P) {
+    if (blockIdx.x == 0)
+        gpuos__pk_schedule(P);
+    else
+        gpuos__pk_work(P);
+}

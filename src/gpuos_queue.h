@@ -1,0 +1,92 @@
+/* gpuos_queue.h - the host-to-device task queue, shared by the host C code
+   (src/cuda_backend.c) and the persistent kernel (src/device/persistent.cuh).
+
+   The host writes 64-byte slots into a ring in pinned, mapped host memory; each
+   slot's tag (its position + 1) is written last, after the rest of the slot. A slot
+   is a task descriptor, one chunk of a plan that a later descriptor uses (plans are
+   cached in a device-side table, so a repeated task costs one slot), or EXIT.
+   The persistent kernel's scheduler block polls tags in batches, copies descriptors
+   into a device-memory task ring indexed by sequence number, and reports the last
+   retired sequence number back into mapped host memory (gpuos__pk_ctl). */
+#ifndef GPUOS_QUEUE_H
+#define GPUOS_QUEUE_H
+
+#define GPUOS__SLOT_TASK 1u
+#define GPUOS__SLOT_PLAN 2u
+#define GPUOS__SLOT_EXIT 3u
+
+#define GPUOS__SLOT_PAYLOAD 40u  /* plan bytes per PLAN slot */
+#define GPUOS__PLAN_SLOTS 12u    /* PLAN slots per plan: 12 * 40 = 480 bytes */
+#define GPUOS__PLAN_BYTES 512u   /* stride of the device plan table */
+#define GPUOS__MAX_DEPS 4u       /* explicit dependencies per task */
+#define GPUOS__PK_THREADS 256    /* threads per block of the persistent kernel */
+
+/* A task as the device sees it (56 bytes). */
+typedef struct gpuos__qdesc {
+    uint32_t kind;       /* GPUOS__SLOT_TASK or GPUOS__SLOT_EXIT */
+    int32_t kernel_id;   /* gpuos__device_kernel_id */
+    uint32_t plan_id;    /* row of the device plan table */
+    uint32_t n_deps;     /* dependencies to wait for, each seq - dep_delta[k] */
+    int64_t n_items;     /* work items of the plan (gpuos_plan.h) */
+    uint32_t tile_items; /* items per tile */
+    uint32_t n_tiles;
+    uint32_t base;       /* tile t runs on worker (base + t) % n_workers */
+    uint32_t stamp;      /* in a worker inbox: entry index + 1, stored last (release) */
+    uint32_t dep_delta[GPUOS__MAX_DEPS];
+} gpuos__qdesc;
+
+/* One chunk of a plan (56 bytes). */
+typedef struct gpuos__qplan {
+    uint32_t kind;       /* GPUOS__SLOT_PLAN */
+    uint32_t plan_id;
+    uint32_t chunk;      /* 0 .. GPUOS__PLAN_SLOTS-1 */
+    uint32_t pad_;
+    uint64_t payload[GPUOS__SLOT_PAYLOAD / 8];
+} gpuos__qplan;
+
+typedef struct gpuos__qslot {
+    union {
+        gpuos__qdesc d;
+        gpuos__qplan p;
+    } u;
+    uint64_t tag; /* position + 1 once the slot is written; written last */
+} gpuos__qslot;
+
+/* A task in the device task ring (device memory), indexed by seq & (task_cap - 1),
+   and an entry of a worker's inbox (d.stamp marks it written). */
+typedef struct gpuos__dtask {
+    gpuos__qdesc d;
+    uint64_t seq; /* task ring: published last (release) by the scheduler; inbox: the task's seq */
+} gpuos__dtask;
+
+#define GPUOS__MAX_WORKERS 2048 /* worker blocks the scheduler can track */
+
+/* Device -> host progress, in mapped host memory. */
+typedef struct gpuos__pk_ctl {
+    uint64_t retired;  /* every task with seq <= retired has finished */
+    uint64_t exit_pos; /* after EXIT: the ring position the next launch starts at */
+    uint64_t exit_seq; /* after EXIT: the sequence number the next launch starts at */
+    uint64_t alive;    /* 1 while the kernel runs (set at start, cleared at exit) */
+    uint64_t fetched;  /* ring positions below this have been copied: the host may reuse them */
+    uint64_t pad_[3];
+} gpuos__pk_ctl;
+
+/* Parameters of the persistent kernel (passed by value). */
+typedef struct gpuos__pk_params {
+    gpuos__qslot *ring;     /* mapped pinned host memory, ring_slots slots */
+    gpuos__pk_ctl *ctl;     /* mapped pinned host memory */
+    gpuos__dtask *tasks;    /* device, task_cap entries */
+    uint32_t *done;         /* device, task_cap tile counters */
+    uint64_t *retired;      /* device copy of ctl->retired, for dependency checks */
+    char *plans;            /* device, plan_cap * GPUOS__PLAN_BYTES */
+    gpuos__dtask *inbox;    /* device, n_workers * inbox_cap entries: each worker's tasks, in order */
+    uint32_t *wpos;         /* device, per worker: inbox entries it has consumed */
+    uint32_t inbox_cap;     /* power of two */
+    uint32_t pad_;
+    uint64_t ring_slots;    /* power of two */
+    uint64_t task_cap;      /* power of two */
+    uint64_t start_pos;     /* first ring position to read */
+    uint64_t start_seq;     /* first task sequence number (>= 1) */
+} gpuos__pk_params;
+
+#endif /* GPUOS_QUEUE_H */
