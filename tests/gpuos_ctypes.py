@@ -249,15 +249,17 @@ def _i64arr(seq):
 # ---------------------------------------------------------------- bf16 and dtype helpers
 def f32_to_bf16(x):
     """float32 values -> bf16 bits (uint16): round to nearest even on the uint32 bits; NaN stays NaN."""
-    u = np.ascontiguousarray(np.asarray(x, dtype=np.float32)).view(np.uint32).astype(np.uint64)
+    f = np.asarray(x, dtype=np.float32)
+    u = np.ascontiguousarray(f).reshape(-1).view(np.uint32).astype(np.uint64)
     r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
     nan = (u & 0x7FFFFFFF) > 0x7F800000
-    return np.where(nan, ((u >> 16) | 0x40).astype(np.uint16), r).astype(np.uint16)
+    return np.where(nan, ((u >> 16) | 0x40).astype(np.uint16), r).astype(np.uint16).reshape(f.shape)
 
 
 def bf16_to_f32(b):
     """bf16 bits (uint16) -> float32 values (exact)."""
-    return (np.asarray(b, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+    b = np.asarray(b, dtype=np.uint16)
+    return (b.reshape(-1).astype(np.uint32) << 16).view(np.float32).reshape(b.shape)
 
 
 def to_storage(values, dtype):
@@ -270,7 +272,8 @@ def to_storage(values, dtype):
         return f32_to_bf16(a.astype(np.float32))
     if dtype == "bool":
         return a.astype(np.bool_)
-    return a.astype(STORAGE[dtype])
+    with np.errstate(over="ignore"):    # beyond f16's range: inf, as gpuos rounds
+        return a.astype(STORAGE[dtype])
 
 
 def to_f64(storage, dtype):

@@ -16,7 +16,7 @@ LAYOUTS = ("contig", "strided", "permuted", "negative", "mixed")
 class Operand:
     def __init__(self, tensor, base_tensor, base, idx, dtype):
         self.tensor, self.base_tensor, self.base, self.idx, self.dtype = tensor, base_tensor, base, idx, dtype
-        self.values = base.reshape(-1)[idx] if idx is not None else None
+        self.values = np.asarray(base.reshape(-1)[idx])
 
     @property
     def shape(self):
@@ -181,13 +181,14 @@ def broadcast_shapes(rng, shape, n, p_full=0.6):
     for d in range(r):
         if not any(f[d] for f in full):
             full[int(rng.integers(n))][d] = True
+    keep_rank = int(rng.integers(n))     # one operand keeps every axis, so the result has rank r
     out = []
-    for f in full:
+    for i, f in enumerate(full):
         s = [shape[d] if f[d] or shape[d] == 1 else 1 for d in range(r)]
         lead = 0
         while lead < r and s[lead] == 1:
             lead += 1
-        drop = int(rng.integers(0, lead + 1))
+        drop = 0 if i == keep_rank else int(rng.integers(0, lead + 1))
         out.append(tuple(s[drop:]))
     return out
 

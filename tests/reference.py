@@ -187,7 +187,7 @@ def _shr(a, b, bits):
 
 
 def _erf(x):
-    return np.frompyfunc(math.erf, 1, 1)(x).astype(np.float64)
+    return np.asarray(np.frompyfunc(math.erf, 1, 1)(x), dtype=np.float64)
 
 
 def _sigmoid(x):
@@ -345,7 +345,7 @@ def elementwise(op, dtype, inputs, out_dtype=None, scalar=(0.0, 0.0), out_shape=
             a, b, c = np.broadcast_arrays(*v)
             r = a * b + c
             if dtype == "f64":           # fused: one rounding of the exact a*b+c
-                exact = [float(Fraction(x) * Fraction(y) + Fraction(z))
+                exact = [round_exact(Fraction(x) * Fraction(y) + Fraction(z), "f64")
                          if math.isfinite(x) and math.isfinite(y) and math.isfinite(z) else x * y + z
                          for x, y, z in zip(a.reshape(-1), b.reshape(-1), c.reshape(-1))]
                 r = np.array(exact, dtype=np.float64).reshape(a.shape)
@@ -428,13 +428,13 @@ def reduce(op, dtype, storage, axes, keepdim, correction=0):
 
 def _rowwise(rows, fn):
     out = np.empty(rows.shape[:-1], dtype=object)
-    flat = rows.reshape(-1, rows.shape[-1])
+    flat = rows.reshape(out.size, rows.shape[-1])
     out.reshape(-1)[:] = [fn(list(row)) for row in flat] if flat.shape[0] else []
     return out
 
 
 def _argext(rows, op, fl):
-    flat = rows.reshape(-1, rows.shape[-1])
+    flat = rows.reshape(int(np.prod(rows.shape[:-1], dtype=np.int64)), rows.shape[-1])
     res = []
     for row in flat:
         row = list(row)
