@@ -26,25 +26,6 @@
 #include <stdint.h>  /* int64_t, INT64_MAX */
 #include <time.h>    /* struct timespec */
 
-/* ---------------------------------------------------------------- checked arithmetic */
-/* 1 and *r = a*b when it fits in int64_t, else 0. */
-static inline int gpuos__mul64(int64_t a, int64_t b, int64_t *r) {
-    if (a == 0 || b == 0) { *r = 0; return 1; }
-    if (a > 0) {
-        if (b > 0 ? a > INT64_MAX / b : b < INT64_MIN / a) return 0;
-    } else {
-        if (b > 0 ? a < INT64_MIN / b : b < INT64_MAX / a) return 0;
-    }
-    *r = a * b;
-    return 1;
-}
-/* 1 and *r = a+b when it fits in int64_t, else 0. */
-static inline int gpuos__add64(int64_t a, int64_t b, int64_t *r) {
-    if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b)) return 0;
-    *r = a + b;
-    return 1;
-}
-
 /* ---------------------------------------------------------------- storage and tensors */
 /* The memory behind tensors: owned (allocated by gpuos, 64-byte aligned) or wrapped.
    Every tensor handle and every queued job that uses it holds a reference. */
@@ -157,6 +138,9 @@ const char *gpuos__status_name(gpuos_status status);
 void gpuos__context_free(gpuos_context *ctx);
 
 /* ---------------------------------------------------------------- tensor.c */
+/* 1 and *r = a*b (a+b) when it fits in int64_t, else 0. */
+int gpuos__mul64(int64_t a, int64_t b, int64_t *r);
+int gpuos__add64(int64_t a, int64_t b, int64_t *r);
 /* Product of the shape; GPUOS_ERR_INVALID_ARGUMENT (with a message on ctx) for a
    negative size or an overflow. */
 gpuos_status gpuos__shape_numel(const gpuos_context *ctx, const char *what, int rank, const int64_t *shape,
@@ -164,9 +148,12 @@ gpuos_status gpuos__shape_numel(const gpuos_context *ctx, const char *what, int 
 /* Lowest and highest element offset a view reaches, relative to its offset (numel > 0).
    0 on overflow. */
 int gpuos__view_extent(int rank, const int64_t *shape, const int64_t *strides, int64_t *lo, int64_t *hi);
-/* GPUOS_OK when every element of the view lies inside st, else GPUOS_ERR_BAD_STRIDES. */
-gpuos_status gpuos__check_in_storage(const gpuos_context *ctx, const gpuos__storage *st, size_t elsize, int rank,
-                                     const int64_t *shape, const int64_t *strides, int64_t offset);
+/* GPUOS_OK when every element of the view lies inside bytes of memory, else
+   GPUOS_ERR_BAD_STRIDES (message prefixed with fn). */
+gpuos_status gpuos__check_in_storage(const gpuos_context *ctx, const char *fn, size_t bytes, size_t elsize,
+                                     int rank, const int64_t *shape, const int64_t *strides, int64_t offset);
+/* Bytes per element; 0 for an unknown dtype. */
+size_t gpuos__elsize(gpuos_dtype dtype);
 int gpuos__is_contiguous(int rank, const int64_t *shape, const int64_t *strides);
 /* A new handle on st (takes a reference on it). shape and strides are trusted. */
 gpuos_status gpuos__tensor_make(gpuos_context *ctx, gpuos__storage *st, gpuos_dtype dtype, int rank,

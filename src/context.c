@@ -1,0 +1,191 @@
+/* context.c - creating and destroying contexts, and what a context reports.
+
+   A context is reference counted: the user's handle holds one reference and every
+   storage (tensor memory) holds one. gpuos_destroy drains and stops the executor and
+   drops the user's reference; the struct itself lives on (as SQLite's close_v2 does)
+   until the last tensor is released, so releasing tensors after gpuos_destroy is safe. */
+#include "gpuos_runtime.h"
+
+#include <stdlib.h> /* calloc, free, malloc */
+#include <string.h> /* memcpy, strlen */
+#include <unistd.h> /* sysconf */
+
+/* ---------------------------------------------------------------- configuration */
+static gpuos_status context_check_config(const gpuos_config *c) {
+    if (c->struct_size != sizeof(gpuos_config))
+        return gpuos__set_error(NULL, GPUOS_ERR_BAD_CONFIG,
+                                "config->struct_size is %zu but this library's gpuos_config is %zu bytes: "
+                                "start from GPUOS_CONFIG_INIT and build with the gpuos.h that matches the library",
+                                c->struct_size, sizeof(gpuos_config));
+    if (c->api_version / 100 != GPUOS_VERSION_NUMBER / 100)
+        return gpuos__set_error(NULL, GPUOS_ERR_BAD_CONFIG,
+                                "config->api_version is %d but this library is %d (%s): major and minor "
+                                "versions must match; start from GPUOS_CONFIG_INIT",
+                                c->api_version, GPUOS_VERSION_NUMBER, GPUOS_VERSION_STRING);
+    if (c->device < GPUOS_DEVICE_AUTO)
+        return gpuos__set_error(NULL, GPUOS_ERR_BAD_CONFIG,
+                                "config->device is %d: use GPUOS_DEVICE_AUTO (-2), GPUOS_DEVICE_HOST (-1) or a "
+                                "CUDA ordinal >= 0",
+                                c->device);
+    if (c->queue_capacity < 16u || c->queue_capacity > (1u << 24) ||
+        (c->queue_capacity & (c->queue_capacity - 1u)) != 0)
+        return gpuos__set_error(NULL, GPUOS_ERR_BAD_CONFIG,
+                                "config->queue_capacity is %u: it must be a power of two from 16 to %u",
+                                (unsigned)c->queue_capacity, 1u << 24);
+    if (c->host_threads < 0)
+        return gpuos__set_error(NULL, GPUOS_ERR_BAD_CONFIG,
+                                "config->host_threads is %d: use 0 (one per core) or a positive count",
+                                c->host_threads);
+    return GPUOS_OK;
+}
+
+static int context_host_threads(int requested) {
+    long n = requested;
+    if (n == 0) {
+        n = sysconf(_SC_NPROCESSORS_ONLN);
+        if (n < 1) n = 1;
+    }
+    if (n > GPUOS__MAX_HOST_THREADS) n = GPUOS__MAX_HOST_THREADS;
+    return (int)n;
+}
+
+/* ---------------------------------------------------------------- create / destroy */
+gpuos_status gpuos_create(const gpuos_config *config, gpuos_context **out) {
+    gpuos_context *ctx;
+    gpuos_status st;
+    int mu_ok = 0, room_ok = 0, work_ok = 0, done_ok = 0, err_ok = 0, queue_ok = 0;
+
+    if (out) *out = NULL;
+    if (!config) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_create: config is NULL");
+    if (!out) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_create: out is NULL");
+    st = context_check_config(config);
+    if (st != GPUOS_OK) return st;
+
+    if (config->device >= 0) {
+        char why[512];
+        if (!gpuos__cuda_load(why, sizeof why))
+            return gpuos__set_error(NULL, GPUOS_ERR_NO_DEVICE,
+                                    "CUDA device %d requested, but the CUDA driver cannot be loaded (%s); use "
+                                    "GPUOS_DEVICE_AUTO or GPUOS_DEVICE_HOST to run on the host",
+                                    config->device, why);
+        return gpuos__set_error(NULL, GPUOS_ERR_NO_DEVICE,
+                                "CUDA device %d requested: CUDA backend not available in this build; use "
+                                "GPUOS_DEVICE_AUTO or GPUOS_DEVICE_HOST to run on the host",
+                                config->device);
+    }
+    /* GPUOS_DEVICE_AUTO and GPUOS_DEVICE_HOST: the host executor (no CUDA backend yet). */
+
+    ctx = (gpuos_context *)calloc(1, sizeof *ctx);
+    if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the context");
+    ctx->cfg = *config;
+    ctx->cfg.cache_dir = NULL;
+    if (config->cache_dir) {
+        size_t n = strlen(config->cache_dir) + 1;
+        ctx->cache_dir = (char *)malloc(n);
+        if (!ctx->cache_dir) {
+            st = gpuos__set_error(NULL, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for cache_dir");
+            goto fail;
+        }
+        memcpy(ctx->cache_dir, config->cache_dir, n);
+        ctx->cfg.cache_dir = ctx->cache_dir;
+    }
+    ctx->backend = GPUOS_BACKEND_HOST;
+    ctx->host_threads = context_host_threads(config->host_threads);
+    ctx->capacity = config->queue_capacity;
+    ctx->sticky = GPUOS_OK;
+    ctx->refs = 1;
+
+    st = GPUOS_ERR_INTERNAL;
+    if (!(mu_ok = pthread_mutex_init(&ctx->mu, NULL) == 0)) goto fail_sync;
+    if (!(room_ok = gpuos__cond_init_monotonic(&ctx->cv_room))) goto fail_sync;
+    if (!(work_ok = gpuos__cond_init_monotonic(&ctx->cv_work))) goto fail_sync;
+    if (!(done_ok = gpuos__cond_init_monotonic(&ctx->cv_done))) goto fail_sync;
+    if (!(err_ok = gpuos__errbuf_init(&ctx->err))) goto fail_sync;
+    if (!(queue_ok = gpuos__queue_init(ctx))) {
+        st = gpuos__set_error(NULL, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the task queue");
+        goto fail;
+    }
+    st = gpuos__host_start(ctx);
+    if (st != GPUOS_OK) {
+        gpuos__set_error(NULL, st, "gpuos_create: %s", gpuos_last_error(ctx));
+        goto fail;
+    }
+    *out = ctx;
+    return GPUOS_OK;
+
+fail_sync:
+    st = gpuos__set_error(NULL, GPUOS_ERR_OUT_OF_MEMORY,
+                          "gpuos_create: cannot create the context's mutexes or condition variables");
+fail:
+    if (queue_ok) gpuos__queue_fini(ctx);
+    if (err_ok) gpuos__errbuf_fini(&ctx->err);
+    if (done_ok) pthread_cond_destroy(&ctx->cv_done);
+    if (work_ok) pthread_cond_destroy(&ctx->cv_work);
+    if (room_ok) pthread_cond_destroy(&ctx->cv_room);
+    if (mu_ok) pthread_mutex_destroy(&ctx->mu);
+    free(ctx->cache_dir);
+    free(ctx);
+    return st;
+}
+
+void gpuos__context_free(gpuos_context *ctx) {
+    gpuos__errbuf_fini(&ctx->err);
+    pthread_cond_destroy(&ctx->cv_done);
+    pthread_cond_destroy(&ctx->cv_work);
+    pthread_cond_destroy(&ctx->cv_room);
+    pthread_mutex_destroy(&ctx->mu);
+    free(ctx->cache_dir);
+    free(ctx);
+}
+
+void gpuos_destroy(gpuos_context *ctx) {
+    uint64_t last;
+    int free_now;
+    if (!ctx) return;
+    pthread_mutex_lock(&ctx->mu);
+    if (ctx->destroyed) { /* a second destroy of a context that tensors keep alive */
+        pthread_mutex_unlock(&ctx->mu);
+        return;
+    }
+    ctx->destroyed = 1;
+    ctx->paused = 0; /* a paused queue would never drain */
+    pthread_cond_broadcast(&ctx->cv_work);
+    last = ctx->submitted;
+    pthread_mutex_unlock(&ctx->mu);
+
+    /* Let queued work finish (at most wait_timeout_ms); what is left is dropped. */
+    (void)gpuos__wait_seq(ctx, last, ctx->cfg.wait_timeout_ms, "gpuos_destroy");
+    gpuos__host_stop(ctx);
+    gpuos__queue_fini(ctx);
+
+    pthread_mutex_lock(&ctx->mu);
+    free_now = --ctx->refs == 0;
+    pthread_mutex_unlock(&ctx->mu);
+    if (free_now) gpuos__context_free(ctx);
+}
+
+/* ---------------------------------------------------------------- queries */
+gpuos_backend gpuos_context_backend(const gpuos_context *ctx) {
+    return ctx ? ctx->backend : GPUOS_BACKEND_HOST;
+}
+
+gpuos_status gpuos_context_status(const gpuos_context *ctx) {
+    gpuos_context *c = (gpuos_context *)ctx; /* the mutex is mutable state */
+    gpuos_status st;
+    if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_context_status: ctx is NULL");
+    pthread_mutex_lock(&c->mu);
+    st = c->sticky;
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+int gpuos_debug_pause(gpuos_context *ctx, int paused) {
+    int prev;
+    if (!ctx) return 0;
+    pthread_mutex_lock(&ctx->mu);
+    prev = ctx->paused;
+    ctx->paused = paused != 0 && !ctx->destroyed;
+    if (!ctx->paused) pthread_cond_broadcast(&ctx->cv_work);
+    pthread_mutex_unlock(&ctx->mu);
+    return prev;
+}

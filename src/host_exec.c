@@ -1,0 +1,193 @@
+/* host_exec.c - the host executor: one dispatcher thread and a pool of workers.
+
+   The dispatcher pops jobs in order (gpuos__queue_pop), runs each one to completion
+   and then marks it done (gpuos__queue_done), so program order holds trivially. A job
+   with enough work (HOST_SPLIT_WORK element operations) is cut into chunks of work
+   items; the workers and the dispatcher itself take chunks until none is left, and the
+   dispatcher waits for the last one before it marks the job done. Small jobs run
+   inline on the dispatcher. The generated kernels take an item range, so a chunk is
+   just a call with [begin, end). */
+#include "gpuos_runtime.h"
+
+#include <signal.h> /* sigfillset, pthread_sigmask */
+#include <stdlib.h> /* calloc, free */
+
+#define HOST_SPLIT_WORK ((int64_t)32768)  /* element operations before a job is split */
+#define HOST_CHUNK_WORK ((int64_t)8192)   /* at least this much work per chunk */
+#define HOST_CHUNKS_PER_THREAD 4
+
+struct gpuos__pool {
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work; /* a job was posted, or stop */
+    pthread_cond_t cv_done; /* the last chunk of the posted job finished */
+    const gpuos__job *job;  /* the job being split, NULL between jobs */
+    int64_t chunk;          /* items per chunk */
+    int64_t n_chunks, next, finished;
+    int stop;
+    int n_threads; /* workers started */
+    pthread_t threads[GPUOS__MAX_HOST_THREADS];
+};
+
+/* ---------------------------------------------------------------- running a range */
+static void host_run_range(const gpuos__job *job, int64_t begin, int64_t end) {
+    switch (job->kind) {
+    case GPUOS__KIND_EW: job->ew_iter(&job->plan.ew, job->ew_loop, begin, end); break;
+    case GPUOS__KIND_REDUCE: job->reduce_fn(&job->plan.reduce, begin, end); break;
+    case GPUOS__KIND_ROWS: job->rows_fn(&job->plan.rows, begin, end); break;
+    case GPUOS__KIND_MATMUL: job->matmul_fn(&job->plan.matmul, begin, end); break;
+    default: break; /* plan.c never queues another kind */
+    }
+}
+
+static void host_run_chunk(const struct gpuos__pool *p, const gpuos__job *job, int64_t c) {
+    int64_t begin = c * p->chunk;
+    int64_t end = begin + p->chunk;
+    if (end > job->items) end = job->items;
+    host_run_range(job, begin, end);
+}
+
+/* ---------------------------------------------------------------- worker pool */
+static void *host_worker(void *arg) {
+    struct gpuos__pool *p = (struct gpuos__pool *)arg;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        const gpuos__job *job;
+        int64_t c;
+        while (!p->stop && (p->job == NULL || p->next >= p->n_chunks)) pthread_cond_wait(&p->cv_work, &p->mu);
+        if (p->stop) break;
+        job = p->job;
+        c = p->next++;
+        pthread_mutex_unlock(&p->mu);
+        host_run_chunk(p, job, c);
+        pthread_mutex_lock(&p->mu);
+        if (++p->finished == p->n_chunks) pthread_cond_signal(&p->cv_done);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* Runs job over the pool and the calling thread; returns when every chunk is done. */
+static void host_run_split(struct gpuos__pool *p, const gpuos__job *job, int64_t work) {
+    int64_t parts = (int64_t)(p->n_threads + 1) * HOST_CHUNKS_PER_THREAD;
+    int64_t n = work / HOST_CHUNK_WORK;
+    if (n > parts) n = parts;
+    if (n > job->items) n = job->items;
+    if (n < 2) n = 2;
+    pthread_mutex_lock(&p->mu);
+    p->job = job;
+    p->chunk = (job->items + n - 1) / n;
+    p->n_chunks = (job->items + p->chunk - 1) / p->chunk;
+    p->next = 0;
+    p->finished = 0;
+    pthread_cond_broadcast(&p->cv_work);
+    while (p->next < p->n_chunks) {
+        int64_t c = p->next++;
+        pthread_mutex_unlock(&p->mu);
+        host_run_chunk(p, job, c);
+        pthread_mutex_lock(&p->mu);
+        p->finished++;
+    }
+    while (p->finished < p->n_chunks) pthread_cond_wait(&p->cv_done, &p->mu);
+    p->job = NULL;
+    pthread_mutex_unlock(&p->mu);
+}
+
+static void host_run(gpuos_context *ctx, const gpuos__job *job) {
+    int64_t work;
+    if (job->items <= 0) return; /* zero-size output: nothing to do */
+    if (!gpuos__mul64(job->items, job->item_cost > 0 ? job->item_cost : 1, &work)) work = INT64_MAX;
+    if (ctx->pool == NULL || job->items < 2 || work < HOST_SPLIT_WORK)
+        host_run_range(job, 0, job->items);
+    else
+        host_run_split(ctx->pool, job, work);
+}
+
+/* ---------------------------------------------------------------- dispatcher */
+static void *host_dispatcher(void *arg) {
+    gpuos_context *ctx = (gpuos_context *)arg;
+    gpuos__job *job;
+    while ((job = gpuos__queue_pop(ctx)) != NULL) {
+        host_run(ctx, job);
+        gpuos__queue_done(ctx, job);
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- start / stop */
+/* Starts a thread with every signal blocked, so that the application's signal
+   handlers never run on gpuos threads. */
+static int host_thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
+    sigset_t all, old;
+    int rc;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rc = pthread_create(t, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc == 0;
+}
+
+static void host_pool_stop(struct gpuos__pool *p) {
+    int i;
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->cv_work);
+    pthread_mutex_unlock(&p->mu);
+    for (i = 0; i < p->n_threads; i++) pthread_join(p->threads[i], NULL);
+    pthread_cond_destroy(&p->cv_done);
+    pthread_cond_destroy(&p->cv_work);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
+
+static gpuos_status host_pool_start(gpuos_context *ctx, int n_workers) {
+    struct gpuos__pool *p = (struct gpuos__pool *)calloc(1, sizeof *p);
+    if (!p) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "no memory for the host worker pool");
+    if (pthread_mutex_init(&p->mu, NULL) != 0) {
+        free(p);
+        return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "cannot create the host worker pool's mutex");
+    }
+    if (pthread_cond_init(&p->cv_work, NULL) != 0) {
+        pthread_mutex_destroy(&p->mu);
+        free(p);
+        return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "cannot create the host worker pool's condition variable");
+    }
+    if (pthread_cond_init(&p->cv_done, NULL) != 0) {
+        pthread_cond_destroy(&p->cv_work);
+        pthread_mutex_destroy(&p->mu);
+        free(p);
+        return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "cannot create the host worker pool's condition variable");
+    }
+    while (p->n_threads < n_workers && host_thread_start(&p->threads[p->n_threads], host_worker, p)) p->n_threads++;
+    if (p->n_threads == 0) { /* not even one: run everything on the dispatcher */
+        host_pool_stop(p);
+        return GPUOS_OK;
+    }
+    ctx->pool = p;
+    return GPUOS_OK;
+}
+
+gpuos_status gpuos__host_start(gpuos_context *ctx) {
+    if (ctx->host_threads > 1) {
+        gpuos_status st = host_pool_start(ctx, ctx->host_threads - 1);
+        if (st != GPUOS_OK) return st;
+    }
+    if (!host_thread_start(&ctx->dispatcher, host_dispatcher, ctx)) {
+        if (ctx->pool) host_pool_stop(ctx->pool);
+        ctx->pool = NULL;
+        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "cannot start the host executor's dispatcher thread");
+    }
+    ctx->dispatcher_running = 1;
+    return GPUOS_OK;
+}
+
+void gpuos__host_stop(gpuos_context *ctx) {
+    pthread_mutex_lock(&ctx->mu);
+    ctx->stopping = 1;
+    pthread_cond_broadcast(&ctx->cv_work);
+    pthread_cond_broadcast(&ctx->cv_room);
+    pthread_mutex_unlock(&ctx->mu);
+    if (ctx->dispatcher_running) pthread_join(ctx->dispatcher, NULL);
+    ctx->dispatcher_running = 0;
+    if (ctx->pool) host_pool_stop(ctx->pool);
+    ctx->pool = NULL;
+}

@@ -1,0 +1,261 @@
+/* queue.c - the context's bounded task queue, sequence numbers, fences and waits.
+
+   A ring of job pointers guarded by ctx->mu. The ring starts small and doubles up to
+   the configured capacity (so a capacity of 1 << 24 costs nothing until used).
+   Submitters wait on cv_room for at most submit_timeout_ms; the dispatcher waits on
+   cv_work; fences wait on cv_done. Jobs run strictly in order, so "every job up to
+   seq has finished" is simply ctx->completed >= seq. All condition variables use
+   CLOCK_MONOTONIC so that a wall-clock change cannot stretch or cut a timeout. */
+#include "gpuos_runtime.h"
+
+#include <errno.h>  /* ETIMEDOUT, EINTR */
+#include <stdlib.h> /* malloc, calloc, free */
+#include <string.h> /* memset */
+
+#define QUEUE_INITIAL_SLOTS 256u
+#define QUEUE_FREE_JOBS 64 /* recycled jobs kept per context */
+
+/* ---------------------------------------------------------------- time */
+void gpuos__deadline(uint32_t timeout_ms, struct timespec *ts) {
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += (time_t)(timeout_ms / 1000u);
+    ts->tv_nsec += (long)(timeout_ms % 1000u) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec += 1;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+int gpuos__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, const struct timespec *deadline) {
+    int rc;
+    do rc = pthread_cond_timedwait(cv, mu, deadline);
+    while (rc == EINTR);
+    return rc == ETIMEDOUT ? ETIMEDOUT : 0;
+}
+
+int gpuos__cond_init_monotonic(pthread_cond_t *cv) {
+    pthread_condattr_t attr;
+    int ok;
+    if (pthread_condattr_init(&attr) != 0) return 0;
+    ok = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 && pthread_cond_init(cv, &attr) == 0;
+    pthread_condattr_destroy(&attr);
+    return ok;
+}
+
+/* ---------------------------------------------------------------- ring */
+int gpuos__queue_init(gpuos_context *ctx) {
+    ctx->ring_size = ctx->capacity < QUEUE_INITIAL_SLOTS ? ctx->capacity : QUEUE_INITIAL_SLOTS;
+    ctx->ring = (gpuos__job **)calloc(ctx->ring_size, sizeof *ctx->ring);
+    ctx->ring_head = ctx->ring_count = 0;
+    return ctx->ring != NULL;
+}
+
+/* Doubles the ring (ctx->mu held). 0 when out of memory. */
+static int queue_grow(gpuos_context *ctx) {
+    uint32_t size = ctx->ring_size * 2u, i;
+    gpuos__job **ring = (gpuos__job **)malloc((size_t)size * sizeof *ring);
+    if (!ring) return 0;
+    for (i = 0; i < ctx->ring_count; i++) ring[i] = ctx->ring[(ctx->ring_head + i) & (ctx->ring_size - 1u)];
+    free(ctx->ring);
+    ctx->ring = ring;
+    ctx->ring_size = size;
+    ctx->ring_head = 0;
+    return 1;
+}
+
+/* Drops a job's storage references and recycles it (ctx->mu held). */
+static void queue_retire_locked(gpuos_context *ctx, gpuos__job *job) {
+    int i;
+    for (i = 0; i < job->n_st; i++) (void)gpuos__storage_release_locked(job->st[i]); /* ctx->refs > 0 here */
+    job->n_st = 0;
+    if (ctx->n_free_jobs < QUEUE_FREE_JOBS) {
+        job->next_free = ctx->free_jobs;
+        ctx->free_jobs = job;
+        ctx->n_free_jobs++;
+    } else {
+        free(job);
+    }
+}
+
+void gpuos__queue_fini(gpuos_context *ctx) {
+    gpuos__job *job;
+    pthread_mutex_lock(&ctx->mu);
+    while (ctx->ring_count > 0) {
+        job = ctx->ring[ctx->ring_head];
+        ctx->ring_head = (ctx->ring_head + 1u) & (ctx->ring_size - 1u);
+        ctx->ring_count--;
+        queue_retire_locked(ctx, job);
+    }
+    while ((job = ctx->free_jobs) != NULL) {
+        ctx->free_jobs = job->next_free;
+        free(job);
+    }
+    ctx->n_free_jobs = 0;
+    free(ctx->ring);
+    ctx->ring = NULL;
+    ctx->ring_size = 0;
+    pthread_mutex_unlock(&ctx->mu);
+}
+
+gpuos__job *gpuos__job_alloc(gpuos_context *ctx) {
+    gpuos__job *job;
+    pthread_mutex_lock(&ctx->mu);
+    job = ctx->free_jobs;
+    if (job) {
+        ctx->free_jobs = job->next_free;
+        ctx->n_free_jobs--;
+    }
+    pthread_mutex_unlock(&ctx->mu);
+    if (!job) job = (gpuos__job *)malloc(sizeof *job);
+    if (job) memset(job, 0, sizeof *job);
+    return job;
+}
+
+void gpuos__job_free(gpuos_context *ctx, gpuos__job *job) {
+    if (!job) return;
+    pthread_mutex_lock(&ctx->mu);
+    job->n_st = 0; /* no references taken yet */
+    queue_retire_locked(ctx, job);
+    pthread_mutex_unlock(&ctx->mu);
+}
+
+/* ---------------------------------------------------------------- submitter side */
+gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *seq) {
+    gpuos_status st = GPUOS_OK;
+    int i;
+    pthread_mutex_lock(&ctx->mu);
+    if (ctx->destroyed) {
+        st = gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "gpuos_submit: the context was destroyed");
+        goto fail;
+    }
+    if (ctx->sticky != GPUOS_OK) {
+        st = gpuos__set_error(ctx, ctx->sticky, "gpuos_submit: the context has failed earlier (%s)",
+                              gpuos__status_name(ctx->sticky));
+        goto fail;
+    }
+    if (ctx->ring_count >= ctx->capacity) {
+        if (ctx->cfg.submit_timeout_ms > 0) {
+            struct timespec deadline;
+            gpuos__deadline(ctx->cfg.submit_timeout_ms, &deadline);
+            while (ctx->ring_count >= ctx->capacity && !ctx->destroyed && ctx->sticky == GPUOS_OK)
+                if (gpuos__cond_wait_until(&ctx->cv_room, &ctx->mu, &deadline) == ETIMEDOUT) break;
+            if (ctx->destroyed || ctx->sticky != GPUOS_OK) {
+                st = gpuos__set_error(ctx, ctx->destroyed ? GPUOS_ERR_INVALID_ARGUMENT : ctx->sticky,
+                                      "gpuos_submit: the context failed or was destroyed while waiting for room");
+                goto fail;
+            }
+        }
+        if (ctx->ring_count >= ctx->capacity) {
+            st = gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL,
+                                  "gpuos_submit: the queue stayed full (%u tasks) for submit_timeout_ms = %u ms%s; "
+                                  "nothing was queued",
+                                  (unsigned)ctx->capacity, (unsigned)ctx->cfg.submit_timeout_ms,
+                                  ctx->paused ? " (the executor is paused by gpuos_debug_pause)" : "");
+            goto fail;
+        }
+    }
+    if (ctx->ring_count == ctx->ring_size && !queue_grow(ctx)) {
+        st = gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_submit: no memory to grow the queue to %u tasks",
+                              (unsigned)(ctx->ring_size * 2u));
+        goto fail;
+    }
+    job->seq = ++ctx->submitted;
+    for (i = 0; i < job->n_st; i++) {
+        gpuos__storage_retain_locked(job->st[i]);
+        job->st[i]->last_use = job->seq;
+    }
+    ctx->ring[(ctx->ring_head + ctx->ring_count) & (ctx->ring_size - 1u)] = job;
+    ctx->ring_count++;
+    if (seq) *seq = job->seq;
+    pthread_cond_signal(&ctx->cv_work);
+    pthread_mutex_unlock(&ctx->mu);
+    return GPUOS_OK;
+
+fail:
+    job->n_st = 0; /* no references were taken */
+    queue_retire_locked(ctx, job);
+    pthread_mutex_unlock(&ctx->mu);
+    return st;
+}
+
+/* ---------------------------------------------------------------- dispatcher side */
+gpuos__job *gpuos__queue_pop(gpuos_context *ctx) {
+    gpuos__job *job;
+    pthread_mutex_lock(&ctx->mu);
+    while (!ctx->stopping && (ctx->paused || ctx->ring_count == 0)) pthread_cond_wait(&ctx->cv_work, &ctx->mu);
+    if (ctx->stopping) {
+        pthread_mutex_unlock(&ctx->mu);
+        return NULL;
+    }
+    job = ctx->ring[ctx->ring_head];
+    ctx->ring[ctx->ring_head] = NULL;
+    ctx->ring_head = (ctx->ring_head + 1u) & (ctx->ring_size - 1u);
+    ctx->ring_count--;
+    pthread_cond_signal(&ctx->cv_room);
+    pthread_mutex_unlock(&ctx->mu);
+    return job;
+}
+
+void gpuos__queue_done(gpuos_context *ctx, gpuos__job *job) {
+    pthread_mutex_lock(&ctx->mu);
+    ctx->completed = job->seq;
+    queue_retire_locked(ctx, job);
+    pthread_cond_broadcast(&ctx->cv_done);
+    pthread_mutex_unlock(&ctx->mu);
+}
+
+/* ---------------------------------------------------------------- fences and waits */
+gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms, const char *what) {
+    gpuos_status st = GPUOS_OK;
+    pthread_mutex_lock(&ctx->mu);
+    if (seq > ctx->submitted) {
+        st = gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT,
+                              "%s: sequence number %llu was never issued (the last task is %llu)", what,
+                              (unsigned long long)seq, (unsigned long long)ctx->submitted);
+    } else if (ctx->completed < seq && ctx->sticky == GPUOS_OK) {
+        struct timespec deadline;
+        gpuos__deadline(timeout_ms, &deadline);
+        while (ctx->completed < seq && ctx->sticky == GPUOS_OK)
+            if (gpuos__cond_wait_until(&ctx->cv_done, &ctx->mu, &deadline) == ETIMEDOUT) break;
+        if (ctx->completed < seq && ctx->sticky == GPUOS_OK)
+            st = gpuos__set_error(ctx, GPUOS_ERR_TIMEOUT,
+                                  "%s: timed out after %u ms waiting for task %llu (tasks up to %llu of %llu are "
+                                  "done%s); the work is still queued",
+                                  what, (unsigned)timeout_ms, (unsigned long long)seq,
+                                  (unsigned long long)ctx->completed, (unsigned long long)ctx->submitted,
+                                  ctx->paused ? ", the executor is paused by gpuos_debug_pause" : "");
+    }
+    if (st == GPUOS_OK && ctx->sticky != GPUOS_OK)
+        st = gpuos__set_error(ctx, ctx->sticky, "%s: the context has failed (%s)", what,
+                              gpuos__status_name(ctx->sticky));
+    pthread_mutex_unlock(&ctx->mu);
+    return st;
+}
+
+uint64_t gpuos_fence(gpuos_context *ctx) {
+    uint64_t s;
+    if (!ctx) return 0;
+    pthread_mutex_lock(&ctx->mu);
+    s = ctx->submitted;
+    pthread_mutex_unlock(&ctx->mu);
+    return s;
+}
+
+int gpuos_fence_done(gpuos_context *ctx, uint64_t seq) {
+    int done;
+    if (!ctx) return 0;
+    pthread_mutex_lock(&ctx->mu);
+    done = ctx->completed >= seq;
+    pthread_mutex_unlock(&ctx->mu);
+    return done;
+}
+
+gpuos_status gpuos_wait_fence(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms) {
+    if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_wait_fence: ctx is NULL");
+    return gpuos__wait_seq(ctx, seq, timeout_ms, "gpuos_wait_fence");
+}
+
+gpuos_status gpuos_wait(gpuos_context *ctx, uint32_t timeout_ms) {
+    if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_wait: ctx is NULL");
+    return gpuos__wait_seq(ctx, gpuos_fence(ctx), timeout_ms, "gpuos_wait");
+}

@@ -1,0 +1,427 @@
+/* tensor.c - storages and tensor handles; upload and download.
+
+   A storage is the memory (owned: 64-byte aligned malloc; wrapped: the caller's
+   pointer and size). A tensor handle is a view of a storage: dtype, rank, shape,
+   element strides (0 and negative allowed) and an element offset. Every handle and
+   every queued job holds a reference on its storage (ctx->mu), and every storage holds
+   one on its context, so memory lives until the last user is gone.
+
+   Invariant kept by every constructor (here and in view.c): each element a handle can
+   reach lies inside its storage. */
+#include "gpuos_runtime.h"
+
+#include <math.h>   /* isnan */
+#include <stdlib.h> /* malloc, free */
+#include <string.h> /* memcpy */
+
+size_t gpuos__elsize(gpuos_dtype dtype) {
+    switch (dtype) {
+    case GPUOS_BOOL: case GPUOS_I8: case GPUOS_U8: return 1;
+    case GPUOS_I16: case GPUOS_F16: case GPUOS_BF16: return 2;
+    case GPUOS_I32: case GPUOS_F32: return 4;
+    case GPUOS_I64: case GPUOS_F64: return 8;
+    default: return 0;
+    }
+}
+
+/* ---------------------------------------------------------------- checked arithmetic */
+int gpuos__mul64(int64_t a, int64_t b, int64_t *r) {
+    if (a == 0 || b == 0) {
+        *r = 0;
+        return 1;
+    }
+    if (a > 0) {
+        if (b > 0 ? a > INT64_MAX / b : b < INT64_MIN / a) return 0;
+    } else {
+        if (b > 0 ? a < INT64_MIN / b : b < INT64_MAX / a) return 0;
+    }
+    *r = a * b;
+    return 1;
+}
+
+int gpuos__add64(int64_t a, int64_t b, int64_t *r) {
+    if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b)) return 0;
+    *r = a + b;
+    return 1;
+}
+
+/* ---------------------------------------------------------------- shapes and extents */
+gpuos_status gpuos__shape_numel(const gpuos_context *ctx, const char *what, int rank, const int64_t *shape,
+                                int64_t *numel) {
+    int64_t n = 1;
+    int i, zero = 0;
+    for (i = 0; i < rank; i++) {
+        if (shape[i] < 0)
+            return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "%s: shape[%d] is %lld; sizes must be >= 0",
+                                    what, i, (long long)shape[i]);
+        if (shape[i] == 0) zero = 1;
+    }
+    if (zero) {
+        *numel = 0;
+        return GPUOS_OK;
+    }
+    for (i = 0; i < rank; i++)
+        if (!gpuos__mul64(n, shape[i], &n))
+            return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT,
+                                    "%s: the shape has more than 2^63 elements", what);
+    *numel = n;
+    return GPUOS_OK;
+}
+
+int gpuos__view_extent(int rank, const int64_t *shape, const int64_t *strides, int64_t *lo, int64_t *hi) {
+    int64_t l = 0, h = 0, d;
+    int i;
+    for (i = 0; i < rank; i++) {
+        if (shape[i] <= 1) continue;
+        if (!gpuos__mul64(shape[i] - 1, strides[i], &d)) return 0;
+        if (!(d < 0 ? gpuos__add64(l, d, &l) : gpuos__add64(h, d, &h))) return 0;
+    }
+    *lo = l;
+    *hi = h;
+    return 1;
+}
+
+gpuos_status gpuos__check_in_storage(const gpuos_context *ctx, const char *fn, size_t bytes, size_t elsize,
+                                     int rank, const int64_t *shape, const int64_t *strides, int64_t offset) {
+    int64_t numel = 1, lo, hi, first, last, end_byte;
+    int i;
+    for (i = 0; i < rank; i++)
+        if (shape[i] == 0) numel = 0;
+    if (numel == 0) return GPUOS_OK; /* reaches nothing */
+    if (!gpuos__view_extent(rank, shape, strides, &lo, &hi) || !gpuos__add64(offset, lo, &first) ||
+        !gpuos__add64(offset, hi, &last) || !gpuos__add64(last, 1, &end_byte) ||
+        !gpuos__mul64(end_byte, (int64_t)elsize, &end_byte))
+        return gpuos__set_error(ctx, GPUOS_ERR_BAD_STRIDES, "%s: the view's strides overflow 64-bit offsets", fn);
+    if (first < 0)
+        return gpuos__set_error(ctx, GPUOS_ERR_BAD_STRIDES,
+                                "%s: the view reaches element %lld, before the start of its memory (offset %lld)",
+                                fn, (long long)first, (long long)offset);
+    if ((uint64_t)end_byte > (uint64_t)bytes)
+        return gpuos__set_error(ctx, GPUOS_ERR_BAD_STRIDES,
+                                "%s: the view reaches element %lld (bytes up to %lld) but its memory has %llu bytes",
+                                fn, (long long)last, (long long)end_byte, (unsigned long long)bytes);
+    return GPUOS_OK;
+}
+
+int gpuos__is_contiguous(int rank, const int64_t *shape, const int64_t *strides) {
+    int64_t expect = 1;
+    int i;
+    for (i = 0; i < rank; i++)
+        if (shape[i] == 0) return 1;
+    for (i = rank - 1; i >= 0; i--) {
+        if (shape[i] == 1) continue;
+        if (strides[i] != expect) return 0;
+        expect *= shape[i];
+    }
+    return 1;
+}
+
+/* ---------------------------------------------------------------- reference counts */
+void gpuos__storage_retain_locked(gpuos__storage *st) { st->refs++; }
+
+int gpuos__storage_release_locked(gpuos__storage *st) {
+    gpuos_context *ctx = st->ctx;
+    if (--st->refs > 0) return 0;
+    free(st->block);
+    free(st);
+    return --ctx->refs == 0;
+}
+
+/* A storage with one reference (the caller's), holding one on ctx. */
+static gpuos_status tensor_storage_new(gpuos_context *ctx, size_t bytes, void *wrap, gpuos__storage **out) {
+    gpuos__storage *st = (gpuos__storage *)malloc(sizeof *st);
+    if (!st) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "no memory for a tensor");
+    st->ctx = ctx;
+    st->bytes = bytes;
+    st->refs = 1;
+    st->last_use = 0;
+    if (wrap) {
+        st->owned = 0;
+        st->block = NULL;
+        st->data = (char *)wrap;
+    } else {
+        size_t want = bytes + 64u;
+        uintptr_t p;
+        if (want < bytes) { /* wraps around */
+            free(st);
+            return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "cannot allocate %llu bytes",
+                                    (unsigned long long)bytes);
+        }
+        st->owned = 1;
+        st->block = malloc(want);
+        if (!st->block) {
+            free(st);
+            return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "cannot allocate %llu bytes for a tensor",
+                                    (unsigned long long)bytes);
+        }
+        p = ((uintptr_t)st->block + 63u) & ~(uintptr_t)63u;
+        st->data = (char *)p;
+    }
+    pthread_mutex_lock(&ctx->mu);
+    ctx->refs++;
+    pthread_mutex_unlock(&ctx->mu);
+    *out = st;
+    return GPUOS_OK;
+}
+
+/* Drops the creator's reference of a storage that no handle uses yet. */
+static void tensor_storage_drop(gpuos__storage *st) {
+    gpuos_context *ctx = st->ctx;
+    int last;
+    pthread_mutex_lock(&ctx->mu);
+    last = gpuos__storage_release_locked(st);
+    pthread_mutex_unlock(&ctx->mu);
+    if (last) gpuos__context_free(ctx);
+}
+
+gpuos_status gpuos__tensor_make(gpuos_context *ctx, gpuos__storage *st, gpuos_dtype dtype, int rank,
+                                const int64_t *shape, const int64_t *strides, int64_t offset, gpuos_tensor **out) {
+    gpuos_tensor *t = (gpuos_tensor *)malloc(sizeof *t);
+    int i;
+    if (!t) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "no memory for a tensor handle");
+    memset(t, 0, sizeof *t);
+    t->ctx = ctx;
+    t->st = st;
+    t->dtype = dtype;
+    t->rank = rank;
+    t->offset = offset;
+    t->numel = 1;
+    for (i = 0; i < rank; i++) {
+        t->shape[i] = shape[i];
+        t->strides[i] = strides[i];
+        t->numel *= shape[i]; /* validated by the caller */
+    }
+    pthread_mutex_lock(&ctx->mu);
+    gpuos__storage_retain_locked(st);
+    pthread_mutex_unlock(&ctx->mu);
+    *out = t;
+    return GPUOS_OK;
+}
+
+/* ---------------------------------------------------------------- argument checks */
+static gpuos_status tensor_check_dtype_rank(gpuos_context *ctx, const char *fn, gpuos_dtype dtype, int rank,
+                                            const int64_t *shape) {
+    if ((unsigned)dtype >= (unsigned)GPUOS_DTYPE_COUNT)
+        return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "%s: dtype %d is not a gpuos_dtype", fn,
+                                (int)dtype);
+    if (rank < 0 || rank > GPUOS_MAX_RANK)
+        return gpuos__set_error(ctx, GPUOS_ERR_RANK, "%s: rank %d is outside 0..%d", fn, rank, GPUOS_MAX_RANK);
+    if (rank > 0 && !shape) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "%s: shape is NULL", fn);
+    return GPUOS_OK;
+}
+
+static void tensor_contiguous_strides(int rank, const int64_t *shape, int64_t *strides) {
+    int64_t s = 1;
+    int i;
+    for (i = rank - 1; i >= 0; i--) {
+        strides[i] = s;
+        if (shape[i] > 0) s *= shape[i]; /* no overflow: numel was checked */
+    }
+}
+
+/* ---------------------------------------------------------------- creation */
+gpuos_status gpuos_tensor_new(gpuos_context *ctx, gpuos_dtype dtype, int rank, const int64_t *shape,
+                              gpuos_tensor **out) {
+    int64_t numel, bytes, strides[GPUOS_MAX_RANK];
+    gpuos__storage *st;
+    gpuos_status s;
+    if (out) *out = NULL;
+    if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_tensor_new: ctx is NULL");
+    if (!out) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_tensor_new: out is NULL");
+    if ((s = tensor_check_dtype_rank(ctx, "gpuos_tensor_new", dtype, rank, shape)) != GPUOS_OK) return s;
+    if ((s = gpuos__shape_numel(ctx, "gpuos_tensor_new", rank, shape, &numel)) != GPUOS_OK) return s;
+    if (!gpuos__mul64(numel, (int64_t)gpuos__elsize(dtype), &bytes) || (uint64_t)bytes > (uint64_t)SIZE_MAX / 2)
+        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_tensor_new: %lld elements are too many",
+                                (long long)numel);
+    tensor_contiguous_strides(rank, shape, strides);
+    if ((s = tensor_storage_new(ctx, (size_t)bytes, NULL, &st)) != GPUOS_OK) return s;
+    s = gpuos__tensor_make(ctx, st, dtype, rank, shape, strides, 0, out);
+    tensor_storage_drop(st); /* the handle holds the storage now (or nothing does) */
+    return s;
+}
+
+void gpuos__store_f64(gpuos_dtype dtype, double v, void *dst) {
+    /* Float to integer: truncate toward zero, saturate, NaN -> 0. */
+#define TENSOR_SAT(T, LO, HI)                                   \
+    do {                                                        \
+        T x_;                                                   \
+        if (isnan(v)) x_ = 0;                                   \
+        else if (v <= (double)(LO)) x_ = (LO);                  \
+        else if (v >= (double)(HI)) x_ = (HI);                  \
+        else x_ = (T)v;                                         \
+        memcpy(dst, &x_, sizeof x_);                            \
+    } while (0)
+    switch (dtype) {
+    case GPUOS_BOOL: { uint8_t b = (uint8_t)(v != 0.0 || isnan(v)); memcpy(dst, &b, 1); break; }
+    case GPUOS_I8: TENSOR_SAT(int8_t, INT8_MIN, INT8_MAX); break;
+    case GPUOS_U8: TENSOR_SAT(uint8_t, 0, UINT8_MAX); break;
+    case GPUOS_I16: TENSOR_SAT(int16_t, INT16_MIN, INT16_MAX); break;
+    case GPUOS_I32: TENSOR_SAT(int32_t, INT32_MIN, INT32_MAX); break;
+    case GPUOS_I64: TENSOR_SAT(int64_t, INT64_MIN, INT64_MAX); break; /* 2^63 as double saturates */
+    case GPUOS_F16: { uint16_t h = gpuos__f64_to_f16(v); memcpy(dst, &h, 2); break; }
+    case GPUOS_BF16: { uint16_t h = gpuos__f64_to_bf16(v); memcpy(dst, &h, 2); break; }
+    case GPUOS_F32: { float f = (float)v; memcpy(dst, &f, 4); break; }
+    case GPUOS_F64: memcpy(dst, &v, 8); break;
+    default: break;
+    }
+#undef TENSOR_SAT
+}
+
+gpuos_status gpuos_tensor_scalar(gpuos_context *ctx, gpuos_dtype dtype, double value, gpuos_tensor **out) {
+    gpuos_status s;
+    if (out) *out = NULL;
+    if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_tensor_scalar: ctx is NULL");
+    if (!out) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_tensor_scalar: out is NULL");
+    if ((s = gpuos_tensor_new(ctx, dtype, 0, NULL, out)) != GPUOS_OK) return s;
+    gpuos__store_f64(dtype, value, (*out)->st->data); /* host memory: the host executor */
+    return GPUOS_OK;
+}
+
+gpuos_status gpuos_tensor_wrap(gpuos_context *ctx, void *data, size_t bytes, gpuos_dtype dtype, int rank,
+                               const int64_t *shape, const int64_t *strides, gpuos_tensor **out) {
+    int64_t numel, cstrides[GPUOS_MAX_RANK];
+    gpuos__storage *st;
+    gpuos_status s;
+    size_t elsize;
+    if (out) *out = NULL;
+    if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_tensor_wrap: ctx is NULL");
+    if (!out) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_tensor_wrap: out is NULL");
+    if (!data) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_tensor_wrap: data is NULL");
+    if ((s = tensor_check_dtype_rank(ctx, "gpuos_tensor_wrap", dtype, rank, shape)) != GPUOS_OK) return s;
+    if ((s = gpuos__shape_numel(ctx, "gpuos_tensor_wrap", rank, shape, &numel)) != GPUOS_OK) return s;
+    elsize = gpuos__elsize(dtype);
+    if ((uintptr_t)data % elsize != 0)
+        return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT,
+                                "gpuos_tensor_wrap: data %p is not aligned to the %zu-byte elements of %s", data,
+                                elsize, gpuos_dtype_name(dtype));
+    if (!strides) {
+        tensor_contiguous_strides(rank, shape, cstrides);
+        strides = cstrides;
+    }
+    s = gpuos__check_in_storage(ctx, "gpuos_tensor_wrap", bytes, elsize, rank, shape, strides, 0);
+    if (s != GPUOS_OK) return s;
+    if ((s = tensor_storage_new(ctx, bytes, data, &st)) != GPUOS_OK) return s;
+    s = gpuos__tensor_make(ctx, st, dtype, rank, shape, strides, 0, out);
+    tensor_storage_drop(st);
+    return s;
+}
+
+void gpuos_tensor_release(gpuos_tensor *t) {
+    gpuos_context *ctx;
+    int last;
+    if (!t) return;
+    ctx = t->ctx;
+    pthread_mutex_lock(&ctx->mu);
+    last = gpuos__storage_release_locked(t->st);
+    pthread_mutex_unlock(&ctx->mu);
+    free(t);
+    if (last) gpuos__context_free(ctx);
+}
+
+gpuos_status gpuos_tensor_get_info(const gpuos_tensor *t, gpuos_tensor_info *info) {
+    int i;
+    if (!t) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_tensor_get_info: t is NULL");
+    if (!info) return gpuos__set_error(t->ctx, GPUOS_ERR_NULL_POINTER, "gpuos_tensor_get_info: info is NULL");
+    memset(info, 0, sizeof *info);
+    info->dtype = t->dtype;
+    info->rank = t->rank;
+    for (i = 0; i < t->rank; i++) {
+        info->shape[i] = t->shape[i];
+        info->strides[i] = t->strides[i];
+    }
+    info->offset = t->offset;
+    info->numel = t->numel;
+    info->contiguous = gpuos__is_contiguous(t->rank, t->shape, t->strides);
+    info->owned = t->st->owned;
+    return GPUOS_OK;
+}
+
+/* ---------------------------------------------------------------- upload / download */
+/* Copies between the view (base + offset, element strides) and packed row-major
+   memory, in logical order. to_view: packed -> view, else view -> packed. */
+static void tensor_copy_strided(char *base, size_t elsize, int rank, const int64_t *shape, const int64_t *strides,
+                                char *packed, int to_view) {
+    int64_t sh[GPUOS_MAX_RANK], sd[GPUOS_MAX_RANK], idx[GPUOS_MAX_RANK], run, run_bytes;
+    int n = 0, i, contiguous_run;
+    /* drop size-1 axes, merge axes that are contiguous with their inner neighbour */
+    for (i = 0; i < rank; i++) {
+        if (shape[i] == 1) continue;
+        if (n > 0 && sd[n - 1] == strides[i] * shape[i]) {
+            sh[n - 1] *= shape[i];
+            sd[n - 1] = strides[i];
+        } else {
+            sh[n] = shape[i];
+            sd[n] = strides[i];
+            n++;
+        }
+    }
+    if (n == 0) { /* one element */
+        if (to_view) memcpy(base, packed, elsize);
+        else memcpy(packed, base, elsize);
+        return;
+    }
+    contiguous_run = sd[n - 1] == 1;
+    run = sh[n - 1];
+    run_bytes = run * (int64_t)elsize;
+    for (i = 0; i < n; i++) idx[i] = 0;
+    for (;;) {
+        char *p = base;
+        for (i = 0; i < n - 1; i++) p += idx[i] * sd[i] * (int64_t)elsize;
+        if (contiguous_run) {
+            if (to_view) memcpy(p, packed, (size_t)run_bytes);
+            else memcpy(packed, p, (size_t)run_bytes);
+            packed += run_bytes;
+        } else {
+            int64_t j, step = sd[n - 1] * (int64_t)elsize;
+            for (j = 0; j < run; j++, p += step, packed += elsize) {
+                if (to_view) memcpy(p, packed, elsize);
+                else memcpy(packed, p, elsize);
+            }
+        }
+        for (i = n - 2; i >= 0; i--) { /* odometer over the outer axes */
+            if (++idx[i] < sh[i]) break;
+            idx[i] = 0;
+        }
+        if (i < 0) break;
+    }
+}
+
+static gpuos_status tensor_transfer(gpuos_context *ctx, const gpuos_tensor *t, void *host, size_t bytes,
+                                    int to_view, const char *fn) {
+    size_t elsize, want;
+    int64_t want64;
+    uint64_t last_use;
+    gpuos_status s;
+    if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "%s: ctx is NULL", fn);
+    if (!t) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "%s: the tensor is NULL", fn);
+    if (t->ctx != ctx)
+        return gpuos__set_error(ctx, GPUOS_ERR_CONTEXT_MISMATCH, "%s: the tensor belongs to another context", fn);
+    elsize = gpuos__elsize(t->dtype);
+    if (!gpuos__mul64(t->numel, (int64_t)elsize, &want64) || (uint64_t)want64 > (uint64_t)SIZE_MAX)
+        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_BOUNDS, "%s: the tensor has too many elements (%lld) to copy",
+                                fn, (long long)t->numel);
+    want = (size_t)want64;
+    if (bytes != want)
+        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_BOUNDS,
+                                "%s: bytes is %zu but the tensor has %lld elements of %zu bytes = %zu bytes", fn,
+                                bytes, (long long)t->numel, elsize, want);
+    if (!host && bytes > 0)
+        return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "%s: the host buffer is NULL", fn);
+    /* Wait for the queued jobs that use this memory (jobs run in order). */
+    pthread_mutex_lock(&ctx->mu);
+    last_use = t->st->last_use;
+    pthread_mutex_unlock(&ctx->mu);
+    if ((s = gpuos__wait_seq(ctx, last_use, ctx->cfg.wait_timeout_ms, fn)) != GPUOS_OK) return s;
+    if (t->numel == 0) return GPUOS_OK;
+    tensor_copy_strided(t->st->data + t->offset * (int64_t)elsize, elsize, t->rank, t->shape, t->strides,
+                        (char *)host, to_view);
+    return GPUOS_OK;
+}
+
+gpuos_status gpuos_upload(gpuos_context *ctx, gpuos_tensor *dst, const void *src, size_t bytes) {
+    return tensor_transfer(ctx, dst, (void *)src, bytes, 1, "gpuos_upload");
+}
+
+gpuos_status gpuos_download(gpuos_context *ctx, const gpuos_tensor *src, void *dst, size_t bytes) {
+    return tensor_transfer(ctx, src, dst, bytes, 0, "gpuos_download");
+}
