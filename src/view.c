@@ -53,7 +53,9 @@ gpuos_status gpuos_view_slice(const gpuos_tensor *t, int axis, int64_t start, in
     } else if (start >= len) {
         start = step < 0 ? len - 1 : len;
     }
-    if (stop < 0) {
+    if (stop == GPUOS_SLICE_END && step < 0) {
+        stop = -1; /* "to the end" going backwards: past index 0, as Python's None */
+    } else if (stop < 0) {
         stop += len;
         if (stop < 0) stop = step < 0 ? -1 : 0;
     } else if (stop >= len) {
