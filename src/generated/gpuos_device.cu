@@ -132,16 +132,16 @@ template <class T> GPUOS__FN T gpuos__d_shfl_xor(T v, int m) {
     return u.v;
 }
 
-/* Butterfly over the warp with R::merge(a, b), a always from the lower lanes, so
+/* Butterfly over the warp with m.merge(a, b), a always from the lower lanes, so
    every lane ends with the same value (even for merges that are not commutative in
    rounding, such as Welford's) and lower lanes count as earlier. Not unrolled: one
    copy of merge's code. */
-template <class R, class Acc> GPUOS__FN Acc gpuos__d_warp_reduce(Acc v) {
+template <class M, class Acc> GPUOS__FN Acc gpuos__d_warp_reduce(const M &m, Acc v) {
     const int lane = gpuos__d_tid() & 31;
 #pragma unroll 1
-    for (int m = 1; m < 32; m <<= 1) {
-        const Acc o = gpuos__d_shfl_xor(v, m);
-        v = (lane & m) ? R::merge(o, v) : R::merge(v, o);
+    for (int k = 1; k < 32; k <<= 1) {
+        const Acc o = gpuos__d_shfl_xor(v, k);
+        v = (lane & k) ? m.merge(o, v) : m.merge(v, o);
     }
     return v;
 }
@@ -149,13 +149,14 @@ template <class R, class Acc> GPUOS__FN Acc gpuos__d_warp_reduce(Acc v) {
 /* Combination of v over each group of g threads, g = 1, 32 or blockDim.x, in thread
    order, the same value in every thread of the group. When g is the block, every
    thread of the block must call it (two __syncthreads; the buffer is free again when
-   it returns). id: an identity of R::merge, for the missing warps. */
-template <class R, class Acc> GPUOS__FN Acc gpuos__d_group_reduce(Acc v, int g, Acc id) {
+   it returns). id: an identity of m.merge, for the missing warps. */
+template <class M, class Acc> GPUOS__FN Acc gpuos__d_group_reduce(const M &m, Acc v, int g, Acc id) {
+    static_assert(sizeof(Acc) <= 32, "gpuos__d_red_smem holds 32 bytes per warp");
     if (g == 1) return v;
     Acc *buf = (Acc *)gpuos__d_red_smem;
     const int lane = gpuos__d_tid() & 31, warp = gpuos__d_tid() >> 5, nw = gpuos__d_nthreads() >> 5;
     for (int stage = 0;; ++stage) { /* a loop, so that warp_reduce is inlined once */
-        v = gpuos__d_warp_reduce<R, Acc>(v);
+        v = gpuos__d_warp_reduce(m, v);
         if (stage == 1 || g == 32) break;
         if (lane == 0) buf[warp] = v;
         __syncthreads();
@@ -1142,10 +1143,10 @@ GPUOS__FN float gpuos__e_clamp_f16(float x, float lo, float hi) { return gpuos__
 GPUOS__FN float gpuos__e_clamp_bf16(float x, float lo, float hi) { return gpuos__min_f32(gpuos__max_f32(x, lo), hi); }
 GPUOS__FN float gpuos__e_clamp_f32(float x, float lo, float hi) { return gpuos__min_f32(gpuos__max_f32(x, lo), hi); }
 GPUOS__FN double gpuos__e_clamp_f64(double x, double lo, double hi) { return gpuos__min_f64(gpuos__max_f64(x, lo), hi); }
-GPUOS__FN float gpuos__e_lerp_f16(float a, float b, float w) { return a + w * (b - a); }
-GPUOS__FN float gpuos__e_lerp_bf16(float a, float b, float w) { return a + w * (b - a); }
-GPUOS__FN float gpuos__e_lerp_f32(float a, float b, float w) { return a + w * (b - a); }
-GPUOS__FN double gpuos__e_lerp_f64(double a, double b, double w) { return a + w * (b - a); }
+GPUOS__FN float gpuos__e_lerp_f16(float a, float b, float w) { return fmaf(w, b - a, a); }
+GPUOS__FN float gpuos__e_lerp_bf16(float a, float b, float w) { return fmaf(w, b - a, a); }
+GPUOS__FN float gpuos__e_lerp_f32(float a, float b, float w) { return fmaf(w, b - a, a); }
+GPUOS__FN double gpuos__e_lerp_f64(double a, double b, double w) { return fma(w, b - a, a); }
 GPUOS__FN int8_t gpuos__e_fma_i8(int8_t a, int8_t b, int8_t c) { return (int8_t)((uint32_t)a * (uint32_t)b + (uint32_t)c); }
 GPUOS__FN uint8_t gpuos__e_fma_u8(uint8_t a, uint8_t b, uint8_t c) { return (uint8_t)((uint32_t)a * (uint32_t)b + (uint32_t)c); }
 GPUOS__FN int16_t gpuos__e_fma_i16(int16_t a, int16_t b, int16_t c) { return (int16_t)((uint32_t)a * (uint32_t)b + (uint32_t)c); }
@@ -1752,23 +1753,42 @@ GPUOS__FN double gpuos__r_std_f64_final(gpuos__racc_std_f64 acc, int64_t n, int3
    src/device/prelude.cuh, src/gpuos_plan.h and src/generated/gpuos_elem.h (the
    element functions shared with the host kernels, so the two cannot drift).
 
-   Execution model: a kernel function runs items [begin, end) of one task and is
-   called by ALL threads of a block with the same arguments (it may use
-   __syncthreads). blockDim.x: a multiple of 32 from 32 to 1024 (the persistent
-   kernel uses 256). Static shared memory: gpuos__d_red_smem (prelude) and
-   gpuos__d_mm_smem (matmul tiles), about 9.5 KB in all.
+   Execution model: a kernel runs items [begin, end) of one task and is called by
+   ALL threads of a block with the same arguments (it may use __syncthreads).
+   blockDim.x: a multiple of 32 from 32 to 1024 (the persistent kernel uses 256);
+   blockDim.y = blockDim.z = 1. Static shared memory: gpuos__d_red_smem (1 KB,
+   prelude) and gpuos__d_mm_smem (8.25 KB, matmul tiles).
 
-   The loops are templates (one copy of the code, instantiated per op with a
-   functor that wraps the element function); each (op, dtype) is one __noinline__
-   function, and gpuos__d_run switches over them with direct calls. */
+   Structure, chosen for NVRTC time (measured: 500 small functions, or one function
+   holding 500 loops, cost 8 s and 38 s; one loop around a 500-way switch, 1 s):
+   kernels are grouped, each group is ONE loop (a template instantiated once, a
+   __noinline__ function), and the (op, dtype) is a case of a switch inside it. The
+   switch value is the same for every element of a task, so the branch is uniform
+   and cheap; the element functions are inlined once each.
+     element-wise  groups by inputs and operand sizes; values move as raw bits
+     reductions    a group per op; the accumulator is a union over its dtypes
+     matmul        a group per accumulation type (f32, f64, wrapping 64-bit ints)
+     row-wise      a group per (op, compute type)
+   gpuos__d_run maps a kernel id to (group, case) through gpuos__d_kernels.
+   Groups: 34 element-wise, 12 reductions, 3 matmul, 8 row-wise. */
 
 /* ================================================================ common helpers */
 template <class T> GPUOS__FN T gpuos__d_min(T a, T b) { return a < b ? a : b; }
-template <class T> GPUOS__FN T gpuos__d_max(T a, T b) { return a > b ? a : b; }
+
+/* The bits of v as another type of the same size. */
+template <class T, class R> GPUOS__FN T gpuos__d_as(R v) {
+    static_assert(sizeof(T) == sizeof(R), "gpuos__d_as: sizes differ");
+    union {
+        R r;
+        T t;
+    } u;
+    u.r = v;
+    return u.t;
+}
 
 /* q = a / b for a >= 0, b > 0: 32-bit division when both fit (much cheaper), else
    an out-of-line 64-bit one (one copy of its long code in the program). */
-__device__ __noinline__ int64_t gpuos__d_div64(int64_t a, int64_t b) { return a / b; }
+static __device__ __noinline__ int64_t gpuos__d_div64(int64_t a, int64_t b) { return a / b; }
 GPUOS__FN int64_t gpuos__d_div(int64_t a, int64_t b) {
     if ((((uint64_t)a | (uint64_t)b) >> 32) == 0) return (int64_t)((uint32_t)a / (uint32_t)b);
     return gpuos__d_div64(a, b);
@@ -1812,41 +1832,31 @@ GPUOS__FN void gpuos__d_offset2(const int64_t *shape, const int64_t *s0, const i
 GPUOS__FN int gpuos__d_group(int64_t n_out, int64_t n_in) {
     const int nt = gpuos__d_nthreads();
     const int64_t r1 = (n_out + nt - 1) / nt, r32 = (n_out + nt / 32 - 1) / (nt / 32);
-    const int64_t c1 = r1 * n_in;                       /* one thread per output */
-    const int64_t c32 = r32 * ((n_in + 31) / 32 + 8);   /* a warp per output: shuffles */
+    const int64_t c1 = r1 * n_in;                           /* one thread per output */
+    const int64_t c32 = r32 * ((n_in + 31) / 32 + 8);       /* a warp per output: shuffles */
     const int64_t cb = n_out * ((n_in + nt - 1) / nt + 24); /* the block: two barriers */
     if (c1 <= c32 && c1 <= cb) return 1;
     return c32 <= cb ? 32 : nt;
 }
 
 /* ================================================================ element-wise */
-/* A functor F for gpuos__d_ew: storage types O (output), A, B, C (inputs, unused
-   ones uint8_t), NIN inputs, a per-task constant K made once by init, and
-   O f(K, A, B, C, item) doing load conversion, element function, store conversion. */
-struct gpuos__d_fn_base {
-    typedef uint8_t A;
-    typedef uint8_t B;
-    typedef uint8_t C;
-    struct K {};
-    static __device__ __forceinline__ K init(const gpuos__ew_plan *) { return K(); }
-};
-
 /* Items [begin, end) of an element-wise plan, thread-strided over the block (item i
    goes to thread i % blockDim.x, so a warp touches consecutive elements: coalesced
    when the operands are contiguous). Byte offsets: item * stride for rank <= 1 (the
    common case after the runtime merged dimensions), else one division per merged
-   dimension above the first. The element function is inlined once per kernel (one
-   call site), which keeps NVRTC's time down. Each item is read and written by the
-   same thread, so out may be an input (in place). */
-template <class F> GPUOS__FN void gpuos__d_ew(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    typedef typename F::O O;
-    typedef typename F::A A;
-    typedef typename F::B B;
-    typedef typename F::C C;
-    enum { NIN = F::NIN };
+   dimension above the first. G: the group; O, A, B, C raw storage types (unsigned
+   integers of the operands' sizes), NIN inputs, and
+   O f(case, A, B, C, item, scalar0, scalar1) with the switch over its members.
+   Each item is read and written by the same thread, so out may be an input. */
+template <class G> GPUOS__FN void gpuos__d_ew(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    typedef typename G::O O;
+    typedef typename G::A A;
+    typedef typename G::B B;
+    typedef typename G::C C;
+    enum { NIN = G::NIN };
     if (begin >= end) return;
-    const typename F::K k = F::init(p);
     const int rank = p->rank;
+    const double s0 = p->scalar[0], s1 = p->scalar[1];
     char *const po = p->ptr[0];
     const char *const pa = p->ptr[1];
     const char *const pb = p->ptr[2];
@@ -1877,26 +1887,27 @@ template <class F> GPUOS__FN void gpuos__d_ew(const gpuos__ew_plan *p, int64_t b
 #pragma unroll
             for (int q = 0; q <= NIN; ++q) off[q] += r * p->stride[q][0];
         }
-        A a = A();
-        B b = B();
-        C c = C();
+        A a = 0;
+        B b = 0;
+        C c = 0;
         if constexpr (NIN >= 1) a = *(const A *)(pa + off[1]);
         if constexpr (NIN >= 2) b = *(const B *)(pb + off[2]);
         if constexpr (NIN >= 3) c = *(const C *)(pc + off[3]);
-        *(O *)(po + off[0]) = F::f(k, a, b, c, i);
+        *(O *)(po + off[0]) = G::f(cs, a, b, c, i, s0, s1);
     }
 }
 
 /* ================================================================ reductions */
-/* A functor R for gpuos__d_reduce: S (input storage), O (output storage), Acc;
-   Acc init(); Acc step(Acc, S x, int64_t j) (j: flat inner index); Acc merge(Acc a,
-   Acc b) (a covers lower threads); O final(Acc, int64_t n, int corr). init() is an
-   identity of merge. */
-template <class R> GPUOS__FN void gpuos__d_reduce(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    typedef typename R::S S;
-    typedef typename R::O O;
-    typedef typename R::Acc Acc;
+/* Items [begin, end) of a reduction plan: output elements. Groups of 1, 32 or all
+   threads per output (gpuos__d_group); each thread folds the elements j = lane,
+   lane + g, ... with step, the group merges in thread order, lane 0 stores. G: the
+   group, a struct holding the case: union Acc, init(), step(Acc, const char *x,
+   j), merge(Acc, Acc), final(Acc, char *out, n, corr) (gpuos_elem.h's functions). */
+template <class G> GPUOS__FN void gpuos__d_reduce(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+    typedef typename G::Acc Acc;
     if (begin >= end) return;
+    G r;
+    r.c = cs;
     const int64_t n = p->inner_numel;
     const int g = gpuos__d_group(end - begin, n);
     const int tid = gpuos__d_tid();
@@ -1904,10 +1915,12 @@ template <class R> GPUOS__FN void gpuos__d_reduce(const gpuos__reduce_plan *p, i
     const int64_t per_pass = gpuos__d_nthreads() / g;
     const int inner_rank = p->inner_rank;
     const int64_t s0 = inner_rank == 1 ? p->inner_in_stride[0] : 0;
+    const Acc id = r.init();
+#pragma unroll 1
     for (int64_t o0 = begin; o0 < end; o0 += per_pass) {
         const int64_t o = o0 + tid / g;
         const bool active = o < end;
-        Acc acc = R::init();
+        Acc acc = id;
         int64_t ioff = 0, ooff = 0;
         if (active) {
             gpuos__d_offset2(p->outer_shape, p->outer_in_stride, p->outer_out_stride, p->outer_rank, o, &ioff,
@@ -1917,20 +1930,20 @@ template <class R> GPUOS__FN void gpuos__d_reduce(const gpuos__reduce_plan *p, i
             for (int64_t j = lane; j < n; j += g) {
                 const int64_t off =
                     inner_rank <= 1 ? j * s0 : gpuos__d_offset(p->inner_shape, p->inner_in_stride, inner_rank, j);
-                acc = R::step(acc, *(const S *)(in + off), j);
+                acc = r.step(acc, in + off, j);
             }
         }
-        acc = gpuos__d_group_reduce<R, Acc>(acc, g, R::init());
-        if (active && lane == 0) *(O *)(p->out + ooff) = R::final(acc, n, p->correction);
+        acc = gpuos__d_group_reduce(r, acc, g, id);
+        if (active && lane == 0) r.final(acc, p->out + ooff, n, p->correction);
     }
 }
 
 /* ================================================================ row-wise */
 struct gpuos__d_sum {
-    template <class T> static __device__ __forceinline__ T merge(T a, T b) { return a + b; }
+    template <class T> __device__ __forceinline__ T merge(T a, T b) const { return a + b; }
 };
 struct gpuos__d_nanmax { /* max that propagates NaN */
-    template <class T> static __device__ __forceinline__ T merge(T a, T b) { return (a != a || a > b) ? a : b; }
+    template <class T> __device__ __forceinline__ T merge(T a, T b) const { return (a != a || a > b) ? a : b; }
 };
 GPUOS__FN float gpuos__d_exp(float x) { return expf(x); }
 GPUOS__FN double gpuos__d_exp(double x) { return exp(x); }
@@ -1938,7 +1951,6 @@ GPUOS__FN float gpuos__d_log(float x) { return logf(x); }
 GPUOS__FN double gpuos__d_log(double x) { return log(x); }
 GPUOS__FN float gpuos__d_sqrt(float x) { return sqrtf(x); }
 GPUOS__FN double gpuos__d_sqrt(double x) { return sqrt(x); }
-template <class T> GPUOS__FN T gpuos__d_neg_inf() { return (T)-INFINITY; }
 
 enum { GPUOS__D_SOFTMAX = 0, GPUOS__D_LOG_SOFTMAX = 1, GPUOS__D_LAYERNORM = 2, GPUOS__D_RMSNORM = 3 };
 
@@ -1946,10 +1958,9 @@ enum { GPUOS__D_SOFTMAX = 0, GPUOS__D_LOG_SOFTMAX = 1, GPUOS__D_LAYERNORM = 2, G
    The statistics of a row are complete (a group reduction, which synchronises the
    group) before any of its outputs is written, and each output element is written
    by the thread that read it last, so out may be the same view as in. D: the
-   dtype's traits (gpuos__d_dt_*): storage L, compute T (f32 for f16/bf16/f32, f64
-   for f64), ld and st. */
-template <class D, int OP> GPUOS__FN void gpuos__d_rows(const gpuos__rows_plan *p, int64_t begin, int64_t end) {
-    typedef typename D::L L;
+   group's dtypes of compute type D::T (f32 for f16/bf16/f32, f64 for f64), with
+   T ld(case, const char *) and st(case, char *, T). */
+template <class D, int OP> GPUOS__FN void gpuos__d_rows(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
     typedef typename D::T T;
     if (begin >= end) return;
     const int64_t n = p->n, si = p->in_stride, so = p->out_stride;
@@ -1960,6 +1971,8 @@ template <class D, int OP> GPUOS__FN void gpuos__d_rows(const gpuos__rows_plan *
     const char *const w = p->weight, *const bi = p->bias;
     const int64_t ws = p->weight_stride, bs = p->bias_stride;
     const T eps = (T)p->eps;
+    const T ninf = (T)-INFINITY;
+#pragma unroll 1
     for (int64_t r0 = begin; r0 < end; r0 += per_pass) {
         const int64_t r = r0 + tid / g;
         const bool active = r < end;
@@ -1971,49 +1984,49 @@ template <class D, int OP> GPUOS__FN void gpuos__d_rows(const gpuos__rows_plan *
         char *out = p->out + ooff;
         const int64_t nn = active ? n : 0;
         if constexpr (OP == GPUOS__D_SOFTMAX || OP == GPUOS__D_LOG_SOFTMAX) {
-            T m = gpuos__d_neg_inf<T>();
-            for (int64_t j = lane; j < nn; j += g) m = gpuos__d_nanmax::merge(m, D::ld(*(const L *)(in + j * si)));
-            m = gpuos__d_group_reduce<gpuos__d_nanmax, T>(m, g, gpuos__d_neg_inf<T>());
+            const gpuos__d_nanmax mx = gpuos__d_nanmax();
+            T m = ninf;
+            for (int64_t j = lane; j < nn; j += g) m = mx.merge(m, D::ld(cs, in + j * si));
+            m = gpuos__d_group_reduce(mx, m, g, ninf);
             T s = 0;
-            for (int64_t j = lane; j < nn; j += g) s += gpuos__d_exp(D::ld(*(const L *)(in + j * si)) - m);
-            s = gpuos__d_group_reduce<gpuos__d_sum, T>(s, g, (T)0);
+            for (int64_t j = lane; j < nn; j += g) s += gpuos__d_exp(D::ld(cs, in + j * si) - m);
+            s = gpuos__d_group_reduce(gpuos__d_sum(), s, g, (T)0);
             if constexpr (OP == GPUOS__D_SOFTMAX) {
-                for (int64_t j = lane; j < nn; j += g)
-                    *(L *)(out + j * so) = D::st(gpuos__d_exp(D::ld(*(const L *)(in + j * si)) - m) / s);
+                for (int64_t j = lane; j < nn; j += g) D::st(cs, out + j * so, gpuos__d_exp(D::ld(cs, in + j * si) - m) / s);
             } else {
                 const T ls = gpuos__d_log(s);
-                for (int64_t j = lane; j < nn; j += g) *(L *)(out + j * so) = D::st(D::ld(*(const L *)(in + j * si)) - m - ls);
+                for (int64_t j = lane; j < nn; j += g) D::st(cs, out + j * so, D::ld(cs, in + j * si) - m - ls);
             }
         } else if constexpr (OP == GPUOS__D_LAYERNORM) {
             T s = 0;
-            for (int64_t j = lane; j < nn; j += g) s += D::ld(*(const L *)(in + j * si));
-            s = gpuos__d_group_reduce<gpuos__d_sum, T>(s, g, (T)0);
+            for (int64_t j = lane; j < nn; j += g) s += D::ld(cs, in + j * si);
+            s = gpuos__d_group_reduce(gpuos__d_sum(), s, g, (T)0);
             const T mean = s / (T)n;
             T v = 0;
             for (int64_t j = lane; j < nn; j += g) {
-                const T d = D::ld(*(const L *)(in + j * si)) - mean;
+                const T d = D::ld(cs, in + j * si) - mean;
                 v += d * d;
             }
-            v = gpuos__d_group_reduce<gpuos__d_sum, T>(v, g, (T)0);
+            v = gpuos__d_group_reduce(gpuos__d_sum(), v, g, (T)0);
             const T rstd = (T)1 / gpuos__d_sqrt(v / (T)n + eps);
             for (int64_t j = lane; j < nn; j += g) {
-                T y = (D::ld(*(const L *)(in + j * si)) - mean) * rstd;
-                if (w) y = y * D::ld(*(const L *)(w + j * ws));
-                if (bi) y = y + D::ld(*(const L *)(bi + j * bs));
-                *(L *)(out + j * so) = D::st(y);
+                T y = (D::ld(cs, in + j * si) - mean) * rstd;
+                if (w) y = y * D::ld(cs, w + j * ws);
+                if (bi) y = y + D::ld(cs, bi + j * bs);
+                D::st(cs, out + j * so, y);
             }
         } else { /* rmsnorm */
             T s = 0;
             for (int64_t j = lane; j < nn; j += g) {
-                const T x = D::ld(*(const L *)(in + j * si));
+                const T x = D::ld(cs, in + j * si);
                 s += x * x;
             }
-            s = gpuos__d_group_reduce<gpuos__d_sum, T>(s, g, (T)0);
+            s = gpuos__d_group_reduce(gpuos__d_sum(), s, g, (T)0);
             const T rr = (T)1 / gpuos__d_sqrt(s / (T)n + eps);
             for (int64_t j = lane; j < nn; j += g) {
-                T y = D::ld(*(const L *)(in + j * si)) * rr;
-                if (w) y = y * D::ld(*(const L *)(w + j * ws));
-                *(L *)(out + j * so) = D::st(y);
+                T y = D::ld(cs, in + j * si) * rr;
+                if (w) y = y * D::ld(cs, w + j * ws);
+                D::st(cs, out + j * so, y);
             }
         }
     }
@@ -2021,10 +2034,12 @@ template <class D, int OP> GPUOS__FN void gpuos__d_rows(const gpuos__rows_plan *
 
 /* ================================================================ matmul */
 /* Output tiles of 32 rows x 32 columns, K in steps of 16, both operands staged in
-   shared memory in the accumulation type (8 KB at most). Thread t owns column t % 32
-   and rows t / 32 + j * (blockDim / 32), j < 1024 / blockDim (at most 8). Rows of a
-   tile never cross a batch boundary. Blocks of fewer than 128 threads take a plain
-   loop (one output per thread at a time). Any strides. */
+   shared memory in the accumulation type (8.25 KB at most). Thread t owns column
+   t % 32 and rows t / 32 + j * (blockDim / 32), j < 1024 / blockDim (at most 8).
+   Rows of a tile never cross a batch boundary. Blocks of fewer than 128 threads
+   take a plain loop (one output per thread at a time). Any strides. D: the group's
+   dtypes with accumulation type D::T (f32 for f16/bf16/f32, f64, uint64_t for
+   integers: 64-bit sums that wrap), T ld(case, const char *), st(case, char *, T). */
 #define GPUOS__D_MM_TM 32
 #define GPUOS__D_MM_TN 32
 #define GPUOS__D_MM_TK 16
@@ -2032,14 +2047,14 @@ template <class D, int OP> GPUOS__FN void gpuos__d_rows(const gpuos__rows_plan *
 __shared__ __align__(16) unsigned char
     gpuos__d_mm_smem[(GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1) + GPUOS__D_MM_TK * GPUOS__D_MM_TN) * 8];
 
-template <class D, class T> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, int64_t begin, int64_t end) {
-    typedef typename D::L L;
-    typedef typename D::T R;
+template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
+    typedef typename D::T T;
     const int64_t M = p->M, N = p->N, K = p->K;
     const int64_t a_m = p->a_m, a_k = p->a_k, b_k = p->b_k, b_n = p->b_n, o_m = p->o_m, o_n = p->o_n;
     const int tid = gpuos__d_tid(), nt = gpuos__d_nthreads();
     T(*As)[GPUOS__D_MM_TK + 1] = (T(*)[GPUOS__D_MM_TK + 1])gpuos__d_mm_smem;
     T(*Bs)[GPUOS__D_MM_TN] = (T(*)[GPUOS__D_MM_TN])(gpuos__d_mm_smem + sizeof(T) * GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1));
+#pragma unroll 1
     for (int64_t r0 = begin; r0 < end;) {
         const int64_t bi = gpuos__d_div(r0, M), m0 = r0 - bi * M;
         const int rows = (int)gpuos__d_min<int64_t>(GPUOS__D_MM_TM, gpuos__d_min<int64_t>(end - r0, M - m0));
@@ -2060,28 +2075,32 @@ template <class D, class T> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_p
         const char *B = p->b + ob;
         char *O = p->out + oo + m0 * o_m;
         if (nt < 128) { /* small blocks: one output at a time, straight from memory */
+#pragma unroll 1
             for (int64_t e = tid; e < (int64_t)rows * N; e += nt) {
                 const int64_t r = gpuos__d_div(e, N), c = e - r * N;
                 T acc = 0;
-                for (int64_t kk = 0; kk < K; ++kk)
-                    acc += (T)D::ld(*(const L *)(A + r * a_m + kk * a_k)) * (T)D::ld(*(const L *)(B + kk * b_k + c * b_n));
-                *(L *)(O + r * o_m + c * o_n) = D::st((R)acc);
+#pragma unroll 1
+                for (int64_t kk = 0; kk < K; ++kk) acc += D::ld(cs, A + r * a_m + kk * a_k) * D::ld(cs, B + kk * b_k + c * b_n);
+                D::st(cs, O + r * o_m + c * o_n, acc);
             }
         } else {
             const int col = tid & 31, rbase = tid >> 5, rstep = nt >> 5;
+#pragma unroll 1
             for (int64_t n0 = 0; n0 < N; n0 += GPUOS__D_MM_TN) {
                 T acc[GPUOS__D_MM_RPT];
 #pragma unroll
                 for (int j = 0; j < GPUOS__D_MM_RPT; ++j) acc[j] = 0;
+#pragma unroll 1
                 for (int64_t k0 = 0; k0 < K; k0 += GPUOS__D_MM_TK) {
+#pragma unroll 1
                     for (int e = tid; e < GPUOS__D_MM_TM * GPUOS__D_MM_TK; e += nt) {
                         const int r = e / GPUOS__D_MM_TK, kk = e % GPUOS__D_MM_TK;
-                        As[r][kk] = (r < rows && k0 + kk < K) ? (T)D::ld(*(const L *)(A + r * a_m + (k0 + kk) * a_k)) : (T)0;
+                        As[r][kk] = (r < rows && k0 + kk < K) ? D::ld(cs, A + r * a_m + (k0 + kk) * a_k) : (T)0;
                     }
+#pragma unroll 1
                     for (int e = tid; e < GPUOS__D_MM_TK * GPUOS__D_MM_TN; e += nt) {
                         const int kk = e / GPUOS__D_MM_TN, c = e % GPUOS__D_MM_TN;
-                        Bs[kk][c] = (k0 + kk < K && n0 + c < N) ? (T)D::ld(*(const L *)(B + (k0 + kk) * b_k + (n0 + c) * b_n))
-                                                                : (T)0;
+                        Bs[kk][c] = (k0 + kk < K && n0 + c < N) ? D::ld(cs, B + (k0 + kk) * b_k + (n0 + c) * b_n) : (T)0;
                     }
                     __syncthreads();
 #pragma unroll 4
@@ -2099,7 +2118,7 @@ template <class D, class T> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_p
 #pragma unroll
                     for (int j = 0; j < GPUOS__D_MM_RPT; ++j) {
                         const int r = rbase + j * rstep;
-                        if (r < rows) *(L *)(O + r * o_m + (n0 + col) * o_n) = D::st((R)acc[j]);
+                        if (r < rows) D::st(cs, O + r * o_m + (n0 + col) * o_n, acc[j]);
                     }
                 }
             }
@@ -2108,8273 +2127,3390 @@ template <class D, class T> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_p
     }
 }
 
-/* ================================================================ generated kernels */
-/* Kernel ids (gpuos__d_run's cases, src/generated/device_ids.c): element-wise kernels
-   from 0 in the order of gen.py's ew_kernels, then reductions, matmul, row-wise. */
-
-/* ---------------------------------------------------------------- dtype traits */
-/* L: storage type; T: compute type; ld / st: the conversions the host uses too. */
-struct gpuos__d_dt_bool {
-    typedef uint8_t L;
-    typedef uint8_t T;
-    static __device__ __forceinline__ T ld(L v) { return (v); }
-    static __device__ __forceinline__ L st(T v) { return (v); }
-};
-struct gpuos__d_dt_i8 {
-    typedef int8_t L;
-    typedef int8_t T;
-    static __device__ __forceinline__ T ld(L v) { return (v); }
-    static __device__ __forceinline__ L st(T v) { return (v); }
-};
-struct gpuos__d_dt_u8 {
-    typedef uint8_t L;
-    typedef uint8_t T;
-    static __device__ __forceinline__ T ld(L v) { return (v); }
-    static __device__ __forceinline__ L st(T v) { return (v); }
-};
-struct gpuos__d_dt_i16 {
-    typedef int16_t L;
-    typedef int16_t T;
-    static __device__ __forceinline__ T ld(L v) { return (v); }
-    static __device__ __forceinline__ L st(T v) { return (v); }
-};
-struct gpuos__d_dt_i32 {
-    typedef int32_t L;
-    typedef int32_t T;
-    static __device__ __forceinline__ T ld(L v) { return (v); }
-    static __device__ __forceinline__ L st(T v) { return (v); }
-};
-struct gpuos__d_dt_i64 {
-    typedef int64_t L;
-    typedef int64_t T;
-    static __device__ __forceinline__ T ld(L v) { return (v); }
-    static __device__ __forceinline__ L st(T v) { return (v); }
-};
-struct gpuos__d_dt_f16 {
-    typedef uint16_t L;
-    typedef float T;
-    static __device__ __forceinline__ T ld(L v) { return gpuos__f16_to_f32(v); }
-    static __device__ __forceinline__ L st(T v) { return gpuos__f32_to_f16(v); }
-};
-struct gpuos__d_dt_bf16 {
-    typedef uint16_t L;
-    typedef float T;
-    static __device__ __forceinline__ T ld(L v) { return gpuos__bf16_to_f32(v); }
-    static __device__ __forceinline__ L st(T v) { return gpuos__f32_to_bf16(v); }
-};
-struct gpuos__d_dt_f32 {
-    typedef float L;
-    typedef float T;
-    static __device__ __forceinline__ T ld(L v) { return (v); }
-    static __device__ __forceinline__ L st(T v) { return (v); }
-};
-struct gpuos__d_dt_f64 {
-    typedef double L;
-    typedef double T;
-    static __device__ __forceinline__ T ld(L v) { return (v); }
-    static __device__ __forceinline__ L st(T v) { return (v); }
-};
-
+/* ================================================================ generated groups */
 /* ---------------------------------------------------------------- element-wise */
-struct gpuos__d_f_neg_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef int8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_neg_i8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_neg_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_neg_i8>(p, begin, end);
-}
-struct gpuos__d_f_neg_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_neg_u8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_neg_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_neg_u8>(p, begin, end);
-}
-struct gpuos__d_f_neg_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef int16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_neg_i16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_neg_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_neg_i16>(p, begin, end);
-}
-struct gpuos__d_f_neg_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef int32_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_neg_i32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_neg_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_neg_i32>(p, begin, end);
-}
-struct gpuos__d_f_neg_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef int64_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_neg_i64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_neg_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_neg_i64>(p, begin, end);
-}
-struct gpuos__d_f_neg_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_neg_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_neg_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_neg_f16>(p, begin, end);
-}
-struct gpuos__d_f_neg_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_neg_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_neg_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_neg_bf16>(p, begin, end);
-}
-struct gpuos__d_f_neg_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_neg_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_neg_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_neg_f32>(p, begin, end);
-}
-struct gpuos__d_f_neg_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_neg_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_neg_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_neg_f64>(p, begin, end);
-}
-struct gpuos__d_f_abs_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef int8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_abs_i8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_abs_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_abs_i8>(p, begin, end);
-}
-struct gpuos__d_f_abs_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_abs_u8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_abs_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_abs_u8>(p, begin, end);
-}
-struct gpuos__d_f_abs_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef int16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_abs_i16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_abs_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_abs_i16>(p, begin, end);
-}
-struct gpuos__d_f_abs_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef int32_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_abs_i32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_abs_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_abs_i32>(p, begin, end);
-}
-struct gpuos__d_f_abs_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef int64_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_abs_i64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_abs_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_abs_i64>(p, begin, end);
-}
-struct gpuos__d_f_abs_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_abs_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_abs_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_abs_f16>(p, begin, end);
-}
-struct gpuos__d_f_abs_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_abs_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_abs_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_abs_bf16>(p, begin, end);
-}
-struct gpuos__d_f_abs_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_abs_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_abs_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_abs_f32>(p, begin, end);
-}
-struct gpuos__d_f_abs_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_abs_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_abs_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_abs_f64>(p, begin, end);
-}
-struct gpuos__d_f_sign_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef int8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_sign_i8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sign_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sign_i8>(p, begin, end);
-}
-struct gpuos__d_f_sign_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_sign_u8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sign_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sign_u8>(p, begin, end);
-}
-struct gpuos__d_f_sign_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef int16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_sign_i16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sign_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sign_i16>(p, begin, end);
-}
-struct gpuos__d_f_sign_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef int32_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_sign_i32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sign_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sign_i32>(p, begin, end);
-}
-struct gpuos__d_f_sign_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef int64_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_sign_i64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sign_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sign_i64>(p, begin, end);
-}
-struct gpuos__d_f_sign_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_sign_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sign_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sign_f16>(p, begin, end);
-}
-struct gpuos__d_f_sign_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_sign_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sign_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sign_bf16>(p, begin, end);
-}
-struct gpuos__d_f_sign_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_sign_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sign_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sign_f32>(p, begin, end);
-}
-struct gpuos__d_f_sign_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_sign_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sign_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sign_f64>(p, begin, end);
-}
-struct gpuos__d_f_sqrt_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_sqrt_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sqrt_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sqrt_f16>(p, begin, end);
-}
-struct gpuos__d_f_sqrt_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_sqrt_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sqrt_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sqrt_bf16>(p, begin, end);
-}
-struct gpuos__d_f_sqrt_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_sqrt_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sqrt_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sqrt_f32>(p, begin, end);
-}
-struct gpuos__d_f_sqrt_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_sqrt_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sqrt_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sqrt_f64>(p, begin, end);
-}
-struct gpuos__d_f_rsqrt_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_rsqrt_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_rsqrt_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_rsqrt_f16>(p, begin, end);
-}
-struct gpuos__d_f_rsqrt_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_rsqrt_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_rsqrt_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_rsqrt_bf16>(p, begin, end);
-}
-struct gpuos__d_f_rsqrt_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_rsqrt_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_rsqrt_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_rsqrt_f32>(p, begin, end);
-}
-struct gpuos__d_f_rsqrt_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_rsqrt_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_rsqrt_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_rsqrt_f64>(p, begin, end);
-}
-struct gpuos__d_f_exp_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_exp_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_exp_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_exp_f16>(p, begin, end);
-}
-struct gpuos__d_f_exp_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_exp_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_exp_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_exp_bf16>(p, begin, end);
-}
-struct gpuos__d_f_exp_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_exp_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_exp_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_exp_f32>(p, begin, end);
-}
-struct gpuos__d_f_exp_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_exp_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_exp_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_exp_f64>(p, begin, end);
-}
-struct gpuos__d_f_exp2_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_exp2_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_exp2_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_exp2_f16>(p, begin, end);
-}
-struct gpuos__d_f_exp2_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_exp2_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_exp2_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_exp2_bf16>(p, begin, end);
-}
-struct gpuos__d_f_exp2_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_exp2_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_exp2_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_exp2_f32>(p, begin, end);
-}
-struct gpuos__d_f_exp2_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_exp2_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_exp2_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_exp2_f64>(p, begin, end);
-}
-struct gpuos__d_f_log_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_log_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_log_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_log_f16>(p, begin, end);
-}
-struct gpuos__d_f_log_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_log_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_log_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_log_bf16>(p, begin, end);
-}
-struct gpuos__d_f_log_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_log_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_log_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_log_f32>(p, begin, end);
-}
-struct gpuos__d_f_log_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_log_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_log_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_log_f64>(p, begin, end);
-}
-struct gpuos__d_f_log2_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_log2_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_log2_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_log2_f16>(p, begin, end);
-}
-struct gpuos__d_f_log2_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_log2_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_log2_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_log2_bf16>(p, begin, end);
-}
-struct gpuos__d_f_log2_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_log2_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_log2_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_log2_f32>(p, begin, end);
-}
-struct gpuos__d_f_log2_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_log2_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_log2_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_log2_f64>(p, begin, end);
-}
-struct gpuos__d_f_log1p_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_log1p_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_log1p_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_log1p_f16>(p, begin, end);
-}
-struct gpuos__d_f_log1p_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_log1p_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_log1p_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_log1p_bf16>(p, begin, end);
-}
-struct gpuos__d_f_log1p_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_log1p_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_log1p_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_log1p_f32>(p, begin, end);
-}
-struct gpuos__d_f_log1p_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_log1p_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_log1p_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_log1p_f64>(p, begin, end);
-}
-struct gpuos__d_f_expm1_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_expm1_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_expm1_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_expm1_f16>(p, begin, end);
-}
-struct gpuos__d_f_expm1_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_expm1_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_expm1_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_expm1_bf16>(p, begin, end);
-}
-struct gpuos__d_f_expm1_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_expm1_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_expm1_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_expm1_f32>(p, begin, end);
-}
-struct gpuos__d_f_expm1_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_expm1_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_expm1_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_expm1_f64>(p, begin, end);
-}
-struct gpuos__d_f_sin_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_sin_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sin_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sin_f16>(p, begin, end);
-}
-struct gpuos__d_f_sin_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_sin_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sin_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sin_bf16>(p, begin, end);
-}
-struct gpuos__d_f_sin_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_sin_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sin_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sin_f32>(p, begin, end);
-}
-struct gpuos__d_f_sin_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_sin_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sin_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sin_f64>(p, begin, end);
-}
-struct gpuos__d_f_cos_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_cos_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cos_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cos_f16>(p, begin, end);
-}
-struct gpuos__d_f_cos_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_cos_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cos_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cos_bf16>(p, begin, end);
-}
-struct gpuos__d_f_cos_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cos_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cos_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cos_f32>(p, begin, end);
-}
-struct gpuos__d_f_cos_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cos_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cos_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cos_f64>(p, begin, end);
-}
-struct gpuos__d_f_tan_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_tan_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_tan_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_tan_f16>(p, begin, end);
-}
-struct gpuos__d_f_tan_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_tan_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_tan_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_tan_bf16>(p, begin, end);
-}
-struct gpuos__d_f_tan_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_tan_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_tan_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_tan_f32>(p, begin, end);
-}
-struct gpuos__d_f_tan_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_tan_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_tan_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_tan_f64>(p, begin, end);
-}
-struct gpuos__d_f_tanh_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_tanh_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_tanh_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_tanh_f16>(p, begin, end);
-}
-struct gpuos__d_f_tanh_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_tanh_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_tanh_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_tanh_bf16>(p, begin, end);
-}
-struct gpuos__d_f_tanh_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_tanh_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_tanh_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_tanh_f32>(p, begin, end);
-}
-struct gpuos__d_f_tanh_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_tanh_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_tanh_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_tanh_f64>(p, begin, end);
-}
-struct gpuos__d_f_sigmoid_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_sigmoid_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sigmoid_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sigmoid_f16>(p, begin, end);
-}
-struct gpuos__d_f_sigmoid_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_sigmoid_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sigmoid_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sigmoid_bf16>(p, begin, end);
-}
-struct gpuos__d_f_sigmoid_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_sigmoid_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sigmoid_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sigmoid_f32>(p, begin, end);
-}
-struct gpuos__d_f_sigmoid_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_sigmoid_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sigmoid_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sigmoid_f64>(p, begin, end);
-}
-struct gpuos__d_f_relu_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef int8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_relu_i8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_relu_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_relu_i8>(p, begin, end);
-}
-struct gpuos__d_f_relu_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_relu_u8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_relu_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_relu_u8>(p, begin, end);
-}
-struct gpuos__d_f_relu_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef int16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_relu_i16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_relu_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_relu_i16>(p, begin, end);
-}
-struct gpuos__d_f_relu_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef int32_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_relu_i32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_relu_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_relu_i32>(p, begin, end);
-}
-struct gpuos__d_f_relu_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef int64_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_relu_i64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_relu_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_relu_i64>(p, begin, end);
-}
-struct gpuos__d_f_relu_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_relu_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_relu_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_relu_f16>(p, begin, end);
-}
-struct gpuos__d_f_relu_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_relu_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_relu_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_relu_bf16>(p, begin, end);
-}
-struct gpuos__d_f_relu_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_relu_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_relu_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_relu_f32>(p, begin, end);
-}
-struct gpuos__d_f_relu_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_relu_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_relu_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_relu_f64>(p, begin, end);
-}
-struct gpuos__d_f_gelu_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_gelu_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_gelu_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_gelu_f16>(p, begin, end);
-}
-struct gpuos__d_f_gelu_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_gelu_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_gelu_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_gelu_bf16>(p, begin, end);
-}
-struct gpuos__d_f_gelu_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_gelu_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_gelu_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_gelu_f32>(p, begin, end);
-}
-struct gpuos__d_f_gelu_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_gelu_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_gelu_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_gelu_f64>(p, begin, end);
-}
-struct gpuos__d_f_gelu_tanh_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_gelu_tanh_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_gelu_tanh_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_gelu_tanh_f16>(p, begin, end);
-}
-struct gpuos__d_f_gelu_tanh_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_gelu_tanh_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_gelu_tanh_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_gelu_tanh_bf16>(p, begin, end);
-}
-struct gpuos__d_f_gelu_tanh_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_gelu_tanh_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_gelu_tanh_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_gelu_tanh_f32>(p, begin, end);
-}
-struct gpuos__d_f_gelu_tanh_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_gelu_tanh_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_gelu_tanh_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_gelu_tanh_f64>(p, begin, end);
-}
-struct gpuos__d_f_silu_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_silu_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_silu_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_silu_f16>(p, begin, end);
-}
-struct gpuos__d_f_silu_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_silu_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_silu_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_silu_bf16>(p, begin, end);
-}
-struct gpuos__d_f_silu_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_silu_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_silu_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_silu_f32>(p, begin, end);
-}
-struct gpuos__d_f_silu_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_silu_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_silu_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_silu_f64>(p, begin, end);
-}
-struct gpuos__d_f_floor_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_floor_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_floor_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_floor_f16>(p, begin, end);
-}
-struct gpuos__d_f_floor_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_floor_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_floor_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_floor_bf16>(p, begin, end);
-}
-struct gpuos__d_f_floor_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_floor_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_floor_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_floor_f32>(p, begin, end);
-}
-struct gpuos__d_f_floor_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_floor_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_floor_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_floor_f64>(p, begin, end);
-}
-struct gpuos__d_f_ceil_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_ceil_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_ceil_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_ceil_f16>(p, begin, end);
-}
-struct gpuos__d_f_ceil_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_ceil_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_ceil_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_ceil_bf16>(p, begin, end);
-}
-struct gpuos__d_f_ceil_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_ceil_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_ceil_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_ceil_f32>(p, begin, end);
-}
-struct gpuos__d_f_ceil_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_ceil_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_ceil_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_ceil_f64>(p, begin, end);
-}
-struct gpuos__d_f_round_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_round_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_round_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_round_f16>(p, begin, end);
-}
-struct gpuos__d_f_round_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_round_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_round_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_round_bf16>(p, begin, end);
-}
-struct gpuos__d_f_round_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_round_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_round_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_round_f32>(p, begin, end);
-}
-struct gpuos__d_f_round_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_round_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_round_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_round_f64>(p, begin, end);
-}
-struct gpuos__d_f_trunc_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_trunc_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_trunc_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_trunc_f16>(p, begin, end);
-}
-struct gpuos__d_f_trunc_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_trunc_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_trunc_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_trunc_bf16>(p, begin, end);
-}
-struct gpuos__d_f_trunc_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_trunc_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_trunc_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_trunc_f32>(p, begin, end);
-}
-struct gpuos__d_f_trunc_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_trunc_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_trunc_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_trunc_f64>(p, begin, end);
-}
-struct gpuos__d_f_reciprocal_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_reciprocal_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_reciprocal_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_reciprocal_f16>(p, begin, end);
-}
-struct gpuos__d_f_reciprocal_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_reciprocal_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_reciprocal_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_reciprocal_bf16>(p, begin, end);
-}
-struct gpuos__d_f_reciprocal_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_reciprocal_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_reciprocal_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_reciprocal_f32>(p, begin, end);
-}
-struct gpuos__d_f_reciprocal_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_reciprocal_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_reciprocal_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_reciprocal_f64>(p, begin, end);
-}
-struct gpuos__d_f_square_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef int8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_square_i8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_square_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_square_i8>(p, begin, end);
-}
-struct gpuos__d_f_square_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_square_u8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_square_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_square_u8>(p, begin, end);
-}
-struct gpuos__d_f_square_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef int16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_square_i16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_square_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_square_i16>(p, begin, end);
-}
-struct gpuos__d_f_square_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef int32_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_square_i32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_square_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_square_i32>(p, begin, end);
-}
-struct gpuos__d_f_square_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef int64_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_square_i64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_square_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_square_i64>(p, begin, end);
-}
-struct gpuos__d_f_square_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_square_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_square_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_square_f16>(p, begin, end);
-}
-struct gpuos__d_f_square_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_square_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_square_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_square_bf16>(p, begin, end);
-}
-struct gpuos__d_f_square_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_square_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_square_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_square_f32>(p, begin, end);
-}
-struct gpuos__d_f_square_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_square_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_square_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_square_f64>(p, begin, end);
-}
-struct gpuos__d_f_logical_not_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_logical_not_bool((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_not_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_not_bool>(p, begin, end);
-}
-struct gpuos__d_f_logical_not_i8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_logical_not_i8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_not_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_not_i8>(p, begin, end);
-}
-struct gpuos__d_f_logical_not_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_logical_not_u8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_not_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_not_u8>(p, begin, end);
-}
-struct gpuos__d_f_logical_not_i16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_logical_not_i16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_not_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_not_i16>(p, begin, end);
-}
-struct gpuos__d_f_logical_not_i32 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int32_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_logical_not_i32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_not_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_not_i32>(p, begin, end);
-}
-struct gpuos__d_f_logical_not_i64 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int64_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_logical_not_i64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_not_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_not_i64>(p, begin, end);
-}
-struct gpuos__d_f_logical_not_f16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_logical_not_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_not_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_not_f16>(p, begin, end);
-}
-struct gpuos__d_f_logical_not_bf16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_logical_not_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_not_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_not_bf16>(p, begin, end);
-}
-struct gpuos__d_f_logical_not_f32 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_logical_not_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_not_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_not_f32>(p, begin, end);
-}
-struct gpuos__d_f_logical_not_f64 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_logical_not_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_not_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_not_f64>(p, begin, end);
-}
-struct gpuos__d_f_bitwise_not_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_bitwise_not_bool((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_bitwise_not_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_bitwise_not_bool>(p, begin, end);
-}
-struct gpuos__d_f_bitwise_not_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef int8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_bitwise_not_i8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_bitwise_not_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_bitwise_not_i8>(p, begin, end);
-}
-struct gpuos__d_f_bitwise_not_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_bitwise_not_u8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_bitwise_not_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_bitwise_not_u8>(p, begin, end);
-}
-struct gpuos__d_f_bitwise_not_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef int16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_bitwise_not_i16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_bitwise_not_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_bitwise_not_i16>(p, begin, end);
-}
-struct gpuos__d_f_bitwise_not_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef int32_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_bitwise_not_i32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_bitwise_not_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_bitwise_not_i32>(p, begin, end);
-}
-struct gpuos__d_f_bitwise_not_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef int64_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_bitwise_not_i64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_bitwise_not_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_bitwise_not_i64>(p, begin, end);
-}
-struct gpuos__d_f_isnan_f16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_isnan_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_isnan_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_isnan_f16>(p, begin, end);
-}
-struct gpuos__d_f_isnan_bf16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_isnan_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_isnan_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_isnan_bf16>(p, begin, end);
-}
-struct gpuos__d_f_isnan_f32 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_isnan_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_isnan_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_isnan_f32>(p, begin, end);
-}
-struct gpuos__d_f_isnan_f64 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_isnan_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_isnan_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_isnan_f64>(p, begin, end);
-}
-struct gpuos__d_f_isinf_f16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_isinf_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_isinf_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_isinf_f16>(p, begin, end);
-}
-struct gpuos__d_f_isinf_bf16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_isinf_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_isinf_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_isinf_bf16>(p, begin, end);
-}
-struct gpuos__d_f_isinf_f32 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_isinf_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_isinf_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_isinf_f32>(p, begin, end);
-}
-struct gpuos__d_f_isinf_f64 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_isinf_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_isinf_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_isinf_f64>(p, begin, end);
-}
-struct gpuos__d_f_isfinite_f16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_isfinite_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_isfinite_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_isfinite_f16>(p, begin, end);
-}
-struct gpuos__d_f_isfinite_bf16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_isfinite_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_isfinite_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_isfinite_bf16>(p, begin, end);
-}
-struct gpuos__d_f_isfinite_f32 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_isfinite_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_isfinite_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_isfinite_f32>(p, begin, end);
-}
-struct gpuos__d_f_isfinite_f64 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_isfinite_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_isfinite_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_isfinite_f64>(p, begin, end);
-}
-struct gpuos__d_f_add_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef int8_t A;
-    typedef int8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_add_i8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_add_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_add_i8>(p, begin, end);
-}
-struct gpuos__d_f_add_u8 : gpuos__d_fn_base {
+/* group 0: 1 input(s), sizes out 1, in 1 */
+struct gpuos__d_ewg0 {
     typedef uint8_t O;
     typedef uint8_t A;
     typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_add_u8((a), (b)));
+    typedef uint8_t C;
+    enum { NIN = 1 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* neg_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_neg_i8((gpuos__d_as<int8_t>(a)))));
+        case 1: /* neg_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_neg_u8((gpuos__d_as<uint8_t>(a)))));
+        case 2: /* abs_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_abs_i8((gpuos__d_as<int8_t>(a)))));
+        case 3: /* abs_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_abs_u8((gpuos__d_as<uint8_t>(a)))));
+        case 4: /* sign_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_sign_i8((gpuos__d_as<int8_t>(a)))));
+        case 5: /* sign_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_sign_u8((gpuos__d_as<uint8_t>(a)))));
+        case 6: /* relu_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_relu_i8((gpuos__d_as<int8_t>(a)))));
+        case 7: /* relu_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_relu_u8((gpuos__d_as<uint8_t>(a)))));
+        case 8: /* square_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_square_i8((gpuos__d_as<int8_t>(a)))));
+        case 9: /* square_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_square_u8((gpuos__d_as<uint8_t>(a)))));
+        case 10: /* logical_not_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_bool((gpuos__d_as<uint8_t>(a)))));
+        case 11: /* logical_not_i8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_i8((gpuos__d_as<int8_t>(a)))));
+        case 12: /* logical_not_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_u8((gpuos__d_as<uint8_t>(a)))));
+        case 13: /* bitwise_not_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_bitwise_not_bool((gpuos__d_as<uint8_t>(a)))));
+        case 14: /* bitwise_not_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_bitwise_not_i8((gpuos__d_as<int8_t>(a)))));
+        case 15: /* bitwise_not_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_bitwise_not_u8((gpuos__d_as<uint8_t>(a)))));
+        case 16: /* cast_bool_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_bool_bool((gpuos__d_as<uint8_t>(a)))));
+        case 17: /* cast_bool_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_cast_bool_i8((gpuos__d_as<uint8_t>(a)))));
+        case 18: /* cast_bool_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_bool_u8((gpuos__d_as<uint8_t>(a)))));
+        case 19: /* cast_i8_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_i8_bool((gpuos__d_as<int8_t>(a)))));
+        case 20: /* cast_i8_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_cast_i8_i8((gpuos__d_as<int8_t>(a)))));
+        case 21: /* cast_i8_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_i8_u8((gpuos__d_as<int8_t>(a)))));
+        case 22: /* cast_u8_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_u8_bool((gpuos__d_as<uint8_t>(a)))));
+        case 23: /* cast_u8_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_cast_u8_i8((gpuos__d_as<uint8_t>(a)))));
+        case 24: /* cast_u8_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_u8_u8((gpuos__d_as<uint8_t>(a)))));
+        case 25: /* copy_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_copy_bool((gpuos__d_as<uint8_t>(a)))));
+        case 26: /* copy_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_copy_i8((gpuos__d_as<int8_t>(a)))));
+        case 27: /* copy_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_copy_u8((gpuos__d_as<uint8_t>(a)))));
+        default: return 0;
+        }
     }
 };
-GPUOS__KERNEL void gpuos__d_ew_add_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_add_u8>(p, begin, end);
+static __device__ __noinline__ void gpuos__d_ew_g0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg0>(p, begin, end, cs);
 }
-struct gpuos__d_f_add_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef int16_t A;
-    typedef int16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_add_i16((a), (b)));
+
+/* group 1: 1 input(s), sizes out 2, in 2 */
+struct gpuos__d_ewg1 {
+    typedef uint16_t O;
+    typedef uint16_t A;
+    typedef uint8_t B;
+    typedef uint8_t C;
+    enum { NIN = 1 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* neg_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_neg_i16((gpuos__d_as<int16_t>(a)))));
+        case 1: /* neg_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_neg_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 2: /* neg_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_neg_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 3: /* abs_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_abs_i16((gpuos__d_as<int16_t>(a)))));
+        case 4: /* abs_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_abs_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 5: /* abs_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_abs_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 6: /* sign_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_sign_i16((gpuos__d_as<int16_t>(a)))));
+        case 7: /* sign_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_sign_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 8: /* sign_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_sign_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 9: /* sqrt_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_sqrt_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 10: /* sqrt_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_sqrt_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 11: /* rsqrt_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_rsqrt_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 12: /* rsqrt_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_rsqrt_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 13: /* exp_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_exp_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 14: /* exp_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_exp_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 15: /* exp2_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_exp2_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 16: /* exp2_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_exp2_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 17: /* log_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_log_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 18: /* log_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_log_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 19: /* log2_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_log2_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 20: /* log2_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_log2_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 21: /* log1p_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_log1p_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 22: /* log1p_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_log1p_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 23: /* expm1_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_expm1_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 24: /* expm1_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_expm1_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 25: /* sin_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_sin_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 26: /* sin_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_sin_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 27: /* cos_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_cos_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 28: /* cos_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_cos_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 29: /* tan_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_tan_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 30: /* tan_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_tan_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 31: /* tanh_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_tanh_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 32: /* tanh_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_tanh_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 33: /* sigmoid_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_sigmoid_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 34: /* sigmoid_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_sigmoid_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 35: /* relu_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_relu_i16((gpuos__d_as<int16_t>(a)))));
+        case 36: /* relu_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_relu_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 37: /* relu_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_relu_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 38: /* gelu_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_gelu_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 39: /* gelu_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_gelu_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 40: /* gelu_tanh_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_gelu_tanh_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 41: /* gelu_tanh_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_gelu_tanh_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 42: /* silu_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_silu_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 43: /* silu_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_silu_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 44: /* floor_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_floor_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 45: /* floor_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_floor_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 46: /* ceil_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_ceil_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 47: /* ceil_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_ceil_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 48: /* round_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_round_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 49: /* round_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_round_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 50: /* trunc_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_trunc_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 51: /* trunc_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_trunc_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 52: /* reciprocal_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_reciprocal_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 53: /* reciprocal_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_reciprocal_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 54: /* square_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_square_i16((gpuos__d_as<int16_t>(a)))));
+        case 55: /* square_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_square_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 56: /* square_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_square_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 57: /* bitwise_not_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_bitwise_not_i16((gpuos__d_as<int16_t>(a)))));
+        case 58: /* cast_i16_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_cast_i16_i16((gpuos__d_as<int16_t>(a)))));
+        case 59: /* cast_i16_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_cast_i16_f16((gpuos__d_as<int16_t>(a)))));
+        case 60: /* cast_i16_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_cast_i16_bf16((gpuos__d_as<int16_t>(a)))));
+        case 61: /* cast_f16_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_cast_f16_i16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 62: /* cast_f16_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_cast_f16_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 63: /* cast_f16_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_cast_f16_bf16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 64: /* cast_bf16_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_cast_bf16_i16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 65: /* cast_bf16_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_cast_bf16_f16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 66: /* cast_bf16_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_cast_bf16_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 67: /* copy_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_copy_i16((gpuos__d_as<int16_t>(a)))));
+        case 68: /* copy_f16 */
+            return gpuos__d_as<O>((uint16_t)(gpuos__e_copy_f16((gpuos__d_as<uint16_t>(a)))));
+        case 69: /* copy_bf16 */
+            return gpuos__d_as<O>((uint16_t)(gpuos__e_copy_bf16((gpuos__d_as<uint16_t>(a)))));
+        default: return 0;
+        }
     }
 };
-GPUOS__KERNEL void gpuos__d_ew_add_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_add_i16>(p, begin, end);
+static __device__ __noinline__ void gpuos__d_ew_g1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg1>(p, begin, end, cs);
 }
-struct gpuos__d_f_add_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef int32_t A;
-    typedef int32_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_add_i32((a), (b)));
+
+/* group 2: 1 input(s), sizes out 4, in 4 */
+struct gpuos__d_ewg2 {
+    typedef uint32_t O;
+    typedef uint32_t A;
+    typedef uint8_t B;
+    typedef uint8_t C;
+    enum { NIN = 1 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* neg_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_neg_i32((gpuos__d_as<int32_t>(a)))));
+        case 1: /* neg_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_neg_f32((gpuos__d_as<float>(a)))));
+        case 2: /* abs_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_abs_i32((gpuos__d_as<int32_t>(a)))));
+        case 3: /* abs_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_abs_f32((gpuos__d_as<float>(a)))));
+        case 4: /* sign_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_sign_i32((gpuos__d_as<int32_t>(a)))));
+        case 5: /* sign_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_sign_f32((gpuos__d_as<float>(a)))));
+        case 6: /* sqrt_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_sqrt_f32((gpuos__d_as<float>(a)))));
+        case 7: /* rsqrt_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_rsqrt_f32((gpuos__d_as<float>(a)))));
+        case 8: /* exp_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_exp_f32((gpuos__d_as<float>(a)))));
+        case 9: /* exp2_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_exp2_f32((gpuos__d_as<float>(a)))));
+        case 10: /* log_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_log_f32((gpuos__d_as<float>(a)))));
+        case 11: /* log2_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_log2_f32((gpuos__d_as<float>(a)))));
+        case 12: /* log1p_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_log1p_f32((gpuos__d_as<float>(a)))));
+        case 13: /* expm1_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_expm1_f32((gpuos__d_as<float>(a)))));
+        case 14: /* sin_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_sin_f32((gpuos__d_as<float>(a)))));
+        case 15: /* cos_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_cos_f32((gpuos__d_as<float>(a)))));
+        case 16: /* tan_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_tan_f32((gpuos__d_as<float>(a)))));
+        case 17: /* tanh_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_tanh_f32((gpuos__d_as<float>(a)))));
+        case 18: /* sigmoid_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_sigmoid_f32((gpuos__d_as<float>(a)))));
+        case 19: /* relu_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_relu_i32((gpuos__d_as<int32_t>(a)))));
+        case 20: /* relu_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_relu_f32((gpuos__d_as<float>(a)))));
+        case 21: /* gelu_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_gelu_f32((gpuos__d_as<float>(a)))));
+        case 22: /* gelu_tanh_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_gelu_tanh_f32((gpuos__d_as<float>(a)))));
+        case 23: /* silu_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_silu_f32((gpuos__d_as<float>(a)))));
+        case 24: /* floor_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_floor_f32((gpuos__d_as<float>(a)))));
+        case 25: /* ceil_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_ceil_f32((gpuos__d_as<float>(a)))));
+        case 26: /* round_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_round_f32((gpuos__d_as<float>(a)))));
+        case 27: /* trunc_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_trunc_f32((gpuos__d_as<float>(a)))));
+        case 28: /* reciprocal_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_reciprocal_f32((gpuos__d_as<float>(a)))));
+        case 29: /* square_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_square_i32((gpuos__d_as<int32_t>(a)))));
+        case 30: /* square_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_square_f32((gpuos__d_as<float>(a)))));
+        case 31: /* bitwise_not_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_bitwise_not_i32((gpuos__d_as<int32_t>(a)))));
+        case 32: /* cast_i32_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_cast_i32_i32((gpuos__d_as<int32_t>(a)))));
+        case 33: /* cast_i32_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_cast_i32_f32((gpuos__d_as<int32_t>(a)))));
+        case 34: /* cast_f32_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_cast_f32_i32((gpuos__d_as<float>(a)))));
+        case 35: /* cast_f32_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_cast_f32_f32((gpuos__d_as<float>(a)))));
+        case 36: /* copy_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_copy_i32((gpuos__d_as<int32_t>(a)))));
+        case 37: /* copy_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_copy_f32((gpuos__d_as<float>(a)))));
+        default: return 0;
+        }
     }
 };
-GPUOS__KERNEL void gpuos__d_ew_add_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_add_i32>(p, begin, end);
+static __device__ __noinline__ void gpuos__d_ew_g2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg2>(p, begin, end, cs);
 }
-struct gpuos__d_f_add_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef int64_t A;
-    typedef int64_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_add_i64((a), (b)));
+
+/* group 3: 1 input(s), sizes out 8, in 8 */
+struct gpuos__d_ewg3 {
+    typedef uint64_t O;
+    typedef uint64_t A;
+    typedef uint8_t B;
+    typedef uint8_t C;
+    enum { NIN = 1 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* neg_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_neg_i64((gpuos__d_as<int64_t>(a)))));
+        case 1: /* neg_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_neg_f64((gpuos__d_as<double>(a)))));
+        case 2: /* abs_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_abs_i64((gpuos__d_as<int64_t>(a)))));
+        case 3: /* abs_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_abs_f64((gpuos__d_as<double>(a)))));
+        case 4: /* sign_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_sign_i64((gpuos__d_as<int64_t>(a)))));
+        case 5: /* sign_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_sign_f64((gpuos__d_as<double>(a)))));
+        case 6: /* sqrt_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_sqrt_f64((gpuos__d_as<double>(a)))));
+        case 7: /* rsqrt_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_rsqrt_f64((gpuos__d_as<double>(a)))));
+        case 8: /* exp_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_exp_f64((gpuos__d_as<double>(a)))));
+        case 9: /* exp2_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_exp2_f64((gpuos__d_as<double>(a)))));
+        case 10: /* log_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_log_f64((gpuos__d_as<double>(a)))));
+        case 11: /* log2_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_log2_f64((gpuos__d_as<double>(a)))));
+        case 12: /* log1p_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_log1p_f64((gpuos__d_as<double>(a)))));
+        case 13: /* expm1_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_expm1_f64((gpuos__d_as<double>(a)))));
+        case 14: /* sin_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_sin_f64((gpuos__d_as<double>(a)))));
+        case 15: /* cos_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_cos_f64((gpuos__d_as<double>(a)))));
+        case 16: /* tan_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_tan_f64((gpuos__d_as<double>(a)))));
+        case 17: /* tanh_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_tanh_f64((gpuos__d_as<double>(a)))));
+        case 18: /* sigmoid_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_sigmoid_f64((gpuos__d_as<double>(a)))));
+        case 19: /* relu_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_relu_i64((gpuos__d_as<int64_t>(a)))));
+        case 20: /* relu_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_relu_f64((gpuos__d_as<double>(a)))));
+        case 21: /* gelu_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_gelu_f64((gpuos__d_as<double>(a)))));
+        case 22: /* gelu_tanh_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_gelu_tanh_f64((gpuos__d_as<double>(a)))));
+        case 23: /* silu_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_silu_f64((gpuos__d_as<double>(a)))));
+        case 24: /* floor_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_floor_f64((gpuos__d_as<double>(a)))));
+        case 25: /* ceil_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_ceil_f64((gpuos__d_as<double>(a)))));
+        case 26: /* round_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_round_f64((gpuos__d_as<double>(a)))));
+        case 27: /* trunc_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_trunc_f64((gpuos__d_as<double>(a)))));
+        case 28: /* reciprocal_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_reciprocal_f64((gpuos__d_as<double>(a)))));
+        case 29: /* square_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_square_i64((gpuos__d_as<int64_t>(a)))));
+        case 30: /* square_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_square_f64((gpuos__d_as<double>(a)))));
+        case 31: /* bitwise_not_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_bitwise_not_i64((gpuos__d_as<int64_t>(a)))));
+        case 32: /* cast_i64_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_cast_i64_i64((gpuos__d_as<int64_t>(a)))));
+        case 33: /* cast_i64_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_cast_i64_f64((gpuos__d_as<int64_t>(a)))));
+        case 34: /* cast_f64_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_cast_f64_i64((gpuos__d_as<double>(a)))));
+        case 35: /* cast_f64_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_cast_f64_f64((gpuos__d_as<double>(a)))));
+        case 36: /* copy_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_copy_i64((gpuos__d_as<int64_t>(a)))));
+        case 37: /* copy_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_copy_f64((gpuos__d_as<double>(a)))));
+        default: return 0;
+        }
     }
 };
-GPUOS__KERNEL void gpuos__d_ew_add_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_add_i64>(p, begin, end);
+static __device__ __noinline__ void gpuos__d_ew_g3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg3>(p, begin, end, cs);
 }
-struct gpuos__d_f_add_f16 : gpuos__d_fn_base {
+
+/* group 4: 1 input(s), sizes out 1, in 2 */
+struct gpuos__d_ewg4 {
+    typedef uint8_t O;
+    typedef uint16_t A;
+    typedef uint8_t B;
+    typedef uint8_t C;
+    enum { NIN = 1 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* logical_not_i16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_i16((gpuos__d_as<int16_t>(a)))));
+        case 1: /* logical_not_f16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 2: /* logical_not_bf16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 3: /* isnan_f16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_isnan_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 4: /* isnan_bf16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_isnan_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 5: /* isinf_f16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_isinf_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 6: /* isinf_bf16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_isinf_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 7: /* isfinite_f16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_isfinite_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 8: /* isfinite_bf16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_isfinite_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 9: /* cast_i16_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_i16_bool((gpuos__d_as<int16_t>(a)))));
+        case 10: /* cast_i16_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_cast_i16_i8((gpuos__d_as<int16_t>(a)))));
+        case 11: /* cast_i16_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_i16_u8((gpuos__d_as<int16_t>(a)))));
+        case 12: /* cast_f16_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_f16_bool(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 13: /* cast_f16_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_cast_f16_i8(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 14: /* cast_f16_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_f16_u8(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 15: /* cast_bf16_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_bf16_bool(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 16: /* cast_bf16_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_cast_bf16_i8(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 17: /* cast_bf16_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_bf16_u8(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        default: return 0;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_ew_g4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg4>(p, begin, end, cs);
+}
+
+/* group 5: 1 input(s), sizes out 1, in 4 */
+struct gpuos__d_ewg5 {
+    typedef uint8_t O;
+    typedef uint32_t A;
+    typedef uint8_t B;
+    typedef uint8_t C;
+    enum { NIN = 1 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* logical_not_i32 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_i32((gpuos__d_as<int32_t>(a)))));
+        case 1: /* logical_not_f32 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_f32((gpuos__d_as<float>(a)))));
+        case 2: /* isnan_f32 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_isnan_f32((gpuos__d_as<float>(a)))));
+        case 3: /* isinf_f32 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_isinf_f32((gpuos__d_as<float>(a)))));
+        case 4: /* isfinite_f32 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_isfinite_f32((gpuos__d_as<float>(a)))));
+        case 5: /* cast_i32_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_i32_bool((gpuos__d_as<int32_t>(a)))));
+        case 6: /* cast_i32_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_cast_i32_i8((gpuos__d_as<int32_t>(a)))));
+        case 7: /* cast_i32_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_i32_u8((gpuos__d_as<int32_t>(a)))));
+        case 8: /* cast_f32_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_f32_bool((gpuos__d_as<float>(a)))));
+        case 9: /* cast_f32_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_cast_f32_i8((gpuos__d_as<float>(a)))));
+        case 10: /* cast_f32_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_f32_u8((gpuos__d_as<float>(a)))));
+        default: return 0;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_ew_g5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg5>(p, begin, end, cs);
+}
+
+/* group 6: 1 input(s), sizes out 1, in 8 */
+struct gpuos__d_ewg6 {
+    typedef uint8_t O;
+    typedef uint64_t A;
+    typedef uint8_t B;
+    typedef uint8_t C;
+    enum { NIN = 1 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* logical_not_i64 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_i64((gpuos__d_as<int64_t>(a)))));
+        case 1: /* logical_not_f64 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_f64((gpuos__d_as<double>(a)))));
+        case 2: /* isnan_f64 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_isnan_f64((gpuos__d_as<double>(a)))));
+        case 3: /* isinf_f64 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_isinf_f64((gpuos__d_as<double>(a)))));
+        case 4: /* isfinite_f64 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_isfinite_f64((gpuos__d_as<double>(a)))));
+        case 5: /* cast_i64_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_i64_bool((gpuos__d_as<int64_t>(a)))));
+        case 6: /* cast_i64_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_cast_i64_i8((gpuos__d_as<int64_t>(a)))));
+        case 7: /* cast_i64_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_i64_u8((gpuos__d_as<int64_t>(a)))));
+        case 8: /* cast_f64_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_f64_bool((gpuos__d_as<double>(a)))));
+        case 9: /* cast_f64_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_cast_f64_i8((gpuos__d_as<double>(a)))));
+        case 10: /* cast_f64_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_f64_u8((gpuos__d_as<double>(a)))));
+        default: return 0;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_ew_g6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg6>(p, begin, end, cs);
+}
+
+/* group 7: 2 input(s), sizes out 1, in 1 1 */
+struct gpuos__d_ewg7 {
+    typedef uint8_t O;
+    typedef uint8_t A;
+    typedef uint8_t B;
+    typedef uint8_t C;
+    enum { NIN = 2 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* add_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_add_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+        case 1: /* add_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_add_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 2: /* sub_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_sub_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+        case 3: /* sub_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_sub_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 4: /* mul_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_mul_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+        case 5: /* mul_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_mul_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 6: /* div_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_div_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+        case 7: /* div_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_div_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 8: /* floordiv_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_floordiv_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+        case 9: /* floordiv_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_floordiv_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 10: /* mod_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_mod_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+        case 11: /* mod_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_mod_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 12: /* pow_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_pow_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+        case 13: /* pow_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_pow_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 14: /* minimum_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_minimum_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 15: /* minimum_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_minimum_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+        case 16: /* minimum_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_minimum_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 17: /* maximum_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_maximum_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 18: /* maximum_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_maximum_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+        case 19: /* maximum_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_maximum_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 20: /* eq_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_eq_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 21: /* eq_i8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_eq_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+        case 22: /* eq_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_eq_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 23: /* ne_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_ne_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 24: /* ne_i8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_ne_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+        case 25: /* ne_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_ne_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 26: /* lt_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_lt_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 27: /* lt_i8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_lt_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+        case 28: /* lt_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_lt_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 29: /* le_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_le_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 30: /* le_i8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_le_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+        case 31: /* le_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_le_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 32: /* gt_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_gt_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 33: /* gt_i8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_gt_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+        case 34: /* gt_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_gt_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 35: /* ge_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_ge_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 36: /* ge_i8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_ge_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+        case 37: /* ge_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_ge_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 38: /* logical_and_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 39: /* logical_and_i8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+        case 40: /* logical_and_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 41: /* logical_or_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 42: /* logical_or_i8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+        case 43: /* logical_or_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 44: /* logical_xor_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 45: /* logical_xor_i8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+        case 46: /* logical_xor_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 47: /* bitwise_and_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_bitwise_and_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 48: /* bitwise_and_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_bitwise_and_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+        case 49: /* bitwise_and_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_bitwise_and_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 50: /* bitwise_or_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_bitwise_or_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 51: /* bitwise_or_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_bitwise_or_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+        case 52: /* bitwise_or_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_bitwise_or_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 53: /* bitwise_xor_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_bitwise_xor_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 54: /* bitwise_xor_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_bitwise_xor_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+        case 55: /* bitwise_xor_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_bitwise_xor_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 56: /* shift_left_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_shift_left_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+        case 57: /* shift_left_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_shift_left_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        case 58: /* shift_right_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_shift_right_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+        case 59: /* shift_right_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_shift_right_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+        default: return 0;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_ew_g7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg7>(p, begin, end, cs);
+}
+
+/* group 8: 2 input(s), sizes out 2, in 2 2 */
+struct gpuos__d_ewg8 {
     typedef uint16_t O;
     typedef uint16_t A;
     typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_add_f16(gpuos__f16_to_f32(a), gpuos__f16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_add_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_add_f16>(p, begin, end);
-}
-struct gpuos__d_f_add_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_add_bf16(gpuos__bf16_to_f32(a), gpuos__bf16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_add_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_add_bf16>(p, begin, end);
-}
-struct gpuos__d_f_add_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    typedef float B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_add_f32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_add_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_add_f32>(p, begin, end);
-}
-struct gpuos__d_f_add_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    typedef double B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_add_f64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_add_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_add_f64>(p, begin, end);
-}
-struct gpuos__d_f_sub_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef int8_t A;
-    typedef int8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_sub_i8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sub_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sub_i8>(p, begin, end);
-}
-struct gpuos__d_f_sub_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_sub_u8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sub_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sub_u8>(p, begin, end);
-}
-struct gpuos__d_f_sub_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef int16_t A;
-    typedef int16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_sub_i16((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sub_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sub_i16>(p, begin, end);
-}
-struct gpuos__d_f_sub_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef int32_t A;
-    typedef int32_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_sub_i32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sub_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sub_i32>(p, begin, end);
-}
-struct gpuos__d_f_sub_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef int64_t A;
-    typedef int64_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_sub_i64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sub_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sub_i64>(p, begin, end);
-}
-struct gpuos__d_f_sub_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_sub_f16(gpuos__f16_to_f32(a), gpuos__f16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sub_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sub_f16>(p, begin, end);
-}
-struct gpuos__d_f_sub_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_sub_bf16(gpuos__bf16_to_f32(a), gpuos__bf16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sub_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sub_bf16>(p, begin, end);
-}
-struct gpuos__d_f_sub_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    typedef float B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_sub_f32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sub_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sub_f32>(p, begin, end);
-}
-struct gpuos__d_f_sub_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    typedef double B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_sub_f64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_sub_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_sub_f64>(p, begin, end);
-}
-struct gpuos__d_f_mul_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef int8_t A;
-    typedef int8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_mul_i8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_mul_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_mul_i8>(p, begin, end);
-}
-struct gpuos__d_f_mul_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_mul_u8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_mul_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_mul_u8>(p, begin, end);
-}
-struct gpuos__d_f_mul_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef int16_t A;
-    typedef int16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_mul_i16((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_mul_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_mul_i16>(p, begin, end);
-}
-struct gpuos__d_f_mul_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef int32_t A;
-    typedef int32_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_mul_i32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_mul_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_mul_i32>(p, begin, end);
-}
-struct gpuos__d_f_mul_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef int64_t A;
-    typedef int64_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_mul_i64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_mul_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_mul_i64>(p, begin, end);
-}
-struct gpuos__d_f_mul_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_mul_f16(gpuos__f16_to_f32(a), gpuos__f16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_mul_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_mul_f16>(p, begin, end);
-}
-struct gpuos__d_f_mul_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_mul_bf16(gpuos__bf16_to_f32(a), gpuos__bf16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_mul_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_mul_bf16>(p, begin, end);
-}
-struct gpuos__d_f_mul_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    typedef float B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_mul_f32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_mul_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_mul_f32>(p, begin, end);
-}
-struct gpuos__d_f_mul_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    typedef double B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_mul_f64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_mul_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_mul_f64>(p, begin, end);
-}
-struct gpuos__d_f_div_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef int8_t A;
-    typedef int8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_div_i8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_div_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_div_i8>(p, begin, end);
-}
-struct gpuos__d_f_div_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_div_u8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_div_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_div_u8>(p, begin, end);
-}
-struct gpuos__d_f_div_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef int16_t A;
-    typedef int16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_div_i16((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_div_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_div_i16>(p, begin, end);
-}
-struct gpuos__d_f_div_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef int32_t A;
-    typedef int32_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_div_i32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_div_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_div_i32>(p, begin, end);
-}
-struct gpuos__d_f_div_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef int64_t A;
-    typedef int64_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_div_i64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_div_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_div_i64>(p, begin, end);
-}
-struct gpuos__d_f_div_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_div_f16(gpuos__f16_to_f32(a), gpuos__f16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_div_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_div_f16>(p, begin, end);
-}
-struct gpuos__d_f_div_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_div_bf16(gpuos__bf16_to_f32(a), gpuos__bf16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_div_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_div_bf16>(p, begin, end);
-}
-struct gpuos__d_f_div_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    typedef float B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_div_f32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_div_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_div_f32>(p, begin, end);
-}
-struct gpuos__d_f_div_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    typedef double B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_div_f64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_div_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_div_f64>(p, begin, end);
-}
-struct gpuos__d_f_floordiv_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef int8_t A;
-    typedef int8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_floordiv_i8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_floordiv_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_floordiv_i8>(p, begin, end);
-}
-struct gpuos__d_f_floordiv_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_floordiv_u8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_floordiv_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_floordiv_u8>(p, begin, end);
-}
-struct gpuos__d_f_floordiv_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef int16_t A;
-    typedef int16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_floordiv_i16((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_floordiv_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_floordiv_i16>(p, begin, end);
-}
-struct gpuos__d_f_floordiv_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef int32_t A;
-    typedef int32_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_floordiv_i32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_floordiv_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_floordiv_i32>(p, begin, end);
-}
-struct gpuos__d_f_floordiv_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef int64_t A;
-    typedef int64_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_floordiv_i64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_floordiv_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_floordiv_i64>(p, begin, end);
-}
-struct gpuos__d_f_floordiv_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_floordiv_f16(gpuos__f16_to_f32(a), gpuos__f16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_floordiv_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_floordiv_f16>(p, begin, end);
-}
-struct gpuos__d_f_floordiv_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_floordiv_bf16(gpuos__bf16_to_f32(a), gpuos__bf16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_floordiv_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_floordiv_bf16>(p, begin, end);
-}
-struct gpuos__d_f_floordiv_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    typedef float B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_floordiv_f32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_floordiv_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_floordiv_f32>(p, begin, end);
-}
-struct gpuos__d_f_floordiv_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    typedef double B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_floordiv_f64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_floordiv_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_floordiv_f64>(p, begin, end);
-}
-struct gpuos__d_f_mod_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef int8_t A;
-    typedef int8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_mod_i8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_mod_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_mod_i8>(p, begin, end);
-}
-struct gpuos__d_f_mod_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_mod_u8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_mod_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_mod_u8>(p, begin, end);
-}
-struct gpuos__d_f_mod_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef int16_t A;
-    typedef int16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_mod_i16((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_mod_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_mod_i16>(p, begin, end);
-}
-struct gpuos__d_f_mod_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef int32_t A;
-    typedef int32_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_mod_i32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_mod_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_mod_i32>(p, begin, end);
-}
-struct gpuos__d_f_mod_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef int64_t A;
-    typedef int64_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_mod_i64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_mod_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_mod_i64>(p, begin, end);
-}
-struct gpuos__d_f_mod_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_mod_f16(gpuos__f16_to_f32(a), gpuos__f16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_mod_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_mod_f16>(p, begin, end);
-}
-struct gpuos__d_f_mod_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_mod_bf16(gpuos__bf16_to_f32(a), gpuos__bf16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_mod_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_mod_bf16>(p, begin, end);
-}
-struct gpuos__d_f_mod_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    typedef float B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_mod_f32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_mod_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_mod_f32>(p, begin, end);
-}
-struct gpuos__d_f_mod_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    typedef double B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_mod_f64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_mod_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_mod_f64>(p, begin, end);
-}
-struct gpuos__d_f_pow_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef int8_t A;
-    typedef int8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_pow_i8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_pow_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_pow_i8>(p, begin, end);
-}
-struct gpuos__d_f_pow_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_pow_u8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_pow_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_pow_u8>(p, begin, end);
-}
-struct gpuos__d_f_pow_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef int16_t A;
-    typedef int16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_pow_i16((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_pow_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_pow_i16>(p, begin, end);
-}
-struct gpuos__d_f_pow_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef int32_t A;
-    typedef int32_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_pow_i32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_pow_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_pow_i32>(p, begin, end);
-}
-struct gpuos__d_f_pow_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef int64_t A;
-    typedef int64_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_pow_i64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_pow_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_pow_i64>(p, begin, end);
-}
-struct gpuos__d_f_pow_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_pow_f16(gpuos__f16_to_f32(a), gpuos__f16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_pow_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_pow_f16>(p, begin, end);
-}
-struct gpuos__d_f_pow_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_pow_bf16(gpuos__bf16_to_f32(a), gpuos__bf16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_pow_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_pow_bf16>(p, begin, end);
-}
-struct gpuos__d_f_pow_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    typedef float B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_pow_f32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_pow_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_pow_f32>(p, begin, end);
-}
-struct gpuos__d_f_pow_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    typedef double B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_pow_f64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_pow_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_pow_f64>(p, begin, end);
-}
-struct gpuos__d_f_atan2_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_atan2_f16(gpuos__f16_to_f32(a), gpuos__f16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_atan2_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_atan2_f16>(p, begin, end);
-}
-struct gpuos__d_f_atan2_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_atan2_bf16(gpuos__bf16_to_f32(a), gpuos__bf16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_atan2_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_atan2_bf16>(p, begin, end);
-}
-struct gpuos__d_f_atan2_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    typedef float B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_atan2_f32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_atan2_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_atan2_f32>(p, begin, end);
-}
-struct gpuos__d_f_atan2_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    typedef double B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_atan2_f64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_atan2_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_atan2_f64>(p, begin, end);
-}
-struct gpuos__d_f_minimum_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_minimum_bool((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_minimum_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_minimum_bool>(p, begin, end);
-}
-struct gpuos__d_f_minimum_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef int8_t A;
-    typedef int8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_minimum_i8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_minimum_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_minimum_i8>(p, begin, end);
-}
-struct gpuos__d_f_minimum_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_minimum_u8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_minimum_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_minimum_u8>(p, begin, end);
-}
-struct gpuos__d_f_minimum_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef int16_t A;
-    typedef int16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_minimum_i16((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_minimum_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_minimum_i16>(p, begin, end);
-}
-struct gpuos__d_f_minimum_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef int32_t A;
-    typedef int32_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_minimum_i32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_minimum_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_minimum_i32>(p, begin, end);
-}
-struct gpuos__d_f_minimum_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef int64_t A;
-    typedef int64_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_minimum_i64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_minimum_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_minimum_i64>(p, begin, end);
-}
-struct gpuos__d_f_minimum_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_minimum_f16(gpuos__f16_to_f32(a), gpuos__f16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_minimum_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_minimum_f16>(p, begin, end);
-}
-struct gpuos__d_f_minimum_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_minimum_bf16(gpuos__bf16_to_f32(a), gpuos__bf16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_minimum_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_minimum_bf16>(p, begin, end);
-}
-struct gpuos__d_f_minimum_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    typedef float B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_minimum_f32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_minimum_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_minimum_f32>(p, begin, end);
-}
-struct gpuos__d_f_minimum_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    typedef double B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_minimum_f64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_minimum_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_minimum_f64>(p, begin, end);
-}
-struct gpuos__d_f_maximum_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_maximum_bool((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_maximum_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_maximum_bool>(p, begin, end);
-}
-struct gpuos__d_f_maximum_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef int8_t A;
-    typedef int8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_maximum_i8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_maximum_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_maximum_i8>(p, begin, end);
-}
-struct gpuos__d_f_maximum_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_maximum_u8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_maximum_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_maximum_u8>(p, begin, end);
-}
-struct gpuos__d_f_maximum_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef int16_t A;
-    typedef int16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_maximum_i16((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_maximum_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_maximum_i16>(p, begin, end);
-}
-struct gpuos__d_f_maximum_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef int32_t A;
-    typedef int32_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_maximum_i32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_maximum_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_maximum_i32>(p, begin, end);
-}
-struct gpuos__d_f_maximum_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef int64_t A;
-    typedef int64_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_maximum_i64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_maximum_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_maximum_i64>(p, begin, end);
-}
-struct gpuos__d_f_maximum_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_maximum_f16(gpuos__f16_to_f32(a), gpuos__f16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_maximum_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_maximum_f16>(p, begin, end);
-}
-struct gpuos__d_f_maximum_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_maximum_bf16(gpuos__bf16_to_f32(a), gpuos__bf16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_maximum_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_maximum_bf16>(p, begin, end);
-}
-struct gpuos__d_f_maximum_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    typedef float B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_maximum_f32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_maximum_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_maximum_f32>(p, begin, end);
-}
-struct gpuos__d_f_maximum_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    typedef double B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_maximum_f64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_maximum_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_maximum_f64>(p, begin, end);
-}
-struct gpuos__d_f_eq_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_eq_bool((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_eq_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_eq_bool>(p, begin, end);
-}
-struct gpuos__d_f_eq_i8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int8_t A;
-    typedef int8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_eq_i8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_eq_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_eq_i8>(p, begin, end);
-}
-struct gpuos__d_f_eq_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_eq_u8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_eq_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_eq_u8>(p, begin, end);
-}
-struct gpuos__d_f_eq_i16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int16_t A;
-    typedef int16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_eq_i16((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_eq_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_eq_i16>(p, begin, end);
-}
-struct gpuos__d_f_eq_i32 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int32_t A;
-    typedef int32_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_eq_i32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_eq_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_eq_i32>(p, begin, end);
-}
-struct gpuos__d_f_eq_i64 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int64_t A;
-    typedef int64_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_eq_i64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_eq_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_eq_i64>(p, begin, end);
-}
-struct gpuos__d_f_eq_f16 : gpuos__d_fn_base {
+    typedef uint8_t C;
+    enum { NIN = 2 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* add_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_add_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+        case 1: /* add_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_add_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 2: /* add_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_add_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 3: /* sub_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_sub_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+        case 4: /* sub_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_sub_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 5: /* sub_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_sub_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 6: /* mul_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_mul_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+        case 7: /* mul_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_mul_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 8: /* mul_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_mul_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 9: /* div_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_div_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+        case 10: /* div_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_div_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 11: /* div_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_div_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 12: /* floordiv_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_floordiv_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+        case 13: /* floordiv_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_floordiv_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 14: /* floordiv_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_floordiv_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 15: /* mod_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_mod_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+        case 16: /* mod_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_mod_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 17: /* mod_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_mod_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 18: /* pow_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_pow_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+        case 19: /* pow_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_pow_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 20: /* pow_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_pow_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 21: /* atan2_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_atan2_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 22: /* atan2_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_atan2_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 23: /* minimum_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_minimum_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+        case 24: /* minimum_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_minimum_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 25: /* minimum_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_minimum_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 26: /* maximum_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_maximum_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+        case 27: /* maximum_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_maximum_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 28: /* maximum_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_maximum_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 29: /* bitwise_and_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_bitwise_and_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+        case 30: /* bitwise_or_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_bitwise_or_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+        case 31: /* bitwise_xor_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_bitwise_xor_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+        case 32: /* shift_left_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_shift_left_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+        case 33: /* shift_right_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_shift_right_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+        default: return 0;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_ew_g8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg8>(p, begin, end, cs);
+}
+
+/* group 9: 2 input(s), sizes out 4, in 4 4 */
+struct gpuos__d_ewg9 {
+    typedef uint32_t O;
+    typedef uint32_t A;
+    typedef uint32_t B;
+    typedef uint8_t C;
+    enum { NIN = 2 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* add_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_add_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+        case 1: /* add_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_add_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+        case 2: /* sub_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_sub_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+        case 3: /* sub_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_sub_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+        case 4: /* mul_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_mul_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+        case 5: /* mul_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_mul_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+        case 6: /* div_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_div_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+        case 7: /* div_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_div_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+        case 8: /* floordiv_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_floordiv_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+        case 9: /* floordiv_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_floordiv_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+        case 10: /* mod_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_mod_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+        case 11: /* mod_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_mod_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+        case 12: /* pow_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_pow_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+        case 13: /* pow_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_pow_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+        case 14: /* atan2_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_atan2_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+        case 15: /* minimum_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_minimum_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+        case 16: /* minimum_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_minimum_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+        case 17: /* maximum_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_maximum_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+        case 18: /* maximum_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_maximum_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+        case 19: /* bitwise_and_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_bitwise_and_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+        case 20: /* bitwise_or_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_bitwise_or_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+        case 21: /* bitwise_xor_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_bitwise_xor_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+        case 22: /* shift_left_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_shift_left_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+        case 23: /* shift_right_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_shift_right_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+        default: return 0;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_ew_g9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg9>(p, begin, end, cs);
+}
+
+/* group 10: 2 input(s), sizes out 8, in 8 8 */
+struct gpuos__d_ewg10 {
+    typedef uint64_t O;
+    typedef uint64_t A;
+    typedef uint64_t B;
+    typedef uint8_t C;
+    enum { NIN = 2 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* add_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_add_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+        case 1: /* add_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_add_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+        case 2: /* sub_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_sub_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+        case 3: /* sub_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_sub_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+        case 4: /* mul_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_mul_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+        case 5: /* mul_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_mul_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+        case 6: /* div_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_div_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+        case 7: /* div_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_div_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+        case 8: /* floordiv_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_floordiv_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+        case 9: /* floordiv_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_floordiv_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+        case 10: /* mod_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_mod_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+        case 11: /* mod_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_mod_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+        case 12: /* pow_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_pow_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+        case 13: /* pow_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_pow_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+        case 14: /* atan2_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_atan2_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+        case 15: /* minimum_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_minimum_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+        case 16: /* minimum_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_minimum_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+        case 17: /* maximum_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_maximum_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+        case 18: /* maximum_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_maximum_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+        case 19: /* bitwise_and_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_bitwise_and_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+        case 20: /* bitwise_or_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_bitwise_or_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+        case 21: /* bitwise_xor_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_bitwise_xor_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+        case 22: /* shift_left_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_shift_left_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+        case 23: /* shift_right_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_shift_right_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+        default: return 0;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_ew_g10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg10>(p, begin, end, cs);
+}
+
+/* group 11: 2 input(s), sizes out 1, in 2 2 */
+struct gpuos__d_ewg11 {
     typedef uint8_t O;
     typedef uint16_t A;
     typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_eq_f16(gpuos__f16_to_f32(a), gpuos__f16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_eq_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_eq_f16>(p, begin, end);
-}
-struct gpuos__d_f_eq_bf16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_eq_bf16(gpuos__bf16_to_f32(a), gpuos__bf16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_eq_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_eq_bf16>(p, begin, end);
-}
-struct gpuos__d_f_eq_f32 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef float A;
-    typedef float B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_eq_f32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_eq_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_eq_f32>(p, begin, end);
-}
-struct gpuos__d_f_eq_f64 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef double A;
-    typedef double B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_eq_f64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_eq_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_eq_f64>(p, begin, end);
-}
-struct gpuos__d_f_ne_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_ne_bool((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_ne_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_ne_bool>(p, begin, end);
-}
-struct gpuos__d_f_ne_i8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int8_t A;
-    typedef int8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_ne_i8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_ne_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_ne_i8>(p, begin, end);
-}
-struct gpuos__d_f_ne_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_ne_u8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_ne_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_ne_u8>(p, begin, end);
-}
-struct gpuos__d_f_ne_i16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int16_t A;
-    typedef int16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_ne_i16((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_ne_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_ne_i16>(p, begin, end);
-}
-struct gpuos__d_f_ne_i32 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int32_t A;
-    typedef int32_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_ne_i32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_ne_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_ne_i32>(p, begin, end);
-}
-struct gpuos__d_f_ne_i64 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int64_t A;
-    typedef int64_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_ne_i64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_ne_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_ne_i64>(p, begin, end);
-}
-struct gpuos__d_f_ne_f16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_ne_f16(gpuos__f16_to_f32(a), gpuos__f16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_ne_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_ne_f16>(p, begin, end);
-}
-struct gpuos__d_f_ne_bf16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_ne_bf16(gpuos__bf16_to_f32(a), gpuos__bf16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_ne_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_ne_bf16>(p, begin, end);
-}
-struct gpuos__d_f_ne_f32 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef float A;
-    typedef float B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_ne_f32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_ne_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_ne_f32>(p, begin, end);
-}
-struct gpuos__d_f_ne_f64 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef double A;
-    typedef double B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_ne_f64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_ne_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_ne_f64>(p, begin, end);
-}
-struct gpuos__d_f_lt_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_lt_bool((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_lt_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_lt_bool>(p, begin, end);
-}
-struct gpuos__d_f_lt_i8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int8_t A;
-    typedef int8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_lt_i8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_lt_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_lt_i8>(p, begin, end);
-}
-struct gpuos__d_f_lt_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_lt_u8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_lt_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_lt_u8>(p, begin, end);
-}
-struct gpuos__d_f_lt_i16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int16_t A;
-    typedef int16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_lt_i16((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_lt_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_lt_i16>(p, begin, end);
-}
-struct gpuos__d_f_lt_i32 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int32_t A;
-    typedef int32_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_lt_i32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_lt_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_lt_i32>(p, begin, end);
-}
-struct gpuos__d_f_lt_i64 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int64_t A;
-    typedef int64_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_lt_i64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_lt_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_lt_i64>(p, begin, end);
-}
-struct gpuos__d_f_lt_f16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_lt_f16(gpuos__f16_to_f32(a), gpuos__f16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_lt_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_lt_f16>(p, begin, end);
-}
-struct gpuos__d_f_lt_bf16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_lt_bf16(gpuos__bf16_to_f32(a), gpuos__bf16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_lt_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_lt_bf16>(p, begin, end);
-}
-struct gpuos__d_f_lt_f32 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef float A;
-    typedef float B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_lt_f32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_lt_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_lt_f32>(p, begin, end);
-}
-struct gpuos__d_f_lt_f64 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef double A;
-    typedef double B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_lt_f64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_lt_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_lt_f64>(p, begin, end);
-}
-struct gpuos__d_f_le_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_le_bool((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_le_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_le_bool>(p, begin, end);
-}
-struct gpuos__d_f_le_i8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int8_t A;
-    typedef int8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_le_i8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_le_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_le_i8>(p, begin, end);
-}
-struct gpuos__d_f_le_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_le_u8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_le_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_le_u8>(p, begin, end);
-}
-struct gpuos__d_f_le_i16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int16_t A;
-    typedef int16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_le_i16((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_le_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_le_i16>(p, begin, end);
-}
-struct gpuos__d_f_le_i32 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int32_t A;
-    typedef int32_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_le_i32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_le_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_le_i32>(p, begin, end);
-}
-struct gpuos__d_f_le_i64 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int64_t A;
-    typedef int64_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_le_i64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_le_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_le_i64>(p, begin, end);
-}
-struct gpuos__d_f_le_f16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_le_f16(gpuos__f16_to_f32(a), gpuos__f16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_le_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_le_f16>(p, begin, end);
-}
-struct gpuos__d_f_le_bf16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_le_bf16(gpuos__bf16_to_f32(a), gpuos__bf16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_le_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_le_bf16>(p, begin, end);
-}
-struct gpuos__d_f_le_f32 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef float A;
-    typedef float B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_le_f32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_le_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_le_f32>(p, begin, end);
-}
-struct gpuos__d_f_le_f64 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef double A;
-    typedef double B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_le_f64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_le_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_le_f64>(p, begin, end);
-}
-struct gpuos__d_f_gt_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_gt_bool((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_gt_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_gt_bool>(p, begin, end);
-}
-struct gpuos__d_f_gt_i8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int8_t A;
-    typedef int8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_gt_i8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_gt_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_gt_i8>(p, begin, end);
-}
-struct gpuos__d_f_gt_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_gt_u8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_gt_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_gt_u8>(p, begin, end);
-}
-struct gpuos__d_f_gt_i16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int16_t A;
-    typedef int16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_gt_i16((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_gt_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_gt_i16>(p, begin, end);
-}
-struct gpuos__d_f_gt_i32 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int32_t A;
-    typedef int32_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_gt_i32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_gt_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_gt_i32>(p, begin, end);
-}
-struct gpuos__d_f_gt_i64 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int64_t A;
-    typedef int64_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_gt_i64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_gt_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_gt_i64>(p, begin, end);
-}
-struct gpuos__d_f_gt_f16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_gt_f16(gpuos__f16_to_f32(a), gpuos__f16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_gt_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_gt_f16>(p, begin, end);
-}
-struct gpuos__d_f_gt_bf16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_gt_bf16(gpuos__bf16_to_f32(a), gpuos__bf16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_gt_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_gt_bf16>(p, begin, end);
-}
-struct gpuos__d_f_gt_f32 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef float A;
-    typedef float B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_gt_f32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_gt_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_gt_f32>(p, begin, end);
-}
-struct gpuos__d_f_gt_f64 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef double A;
-    typedef double B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_gt_f64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_gt_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_gt_f64>(p, begin, end);
-}
-struct gpuos__d_f_ge_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_ge_bool((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_ge_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_ge_bool>(p, begin, end);
-}
-struct gpuos__d_f_ge_i8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int8_t A;
-    typedef int8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_ge_i8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_ge_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_ge_i8>(p, begin, end);
-}
-struct gpuos__d_f_ge_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_ge_u8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_ge_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_ge_u8>(p, begin, end);
-}
-struct gpuos__d_f_ge_i16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int16_t A;
-    typedef int16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_ge_i16((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_ge_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_ge_i16>(p, begin, end);
-}
-struct gpuos__d_f_ge_i32 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int32_t A;
-    typedef int32_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_ge_i32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_ge_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_ge_i32>(p, begin, end);
-}
-struct gpuos__d_f_ge_i64 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int64_t A;
-    typedef int64_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_ge_i64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_ge_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_ge_i64>(p, begin, end);
-}
-struct gpuos__d_f_ge_f16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_ge_f16(gpuos__f16_to_f32(a), gpuos__f16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_ge_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_ge_f16>(p, begin, end);
-}
-struct gpuos__d_f_ge_bf16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_ge_bf16(gpuos__bf16_to_f32(a), gpuos__bf16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_ge_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_ge_bf16>(p, begin, end);
-}
-struct gpuos__d_f_ge_f32 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef float A;
-    typedef float B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_ge_f32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_ge_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_ge_f32>(p, begin, end);
-}
-struct gpuos__d_f_ge_f64 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef double A;
-    typedef double B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_ge_f64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_ge_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_ge_f64>(p, begin, end);
-}
-struct gpuos__d_f_logical_and_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_and_bool((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_and_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_and_bool>(p, begin, end);
-}
-struct gpuos__d_f_logical_and_i8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int8_t A;
-    typedef int8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_and_i8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_and_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_and_i8>(p, begin, end);
-}
-struct gpuos__d_f_logical_and_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_and_u8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_and_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_and_u8>(p, begin, end);
-}
-struct gpuos__d_f_logical_and_i16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int16_t A;
-    typedef int16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_and_i16((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_and_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_and_i16>(p, begin, end);
-}
-struct gpuos__d_f_logical_and_i32 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int32_t A;
-    typedef int32_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_and_i32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_and_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_and_i32>(p, begin, end);
-}
-struct gpuos__d_f_logical_and_i64 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int64_t A;
-    typedef int64_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_and_i64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_and_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_and_i64>(p, begin, end);
-}
-struct gpuos__d_f_logical_and_f16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_and_f16(gpuos__f16_to_f32(a), gpuos__f16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_and_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_and_f16>(p, begin, end);
-}
-struct gpuos__d_f_logical_and_bf16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_and_bf16(gpuos__bf16_to_f32(a), gpuos__bf16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_and_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_and_bf16>(p, begin, end);
-}
-struct gpuos__d_f_logical_and_f32 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef float A;
-    typedef float B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_and_f32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_and_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_and_f32>(p, begin, end);
-}
-struct gpuos__d_f_logical_and_f64 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef double A;
-    typedef double B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_and_f64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_and_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_and_f64>(p, begin, end);
-}
-struct gpuos__d_f_logical_or_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_or_bool((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_or_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_or_bool>(p, begin, end);
-}
-struct gpuos__d_f_logical_or_i8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int8_t A;
-    typedef int8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_or_i8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_or_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_or_i8>(p, begin, end);
-}
-struct gpuos__d_f_logical_or_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_or_u8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_or_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_or_u8>(p, begin, end);
-}
-struct gpuos__d_f_logical_or_i16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int16_t A;
-    typedef int16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_or_i16((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_or_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_or_i16>(p, begin, end);
-}
-struct gpuos__d_f_logical_or_i32 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int32_t A;
-    typedef int32_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_or_i32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_or_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_or_i32>(p, begin, end);
-}
-struct gpuos__d_f_logical_or_i64 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int64_t A;
-    typedef int64_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_or_i64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_or_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_or_i64>(p, begin, end);
-}
-struct gpuos__d_f_logical_or_f16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_or_f16(gpuos__f16_to_f32(a), gpuos__f16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_or_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_or_f16>(p, begin, end);
-}
-struct gpuos__d_f_logical_or_bf16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_or_bf16(gpuos__bf16_to_f32(a), gpuos__bf16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_or_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_or_bf16>(p, begin, end);
-}
-struct gpuos__d_f_logical_or_f32 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef float A;
-    typedef float B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_or_f32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_or_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_or_f32>(p, begin, end);
-}
-struct gpuos__d_f_logical_or_f64 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef double A;
-    typedef double B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_or_f64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_or_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_or_f64>(p, begin, end);
-}
-struct gpuos__d_f_logical_xor_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_xor_bool((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_xor_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_xor_bool>(p, begin, end);
-}
-struct gpuos__d_f_logical_xor_i8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int8_t A;
-    typedef int8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_xor_i8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_xor_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_xor_i8>(p, begin, end);
-}
-struct gpuos__d_f_logical_xor_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_xor_u8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_xor_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_xor_u8>(p, begin, end);
-}
-struct gpuos__d_f_logical_xor_i16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int16_t A;
-    typedef int16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_xor_i16((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_xor_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_xor_i16>(p, begin, end);
-}
-struct gpuos__d_f_logical_xor_i32 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int32_t A;
-    typedef int32_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_xor_i32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_xor_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_xor_i32>(p, begin, end);
-}
-struct gpuos__d_f_logical_xor_i64 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int64_t A;
-    typedef int64_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_xor_i64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_xor_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_xor_i64>(p, begin, end);
-}
-struct gpuos__d_f_logical_xor_f16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_xor_f16(gpuos__f16_to_f32(a), gpuos__f16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_xor_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_xor_f16>(p, begin, end);
-}
-struct gpuos__d_f_logical_xor_bf16 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_xor_bf16(gpuos__bf16_to_f32(a), gpuos__bf16_to_f32(b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_xor_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_xor_bf16>(p, begin, end);
-}
-struct gpuos__d_f_logical_xor_f32 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef float A;
-    typedef float B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_xor_f32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_xor_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_xor_f32>(p, begin, end);
-}
-struct gpuos__d_f_logical_xor_f64 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef double A;
-    typedef double B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_logical_xor_f64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_logical_xor_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_logical_xor_f64>(p, begin, end);
-}
-struct gpuos__d_f_bitwise_and_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_bitwise_and_bool((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_bitwise_and_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_bitwise_and_bool>(p, begin, end);
-}
-struct gpuos__d_f_bitwise_and_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef int8_t A;
-    typedef int8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_bitwise_and_i8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_bitwise_and_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_bitwise_and_i8>(p, begin, end);
-}
-struct gpuos__d_f_bitwise_and_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_bitwise_and_u8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_bitwise_and_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_bitwise_and_u8>(p, begin, end);
-}
-struct gpuos__d_f_bitwise_and_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef int16_t A;
-    typedef int16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_bitwise_and_i16((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_bitwise_and_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_bitwise_and_i16>(p, begin, end);
-}
-struct gpuos__d_f_bitwise_and_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef int32_t A;
-    typedef int32_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_bitwise_and_i32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_bitwise_and_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_bitwise_and_i32>(p, begin, end);
-}
-struct gpuos__d_f_bitwise_and_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef int64_t A;
-    typedef int64_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_bitwise_and_i64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_bitwise_and_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_bitwise_and_i64>(p, begin, end);
-}
-struct gpuos__d_f_bitwise_or_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_bitwise_or_bool((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_bitwise_or_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_bitwise_or_bool>(p, begin, end);
-}
-struct gpuos__d_f_bitwise_or_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef int8_t A;
-    typedef int8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_bitwise_or_i8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_bitwise_or_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_bitwise_or_i8>(p, begin, end);
-}
-struct gpuos__d_f_bitwise_or_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_bitwise_or_u8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_bitwise_or_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_bitwise_or_u8>(p, begin, end);
-}
-struct gpuos__d_f_bitwise_or_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef int16_t A;
-    typedef int16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_bitwise_or_i16((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_bitwise_or_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_bitwise_or_i16>(p, begin, end);
-}
-struct gpuos__d_f_bitwise_or_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef int32_t A;
-    typedef int32_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_bitwise_or_i32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_bitwise_or_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_bitwise_or_i32>(p, begin, end);
-}
-struct gpuos__d_f_bitwise_or_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef int64_t A;
-    typedef int64_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_bitwise_or_i64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_bitwise_or_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_bitwise_or_i64>(p, begin, end);
-}
-struct gpuos__d_f_bitwise_xor_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_bitwise_xor_bool((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_bitwise_xor_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_bitwise_xor_bool>(p, begin, end);
-}
-struct gpuos__d_f_bitwise_xor_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef int8_t A;
-    typedef int8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_bitwise_xor_i8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_bitwise_xor_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_bitwise_xor_i8>(p, begin, end);
-}
-struct gpuos__d_f_bitwise_xor_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_bitwise_xor_u8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_bitwise_xor_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_bitwise_xor_u8>(p, begin, end);
-}
-struct gpuos__d_f_bitwise_xor_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef int16_t A;
-    typedef int16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_bitwise_xor_i16((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_bitwise_xor_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_bitwise_xor_i16>(p, begin, end);
-}
-struct gpuos__d_f_bitwise_xor_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef int32_t A;
-    typedef int32_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_bitwise_xor_i32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_bitwise_xor_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_bitwise_xor_i32>(p, begin, end);
-}
-struct gpuos__d_f_bitwise_xor_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef int64_t A;
-    typedef int64_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_bitwise_xor_i64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_bitwise_xor_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_bitwise_xor_i64>(p, begin, end);
-}
-struct gpuos__d_f_shift_left_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef int8_t A;
-    typedef int8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_shift_left_i8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_shift_left_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_shift_left_i8>(p, begin, end);
-}
-struct gpuos__d_f_shift_left_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_shift_left_u8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_shift_left_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_shift_left_u8>(p, begin, end);
-}
-struct gpuos__d_f_shift_left_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef int16_t A;
-    typedef int16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_shift_left_i16((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_shift_left_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_shift_left_i16>(p, begin, end);
-}
-struct gpuos__d_f_shift_left_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef int32_t A;
-    typedef int32_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_shift_left_i32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_shift_left_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_shift_left_i32>(p, begin, end);
-}
-struct gpuos__d_f_shift_left_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef int64_t A;
-    typedef int64_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_shift_left_i64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_shift_left_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_shift_left_i64>(p, begin, end);
-}
-struct gpuos__d_f_shift_right_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef int8_t A;
-    typedef int8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_shift_right_i8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_shift_right_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_shift_right_i8>(p, begin, end);
-}
-struct gpuos__d_f_shift_right_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    typedef uint8_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_shift_right_u8((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_shift_right_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_shift_right_u8>(p, begin, end);
-}
-struct gpuos__d_f_shift_right_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef int16_t A;
-    typedef int16_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_shift_right_i16((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_shift_right_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_shift_right_i16>(p, begin, end);
-}
-struct gpuos__d_f_shift_right_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef int32_t A;
-    typedef int32_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_shift_right_i32((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_shift_right_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_shift_right_i32>(p, begin, end);
-}
-struct gpuos__d_f_shift_right_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef int64_t A;
-    typedef int64_t B;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C , int64_t) {
-        return (gpuos__e_shift_right_i64((a), (b)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_shift_right_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_shift_right_i64>(p, begin, end);
-}
-struct gpuos__d_f_where_bool : gpuos__d_fn_base {
+    typedef uint8_t C;
+    enum { NIN = 2 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* eq_i16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_eq_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+        case 1: /* eq_f16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_eq_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 2: /* eq_bf16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_eq_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 3: /* ne_i16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_ne_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+        case 4: /* ne_f16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_ne_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 5: /* ne_bf16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_ne_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 6: /* lt_i16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_lt_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+        case 7: /* lt_f16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_lt_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 8: /* lt_bf16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_lt_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 9: /* le_i16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_le_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+        case 10: /* le_f16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_le_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 11: /* le_bf16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_le_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 12: /* gt_i16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_gt_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+        case 13: /* gt_f16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_gt_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 14: /* gt_bf16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_gt_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 15: /* ge_i16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_ge_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+        case 16: /* ge_f16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_ge_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 17: /* ge_bf16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_ge_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 18: /* logical_and_i16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+        case 19: /* logical_and_f16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 20: /* logical_and_bf16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 21: /* logical_or_i16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+        case 22: /* logical_or_f16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 23: /* logical_or_bf16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 24: /* logical_xor_i16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+        case 25: /* logical_xor_f16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        case 26: /* logical_xor_bf16 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+        default: return 0;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_ew_g11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg11>(p, begin, end, cs);
+}
+
+/* group 12: 2 input(s), sizes out 1, in 4 4 */
+struct gpuos__d_ewg12 {
+    typedef uint8_t O;
+    typedef uint32_t A;
+    typedef uint32_t B;
+    typedef uint8_t C;
+    enum { NIN = 2 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* eq_i32 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_eq_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+        case 1: /* eq_f32 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_eq_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+        case 2: /* ne_i32 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_ne_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+        case 3: /* ne_f32 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_ne_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+        case 4: /* lt_i32 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_lt_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+        case 5: /* lt_f32 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_lt_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+        case 6: /* le_i32 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_le_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+        case 7: /* le_f32 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_le_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+        case 8: /* gt_i32 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_gt_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+        case 9: /* gt_f32 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_gt_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+        case 10: /* ge_i32 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_ge_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+        case 11: /* ge_f32 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_ge_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+        case 12: /* logical_and_i32 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+        case 13: /* logical_and_f32 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+        case 14: /* logical_or_i32 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+        case 15: /* logical_or_f32 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+        case 16: /* logical_xor_i32 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+        case 17: /* logical_xor_f32 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+        default: return 0;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_ew_g12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg12>(p, begin, end, cs);
+}
+
+/* group 13: 2 input(s), sizes out 1, in 8 8 */
+struct gpuos__d_ewg13 {
+    typedef uint8_t O;
+    typedef uint64_t A;
+    typedef uint64_t B;
+    typedef uint8_t C;
+    enum { NIN = 2 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* eq_i64 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_eq_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+        case 1: /* eq_f64 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_eq_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+        case 2: /* ne_i64 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_ne_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+        case 3: /* ne_f64 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_ne_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+        case 4: /* lt_i64 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_lt_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+        case 5: /* lt_f64 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_lt_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+        case 6: /* le_i64 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_le_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+        case 7: /* le_f64 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_le_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+        case 8: /* gt_i64 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_gt_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+        case 9: /* gt_f64 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_gt_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+        case 10: /* ge_i64 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_ge_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+        case 11: /* ge_f64 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_ge_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+        case 12: /* logical_and_i64 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+        case 13: /* logical_and_f64 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+        case 14: /* logical_or_i64 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+        case 15: /* logical_or_f64 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+        case 16: /* logical_xor_i64 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+        case 17: /* logical_xor_f64 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+        default: return 0;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_ew_g13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg13>(p, begin, end, cs);
+}
+
+/* group 14: 3 input(s), sizes out 1, in 1 1 1 */
+struct gpuos__d_ewg14 {
     typedef uint8_t O;
     typedef uint8_t A;
     typedef uint8_t B;
     typedef uint8_t C;
     enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return (gpuos__e_where_bool((a), (b), (c)));
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* where_bool */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_where_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)), (gpuos__d_as<uint8_t>(c)))));
+        case 1: /* where_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_where_i8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<int8_t>(b)), (gpuos__d_as<int8_t>(c)))));
+        case 2: /* where_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_where_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)), (gpuos__d_as<uint8_t>(c)))));
+        case 3: /* clamp_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_clamp_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)), (gpuos__d_as<int8_t>(c)))));
+        case 4: /* clamp_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_clamp_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)), (gpuos__d_as<uint8_t>(c)))));
+        case 5: /* fma_i8 */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_fma_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)), (gpuos__d_as<int8_t>(c)))));
+        case 6: /* fma_u8 */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_fma_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)), (gpuos__d_as<uint8_t>(c)))));
+        default: return 0;
+        }
     }
 };
-GPUOS__KERNEL void gpuos__d_ew_where_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_where_bool>(p, begin, end);
+static __device__ __noinline__ void gpuos__d_ew_g14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg14>(p, begin, end, cs);
 }
-struct gpuos__d_f_where_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
+
+/* group 15: 3 input(s), sizes out 2, in 1 2 2 */
+struct gpuos__d_ewg15 {
+    typedef uint16_t O;
     typedef uint8_t A;
-    typedef int8_t B;
-    typedef int8_t C;
+    typedef uint16_t B;
+    typedef uint16_t C;
     enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return (gpuos__e_where_i8((a), (b), (c)));
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* where_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_where_i16((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<int16_t>(b)), (gpuos__d_as<int16_t>(c)))));
+        case 1: /* where_f16 */
+            return gpuos__d_as<O>((uint16_t)(gpuos__e_where_f16((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint16_t>(b)), (gpuos__d_as<uint16_t>(c)))));
+        case 2: /* where_bf16 */
+            return gpuos__d_as<O>((uint16_t)(gpuos__e_where_bf16((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint16_t>(b)), (gpuos__d_as<uint16_t>(c)))));
+        default: return 0;
+        }
     }
 };
-GPUOS__KERNEL void gpuos__d_ew_where_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_where_i8>(p, begin, end);
+static __device__ __noinline__ void gpuos__d_ew_g15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg15>(p, begin, end, cs);
 }
-struct gpuos__d_f_where_u8 : gpuos__d_fn_base {
+
+/* group 16: 3 input(s), sizes out 4, in 1 4 4 */
+struct gpuos__d_ewg16 {
+    typedef uint32_t O;
+    typedef uint8_t A;
+    typedef uint32_t B;
+    typedef uint32_t C;
+    enum { NIN = 3 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* where_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_where_i32((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<int32_t>(b)), (gpuos__d_as<int32_t>(c)))));
+        case 1: /* where_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_where_f32((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<float>(b)), (gpuos__d_as<float>(c)))));
+        default: return 0;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_ew_g16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg16>(p, begin, end, cs);
+}
+
+/* group 17: 3 input(s), sizes out 8, in 1 8 8 */
+struct gpuos__d_ewg17 {
+    typedef uint64_t O;
+    typedef uint8_t A;
+    typedef uint64_t B;
+    typedef uint64_t C;
+    enum { NIN = 3 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* where_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_where_i64((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<int64_t>(b)), (gpuos__d_as<int64_t>(c)))));
+        case 1: /* where_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_where_f64((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<double>(b)), (gpuos__d_as<double>(c)))));
+        default: return 0;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_ew_g17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg17>(p, begin, end, cs);
+}
+
+/* group 18: 3 input(s), sizes out 2, in 2 2 2 */
+struct gpuos__d_ewg18 {
+    typedef uint16_t O;
+    typedef uint16_t A;
+    typedef uint16_t B;
+    typedef uint16_t C;
+    enum { NIN = 3 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* clamp_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_clamp_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)), (gpuos__d_as<int16_t>(c)))));
+        case 1: /* clamp_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_clamp_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(c)))));
+        case 2: /* clamp_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_clamp_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(c)))));
+        case 3: /* lerp_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_lerp_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(c)))));
+        case 4: /* lerp_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_lerp_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(c)))));
+        case 5: /* fma_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_fma_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)), (gpuos__d_as<int16_t>(c)))));
+        case 6: /* fma_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_fma_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(c)))));
+        case 7: /* fma_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_fma_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(c)))));
+        default: return 0;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_ew_g18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg18>(p, begin, end, cs);
+}
+
+/* group 19: 3 input(s), sizes out 4, in 4 4 4 */
+struct gpuos__d_ewg19 {
+    typedef uint32_t O;
+    typedef uint32_t A;
+    typedef uint32_t B;
+    typedef uint32_t C;
+    enum { NIN = 3 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* clamp_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_clamp_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)), (gpuos__d_as<int32_t>(c)))));
+        case 1: /* clamp_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_clamp_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)), (gpuos__d_as<float>(c)))));
+        case 2: /* lerp_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_lerp_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)), (gpuos__d_as<float>(c)))));
+        case 3: /* fma_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_fma_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)), (gpuos__d_as<int32_t>(c)))));
+        case 4: /* fma_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_fma_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)), (gpuos__d_as<float>(c)))));
+        default: return 0;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_ew_g19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg19>(p, begin, end, cs);
+}
+
+/* group 20: 3 input(s), sizes out 8, in 8 8 8 */
+struct gpuos__d_ewg20 {
+    typedef uint64_t O;
+    typedef uint64_t A;
+    typedef uint64_t B;
+    typedef uint64_t C;
+    enum { NIN = 3 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* clamp_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_clamp_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)), (gpuos__d_as<int64_t>(c)))));
+        case 1: /* clamp_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_clamp_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)), (gpuos__d_as<double>(c)))));
+        case 2: /* lerp_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_lerp_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)), (gpuos__d_as<double>(c)))));
+        case 3: /* fma_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_fma_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)), (gpuos__d_as<int64_t>(c)))));
+        case 4: /* fma_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_fma_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)), (gpuos__d_as<double>(c)))));
+        default: return 0;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_ew_g20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg20>(p, begin, end, cs);
+}
+
+/* group 21: 1 input(s), sizes out 2, in 1 */
+struct gpuos__d_ewg21 {
+    typedef uint16_t O;
+    typedef uint8_t A;
+    typedef uint8_t B;
+    typedef uint8_t C;
+    enum { NIN = 1 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* cast_bool_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_cast_bool_i16((gpuos__d_as<uint8_t>(a)))));
+        case 1: /* cast_bool_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_cast_bool_f16((gpuos__d_as<uint8_t>(a)))));
+        case 2: /* cast_bool_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_cast_bool_bf16((gpuos__d_as<uint8_t>(a)))));
+        case 3: /* cast_i8_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_cast_i8_i16((gpuos__d_as<int8_t>(a)))));
+        case 4: /* cast_i8_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_cast_i8_f16((gpuos__d_as<int8_t>(a)))));
+        case 5: /* cast_i8_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_cast_i8_bf16((gpuos__d_as<int8_t>(a)))));
+        case 6: /* cast_u8_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_cast_u8_i16((gpuos__d_as<uint8_t>(a)))));
+        case 7: /* cast_u8_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_cast_u8_f16((gpuos__d_as<uint8_t>(a)))));
+        case 8: /* cast_u8_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_cast_u8_bf16((gpuos__d_as<uint8_t>(a)))));
+        default: return 0;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_ew_g21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg21>(p, begin, end, cs);
+}
+
+/* group 22: 1 input(s), sizes out 4, in 1 */
+struct gpuos__d_ewg22 {
+    typedef uint32_t O;
+    typedef uint8_t A;
+    typedef uint8_t B;
+    typedef uint8_t C;
+    enum { NIN = 1 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* cast_bool_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_cast_bool_i32((gpuos__d_as<uint8_t>(a)))));
+        case 1: /* cast_bool_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_cast_bool_f32((gpuos__d_as<uint8_t>(a)))));
+        case 2: /* cast_i8_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_cast_i8_i32((gpuos__d_as<int8_t>(a)))));
+        case 3: /* cast_i8_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_cast_i8_f32((gpuos__d_as<int8_t>(a)))));
+        case 4: /* cast_u8_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_cast_u8_i32((gpuos__d_as<uint8_t>(a)))));
+        case 5: /* cast_u8_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_cast_u8_f32((gpuos__d_as<uint8_t>(a)))));
+        default: return 0;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_ew_g22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg22>(p, begin, end, cs);
+}
+
+/* group 23: 1 input(s), sizes out 8, in 1 */
+struct gpuos__d_ewg23 {
+    typedef uint64_t O;
+    typedef uint8_t A;
+    typedef uint8_t B;
+    typedef uint8_t C;
+    enum { NIN = 1 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* cast_bool_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_cast_bool_i64((gpuos__d_as<uint8_t>(a)))));
+        case 1: /* cast_bool_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_cast_bool_f64((gpuos__d_as<uint8_t>(a)))));
+        case 2: /* cast_i8_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_cast_i8_i64((gpuos__d_as<int8_t>(a)))));
+        case 3: /* cast_i8_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_cast_i8_f64((gpuos__d_as<int8_t>(a)))));
+        case 4: /* cast_u8_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_cast_u8_i64((gpuos__d_as<uint8_t>(a)))));
+        case 5: /* cast_u8_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_cast_u8_f64((gpuos__d_as<uint8_t>(a)))));
+        default: return 0;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_ew_g23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg23>(p, begin, end, cs);
+}
+
+/* group 24: 1 input(s), sizes out 4, in 2 */
+struct gpuos__d_ewg24 {
+    typedef uint32_t O;
+    typedef uint16_t A;
+    typedef uint8_t B;
+    typedef uint8_t C;
+    enum { NIN = 1 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* cast_i16_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_cast_i16_i32((gpuos__d_as<int16_t>(a)))));
+        case 1: /* cast_i16_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_cast_i16_f32((gpuos__d_as<int16_t>(a)))));
+        case 2: /* cast_f16_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_cast_f16_i32(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 3: /* cast_f16_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_cast_f16_f32(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 4: /* cast_bf16_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_cast_bf16_i32(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 5: /* cast_bf16_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_cast_bf16_f32(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        default: return 0;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_ew_g24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg24>(p, begin, end, cs);
+}
+
+/* group 25: 1 input(s), sizes out 8, in 2 */
+struct gpuos__d_ewg25 {
+    typedef uint64_t O;
+    typedef uint16_t A;
+    typedef uint8_t B;
+    typedef uint8_t C;
+    enum { NIN = 1 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* cast_i16_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_cast_i16_i64((gpuos__d_as<int16_t>(a)))));
+        case 1: /* cast_i16_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_cast_i16_f64((gpuos__d_as<int16_t>(a)))));
+        case 2: /* cast_f16_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_cast_f16_i64(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 3: /* cast_f16_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_cast_f16_f64(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 4: /* cast_bf16_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_cast_bf16_i64(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        case 5: /* cast_bf16_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_cast_bf16_f64(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+        default: return 0;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_ew_g25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg25>(p, begin, end, cs);
+}
+
+/* group 26: 1 input(s), sizes out 2, in 4 */
+struct gpuos__d_ewg26 {
+    typedef uint16_t O;
+    typedef uint32_t A;
+    typedef uint8_t B;
+    typedef uint8_t C;
+    enum { NIN = 1 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* cast_i32_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_cast_i32_i16((gpuos__d_as<int32_t>(a)))));
+        case 1: /* cast_i32_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f64_to_f16(gpuos__e_cast_i32_f16((gpuos__d_as<int32_t>(a)))));
+        case 2: /* cast_i32_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f64_to_bf16(gpuos__e_cast_i32_bf16((gpuos__d_as<int32_t>(a)))));
+        case 3: /* cast_f32_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_cast_f32_i16((gpuos__d_as<float>(a)))));
+        case 4: /* cast_f32_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_cast_f32_f16((gpuos__d_as<float>(a)))));
+        case 5: /* cast_f32_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_cast_f32_bf16((gpuos__d_as<float>(a)))));
+        default: return 0;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_ew_g26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg26>(p, begin, end, cs);
+}
+
+/* group 27: 1 input(s), sizes out 8, in 4 */
+struct gpuos__d_ewg27 {
+    typedef uint64_t O;
+    typedef uint32_t A;
+    typedef uint8_t B;
+    typedef uint8_t C;
+    enum { NIN = 1 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* cast_i32_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_cast_i32_i64((gpuos__d_as<int32_t>(a)))));
+        case 1: /* cast_i32_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_cast_i32_f64((gpuos__d_as<int32_t>(a)))));
+        case 2: /* cast_f32_i64 */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_cast_f32_i64((gpuos__d_as<float>(a)))));
+        case 3: /* cast_f32_f64 */
+            return gpuos__d_as<O>((double)(gpuos__e_cast_f32_f64((gpuos__d_as<float>(a)))));
+        default: return 0;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_ew_g27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg27>(p, begin, end, cs);
+}
+
+/* group 28: 1 input(s), sizes out 2, in 8 */
+struct gpuos__d_ewg28 {
+    typedef uint16_t O;
+    typedef uint64_t A;
+    typedef uint8_t B;
+    typedef uint8_t C;
+    enum { NIN = 1 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* cast_i64_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_cast_i64_i16((gpuos__d_as<int64_t>(a)))));
+        case 1: /* cast_i64_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f64_to_f16(gpuos__e_cast_i64_f16((gpuos__d_as<int64_t>(a)))));
+        case 2: /* cast_i64_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f64_to_bf16(gpuos__e_cast_i64_bf16((gpuos__d_as<int64_t>(a)))));
+        case 3: /* cast_f64_i16 */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_cast_f64_i16((gpuos__d_as<double>(a)))));
+        case 4: /* cast_f64_f16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f64_to_f16(gpuos__e_cast_f64_f16((gpuos__d_as<double>(a)))));
+        case 5: /* cast_f64_bf16 */
+            return gpuos__d_as<O>((uint16_t)gpuos__f64_to_bf16(gpuos__e_cast_f64_bf16((gpuos__d_as<double>(a)))));
+        default: return 0;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_ew_g28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg28>(p, begin, end, cs);
+}
+
+/* group 29: 1 input(s), sizes out 4, in 8 */
+struct gpuos__d_ewg29 {
+    typedef uint32_t O;
+    typedef uint64_t A;
+    typedef uint8_t B;
+    typedef uint8_t C;
+    enum { NIN = 1 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: /* cast_i64_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_cast_i64_i32((gpuos__d_as<int64_t>(a)))));
+        case 1: /* cast_i64_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_cast_i64_f32((gpuos__d_as<int64_t>(a)))));
+        case 2: /* cast_f64_i32 */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_cast_f64_i32((gpuos__d_as<double>(a)))));
+        case 3: /* cast_f64_f32 */
+            return gpuos__d_as<O>((float)(gpuos__e_cast_f64_f32((gpuos__d_as<double>(a)))));
+        default: return 0;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_ew_g29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg29>(p, begin, end, cs);
+}
+
+/* group 30: 0 input(s), sizes out 1 */
+struct gpuos__d_ewg30 {
     typedef uint8_t O;
     typedef uint8_t A;
     typedef uint8_t B;
     typedef uint8_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return (gpuos__e_where_u8((a), (b), (c)));
+    enum { NIN = 0 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_f64_bool(s0))); /* fill_bool */
+        case 1: return gpuos__d_as<O>((int8_t)(gpuos__e_cast_f64_i8(s0))); /* fill_i8 */
+        case 2: return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_f64_u8(s0))); /* fill_u8 */
+        case 3: /* arange_i8: start + i*step rounded twice, as the host (no fused multiply-add) */
+            return gpuos__d_as<O>((int8_t)(gpuos__e_cast_f64_i8(__dadd_rn(s0, __dmul_rn((double)i, s1)))));
+        case 4: /* arange_u8: start + i*step rounded twice, as the host (no fused multiply-add) */
+            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_f64_u8(__dadd_rn(s0, __dmul_rn((double)i, s1)))));
+        default: return 0;
+        }
     }
 };
-GPUOS__KERNEL void gpuos__d_ew_where_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_where_u8>(p, begin, end);
+static __device__ __noinline__ void gpuos__d_ew_g30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg30>(p, begin, end, cs);
 }
-struct gpuos__d_f_where_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef uint8_t A;
-    typedef int16_t B;
-    typedef int16_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return (gpuos__e_where_i16((a), (b), (c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_where_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_where_i16>(p, begin, end);
-}
-struct gpuos__d_f_where_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef uint8_t A;
-    typedef int32_t B;
-    typedef int32_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return (gpuos__e_where_i32((a), (b), (c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_where_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_where_i32>(p, begin, end);
-}
-struct gpuos__d_f_where_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef uint8_t A;
-    typedef int64_t B;
-    typedef int64_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return (gpuos__e_where_i64((a), (b), (c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_where_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_where_i64>(p, begin, end);
-}
-struct gpuos__d_f_where_f16 : gpuos__d_fn_base {
+
+/* group 31: 0 input(s), sizes out 2 */
+struct gpuos__d_ewg31 {
     typedef uint16_t O;
-    typedef uint8_t A;
-    typedef uint16_t B;
-    typedef uint16_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return (gpuos__e_where_f16((a), (b), (c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_where_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_where_f16>(p, begin, end);
-}
-struct gpuos__d_f_where_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint8_t A;
-    typedef uint16_t B;
-    typedef uint16_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return (gpuos__e_where_bf16((a), (b), (c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_where_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_where_bf16>(p, begin, end);
-}
-struct gpuos__d_f_where_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef uint8_t A;
-    typedef float B;
-    typedef float C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return (gpuos__e_where_f32((a), (b), (c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_where_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_where_f32>(p, begin, end);
-}
-struct gpuos__d_f_where_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef uint8_t A;
-    typedef double B;
-    typedef double C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return (gpuos__e_where_f64((a), (b), (c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_where_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_where_f64>(p, begin, end);
-}
-struct gpuos__d_f_clamp_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef int8_t A;
-    typedef int8_t B;
-    typedef int8_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return (gpuos__e_clamp_i8((a), (b), (c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_clamp_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_clamp_i8>(p, begin, end);
-}
-struct gpuos__d_f_clamp_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
     typedef uint8_t A;
     typedef uint8_t B;
     typedef uint8_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return (gpuos__e_clamp_u8((a), (b), (c)));
+    enum { NIN = 0 };
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: return gpuos__d_as<O>((int16_t)(gpuos__e_cast_f64_i16(s0))); /* fill_i16 */
+        case 1: return gpuos__d_as<O>((uint16_t)gpuos__f64_to_f16(gpuos__e_cast_f64_f16(s0))); /* fill_f16 */
+        case 2: return gpuos__d_as<O>((uint16_t)gpuos__f64_to_bf16(gpuos__e_cast_f64_bf16(s0))); /* fill_bf16 */
+        case 3: /* arange_i16: start + i*step rounded twice, as the host (no fused multiply-add) */
+            return gpuos__d_as<O>((int16_t)(gpuos__e_cast_f64_i16(__dadd_rn(s0, __dmul_rn((double)i, s1)))));
+        case 4: /* arange_f16: start + i*step rounded twice, as the host (no fused multiply-add) */
+            return gpuos__d_as<O>((uint16_t)gpuos__f64_to_f16(gpuos__e_cast_f64_f16(__dadd_rn(s0, __dmul_rn((double)i, s1)))));
+        case 5: /* arange_bf16: start + i*step rounded twice, as the host (no fused multiply-add) */
+            return gpuos__d_as<O>((uint16_t)gpuos__f64_to_bf16(gpuos__e_cast_f64_bf16(__dadd_rn(s0, __dmul_rn((double)i, s1)))));
+        default: return 0;
+        }
     }
 };
-GPUOS__KERNEL void gpuos__d_ew_clamp_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_clamp_u8>(p, begin, end);
+static __device__ __noinline__ void gpuos__d_ew_g31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg31>(p, begin, end, cs);
 }
-struct gpuos__d_f_clamp_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef int16_t A;
-    typedef int16_t B;
-    typedef int16_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return (gpuos__e_clamp_i16((a), (b), (c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_clamp_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_clamp_i16>(p, begin, end);
-}
-struct gpuos__d_f_clamp_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef int32_t A;
-    typedef int32_t B;
-    typedef int32_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return (gpuos__e_clamp_i32((a), (b), (c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_clamp_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_clamp_i32>(p, begin, end);
-}
-struct gpuos__d_f_clamp_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef int64_t A;
-    typedef int64_t B;
-    typedef int64_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return (gpuos__e_clamp_i64((a), (b), (c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_clamp_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_clamp_i64>(p, begin, end);
-}
-struct gpuos__d_f_clamp_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    typedef uint16_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_clamp_f16(gpuos__f16_to_f32(a), gpuos__f16_to_f32(b), gpuos__f16_to_f32(c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_clamp_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_clamp_f16>(p, begin, end);
-}
-struct gpuos__d_f_clamp_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    typedef uint16_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_clamp_bf16(gpuos__bf16_to_f32(a), gpuos__bf16_to_f32(b), gpuos__bf16_to_f32(c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_clamp_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_clamp_bf16>(p, begin, end);
-}
-struct gpuos__d_f_clamp_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    typedef float B;
-    typedef float C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return (gpuos__e_clamp_f32((a), (b), (c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_clamp_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_clamp_f32>(p, begin, end);
-}
-struct gpuos__d_f_clamp_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    typedef double B;
-    typedef double C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return (gpuos__e_clamp_f64((a), (b), (c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_clamp_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_clamp_f64>(p, begin, end);
-}
-struct gpuos__d_f_lerp_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    typedef uint16_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_lerp_f16(gpuos__f16_to_f32(a), gpuos__f16_to_f32(b), gpuos__f16_to_f32(c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_lerp_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_lerp_f16>(p, begin, end);
-}
-struct gpuos__d_f_lerp_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    typedef uint16_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_lerp_bf16(gpuos__bf16_to_f32(a), gpuos__bf16_to_f32(b), gpuos__bf16_to_f32(c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_lerp_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_lerp_bf16>(p, begin, end);
-}
-struct gpuos__d_f_lerp_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    typedef float B;
-    typedef float C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return (gpuos__e_lerp_f32((a), (b), (c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_lerp_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_lerp_f32>(p, begin, end);
-}
-struct gpuos__d_f_lerp_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    typedef double B;
-    typedef double C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return (gpuos__e_lerp_f64((a), (b), (c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_lerp_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_lerp_f64>(p, begin, end);
-}
-struct gpuos__d_f_fma_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef int8_t A;
-    typedef int8_t B;
-    typedef int8_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return (gpuos__e_fma_i8((a), (b), (c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_fma_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_fma_i8>(p, begin, end);
-}
-struct gpuos__d_f_fma_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
+
+/* group 32: 0 input(s), sizes out 4 */
+struct gpuos__d_ewg32 {
+    typedef uint32_t O;
     typedef uint8_t A;
     typedef uint8_t B;
     typedef uint8_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return (gpuos__e_fma_u8((a), (b), (c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_fma_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_fma_u8>(p, begin, end);
-}
-struct gpuos__d_f_fma_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef int16_t A;
-    typedef int16_t B;
-    typedef int16_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return (gpuos__e_fma_i16((a), (b), (c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_fma_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_fma_i16>(p, begin, end);
-}
-struct gpuos__d_f_fma_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef int32_t A;
-    typedef int32_t B;
-    typedef int32_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return (gpuos__e_fma_i32((a), (b), (c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_fma_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_fma_i32>(p, begin, end);
-}
-struct gpuos__d_f_fma_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef int64_t A;
-    typedef int64_t B;
-    typedef int64_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return (gpuos__e_fma_i64((a), (b), (c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_fma_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_fma_i64>(p, begin, end);
-}
-struct gpuos__d_f_fma_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    typedef uint16_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_fma_f16(gpuos__f16_to_f32(a), gpuos__f16_to_f32(b), gpuos__f16_to_f32(c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_fma_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_fma_f16>(p, begin, end);
-}
-struct gpuos__d_f_fma_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    typedef uint16_t B;
-    typedef uint16_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_fma_bf16(gpuos__bf16_to_f32(a), gpuos__bf16_to_f32(b), gpuos__bf16_to_f32(c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_fma_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_fma_bf16>(p, begin, end);
-}
-struct gpuos__d_f_fma_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    typedef float B;
-    typedef float C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return (gpuos__e_fma_f32((a), (b), (c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_fma_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_fma_f32>(p, begin, end);
-}
-struct gpuos__d_f_fma_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    typedef double B;
-    typedef double C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(const K &, A a, B b, C c, int64_t) {
-        return (gpuos__e_fma_f64((a), (b), (c)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_fma_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_fma_f64>(p, begin, end);
-}
-struct gpuos__d_f_cast_bool_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_bool_bool((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_bool_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_bool_bool>(p, begin, end);
-}
-struct gpuos__d_f_cast_bool_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_bool_i8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_bool_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_bool_i8>(p, begin, end);
-}
-struct gpuos__d_f_cast_bool_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_bool_u8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_bool_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_bool_u8>(p, begin, end);
-}
-struct gpuos__d_f_cast_bool_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_bool_i16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_bool_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_bool_i16>(p, begin, end);
-}
-struct gpuos__d_f_cast_bool_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_bool_i32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_bool_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_bool_i32>(p, begin, end);
-}
-struct gpuos__d_f_cast_bool_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_bool_i64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_bool_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_bool_i64>(p, begin, end);
-}
-struct gpuos__d_f_cast_bool_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_cast_bool_f16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_bool_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_bool_f16>(p, begin, end);
-}
-struct gpuos__d_f_cast_bool_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_cast_bool_bf16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_bool_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_bool_bf16>(p, begin, end);
-}
-struct gpuos__d_f_cast_bool_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_bool_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_bool_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_bool_f32>(p, begin, end);
-}
-struct gpuos__d_f_cast_bool_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_bool_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_bool_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_bool_f64>(p, begin, end);
-}
-struct gpuos__d_f_cast_i8_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i8_bool((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i8_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i8_bool>(p, begin, end);
-}
-struct gpuos__d_f_cast_i8_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef int8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i8_i8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i8_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i8_i8>(p, begin, end);
-}
-struct gpuos__d_f_cast_i8_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i8_u8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i8_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i8_u8>(p, begin, end);
-}
-struct gpuos__d_f_cast_i8_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef int8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i8_i16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i8_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i8_i16>(p, begin, end);
-}
-struct gpuos__d_f_cast_i8_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef int8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i8_i32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i8_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i8_i32>(p, begin, end);
-}
-struct gpuos__d_f_cast_i8_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef int8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i8_i64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i8_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i8_i64>(p, begin, end);
-}
-struct gpuos__d_f_cast_i8_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef int8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_cast_i8_f16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i8_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i8_f16>(p, begin, end);
-}
-struct gpuos__d_f_cast_i8_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef int8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_cast_i8_bf16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i8_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i8_bf16>(p, begin, end);
-}
-struct gpuos__d_f_cast_i8_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef int8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i8_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i8_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i8_f32>(p, begin, end);
-}
-struct gpuos__d_f_cast_i8_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef int8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i8_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i8_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i8_f64>(p, begin, end);
-}
-struct gpuos__d_f_cast_u8_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_u8_bool((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_u8_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_u8_bool>(p, begin, end);
-}
-struct gpuos__d_f_cast_u8_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_u8_i8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_u8_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_u8_i8>(p, begin, end);
-}
-struct gpuos__d_f_cast_u8_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_u8_u8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_u8_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_u8_u8>(p, begin, end);
-}
-struct gpuos__d_f_cast_u8_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_u8_i16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_u8_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_u8_i16>(p, begin, end);
-}
-struct gpuos__d_f_cast_u8_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_u8_i32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_u8_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_u8_i32>(p, begin, end);
-}
-struct gpuos__d_f_cast_u8_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_u8_i64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_u8_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_u8_i64>(p, begin, end);
-}
-struct gpuos__d_f_cast_u8_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_cast_u8_f16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_u8_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_u8_f16>(p, begin, end);
-}
-struct gpuos__d_f_cast_u8_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_cast_u8_bf16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_u8_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_u8_bf16>(p, begin, end);
-}
-struct gpuos__d_f_cast_u8_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_u8_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_u8_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_u8_f32>(p, begin, end);
-}
-struct gpuos__d_f_cast_u8_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_u8_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_u8_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_u8_f64>(p, begin, end);
-}
-struct gpuos__d_f_cast_i16_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i16_bool((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i16_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i16_bool>(p, begin, end);
-}
-struct gpuos__d_f_cast_i16_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef int16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i16_i8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i16_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i16_i8>(p, begin, end);
-}
-struct gpuos__d_f_cast_i16_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i16_u8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i16_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i16_u8>(p, begin, end);
-}
-struct gpuos__d_f_cast_i16_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef int16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i16_i16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i16_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i16_i16>(p, begin, end);
-}
-struct gpuos__d_f_cast_i16_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef int16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i16_i32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i16_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i16_i32>(p, begin, end);
-}
-struct gpuos__d_f_cast_i16_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef int16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i16_i64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i16_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i16_i64>(p, begin, end);
-}
-struct gpuos__d_f_cast_i16_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef int16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_cast_i16_f16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i16_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i16_f16>(p, begin, end);
-}
-struct gpuos__d_f_cast_i16_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef int16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_cast_i16_bf16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i16_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i16_bf16>(p, begin, end);
-}
-struct gpuos__d_f_cast_i16_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef int16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i16_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i16_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i16_f32>(p, begin, end);
-}
-struct gpuos__d_f_cast_i16_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef int16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i16_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i16_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i16_f64>(p, begin, end);
-}
-struct gpuos__d_f_cast_i32_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int32_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i32_bool((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i32_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i32_bool>(p, begin, end);
-}
-struct gpuos__d_f_cast_i32_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef int32_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i32_i8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i32_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i32_i8>(p, begin, end);
-}
-struct gpuos__d_f_cast_i32_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int32_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i32_u8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i32_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i32_u8>(p, begin, end);
-}
-struct gpuos__d_f_cast_i32_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef int32_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i32_i16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i32_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i32_i16>(p, begin, end);
-}
-struct gpuos__d_f_cast_i32_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef int32_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i32_i32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i32_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i32_i32>(p, begin, end);
-}
-struct gpuos__d_f_cast_i32_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef int32_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i32_i64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i32_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i32_i64>(p, begin, end);
-}
-struct gpuos__d_f_cast_i32_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef int32_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f64_to_f16(gpuos__e_cast_i32_f16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i32_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i32_f16>(p, begin, end);
-}
-struct gpuos__d_f_cast_i32_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef int32_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f64_to_bf16(gpuos__e_cast_i32_bf16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i32_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i32_bf16>(p, begin, end);
-}
-struct gpuos__d_f_cast_i32_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef int32_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i32_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i32_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i32_f32>(p, begin, end);
-}
-struct gpuos__d_f_cast_i32_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef int32_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i32_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i32_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i32_f64>(p, begin, end);
-}
-struct gpuos__d_f_cast_i64_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int64_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i64_bool((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i64_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i64_bool>(p, begin, end);
-}
-struct gpuos__d_f_cast_i64_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef int64_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i64_i8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i64_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i64_i8>(p, begin, end);
-}
-struct gpuos__d_f_cast_i64_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef int64_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i64_u8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i64_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i64_u8>(p, begin, end);
-}
-struct gpuos__d_f_cast_i64_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef int64_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i64_i16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i64_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i64_i16>(p, begin, end);
-}
-struct gpuos__d_f_cast_i64_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef int64_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i64_i32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i64_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i64_i32>(p, begin, end);
-}
-struct gpuos__d_f_cast_i64_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef int64_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i64_i64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i64_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i64_i64>(p, begin, end);
-}
-struct gpuos__d_f_cast_i64_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef int64_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f64_to_f16(gpuos__e_cast_i64_f16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i64_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i64_f16>(p, begin, end);
-}
-struct gpuos__d_f_cast_i64_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef int64_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f64_to_bf16(gpuos__e_cast_i64_bf16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i64_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i64_bf16>(p, begin, end);
-}
-struct gpuos__d_f_cast_i64_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef int64_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i64_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i64_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i64_f32>(p, begin, end);
-}
-struct gpuos__d_f_cast_i64_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef int64_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_i64_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_i64_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_i64_f64>(p, begin, end);
-}
-struct gpuos__d_f_cast_f16_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_f16_bool(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f16_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f16_bool>(p, begin, end);
-}
-struct gpuos__d_f_cast_f16_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_f16_i8(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f16_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f16_i8>(p, begin, end);
-}
-struct gpuos__d_f_cast_f16_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_f16_u8(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f16_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f16_u8>(p, begin, end);
-}
-struct gpuos__d_f_cast_f16_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_f16_i16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f16_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f16_i16>(p, begin, end);
-}
-struct gpuos__d_f_cast_f16_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_f16_i32(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f16_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f16_i32>(p, begin, end);
-}
-struct gpuos__d_f_cast_f16_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_f16_i64(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f16_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f16_i64>(p, begin, end);
-}
-struct gpuos__d_f_cast_f16_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_cast_f16_f16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f16_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f16_f16>(p, begin, end);
-}
-struct gpuos__d_f_cast_f16_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_cast_f16_bf16(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f16_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f16_bf16>(p, begin, end);
-}
-struct gpuos__d_f_cast_f16_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_f16_f32(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f16_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f16_f32>(p, begin, end);
-}
-struct gpuos__d_f_cast_f16_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_f16_f64(gpuos__f16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f16_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f16_f64>(p, begin, end);
-}
-struct gpuos__d_f_cast_bf16_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_bf16_bool(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_bf16_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_bf16_bool>(p, begin, end);
-}
-struct gpuos__d_f_cast_bf16_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_bf16_i8(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_bf16_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_bf16_i8>(p, begin, end);
-}
-struct gpuos__d_f_cast_bf16_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_bf16_u8(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_bf16_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_bf16_u8>(p, begin, end);
-}
-struct gpuos__d_f_cast_bf16_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_bf16_i16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_bf16_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_bf16_i16>(p, begin, end);
-}
-struct gpuos__d_f_cast_bf16_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_bf16_i32(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_bf16_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_bf16_i32>(p, begin, end);
-}
-struct gpuos__d_f_cast_bf16_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_bf16_i64(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_bf16_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_bf16_i64>(p, begin, end);
-}
-struct gpuos__d_f_cast_bf16_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_cast_bf16_f16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_bf16_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_bf16_f16>(p, begin, end);
-}
-struct gpuos__d_f_cast_bf16_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_cast_bf16_bf16(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_bf16_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_bf16_bf16>(p, begin, end);
-}
-struct gpuos__d_f_cast_bf16_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_bf16_f32(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_bf16_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_bf16_f32>(p, begin, end);
-}
-struct gpuos__d_f_cast_bf16_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_bf16_f64(gpuos__bf16_to_f32(a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_bf16_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_bf16_f64>(p, begin, end);
-}
-struct gpuos__d_f_cast_f32_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_f32_bool((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f32_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f32_bool>(p, begin, end);
-}
-struct gpuos__d_f_cast_f32_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_f32_i8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f32_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f32_i8>(p, begin, end);
-}
-struct gpuos__d_f_cast_f32_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_f32_u8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f32_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f32_u8>(p, begin, end);
-}
-struct gpuos__d_f_cast_f32_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_f32_i16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f32_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f32_i16>(p, begin, end);
-}
-struct gpuos__d_f_cast_f32_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_f32_i32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f32_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f32_i32>(p, begin, end);
-}
-struct gpuos__d_f_cast_f32_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_f32_i64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f32_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f32_i64>(p, begin, end);
-}
-struct gpuos__d_f_cast_f32_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_f16(gpuos__e_cast_f32_f16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f32_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f32_f16>(p, begin, end);
-}
-struct gpuos__d_f_cast_f32_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f32_to_bf16(gpuos__e_cast_f32_bf16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f32_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f32_bf16>(p, begin, end);
-}
-struct gpuos__d_f_cast_f32_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_f32_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f32_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f32_f32>(p, begin, end);
-}
-struct gpuos__d_f_cast_f32_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_f32_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f32_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f32_f64>(p, begin, end);
-}
-struct gpuos__d_f_cast_f64_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_f64_bool((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f64_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f64_bool>(p, begin, end);
-}
-struct gpuos__d_f_cast_f64_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_f64_i8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f64_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f64_i8>(p, begin, end);
-}
-struct gpuos__d_f_cast_f64_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_f64_u8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f64_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f64_u8>(p, begin, end);
-}
-struct gpuos__d_f_cast_f64_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_f64_i16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f64_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f64_i16>(p, begin, end);
-}
-struct gpuos__d_f_cast_f64_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_f64_i32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f64_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f64_i32>(p, begin, end);
-}
-struct gpuos__d_f_cast_f64_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_f64_i64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f64_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f64_i64>(p, begin, end);
-}
-struct gpuos__d_f_cast_f64_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f64_to_f16(gpuos__e_cast_f64_f16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f64_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f64_f16>(p, begin, end);
-}
-struct gpuos__d_f_cast_f64_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return gpuos__f64_to_bf16(gpuos__e_cast_f64_bf16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f64_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f64_bf16>(p, begin, end);
-}
-struct gpuos__d_f_cast_f64_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_f64_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f64_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f64_f32>(p, begin, end);
-}
-struct gpuos__d_f_cast_f64_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_cast_f64_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_cast_f64_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_cast_f64_f64>(p, begin, end);
-}
-struct gpuos__d_f_copy_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_copy_bool((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_copy_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_copy_bool>(p, begin, end);
-}
-struct gpuos__d_f_copy_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    typedef int8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_copy_i8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_copy_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_copy_i8>(p, begin, end);
-}
-struct gpuos__d_f_copy_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    typedef uint8_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_copy_u8((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_copy_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_copy_u8>(p, begin, end);
-}
-struct gpuos__d_f_copy_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    typedef int16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_copy_i16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_copy_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_copy_i16>(p, begin, end);
-}
-struct gpuos__d_f_copy_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    typedef int32_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_copy_i32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_copy_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_copy_i32>(p, begin, end);
-}
-struct gpuos__d_f_copy_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    typedef int64_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_copy_i64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_copy_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_copy_i64>(p, begin, end);
-}
-struct gpuos__d_f_copy_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_copy_f16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_copy_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_copy_f16>(p, begin, end);
-}
-struct gpuos__d_f_copy_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    typedef uint16_t A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_copy_bf16((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_copy_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_copy_bf16>(p, begin, end);
-}
-struct gpuos__d_f_copy_f32 : gpuos__d_fn_base {
-    typedef float O;
-    typedef float A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_copy_f32((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_copy_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_copy_f32>(p, begin, end);
-}
-struct gpuos__d_f_copy_f64 : gpuos__d_fn_base {
-    typedef double O;
-    typedef double A;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(const K &, A a, B , C , int64_t) {
-        return (gpuos__e_copy_f64((a)));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_copy_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_copy_f64>(p, begin, end);
-}
-struct gpuos__d_f_fill_bool : gpuos__d_fn_base {
-    typedef uint8_t O;
     enum { NIN = 0 };
-    struct K {
-        O v;
-    };
-    static __device__ __forceinline__ K init(const gpuos__ew_plan *p) {
-        K k;
-        k.v = (gpuos__e_cast_f64_bool(p->scalar[0]));
-        return k;
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: return gpuos__d_as<O>((int32_t)(gpuos__e_cast_f64_i32(s0))); /* fill_i32 */
+        case 1: return gpuos__d_as<O>((float)(gpuos__e_cast_f64_f32(s0))); /* fill_f32 */
+        case 2: /* arange_i32: start + i*step rounded twice, as the host (no fused multiply-add) */
+            return gpuos__d_as<O>((int32_t)(gpuos__e_cast_f64_i32(__dadd_rn(s0, __dmul_rn((double)i, s1)))));
+        case 3: /* arange_f32: start + i*step rounded twice, as the host (no fused multiply-add) */
+            return gpuos__d_as<O>((float)(gpuos__e_cast_f64_f32(__dadd_rn(s0, __dmul_rn((double)i, s1)))));
+        default: return 0;
+        }
     }
-    static __device__ __forceinline__ O f(const K &k, A, B, C, int64_t) { return k.v; }
 };
-GPUOS__KERNEL void gpuos__d_ew_fill_bool(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_fill_bool>(p, begin, end);
+static __device__ __noinline__ void gpuos__d_ew_g32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg32>(p, begin, end, cs);
 }
-struct gpuos__d_f_fill_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
+
+/* group 33: 0 input(s), sizes out 8 */
+struct gpuos__d_ewg33 {
+    typedef uint64_t O;
+    typedef uint8_t A;
+    typedef uint8_t B;
+    typedef uint8_t C;
     enum { NIN = 0 };
-    struct K {
-        O v;
-    };
-    static __device__ __forceinline__ K init(const gpuos__ew_plan *p) {
-        K k;
-        k.v = (gpuos__e_cast_f64_i8(p->scalar[0]));
-        return k;
-    }
-    static __device__ __forceinline__ O f(const K &k, A, B, C, int64_t) { return k.v; }
-};
-GPUOS__KERNEL void gpuos__d_ew_fill_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_fill_i8>(p, begin, end);
-}
-struct gpuos__d_f_fill_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    enum { NIN = 0 };
-    struct K {
-        O v;
-    };
-    static __device__ __forceinline__ K init(const gpuos__ew_plan *p) {
-        K k;
-        k.v = (gpuos__e_cast_f64_u8(p->scalar[0]));
-        return k;
-    }
-    static __device__ __forceinline__ O f(const K &k, A, B, C, int64_t) { return k.v; }
-};
-GPUOS__KERNEL void gpuos__d_ew_fill_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_fill_u8>(p, begin, end);
-}
-struct gpuos__d_f_fill_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    enum { NIN = 0 };
-    struct K {
-        O v;
-    };
-    static __device__ __forceinline__ K init(const gpuos__ew_plan *p) {
-        K k;
-        k.v = (gpuos__e_cast_f64_i16(p->scalar[0]));
-        return k;
-    }
-    static __device__ __forceinline__ O f(const K &k, A, B, C, int64_t) { return k.v; }
-};
-GPUOS__KERNEL void gpuos__d_ew_fill_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_fill_i16>(p, begin, end);
-}
-struct gpuos__d_f_fill_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    enum { NIN = 0 };
-    struct K {
-        O v;
-    };
-    static __device__ __forceinline__ K init(const gpuos__ew_plan *p) {
-        K k;
-        k.v = (gpuos__e_cast_f64_i32(p->scalar[0]));
-        return k;
-    }
-    static __device__ __forceinline__ O f(const K &k, A, B, C, int64_t) { return k.v; }
-};
-GPUOS__KERNEL void gpuos__d_ew_fill_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_fill_i32>(p, begin, end);
-}
-struct gpuos__d_f_fill_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    enum { NIN = 0 };
-    struct K {
-        O v;
-    };
-    static __device__ __forceinline__ K init(const gpuos__ew_plan *p) {
-        K k;
-        k.v = (gpuos__e_cast_f64_i64(p->scalar[0]));
-        return k;
-    }
-    static __device__ __forceinline__ O f(const K &k, A, B, C, int64_t) { return k.v; }
-};
-GPUOS__KERNEL void gpuos__d_ew_fill_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_fill_i64>(p, begin, end);
-}
-struct gpuos__d_f_fill_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    enum { NIN = 0 };
-    struct K {
-        O v;
-    };
-    static __device__ __forceinline__ K init(const gpuos__ew_plan *p) {
-        K k;
-        k.v = gpuos__f64_to_f16(gpuos__e_cast_f64_f16(p->scalar[0]));
-        return k;
-    }
-    static __device__ __forceinline__ O f(const K &k, A, B, C, int64_t) { return k.v; }
-};
-GPUOS__KERNEL void gpuos__d_ew_fill_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_fill_f16>(p, begin, end);
-}
-struct gpuos__d_f_fill_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    enum { NIN = 0 };
-    struct K {
-        O v;
-    };
-    static __device__ __forceinline__ K init(const gpuos__ew_plan *p) {
-        K k;
-        k.v = gpuos__f64_to_bf16(gpuos__e_cast_f64_bf16(p->scalar[0]));
-        return k;
-    }
-    static __device__ __forceinline__ O f(const K &k, A, B, C, int64_t) { return k.v; }
-};
-GPUOS__KERNEL void gpuos__d_ew_fill_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_fill_bf16>(p, begin, end);
-}
-struct gpuos__d_f_fill_f32 : gpuos__d_fn_base {
-    typedef float O;
-    enum { NIN = 0 };
-    struct K {
-        O v;
-    };
-    static __device__ __forceinline__ K init(const gpuos__ew_plan *p) {
-        K k;
-        k.v = (gpuos__e_cast_f64_f32(p->scalar[0]));
-        return k;
-    }
-    static __device__ __forceinline__ O f(const K &k, A, B, C, int64_t) { return k.v; }
-};
-GPUOS__KERNEL void gpuos__d_ew_fill_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_fill_f32>(p, begin, end);
-}
-struct gpuos__d_f_fill_f64 : gpuos__d_fn_base {
-    typedef double O;
-    enum { NIN = 0 };
-    struct K {
-        O v;
-    };
-    static __device__ __forceinline__ K init(const gpuos__ew_plan *p) {
-        K k;
-        k.v = (gpuos__e_cast_f64_f64(p->scalar[0]));
-        return k;
-    }
-    static __device__ __forceinline__ O f(const K &k, A, B, C, int64_t) { return k.v; }
-};
-GPUOS__KERNEL void gpuos__d_ew_fill_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_fill_f64>(p, begin, end);
-}
-struct gpuos__d_f_arange_i8 : gpuos__d_fn_base {
-    typedef int8_t O;
-    enum { NIN = 0 };
-    struct K {
-        double start, step;
-    };
-    static __device__ __forceinline__ K init(const gpuos__ew_plan *p) {
-        K k;
-        k.start = p->scalar[0];
-        k.step = p->scalar[1];
-        return k;
-    }
-    /* start + i*step rounded twice, as the host computes it (no fused multiply-add) */
-    static __device__ __forceinline__ O f(const K &k, A, B, C, int64_t i) {
-        return (gpuos__e_cast_f64_i8(__dadd_rn(k.start, __dmul_rn((double)i, k.step))));
+    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
+        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+        switch (cs) {
+        case 0: return gpuos__d_as<O>((int64_t)(gpuos__e_cast_f64_i64(s0))); /* fill_i64 */
+        case 1: return gpuos__d_as<O>((double)(gpuos__e_cast_f64_f64(s0))); /* fill_f64 */
+        case 2: /* arange_i64: start + i*step rounded twice, as the host (no fused multiply-add) */
+            return gpuos__d_as<O>((int64_t)(gpuos__e_cast_f64_i64(__dadd_rn(s0, __dmul_rn((double)i, s1)))));
+        case 3: /* arange_f64: start + i*step rounded twice, as the host (no fused multiply-add) */
+            return gpuos__d_as<O>((double)(gpuos__e_cast_f64_f64(__dadd_rn(s0, __dmul_rn((double)i, s1)))));
+        default: return 0;
+        }
     }
 };
-GPUOS__KERNEL void gpuos__d_ew_arange_i8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_arange_i8>(p, begin, end);
-}
-struct gpuos__d_f_arange_u8 : gpuos__d_fn_base {
-    typedef uint8_t O;
-    enum { NIN = 0 };
-    struct K {
-        double start, step;
-    };
-    static __device__ __forceinline__ K init(const gpuos__ew_plan *p) {
-        K k;
-        k.start = p->scalar[0];
-        k.step = p->scalar[1];
-        return k;
-    }
-    /* start + i*step rounded twice, as the host computes it (no fused multiply-add) */
-    static __device__ __forceinline__ O f(const K &k, A, B, C, int64_t i) {
-        return (gpuos__e_cast_f64_u8(__dadd_rn(k.start, __dmul_rn((double)i, k.step))));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_arange_u8(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_arange_u8>(p, begin, end);
-}
-struct gpuos__d_f_arange_i16 : gpuos__d_fn_base {
-    typedef int16_t O;
-    enum { NIN = 0 };
-    struct K {
-        double start, step;
-    };
-    static __device__ __forceinline__ K init(const gpuos__ew_plan *p) {
-        K k;
-        k.start = p->scalar[0];
-        k.step = p->scalar[1];
-        return k;
-    }
-    /* start + i*step rounded twice, as the host computes it (no fused multiply-add) */
-    static __device__ __forceinline__ O f(const K &k, A, B, C, int64_t i) {
-        return (gpuos__e_cast_f64_i16(__dadd_rn(k.start, __dmul_rn((double)i, k.step))));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_arange_i16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_arange_i16>(p, begin, end);
-}
-struct gpuos__d_f_arange_i32 : gpuos__d_fn_base {
-    typedef int32_t O;
-    enum { NIN = 0 };
-    struct K {
-        double start, step;
-    };
-    static __device__ __forceinline__ K init(const gpuos__ew_plan *p) {
-        K k;
-        k.start = p->scalar[0];
-        k.step = p->scalar[1];
-        return k;
-    }
-    /* start + i*step rounded twice, as the host computes it (no fused multiply-add) */
-    static __device__ __forceinline__ O f(const K &k, A, B, C, int64_t i) {
-        return (gpuos__e_cast_f64_i32(__dadd_rn(k.start, __dmul_rn((double)i, k.step))));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_arange_i32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_arange_i32>(p, begin, end);
-}
-struct gpuos__d_f_arange_i64 : gpuos__d_fn_base {
-    typedef int64_t O;
-    enum { NIN = 0 };
-    struct K {
-        double start, step;
-    };
-    static __device__ __forceinline__ K init(const gpuos__ew_plan *p) {
-        K k;
-        k.start = p->scalar[0];
-        k.step = p->scalar[1];
-        return k;
-    }
-    /* start + i*step rounded twice, as the host computes it (no fused multiply-add) */
-    static __device__ __forceinline__ O f(const K &k, A, B, C, int64_t i) {
-        return (gpuos__e_cast_f64_i64(__dadd_rn(k.start, __dmul_rn((double)i, k.step))));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_arange_i64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_arange_i64>(p, begin, end);
-}
-struct gpuos__d_f_arange_f16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    enum { NIN = 0 };
-    struct K {
-        double start, step;
-    };
-    static __device__ __forceinline__ K init(const gpuos__ew_plan *p) {
-        K k;
-        k.start = p->scalar[0];
-        k.step = p->scalar[1];
-        return k;
-    }
-    /* start + i*step rounded twice, as the host computes it (no fused multiply-add) */
-    static __device__ __forceinline__ O f(const K &k, A, B, C, int64_t i) {
-        return gpuos__f64_to_f16(gpuos__e_cast_f64_f16(__dadd_rn(k.start, __dmul_rn((double)i, k.step))));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_arange_f16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_arange_f16>(p, begin, end);
-}
-struct gpuos__d_f_arange_bf16 : gpuos__d_fn_base {
-    typedef uint16_t O;
-    enum { NIN = 0 };
-    struct K {
-        double start, step;
-    };
-    static __device__ __forceinline__ K init(const gpuos__ew_plan *p) {
-        K k;
-        k.start = p->scalar[0];
-        k.step = p->scalar[1];
-        return k;
-    }
-    /* start + i*step rounded twice, as the host computes it (no fused multiply-add) */
-    static __device__ __forceinline__ O f(const K &k, A, B, C, int64_t i) {
-        return gpuos__f64_to_bf16(gpuos__e_cast_f64_bf16(__dadd_rn(k.start, __dmul_rn((double)i, k.step))));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_arange_bf16(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_arange_bf16>(p, begin, end);
-}
-struct gpuos__d_f_arange_f32 : gpuos__d_fn_base {
-    typedef float O;
-    enum { NIN = 0 };
-    struct K {
-        double start, step;
-    };
-    static __device__ __forceinline__ K init(const gpuos__ew_plan *p) {
-        K k;
-        k.start = p->scalar[0];
-        k.step = p->scalar[1];
-        return k;
-    }
-    /* start + i*step rounded twice, as the host computes it (no fused multiply-add) */
-    static __device__ __forceinline__ O f(const K &k, A, B, C, int64_t i) {
-        return (gpuos__e_cast_f64_f32(__dadd_rn(k.start, __dmul_rn((double)i, k.step))));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_arange_f32(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_arange_f32>(p, begin, end);
-}
-struct gpuos__d_f_arange_f64 : gpuos__d_fn_base {
-    typedef double O;
-    enum { NIN = 0 };
-    struct K {
-        double start, step;
-    };
-    static __device__ __forceinline__ K init(const gpuos__ew_plan *p) {
-        K k;
-        k.start = p->scalar[0];
-        k.step = p->scalar[1];
-        return k;
-    }
-    /* start + i*step rounded twice, as the host computes it (no fused multiply-add) */
-    static __device__ __forceinline__ O f(const K &k, A, B, C, int64_t i) {
-        return (gpuos__e_cast_f64_f64(__dadd_rn(k.start, __dmul_rn((double)i, k.step))));
-    }
-};
-GPUOS__KERNEL void gpuos__d_ew_arange_f64(const gpuos__ew_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_ew<gpuos__d_f_arange_f64>(p, begin, end);
+static __device__ __noinline__ void gpuos__d_ew_g33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg33>(p, begin, end, cs);
 }
 
 /* ---------------------------------------------------------------- reductions */
-struct gpuos__d_r_sum_i8 {
-    typedef int8_t S;
-    typedef int8_t O;
-    typedef gpuos__racc_sum_i8 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_sum_i8_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_sum_i8_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_sum_i8_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_sum_i8_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_sum_i8(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_sum_i8>(p, begin, end);
-}
-struct gpuos__d_r_sum_u8 {
-    typedef uint8_t S;
-    typedef uint8_t O;
-    typedef gpuos__racc_sum_u8 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_sum_u8_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_sum_u8_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_sum_u8_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_sum_u8_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_sum_u8(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_sum_u8>(p, begin, end);
-}
-struct gpuos__d_r_sum_i16 {
-    typedef int16_t S;
-    typedef int16_t O;
-    typedef gpuos__racc_sum_i16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_sum_i16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_sum_i16_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_sum_i16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_sum_i16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_sum_i16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_sum_i16>(p, begin, end);
-}
-struct gpuos__d_r_sum_i32 {
-    typedef int32_t S;
-    typedef int32_t O;
-    typedef gpuos__racc_sum_i32 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_sum_i32_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_sum_i32_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_sum_i32_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_sum_i32_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_sum_i32(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_sum_i32>(p, begin, end);
-}
-struct gpuos__d_r_sum_i64 {
-    typedef int64_t S;
-    typedef int64_t O;
-    typedef gpuos__racc_sum_i64 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_sum_i64_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_sum_i64_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_sum_i64_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_sum_i64_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_sum_i64(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_sum_i64>(p, begin, end);
-}
-struct gpuos__d_r_sum_f16 {
-    typedef uint16_t S;
-    typedef uint16_t O;
-    typedef gpuos__racc_sum_f16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_sum_f16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_sum_f16_step(acc, gpuos__f16_to_f32(x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_sum_f16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return gpuos__f32_to_f16(gpuos__r_sum_f16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_sum_f16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_sum_f16>(p, begin, end);
-}
-struct gpuos__d_r_sum_bf16 {
-    typedef uint16_t S;
-    typedef uint16_t O;
-    typedef gpuos__racc_sum_bf16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_sum_bf16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_sum_bf16_step(acc, gpuos__bf16_to_f32(x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_sum_bf16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return gpuos__f32_to_bf16(gpuos__r_sum_bf16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_sum_bf16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_sum_bf16>(p, begin, end);
-}
-struct gpuos__d_r_sum_f32 {
-    typedef float S;
-    typedef float O;
-    typedef gpuos__racc_sum_f32 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_sum_f32_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_sum_f32_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_sum_f32_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_sum_f32_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_sum_f32(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_sum_f32>(p, begin, end);
-}
-struct gpuos__d_r_sum_f64 {
-    typedef double S;
-    typedef double O;
-    typedef gpuos__racc_sum_f64 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_sum_f64_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_sum_f64_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_sum_f64_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_sum_f64_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_sum_f64(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_sum_f64>(p, begin, end);
-}
-struct gpuos__d_r_prod_i8 {
-    typedef int8_t S;
-    typedef int8_t O;
-    typedef gpuos__racc_prod_i8 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_prod_i8_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_prod_i8_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_prod_i8_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_prod_i8_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_prod_i8(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_prod_i8>(p, begin, end);
-}
-struct gpuos__d_r_prod_u8 {
-    typedef uint8_t S;
-    typedef uint8_t O;
-    typedef gpuos__racc_prod_u8 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_prod_u8_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_prod_u8_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_prod_u8_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_prod_u8_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_prod_u8(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_prod_u8>(p, begin, end);
-}
-struct gpuos__d_r_prod_i16 {
-    typedef int16_t S;
-    typedef int16_t O;
-    typedef gpuos__racc_prod_i16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_prod_i16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_prod_i16_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_prod_i16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_prod_i16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_prod_i16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_prod_i16>(p, begin, end);
-}
-struct gpuos__d_r_prod_i32 {
-    typedef int32_t S;
-    typedef int32_t O;
-    typedef gpuos__racc_prod_i32 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_prod_i32_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_prod_i32_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_prod_i32_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_prod_i32_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_prod_i32(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_prod_i32>(p, begin, end);
-}
-struct gpuos__d_r_prod_i64 {
-    typedef int64_t S;
-    typedef int64_t O;
-    typedef gpuos__racc_prod_i64 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_prod_i64_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_prod_i64_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_prod_i64_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_prod_i64_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_prod_i64(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_prod_i64>(p, begin, end);
-}
-struct gpuos__d_r_prod_f16 {
-    typedef uint16_t S;
-    typedef uint16_t O;
-    typedef gpuos__racc_prod_f16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_prod_f16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_prod_f16_step(acc, gpuos__f16_to_f32(x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_prod_f16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return gpuos__f32_to_f16(gpuos__r_prod_f16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_prod_f16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_prod_f16>(p, begin, end);
-}
-struct gpuos__d_r_prod_bf16 {
-    typedef uint16_t S;
-    typedef uint16_t O;
-    typedef gpuos__racc_prod_bf16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_prod_bf16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_prod_bf16_step(acc, gpuos__bf16_to_f32(x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_prod_bf16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return gpuos__f32_to_bf16(gpuos__r_prod_bf16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_prod_bf16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_prod_bf16>(p, begin, end);
-}
-struct gpuos__d_r_prod_f32 {
-    typedef float S;
-    typedef float O;
-    typedef gpuos__racc_prod_f32 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_prod_f32_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_prod_f32_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_prod_f32_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_prod_f32_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_prod_f32(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_prod_f32>(p, begin, end);
-}
-struct gpuos__d_r_prod_f64 {
-    typedef double S;
-    typedef double O;
-    typedef gpuos__racc_prod_f64 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_prod_f64_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_prod_f64_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_prod_f64_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_prod_f64_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_prod_f64(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_prod_f64>(p, begin, end);
-}
-struct gpuos__d_r_mean_f16 {
-    typedef uint16_t S;
-    typedef uint16_t O;
-    typedef gpuos__racc_mean_f16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_mean_f16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_mean_f16_step(acc, gpuos__f16_to_f32(x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_mean_f16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return gpuos__f32_to_f16(gpuos__r_mean_f16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_mean_f16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_mean_f16>(p, begin, end);
-}
-struct gpuos__d_r_mean_bf16 {
-    typedef uint16_t S;
-    typedef uint16_t O;
-    typedef gpuos__racc_mean_bf16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_mean_bf16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_mean_bf16_step(acc, gpuos__bf16_to_f32(x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_mean_bf16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return gpuos__f32_to_bf16(gpuos__r_mean_bf16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_mean_bf16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_mean_bf16>(p, begin, end);
-}
-struct gpuos__d_r_mean_f32 {
-    typedef float S;
-    typedef float O;
-    typedef gpuos__racc_mean_f32 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_mean_f32_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_mean_f32_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_mean_f32_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_mean_f32_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_mean_f32(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_mean_f32>(p, begin, end);
-}
-struct gpuos__d_r_mean_f64 {
-    typedef double S;
-    typedef double O;
-    typedef gpuos__racc_mean_f64 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_mean_f64_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_mean_f64_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_mean_f64_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_mean_f64_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_mean_f64(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_mean_f64>(p, begin, end);
-}
-struct gpuos__d_r_min_bool {
-    typedef uint8_t S;
-    typedef uint8_t O;
-    typedef gpuos__racc_min_bool Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_min_bool_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_min_bool_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_min_bool_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_min_bool_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_min_bool(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_min_bool>(p, begin, end);
-}
-struct gpuos__d_r_min_i8 {
-    typedef int8_t S;
-    typedef int8_t O;
-    typedef gpuos__racc_min_i8 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_min_i8_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_min_i8_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_min_i8_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_min_i8_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_min_i8(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_min_i8>(p, begin, end);
-}
-struct gpuos__d_r_min_u8 {
-    typedef uint8_t S;
-    typedef uint8_t O;
-    typedef gpuos__racc_min_u8 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_min_u8_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_min_u8_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_min_u8_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_min_u8_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_min_u8(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_min_u8>(p, begin, end);
-}
-struct gpuos__d_r_min_i16 {
-    typedef int16_t S;
-    typedef int16_t O;
-    typedef gpuos__racc_min_i16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_min_i16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_min_i16_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_min_i16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_min_i16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_min_i16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_min_i16>(p, begin, end);
-}
-struct gpuos__d_r_min_i32 {
-    typedef int32_t S;
-    typedef int32_t O;
-    typedef gpuos__racc_min_i32 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_min_i32_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_min_i32_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_min_i32_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_min_i32_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_min_i32(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_min_i32>(p, begin, end);
-}
-struct gpuos__d_r_min_i64 {
-    typedef int64_t S;
-    typedef int64_t O;
-    typedef gpuos__racc_min_i64 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_min_i64_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_min_i64_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_min_i64_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_min_i64_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_min_i64(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_min_i64>(p, begin, end);
-}
-struct gpuos__d_r_min_f16 {
-    typedef uint16_t S;
-    typedef uint16_t O;
-    typedef gpuos__racc_min_f16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_min_f16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_min_f16_step(acc, gpuos__f16_to_f32(x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_min_f16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return gpuos__f32_to_f16(gpuos__r_min_f16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_min_f16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_min_f16>(p, begin, end);
-}
-struct gpuos__d_r_min_bf16 {
-    typedef uint16_t S;
-    typedef uint16_t O;
-    typedef gpuos__racc_min_bf16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_min_bf16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_min_bf16_step(acc, gpuos__bf16_to_f32(x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_min_bf16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return gpuos__f32_to_bf16(gpuos__r_min_bf16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_min_bf16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_min_bf16>(p, begin, end);
-}
-struct gpuos__d_r_min_f32 {
-    typedef float S;
-    typedef float O;
-    typedef gpuos__racc_min_f32 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_min_f32_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_min_f32_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_min_f32_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_min_f32_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_min_f32(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_min_f32>(p, begin, end);
-}
-struct gpuos__d_r_min_f64 {
-    typedef double S;
-    typedef double O;
-    typedef gpuos__racc_min_f64 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_min_f64_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_min_f64_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_min_f64_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_min_f64_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_min_f64(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_min_f64>(p, begin, end);
-}
-struct gpuos__d_r_max_bool {
-    typedef uint8_t S;
-    typedef uint8_t O;
-    typedef gpuos__racc_max_bool Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_max_bool_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_max_bool_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_max_bool_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_max_bool_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_max_bool(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_max_bool>(p, begin, end);
-}
-struct gpuos__d_r_max_i8 {
-    typedef int8_t S;
-    typedef int8_t O;
-    typedef gpuos__racc_max_i8 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_max_i8_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_max_i8_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_max_i8_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_max_i8_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_max_i8(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_max_i8>(p, begin, end);
-}
-struct gpuos__d_r_max_u8 {
-    typedef uint8_t S;
-    typedef uint8_t O;
-    typedef gpuos__racc_max_u8 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_max_u8_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_max_u8_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_max_u8_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_max_u8_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_max_u8(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_max_u8>(p, begin, end);
-}
-struct gpuos__d_r_max_i16 {
-    typedef int16_t S;
-    typedef int16_t O;
-    typedef gpuos__racc_max_i16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_max_i16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_max_i16_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_max_i16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_max_i16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_max_i16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_max_i16>(p, begin, end);
-}
-struct gpuos__d_r_max_i32 {
-    typedef int32_t S;
-    typedef int32_t O;
-    typedef gpuos__racc_max_i32 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_max_i32_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_max_i32_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_max_i32_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_max_i32_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_max_i32(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_max_i32>(p, begin, end);
-}
-struct gpuos__d_r_max_i64 {
-    typedef int64_t S;
-    typedef int64_t O;
-    typedef gpuos__racc_max_i64 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_max_i64_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_max_i64_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_max_i64_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_max_i64_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_max_i64(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_max_i64>(p, begin, end);
-}
-struct gpuos__d_r_max_f16 {
-    typedef uint16_t S;
-    typedef uint16_t O;
-    typedef gpuos__racc_max_f16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_max_f16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_max_f16_step(acc, gpuos__f16_to_f32(x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_max_f16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return gpuos__f32_to_f16(gpuos__r_max_f16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_max_f16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_max_f16>(p, begin, end);
-}
-struct gpuos__d_r_max_bf16 {
-    typedef uint16_t S;
-    typedef uint16_t O;
-    typedef gpuos__racc_max_bf16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_max_bf16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_max_bf16_step(acc, gpuos__bf16_to_f32(x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_max_bf16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return gpuos__f32_to_bf16(gpuos__r_max_bf16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_max_bf16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_max_bf16>(p, begin, end);
-}
-struct gpuos__d_r_max_f32 {
-    typedef float S;
-    typedef float O;
-    typedef gpuos__racc_max_f32 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_max_f32_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_max_f32_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_max_f32_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_max_f32_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_max_f32(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_max_f32>(p, begin, end);
-}
-struct gpuos__d_r_max_f64 {
-    typedef double S;
-    typedef double O;
-    typedef gpuos__racc_max_f64 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_max_f64_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_max_f64_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_max_f64_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_max_f64_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_max_f64(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_max_f64>(p, begin, end);
-}
-struct gpuos__d_r_argmin_bool {
-    typedef uint8_t S;
-    typedef int64_t O;
-    typedef gpuos__racc_argmin_bool Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_argmin_bool_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_argmin_bool_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_argmin_bool_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_argmin_bool_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_argmin_bool(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_argmin_bool>(p, begin, end);
-}
-struct gpuos__d_r_argmin_i8 {
-    typedef int8_t S;
-    typedef int64_t O;
-    typedef gpuos__racc_argmin_i8 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_argmin_i8_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_argmin_i8_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_argmin_i8_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_argmin_i8_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_argmin_i8(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_argmin_i8>(p, begin, end);
-}
-struct gpuos__d_r_argmin_u8 {
-    typedef uint8_t S;
-    typedef int64_t O;
-    typedef gpuos__racc_argmin_u8 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_argmin_u8_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_argmin_u8_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_argmin_u8_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_argmin_u8_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_argmin_u8(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_argmin_u8>(p, begin, end);
-}
-struct gpuos__d_r_argmin_i16 {
-    typedef int16_t S;
-    typedef int64_t O;
-    typedef gpuos__racc_argmin_i16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_argmin_i16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_argmin_i16_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_argmin_i16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_argmin_i16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_argmin_i16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_argmin_i16>(p, begin, end);
-}
-struct gpuos__d_r_argmin_i32 {
-    typedef int32_t S;
-    typedef int64_t O;
-    typedef gpuos__racc_argmin_i32 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_argmin_i32_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_argmin_i32_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_argmin_i32_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_argmin_i32_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_argmin_i32(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_argmin_i32>(p, begin, end);
-}
-struct gpuos__d_r_argmin_i64 {
-    typedef int64_t S;
-    typedef int64_t O;
-    typedef gpuos__racc_argmin_i64 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_argmin_i64_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_argmin_i64_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_argmin_i64_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_argmin_i64_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_argmin_i64(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_argmin_i64>(p, begin, end);
-}
-struct gpuos__d_r_argmin_f16 {
-    typedef uint16_t S;
-    typedef int64_t O;
-    typedef gpuos__racc_argmin_f16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_argmin_f16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_argmin_f16_step(acc, gpuos__f16_to_f32(x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_argmin_f16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_argmin_f16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_argmin_f16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_argmin_f16>(p, begin, end);
-}
-struct gpuos__d_r_argmin_bf16 {
-    typedef uint16_t S;
-    typedef int64_t O;
-    typedef gpuos__racc_argmin_bf16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_argmin_bf16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_argmin_bf16_step(acc, gpuos__bf16_to_f32(x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_argmin_bf16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_argmin_bf16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_argmin_bf16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_argmin_bf16>(p, begin, end);
-}
-struct gpuos__d_r_argmin_f32 {
-    typedef float S;
-    typedef int64_t O;
-    typedef gpuos__racc_argmin_f32 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_argmin_f32_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_argmin_f32_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_argmin_f32_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_argmin_f32_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_argmin_f32(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_argmin_f32>(p, begin, end);
-}
-struct gpuos__d_r_argmin_f64 {
-    typedef double S;
-    typedef int64_t O;
-    typedef gpuos__racc_argmin_f64 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_argmin_f64_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_argmin_f64_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_argmin_f64_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_argmin_f64_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_argmin_f64(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_argmin_f64>(p, begin, end);
-}
-struct gpuos__d_r_argmax_bool {
-    typedef uint8_t S;
-    typedef int64_t O;
-    typedef gpuos__racc_argmax_bool Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_argmax_bool_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_argmax_bool_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_argmax_bool_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_argmax_bool_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_argmax_bool(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_argmax_bool>(p, begin, end);
-}
-struct gpuos__d_r_argmax_i8 {
-    typedef int8_t S;
-    typedef int64_t O;
-    typedef gpuos__racc_argmax_i8 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_argmax_i8_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_argmax_i8_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_argmax_i8_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_argmax_i8_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_argmax_i8(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_argmax_i8>(p, begin, end);
-}
-struct gpuos__d_r_argmax_u8 {
-    typedef uint8_t S;
-    typedef int64_t O;
-    typedef gpuos__racc_argmax_u8 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_argmax_u8_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_argmax_u8_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_argmax_u8_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_argmax_u8_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_argmax_u8(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_argmax_u8>(p, begin, end);
-}
-struct gpuos__d_r_argmax_i16 {
-    typedef int16_t S;
-    typedef int64_t O;
-    typedef gpuos__racc_argmax_i16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_argmax_i16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_argmax_i16_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_argmax_i16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_argmax_i16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_argmax_i16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_argmax_i16>(p, begin, end);
-}
-struct gpuos__d_r_argmax_i32 {
-    typedef int32_t S;
-    typedef int64_t O;
-    typedef gpuos__racc_argmax_i32 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_argmax_i32_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_argmax_i32_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_argmax_i32_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_argmax_i32_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_argmax_i32(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_argmax_i32>(p, begin, end);
-}
-struct gpuos__d_r_argmax_i64 {
-    typedef int64_t S;
-    typedef int64_t O;
-    typedef gpuos__racc_argmax_i64 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_argmax_i64_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_argmax_i64_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_argmax_i64_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_argmax_i64_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_argmax_i64(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_argmax_i64>(p, begin, end);
-}
-struct gpuos__d_r_argmax_f16 {
-    typedef uint16_t S;
-    typedef int64_t O;
-    typedef gpuos__racc_argmax_f16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_argmax_f16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_argmax_f16_step(acc, gpuos__f16_to_f32(x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_argmax_f16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_argmax_f16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_argmax_f16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_argmax_f16>(p, begin, end);
-}
-struct gpuos__d_r_argmax_bf16 {
-    typedef uint16_t S;
-    typedef int64_t O;
-    typedef gpuos__racc_argmax_bf16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_argmax_bf16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_argmax_bf16_step(acc, gpuos__bf16_to_f32(x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_argmax_bf16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_argmax_bf16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_argmax_bf16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_argmax_bf16>(p, begin, end);
-}
-struct gpuos__d_r_argmax_f32 {
-    typedef float S;
-    typedef int64_t O;
-    typedef gpuos__racc_argmax_f32 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_argmax_f32_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_argmax_f32_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_argmax_f32_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_argmax_f32_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_argmax_f32(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_argmax_f32>(p, begin, end);
-}
-struct gpuos__d_r_argmax_f64 {
-    typedef double S;
-    typedef int64_t O;
-    typedef gpuos__racc_argmax_f64 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_argmax_f64_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_argmax_f64_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_argmax_f64_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_argmax_f64_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_argmax_f64(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_argmax_f64>(p, begin, end);
-}
-struct gpuos__d_r_any_bool {
-    typedef uint8_t S;
-    typedef uint8_t O;
-    typedef gpuos__racc_any_bool Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_any_bool_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_any_bool_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_any_bool_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_any_bool_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_any_bool(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_any_bool>(p, begin, end);
-}
-struct gpuos__d_r_any_i8 {
-    typedef int8_t S;
-    typedef uint8_t O;
-    typedef gpuos__racc_any_i8 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_any_i8_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_any_i8_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_any_i8_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_any_i8_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_any_i8(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_any_i8>(p, begin, end);
-}
-struct gpuos__d_r_any_u8 {
-    typedef uint8_t S;
-    typedef uint8_t O;
-    typedef gpuos__racc_any_u8 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_any_u8_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_any_u8_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_any_u8_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_any_u8_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_any_u8(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_any_u8>(p, begin, end);
-}
-struct gpuos__d_r_any_i16 {
-    typedef int16_t S;
-    typedef uint8_t O;
-    typedef gpuos__racc_any_i16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_any_i16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_any_i16_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_any_i16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_any_i16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_any_i16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_any_i16>(p, begin, end);
-}
-struct gpuos__d_r_any_i32 {
-    typedef int32_t S;
-    typedef uint8_t O;
-    typedef gpuos__racc_any_i32 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_any_i32_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_any_i32_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_any_i32_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_any_i32_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_any_i32(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_any_i32>(p, begin, end);
-}
-struct gpuos__d_r_any_i64 {
-    typedef int64_t S;
-    typedef uint8_t O;
-    typedef gpuos__racc_any_i64 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_any_i64_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_any_i64_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_any_i64_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_any_i64_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_any_i64(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_any_i64>(p, begin, end);
-}
-struct gpuos__d_r_any_f16 {
-    typedef uint16_t S;
-    typedef uint8_t O;
-    typedef gpuos__racc_any_f16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_any_f16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_any_f16_step(acc, gpuos__f16_to_f32(x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_any_f16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_any_f16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_any_f16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_any_f16>(p, begin, end);
-}
-struct gpuos__d_r_any_bf16 {
-    typedef uint16_t S;
-    typedef uint8_t O;
-    typedef gpuos__racc_any_bf16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_any_bf16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_any_bf16_step(acc, gpuos__bf16_to_f32(x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_any_bf16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_any_bf16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_any_bf16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_any_bf16>(p, begin, end);
-}
-struct gpuos__d_r_any_f32 {
-    typedef float S;
-    typedef uint8_t O;
-    typedef gpuos__racc_any_f32 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_any_f32_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_any_f32_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_any_f32_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_any_f32_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_any_f32(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_any_f32>(p, begin, end);
-}
-struct gpuos__d_r_any_f64 {
-    typedef double S;
-    typedef uint8_t O;
-    typedef gpuos__racc_any_f64 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_any_f64_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_any_f64_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_any_f64_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_any_f64_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_any_f64(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_any_f64>(p, begin, end);
-}
-struct gpuos__d_r_all_bool {
-    typedef uint8_t S;
-    typedef uint8_t O;
-    typedef gpuos__racc_all_bool Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_all_bool_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_all_bool_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_all_bool_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_all_bool_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_all_bool(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_all_bool>(p, begin, end);
-}
-struct gpuos__d_r_all_i8 {
-    typedef int8_t S;
-    typedef uint8_t O;
-    typedef gpuos__racc_all_i8 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_all_i8_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_all_i8_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_all_i8_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_all_i8_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_all_i8(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_all_i8>(p, begin, end);
-}
-struct gpuos__d_r_all_u8 {
-    typedef uint8_t S;
-    typedef uint8_t O;
-    typedef gpuos__racc_all_u8 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_all_u8_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_all_u8_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_all_u8_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_all_u8_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_all_u8(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_all_u8>(p, begin, end);
-}
-struct gpuos__d_r_all_i16 {
-    typedef int16_t S;
-    typedef uint8_t O;
-    typedef gpuos__racc_all_i16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_all_i16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_all_i16_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_all_i16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_all_i16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_all_i16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_all_i16>(p, begin, end);
-}
-struct gpuos__d_r_all_i32 {
-    typedef int32_t S;
-    typedef uint8_t O;
-    typedef gpuos__racc_all_i32 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_all_i32_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_all_i32_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_all_i32_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_all_i32_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_all_i32(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_all_i32>(p, begin, end);
-}
-struct gpuos__d_r_all_i64 {
-    typedef int64_t S;
-    typedef uint8_t O;
-    typedef gpuos__racc_all_i64 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_all_i64_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_all_i64_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_all_i64_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_all_i64_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_all_i64(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_all_i64>(p, begin, end);
-}
-struct gpuos__d_r_all_f16 {
-    typedef uint16_t S;
-    typedef uint8_t O;
-    typedef gpuos__racc_all_f16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_all_f16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_all_f16_step(acc, gpuos__f16_to_f32(x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_all_f16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_all_f16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_all_f16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_all_f16>(p, begin, end);
-}
-struct gpuos__d_r_all_bf16 {
-    typedef uint16_t S;
-    typedef uint8_t O;
-    typedef gpuos__racc_all_bf16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_all_bf16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_all_bf16_step(acc, gpuos__bf16_to_f32(x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_all_bf16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_all_bf16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_all_bf16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_all_bf16>(p, begin, end);
-}
-struct gpuos__d_r_all_f32 {
-    typedef float S;
-    typedef uint8_t O;
-    typedef gpuos__racc_all_f32 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_all_f32_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_all_f32_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_all_f32_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_all_f32_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_all_f32(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_all_f32>(p, begin, end);
-}
-struct gpuos__d_r_all_f64 {
-    typedef double S;
-    typedef uint8_t O;
-    typedef gpuos__racc_all_f64 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_all_f64_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_all_f64_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_all_f64_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_all_f64_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_all_f64(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_all_f64>(p, begin, end);
-}
-struct gpuos__d_r_norm2_f16 {
-    typedef uint16_t S;
-    typedef uint16_t O;
-    typedef gpuos__racc_norm2_f16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_norm2_f16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_norm2_f16_step(acc, gpuos__f16_to_f32(x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_norm2_f16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return gpuos__f32_to_f16(gpuos__r_norm2_f16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_norm2_f16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_norm2_f16>(p, begin, end);
-}
-struct gpuos__d_r_norm2_bf16 {
-    typedef uint16_t S;
-    typedef uint16_t O;
-    typedef gpuos__racc_norm2_bf16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_norm2_bf16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_norm2_bf16_step(acc, gpuos__bf16_to_f32(x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_norm2_bf16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return gpuos__f32_to_bf16(gpuos__r_norm2_bf16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_norm2_bf16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_norm2_bf16>(p, begin, end);
-}
-struct gpuos__d_r_norm2_f32 {
-    typedef float S;
-    typedef float O;
-    typedef gpuos__racc_norm2_f32 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_norm2_f32_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_norm2_f32_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_norm2_f32_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_norm2_f32_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_norm2_f32(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_norm2_f32>(p, begin, end);
-}
-struct gpuos__d_r_norm2_f64 {
-    typedef double S;
-    typedef double O;
-    typedef gpuos__racc_norm2_f64 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_norm2_f64_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_norm2_f64_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_norm2_f64_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_norm2_f64_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_norm2_f64(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_norm2_f64>(p, begin, end);
-}
-struct gpuos__d_r_var_f16 {
-    typedef uint16_t S;
-    typedef uint16_t O;
-    typedef gpuos__racc_var_f16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_var_f16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_var_f16_step(acc, gpuos__f16_to_f32(x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_var_f16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return gpuos__f32_to_f16(gpuos__r_var_f16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_var_f16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_var_f16>(p, begin, end);
-}
-struct gpuos__d_r_var_bf16 {
-    typedef uint16_t S;
-    typedef uint16_t O;
-    typedef gpuos__racc_var_bf16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_var_bf16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_var_bf16_step(acc, gpuos__bf16_to_f32(x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_var_bf16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return gpuos__f32_to_bf16(gpuos__r_var_bf16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_var_bf16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_var_bf16>(p, begin, end);
-}
-struct gpuos__d_r_var_f32 {
-    typedef float S;
-    typedef float O;
-    typedef gpuos__racc_var_f32 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_var_f32_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_var_f32_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_var_f32_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_var_f32_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_var_f32(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_var_f32>(p, begin, end);
-}
-struct gpuos__d_r_var_f64 {
-    typedef double S;
-    typedef double O;
-    typedef gpuos__racc_var_f64 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_var_f64_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_var_f64_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_var_f64_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_var_f64_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_var_f64(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_var_f64>(p, begin, end);
-}
-struct gpuos__d_r_std_f16 {
-    typedef uint16_t S;
-    typedef uint16_t O;
-    typedef gpuos__racc_std_f16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_std_f16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_std_f16_step(acc, gpuos__f16_to_f32(x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_std_f16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return gpuos__f32_to_f16(gpuos__r_std_f16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_std_f16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_std_f16>(p, begin, end);
-}
-struct gpuos__d_r_std_bf16 {
-    typedef uint16_t S;
-    typedef uint16_t O;
-    typedef gpuos__racc_std_bf16 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_std_bf16_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_std_bf16_step(acc, gpuos__bf16_to_f32(x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_std_bf16_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return gpuos__f32_to_bf16(gpuos__r_std_bf16_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_std_bf16(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_std_bf16>(p, begin, end);
-}
-struct gpuos__d_r_std_f32 {
-    typedef float S;
-    typedef float O;
-    typedef gpuos__racc_std_f32 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_std_f32_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_std_f32_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_std_f32_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_std_f32_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_std_f32(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_std_f32>(p, begin, end);
-}
-struct gpuos__d_r_std_f64 {
-    typedef double S;
-    typedef double O;
-    typedef gpuos__racc_std_f64 Acc;
-    static __device__ __forceinline__ Acc init() { return gpuos__r_std_f64_init(); }
-    static __device__ __forceinline__ Acc step(Acc acc, S x, int64_t j) { return gpuos__r_std_f64_step(acc, (x), j); }
-    static __device__ __forceinline__ Acc merge(Acc a, Acc b) { return gpuos__r_std_f64_merge(a, b); }
-    static __device__ __forceinline__ O final(Acc acc, int64_t n, int32_t corr) {
-        return (gpuos__r_std_f64_final(acc, n, corr));
-    }
-};
-GPUOS__KERNEL void gpuos__d_reduce_std_f64(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_reduce<gpuos__d_r_std_f64>(p, begin, end);
+/* group 34: sum */
+struct gpuos__d_redg_sum {
+    union Acc {
+        gpuos__racc_sum_i8 k0;
+        gpuos__racc_sum_u8 k1;
+        gpuos__racc_sum_i16 k2;
+        gpuos__racc_sum_i32 k3;
+        gpuos__racc_sum_i64 k4;
+        gpuos__racc_sum_f16 k5;
+        gpuos__racc_sum_bf16 k6;
+        gpuos__racc_sum_f32 k7;
+        gpuos__racc_sum_f64 k8;
+    };
+    int c;
+    __device__ __forceinline__ Acc init() const {
+        Acc r;
+        switch (c) {
+        case 0: r.k0 = gpuos__r_sum_i8_init(); break;
+        case 1: r.k1 = gpuos__r_sum_u8_init(); break;
+        case 2: r.k2 = gpuos__r_sum_i16_init(); break;
+        case 3: r.k3 = gpuos__r_sum_i32_init(); break;
+        case 4: r.k4 = gpuos__r_sum_i64_init(); break;
+        case 5: r.k5 = gpuos__r_sum_f16_init(); break;
+        case 6: r.k6 = gpuos__r_sum_bf16_init(); break;
+        case 7: r.k7 = gpuos__r_sum_f32_init(); break;
+        case 8: r.k8 = gpuos__r_sum_f64_init(); break;
+        default: break;
+        }
+        return r;
+    }
+    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
+        switch (c) {
+        case 0: a.k0 = gpuos__r_sum_i8_step(a.k0, (*(const int8_t *)x), j); break;
+        case 1: a.k1 = gpuos__r_sum_u8_step(a.k1, (*(const uint8_t *)x), j); break;
+        case 2: a.k2 = gpuos__r_sum_i16_step(a.k2, (*(const int16_t *)x), j); break;
+        case 3: a.k3 = gpuos__r_sum_i32_step(a.k3, (*(const int32_t *)x), j); break;
+        case 4: a.k4 = gpuos__r_sum_i64_step(a.k4, (*(const int64_t *)x), j); break;
+        case 5: a.k5 = gpuos__r_sum_f16_step(a.k5, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
+        case 6: a.k6 = gpuos__r_sum_bf16_step(a.k6, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
+        case 7: a.k7 = gpuos__r_sum_f32_step(a.k7, (*(const float *)x), j); break;
+        case 8: a.k8 = gpuos__r_sum_f64_step(a.k8, (*(const double *)x), j); break;
+        default: break;
+        }
+        return a;
+    }
+    __device__ __forceinline__ Acc merge(Acc a, Acc b) const {
+        switch (c) {
+        case 0: a.k0 = gpuos__r_sum_i8_merge(a.k0, b.k0); break;
+        case 1: a.k1 = gpuos__r_sum_u8_merge(a.k1, b.k1); break;
+        case 2: a.k2 = gpuos__r_sum_i16_merge(a.k2, b.k2); break;
+        case 3: a.k3 = gpuos__r_sum_i32_merge(a.k3, b.k3); break;
+        case 4: a.k4 = gpuos__r_sum_i64_merge(a.k4, b.k4); break;
+        case 5: a.k5 = gpuos__r_sum_f16_merge(a.k5, b.k5); break;
+        case 6: a.k6 = gpuos__r_sum_bf16_merge(a.k6, b.k6); break;
+        case 7: a.k7 = gpuos__r_sum_f32_merge(a.k7, b.k7); break;
+        case 8: a.k8 = gpuos__r_sum_f64_merge(a.k8, b.k8); break;
+        default: break;
+        }
+        return a;
+    }
+    __device__ __forceinline__ void final(Acc a, char *out, int64_t n, int32_t corr) const {
+        switch (c) {
+        case 0: *(int8_t *)out = (gpuos__r_sum_i8_final(a.k0, n, corr)); break;
+        case 1: *(uint8_t *)out = (gpuos__r_sum_u8_final(a.k1, n, corr)); break;
+        case 2: *(int16_t *)out = (gpuos__r_sum_i16_final(a.k2, n, corr)); break;
+        case 3: *(int32_t *)out = (gpuos__r_sum_i32_final(a.k3, n, corr)); break;
+        case 4: *(int64_t *)out = (gpuos__r_sum_i64_final(a.k4, n, corr)); break;
+        case 5: *(uint16_t *)out = gpuos__f32_to_f16(gpuos__r_sum_f16_final(a.k5, n, corr)); break;
+        case 6: *(uint16_t *)out = gpuos__f32_to_bf16(gpuos__r_sum_bf16_final(a.k6, n, corr)); break;
+        case 7: *(float *)out = (gpuos__r_sum_f32_final(a.k7, n, corr)); break;
+        case 8: *(double *)out = (gpuos__r_sum_f64_final(a.k8, n, corr)); break;
+        default: break;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_reduce_sum(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_reduce<gpuos__d_redg_sum>(p, begin, end, cs);
+}
+
+/* group 35: prod */
+struct gpuos__d_redg_prod {
+    union Acc {
+        gpuos__racc_prod_i8 k0;
+        gpuos__racc_prod_u8 k1;
+        gpuos__racc_prod_i16 k2;
+        gpuos__racc_prod_i32 k3;
+        gpuos__racc_prod_i64 k4;
+        gpuos__racc_prod_f16 k5;
+        gpuos__racc_prod_bf16 k6;
+        gpuos__racc_prod_f32 k7;
+        gpuos__racc_prod_f64 k8;
+    };
+    int c;
+    __device__ __forceinline__ Acc init() const {
+        Acc r;
+        switch (c) {
+        case 0: r.k0 = gpuos__r_prod_i8_init(); break;
+        case 1: r.k1 = gpuos__r_prod_u8_init(); break;
+        case 2: r.k2 = gpuos__r_prod_i16_init(); break;
+        case 3: r.k3 = gpuos__r_prod_i32_init(); break;
+        case 4: r.k4 = gpuos__r_prod_i64_init(); break;
+        case 5: r.k5 = gpuos__r_prod_f16_init(); break;
+        case 6: r.k6 = gpuos__r_prod_bf16_init(); break;
+        case 7: r.k7 = gpuos__r_prod_f32_init(); break;
+        case 8: r.k8 = gpuos__r_prod_f64_init(); break;
+        default: break;
+        }
+        return r;
+    }
+    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
+        switch (c) {
+        case 0: a.k0 = gpuos__r_prod_i8_step(a.k0, (*(const int8_t *)x), j); break;
+        case 1: a.k1 = gpuos__r_prod_u8_step(a.k1, (*(const uint8_t *)x), j); break;
+        case 2: a.k2 = gpuos__r_prod_i16_step(a.k2, (*(const int16_t *)x), j); break;
+        case 3: a.k3 = gpuos__r_prod_i32_step(a.k3, (*(const int32_t *)x), j); break;
+        case 4: a.k4 = gpuos__r_prod_i64_step(a.k4, (*(const int64_t *)x), j); break;
+        case 5: a.k5 = gpuos__r_prod_f16_step(a.k5, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
+        case 6: a.k6 = gpuos__r_prod_bf16_step(a.k6, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
+        case 7: a.k7 = gpuos__r_prod_f32_step(a.k7, (*(const float *)x), j); break;
+        case 8: a.k8 = gpuos__r_prod_f64_step(a.k8, (*(const double *)x), j); break;
+        default: break;
+        }
+        return a;
+    }
+    __device__ __forceinline__ Acc merge(Acc a, Acc b) const {
+        switch (c) {
+        case 0: a.k0 = gpuos__r_prod_i8_merge(a.k0, b.k0); break;
+        case 1: a.k1 = gpuos__r_prod_u8_merge(a.k1, b.k1); break;
+        case 2: a.k2 = gpuos__r_prod_i16_merge(a.k2, b.k2); break;
+        case 3: a.k3 = gpuos__r_prod_i32_merge(a.k3, b.k3); break;
+        case 4: a.k4 = gpuos__r_prod_i64_merge(a.k4, b.k4); break;
+        case 5: a.k5 = gpuos__r_prod_f16_merge(a.k5, b.k5); break;
+        case 6: a.k6 = gpuos__r_prod_bf16_merge(a.k6, b.k6); break;
+        case 7: a.k7 = gpuos__r_prod_f32_merge(a.k7, b.k7); break;
+        case 8: a.k8 = gpuos__r_prod_f64_merge(a.k8, b.k8); break;
+        default: break;
+        }
+        return a;
+    }
+    __device__ __forceinline__ void final(Acc a, char *out, int64_t n, int32_t corr) const {
+        switch (c) {
+        case 0: *(int8_t *)out = (gpuos__r_prod_i8_final(a.k0, n, corr)); break;
+        case 1: *(uint8_t *)out = (gpuos__r_prod_u8_final(a.k1, n, corr)); break;
+        case 2: *(int16_t *)out = (gpuos__r_prod_i16_final(a.k2, n, corr)); break;
+        case 3: *(int32_t *)out = (gpuos__r_prod_i32_final(a.k3, n, corr)); break;
+        case 4: *(int64_t *)out = (gpuos__r_prod_i64_final(a.k4, n, corr)); break;
+        case 5: *(uint16_t *)out = gpuos__f32_to_f16(gpuos__r_prod_f16_final(a.k5, n, corr)); break;
+        case 6: *(uint16_t *)out = gpuos__f32_to_bf16(gpuos__r_prod_bf16_final(a.k6, n, corr)); break;
+        case 7: *(float *)out = (gpuos__r_prod_f32_final(a.k7, n, corr)); break;
+        case 8: *(double *)out = (gpuos__r_prod_f64_final(a.k8, n, corr)); break;
+        default: break;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_reduce_prod(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_reduce<gpuos__d_redg_prod>(p, begin, end, cs);
+}
+
+/* group 36: mean */
+struct gpuos__d_redg_mean {
+    union Acc {
+        gpuos__racc_mean_f16 k0;
+        gpuos__racc_mean_bf16 k1;
+        gpuos__racc_mean_f32 k2;
+        gpuos__racc_mean_f64 k3;
+    };
+    int c;
+    __device__ __forceinline__ Acc init() const {
+        Acc r;
+        switch (c) {
+        case 0: r.k0 = gpuos__r_mean_f16_init(); break;
+        case 1: r.k1 = gpuos__r_mean_bf16_init(); break;
+        case 2: r.k2 = gpuos__r_mean_f32_init(); break;
+        case 3: r.k3 = gpuos__r_mean_f64_init(); break;
+        default: break;
+        }
+        return r;
+    }
+    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
+        switch (c) {
+        case 0: a.k0 = gpuos__r_mean_f16_step(a.k0, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
+        case 1: a.k1 = gpuos__r_mean_bf16_step(a.k1, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
+        case 2: a.k2 = gpuos__r_mean_f32_step(a.k2, (*(const float *)x), j); break;
+        case 3: a.k3 = gpuos__r_mean_f64_step(a.k3, (*(const double *)x), j); break;
+        default: break;
+        }
+        return a;
+    }
+    __device__ __forceinline__ Acc merge(Acc a, Acc b) const {
+        switch (c) {
+        case 0: a.k0 = gpuos__r_mean_f16_merge(a.k0, b.k0); break;
+        case 1: a.k1 = gpuos__r_mean_bf16_merge(a.k1, b.k1); break;
+        case 2: a.k2 = gpuos__r_mean_f32_merge(a.k2, b.k2); break;
+        case 3: a.k3 = gpuos__r_mean_f64_merge(a.k3, b.k3); break;
+        default: break;
+        }
+        return a;
+    }
+    __device__ __forceinline__ void final(Acc a, char *out, int64_t n, int32_t corr) const {
+        switch (c) {
+        case 0: *(uint16_t *)out = gpuos__f32_to_f16(gpuos__r_mean_f16_final(a.k0, n, corr)); break;
+        case 1: *(uint16_t *)out = gpuos__f32_to_bf16(gpuos__r_mean_bf16_final(a.k1, n, corr)); break;
+        case 2: *(float *)out = (gpuos__r_mean_f32_final(a.k2, n, corr)); break;
+        case 3: *(double *)out = (gpuos__r_mean_f64_final(a.k3, n, corr)); break;
+        default: break;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_reduce_mean(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_reduce<gpuos__d_redg_mean>(p, begin, end, cs);
+}
+
+/* group 37: min */
+struct gpuos__d_redg_min {
+    union Acc {
+        gpuos__racc_min_bool k0;
+        gpuos__racc_min_i8 k1;
+        gpuos__racc_min_u8 k2;
+        gpuos__racc_min_i16 k3;
+        gpuos__racc_min_i32 k4;
+        gpuos__racc_min_i64 k5;
+        gpuos__racc_min_f16 k6;
+        gpuos__racc_min_bf16 k7;
+        gpuos__racc_min_f32 k8;
+        gpuos__racc_min_f64 k9;
+    };
+    int c;
+    __device__ __forceinline__ Acc init() const {
+        Acc r;
+        switch (c) {
+        case 0: r.k0 = gpuos__r_min_bool_init(); break;
+        case 1: r.k1 = gpuos__r_min_i8_init(); break;
+        case 2: r.k2 = gpuos__r_min_u8_init(); break;
+        case 3: r.k3 = gpuos__r_min_i16_init(); break;
+        case 4: r.k4 = gpuos__r_min_i32_init(); break;
+        case 5: r.k5 = gpuos__r_min_i64_init(); break;
+        case 6: r.k6 = gpuos__r_min_f16_init(); break;
+        case 7: r.k7 = gpuos__r_min_bf16_init(); break;
+        case 8: r.k8 = gpuos__r_min_f32_init(); break;
+        case 9: r.k9 = gpuos__r_min_f64_init(); break;
+        default: break;
+        }
+        return r;
+    }
+    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
+        switch (c) {
+        case 0: a.k0 = gpuos__r_min_bool_step(a.k0, (*(const uint8_t *)x), j); break;
+        case 1: a.k1 = gpuos__r_min_i8_step(a.k1, (*(const int8_t *)x), j); break;
+        case 2: a.k2 = gpuos__r_min_u8_step(a.k2, (*(const uint8_t *)x), j); break;
+        case 3: a.k3 = gpuos__r_min_i16_step(a.k3, (*(const int16_t *)x), j); break;
+        case 4: a.k4 = gpuos__r_min_i32_step(a.k4, (*(const int32_t *)x), j); break;
+        case 5: a.k5 = gpuos__r_min_i64_step(a.k5, (*(const int64_t *)x), j); break;
+        case 6: a.k6 = gpuos__r_min_f16_step(a.k6, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
+        case 7: a.k7 = gpuos__r_min_bf16_step(a.k7, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
+        case 8: a.k8 = gpuos__r_min_f32_step(a.k8, (*(const float *)x), j); break;
+        case 9: a.k9 = gpuos__r_min_f64_step(a.k9, (*(const double *)x), j); break;
+        default: break;
+        }
+        return a;
+    }
+    __device__ __forceinline__ Acc merge(Acc a, Acc b) const {
+        switch (c) {
+        case 0: a.k0 = gpuos__r_min_bool_merge(a.k0, b.k0); break;
+        case 1: a.k1 = gpuos__r_min_i8_merge(a.k1, b.k1); break;
+        case 2: a.k2 = gpuos__r_min_u8_merge(a.k2, b.k2); break;
+        case 3: a.k3 = gpuos__r_min_i16_merge(a.k3, b.k3); break;
+        case 4: a.k4 = gpuos__r_min_i32_merge(a.k4, b.k4); break;
+        case 5: a.k5 = gpuos__r_min_i64_merge(a.k5, b.k5); break;
+        case 6: a.k6 = gpuos__r_min_f16_merge(a.k6, b.k6); break;
+        case 7: a.k7 = gpuos__r_min_bf16_merge(a.k7, b.k7); break;
+        case 8: a.k8 = gpuos__r_min_f32_merge(a.k8, b.k8); break;
+        case 9: a.k9 = gpuos__r_min_f64_merge(a.k9, b.k9); break;
+        default: break;
+        }
+        return a;
+    }
+    __device__ __forceinline__ void final(Acc a, char *out, int64_t n, int32_t corr) const {
+        switch (c) {
+        case 0: *(uint8_t *)out = (gpuos__r_min_bool_final(a.k0, n, corr)); break;
+        case 1: *(int8_t *)out = (gpuos__r_min_i8_final(a.k1, n, corr)); break;
+        case 2: *(uint8_t *)out = (gpuos__r_min_u8_final(a.k2, n, corr)); break;
+        case 3: *(int16_t *)out = (gpuos__r_min_i16_final(a.k3, n, corr)); break;
+        case 4: *(int32_t *)out = (gpuos__r_min_i32_final(a.k4, n, corr)); break;
+        case 5: *(int64_t *)out = (gpuos__r_min_i64_final(a.k5, n, corr)); break;
+        case 6: *(uint16_t *)out = gpuos__f32_to_f16(gpuos__r_min_f16_final(a.k6, n, corr)); break;
+        case 7: *(uint16_t *)out = gpuos__f32_to_bf16(gpuos__r_min_bf16_final(a.k7, n, corr)); break;
+        case 8: *(float *)out = (gpuos__r_min_f32_final(a.k8, n, corr)); break;
+        case 9: *(double *)out = (gpuos__r_min_f64_final(a.k9, n, corr)); break;
+        default: break;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_reduce_min(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_reduce<gpuos__d_redg_min>(p, begin, end, cs);
+}
+
+/* group 38: max */
+struct gpuos__d_redg_max {
+    union Acc {
+        gpuos__racc_max_bool k0;
+        gpuos__racc_max_i8 k1;
+        gpuos__racc_max_u8 k2;
+        gpuos__racc_max_i16 k3;
+        gpuos__racc_max_i32 k4;
+        gpuos__racc_max_i64 k5;
+        gpuos__racc_max_f16 k6;
+        gpuos__racc_max_bf16 k7;
+        gpuos__racc_max_f32 k8;
+        gpuos__racc_max_f64 k9;
+    };
+    int c;
+    __device__ __forceinline__ Acc init() const {
+        Acc r;
+        switch (c) {
+        case 0: r.k0 = gpuos__r_max_bool_init(); break;
+        case 1: r.k1 = gpuos__r_max_i8_init(); break;
+        case 2: r.k2 = gpuos__r_max_u8_init(); break;
+        case 3: r.k3 = gpuos__r_max_i16_init(); break;
+        case 4: r.k4 = gpuos__r_max_i32_init(); break;
+        case 5: r.k5 = gpuos__r_max_i64_init(); break;
+        case 6: r.k6 = gpuos__r_max_f16_init(); break;
+        case 7: r.k7 = gpuos__r_max_bf16_init(); break;
+        case 8: r.k8 = gpuos__r_max_f32_init(); break;
+        case 9: r.k9 = gpuos__r_max_f64_init(); break;
+        default: break;
+        }
+        return r;
+    }
+    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
+        switch (c) {
+        case 0: a.k0 = gpuos__r_max_bool_step(a.k0, (*(const uint8_t *)x), j); break;
+        case 1: a.k1 = gpuos__r_max_i8_step(a.k1, (*(const int8_t *)x), j); break;
+        case 2: a.k2 = gpuos__r_max_u8_step(a.k2, (*(const uint8_t *)x), j); break;
+        case 3: a.k3 = gpuos__r_max_i16_step(a.k3, (*(const int16_t *)x), j); break;
+        case 4: a.k4 = gpuos__r_max_i32_step(a.k4, (*(const int32_t *)x), j); break;
+        case 5: a.k5 = gpuos__r_max_i64_step(a.k5, (*(const int64_t *)x), j); break;
+        case 6: a.k6 = gpuos__r_max_f16_step(a.k6, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
+        case 7: a.k7 = gpuos__r_max_bf16_step(a.k7, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
+        case 8: a.k8 = gpuos__r_max_f32_step(a.k8, (*(const float *)x), j); break;
+        case 9: a.k9 = gpuos__r_max_f64_step(a.k9, (*(const double *)x), j); break;
+        default: break;
+        }
+        return a;
+    }
+    __device__ __forceinline__ Acc merge(Acc a, Acc b) const {
+        switch (c) {
+        case 0: a.k0 = gpuos__r_max_bool_merge(a.k0, b.k0); break;
+        case 1: a.k1 = gpuos__r_max_i8_merge(a.k1, b.k1); break;
+        case 2: a.k2 = gpuos__r_max_u8_merge(a.k2, b.k2); break;
+        case 3: a.k3 = gpuos__r_max_i16_merge(a.k3, b.k3); break;
+        case 4: a.k4 = gpuos__r_max_i32_merge(a.k4, b.k4); break;
+        case 5: a.k5 = gpuos__r_max_i64_merge(a.k5, b.k5); break;
+        case 6: a.k6 = gpuos__r_max_f16_merge(a.k6, b.k6); break;
+        case 7: a.k7 = gpuos__r_max_bf16_merge(a.k7, b.k7); break;
+        case 8: a.k8 = gpuos__r_max_f32_merge(a.k8, b.k8); break;
+        case 9: a.k9 = gpuos__r_max_f64_merge(a.k9, b.k9); break;
+        default: break;
+        }
+        return a;
+    }
+    __device__ __forceinline__ void final(Acc a, char *out, int64_t n, int32_t corr) const {
+        switch (c) {
+        case 0: *(uint8_t *)out = (gpuos__r_max_bool_final(a.k0, n, corr)); break;
+        case 1: *(int8_t *)out = (gpuos__r_max_i8_final(a.k1, n, corr)); break;
+        case 2: *(uint8_t *)out = (gpuos__r_max_u8_final(a.k2, n, corr)); break;
+        case 3: *(int16_t *)out = (gpuos__r_max_i16_final(a.k3, n, corr)); break;
+        case 4: *(int32_t *)out = (gpuos__r_max_i32_final(a.k4, n, corr)); break;
+        case 5: *(int64_t *)out = (gpuos__r_max_i64_final(a.k5, n, corr)); break;
+        case 6: *(uint16_t *)out = gpuos__f32_to_f16(gpuos__r_max_f16_final(a.k6, n, corr)); break;
+        case 7: *(uint16_t *)out = gpuos__f32_to_bf16(gpuos__r_max_bf16_final(a.k7, n, corr)); break;
+        case 8: *(float *)out = (gpuos__r_max_f32_final(a.k8, n, corr)); break;
+        case 9: *(double *)out = (gpuos__r_max_f64_final(a.k9, n, corr)); break;
+        default: break;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_reduce_max(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_reduce<gpuos__d_redg_max>(p, begin, end, cs);
+}
+
+/* group 39: argmin */
+struct gpuos__d_redg_argmin {
+    union Acc {
+        gpuos__racc_argmin_bool k0;
+        gpuos__racc_argmin_i8 k1;
+        gpuos__racc_argmin_u8 k2;
+        gpuos__racc_argmin_i16 k3;
+        gpuos__racc_argmin_i32 k4;
+        gpuos__racc_argmin_i64 k5;
+        gpuos__racc_argmin_f16 k6;
+        gpuos__racc_argmin_bf16 k7;
+        gpuos__racc_argmin_f32 k8;
+        gpuos__racc_argmin_f64 k9;
+    };
+    int c;
+    __device__ __forceinline__ Acc init() const {
+        Acc r;
+        switch (c) {
+        case 0: r.k0 = gpuos__r_argmin_bool_init(); break;
+        case 1: r.k1 = gpuos__r_argmin_i8_init(); break;
+        case 2: r.k2 = gpuos__r_argmin_u8_init(); break;
+        case 3: r.k3 = gpuos__r_argmin_i16_init(); break;
+        case 4: r.k4 = gpuos__r_argmin_i32_init(); break;
+        case 5: r.k5 = gpuos__r_argmin_i64_init(); break;
+        case 6: r.k6 = gpuos__r_argmin_f16_init(); break;
+        case 7: r.k7 = gpuos__r_argmin_bf16_init(); break;
+        case 8: r.k8 = gpuos__r_argmin_f32_init(); break;
+        case 9: r.k9 = gpuos__r_argmin_f64_init(); break;
+        default: break;
+        }
+        return r;
+    }
+    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
+        switch (c) {
+        case 0: a.k0 = gpuos__r_argmin_bool_step(a.k0, (*(const uint8_t *)x), j); break;
+        case 1: a.k1 = gpuos__r_argmin_i8_step(a.k1, (*(const int8_t *)x), j); break;
+        case 2: a.k2 = gpuos__r_argmin_u8_step(a.k2, (*(const uint8_t *)x), j); break;
+        case 3: a.k3 = gpuos__r_argmin_i16_step(a.k3, (*(const int16_t *)x), j); break;
+        case 4: a.k4 = gpuos__r_argmin_i32_step(a.k4, (*(const int32_t *)x), j); break;
+        case 5: a.k5 = gpuos__r_argmin_i64_step(a.k5, (*(const int64_t *)x), j); break;
+        case 6: a.k6 = gpuos__r_argmin_f16_step(a.k6, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
+        case 7: a.k7 = gpuos__r_argmin_bf16_step(a.k7, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
+        case 8: a.k8 = gpuos__r_argmin_f32_step(a.k8, (*(const float *)x), j); break;
+        case 9: a.k9 = gpuos__r_argmin_f64_step(a.k9, (*(const double *)x), j); break;
+        default: break;
+        }
+        return a;
+    }
+    __device__ __forceinline__ Acc merge(Acc a, Acc b) const {
+        switch (c) {
+        case 0: a.k0 = gpuos__r_argmin_bool_merge(a.k0, b.k0); break;
+        case 1: a.k1 = gpuos__r_argmin_i8_merge(a.k1, b.k1); break;
+        case 2: a.k2 = gpuos__r_argmin_u8_merge(a.k2, b.k2); break;
+        case 3: a.k3 = gpuos__r_argmin_i16_merge(a.k3, b.k3); break;
+        case 4: a.k4 = gpuos__r_argmin_i32_merge(a.k4, b.k4); break;
+        case 5: a.k5 = gpuos__r_argmin_i64_merge(a.k5, b.k5); break;
+        case 6: a.k6 = gpuos__r_argmin_f16_merge(a.k6, b.k6); break;
+        case 7: a.k7 = gpuos__r_argmin_bf16_merge(a.k7, b.k7); break;
+        case 8: a.k8 = gpuos__r_argmin_f32_merge(a.k8, b.k8); break;
+        case 9: a.k9 = gpuos__r_argmin_f64_merge(a.k9, b.k9); break;
+        default: break;
+        }
+        return a;
+    }
+    __device__ __forceinline__ void final(Acc a, char *out, int64_t n, int32_t corr) const {
+        switch (c) {
+        case 0: *(int64_t *)out = (gpuos__r_argmin_bool_final(a.k0, n, corr)); break;
+        case 1: *(int64_t *)out = (gpuos__r_argmin_i8_final(a.k1, n, corr)); break;
+        case 2: *(int64_t *)out = (gpuos__r_argmin_u8_final(a.k2, n, corr)); break;
+        case 3: *(int64_t *)out = (gpuos__r_argmin_i16_final(a.k3, n, corr)); break;
+        case 4: *(int64_t *)out = (gpuos__r_argmin_i32_final(a.k4, n, corr)); break;
+        case 5: *(int64_t *)out = (gpuos__r_argmin_i64_final(a.k5, n, corr)); break;
+        case 6: *(int64_t *)out = (gpuos__r_argmin_f16_final(a.k6, n, corr)); break;
+        case 7: *(int64_t *)out = (gpuos__r_argmin_bf16_final(a.k7, n, corr)); break;
+        case 8: *(int64_t *)out = (gpuos__r_argmin_f32_final(a.k8, n, corr)); break;
+        case 9: *(int64_t *)out = (gpuos__r_argmin_f64_final(a.k9, n, corr)); break;
+        default: break;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_reduce_argmin(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_reduce<gpuos__d_redg_argmin>(p, begin, end, cs);
+}
+
+/* group 40: argmax */
+struct gpuos__d_redg_argmax {
+    union Acc {
+        gpuos__racc_argmax_bool k0;
+        gpuos__racc_argmax_i8 k1;
+        gpuos__racc_argmax_u8 k2;
+        gpuos__racc_argmax_i16 k3;
+        gpuos__racc_argmax_i32 k4;
+        gpuos__racc_argmax_i64 k5;
+        gpuos__racc_argmax_f16 k6;
+        gpuos__racc_argmax_bf16 k7;
+        gpuos__racc_argmax_f32 k8;
+        gpuos__racc_argmax_f64 k9;
+    };
+    int c;
+    __device__ __forceinline__ Acc init() const {
+        Acc r;
+        switch (c) {
+        case 0: r.k0 = gpuos__r_argmax_bool_init(); break;
+        case 1: r.k1 = gpuos__r_argmax_i8_init(); break;
+        case 2: r.k2 = gpuos__r_argmax_u8_init(); break;
+        case 3: r.k3 = gpuos__r_argmax_i16_init(); break;
+        case 4: r.k4 = gpuos__r_argmax_i32_init(); break;
+        case 5: r.k5 = gpuos__r_argmax_i64_init(); break;
+        case 6: r.k6 = gpuos__r_argmax_f16_init(); break;
+        case 7: r.k7 = gpuos__r_argmax_bf16_init(); break;
+        case 8: r.k8 = gpuos__r_argmax_f32_init(); break;
+        case 9: r.k9 = gpuos__r_argmax_f64_init(); break;
+        default: break;
+        }
+        return r;
+    }
+    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
+        switch (c) {
+        case 0: a.k0 = gpuos__r_argmax_bool_step(a.k0, (*(const uint8_t *)x), j); break;
+        case 1: a.k1 = gpuos__r_argmax_i8_step(a.k1, (*(const int8_t *)x), j); break;
+        case 2: a.k2 = gpuos__r_argmax_u8_step(a.k2, (*(const uint8_t *)x), j); break;
+        case 3: a.k3 = gpuos__r_argmax_i16_step(a.k3, (*(const int16_t *)x), j); break;
+        case 4: a.k4 = gpuos__r_argmax_i32_step(a.k4, (*(const int32_t *)x), j); break;
+        case 5: a.k5 = gpuos__r_argmax_i64_step(a.k5, (*(const int64_t *)x), j); break;
+        case 6: a.k6 = gpuos__r_argmax_f16_step(a.k6, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
+        case 7: a.k7 = gpuos__r_argmax_bf16_step(a.k7, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
+        case 8: a.k8 = gpuos__r_argmax_f32_step(a.k8, (*(const float *)x), j); break;
+        case 9: a.k9 = gpuos__r_argmax_f64_step(a.k9, (*(const double *)x), j); break;
+        default: break;
+        }
+        return a;
+    }
+    __device__ __forceinline__ Acc merge(Acc a, Acc b) const {
+        switch (c) {
+        case 0: a.k0 = gpuos__r_argmax_bool_merge(a.k0, b.k0); break;
+        case 1: a.k1 = gpuos__r_argmax_i8_merge(a.k1, b.k1); break;
+        case 2: a.k2 = gpuos__r_argmax_u8_merge(a.k2, b.k2); break;
+        case 3: a.k3 = gpuos__r_argmax_i16_merge(a.k3, b.k3); break;
+        case 4: a.k4 = gpuos__r_argmax_i32_merge(a.k4, b.k4); break;
+        case 5: a.k5 = gpuos__r_argmax_i64_merge(a.k5, b.k5); break;
+        case 6: a.k6 = gpuos__r_argmax_f16_merge(a.k6, b.k6); break;
+        case 7: a.k7 = gpuos__r_argmax_bf16_merge(a.k7, b.k7); break;
+        case 8: a.k8 = gpuos__r_argmax_f32_merge(a.k8, b.k8); break;
+        case 9: a.k9 = gpuos__r_argmax_f64_merge(a.k9, b.k9); break;
+        default: break;
+        }
+        return a;
+    }
+    __device__ __forceinline__ void final(Acc a, char *out, int64_t n, int32_t corr) const {
+        switch (c) {
+        case 0: *(int64_t *)out = (gpuos__r_argmax_bool_final(a.k0, n, corr)); break;
+        case 1: *(int64_t *)out = (gpuos__r_argmax_i8_final(a.k1, n, corr)); break;
+        case 2: *(int64_t *)out = (gpuos__r_argmax_u8_final(a.k2, n, corr)); break;
+        case 3: *(int64_t *)out = (gpuos__r_argmax_i16_final(a.k3, n, corr)); break;
+        case 4: *(int64_t *)out = (gpuos__r_argmax_i32_final(a.k4, n, corr)); break;
+        case 5: *(int64_t *)out = (gpuos__r_argmax_i64_final(a.k5, n, corr)); break;
+        case 6: *(int64_t *)out = (gpuos__r_argmax_f16_final(a.k6, n, corr)); break;
+        case 7: *(int64_t *)out = (gpuos__r_argmax_bf16_final(a.k7, n, corr)); break;
+        case 8: *(int64_t *)out = (gpuos__r_argmax_f32_final(a.k8, n, corr)); break;
+        case 9: *(int64_t *)out = (gpuos__r_argmax_f64_final(a.k9, n, corr)); break;
+        default: break;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_reduce_argmax(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_reduce<gpuos__d_redg_argmax>(p, begin, end, cs);
+}
+
+/* group 41: any */
+struct gpuos__d_redg_any {
+    union Acc {
+        gpuos__racc_any_bool k0;
+        gpuos__racc_any_i8 k1;
+        gpuos__racc_any_u8 k2;
+        gpuos__racc_any_i16 k3;
+        gpuos__racc_any_i32 k4;
+        gpuos__racc_any_i64 k5;
+        gpuos__racc_any_f16 k6;
+        gpuos__racc_any_bf16 k7;
+        gpuos__racc_any_f32 k8;
+        gpuos__racc_any_f64 k9;
+    };
+    int c;
+    __device__ __forceinline__ Acc init() const {
+        Acc r;
+        switch (c) {
+        case 0: r.k0 = gpuos__r_any_bool_init(); break;
+        case 1: r.k1 = gpuos__r_any_i8_init(); break;
+        case 2: r.k2 = gpuos__r_any_u8_init(); break;
+        case 3: r.k3 = gpuos__r_any_i16_init(); break;
+        case 4: r.k4 = gpuos__r_any_i32_init(); break;
+        case 5: r.k5 = gpuos__r_any_i64_init(); break;
+        case 6: r.k6 = gpuos__r_any_f16_init(); break;
+        case 7: r.k7 = gpuos__r_any_bf16_init(); break;
+        case 8: r.k8 = gpuos__r_any_f32_init(); break;
+        case 9: r.k9 = gpuos__r_any_f64_init(); break;
+        default: break;
+        }
+        return r;
+    }
+    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
+        switch (c) {
+        case 0: a.k0 = gpuos__r_any_bool_step(a.k0, (*(const uint8_t *)x), j); break;
+        case 1: a.k1 = gpuos__r_any_i8_step(a.k1, (*(const int8_t *)x), j); break;
+        case 2: a.k2 = gpuos__r_any_u8_step(a.k2, (*(const uint8_t *)x), j); break;
+        case 3: a.k3 = gpuos__r_any_i16_step(a.k3, (*(const int16_t *)x), j); break;
+        case 4: a.k4 = gpuos__r_any_i32_step(a.k4, (*(const int32_t *)x), j); break;
+        case 5: a.k5 = gpuos__r_any_i64_step(a.k5, (*(const int64_t *)x), j); break;
+        case 6: a.k6 = gpuos__r_any_f16_step(a.k6, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
+        case 7: a.k7 = gpuos__r_any_bf16_step(a.k7, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
+        case 8: a.k8 = gpuos__r_any_f32_step(a.k8, (*(const float *)x), j); break;
+        case 9: a.k9 = gpuos__r_any_f64_step(a.k9, (*(const double *)x), j); break;
+        default: break;
+        }
+        return a;
+    }
+    __device__ __forceinline__ Acc merge(Acc a, Acc b) const {
+        switch (c) {
+        case 0: a.k0 = gpuos__r_any_bool_merge(a.k0, b.k0); break;
+        case 1: a.k1 = gpuos__r_any_i8_merge(a.k1, b.k1); break;
+        case 2: a.k2 = gpuos__r_any_u8_merge(a.k2, b.k2); break;
+        case 3: a.k3 = gpuos__r_any_i16_merge(a.k3, b.k3); break;
+        case 4: a.k4 = gpuos__r_any_i32_merge(a.k4, b.k4); break;
+        case 5: a.k5 = gpuos__r_any_i64_merge(a.k5, b.k5); break;
+        case 6: a.k6 = gpuos__r_any_f16_merge(a.k6, b.k6); break;
+        case 7: a.k7 = gpuos__r_any_bf16_merge(a.k7, b.k7); break;
+        case 8: a.k8 = gpuos__r_any_f32_merge(a.k8, b.k8); break;
+        case 9: a.k9 = gpuos__r_any_f64_merge(a.k9, b.k9); break;
+        default: break;
+        }
+        return a;
+    }
+    __device__ __forceinline__ void final(Acc a, char *out, int64_t n, int32_t corr) const {
+        switch (c) {
+        case 0: *(uint8_t *)out = (gpuos__r_any_bool_final(a.k0, n, corr)); break;
+        case 1: *(uint8_t *)out = (gpuos__r_any_i8_final(a.k1, n, corr)); break;
+        case 2: *(uint8_t *)out = (gpuos__r_any_u8_final(a.k2, n, corr)); break;
+        case 3: *(uint8_t *)out = (gpuos__r_any_i16_final(a.k3, n, corr)); break;
+        case 4: *(uint8_t *)out = (gpuos__r_any_i32_final(a.k4, n, corr)); break;
+        case 5: *(uint8_t *)out = (gpuos__r_any_i64_final(a.k5, n, corr)); break;
+        case 6: *(uint8_t *)out = (gpuos__r_any_f16_final(a.k6, n, corr)); break;
+        case 7: *(uint8_t *)out = (gpuos__r_any_bf16_final(a.k7, n, corr)); break;
+        case 8: *(uint8_t *)out = (gpuos__r_any_f32_final(a.k8, n, corr)); break;
+        case 9: *(uint8_t *)out = (gpuos__r_any_f64_final(a.k9, n, corr)); break;
+        default: break;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_reduce_any(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_reduce<gpuos__d_redg_any>(p, begin, end, cs);
+}
+
+/* group 42: all */
+struct gpuos__d_redg_all {
+    union Acc {
+        gpuos__racc_all_bool k0;
+        gpuos__racc_all_i8 k1;
+        gpuos__racc_all_u8 k2;
+        gpuos__racc_all_i16 k3;
+        gpuos__racc_all_i32 k4;
+        gpuos__racc_all_i64 k5;
+        gpuos__racc_all_f16 k6;
+        gpuos__racc_all_bf16 k7;
+        gpuos__racc_all_f32 k8;
+        gpuos__racc_all_f64 k9;
+    };
+    int c;
+    __device__ __forceinline__ Acc init() const {
+        Acc r;
+        switch (c) {
+        case 0: r.k0 = gpuos__r_all_bool_init(); break;
+        case 1: r.k1 = gpuos__r_all_i8_init(); break;
+        case 2: r.k2 = gpuos__r_all_u8_init(); break;
+        case 3: r.k3 = gpuos__r_all_i16_init(); break;
+        case 4: r.k4 = gpuos__r_all_i32_init(); break;
+        case 5: r.k5 = gpuos__r_all_i64_init(); break;
+        case 6: r.k6 = gpuos__r_all_f16_init(); break;
+        case 7: r.k7 = gpuos__r_all_bf16_init(); break;
+        case 8: r.k8 = gpuos__r_all_f32_init(); break;
+        case 9: r.k9 = gpuos__r_all_f64_init(); break;
+        default: break;
+        }
+        return r;
+    }
+    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
+        switch (c) {
+        case 0: a.k0 = gpuos__r_all_bool_step(a.k0, (*(const uint8_t *)x), j); break;
+        case 1: a.k1 = gpuos__r_all_i8_step(a.k1, (*(const int8_t *)x), j); break;
+        case 2: a.k2 = gpuos__r_all_u8_step(a.k2, (*(const uint8_t *)x), j); break;
+        case 3: a.k3 = gpuos__r_all_i16_step(a.k3, (*(const int16_t *)x), j); break;
+        case 4: a.k4 = gpuos__r_all_i32_step(a.k4, (*(const int32_t *)x), j); break;
+        case 5: a.k5 = gpuos__r_all_i64_step(a.k5, (*(const int64_t *)x), j); break;
+        case 6: a.k6 = gpuos__r_all_f16_step(a.k6, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
+        case 7: a.k7 = gpuos__r_all_bf16_step(a.k7, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
+        case 8: a.k8 = gpuos__r_all_f32_step(a.k8, (*(const float *)x), j); break;
+        case 9: a.k9 = gpuos__r_all_f64_step(a.k9, (*(const double *)x), j); break;
+        default: break;
+        }
+        return a;
+    }
+    __device__ __forceinline__ Acc merge(Acc a, Acc b) const {
+        switch (c) {
+        case 0: a.k0 = gpuos__r_all_bool_merge(a.k0, b.k0); break;
+        case 1: a.k1 = gpuos__r_all_i8_merge(a.k1, b.k1); break;
+        case 2: a.k2 = gpuos__r_all_u8_merge(a.k2, b.k2); break;
+        case 3: a.k3 = gpuos__r_all_i16_merge(a.k3, b.k3); break;
+        case 4: a.k4 = gpuos__r_all_i32_merge(a.k4, b.k4); break;
+        case 5: a.k5 = gpuos__r_all_i64_merge(a.k5, b.k5); break;
+        case 6: a.k6 = gpuos__r_all_f16_merge(a.k6, b.k6); break;
+        case 7: a.k7 = gpuos__r_all_bf16_merge(a.k7, b.k7); break;
+        case 8: a.k8 = gpuos__r_all_f32_merge(a.k8, b.k8); break;
+        case 9: a.k9 = gpuos__r_all_f64_merge(a.k9, b.k9); break;
+        default: break;
+        }
+        return a;
+    }
+    __device__ __forceinline__ void final(Acc a, char *out, int64_t n, int32_t corr) const {
+        switch (c) {
+        case 0: *(uint8_t *)out = (gpuos__r_all_bool_final(a.k0, n, corr)); break;
+        case 1: *(uint8_t *)out = (gpuos__r_all_i8_final(a.k1, n, corr)); break;
+        case 2: *(uint8_t *)out = (gpuos__r_all_u8_final(a.k2, n, corr)); break;
+        case 3: *(uint8_t *)out = (gpuos__r_all_i16_final(a.k3, n, corr)); break;
+        case 4: *(uint8_t *)out = (gpuos__r_all_i32_final(a.k4, n, corr)); break;
+        case 5: *(uint8_t *)out = (gpuos__r_all_i64_final(a.k5, n, corr)); break;
+        case 6: *(uint8_t *)out = (gpuos__r_all_f16_final(a.k6, n, corr)); break;
+        case 7: *(uint8_t *)out = (gpuos__r_all_bf16_final(a.k7, n, corr)); break;
+        case 8: *(uint8_t *)out = (gpuos__r_all_f32_final(a.k8, n, corr)); break;
+        case 9: *(uint8_t *)out = (gpuos__r_all_f64_final(a.k9, n, corr)); break;
+        default: break;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_reduce_all(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_reduce<gpuos__d_redg_all>(p, begin, end, cs);
+}
+
+/* group 43: norm2 */
+struct gpuos__d_redg_norm2 {
+    union Acc {
+        gpuos__racc_norm2_f16 k0;
+        gpuos__racc_norm2_bf16 k1;
+        gpuos__racc_norm2_f32 k2;
+        gpuos__racc_norm2_f64 k3;
+    };
+    int c;
+    __device__ __forceinline__ Acc init() const {
+        Acc r;
+        switch (c) {
+        case 0: r.k0 = gpuos__r_norm2_f16_init(); break;
+        case 1: r.k1 = gpuos__r_norm2_bf16_init(); break;
+        case 2: r.k2 = gpuos__r_norm2_f32_init(); break;
+        case 3: r.k3 = gpuos__r_norm2_f64_init(); break;
+        default: break;
+        }
+        return r;
+    }
+    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
+        switch (c) {
+        case 0: a.k0 = gpuos__r_norm2_f16_step(a.k0, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
+        case 1: a.k1 = gpuos__r_norm2_bf16_step(a.k1, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
+        case 2: a.k2 = gpuos__r_norm2_f32_step(a.k2, (*(const float *)x), j); break;
+        case 3: a.k3 = gpuos__r_norm2_f64_step(a.k3, (*(const double *)x), j); break;
+        default: break;
+        }
+        return a;
+    }
+    __device__ __forceinline__ Acc merge(Acc a, Acc b) const {
+        switch (c) {
+        case 0: a.k0 = gpuos__r_norm2_f16_merge(a.k0, b.k0); break;
+        case 1: a.k1 = gpuos__r_norm2_bf16_merge(a.k1, b.k1); break;
+        case 2: a.k2 = gpuos__r_norm2_f32_merge(a.k2, b.k2); break;
+        case 3: a.k3 = gpuos__r_norm2_f64_merge(a.k3, b.k3); break;
+        default: break;
+        }
+        return a;
+    }
+    __device__ __forceinline__ void final(Acc a, char *out, int64_t n, int32_t corr) const {
+        switch (c) {
+        case 0: *(uint16_t *)out = gpuos__f32_to_f16(gpuos__r_norm2_f16_final(a.k0, n, corr)); break;
+        case 1: *(uint16_t *)out = gpuos__f32_to_bf16(gpuos__r_norm2_bf16_final(a.k1, n, corr)); break;
+        case 2: *(float *)out = (gpuos__r_norm2_f32_final(a.k2, n, corr)); break;
+        case 3: *(double *)out = (gpuos__r_norm2_f64_final(a.k3, n, corr)); break;
+        default: break;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_reduce_norm2(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_reduce<gpuos__d_redg_norm2>(p, begin, end, cs);
+}
+
+/* group 44: var */
+struct gpuos__d_redg_var {
+    union Acc {
+        gpuos__racc_var_f16 k0;
+        gpuos__racc_var_bf16 k1;
+        gpuos__racc_var_f32 k2;
+        gpuos__racc_var_f64 k3;
+    };
+    int c;
+    __device__ __forceinline__ Acc init() const {
+        Acc r;
+        switch (c) {
+        case 0: r.k0 = gpuos__r_var_f16_init(); break;
+        case 1: r.k1 = gpuos__r_var_bf16_init(); break;
+        case 2: r.k2 = gpuos__r_var_f32_init(); break;
+        case 3: r.k3 = gpuos__r_var_f64_init(); break;
+        default: break;
+        }
+        return r;
+    }
+    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
+        switch (c) {
+        case 0: a.k0 = gpuos__r_var_f16_step(a.k0, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
+        case 1: a.k1 = gpuos__r_var_bf16_step(a.k1, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
+        case 2: a.k2 = gpuos__r_var_f32_step(a.k2, (*(const float *)x), j); break;
+        case 3: a.k3 = gpuos__r_var_f64_step(a.k3, (*(const double *)x), j); break;
+        default: break;
+        }
+        return a;
+    }
+    __device__ __forceinline__ Acc merge(Acc a, Acc b) const {
+        switch (c) {
+        case 0: a.k0 = gpuos__r_var_f16_merge(a.k0, b.k0); break;
+        case 1: a.k1 = gpuos__r_var_bf16_merge(a.k1, b.k1); break;
+        case 2: a.k2 = gpuos__r_var_f32_merge(a.k2, b.k2); break;
+        case 3: a.k3 = gpuos__r_var_f64_merge(a.k3, b.k3); break;
+        default: break;
+        }
+        return a;
+    }
+    __device__ __forceinline__ void final(Acc a, char *out, int64_t n, int32_t corr) const {
+        switch (c) {
+        case 0: *(uint16_t *)out = gpuos__f32_to_f16(gpuos__r_var_f16_final(a.k0, n, corr)); break;
+        case 1: *(uint16_t *)out = gpuos__f32_to_bf16(gpuos__r_var_bf16_final(a.k1, n, corr)); break;
+        case 2: *(float *)out = (gpuos__r_var_f32_final(a.k2, n, corr)); break;
+        case 3: *(double *)out = (gpuos__r_var_f64_final(a.k3, n, corr)); break;
+        default: break;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_reduce_var(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_reduce<gpuos__d_redg_var>(p, begin, end, cs);
+}
+
+/* group 45: std */
+struct gpuos__d_redg_std {
+    union Acc {
+        gpuos__racc_std_f16 k0;
+        gpuos__racc_std_bf16 k1;
+        gpuos__racc_std_f32 k2;
+        gpuos__racc_std_f64 k3;
+    };
+    int c;
+    __device__ __forceinline__ Acc init() const {
+        Acc r;
+        switch (c) {
+        case 0: r.k0 = gpuos__r_std_f16_init(); break;
+        case 1: r.k1 = gpuos__r_std_bf16_init(); break;
+        case 2: r.k2 = gpuos__r_std_f32_init(); break;
+        case 3: r.k3 = gpuos__r_std_f64_init(); break;
+        default: break;
+        }
+        return r;
+    }
+    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
+        switch (c) {
+        case 0: a.k0 = gpuos__r_std_f16_step(a.k0, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
+        case 1: a.k1 = gpuos__r_std_bf16_step(a.k1, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
+        case 2: a.k2 = gpuos__r_std_f32_step(a.k2, (*(const float *)x), j); break;
+        case 3: a.k3 = gpuos__r_std_f64_step(a.k3, (*(const double *)x), j); break;
+        default: break;
+        }
+        return a;
+    }
+    __device__ __forceinline__ Acc merge(Acc a, Acc b) const {
+        switch (c) {
+        case 0: a.k0 = gpuos__r_std_f16_merge(a.k0, b.k0); break;
+        case 1: a.k1 = gpuos__r_std_bf16_merge(a.k1, b.k1); break;
+        case 2: a.k2 = gpuos__r_std_f32_merge(a.k2, b.k2); break;
+        case 3: a.k3 = gpuos__r_std_f64_merge(a.k3, b.k3); break;
+        default: break;
+        }
+        return a;
+    }
+    __device__ __forceinline__ void final(Acc a, char *out, int64_t n, int32_t corr) const {
+        switch (c) {
+        case 0: *(uint16_t *)out = gpuos__f32_to_f16(gpuos__r_std_f16_final(a.k0, n, corr)); break;
+        case 1: *(uint16_t *)out = gpuos__f32_to_bf16(gpuos__r_std_bf16_final(a.k1, n, corr)); break;
+        case 2: *(float *)out = (gpuos__r_std_f32_final(a.k2, n, corr)); break;
+        case 3: *(double *)out = (gpuos__r_std_f64_final(a.k3, n, corr)); break;
+        default: break;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_reduce_std(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_reduce<gpuos__d_redg_std>(p, begin, end, cs);
 }
 
 /* ---------------------------------------------------------------- matmul */
-GPUOS__KERNEL void gpuos__d_matmul_i8(const gpuos__matmul_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_matmul<gpuos__d_dt_i8, uint64_t>(p, begin, end);
+/* group 46: accumulation in uint64_t */
+struct gpuos__d_mmg0 {
+    typedef uint64_t T;
+    static __device__ __forceinline__ T ld(int cs, const char *p) {
+        switch (cs) {
+        case 0: return (T)(int8_t)(*(const int8_t *)p); /* i8 */
+        case 1: return (T)(uint8_t)(*(const uint8_t *)p); /* u8 */
+        case 2: return (T)(int16_t)(*(const int16_t *)p); /* i16 */
+        case 3: return (T)(int32_t)(*(const int32_t *)p); /* i32 */
+        case 4: return (T)(int64_t)(*(const int64_t *)p); /* i64 */
+        default: return 0;
+        }
+    }
+    static __device__ __forceinline__ void st(int cs, char *p, T v) {
+        switch (cs) {
+        case 0: *(int8_t *)p = ((int8_t)v); return;
+        case 1: *(uint8_t *)p = ((uint8_t)v); return;
+        case 2: *(int16_t *)p = ((int16_t)v); return;
+        case 3: *(int32_t *)p = ((int32_t)v); return;
+        case 4: *(int64_t *)p = ((int64_t)v); return;
+        default: return;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_matmul_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_matmul<gpuos__d_mmg0>(p, begin, end, cs);
 }
-GPUOS__KERNEL void gpuos__d_matmul_u8(const gpuos__matmul_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_matmul<gpuos__d_dt_u8, uint64_t>(p, begin, end);
+
+/* group 47: accumulation in float */
+struct gpuos__d_mmg1 {
+    typedef float T;
+    static __device__ __forceinline__ T ld(int cs, const char *p) {
+        switch (cs) {
+        case 0: return (T)(float)gpuos__f16_to_f32(*(const uint16_t *)p); /* f16 */
+        case 1: return (T)(float)gpuos__bf16_to_f32(*(const uint16_t *)p); /* bf16 */
+        case 2: return (T)(float)(*(const float *)p); /* f32 */
+        default: return 0;
+        }
+    }
+    static __device__ __forceinline__ void st(int cs, char *p, T v) {
+        switch (cs) {
+        case 0: *(uint16_t *)p = gpuos__f32_to_f16((float)v); return;
+        case 1: *(uint16_t *)p = gpuos__f32_to_bf16((float)v); return;
+        case 2: *(float *)p = ((float)v); return;
+        default: return;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_matmul_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_matmul<gpuos__d_mmg1>(p, begin, end, cs);
 }
-GPUOS__KERNEL void gpuos__d_matmul_i16(const gpuos__matmul_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_matmul<gpuos__d_dt_i16, uint64_t>(p, begin, end);
-}
-GPUOS__KERNEL void gpuos__d_matmul_i32(const gpuos__matmul_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_matmul<gpuos__d_dt_i32, uint64_t>(p, begin, end);
-}
-GPUOS__KERNEL void gpuos__d_matmul_i64(const gpuos__matmul_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_matmul<gpuos__d_dt_i64, uint64_t>(p, begin, end);
-}
-GPUOS__KERNEL void gpuos__d_matmul_f16(const gpuos__matmul_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_matmul<gpuos__d_dt_f16, float>(p, begin, end);
-}
-GPUOS__KERNEL void gpuos__d_matmul_bf16(const gpuos__matmul_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_matmul<gpuos__d_dt_bf16, float>(p, begin, end);
-}
-GPUOS__KERNEL void gpuos__d_matmul_f32(const gpuos__matmul_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_matmul<gpuos__d_dt_f32, float>(p, begin, end);
-}
-GPUOS__KERNEL void gpuos__d_matmul_f64(const gpuos__matmul_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_matmul<gpuos__d_dt_f64, double>(p, begin, end);
+
+/* group 48: accumulation in double */
+struct gpuos__d_mmg2 {
+    typedef double T;
+    static __device__ __forceinline__ T ld(int cs, const char *p) {
+        switch (cs) {
+        case 0: return (T)(double)(*(const double *)p); /* f64 */
+        default: return 0;
+        }
+    }
+    static __device__ __forceinline__ void st(int cs, char *p, T v) {
+        switch (cs) {
+        case 0: *(double *)p = ((double)v); return;
+        default: return;
+        }
+    }
+};
+static __device__ __noinline__ void gpuos__d_matmul_g2(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_matmul<gpuos__d_mmg2>(p, begin, end, cs);
 }
 
 /* ---------------------------------------------------------------- row-wise */
-GPUOS__KERNEL void gpuos__d_rows_softmax_f16(const gpuos__rows_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_rows<gpuos__d_dt_f16, GPUOS__D_SOFTMAX>(p, begin, end);
+/* dtypes of compute type float */
+struct gpuos__d_rowsd0 {
+    typedef float T;
+    static __device__ __forceinline__ T ld(int cs, const char *p) {
+        switch (cs) {
+        case 0: return gpuos__f16_to_f32(*(const uint16_t *)p); /* f16 */
+        case 1: return gpuos__bf16_to_f32(*(const uint16_t *)p); /* bf16 */
+        case 2: return (*(const float *)p); /* f32 */
+        default: return 0;
+        }
+    }
+    static __device__ __forceinline__ void st(int cs, char *p, T v) {
+        switch (cs) {
+        case 0: *(uint16_t *)p = gpuos__f32_to_f16(v); return;
+        case 1: *(uint16_t *)p = gpuos__f32_to_bf16(v); return;
+        case 2: *(float *)p = (v); return;
+        default: return;
+        }
+    }
+};
+/* dtypes of compute type double */
+struct gpuos__d_rowsd1 {
+    typedef double T;
+    static __device__ __forceinline__ T ld(int cs, const char *p) {
+        switch (cs) {
+        case 0: return (*(const double *)p); /* f64 */
+        default: return 0;
+        }
+    }
+    static __device__ __forceinline__ void st(int cs, char *p, T v) {
+        switch (cs) {
+        case 0: *(double *)p = (v); return;
+        default: return;
+        }
+    }
+};
+/* group 49: softmax in float */
+static __device__ __noinline__ void gpuos__d_rows_g0(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_rows<gpuos__d_rowsd0, GPUOS__D_SOFTMAX>(p, begin, end, cs);
 }
-GPUOS__KERNEL void gpuos__d_rows_softmax_bf16(const gpuos__rows_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_rows<gpuos__d_dt_bf16, GPUOS__D_SOFTMAX>(p, begin, end);
+/* group 50: softmax in double */
+static __device__ __noinline__ void gpuos__d_rows_g1(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_rows<gpuos__d_rowsd1, GPUOS__D_SOFTMAX>(p, begin, end, cs);
 }
-GPUOS__KERNEL void gpuos__d_rows_softmax_f32(const gpuos__rows_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_rows<gpuos__d_dt_f32, GPUOS__D_SOFTMAX>(p, begin, end);
+/* group 51: log_softmax in float */
+static __device__ __noinline__ void gpuos__d_rows_g2(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_rows<gpuos__d_rowsd0, GPUOS__D_LOG_SOFTMAX>(p, begin, end, cs);
 }
-GPUOS__KERNEL void gpuos__d_rows_softmax_f64(const gpuos__rows_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_rows<gpuos__d_dt_f64, GPUOS__D_SOFTMAX>(p, begin, end);
+/* group 52: log_softmax in double */
+static __device__ __noinline__ void gpuos__d_rows_g3(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_rows<gpuos__d_rowsd1, GPUOS__D_LOG_SOFTMAX>(p, begin, end, cs);
 }
-GPUOS__KERNEL void gpuos__d_rows_log_softmax_f16(const gpuos__rows_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_rows<gpuos__d_dt_f16, GPUOS__D_LOG_SOFTMAX>(p, begin, end);
+/* group 53: layernorm in float */
+static __device__ __noinline__ void gpuos__d_rows_g4(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_rows<gpuos__d_rowsd0, GPUOS__D_LAYERNORM>(p, begin, end, cs);
 }
-GPUOS__KERNEL void gpuos__d_rows_log_softmax_bf16(const gpuos__rows_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_rows<gpuos__d_dt_bf16, GPUOS__D_LOG_SOFTMAX>(p, begin, end);
+/* group 54: layernorm in double */
+static __device__ __noinline__ void gpuos__d_rows_g5(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_rows<gpuos__d_rowsd1, GPUOS__D_LAYERNORM>(p, begin, end, cs);
 }
-GPUOS__KERNEL void gpuos__d_rows_log_softmax_f32(const gpuos__rows_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_rows<gpuos__d_dt_f32, GPUOS__D_LOG_SOFTMAX>(p, begin, end);
+/* group 55: rmsnorm in float */
+static __device__ __noinline__ void gpuos__d_rows_g6(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_rows<gpuos__d_rowsd0, GPUOS__D_RMSNORM>(p, begin, end, cs);
 }
-GPUOS__KERNEL void gpuos__d_rows_log_softmax_f64(const gpuos__rows_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_rows<gpuos__d_dt_f64, GPUOS__D_LOG_SOFTMAX>(p, begin, end);
-}
-GPUOS__KERNEL void gpuos__d_rows_layernorm_f16(const gpuos__rows_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_rows<gpuos__d_dt_f16, GPUOS__D_LAYERNORM>(p, begin, end);
-}
-GPUOS__KERNEL void gpuos__d_rows_layernorm_bf16(const gpuos__rows_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_rows<gpuos__d_dt_bf16, GPUOS__D_LAYERNORM>(p, begin, end);
-}
-GPUOS__KERNEL void gpuos__d_rows_layernorm_f32(const gpuos__rows_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_rows<gpuos__d_dt_f32, GPUOS__D_LAYERNORM>(p, begin, end);
-}
-GPUOS__KERNEL void gpuos__d_rows_layernorm_f64(const gpuos__rows_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_rows<gpuos__d_dt_f64, GPUOS__D_LAYERNORM>(p, begin, end);
-}
-GPUOS__KERNEL void gpuos__d_rows_rmsnorm_f16(const gpuos__rows_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_rows<gpuos__d_dt_f16, GPUOS__D_RMSNORM>(p, begin, end);
-}
-GPUOS__KERNEL void gpuos__d_rows_rmsnorm_bf16(const gpuos__rows_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_rows<gpuos__d_dt_bf16, GPUOS__D_RMSNORM>(p, begin, end);
-}
-GPUOS__KERNEL void gpuos__d_rows_rmsnorm_f32(const gpuos__rows_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_rows<gpuos__d_dt_f32, GPUOS__D_RMSNORM>(p, begin, end);
-}
-GPUOS__KERNEL void gpuos__d_rows_rmsnorm_f64(const gpuos__rows_plan *p, int64_t begin, int64_t end) {
-    gpuos__d_rows<gpuos__d_dt_f64, GPUOS__D_RMSNORM>(p, begin, end);
+/* group 56: rmsnorm in double */
+static __device__ __noinline__ void gpuos__d_rows_g7(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_rows<gpuos__d_rowsd1, GPUOS__D_RMSNORM>(p, begin, end, cs);
 }
 
 /* ================================================================ dispatch */
+/* Kernel id -> (group, case); ids as gpuos__device_kernel_id (src/generated/device_ids.c). */
+#define GPUOS__D_N_KERNELS 642
+__constant__ uint16_t gpuos__d_kernels[GPUOS__D_N_KERNELS][2] = {
+    { 0, 0 }, /* 0: neg_i8 */
+    { 0, 1 }, /* 1: neg_u8 */
+    { 1, 0 }, /* 2: neg_i16 */
+    { 2, 0 }, /* 3: neg_i32 */
+    { 3, 0 }, /* 4: neg_i64 */
+    { 1, 1 }, /* 5: neg_f16 */
+    { 1, 2 }, /* 6: neg_bf16 */
+    { 2, 1 }, /* 7: neg_f32 */
+    { 3, 1 }, /* 8: neg_f64 */
+    { 0, 2 }, /* 9: abs_i8 */
+    { 0, 3 }, /* 10: abs_u8 */
+    { 1, 3 }, /* 11: abs_i16 */
+    { 2, 2 }, /* 12: abs_i32 */
+    { 3, 2 }, /* 13: abs_i64 */
+    { 1, 4 }, /* 14: abs_f16 */
+    { 1, 5 }, /* 15: abs_bf16 */
+    { 2, 3 }, /* 16: abs_f32 */
+    { 3, 3 }, /* 17: abs_f64 */
+    { 0, 4 }, /* 18: sign_i8 */
+    { 0, 5 }, /* 19: sign_u8 */
+    { 1, 6 }, /* 20: sign_i16 */
+    { 2, 4 }, /* 21: sign_i32 */
+    { 3, 4 }, /* 22: sign_i64 */
+    { 1, 7 }, /* 23: sign_f16 */
+    { 1, 8 }, /* 24: sign_bf16 */
+    { 2, 5 }, /* 25: sign_f32 */
+    { 3, 5 }, /* 26: sign_f64 */
+    { 1, 9 }, /* 27: sqrt_f16 */
+    { 1, 10 }, /* 28: sqrt_bf16 */
+    { 2, 6 }, /* 29: sqrt_f32 */
+    { 3, 6 }, /* 30: sqrt_f64 */
+    { 1, 11 }, /* 31: rsqrt_f16 */
+    { 1, 12 }, /* 32: rsqrt_bf16 */
+    { 2, 7 }, /* 33: rsqrt_f32 */
+    { 3, 7 }, /* 34: rsqrt_f64 */
+    { 1, 13 }, /* 35: exp_f16 */
+    { 1, 14 }, /* 36: exp_bf16 */
+    { 2, 8 }, /* 37: exp_f32 */
+    { 3, 8 }, /* 38: exp_f64 */
+    { 1, 15 }, /* 39: exp2_f16 */
+    { 1, 16 }, /* 40: exp2_bf16 */
+    { 2, 9 }, /* 41: exp2_f32 */
+    { 3, 9 }, /* 42: exp2_f64 */
+    { 1, 17 }, /* 43: log_f16 */
+    { 1, 18 }, /* 44: log_bf16 */
+    { 2, 10 }, /* 45: log_f32 */
+    { 3, 10 }, /* 46: log_f64 */
+    { 1, 19 }, /* 47: log2_f16 */
+    { 1, 20 }, /* 48: log2_bf16 */
+    { 2, 11 }, /* 49: log2_f32 */
+    { 3, 11 }, /* 50: log2_f64 */
+    { 1, 21 }, /* 51: log1p_f16 */
+    { 1, 22 }, /* 52: log1p_bf16 */
+    { 2, 12 }, /* 53: log1p_f32 */
+    { 3, 12 }, /* 54: log1p_f64 */
+    { 1, 23 }, /* 55: expm1_f16 */
+    { 1, 24 }, /* 56: expm1_bf16 */
+    { 2, 13 }, /* 57: expm1_f32 */
+    { 3, 13 }, /* 58: expm1_f64 */
+    { 1, 25 }, /* 59: sin_f16 */
+    { 1, 26 }, /* 60: sin_bf16 */
+    { 2, 14 }, /* 61: sin_f32 */
+    { 3, 14 }, /* 62: sin_f64 */
+    { 1, 27 }, /* 63: cos_f16 */
+    { 1, 28 }, /* 64: cos_bf16 */
+    { 2, 15 }, /* 65: cos_f32 */
+    { 3, 15 }, /* 66: cos_f64 */
+    { 1, 29 }, /* 67: tan_f16 */
+    { 1, 30 }, /* 68: tan_bf16 */
+    { 2, 16 }, /* 69: tan_f32 */
+    { 3, 16 }, /* 70: tan_f64 */
+    { 1, 31 }, /* 71: tanh_f16 */
+    { 1, 32 }, /* 72: tanh_bf16 */
+    { 2, 17 }, /* 73: tanh_f32 */
+    { 3, 17 }, /* 74: tanh_f64 */
+    { 1, 33 }, /* 75: sigmoid_f16 */
+    { 1, 34 }, /* 76: sigmoid_bf16 */
+    { 2, 18 }, /* 77: sigmoid_f32 */
+    { 3, 18 }, /* 78: sigmoid_f64 */
+    { 0, 6 }, /* 79: relu_i8 */
+    { 0, 7 }, /* 80: relu_u8 */
+    { 1, 35 }, /* 81: relu_i16 */
+    { 2, 19 }, /* 82: relu_i32 */
+    { 3, 19 }, /* 83: relu_i64 */
+    { 1, 36 }, /* 84: relu_f16 */
+    { 1, 37 }, /* 85: relu_bf16 */
+    { 2, 20 }, /* 86: relu_f32 */
+    { 3, 20 }, /* 87: relu_f64 */
+    { 1, 38 }, /* 88: gelu_f16 */
+    { 1, 39 }, /* 89: gelu_bf16 */
+    { 2, 21 }, /* 90: gelu_f32 */
+    { 3, 21 }, /* 91: gelu_f64 */
+    { 1, 40 }, /* 92: gelu_tanh_f16 */
+    { 1, 41 }, /* 93: gelu_tanh_bf16 */
+    { 2, 22 }, /* 94: gelu_tanh_f32 */
+    { 3, 22 }, /* 95: gelu_tanh_f64 */
+    { 1, 42 }, /* 96: silu_f16 */
+    { 1, 43 }, /* 97: silu_bf16 */
+    { 2, 23 }, /* 98: silu_f32 */
+    { 3, 23 }, /* 99: silu_f64 */
+    { 1, 44 }, /* 100: floor_f16 */
+    { 1, 45 }, /* 101: floor_bf16 */
+    { 2, 24 }, /* 102: floor_f32 */
+    { 3, 24 }, /* 103: floor_f64 */
+    { 1, 46 }, /* 104: ceil_f16 */
+    { 1, 47 }, /* 105: ceil_bf16 */
+    { 2, 25 }, /* 106: ceil_f32 */
+    { 3, 25 }, /* 107: ceil_f64 */
+    { 1, 48 }, /* 108: round_f16 */
+    { 1, 49 }, /* 109: round_bf16 */
+    { 2, 26 }, /* 110: round_f32 */
+    { 3, 26 }, /* 111: round_f64 */
+    { 1, 50 }, /* 112: trunc_f16 */
+    { 1, 51 }, /* 113: trunc_bf16 */
+    { 2, 27 }, /* 114: trunc_f32 */
+    { 3, 27 }, /* 115: trunc_f64 */
+    { 1, 52 }, /* 116: reciprocal_f16 */
+    { 1, 53 }, /* 117: reciprocal_bf16 */
+    { 2, 28 }, /* 118: reciprocal_f32 */
+    { 3, 28 }, /* 119: reciprocal_f64 */
+    { 0, 8 }, /* 120: square_i8 */
+    { 0, 9 }, /* 121: square_u8 */
+    { 1, 54 }, /* 122: square_i16 */
+    { 2, 29 }, /* 123: square_i32 */
+    { 3, 29 }, /* 124: square_i64 */
+    { 1, 55 }, /* 125: square_f16 */
+    { 1, 56 }, /* 126: square_bf16 */
+    { 2, 30 }, /* 127: square_f32 */
+    { 3, 30 }, /* 128: square_f64 */
+    { 0, 10 }, /* 129: logical_not_bool */
+    { 0, 11 }, /* 130: logical_not_i8 */
+    { 0, 12 }, /* 131: logical_not_u8 */
+    { 4, 0 }, /* 132: logical_not_i16 */
+    { 5, 0 }, /* 133: logical_not_i32 */
+    { 6, 0 }, /* 134: logical_not_i64 */
+    { 4, 1 }, /* 135: logical_not_f16 */
+    { 4, 2 }, /* 136: logical_not_bf16 */
+    { 5, 1 }, /* 137: logical_not_f32 */
+    { 6, 1 }, /* 138: logical_not_f64 */
+    { 0, 13 }, /* 139: bitwise_not_bool */
+    { 0, 14 }, /* 140: bitwise_not_i8 */
+    { 0, 15 }, /* 141: bitwise_not_u8 */
+    { 1, 57 }, /* 142: bitwise_not_i16 */
+    { 2, 31 }, /* 143: bitwise_not_i32 */
+    { 3, 31 }, /* 144: bitwise_not_i64 */
+    { 4, 3 }, /* 145: isnan_f16 */
+    { 4, 4 }, /* 146: isnan_bf16 */
+    { 5, 2 }, /* 147: isnan_f32 */
+    { 6, 2 }, /* 148: isnan_f64 */
+    { 4, 5 }, /* 149: isinf_f16 */
+    { 4, 6 }, /* 150: isinf_bf16 */
+    { 5, 3 }, /* 151: isinf_f32 */
+    { 6, 3 }, /* 152: isinf_f64 */
+    { 4, 7 }, /* 153: isfinite_f16 */
+    { 4, 8 }, /* 154: isfinite_bf16 */
+    { 5, 4 }, /* 155: isfinite_f32 */
+    { 6, 4 }, /* 156: isfinite_f64 */
+    { 7, 0 }, /* 157: add_i8 */
+    { 7, 1 }, /* 158: add_u8 */
+    { 8, 0 }, /* 159: add_i16 */
+    { 9, 0 }, /* 160: add_i32 */
+    { 10, 0 }, /* 161: add_i64 */
+    { 8, 1 }, /* 162: add_f16 */
+    { 8, 2 }, /* 163: add_bf16 */
+    { 9, 1 }, /* 164: add_f32 */
+    { 10, 1 }, /* 165: add_f64 */
+    { 7, 2 }, /* 166: sub_i8 */
+    { 7, 3 }, /* 167: sub_u8 */
+    { 8, 3 }, /* 168: sub_i16 */
+    { 9, 2 }, /* 169: sub_i32 */
+    { 10, 2 }, /* 170: sub_i64 */
+    { 8, 4 }, /* 171: sub_f16 */
+    { 8, 5 }, /* 172: sub_bf16 */
+    { 9, 3 }, /* 173: sub_f32 */
+    { 10, 3 }, /* 174: sub_f64 */
+    { 7, 4 }, /* 175: mul_i8 */
+    { 7, 5 }, /* 176: mul_u8 */
+    { 8, 6 }, /* 177: mul_i16 */
+    { 9, 4 }, /* 178: mul_i32 */
+    { 10, 4 }, /* 179: mul_i64 */
+    { 8, 7 }, /* 180: mul_f16 */
+    { 8, 8 }, /* 181: mul_bf16 */
+    { 9, 5 }, /* 182: mul_f32 */
+    { 10, 5 }, /* 183: mul_f64 */
+    { 7, 6 }, /* 184: div_i8 */
+    { 7, 7 }, /* 185: div_u8 */
+    { 8, 9 }, /* 186: div_i16 */
+    { 9, 6 }, /* 187: div_i32 */
+    { 10, 6 }, /* 188: div_i64 */
+    { 8, 10 }, /* 189: div_f16 */
+    { 8, 11 }, /* 190: div_bf16 */
+    { 9, 7 }, /* 191: div_f32 */
+    { 10, 7 }, /* 192: div_f64 */
+    { 7, 8 }, /* 193: floordiv_i8 */
+    { 7, 9 }, /* 194: floordiv_u8 */
+    { 8, 12 }, /* 195: floordiv_i16 */
+    { 9, 8 }, /* 196: floordiv_i32 */
+    { 10, 8 }, /* 197: floordiv_i64 */
+    { 8, 13 }, /* 198: floordiv_f16 */
+    { 8, 14 }, /* 199: floordiv_bf16 */
+    { 9, 9 }, /* 200: floordiv_f32 */
+    { 10, 9 }, /* 201: floordiv_f64 */
+    { 7, 10 }, /* 202: mod_i8 */
+    { 7, 11 }, /* 203: mod_u8 */
+    { 8, 15 }, /* 204: mod_i16 */
+    { 9, 10 }, /* 205: mod_i32 */
+    { 10, 10 }, /* 206: mod_i64 */
+    { 8, 16 }, /* 207: mod_f16 */
+    { 8, 17 }, /* 208: mod_bf16 */
+    { 9, 11 }, /* 209: mod_f32 */
+    { 10, 11 }, /* 210: mod_f64 */
+    { 7, 12 }, /* 211: pow_i8 */
+    { 7, 13 }, /* 212: pow_u8 */
+    { 8, 18 }, /* 213: pow_i16 */
+    { 9, 12 }, /* 214: pow_i32 */
+    { 10, 12 }, /* 215: pow_i64 */
+    { 8, 19 }, /* 216: pow_f16 */
+    { 8, 20 }, /* 217: pow_bf16 */
+    { 9, 13 }, /* 218: pow_f32 */
+    { 10, 13 }, /* 219: pow_f64 */
+    { 8, 21 }, /* 220: atan2_f16 */
+    { 8, 22 }, /* 221: atan2_bf16 */
+    { 9, 14 }, /* 222: atan2_f32 */
+    { 10, 14 }, /* 223: atan2_f64 */
+    { 7, 14 }, /* 224: minimum_bool */
+    { 7, 15 }, /* 225: minimum_i8 */
+    { 7, 16 }, /* 226: minimum_u8 */
+    { 8, 23 }, /* 227: minimum_i16 */
+    { 9, 15 }, /* 228: minimum_i32 */
+    { 10, 15 }, /* 229: minimum_i64 */
+    { 8, 24 }, /* 230: minimum_f16 */
+    { 8, 25 }, /* 231: minimum_bf16 */
+    { 9, 16 }, /* 232: minimum_f32 */
+    { 10, 16 }, /* 233: minimum_f64 */
+    { 7, 17 }, /* 234: maximum_bool */
+    { 7, 18 }, /* 235: maximum_i8 */
+    { 7, 19 }, /* 236: maximum_u8 */
+    { 8, 26 }, /* 237: maximum_i16 */
+    { 9, 17 }, /* 238: maximum_i32 */
+    { 10, 17 }, /* 239: maximum_i64 */
+    { 8, 27 }, /* 240: maximum_f16 */
+    { 8, 28 }, /* 241: maximum_bf16 */
+    { 9, 18 }, /* 242: maximum_f32 */
+    { 10, 18 }, /* 243: maximum_f64 */
+    { 7, 20 }, /* 244: eq_bool */
+    { 7, 21 }, /* 245: eq_i8 */
+    { 7, 22 }, /* 246: eq_u8 */
+    { 11, 0 }, /* 247: eq_i16 */
+    { 12, 0 }, /* 248: eq_i32 */
+    { 13, 0 }, /* 249: eq_i64 */
+    { 11, 1 }, /* 250: eq_f16 */
+    { 11, 2 }, /* 251: eq_bf16 */
+    { 12, 1 }, /* 252: eq_f32 */
+    { 13, 1 }, /* 253: eq_f64 */
+    { 7, 23 }, /* 254: ne_bool */
+    { 7, 24 }, /* 255: ne_i8 */
+    { 7, 25 }, /* 256: ne_u8 */
+    { 11, 3 }, /* 257: ne_i16 */
+    { 12, 2 }, /* 258: ne_i32 */
+    { 13, 2 }, /* 259: ne_i64 */
+    { 11, 4 }, /* 260: ne_f16 */
+    { 11, 5 }, /* 261: ne_bf16 */
+    { 12, 3 }, /* 262: ne_f32 */
+    { 13, 3 }, /* 263: ne_f64 */
+    { 7, 26 }, /* 264: lt_bool */
+    { 7, 27 }, /* 265: lt_i8 */
+    { 7, 28 }, /* 266: lt_u8 */
+    { 11, 6 }, /* 267: lt_i16 */
+    { 12, 4 }, /* 268: lt_i32 */
+    { 13, 4 }, /* 269: lt_i64 */
+    { 11, 7 }, /* 270: lt_f16 */
+    { 11, 8 }, /* 271: lt_bf16 */
+    { 12, 5 }, /* 272: lt_f32 */
+    { 13, 5 }, /* 273: lt_f64 */
+    { 7, 29 }, /* 274: le_bool */
+    { 7, 30 }, /* 275: le_i8 */
+    { 7, 31 }, /* 276: le_u8 */
+    { 11, 9 }, /* 277: le_i16 */
+    { 12, 6 }, /* 278: le_i32 */
+    { 13, 6 }, /* 279: le_i64 */
+    { 11, 10 }, /* 280: le_f16 */
+    { 11, 11 }, /* 281: le_bf16 */
+    { 12, 7 }, /* 282: le_f32 */
+    { 13, 7 }, /* 283: le_f64 */
+    { 7, 32 }, /* 284: gt_bool */
+    { 7, 33 }, /* 285: gt_i8 */
+    { 7, 34 }, /* 286: gt_u8 */
+    { 11, 12 }, /* 287: gt_i16 */
+    { 12, 8 }, /* 288: gt_i32 */
+    { 13, 8 }, /* 289: gt_i64 */
+    { 11, 13 }, /* 290: gt_f16 */
+    { 11, 14 }, /* 291: gt_bf16 */
+    { 12, 9 }, /* 292: gt_f32 */
+    { 13, 9 }, /* 293: gt_f64 */
+    { 7, 35 }, /* 294: ge_bool */
+    { 7, 36 }, /* 295: ge_i8 */
+    { 7, 37 }, /* 296: ge_u8 */
+    { 11, 15 }, /* 297: ge_i16 */
+    { 12, 10 }, /* 298: ge_i32 */
+    { 13, 10 }, /* 299: ge_i64 */
+    { 11, 16 }, /* 300: ge_f16 */
+    { 11, 17 }, /* 301: ge_bf16 */
+    { 12, 11 }, /* 302: ge_f32 */
+    { 13, 11 }, /* 303: ge_f64 */
+    { 7, 38 }, /* 304: logical_and_bool */
+    { 7, 39 }, /* 305: logical_and_i8 */
+    { 7, 40 }, /* 306: logical_and_u8 */
+    { 11, 18 }, /* 307: logical_and_i16 */
+    { 12, 12 }, /* 308: logical_and_i32 */
+    { 13, 12 }, /* 309: logical_and_i64 */
+    { 11, 19 }, /* 310: logical_and_f16 */
+    { 11, 20 }, /* 311: logical_and_bf16 */
+    { 12, 13 }, /* 312: logical_and_f32 */
+    { 13, 13 }, /* 313: logical_and_f64 */
+    { 7, 41 }, /* 314: logical_or_bool */
+    { 7, 42 }, /* 315: logical_or_i8 */
+    { 7, 43 }, /* 316: logical_or_u8 */
+    { 11, 21 }, /* 317: logical_or_i16 */
+    { 12, 14 }, /* 318: logical_or_i32 */
+    { 13, 14 }, /* 319: logical_or_i64 */
+    { 11, 22 }, /* 320: logical_or_f16 */
+    { 11, 23 }, /* 321: logical_or_bf16 */
+    { 12, 15 }, /* 322: logical_or_f32 */
+    { 13, 15 }, /* 323: logical_or_f64 */
+    { 7, 44 }, /* 324: logical_xor_bool */
+    { 7, 45 }, /* 325: logical_xor_i8 */
+    { 7, 46 }, /* 326: logical_xor_u8 */
+    { 11, 24 }, /* 327: logical_xor_i16 */
+    { 12, 16 }, /* 328: logical_xor_i32 */
+    { 13, 16 }, /* 329: logical_xor_i64 */
+    { 11, 25 }, /* 330: logical_xor_f16 */
+    { 11, 26 }, /* 331: logical_xor_bf16 */
+    { 12, 17 }, /* 332: logical_xor_f32 */
+    { 13, 17 }, /* 333: logical_xor_f64 */
+    { 7, 47 }, /* 334: bitwise_and_bool */
+    { 7, 48 }, /* 335: bitwise_and_i8 */
+    { 7, 49 }, /* 336: bitwise_and_u8 */
+    { 8, 29 }, /* 337: bitwise_and_i16 */
+    { 9, 19 }, /* 338: bitwise_and_i32 */
+    { 10, 19 }, /* 339: bitwise_and_i64 */
+    { 7, 50 }, /* 340: bitwise_or_bool */
+    { 7, 51 }, /* 341: bitwise_or_i8 */
+    { 7, 52 }, /* 342: bitwise_or_u8 */
+    { 8, 30 }, /* 343: bitwise_or_i16 */
+    { 9, 20 }, /* 344: bitwise_or_i32 */
+    { 10, 20 }, /* 345: bitwise_or_i64 */
+    { 7, 53 }, /* 346: bitwise_xor_bool */
+    { 7, 54 }, /* 347: bitwise_xor_i8 */
+    { 7, 55 }, /* 348: bitwise_xor_u8 */
+    { 8, 31 }, /* 349: bitwise_xor_i16 */
+    { 9, 21 }, /* 350: bitwise_xor_i32 */
+    { 10, 21 }, /* 351: bitwise_xor_i64 */
+    { 7, 56 }, /* 352: shift_left_i8 */
+    { 7, 57 }, /* 353: shift_left_u8 */
+    { 8, 32 }, /* 354: shift_left_i16 */
+    { 9, 22 }, /* 355: shift_left_i32 */
+    { 10, 22 }, /* 356: shift_left_i64 */
+    { 7, 58 }, /* 357: shift_right_i8 */
+    { 7, 59 }, /* 358: shift_right_u8 */
+    { 8, 33 }, /* 359: shift_right_i16 */
+    { 9, 23 }, /* 360: shift_right_i32 */
+    { 10, 23 }, /* 361: shift_right_i64 */
+    { 14, 0 }, /* 362: where_bool */
+    { 14, 1 }, /* 363: where_i8 */
+    { 14, 2 }, /* 364: where_u8 */
+    { 15, 0 }, /* 365: where_i16 */
+    { 16, 0 }, /* 366: where_i32 */
+    { 17, 0 }, /* 367: where_i64 */
+    { 15, 1 }, /* 368: where_f16 */
+    { 15, 2 }, /* 369: where_bf16 */
+    { 16, 1 }, /* 370: where_f32 */
+    { 17, 1 }, /* 371: where_f64 */
+    { 14, 3 }, /* 372: clamp_i8 */
+    { 14, 4 }, /* 373: clamp_u8 */
+    { 18, 0 }, /* 374: clamp_i16 */
+    { 19, 0 }, /* 375: clamp_i32 */
+    { 20, 0 }, /* 376: clamp_i64 */
+    { 18, 1 }, /* 377: clamp_f16 */
+    { 18, 2 }, /* 378: clamp_bf16 */
+    { 19, 1 }, /* 379: clamp_f32 */
+    { 20, 1 }, /* 380: clamp_f64 */
+    { 18, 3 }, /* 381: lerp_f16 */
+    { 18, 4 }, /* 382: lerp_bf16 */
+    { 19, 2 }, /* 383: lerp_f32 */
+    { 20, 2 }, /* 384: lerp_f64 */
+    { 14, 5 }, /* 385: fma_i8 */
+    { 14, 6 }, /* 386: fma_u8 */
+    { 18, 5 }, /* 387: fma_i16 */
+    { 19, 3 }, /* 388: fma_i32 */
+    { 20, 3 }, /* 389: fma_i64 */
+    { 18, 6 }, /* 390: fma_f16 */
+    { 18, 7 }, /* 391: fma_bf16 */
+    { 19, 4 }, /* 392: fma_f32 */
+    { 20, 4 }, /* 393: fma_f64 */
+    { 0, 16 }, /* 394: cast_bool_bool */
+    { 0, 17 }, /* 395: cast_bool_i8 */
+    { 0, 18 }, /* 396: cast_bool_u8 */
+    { 21, 0 }, /* 397: cast_bool_i16 */
+    { 22, 0 }, /* 398: cast_bool_i32 */
+    { 23, 0 }, /* 399: cast_bool_i64 */
+    { 21, 1 }, /* 400: cast_bool_f16 */
+    { 21, 2 }, /* 401: cast_bool_bf16 */
+    { 22, 1 }, /* 402: cast_bool_f32 */
+    { 23, 1 }, /* 403: cast_bool_f64 */
+    { 0, 19 }, /* 404: cast_i8_bool */
+    { 0, 20 }, /* 405: cast_i8_i8 */
+    { 0, 21 }, /* 406: cast_i8_u8 */
+    { 21, 3 }, /* 407: cast_i8_i16 */
+    { 22, 2 }, /* 408: cast_i8_i32 */
+    { 23, 2 }, /* 409: cast_i8_i64 */
+    { 21, 4 }, /* 410: cast_i8_f16 */
+    { 21, 5 }, /* 411: cast_i8_bf16 */
+    { 22, 3 }, /* 412: cast_i8_f32 */
+    { 23, 3 }, /* 413: cast_i8_f64 */
+    { 0, 22 }, /* 414: cast_u8_bool */
+    { 0, 23 }, /* 415: cast_u8_i8 */
+    { 0, 24 }, /* 416: cast_u8_u8 */
+    { 21, 6 }, /* 417: cast_u8_i16 */
+    { 22, 4 }, /* 418: cast_u8_i32 */
+    { 23, 4 }, /* 419: cast_u8_i64 */
+    { 21, 7 }, /* 420: cast_u8_f16 */
+    { 21, 8 }, /* 421: cast_u8_bf16 */
+    { 22, 5 }, /* 422: cast_u8_f32 */
+    { 23, 5 }, /* 423: cast_u8_f64 */
+    { 4, 9 }, /* 424: cast_i16_bool */
+    { 4, 10 }, /* 425: cast_i16_i8 */
+    { 4, 11 }, /* 426: cast_i16_u8 */
+    { 1, 58 }, /* 427: cast_i16_i16 */
+    { 24, 0 }, /* 428: cast_i16_i32 */
+    { 25, 0 }, /* 429: cast_i16_i64 */
+    { 1, 59 }, /* 430: cast_i16_f16 */
+    { 1, 60 }, /* 431: cast_i16_bf16 */
+    { 24, 1 }, /* 432: cast_i16_f32 */
+    { 25, 1 }, /* 433: cast_i16_f64 */
+    { 5, 5 }, /* 434: cast_i32_bool */
+    { 5, 6 }, /* 435: cast_i32_i8 */
+    { 5, 7 }, /* 436: cast_i32_u8 */
+    { 26, 0 }, /* 437: cast_i32_i16 */
+    { 2, 32 }, /* 438: cast_i32_i32 */
+    { 27, 0 }, /* 439: cast_i32_i64 */
+    { 26, 1 }, /* 440: cast_i32_f16 */
+    { 26, 2 }, /* 441: cast_i32_bf16 */
+    { 2, 33 }, /* 442: cast_i32_f32 */
+    { 27, 1 }, /* 443: cast_i32_f64 */
+    { 6, 5 }, /* 444: cast_i64_bool */
+    { 6, 6 }, /* 445: cast_i64_i8 */
+    { 6, 7 }, /* 446: cast_i64_u8 */
+    { 28, 0 }, /* 447: cast_i64_i16 */
+    { 29, 0 }, /* 448: cast_i64_i32 */
+    { 3, 32 }, /* 449: cast_i64_i64 */
+    { 28, 1 }, /* 450: cast_i64_f16 */
+    { 28, 2 }, /* 451: cast_i64_bf16 */
+    { 29, 1 }, /* 452: cast_i64_f32 */
+    { 3, 33 }, /* 453: cast_i64_f64 */
+    { 4, 12 }, /* 454: cast_f16_bool */
+    { 4, 13 }, /* 455: cast_f16_i8 */
+    { 4, 14 }, /* 456: cast_f16_u8 */
+    { 1, 61 }, /* 457: cast_f16_i16 */
+    { 24, 2 }, /* 458: cast_f16_i32 */
+    { 25, 2 }, /* 459: cast_f16_i64 */
+    { 1, 62 }, /* 460: cast_f16_f16 */
+    { 1, 63 }, /* 461: cast_f16_bf16 */
+    { 24, 3 }, /* 462: cast_f16_f32 */
+    { 25, 3 }, /* 463: cast_f16_f64 */
+    { 4, 15 }, /* 464: cast_bf16_bool */
+    { 4, 16 }, /* 465: cast_bf16_i8 */
+    { 4, 17 }, /* 466: cast_bf16_u8 */
+    { 1, 64 }, /* 467: cast_bf16_i16 */
+    { 24, 4 }, /* 468: cast_bf16_i32 */
+    { 25, 4 }, /* 469: cast_bf16_i64 */
+    { 1, 65 }, /* 470: cast_bf16_f16 */
+    { 1, 66 }, /* 471: cast_bf16_bf16 */
+    { 24, 5 }, /* 472: cast_bf16_f32 */
+    { 25, 5 }, /* 473: cast_bf16_f64 */
+    { 5, 8 }, /* 474: cast_f32_bool */
+    { 5, 9 }, /* 475: cast_f32_i8 */
+    { 5, 10 }, /* 476: cast_f32_u8 */
+    { 26, 3 }, /* 477: cast_f32_i16 */
+    { 2, 34 }, /* 478: cast_f32_i32 */
+    { 27, 2 }, /* 479: cast_f32_i64 */
+    { 26, 4 }, /* 480: cast_f32_f16 */
+    { 26, 5 }, /* 481: cast_f32_bf16 */
+    { 2, 35 }, /* 482: cast_f32_f32 */
+    { 27, 3 }, /* 483: cast_f32_f64 */
+    { 6, 8 }, /* 484: cast_f64_bool */
+    { 6, 9 }, /* 485: cast_f64_i8 */
+    { 6, 10 }, /* 486: cast_f64_u8 */
+    { 28, 3 }, /* 487: cast_f64_i16 */
+    { 29, 2 }, /* 488: cast_f64_i32 */
+    { 3, 34 }, /* 489: cast_f64_i64 */
+    { 28, 4 }, /* 490: cast_f64_f16 */
+    { 28, 5 }, /* 491: cast_f64_bf16 */
+    { 29, 3 }, /* 492: cast_f64_f32 */
+    { 3, 35 }, /* 493: cast_f64_f64 */
+    { 0, 25 }, /* 494: copy_bool */
+    { 0, 26 }, /* 495: copy_i8 */
+    { 0, 27 }, /* 496: copy_u8 */
+    { 1, 67 }, /* 497: copy_i16 */
+    { 2, 36 }, /* 498: copy_i32 */
+    { 3, 36 }, /* 499: copy_i64 */
+    { 1, 68 }, /* 500: copy_f16 */
+    { 1, 69 }, /* 501: copy_bf16 */
+    { 2, 37 }, /* 502: copy_f32 */
+    { 3, 37 }, /* 503: copy_f64 */
+    { 30, 0 }, /* 504: fill_bool */
+    { 30, 1 }, /* 505: fill_i8 */
+    { 30, 2 }, /* 506: fill_u8 */
+    { 31, 0 }, /* 507: fill_i16 */
+    { 32, 0 }, /* 508: fill_i32 */
+    { 33, 0 }, /* 509: fill_i64 */
+    { 31, 1 }, /* 510: fill_f16 */
+    { 31, 2 }, /* 511: fill_bf16 */
+    { 32, 1 }, /* 512: fill_f32 */
+    { 33, 1 }, /* 513: fill_f64 */
+    { 30, 3 }, /* 514: arange_i8 */
+    { 30, 4 }, /* 515: arange_u8 */
+    { 31, 3 }, /* 516: arange_i16 */
+    { 32, 2 }, /* 517: arange_i32 */
+    { 33, 2 }, /* 518: arange_i64 */
+    { 31, 4 }, /* 519: arange_f16 */
+    { 31, 5 }, /* 520: arange_bf16 */
+    { 32, 3 }, /* 521: arange_f32 */
+    { 33, 3 }, /* 522: arange_f64 */
+    { 34, 0 }, /* 523: sum_i8 */
+    { 34, 1 }, /* 524: sum_u8 */
+    { 34, 2 }, /* 525: sum_i16 */
+    { 34, 3 }, /* 526: sum_i32 */
+    { 34, 4 }, /* 527: sum_i64 */
+    { 34, 5 }, /* 528: sum_f16 */
+    { 34, 6 }, /* 529: sum_bf16 */
+    { 34, 7 }, /* 530: sum_f32 */
+    { 34, 8 }, /* 531: sum_f64 */
+    { 35, 0 }, /* 532: prod_i8 */
+    { 35, 1 }, /* 533: prod_u8 */
+    { 35, 2 }, /* 534: prod_i16 */
+    { 35, 3 }, /* 535: prod_i32 */
+    { 35, 4 }, /* 536: prod_i64 */
+    { 35, 5 }, /* 537: prod_f16 */
+    { 35, 6 }, /* 538: prod_bf16 */
+    { 35, 7 }, /* 539: prod_f32 */
+    { 35, 8 }, /* 540: prod_f64 */
+    { 36, 0 }, /* 541: mean_f16 */
+    { 36, 1 }, /* 542: mean_bf16 */
+    { 36, 2 }, /* 543: mean_f32 */
+    { 36, 3 }, /* 544: mean_f64 */
+    { 37, 0 }, /* 545: min_bool */
+    { 37, 1 }, /* 546: min_i8 */
+    { 37, 2 }, /* 547: min_u8 */
+    { 37, 3 }, /* 548: min_i16 */
+    { 37, 4 }, /* 549: min_i32 */
+    { 37, 5 }, /* 550: min_i64 */
+    { 37, 6 }, /* 551: min_f16 */
+    { 37, 7 }, /* 552: min_bf16 */
+    { 37, 8 }, /* 553: min_f32 */
+    { 37, 9 }, /* 554: min_f64 */
+    { 38, 0 }, /* 555: max_bool */
+    { 38, 1 }, /* 556: max_i8 */
+    { 38, 2 }, /* 557: max_u8 */
+    { 38, 3 }, /* 558: max_i16 */
+    { 38, 4 }, /* 559: max_i32 */
+    { 38, 5 }, /* 560: max_i64 */
+    { 38, 6 }, /* 561: max_f16 */
+    { 38, 7 }, /* 562: max_bf16 */
+    { 38, 8 }, /* 563: max_f32 */
+    { 38, 9 }, /* 564: max_f64 */
+    { 39, 0 }, /* 565: argmin_bool */
+    { 39, 1 }, /* 566: argmin_i8 */
+    { 39, 2 }, /* 567: argmin_u8 */
+    { 39, 3 }, /* 568: argmin_i16 */
+    { 39, 4 }, /* 569: argmin_i32 */
+    { 39, 5 }, /* 570: argmin_i64 */
+    { 39, 6 }, /* 571: argmin_f16 */
+    { 39, 7 }, /* 572: argmin_bf16 */
+    { 39, 8 }, /* 573: argmin_f32 */
+    { 39, 9 }, /* 574: argmin_f64 */
+    { 40, 0 }, /* 575: argmax_bool */
+    { 40, 1 }, /* 576: argmax_i8 */
+    { 40, 2 }, /* 577: argmax_u8 */
+    { 40, 3 }, /* 578: argmax_i16 */
+    { 40, 4 }, /* 579: argmax_i32 */
+    { 40, 5 }, /* 580: argmax_i64 */
+    { 40, 6 }, /* 581: argmax_f16 */
+    { 40, 7 }, /* 582: argmax_bf16 */
+    { 40, 8 }, /* 583: argmax_f32 */
+    { 40, 9 }, /* 584: argmax_f64 */
+    { 41, 0 }, /* 585: any_bool */
+    { 41, 1 }, /* 586: any_i8 */
+    { 41, 2 }, /* 587: any_u8 */
+    { 41, 3 }, /* 588: any_i16 */
+    { 41, 4 }, /* 589: any_i32 */
+    { 41, 5 }, /* 590: any_i64 */
+    { 41, 6 }, /* 591: any_f16 */
+    { 41, 7 }, /* 592: any_bf16 */
+    { 41, 8 }, /* 593: any_f32 */
+    { 41, 9 }, /* 594: any_f64 */
+    { 42, 0 }, /* 595: all_bool */
+    { 42, 1 }, /* 596: all_i8 */
+    { 42, 2 }, /* 597: all_u8 */
+    { 42, 3 }, /* 598: all_i16 */
+    { 42, 4 }, /* 599: all_i32 */
+    { 42, 5 }, /* 600: all_i64 */
+    { 42, 6 }, /* 601: all_f16 */
+    { 42, 7 }, /* 602: all_bf16 */
+    { 42, 8 }, /* 603: all_f32 */
+    { 42, 9 }, /* 604: all_f64 */
+    { 43, 0 }, /* 605: norm2_f16 */
+    { 43, 1 }, /* 606: norm2_bf16 */
+    { 43, 2 }, /* 607: norm2_f32 */
+    { 43, 3 }, /* 608: norm2_f64 */
+    { 44, 0 }, /* 609: var_f16 */
+    { 44, 1 }, /* 610: var_bf16 */
+    { 44, 2 }, /* 611: var_f32 */
+    { 44, 3 }, /* 612: var_f64 */
+    { 45, 0 }, /* 613: std_f16 */
+    { 45, 1 }, /* 614: std_bf16 */
+    { 45, 2 }, /* 615: std_f32 */
+    { 45, 3 }, /* 616: std_f64 */
+    { 46, 0 }, /* 617: matmul_i8 */
+    { 46, 1 }, /* 618: matmul_u8 */
+    { 46, 2 }, /* 619: matmul_i16 */
+    { 46, 3 }, /* 620: matmul_i32 */
+    { 46, 4 }, /* 621: matmul_i64 */
+    { 47, 0 }, /* 622: matmul_f16 */
+    { 47, 1 }, /* 623: matmul_bf16 */
+    { 47, 2 }, /* 624: matmul_f32 */
+    { 48, 0 }, /* 625: matmul_f64 */
+    { 49, 0 }, /* 626: softmax_f16 */
+    { 49, 1 }, /* 627: softmax_bf16 */
+    { 49, 2 }, /* 628: softmax_f32 */
+    { 50, 0 }, /* 629: softmax_f64 */
+    { 51, 0 }, /* 630: log_softmax_f16 */
+    { 51, 1 }, /* 631: log_softmax_bf16 */
+    { 51, 2 }, /* 632: log_softmax_f32 */
+    { 52, 0 }, /* 633: log_softmax_f64 */
+    { 53, 0 }, /* 634: layernorm_f16 */
+    { 53, 1 }, /* 635: layernorm_bf16 */
+    { 53, 2 }, /* 636: layernorm_f32 */
+    { 54, 0 }, /* 637: layernorm_f64 */
+    { 55, 0 }, /* 638: rmsnorm_f16 */
+    { 55, 1 }, /* 639: rmsnorm_bf16 */
+    { 55, 2 }, /* 640: rmsnorm_f32 */
+    { 56, 0 }, /* 641: rmsnorm_f64 */
+};
+
 /* Runs items [begin, end) of the task whose plan is at plan with kernel kernel_id
    (gpuos__device_kernel_id). Called by every thread of the block with the same
    arguments. Unknown ids do nothing. */
 __device__ __noinline__ void gpuos__d_run(int kernel_id, const void *plan, int64_t begin, int64_t end) {
-    switch (kernel_id) {
-    case 0: gpuos__d_ew_neg_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 1: gpuos__d_ew_neg_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 2: gpuos__d_ew_neg_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 3: gpuos__d_ew_neg_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 4: gpuos__d_ew_neg_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 5: gpuos__d_ew_neg_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 6: gpuos__d_ew_neg_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 7: gpuos__d_ew_neg_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 8: gpuos__d_ew_neg_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 9: gpuos__d_ew_abs_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 10: gpuos__d_ew_abs_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 11: gpuos__d_ew_abs_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 12: gpuos__d_ew_abs_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 13: gpuos__d_ew_abs_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 14: gpuos__d_ew_abs_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 15: gpuos__d_ew_abs_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 16: gpuos__d_ew_abs_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 17: gpuos__d_ew_abs_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 18: gpuos__d_ew_sign_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 19: gpuos__d_ew_sign_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 20: gpuos__d_ew_sign_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 21: gpuos__d_ew_sign_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 22: gpuos__d_ew_sign_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 23: gpuos__d_ew_sign_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 24: gpuos__d_ew_sign_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 25: gpuos__d_ew_sign_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 26: gpuos__d_ew_sign_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 27: gpuos__d_ew_sqrt_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 28: gpuos__d_ew_sqrt_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 29: gpuos__d_ew_sqrt_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 30: gpuos__d_ew_sqrt_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 31: gpuos__d_ew_rsqrt_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 32: gpuos__d_ew_rsqrt_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 33: gpuos__d_ew_rsqrt_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 34: gpuos__d_ew_rsqrt_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 35: gpuos__d_ew_exp_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 36: gpuos__d_ew_exp_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 37: gpuos__d_ew_exp_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 38: gpuos__d_ew_exp_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 39: gpuos__d_ew_exp2_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 40: gpuos__d_ew_exp2_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 41: gpuos__d_ew_exp2_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 42: gpuos__d_ew_exp2_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 43: gpuos__d_ew_log_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 44: gpuos__d_ew_log_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 45: gpuos__d_ew_log_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 46: gpuos__d_ew_log_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 47: gpuos__d_ew_log2_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 48: gpuos__d_ew_log2_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 49: gpuos__d_ew_log2_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 50: gpuos__d_ew_log2_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 51: gpuos__d_ew_log1p_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 52: gpuos__d_ew_log1p_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 53: gpuos__d_ew_log1p_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 54: gpuos__d_ew_log1p_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 55: gpuos__d_ew_expm1_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 56: gpuos__d_ew_expm1_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 57: gpuos__d_ew_expm1_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 58: gpuos__d_ew_expm1_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 59: gpuos__d_ew_sin_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 60: gpuos__d_ew_sin_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 61: gpuos__d_ew_sin_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 62: gpuos__d_ew_sin_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 63: gpuos__d_ew_cos_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 64: gpuos__d_ew_cos_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 65: gpuos__d_ew_cos_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 66: gpuos__d_ew_cos_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 67: gpuos__d_ew_tan_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 68: gpuos__d_ew_tan_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 69: gpuos__d_ew_tan_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 70: gpuos__d_ew_tan_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 71: gpuos__d_ew_tanh_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 72: gpuos__d_ew_tanh_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 73: gpuos__d_ew_tanh_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 74: gpuos__d_ew_tanh_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 75: gpuos__d_ew_sigmoid_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 76: gpuos__d_ew_sigmoid_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 77: gpuos__d_ew_sigmoid_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 78: gpuos__d_ew_sigmoid_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 79: gpuos__d_ew_relu_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 80: gpuos__d_ew_relu_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 81: gpuos__d_ew_relu_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 82: gpuos__d_ew_relu_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 83: gpuos__d_ew_relu_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 84: gpuos__d_ew_relu_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 85: gpuos__d_ew_relu_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 86: gpuos__d_ew_relu_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 87: gpuos__d_ew_relu_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 88: gpuos__d_ew_gelu_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 89: gpuos__d_ew_gelu_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 90: gpuos__d_ew_gelu_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 91: gpuos__d_ew_gelu_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 92: gpuos__d_ew_gelu_tanh_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 93: gpuos__d_ew_gelu_tanh_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 94: gpuos__d_ew_gelu_tanh_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 95: gpuos__d_ew_gelu_tanh_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 96: gpuos__d_ew_silu_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 97: gpuos__d_ew_silu_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 98: gpuos__d_ew_silu_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 99: gpuos__d_ew_silu_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 100: gpuos__d_ew_floor_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 101: gpuos__d_ew_floor_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 102: gpuos__d_ew_floor_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 103: gpuos__d_ew_floor_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 104: gpuos__d_ew_ceil_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 105: gpuos__d_ew_ceil_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 106: gpuos__d_ew_ceil_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 107: gpuos__d_ew_ceil_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 108: gpuos__d_ew_round_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 109: gpuos__d_ew_round_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 110: gpuos__d_ew_round_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 111: gpuos__d_ew_round_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 112: gpuos__d_ew_trunc_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 113: gpuos__d_ew_trunc_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 114: gpuos__d_ew_trunc_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 115: gpuos__d_ew_trunc_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 116: gpuos__d_ew_reciprocal_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 117: gpuos__d_ew_reciprocal_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 118: gpuos__d_ew_reciprocal_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 119: gpuos__d_ew_reciprocal_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 120: gpuos__d_ew_square_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 121: gpuos__d_ew_square_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 122: gpuos__d_ew_square_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 123: gpuos__d_ew_square_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 124: gpuos__d_ew_square_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 125: gpuos__d_ew_square_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 126: gpuos__d_ew_square_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 127: gpuos__d_ew_square_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 128: gpuos__d_ew_square_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 129: gpuos__d_ew_logical_not_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 130: gpuos__d_ew_logical_not_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 131: gpuos__d_ew_logical_not_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 132: gpuos__d_ew_logical_not_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 133: gpuos__d_ew_logical_not_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 134: gpuos__d_ew_logical_not_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 135: gpuos__d_ew_logical_not_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 136: gpuos__d_ew_logical_not_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 137: gpuos__d_ew_logical_not_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 138: gpuos__d_ew_logical_not_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 139: gpuos__d_ew_bitwise_not_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 140: gpuos__d_ew_bitwise_not_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 141: gpuos__d_ew_bitwise_not_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 142: gpuos__d_ew_bitwise_not_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 143: gpuos__d_ew_bitwise_not_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 144: gpuos__d_ew_bitwise_not_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 145: gpuos__d_ew_isnan_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 146: gpuos__d_ew_isnan_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 147: gpuos__d_ew_isnan_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 148: gpuos__d_ew_isnan_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 149: gpuos__d_ew_isinf_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 150: gpuos__d_ew_isinf_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 151: gpuos__d_ew_isinf_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 152: gpuos__d_ew_isinf_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 153: gpuos__d_ew_isfinite_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 154: gpuos__d_ew_isfinite_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 155: gpuos__d_ew_isfinite_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 156: gpuos__d_ew_isfinite_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 157: gpuos__d_ew_add_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 158: gpuos__d_ew_add_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 159: gpuos__d_ew_add_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 160: gpuos__d_ew_add_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 161: gpuos__d_ew_add_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 162: gpuos__d_ew_add_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 163: gpuos__d_ew_add_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 164: gpuos__d_ew_add_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 165: gpuos__d_ew_add_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 166: gpuos__d_ew_sub_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 167: gpuos__d_ew_sub_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 168: gpuos__d_ew_sub_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 169: gpuos__d_ew_sub_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 170: gpuos__d_ew_sub_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 171: gpuos__d_ew_sub_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 172: gpuos__d_ew_sub_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 173: gpuos__d_ew_sub_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 174: gpuos__d_ew_sub_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 175: gpuos__d_ew_mul_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 176: gpuos__d_ew_mul_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 177: gpuos__d_ew_mul_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 178: gpuos__d_ew_mul_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 179: gpuos__d_ew_mul_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 180: gpuos__d_ew_mul_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 181: gpuos__d_ew_mul_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 182: gpuos__d_ew_mul_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 183: gpuos__d_ew_mul_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 184: gpuos__d_ew_div_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 185: gpuos__d_ew_div_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 186: gpuos__d_ew_div_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 187: gpuos__d_ew_div_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 188: gpuos__d_ew_div_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 189: gpuos__d_ew_div_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 190: gpuos__d_ew_div_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 191: gpuos__d_ew_div_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 192: gpuos__d_ew_div_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 193: gpuos__d_ew_floordiv_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 194: gpuos__d_ew_floordiv_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 195: gpuos__d_ew_floordiv_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 196: gpuos__d_ew_floordiv_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 197: gpuos__d_ew_floordiv_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 198: gpuos__d_ew_floordiv_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 199: gpuos__d_ew_floordiv_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 200: gpuos__d_ew_floordiv_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 201: gpuos__d_ew_floordiv_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 202: gpuos__d_ew_mod_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 203: gpuos__d_ew_mod_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 204: gpuos__d_ew_mod_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 205: gpuos__d_ew_mod_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 206: gpuos__d_ew_mod_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 207: gpuos__d_ew_mod_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 208: gpuos__d_ew_mod_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 209: gpuos__d_ew_mod_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 210: gpuos__d_ew_mod_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 211: gpuos__d_ew_pow_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 212: gpuos__d_ew_pow_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 213: gpuos__d_ew_pow_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 214: gpuos__d_ew_pow_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 215: gpuos__d_ew_pow_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 216: gpuos__d_ew_pow_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 217: gpuos__d_ew_pow_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 218: gpuos__d_ew_pow_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 219: gpuos__d_ew_pow_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 220: gpuos__d_ew_atan2_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 221: gpuos__d_ew_atan2_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 222: gpuos__d_ew_atan2_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 223: gpuos__d_ew_atan2_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 224: gpuos__d_ew_minimum_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 225: gpuos__d_ew_minimum_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 226: gpuos__d_ew_minimum_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 227: gpuos__d_ew_minimum_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 228: gpuos__d_ew_minimum_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 229: gpuos__d_ew_minimum_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 230: gpuos__d_ew_minimum_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 231: gpuos__d_ew_minimum_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 232: gpuos__d_ew_minimum_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 233: gpuos__d_ew_minimum_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 234: gpuos__d_ew_maximum_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 235: gpuos__d_ew_maximum_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 236: gpuos__d_ew_maximum_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 237: gpuos__d_ew_maximum_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 238: gpuos__d_ew_maximum_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 239: gpuos__d_ew_maximum_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 240: gpuos__d_ew_maximum_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 241: gpuos__d_ew_maximum_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 242: gpuos__d_ew_maximum_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 243: gpuos__d_ew_maximum_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 244: gpuos__d_ew_eq_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 245: gpuos__d_ew_eq_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 246: gpuos__d_ew_eq_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 247: gpuos__d_ew_eq_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 248: gpuos__d_ew_eq_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 249: gpuos__d_ew_eq_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 250: gpuos__d_ew_eq_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 251: gpuos__d_ew_eq_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 252: gpuos__d_ew_eq_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 253: gpuos__d_ew_eq_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 254: gpuos__d_ew_ne_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 255: gpuos__d_ew_ne_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 256: gpuos__d_ew_ne_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 257: gpuos__d_ew_ne_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 258: gpuos__d_ew_ne_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 259: gpuos__d_ew_ne_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 260: gpuos__d_ew_ne_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 261: gpuos__d_ew_ne_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 262: gpuos__d_ew_ne_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 263: gpuos__d_ew_ne_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 264: gpuos__d_ew_lt_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 265: gpuos__d_ew_lt_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 266: gpuos__d_ew_lt_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 267: gpuos__d_ew_lt_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 268: gpuos__d_ew_lt_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 269: gpuos__d_ew_lt_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 270: gpuos__d_ew_lt_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 271: gpuos__d_ew_lt_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 272: gpuos__d_ew_lt_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 273: gpuos__d_ew_lt_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 274: gpuos__d_ew_le_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 275: gpuos__d_ew_le_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 276: gpuos__d_ew_le_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 277: gpuos__d_ew_le_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 278: gpuos__d_ew_le_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 279: gpuos__d_ew_le_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 280: gpuos__d_ew_le_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 281: gpuos__d_ew_le_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 282: gpuos__d_ew_le_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 283: gpuos__d_ew_le_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 284: gpuos__d_ew_gt_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 285: gpuos__d_ew_gt_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 286: gpuos__d_ew_gt_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 287: gpuos__d_ew_gt_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 288: gpuos__d_ew_gt_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 289: gpuos__d_ew_gt_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 290: gpuos__d_ew_gt_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 291: gpuos__d_ew_gt_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 292: gpuos__d_ew_gt_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 293: gpuos__d_ew_gt_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 294: gpuos__d_ew_ge_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 295: gpuos__d_ew_ge_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 296: gpuos__d_ew_ge_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 297: gpuos__d_ew_ge_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 298: gpuos__d_ew_ge_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 299: gpuos__d_ew_ge_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 300: gpuos__d_ew_ge_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 301: gpuos__d_ew_ge_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 302: gpuos__d_ew_ge_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 303: gpuos__d_ew_ge_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 304: gpuos__d_ew_logical_and_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 305: gpuos__d_ew_logical_and_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 306: gpuos__d_ew_logical_and_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 307: gpuos__d_ew_logical_and_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 308: gpuos__d_ew_logical_and_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 309: gpuos__d_ew_logical_and_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 310: gpuos__d_ew_logical_and_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 311: gpuos__d_ew_logical_and_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 312: gpuos__d_ew_logical_and_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 313: gpuos__d_ew_logical_and_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 314: gpuos__d_ew_logical_or_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 315: gpuos__d_ew_logical_or_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 316: gpuos__d_ew_logical_or_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 317: gpuos__d_ew_logical_or_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 318: gpuos__d_ew_logical_or_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 319: gpuos__d_ew_logical_or_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 320: gpuos__d_ew_logical_or_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 321: gpuos__d_ew_logical_or_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 322: gpuos__d_ew_logical_or_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 323: gpuos__d_ew_logical_or_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 324: gpuos__d_ew_logical_xor_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 325: gpuos__d_ew_logical_xor_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 326: gpuos__d_ew_logical_xor_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 327: gpuos__d_ew_logical_xor_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 328: gpuos__d_ew_logical_xor_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 329: gpuos__d_ew_logical_xor_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 330: gpuos__d_ew_logical_xor_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 331: gpuos__d_ew_logical_xor_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 332: gpuos__d_ew_logical_xor_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 333: gpuos__d_ew_logical_xor_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 334: gpuos__d_ew_bitwise_and_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 335: gpuos__d_ew_bitwise_and_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 336: gpuos__d_ew_bitwise_and_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 337: gpuos__d_ew_bitwise_and_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 338: gpuos__d_ew_bitwise_and_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 339: gpuos__d_ew_bitwise_and_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 340: gpuos__d_ew_bitwise_or_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 341: gpuos__d_ew_bitwise_or_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 342: gpuos__d_ew_bitwise_or_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 343: gpuos__d_ew_bitwise_or_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 344: gpuos__d_ew_bitwise_or_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 345: gpuos__d_ew_bitwise_or_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 346: gpuos__d_ew_bitwise_xor_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 347: gpuos__d_ew_bitwise_xor_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 348: gpuos__d_ew_bitwise_xor_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 349: gpuos__d_ew_bitwise_xor_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 350: gpuos__d_ew_bitwise_xor_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 351: gpuos__d_ew_bitwise_xor_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 352: gpuos__d_ew_shift_left_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 353: gpuos__d_ew_shift_left_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 354: gpuos__d_ew_shift_left_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 355: gpuos__d_ew_shift_left_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 356: gpuos__d_ew_shift_left_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 357: gpuos__d_ew_shift_right_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 358: gpuos__d_ew_shift_right_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 359: gpuos__d_ew_shift_right_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 360: gpuos__d_ew_shift_right_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 361: gpuos__d_ew_shift_right_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 362: gpuos__d_ew_where_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 363: gpuos__d_ew_where_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 364: gpuos__d_ew_where_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 365: gpuos__d_ew_where_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 366: gpuos__d_ew_where_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 367: gpuos__d_ew_where_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 368: gpuos__d_ew_where_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 369: gpuos__d_ew_where_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 370: gpuos__d_ew_where_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 371: gpuos__d_ew_where_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 372: gpuos__d_ew_clamp_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 373: gpuos__d_ew_clamp_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 374: gpuos__d_ew_clamp_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 375: gpuos__d_ew_clamp_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 376: gpuos__d_ew_clamp_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 377: gpuos__d_ew_clamp_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 378: gpuos__d_ew_clamp_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 379: gpuos__d_ew_clamp_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 380: gpuos__d_ew_clamp_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 381: gpuos__d_ew_lerp_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 382: gpuos__d_ew_lerp_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 383: gpuos__d_ew_lerp_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 384: gpuos__d_ew_lerp_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 385: gpuos__d_ew_fma_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 386: gpuos__d_ew_fma_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 387: gpuos__d_ew_fma_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 388: gpuos__d_ew_fma_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 389: gpuos__d_ew_fma_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 390: gpuos__d_ew_fma_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 391: gpuos__d_ew_fma_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 392: gpuos__d_ew_fma_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 393: gpuos__d_ew_fma_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 394: gpuos__d_ew_cast_bool_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 395: gpuos__d_ew_cast_bool_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 396: gpuos__d_ew_cast_bool_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 397: gpuos__d_ew_cast_bool_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 398: gpuos__d_ew_cast_bool_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 399: gpuos__d_ew_cast_bool_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 400: gpuos__d_ew_cast_bool_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 401: gpuos__d_ew_cast_bool_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 402: gpuos__d_ew_cast_bool_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 403: gpuos__d_ew_cast_bool_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 404: gpuos__d_ew_cast_i8_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 405: gpuos__d_ew_cast_i8_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 406: gpuos__d_ew_cast_i8_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 407: gpuos__d_ew_cast_i8_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 408: gpuos__d_ew_cast_i8_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 409: gpuos__d_ew_cast_i8_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 410: gpuos__d_ew_cast_i8_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 411: gpuos__d_ew_cast_i8_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 412: gpuos__d_ew_cast_i8_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 413: gpuos__d_ew_cast_i8_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 414: gpuos__d_ew_cast_u8_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 415: gpuos__d_ew_cast_u8_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 416: gpuos__d_ew_cast_u8_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 417: gpuos__d_ew_cast_u8_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 418: gpuos__d_ew_cast_u8_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 419: gpuos__d_ew_cast_u8_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 420: gpuos__d_ew_cast_u8_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 421: gpuos__d_ew_cast_u8_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 422: gpuos__d_ew_cast_u8_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 423: gpuos__d_ew_cast_u8_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 424: gpuos__d_ew_cast_i16_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 425: gpuos__d_ew_cast_i16_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 426: gpuos__d_ew_cast_i16_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 427: gpuos__d_ew_cast_i16_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 428: gpuos__d_ew_cast_i16_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 429: gpuos__d_ew_cast_i16_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 430: gpuos__d_ew_cast_i16_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 431: gpuos__d_ew_cast_i16_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 432: gpuos__d_ew_cast_i16_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 433: gpuos__d_ew_cast_i16_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 434: gpuos__d_ew_cast_i32_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 435: gpuos__d_ew_cast_i32_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 436: gpuos__d_ew_cast_i32_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 437: gpuos__d_ew_cast_i32_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 438: gpuos__d_ew_cast_i32_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 439: gpuos__d_ew_cast_i32_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 440: gpuos__d_ew_cast_i32_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 441: gpuos__d_ew_cast_i32_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 442: gpuos__d_ew_cast_i32_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 443: gpuos__d_ew_cast_i32_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 444: gpuos__d_ew_cast_i64_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 445: gpuos__d_ew_cast_i64_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 446: gpuos__d_ew_cast_i64_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 447: gpuos__d_ew_cast_i64_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 448: gpuos__d_ew_cast_i64_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 449: gpuos__d_ew_cast_i64_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 450: gpuos__d_ew_cast_i64_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 451: gpuos__d_ew_cast_i64_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 452: gpuos__d_ew_cast_i64_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 453: gpuos__d_ew_cast_i64_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 454: gpuos__d_ew_cast_f16_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 455: gpuos__d_ew_cast_f16_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 456: gpuos__d_ew_cast_f16_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 457: gpuos__d_ew_cast_f16_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 458: gpuos__d_ew_cast_f16_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 459: gpuos__d_ew_cast_f16_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 460: gpuos__d_ew_cast_f16_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 461: gpuos__d_ew_cast_f16_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 462: gpuos__d_ew_cast_f16_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 463: gpuos__d_ew_cast_f16_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 464: gpuos__d_ew_cast_bf16_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 465: gpuos__d_ew_cast_bf16_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 466: gpuos__d_ew_cast_bf16_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 467: gpuos__d_ew_cast_bf16_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 468: gpuos__d_ew_cast_bf16_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 469: gpuos__d_ew_cast_bf16_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 470: gpuos__d_ew_cast_bf16_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 471: gpuos__d_ew_cast_bf16_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 472: gpuos__d_ew_cast_bf16_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 473: gpuos__d_ew_cast_bf16_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 474: gpuos__d_ew_cast_f32_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 475: gpuos__d_ew_cast_f32_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 476: gpuos__d_ew_cast_f32_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 477: gpuos__d_ew_cast_f32_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 478: gpuos__d_ew_cast_f32_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 479: gpuos__d_ew_cast_f32_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 480: gpuos__d_ew_cast_f32_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 481: gpuos__d_ew_cast_f32_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 482: gpuos__d_ew_cast_f32_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 483: gpuos__d_ew_cast_f32_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 484: gpuos__d_ew_cast_f64_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 485: gpuos__d_ew_cast_f64_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 486: gpuos__d_ew_cast_f64_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 487: gpuos__d_ew_cast_f64_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 488: gpuos__d_ew_cast_f64_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 489: gpuos__d_ew_cast_f64_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 490: gpuos__d_ew_cast_f64_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 491: gpuos__d_ew_cast_f64_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 492: gpuos__d_ew_cast_f64_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 493: gpuos__d_ew_cast_f64_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 494: gpuos__d_ew_copy_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 495: gpuos__d_ew_copy_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 496: gpuos__d_ew_copy_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 497: gpuos__d_ew_copy_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 498: gpuos__d_ew_copy_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 499: gpuos__d_ew_copy_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 500: gpuos__d_ew_copy_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 501: gpuos__d_ew_copy_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 502: gpuos__d_ew_copy_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 503: gpuos__d_ew_copy_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 504: gpuos__d_ew_fill_bool((const gpuos__ew_plan *)plan, begin, end); return;
-    case 505: gpuos__d_ew_fill_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 506: gpuos__d_ew_fill_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 507: gpuos__d_ew_fill_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 508: gpuos__d_ew_fill_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 509: gpuos__d_ew_fill_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 510: gpuos__d_ew_fill_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 511: gpuos__d_ew_fill_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 512: gpuos__d_ew_fill_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 513: gpuos__d_ew_fill_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 514: gpuos__d_ew_arange_i8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 515: gpuos__d_ew_arange_u8((const gpuos__ew_plan *)plan, begin, end); return;
-    case 516: gpuos__d_ew_arange_i16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 517: gpuos__d_ew_arange_i32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 518: gpuos__d_ew_arange_i64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 519: gpuos__d_ew_arange_f16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 520: gpuos__d_ew_arange_bf16((const gpuos__ew_plan *)plan, begin, end); return;
-    case 521: gpuos__d_ew_arange_f32((const gpuos__ew_plan *)plan, begin, end); return;
-    case 522: gpuos__d_ew_arange_f64((const gpuos__ew_plan *)plan, begin, end); return;
-    case 523: gpuos__d_reduce_sum_i8((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 524: gpuos__d_reduce_sum_u8((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 525: gpuos__d_reduce_sum_i16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 526: gpuos__d_reduce_sum_i32((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 527: gpuos__d_reduce_sum_i64((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 528: gpuos__d_reduce_sum_f16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 529: gpuos__d_reduce_sum_bf16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 530: gpuos__d_reduce_sum_f32((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 531: gpuos__d_reduce_sum_f64((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 532: gpuos__d_reduce_prod_i8((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 533: gpuos__d_reduce_prod_u8((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 534: gpuos__d_reduce_prod_i16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 535: gpuos__d_reduce_prod_i32((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 536: gpuos__d_reduce_prod_i64((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 537: gpuos__d_reduce_prod_f16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 538: gpuos__d_reduce_prod_bf16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 539: gpuos__d_reduce_prod_f32((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 540: gpuos__d_reduce_prod_f64((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 541: gpuos__d_reduce_mean_f16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 542: gpuos__d_reduce_mean_bf16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 543: gpuos__d_reduce_mean_f32((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 544: gpuos__d_reduce_mean_f64((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 545: gpuos__d_reduce_min_bool((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 546: gpuos__d_reduce_min_i8((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 547: gpuos__d_reduce_min_u8((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 548: gpuos__d_reduce_min_i16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 549: gpuos__d_reduce_min_i32((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 550: gpuos__d_reduce_min_i64((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 551: gpuos__d_reduce_min_f16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 552: gpuos__d_reduce_min_bf16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 553: gpuos__d_reduce_min_f32((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 554: gpuos__d_reduce_min_f64((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 555: gpuos__d_reduce_max_bool((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 556: gpuos__d_reduce_max_i8((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 557: gpuos__d_reduce_max_u8((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 558: gpuos__d_reduce_max_i16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 559: gpuos__d_reduce_max_i32((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 560: gpuos__d_reduce_max_i64((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 561: gpuos__d_reduce_max_f16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 562: gpuos__d_reduce_max_bf16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 563: gpuos__d_reduce_max_f32((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 564: gpuos__d_reduce_max_f64((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 565: gpuos__d_reduce_argmin_bool((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 566: gpuos__d_reduce_argmin_i8((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 567: gpuos__d_reduce_argmin_u8((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 568: gpuos__d_reduce_argmin_i16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 569: gpuos__d_reduce_argmin_i32((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 570: gpuos__d_reduce_argmin_i64((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 571: gpuos__d_reduce_argmin_f16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 572: gpuos__d_reduce_argmin_bf16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 573: gpuos__d_reduce_argmin_f32((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 574: gpuos__d_reduce_argmin_f64((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 575: gpuos__d_reduce_argmax_bool((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 576: gpuos__d_reduce_argmax_i8((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 577: gpuos__d_reduce_argmax_u8((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 578: gpuos__d_reduce_argmax_i16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 579: gpuos__d_reduce_argmax_i32((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 580: gpuos__d_reduce_argmax_i64((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 581: gpuos__d_reduce_argmax_f16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 582: gpuos__d_reduce_argmax_bf16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 583: gpuos__d_reduce_argmax_f32((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 584: gpuos__d_reduce_argmax_f64((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 585: gpuos__d_reduce_any_bool((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 586: gpuos__d_reduce_any_i8((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 587: gpuos__d_reduce_any_u8((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 588: gpuos__d_reduce_any_i16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 589: gpuos__d_reduce_any_i32((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 590: gpuos__d_reduce_any_i64((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 591: gpuos__d_reduce_any_f16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 592: gpuos__d_reduce_any_bf16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 593: gpuos__d_reduce_any_f32((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 594: gpuos__d_reduce_any_f64((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 595: gpuos__d_reduce_all_bool((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 596: gpuos__d_reduce_all_i8((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 597: gpuos__d_reduce_all_u8((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 598: gpuos__d_reduce_all_i16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 599: gpuos__d_reduce_all_i32((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 600: gpuos__d_reduce_all_i64((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 601: gpuos__d_reduce_all_f16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 602: gpuos__d_reduce_all_bf16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 603: gpuos__d_reduce_all_f32((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 604: gpuos__d_reduce_all_f64((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 605: gpuos__d_reduce_norm2_f16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 606: gpuos__d_reduce_norm2_bf16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 607: gpuos__d_reduce_norm2_f32((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 608: gpuos__d_reduce_norm2_f64((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 609: gpuos__d_reduce_var_f16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 610: gpuos__d_reduce_var_bf16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 611: gpuos__d_reduce_var_f32((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 612: gpuos__d_reduce_var_f64((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 613: gpuos__d_reduce_std_f16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 614: gpuos__d_reduce_std_bf16((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 615: gpuos__d_reduce_std_f32((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 616: gpuos__d_reduce_std_f64((const gpuos__reduce_plan *)plan, begin, end); return;
-    case 617: gpuos__d_matmul_i8((const gpuos__matmul_plan *)plan, begin, end); return;
-    case 618: gpuos__d_matmul_u8((const gpuos__matmul_plan *)plan, begin, end); return;
-    case 619: gpuos__d_matmul_i16((const gpuos__matmul_plan *)plan, begin, end); return;
-    case 620: gpuos__d_matmul_i32((const gpuos__matmul_plan *)plan, begin, end); return;
-    case 621: gpuos__d_matmul_i64((const gpuos__matmul_plan *)plan, begin, end); return;
-    case 622: gpuos__d_matmul_f16((const gpuos__matmul_plan *)plan, begin, end); return;
-    case 623: gpuos__d_matmul_bf16((const gpuos__matmul_plan *)plan, begin, end); return;
-    case 624: gpuos__d_matmul_f32((const gpuos__matmul_plan *)plan, begin, end); return;
-    case 625: gpuos__d_matmul_f64((const gpuos__matmul_plan *)plan, begin, end); return;
-    case 626: gpuos__d_rows_softmax_f16((const gpuos__rows_plan *)plan, begin, end); return;
-    case 627: gpuos__d_rows_softmax_bf16((const gpuos__rows_plan *)plan, begin, end); return;
-    case 628: gpuos__d_rows_softmax_f32((const gpuos__rows_plan *)plan, begin, end); return;
-    case 629: gpuos__d_rows_softmax_f64((const gpuos__rows_plan *)plan, begin, end); return;
-    case 630: gpuos__d_rows_log_softmax_f16((const gpuos__rows_plan *)plan, begin, end); return;
-    case 631: gpuos__d_rows_log_softmax_bf16((const gpuos__rows_plan *)plan, begin, end); return;
-    case 632: gpuos__d_rows_log_softmax_f32((const gpuos__rows_plan *)plan, begin, end); return;
-    case 633: gpuos__d_rows_log_softmax_f64((const gpuos__rows_plan *)plan, begin, end); return;
-    case 634: gpuos__d_rows_layernorm_f16((const gpuos__rows_plan *)plan, begin, end); return;
-    case 635: gpuos__d_rows_layernorm_bf16((const gpuos__rows_plan *)plan, begin, end); return;
-    case 636: gpuos__d_rows_layernorm_f32((const gpuos__rows_plan *)plan, begin, end); return;
-    case 637: gpuos__d_rows_layernorm_f64((const gpuos__rows_plan *)plan, begin, end); return;
-    case 638: gpuos__d_rows_rmsnorm_f16((const gpuos__rows_plan *)plan, begin, end); return;
-    case 639: gpuos__d_rows_rmsnorm_bf16((const gpuos__rows_plan *)plan, begin, end); return;
-    case 640: gpuos__d_rows_rmsnorm_f32((const gpuos__rows_plan *)plan, begin, end); return;
-    case 641: gpuos__d_rows_rmsnorm_f64((const gpuos__rows_plan *)plan, begin, end); return;
+    if ((unsigned)kernel_id >= GPUOS__D_N_KERNELS) return;
+    const int cs = gpuos__d_kernels[kernel_id][1];
+    switch (gpuos__d_kernels[kernel_id][0]) {
+    case 0: gpuos__d_ew_g0((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 1: gpuos__d_ew_g1((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 2: gpuos__d_ew_g2((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 3: gpuos__d_ew_g3((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 4: gpuos__d_ew_g4((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 5: gpuos__d_ew_g5((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 6: gpuos__d_ew_g6((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 7: gpuos__d_ew_g7((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 8: gpuos__d_ew_g8((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 9: gpuos__d_ew_g9((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 10: gpuos__d_ew_g10((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 11: gpuos__d_ew_g11((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 12: gpuos__d_ew_g12((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 13: gpuos__d_ew_g13((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 14: gpuos__d_ew_g14((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 15: gpuos__d_ew_g15((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 16: gpuos__d_ew_g16((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 17: gpuos__d_ew_g17((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 18: gpuos__d_ew_g18((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 19: gpuos__d_ew_g19((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 20: gpuos__d_ew_g20((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 21: gpuos__d_ew_g21((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 22: gpuos__d_ew_g22((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 23: gpuos__d_ew_g23((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 24: gpuos__d_ew_g24((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 25: gpuos__d_ew_g25((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 26: gpuos__d_ew_g26((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 27: gpuos__d_ew_g27((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 28: gpuos__d_ew_g28((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 29: gpuos__d_ew_g29((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 30: gpuos__d_ew_g30((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 31: gpuos__d_ew_g31((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 32: gpuos__d_ew_g32((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 33: gpuos__d_ew_g33((const gpuos__ew_plan *)plan, begin, end, cs); return;
+    case 34: gpuos__d_reduce_sum((const gpuos__reduce_plan *)plan, begin, end, cs); return;
+    case 35: gpuos__d_reduce_prod((const gpuos__reduce_plan *)plan, begin, end, cs); return;
+    case 36: gpuos__d_reduce_mean((const gpuos__reduce_plan *)plan, begin, end, cs); return;
+    case 37: gpuos__d_reduce_min((const gpuos__reduce_plan *)plan, begin, end, cs); return;
+    case 38: gpuos__d_reduce_max((const gpuos__reduce_plan *)plan, begin, end, cs); return;
+    case 39: gpuos__d_reduce_argmin((const gpuos__reduce_plan *)plan, begin, end, cs); return;
+    case 40: gpuos__d_reduce_argmax((const gpuos__reduce_plan *)plan, begin, end, cs); return;
+    case 41: gpuos__d_reduce_any((const gpuos__reduce_plan *)plan, begin, end, cs); return;
+    case 42: gpuos__d_reduce_all((const gpuos__reduce_plan *)plan, begin, end, cs); return;
+    case 43: gpuos__d_reduce_norm2((const gpuos__reduce_plan *)plan, begin, end, cs); return;
+    case 44: gpuos__d_reduce_var((const gpuos__reduce_plan *)plan, begin, end, cs); return;
+    case 45: gpuos__d_reduce_std((const gpuos__reduce_plan *)plan, begin, end, cs); return;
+    case 46: gpuos__d_matmul_g0((const gpuos__matmul_plan *)plan, begin, end, cs); return;
+    case 47: gpuos__d_matmul_g1((const gpuos__matmul_plan *)plan, begin, end, cs); return;
+    case 48: gpuos__d_matmul_g2((const gpuos__matmul_plan *)plan, begin, end, cs); return;
+    case 49: gpuos__d_rows_g0((const gpuos__rows_plan *)plan, begin, end, cs); return;
+    case 50: gpuos__d_rows_g1((const gpuos__rows_plan *)plan, begin, end, cs); return;
+    case 51: gpuos__d_rows_g2((const gpuos__rows_plan *)plan, begin, end, cs); return;
+    case 52: gpuos__d_rows_g3((const gpuos__rows_plan *)plan, begin, end, cs); return;
+    case 53: gpuos__d_rows_g4((const gpuos__rows_plan *)plan, begin, end, cs); return;
+    case 54: gpuos__d_rows_g5((const gpuos__rows_plan *)plan, begin, end, cs); return;
+    case 55: gpuos__d_rows_g6((const gpuos__rows_plan *)plan, begin, end, cs); return;
+    case 56: gpuos__d_rows_g7((const gpuos__rows_plan *)plan, begin, end, cs); return;
     default: return;
     }
 }

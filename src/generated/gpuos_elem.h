@@ -867,10 +867,10 @@ GPUOS__FN float gpuos__e_clamp_f16(float x, float lo, float hi) { return gpuos__
 GPUOS__FN float gpuos__e_clamp_bf16(float x, float lo, float hi) { return gpuos__min_f32(gpuos__max_f32(x, lo), hi); }
 GPUOS__FN float gpuos__e_clamp_f32(float x, float lo, float hi) { return gpuos__min_f32(gpuos__max_f32(x, lo), hi); }
 GPUOS__FN double gpuos__e_clamp_f64(double x, double lo, double hi) { return gpuos__min_f64(gpuos__max_f64(x, lo), hi); }
-GPUOS__FN float gpuos__e_lerp_f16(float a, float b, float w) { return a + w * (b - a); }
-GPUOS__FN float gpuos__e_lerp_bf16(float a, float b, float w) { return a + w * (b - a); }
-GPUOS__FN float gpuos__e_lerp_f32(float a, float b, float w) { return a + w * (b - a); }
-GPUOS__FN double gpuos__e_lerp_f64(double a, double b, double w) { return a + w * (b - a); }
+GPUOS__FN float gpuos__e_lerp_f16(float a, float b, float w) { return fmaf(w, b - a, a); }
+GPUOS__FN float gpuos__e_lerp_bf16(float a, float b, float w) { return fmaf(w, b - a, a); }
+GPUOS__FN float gpuos__e_lerp_f32(float a, float b, float w) { return fmaf(w, b - a, a); }
+GPUOS__FN double gpuos__e_lerp_f64(double a, double b, double w) { return fma(w, b - a, a); }
 GPUOS__FN int8_t gpuos__e_fma_i8(int8_t a, int8_t b, int8_t c) { return (int8_t)((uint32_t)a * (uint32_t)b + (uint32_t)c); }
 GPUOS__FN uint8_t gpuos__e_fma_u8(uint8_t a, uint8_t b, uint8_t c) { return (uint8_t)((uint32_t)a * (uint32_t)b + (uint32_t)c); }
 GPUOS__FN int16_t gpuos__e_fma_i16(int16_t a, int16_t b, int16_t c) { return (int16_t)((uint32_t)a * (uint32_t)b + (uint32_t)c); }
