@@ -42,7 +42,7 @@ RENDER CONTEXT (every template gets these; Jinja2 runs with StrictUndefined)
   reduce_kernels  one per (op, dtype): RedKernel .op .key .out .name .acc (type name)
                 .init .step .merge .final (function names) .in_ctype .load .out_ctype .store
   rows_kernels  one per (op, dtype): RowsKernel .op .key .name .ctype .load .store .X
-                (compute type) .f (math suffix: 'f' or '') .lit(v) (a literal of type X)
+                (compute type) .f (math suffix: 'f' or '')
   matmul_kernels  one per dtype: MatmulKernel .key .name .ctype .load .store .acc .res
   elem_fns, cast_fns, red_fns, helper_keys: what gpuos_elem.h defines (see gpuos_elem.h.j2)
   load(d) / store(d)      conversion function name ('' when storage == compute type):
@@ -206,9 +206,6 @@ class RowsKernel:
         self.op, self.key, self.name = op, key, '%s_%s' % (op.name, key.name)
         self.ctype, self.load, self.store, self.X = key.ctype, load(key), store(key), key.compute
         self.f = 'f' if key.compute == 'float' else ''
-
-    def lit(self, v):
-        return float_lit(v, self.key)
 
 
 class MatmulKernel:
