@@ -512,12 +512,13 @@ _PROJECT_INCLUDE_RE = re.compile(r'^(\s*)#\s*include\s+"([^"]+)"(.*)$')
 
 
 def comment_project_includes(text, known):
-    """Comments out #include "X" lines whose file is one of known (basenames)."""
+    """Comments out #include "X" lines whose file is one of known (basenames). A // comment,
+    so that a line inside a /* */ block (a usage example) cannot end the block early."""
     out = []
     for ln in text.split('\n'):
         m = _PROJECT_INCLUDE_RE.match(ln)
         if m and Path(m.group(2)).name in known:
-            ln = '%s/* #include "%s" (inlined above) */%s' % (m.group(1), m.group(2), m.group(3))
+            ln = '%s// #include "%s"%s (inlined above)' % (m.group(1), m.group(2), m.group(3))
         out.append(ln)
     return '\n'.join(out)
 
