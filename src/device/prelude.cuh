@@ -1,0 +1,163 @@
+/* prelude.cuh - what the device source needs before anything else: fixed-width
+   integer types, limits, float constants, f16/bf16 conversions and block-level
+   reduction helpers.
+
+   gen/gen.py concatenates [this file, src/gpuos_plan.h, src/generated/gpuos_elem.h,
+   src/generated/device_ops.cu] into src/generated/gpuos_device.cu, which NVRTC
+   compiles at run time (--gpu-architecture=sm_90 -default-device --std=c++17
+   -rdc=true). NVRTC has no system headers, so this file includes nothing; every
+   name it defines is guarded or compatible with the system's, so the same source
+   also compiles with nvcc after <stdint.h> and <math.h> (tests/gpu/devcheck.cu).
+
+   What the element functions of gpuos_elem.h may use on the device:
+     int8_t .. uint64_t, uintptr_t, INT8_MIN .. UINT64_MAX, NAN, INFINITY, HUGE_VAL(F),
+     every C99 <math.h> function for float and double (CUDA builtins: sqrtf, expf,
+     erff, rintf, fmod, ...), isnan / isinf / isfinite / signbit (CUDA overloads for
+     float and double), and the conversions of src/gpuos_ops.h under the same names:
+     gpuos__f16_to_f32, gpuos__f32_to_f16, gpuos__bf16_to_f32, gpuos__f32_to_bf16,
+     gpuos__f64_to_f16, gpuos__f64_to_bf16.
+
+   Block-size assumption of all device kernels: blockDim.x is a multiple of 32,
+   from 32 to 1024, and blockDim.y == blockDim.z == 1. Every thread of the block
+   calls a kernel function with the same arguments (they use __syncthreads). */
+#ifndef GPUOS_DEVICE_PRELUDE_CUH
+#define GPUOS_DEVICE_PRELUDE_CUH
+
+/* ---------------------------------------------------------------- fixed-width types (as glibc, LP64) */
+/* A typedef may be repeated with the same type in C++, so these coexist with <stdint.h>. */
+typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef unsigned short uint16_t;
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long int64_t;
+typedef unsigned long uint64_t;
+typedef unsigned long uintptr_t;
+typedef long intptr_t;
+
+#ifndef INT8_MIN
+#define INT8_MIN (-128)
+#define INT16_MIN (-32767 - 1)
+#define INT32_MIN (-2147483647 - 1)
+#define INT64_MIN (-9223372036854775807L - 1)
+#define INT8_MAX (127)
+#define INT16_MAX (32767)
+#define INT32_MAX (2147483647)
+#define INT64_MAX (9223372036854775807L)
+#define UINT8_MAX (255)
+#define UINT16_MAX (65535)
+#define UINT32_MAX (4294967295U)
+#define UINT64_MAX (18446744073709551615UL)
+#endif
+
+/* ---------------------------------------------------------------- float constants */
+#ifndef NAN
+#define NAN (__int_as_float(0x7fc00000))
+#endif
+#ifndef INFINITY
+#define INFINITY (__int_as_float(0x7f800000))
+#endif
+#ifndef HUGE_VALF
+#define HUGE_VALF (__int_as_float(0x7f800000))
+#endif
+#ifndef HUGE_VAL
+#define HUGE_VAL (__longlong_as_double(0x7ff0000000000000LL))
+#endif
+
+/* ---------------------------------------------------------------- function attributes */
+/* Element functions and helpers: inlined into the kernels that use them. */
+#ifndef GPUOS__FN
+#define GPUOS__FN static __device__ __forceinline__
+#endif
+/* Kernel bodies the dispatcher calls: one copy each (keeps NVRTC time and the
+   dispatcher's size down; a direct call costs a few instructions per task). */
+#define GPUOS__KERNEL static __device__ __noinline__
+
+/* ---------------------------------------------------------------- f16 / bf16 (bit patterns in uint16_t) */
+/* Same names and semantics as src/half.c: round to nearest even, overflow to inf,
+   NaN stays NaN (the device returns the canonical NaN 0x7fff). */
+GPUOS__FN float gpuos__f16_to_f32(uint16_t h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+GPUOS__FN uint16_t gpuos__f32_to_f16(float f) {
+    uint16_t h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+GPUOS__FN uint16_t gpuos__f64_to_f16(double d) { /* one rounding from f64 */
+    uint16_t h;
+    asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d));
+    return h;
+}
+GPUOS__FN float gpuos__bf16_to_f32(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
+GPUOS__FN uint16_t gpuos__f32_to_bf16(float f) {
+    uint16_t h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+GPUOS__FN uint16_t gpuos__f64_to_bf16(double d) { /* one rounding from f64 (PTX 7.8, sm_90) */
+    uint16_t h;
+    asm("cvt.rn.bf16.f64 %0, %1;" : "=h"(h) : "d"(d));
+    return h;
+}
+
+/* ---------------------------------------------------------------- block-level reductions */
+/* One static buffer for every cross-warp reduction: 32 warps x 32 bytes (the largest
+   accumulator, Welford's {n, mean, m2} in f64, is 24). Static shared memory of the
+   device code: this (1 KB) and gpuos__d_mm_smem (matmul tiles). */
+__shared__ __align__(16) unsigned char gpuos__d_red_smem[32 * 32];
+
+GPUOS__FN int gpuos__d_tid(void) { return (int)threadIdx.x; }
+GPUOS__FN int gpuos__d_nthreads(void) { return (int)blockDim.x; }
+
+/* Any trivially copyable value through __shfl_xor_sync, 32 bits at a time. */
+template <class T> GPUOS__FN T gpuos__d_shfl_xor(T v, int m) {
+    enum { W = (sizeof(T) + 3) / 4 };
+    union {
+        T v;
+        uint32_t w[W];
+    } u;
+    u.v = v;
+#pragma unroll
+    for (int i = 0; i < W; ++i) u.w[i] = __shfl_xor_sync(0xffffffffu, u.w[i], m);
+    return u.v;
+}
+
+/* Butterfly over the warp with m.merge(a, b), a always from the lower lanes, so
+   every lane ends with the same value (even for merges that are not commutative in
+   rounding, such as Welford's) and lower lanes count as earlier. Not unrolled: one
+   copy of merge's code. */
+template <class M, class Acc> GPUOS__FN Acc gpuos__d_warp_reduce(const M &m, Acc v) {
+    const int lane = gpuos__d_tid() & 31;
+#pragma unroll 1
+    for (int k = 1; k < 32; k <<= 1) {
+        const Acc o = gpuos__d_shfl_xor(v, k);
+        v = (lane & k) ? m.merge(o, v) : m.merge(v, o);
+    }
+    return v;
+}
+
+/* Combination of v over each group of g threads, g = 1, 32 or blockDim.x, in thread
+   order, the same value in every thread of the group. When g is the block, every
+   thread of the block must call it (two __syncthreads; the buffer is free again when
+   it returns). id: an identity of m.merge, for the missing warps. */
+template <class M, class Acc> GPUOS__FN Acc gpuos__d_group_reduce(const M &m, Acc v, int g, Acc id) {
+    static_assert(sizeof(Acc) <= 32, "gpuos__d_red_smem holds 32 bytes per warp");
+    if (g == 1) return v;
+    Acc *buf = (Acc *)gpuos__d_red_smem;
+    const int lane = gpuos__d_tid() & 31, warp = gpuos__d_tid() >> 5, nw = gpuos__d_nthreads() >> 5;
+    for (int stage = 0;; ++stage) { /* a loop, so that warp_reduce is inlined once */
+        v = gpuos__d_warp_reduce(m, v);
+        if (stage == 1 || g == 32) break;
+        if (lane == 0) buf[warp] = v;
+        __syncthreads();
+        v = lane < nw ? buf[lane] : id;
+    }
+    if (g != 32) __syncthreads();
+    return v;
+}
+
+#endif /* GPUOS_DEVICE_PRELUDE_CUH */
