@@ -269,7 +269,8 @@ def to_storage(values, dtype):
     if dtype == "bf16":
         if a.dtype == np.uint16:
             return a
-        return f32_to_bf16(a.astype(np.float32))
+        with np.errstate(over="ignore"):
+            return f32_to_bf16(a.astype(np.float32))
     if dtype == "bool":
         return a.astype(np.bool_)
     with np.errstate(over="ignore"):    # beyond f16's range: inf, as gpuos rounds

@@ -84,7 +84,8 @@ def float_store_exact(values, dtype):
         if dtype == "f64":
             return a.copy()
         if dtype in ("f32", "f16"):
-            return a.astype(STORAGE[dtype])       # NumPy's f64->f32 and f64->f16 round once
+            with np.errstate(over="ignore"):
+                return a.astype(STORAGE[dtype])   # NumPy's f64->f32 and f64->f16 round once
     flat = [round_exact(x, dtype) for x in a.reshape(-1)]
     f = np.array(flat, dtype=np.float64).reshape(a.shape)
     if dtype == "bf16":
@@ -98,7 +99,8 @@ def float_store_arith(f64, dtype):
     a = np.asarray(f64, dtype=np.float64)
     if dtype == "f64":
         return a.copy()
-    f32 = a.astype(np.float32)
+    with np.errstate(over="ignore"):
+        f32 = a.astype(np.float32)
     if dtype == "f32":
         return f32
     if dtype == "f16":
@@ -345,12 +347,22 @@ def elementwise(op, dtype, inputs, out_dtype=None, scalar=(0.0, 0.0), out_shape=
             a, b, c = np.broadcast_arrays(*v)
             r = a * b + c
             if dtype == "f64":           # fused: one rounding of the exact a*b+c
-                exact = [round_exact(Fraction(x) * Fraction(y) + Fraction(z), "f64")
-                         if math.isfinite(x) and math.isfinite(y) and math.isfinite(z) else x * y + z
-                         for x, y, z in zip(a.reshape(-1), b.reshape(-1), c.reshape(-1))]
-                r = np.array(exact, dtype=np.float64).reshape(a.shape)
+                r = np.array([_fma_exact(x, y, z) for x, y, z in zip(a.reshape(-1), b.reshape(-1), c.reshape(-1))],
+                             dtype=np.float64).reshape(a.shape)
             return float_store_arith(r, dtype), None
     raise KeyError("no reference for %s on %s" % (op, dtype))
+
+
+def _fma_exact(x, y, z):
+    """fma(x, y, z) of doubles: the exact x*y + z rounded once (a finite product never overflows)."""
+    x, y, z = float(x), float(y), float(z)
+    if math.isnan(x) or math.isnan(y) or math.isnan(z):
+        return math.nan
+    if math.isinf(x) or math.isinf(y):
+        return x * y + z
+    if math.isinf(z):
+        return z
+    return round_exact(Fraction(x) * Fraction(y) + Fraction(z), "f64")
 
 
 def out_dtype_of(op, dtype, spec_out):

@@ -20,7 +20,9 @@ COUNTS = re.compile(r"(\d+) passed, (\d+) failed")
 
 
 def build(make, target):
-    r = subprocess.run(make.split() + ["--no-print-directory", target], cwd=ROOT)
+    """make the target (a path as the Makefile names it: relative to the repository root)."""
+    target = os.path.relpath(target, ROOT)
+    r = subprocess.run(make.split() + ["--no-print-directory", "-s", target], cwd=ROOT)
     return r.returncode == 0
 
 

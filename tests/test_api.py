@@ -283,5 +283,6 @@ def test_convenience_reduction_axes_null(ctx):
     assert L.gpuos_max(ctx.ptr, out.ptr, x.ptr, None, 0, 1) == OK, ctx.last_error()
     assert float(ctx.download(out)[0, 0]) == 11.0
     axes = (ctypes.c_int * 1)(5)
-    st = L.gpuos_sum(ctx.ptr, ctx.new("f64", (3,)).ptr, x.ptr, axes, 1, 0)
+    out = ctx.new("f64", (3,))
+    st = L.gpuos_sum(ctx.ptr, out.ptr, x.ptr, axes, 1, 0)
     assert st == 9, "gpuos_sum with axis 5 of a rank-2 tensor: %s" % status_name(st)

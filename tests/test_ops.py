@@ -33,10 +33,15 @@ TOL = {
 # f16 and bf16 references are computed from the rounded inputs (in f64, rounded to f32, then to the
 # dtype, as gpuos computes in f32 and rounds once). Integers and bool are exact; NaN == NaN and
 # infinities exact everywhere.
+# EXACT: ops whose result is one correctly rounded IEEE operation (or no rounding at all) of the
+# rounded inputs are compared exactly in every float dtype (rtol = atol = 0): the tolerances above
+# would hide a wrong rounding (ties away from zero, truncation) of f16 and bf16 results.
+EXACT = {"neg", "abs", "sign", "relu", "floor", "ceil", "round", "trunc", "sqrt", "reciprocal", "square", "add",
+         "sub", "mul", "div", "minimum", "maximum", "clamp", "where", "copy", "cast", "fill", "arange", "min", "max"}
 
 
 def tol(op, dtype, n=None):
-    if dtype not in TOL:
+    if dtype not in TOL or op in EXACT:
         return 0.0, 0.0
     rtol, rtol_tr, atol = TOL[dtype]
     r = rtol_tr if op in R.TRANSCENDENTAL else rtol
