@@ -150,6 +150,7 @@ void gpuos_destroy(gpuos_context *ctx) {
     ctx->destroyed = 1;
     ctx->paused = 0; /* a paused queue would never drain */
     pthread_cond_broadcast(&ctx->cv_work);
+    pthread_cond_broadcast(&ctx->cv_room); /* submitters waiting for room give up */
     last = ctx->submitted;
     pthread_mutex_unlock(&ctx->mu);
 

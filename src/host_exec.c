@@ -185,6 +185,7 @@ void gpuos__host_stop(gpuos_context *ctx) {
     ctx->stopping = 1;
     pthread_cond_broadcast(&ctx->cv_work);
     pthread_cond_broadcast(&ctx->cv_room);
+    pthread_cond_broadcast(&ctx->cv_done);
     pthread_mutex_unlock(&ctx->mu);
     if (ctx->dispatcher_running) pthread_join(ctx->dispatcher, NULL);
     ctx->dispatcher_running = 0;

@@ -68,7 +68,7 @@ static void queue_retire_locked(gpuos_context *ctx, gpuos__job *job) {
     int i;
     for (i = 0; i < job->n_st; i++) (void)gpuos__storage_release_locked(job->st[i]); /* ctx->refs > 0 here */
     job->n_st = 0;
-    if (ctx->n_free_jobs < QUEUE_FREE_JOBS) {
+    if (ctx->ring && ctx->n_free_jobs < QUEUE_FREE_JOBS) { /* no recycling after gpuos__queue_fini */
         job->next_free = ctx->free_jobs;
         ctx->free_jobs = job;
         ctx->n_free_jobs++;
@@ -208,16 +208,20 @@ void gpuos__queue_done(gpuos_context *ctx, gpuos__job *job) {
 gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms, const char *what) {
     gpuos_status st = GPUOS_OK;
     pthread_mutex_lock(&ctx->mu);
-    if (seq > ctx->submitted) {
+    if (ctx->stopping) { /* after gpuos_destroy: nothing will run any more */
+        st = gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "%s: the context was destroyed", what);
+    } else if (seq > ctx->submitted) {
         st = gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT,
                               "%s: sequence number %llu was never issued (the last task is %llu)", what,
                               (unsigned long long)seq, (unsigned long long)ctx->submitted);
     } else if (ctx->completed < seq && ctx->sticky == GPUOS_OK) {
         struct timespec deadline;
         gpuos__deadline(timeout_ms, &deadline);
-        while (ctx->completed < seq && ctx->sticky == GPUOS_OK)
+        while (ctx->completed < seq && ctx->sticky == GPUOS_OK && !ctx->stopping)
             if (gpuos__cond_wait_until(&ctx->cv_done, &ctx->mu, &deadline) == ETIMEDOUT) break;
-        if (ctx->completed < seq && ctx->sticky == GPUOS_OK)
+        if (ctx->stopping && ctx->completed < seq)
+            st = gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "%s: the context was destroyed", what);
+        else if (ctx->completed < seq && ctx->sticky == GPUOS_OK)
             st = gpuos__set_error(ctx, GPUOS_ERR_TIMEOUT,
                                   "%s: timed out after %u ms waiting for task %llu (tasks up to %llu of %llu are "
                                   "done%s); the work is still queued",
