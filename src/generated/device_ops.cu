@@ -261,9 +261,9 @@ template <class D, int OP> GPUOS__FN void gpuos__d_rows(const gpuos__rows_plan *
                 v += d * d;
             }
             v = gpuos__d_group_reduce(gpuos__d_sum(), v, g, (T)0);
-            const T rstd = (T)1 / gpuos__d_sqrt(v / (T)n + eps);
+            const T den = gpuos__d_sqrt(v / (T)n + eps); /* divided by, as the host does */
             for (int64_t j = lane; j < nn; j += g) {
-                T y = (D::ld(cs, in + j * si) - mean) * rstd;
+                T y = (D::ld(cs, in + j * si) - mean) / den;
                 if (w) y = y * D::ld(cs, w + j * ws);
                 if (bi) y = y + D::ld(cs, bi + j * bs);
                 D::st(cs, out + j * so, y);
@@ -275,9 +275,9 @@ template <class D, int OP> GPUOS__FN void gpuos__d_rows(const gpuos__rows_plan *
                 s += x * x;
             }
             s = gpuos__d_group_reduce(gpuos__d_sum(), s, g, (T)0);
-            const T rr = (T)1 / gpuos__d_sqrt(s / (T)n + eps);
+            const T den = gpuos__d_sqrt(s / (T)n + eps);
             for (int64_t j = lane; j < nn; j += g) {
-                T y = D::ld(cs, in + j * si) * rr;
+                T y = D::ld(cs, in + j * si) / den;
                 if (w) y = y * D::ld(cs, w + j * ws);
                 D::st(cs, out + j * so, y);
             }
@@ -286,17 +286,18 @@ template <class D, int OP> GPUOS__FN void gpuos__d_rows(const gpuos__rows_plan *
 }
 
 /* ================================================================ matmul */
-/* Output tiles of 32 rows x 32 columns, K in steps of 16, both operands staged in
-   shared memory in the accumulation type (8.25 KB at most). Thread t owns column
-   t % 32 and rows t / 32 + j * (blockDim / 32), j < 1024 / blockDim (at most 8).
-   Rows of a tile never cross a batch boundary. Blocks of fewer than 128 threads
-   take a plain loop (one output per thread at a time). Any strides. D: the group's
-   dtypes with accumulation type D::T (f32 for f16/bf16/f32, f64, uint64_t for
-   integers: 64-bit sums that wrap), T ld(case, const char *), st(case, char *, T). */
+/* Output tiles of TM rows x 32 columns, K in steps of 16, both operands staged in
+   shared memory in the accumulation type (8.25 KB at most). TM = min(32, blockDim/8):
+   thread t owns column t % 32 and rows t / 32 + j * (blockDim / 32), j < 4, so four
+   accumulators per thread (registers stay low under the persistent kernel's cap).
+   Rows of a tile never cross a batch boundary. Any strides, any block size the
+   device code allows. D: the group's dtypes with accumulation type D::T (f32 for
+   f16/bf16/f32, f64, uint64_t for integers: 64-bit sums that wrap), T ld(case,
+   const char *), st(case, char *, T). */
 #define GPUOS__D_MM_TM 32
 #define GPUOS__D_MM_TN 32
 #define GPUOS__D_MM_TK 16
-#define GPUOS__D_MM_RPT 8
+#define GPUOS__D_MM_RPT 4
 __shared__ __align__(16) unsigned char
     gpuos__d_mm_smem[(GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1) + GPUOS__D_MM_TK * GPUOS__D_MM_TN) * 8];
 
@@ -305,12 +306,14 @@ template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, i
     const int64_t M = p->M, N = p->N, K = p->K;
     const int64_t a_m = p->a_m, a_k = p->a_k, b_k = p->b_k, b_n = p->b_n, o_m = p->o_m, o_n = p->o_n;
     const int tid = gpuos__d_tid(), nt = gpuos__d_nthreads();
+    const int col = tid & 31, rbase = tid >> 5, rstep = nt >> 5;
+    const int tm = rstep * GPUOS__D_MM_RPT < GPUOS__D_MM_TM ? rstep * GPUOS__D_MM_RPT : GPUOS__D_MM_TM;
     T(*As)[GPUOS__D_MM_TK + 1] = (T(*)[GPUOS__D_MM_TK + 1])gpuos__d_mm_smem;
     T(*Bs)[GPUOS__D_MM_TN] = (T(*)[GPUOS__D_MM_TN])(gpuos__d_mm_smem + sizeof(T) * GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1));
 #pragma unroll 1
     for (int64_t r0 = begin; r0 < end;) {
         const int64_t bi = gpuos__d_div(r0, M), m0 = r0 - bi * M;
-        const int rows = (int)gpuos__d_min<int64_t>(GPUOS__D_MM_TM, gpuos__d_min<int64_t>(end - r0, M - m0));
+        const int rows = (int)gpuos__d_min<int64_t>(tm, gpuos__d_min<int64_t>(end - r0, M - m0));
         int64_t oa = 0, ob = 0, oo = 0;
         {
             int64_t i = bi;
@@ -327,52 +330,40 @@ template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, i
         const char *A = p->a + oa + m0 * a_m;
         const char *B = p->b + ob;
         char *O = p->out + oo + m0 * o_m;
-        if (nt < 128) { /* small blocks: one output at a time, straight from memory */
 #pragma unroll 1
-            for (int64_t e = tid; e < (int64_t)rows * N; e += nt) {
-                const int64_t r = gpuos__d_div(e, N), c = e - r * N;
-                T acc = 0;
-#pragma unroll 1
-                for (int64_t kk = 0; kk < K; ++kk) acc += D::ld(cs, A + r * a_m + kk * a_k) * D::ld(cs, B + kk * b_k + c * b_n);
-                D::st(cs, O + r * o_m + c * o_n, acc);
-            }
-        } else {
-            const int col = tid & 31, rbase = tid >> 5, rstep = nt >> 5;
-#pragma unroll 1
-            for (int64_t n0 = 0; n0 < N; n0 += GPUOS__D_MM_TN) {
-                T acc[GPUOS__D_MM_RPT];
+        for (int64_t n0 = 0; n0 < N; n0 += GPUOS__D_MM_TN) {
+            T acc[GPUOS__D_MM_RPT];
 #pragma unroll
-                for (int j = 0; j < GPUOS__D_MM_RPT; ++j) acc[j] = 0;
+            for (int j = 0; j < GPUOS__D_MM_RPT; ++j) acc[j] = 0;
 #pragma unroll 1
-                for (int64_t k0 = 0; k0 < K; k0 += GPUOS__D_MM_TK) {
+            for (int64_t k0 = 0; k0 < K; k0 += GPUOS__D_MM_TK) {
 #pragma unroll 1
-                    for (int e = tid; e < GPUOS__D_MM_TM * GPUOS__D_MM_TK; e += nt) {
-                        const int r = e / GPUOS__D_MM_TK, kk = e % GPUOS__D_MM_TK;
-                        As[r][kk] = (r < rows && k0 + kk < K) ? D::ld(cs, A + r * a_m + (k0 + kk) * a_k) : (T)0;
-                    }
-#pragma unroll 1
-                    for (int e = tid; e < GPUOS__D_MM_TK * GPUOS__D_MM_TN; e += nt) {
-                        const int kk = e / GPUOS__D_MM_TN, c = e % GPUOS__D_MM_TN;
-                        Bs[kk][c] = (k0 + kk < K && n0 + c < N) ? D::ld(cs, B + (k0 + kk) * b_k + (n0 + c) * b_n) : (T)0;
-                    }
-                    __syncthreads();
-#pragma unroll 4
-                    for (int kk = 0; kk < GPUOS__D_MM_TK; ++kk) {
-                        const T bv = Bs[kk][col];
-#pragma unroll
-                        for (int j = 0; j < GPUOS__D_MM_RPT; ++j) {
-                            const int r = rbase + j * rstep;
-                            if (r < GPUOS__D_MM_TM) acc[j] += As[r][kk] * bv;
-                        }
-                    }
-                    __syncthreads();
+                for (int e = tid; e < GPUOS__D_MM_TM * GPUOS__D_MM_TK; e += nt) {
+                    const int r = e / GPUOS__D_MM_TK, kk = e % GPUOS__D_MM_TK;
+                    As[r][kk] = (r < rows && k0 + kk < K) ? D::ld(cs, A + r * a_m + (k0 + kk) * a_k) : (T)0;
                 }
-                if (n0 + col < N) {
+#pragma unroll 1
+                for (int e = tid; e < GPUOS__D_MM_TK * GPUOS__D_MM_TN; e += nt) {
+                    const int kk = e / GPUOS__D_MM_TN, c = e % GPUOS__D_MM_TN;
+                    Bs[kk][c] = (k0 + kk < K && n0 + c < N) ? D::ld(cs, B + (k0 + kk) * b_k + (n0 + c) * b_n) : (T)0;
+                }
+                __syncthreads();
+#pragma unroll 4
+                for (int kk = 0; kk < GPUOS__D_MM_TK; ++kk) {
+                    const T bv = Bs[kk][col];
 #pragma unroll
                     for (int j = 0; j < GPUOS__D_MM_RPT; ++j) {
                         const int r = rbase + j * rstep;
-                        if (r < rows) D::st(cs, O + r * o_m + (n0 + col) * o_n, acc[j]);
+                        if (r < GPUOS__D_MM_TM) acc[j] += As[r][kk] * bv;
                     }
+                }
+                __syncthreads();
+            }
+            if (n0 + col < N) {
+#pragma unroll
+                for (int j = 0; j < GPUOS__D_MM_RPT; ++j) {
+                    const int r = rbase + j * rstep;
+                    if (r < rows) D::st(cs, O + r * o_m + (n0 + col) * o_n, acc[j]);
                 }
             }
         }
@@ -3703,7 +3694,7 @@ __constant__ uint16_t gpuos__d_kernels[GPUOS__D_N_KERNELS][2] = {
 /* Runs items [begin, end) of the task whose plan is at plan with kernel kernel_id
    (gpuos__device_kernel_id). Called by every thread of the block with the same
    arguments. Unknown ids do nothing. */
-__device__ __noinline__ void gpuos__d_run(int kernel_id, const void *plan, int64_t begin, int64_t end) {
+__device__ void gpuos__d_run(int kernel_id, const void *plan, int64_t begin, int64_t end) {
     if ((unsigned)kernel_id >= GPUOS__D_N_KERNELS) return;
     const int cs = gpuos__d_kernels[kernel_id][1];
     switch (gpuos__d_kernels[kernel_id][0]) {

@@ -1,0 +1,32 @@
+# tests/gpu/gpu.mk - GPU tests of the device code (included by the main Makefile).
+#   make test-gpu-dev           build/devcheck: every device kernel against the host kernels,
+#                               first with the kernels compiled by nvcc (capped at 64
+#                               registers, so that blocks of 1024 threads run too), then with
+#                               the ones NVRTC compiles from gpuos__device_source with the
+#                               runtime's options, then with --maxrregcount=64 added.
+#                               Needs nvcc and an sm_90 GPU.
+#   make check-device-compile   NVRTC-compiles src/generated/gpuos_device.cu with the runtime's
+#                               options and prints the time (no GPU needed, NVRTC only).
+NVCC      ?= nvcc
+GPU_ARCH  ?= sm_90
+NVCCFLAGS ?= -O2 -std=c++17
+CUDA_LIB  ?= /usr/local/cuda/lib64
+
+DEVCHECK_DEPS := tests/gpu/devcheck.cu tests/gpu/devcheck_kernels.cu src/generated/gpuos_device.cu \
+                 gpuos.h src/gpuos_ops.h src/gpuos_plan.h $(BUILD)/gpuos.o
+
+$(BUILD)/devcheck: $(DEVCHECK_DEPS) | $(BUILD)
+	$(NVCC) -arch=$(GPU_ARCH) $(NVCCFLAGS) -maxrregcount=64 -I. tests/gpu/devcheck.cu \
+		tests/gpu/devcheck_kernels.cu $(BUILD)/gpuos.o -o $@ -lnvrtc -lnvJitLink -ldl -lpthread
+
+$(BUILD)/nvrtc_compile: tests/gpu/nvrtc_compile.c | $(BUILD)
+	$(CC) -std=c99 $(WARN) $(CFLAGS) $< -o $@ -ldl
+
+.PHONY: test-gpu-dev check-device-compile
+test-gpu-dev: $(BUILD)/devcheck
+	./$(BUILD)/devcheck
+	./$(BUILD)/devcheck --nvrtc
+	./$(BUILD)/devcheck --nvrtc --maxrreg 64
+
+check-device-compile: $(BUILD)/nvrtc_compile
+	LD_LIBRARY_PATH="$(CUDA_LIB):$$LD_LIBRARY_PATH" ./$(BUILD)/nvrtc_compile src/generated/gpuos_device.cu
