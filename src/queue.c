@@ -9,6 +9,7 @@
 #include "gpuos_runtime.h"
 
 #include <errno.h>  /* ETIMEDOUT, EINTR */
+#include <sched.h>  /* sched_yield */
 #include <stdlib.h> /* malloc, calloc, free */
 #include <string.h> /* memset */
 
@@ -124,6 +125,13 @@ gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *se
     gpuos_status st = GPUOS_OK;
     int i;
     pthread_mutex_lock(&ctx->mu);
+    if (ctx->ring_count >= ctx->capacity && ctx->cfg.submit_timeout_ms == 0 && !ctx->paused) {
+        /* "Do not wait" still lets a dispatcher that shares our CPU drain the queue once:
+           without it, a submitter that never blocks can starve it for a whole time slice. */
+        pthread_mutex_unlock(&ctx->mu);
+        sched_yield();
+        pthread_mutex_lock(&ctx->mu);
+    }
     if (ctx->destroyed) {
         st = gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "gpuos_submit: the context was destroyed");
         goto fail;
