@@ -4,6 +4,10 @@
 #define GPUOS_CTEST_H
 
 #include <stdio.h>  /* printf, fprintf */
+#include <stdlib.h> /* getenv, atoi */
+#include <string.h> /* strcmp */
+
+#include "gpuos.h"
 
 static int ctest_passed, ctest_failed;
 
@@ -19,6 +23,15 @@ static int ctest_passed, ctest_failed;
             fputc('\n', stderr);                                                 \
         }                                                                        \
     } while (0)
+
+/* The device of the tests' contexts: $GPUOS_TEST_DEVICE (host, auto, gpu or a CUDA ordinal), default host. */
+static int ctest_device(void) {
+    const char *v = getenv("GPUOS_TEST_DEVICE");
+    if (!v || !*v || strcmp(v, "host") == 0) return GPUOS_DEVICE_HOST;
+    if (strcmp(v, "auto") == 0) return GPUOS_DEVICE_AUTO;
+    if (strcmp(v, "gpu") == 0 || strcmp(v, "cuda") == 0) return 0;
+    return atoi(v);
+}
 
 static int ctest_summary(const char *name) {
     fflush(stderr);

@@ -477,3 +477,30 @@ def test_last_error_empty_on_fresh_context():
     with Context() as c:
         assert c.last_error() == ""
         assert c.status() == OK
+
+
+# ---------------------------------------------------------------- refused, whatever the code
+def test_other_bad_arguments_refused(ctx):
+    """Bad arguments whose status gpuos.h leaves open are refused, say why, and leave the context
+    usable: squeeze of a size-3 axis, a permutation with a repeated axis, a task of the wrong
+    struct_size, an input slot beyond the op's inputs, a fence never handed out, a negative rank."""
+    L = lib()
+    x = f32(ctx, (3, 4))
+    cases = [("squeeze of an axis of size 3", x.squeeze_raw(0)[0]),
+             ("permute [0, 0]", x.permute_raw([0, 0])[0]),
+             ("reshape to 13 elements", x.reshape_raw((13,))[0]),
+             ("reshape with two -1", x.reshape_raw((-1, -1))[0]),
+             ("broadcast_to (3, 5)", x.broadcast_to_raw((3, 5))[0])]
+    tk = ctx.task("neg", ctx.new("f32", (3, 4)), [x])
+    tk.struct_size = 8
+    cases.append(("task struct_size 8", ctx.submit_task(tk)[0]))
+    cases.append(("neg with a second input", ctx.try_submit("neg", ctx.new("f32", (3, 4)), [x, x])))
+    cases.append(("wait_fence beyond gpuos_fence", ctx.wait_fence(ctx.fence() + 1000, 10)))
+    p = ctypes.c_void_p()
+    cases.append(("tensor_new rank -1", L.gpuos_tensor_new(ctx.ptr, 8, -1, _i64arr([1]), ctypes.byref(p))))
+    cases.append(("tensor_new of dtype 10", L.gpuos_tensor_new(ctx.ptr, 10, 1, _i64arr([1]), ctypes.byref(p))))
+    cases.append(("tensor_new of a negative size", L.gpuos_tensor_new(ctx.ptr, 8, 1, _i64arr([-2]), ctypes.byref(p))))
+    for what, st in cases:
+        assert st != OK, "%s accepted" % what
+        assert ctx.last_error() != "", "%s: %s with an empty gpuos_last_error" % (what, status_name(st))
+    usable(ctx)

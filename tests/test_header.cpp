@@ -2,8 +2,8 @@
 // as C (extern "C"), and runs: an f32 fma through a convenience function and through gpuos_submit.
 #include "gpuos.h"
 
-#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 static int passed, failed;
@@ -17,6 +17,15 @@ static void check(bool ok, const char *what) {
     }
 }
 
+// $GPUOS_TEST_DEVICE: host (default), auto, gpu or a CUDA ordinal
+static int test_device() {
+    const char *v = std::getenv("GPUOS_TEST_DEVICE");
+    if (!v || !*v || std::strcmp(v, "host") == 0) return GPUOS_DEVICE_HOST;
+    if (std::strcmp(v, "auto") == 0) return GPUOS_DEVICE_AUTO;
+    if (std::strcmp(v, "gpu") == 0 || std::strcmp(v, "cuda") == 0) return 0;
+    return std::atoi(v);
+}
+
 int main() {
     gpuos_config cfg = GPUOS_CONFIG_INIT;
     gpuos_task task = GPUOS_TASK_INIT;
@@ -26,7 +35,7 @@ int main() {
     check(std::strcmp(gpuos_op_name(GPUOS_OP_LAYERNORM), "layernorm") == 0, "gpuos_op_name");
     check(gpuos_status_string(static_cast<gpuos_status>(999)) != nullptr, "gpuos_status_string of an unknown code");
 
-    cfg.device = GPUOS_DEVICE_HOST;
+    cfg.device = test_device();
     gpuos_context *ctx = nullptr;
     gpuos_status st = gpuos_create(&cfg, &ctx);
     check(st == GPUOS_OK, "gpuos_create");

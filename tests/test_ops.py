@@ -376,7 +376,9 @@ def specials(dtype, op=None):
     big = {"f16": 65504.0, "bf16": 3.3e38, "f32": 3.4e38, "f64": 1.7e308}[dtype]
     tiny = {"f16": 6e-8, "bf16": 1e-38, "f32": 1e-40, "f64": 5e-324}[dtype]
     v = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.0, tiny, -tiny]
-    if op != "gelu":   # 0.5 a (1 + erf): whether 0.5 * a * 2 overflows at the largest value depends on the order
+    # gelu: whether 0.5 * a * 2 overflows at the largest value depends on the order of evaluation;
+    # lerp: whether w*(b-a) overflows before a is added depends on fused or separate rounding.
+    if op not in ("gelu", "lerp"):
         v += [big, -big]
     return np.array(v)
 

@@ -42,9 +42,11 @@ def test_queue_full_at_capacity():
         for i in range(steps):
             got = c.download(outs[i])
             assert np.array_equal(got, np.full(8, i + 1, dtype=np.int32)), "snapshot %d = %s" % (i, got)
-        # usable afterwards, and the queue takes work again
-        for _ in range(40):
-            c.submit("add", x, [x, one])
+        # usable afterwards, and the queue takes work again (at most 16 at a time: submit_timeout_ms is 0)
+        for _ in range(4):
+            for _ in range(10):
+                c.submit("add", x, [x, one])
+            assert c.wait(10000) == OK
         assert np.array_equal(c.download(x), np.full(8, steps + 40, dtype=np.int32))
         assert c.status() == OK
 
@@ -52,23 +54,29 @@ def test_queue_full_at_capacity():
 def test_submit_waits_for_room():
     """With submit_timeout_ms, a submission into a full queue waits: it fails after the timeout, and
     succeeds when the executor makes room in time."""
-    with Context(queue_capacity=16, submit_timeout_ms=150) as c:
-        x = c.tensor(np.zeros(4, dtype=np.float32), "f32")
-        one = c.tensor(np.ones(4, dtype=np.float32), "f32")
-        c.debug_pause(1)
-        for _ in range(16):
-            c.submit("add", x, [x, one])
-        t0 = time.monotonic()
-        st = c.try_submit("add", x, [x, one])
-        waited = time.monotonic() - t0
-        assert st == ERR_QUEUE_FULL, status_name(st)
-        assert waited >= 0.1, "GPUOS_ERR_QUEUE_FULL after %.3f s, submit_timeout_ms is 150" % waited
-        timer = threading.Timer(0.05, lambda: c.debug_pause(0))
-        timer.start()
-        st = c.try_submit("add", x, [x, one])
-        timer.join()
-        assert st == OK, "submission while the executor resumes: %s %s" % (status_name(st), c.last_error())
-        assert np.array_equal(c.download(x), np.full(4, 17, dtype=np.float32))
+    for timeout_ms, resume in ((150, False), (10000, True)):
+        with Context(queue_capacity=16, submit_timeout_ms=timeout_ms) as c:
+            x = c.tensor(np.zeros(4, dtype=np.float32), "f32")
+            one = c.tensor(np.ones(4, dtype=np.float32), "f32")
+            c.debug_pause(1)
+            for _ in range(16):
+                c.submit("add", x, [x, one])
+            timer = threading.Timer(0.05, lambda: c.debug_pause(0)) if resume else None
+            if timer:
+                timer.start()
+            t0 = time.monotonic()
+            st = c.try_submit("add", x, [x, one])
+            waited = time.monotonic() - t0
+            if timer:
+                timer.join()
+                assert st == OK, "submission while the executor resumes: %s %s" % (status_name(st), c.last_error())
+                assert waited >= 0.04, "the 17th submission did not wait for room (%.3f s)" % waited
+                assert np.array_equal(c.download(x), np.full(4, 17, dtype=np.float32))
+            else:
+                assert st == ERR_QUEUE_FULL, status_name(st)
+                assert waited >= 0.1, "GPUOS_ERR_QUEUE_FULL after %.3f s, submit_timeout_ms is 150" % waited
+                c.debug_pause(0)
+                assert np.array_equal(c.download(x), np.full(4, 16, dtype=np.float32))
 
 
 def test_wait_timeout_while_paused():

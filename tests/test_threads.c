@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ctest.h"
 #include "gpuos.h"
 
 #define NTHREADS 8
@@ -139,7 +140,7 @@ int main(void) {
     int i, passed = 0, failed = 0;
     gpuos_status st;
 
-    cfg.device = GPUOS_DEVICE_HOST;
+    cfg.device = ctest_device();
     cfg.queue_capacity = 64; /* small, so that the threads also meet a full queue and wait for room */
     st = gpuos_create(&cfg, &ctx);
     if (st != GPUOS_OK) {
@@ -179,6 +180,7 @@ int main(void) {
     }
     gpuos_tensor_release(shared);
     gpuos_destroy(ctx);
-    printf("test_threads: %d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    ctest_passed = passed;
+    ctest_failed = failed;
+    return ctest_summary("test_threads");
 }
