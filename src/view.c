@@ -107,8 +107,12 @@ gpuos_status gpuos_view_transpose(const gpuos_tensor *t, int axis0, int axis1, g
     if ((s = view_axis(t->ctx, fn, axis1, t->rank, &a1)) != GPUOS_OK) return s;
     memcpy(shape, t->shape, sizeof shape);
     memcpy(strides, t->strides, sizeof strides);
-    tmp = shape[a0], shape[a0] = shape[a1], shape[a1] = tmp;
-    tmp = strides[a0], strides[a0] = strides[a1], strides[a1] = tmp;
+    tmp = shape[a0];
+    shape[a0] = shape[a1];
+    shape[a1] = tmp;
+    tmp = strides[a0];
+    strides[a0] = strides[a1];
+    strides[a1] = tmp;
     return view_make(t, t->rank, shape, strides, t->offset, out, fn);
 }
 
@@ -162,7 +166,10 @@ static int view_nocopy_reshape(int old_rank, const int64_t *old_shape, const int
             oldnd++;
         }
     }
-    oi = 0, oj = 1, ni = 0, nj = 1;
+    oi = 0;
+    oj = 1;
+    ni = 0;
+    nj = 1;
     while (ni < new_rank && oi < oldnd) {
         np_ = new_shape[ni];
         op = od[oi];
