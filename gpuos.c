@@ -205,6 +205,102 @@ int gpuos__device_kernel_id(gpuos_op op, gpuos_dtype key, gpuos_dtype out);
 #endif /* GPUOS_OPS_H */
 /*** End of src/gpuos_ops.h ***/
 
+/*** Begin file src/gpuos_queue.h ***/
+/* gpuos_queue.h - the host-to-device task queue, shared by the host C code
+   (src/cuda_backend.c) and the persistent kernel (src/device/persistent.cuh).
+
+   The host writes 64-byte slots into a ring in pinned, mapped host memory; each
+   slot's tag (its position + 1) is written last, after the rest of the slot. A slot
+   is a task descriptor, one chunk of a plan that a later descriptor uses (plans are
+   cached in a device-side table, so a repeated task costs one slot), or EXIT.
+   The persistent kernel's scheduler block polls tags in batches, copies descriptors
+   into a device-memory task ring indexed by sequence number, and reports the last
+   retired sequence number back into mapped host memory (gpuos__pk_ctl). */
+#ifndef GPUOS_QUEUE_H
+#define GPUOS_QUEUE_H
+
+#define GPUOS__SLOT_TASK 1u
+#define GPUOS__SLOT_PLAN 2u
+#define GPUOS__SLOT_EXIT 3u
+
+#define GPUOS__SLOT_PAYLOAD 40u  /* plan bytes per PLAN slot */
+#define GPUOS__PLAN_SLOTS 12u    /* PLAN slots per plan: 12 * 40 = 480 bytes */
+#define GPUOS__PLAN_BYTES 512u   /* stride of the device plan table */
+#define GPUOS__MAX_DEPS 4u       /* explicit dependencies per task */
+#define GPUOS__DEPS_ALL 0xffffffffu /* n_deps value: wait until every earlier task retired */
+#define GPUOS__PK_THREADS 256    /* threads per block of the persistent kernel */
+
+/* A task as the device sees it (56 bytes). */
+typedef struct gpuos__qdesc {
+    uint32_t kind;       /* GPUOS__SLOT_TASK or GPUOS__SLOT_EXIT */
+    int32_t kernel_id;   /* gpuos__device_kernel_id */
+    uint32_t plan_id;    /* row of the device plan table */
+    uint32_t n_deps;     /* dependencies to wait for, each seq - dep_delta[k] */
+    int64_t n_items;     /* work items of the plan (gpuos_plan.h) */
+    uint32_t tile_items; /* items per tile */
+    uint32_t n_tiles;
+    uint32_t base;       /* tile t runs on worker (base + t) % n_workers */
+    uint32_t stamp;      /* in a worker inbox: entry index + 1, stored last (release) */
+    uint32_t dep_delta[GPUOS__MAX_DEPS];
+} gpuos__qdesc;
+
+/* One chunk of a plan (56 bytes). */
+typedef struct gpuos__qplan {
+    uint32_t kind;       /* GPUOS__SLOT_PLAN */
+    uint32_t plan_id;
+    uint32_t chunk;      /* 0 .. GPUOS__PLAN_SLOTS-1 */
+    uint32_t pad_;
+    uint64_t payload[GPUOS__SLOT_PAYLOAD / 8];
+} gpuos__qplan;
+
+typedef struct gpuos__qslot {
+    union {
+        gpuos__qdesc d;
+        gpuos__qplan p;
+    } u;
+    uint64_t tag; /* position + 1 once the slot is written; written last */
+} gpuos__qslot;
+
+/* A task in the device task ring (device memory), indexed by seq & (task_cap - 1),
+   and an entry of a worker's inbox (d.stamp marks it written). */
+typedef struct gpuos__dtask {
+    gpuos__qdesc d;
+    uint64_t seq; /* task ring: published last (release) by the scheduler; inbox: the task's seq */
+} gpuos__dtask;
+
+#define GPUOS__MAX_WORKERS 2048 /* worker blocks the scheduler can track */
+
+/* Device -> host progress, in mapped host memory. */
+typedef struct gpuos__pk_ctl {
+    uint64_t retired;  /* every task with seq <= retired has finished */
+    uint64_t exit_pos; /* after EXIT: the ring position the next launch starts at */
+    uint64_t exit_seq; /* after EXIT: the sequence number the next launch starts at */
+    uint64_t alive;    /* 1 while the kernel runs (set at start, cleared at exit) */
+    uint64_t fetched;  /* ring positions below this have been copied: the host may reuse them */
+    uint64_t pad_[3];
+} gpuos__pk_ctl;
+
+/* Parameters of the persistent kernel (passed by value). */
+typedef struct gpuos__pk_params {
+    gpuos__qslot *ring;     /* mapped pinned host memory, ring_slots slots */
+    gpuos__pk_ctl *ctl;     /* mapped pinned host memory */
+    gpuos__dtask *tasks;    /* device, task_cap entries */
+    uint32_t *done;         /* device, task_cap tile counters */
+    uint64_t *retired;      /* device copy of ctl->retired, for dependency checks */
+    char *plans;            /* device, plan_cap * GPUOS__PLAN_BYTES */
+    gpuos__dtask *inbox;    /* device, n_workers * inbox_cap entries: each worker's tasks, in order */
+    uint32_t *wpos;         /* device, per worker: inbox entries it has consumed */
+    uint32_t inbox_cap;     /* power of two */
+    uint32_t pad_;
+    uint64_t ring_slots;    /* power of two */
+    uint64_t task_cap;      /* power of two */
+    uint64_t start_pos;     /* first ring position to read */
+    uint64_t start_seq;     /* first task sequence number (>= 1) */
+} gpuos__pk_params;
+
+#endif /* GPUOS_QUEUE_H */
+/*** End of src/gpuos_queue.h ***/
+
 /*** Begin file src/gpuos_runtime.h ***/
 /* gpuos_runtime.h - the runtime's internal structs and the functions its files share.
 
@@ -227,6 +323,7 @@ int gpuos__device_kernel_id(gpuos_op op, gpuos_dtype key, gpuos_dtype out);
 #define GPUOS_RUNTIME_H
 
 // #include "gpuos_ops.h" (inlined above)
+// #include "gpuos_queue.h" (inlined above)
 
 #include <pthread.h> /* mutexes, condition variables, threads */
 #include <stdarg.h>  /* va_list for the error detail */
@@ -245,6 +342,8 @@ typedef struct gpuos__storage {
     int owned;
     int refs;          /* under ctx->mu */
     uint64_t last_use; /* sequence number of the last job that uses it; under ctx->mu */
+    void *cuda_log;    /* CUDA backend: recent accesses, for dependencies (cuda_backend.c) */
+    int on_device;     /* data is a device address (CUDA backend) */
 } gpuos__storage;
 
 struct gpuos_tensor {
@@ -278,6 +377,9 @@ typedef struct gpuos__job {
     int64_t item_cost; /* rough element operations per item, to decide on splitting */
     int n_st;
     gpuos__storage *st[GPUOS__MAX_PTR]; /* distinct storages the job uses */
+    int dev_kernel;                     /* CUDA backend: gpuos__device_kernel_id, -1 if none */
+    uint8_t elsize[GPUOS__MAX_PTR];     /* bytes per element of out, in[0], in[1], ... */
+    uint64_t dseq;                      /* CUDA backend: the task's device sequence number */
     struct gpuos__job *next_free;
 } gpuos__job;
 
@@ -323,6 +425,9 @@ struct gpuos_context {
     pthread_t dispatcher;
     int dispatcher_running;
     struct gpuos__pool *pool; /* NULL with one host thread */
+
+    struct gpuos__cuda *cuda; /* the CUDA backend (cuda_backend.c); NULL on the host */
+    uint32_t cuda_sent;       /* queued jobs (from ring_head) already sent to the device */
 
     gpuos__errbuf err;
 };
@@ -395,6 +500,9 @@ gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *se
 gpuos__job *gpuos__queue_pop(gpuos_context *ctx);
 /* Dispatcher side: job has finished; releases its storages, advances ctx->completed. */
 void gpuos__queue_done(gpuos_context *ctx, gpuos__job *job);
+/* Retires a finished job (ctx->mu held): releases its storages, advances ctx->completed.
+   The caller broadcasts cv_done. */
+void gpuos__queue_done_locked(gpuos_context *ctx, gpuos__job *job);
 /* Waits until every job up to seq has finished, at most timeout_ms. */
 gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms, const char *what);
 
@@ -402,6 +510,25 @@ gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, uint32_t timeout_
 gpuos_status gpuos__host_start(gpuos_context *ctx);
 /* Stops at the next job boundary and joins every thread. */
 void gpuos__host_stop(gpuos_context *ctx);
+
+/* ---------------------------------------------------------------- cuda_backend.c */
+struct gpuos__cuda;
+/* Opens the GPU (device ordinal), builds or loads the device module, allocates the queue. */
+gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal);
+/* Stops the kernel and frees everything (queued work already drained or dropped). */
+void gpuos__cuda_close(gpuos_context *ctx);
+gpuos_status gpuos__cuda_alloc(gpuos_context *ctx, size_t bytes, void **out);
+/* Frees device memory now, or when the kernel stops if it is running (ctx->mu held). */
+void gpuos__cuda_free_locked(gpuos_context *ctx, void *p);
+/* Synchronous copy between host and device memory on the copy stream. */
+gpuos_status gpuos__cuda_memcpy(gpuos_context *ctx, void *dst, const void *src, size_t bytes, int to_device);
+/* Sends queued jobs not yet on the device (ctx->mu held). */
+gpuos_status gpuos__cuda_pump_locked(gpuos_context *ctx);
+/* Retires finished jobs (ctx->mu held); 1 if any. */
+int gpuos__cuda_reap_locked(gpuos_context *ctx);
+/* Waits for job seq with low latency (ctx->mu held); GPUOS_ERR_TIMEOUT after timeout_ms. */
+gpuos_status gpuos__cuda_wait_locked(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms);
+const char *gpuos__cuda_device_name(const gpuos_context *ctx);
 
 /* ---------------------------------------------------------------- cuda_loader.c */
 /* Minimal CUDA driver / NVRTC / nvJitLink types, so that no CUDA header is needed. */
@@ -457,6 +584,8 @@ typedef struct gpuos__cuda_api {
     gpuos__CUresult (*cuMemcpyDtoHAsync)(void *dst, gpuos__CUdeviceptr src, size_t bytes,
                                          gpuos__CUstream stream);                          /* _v2 */
     gpuos__CUresult (*cuMemsetD8)(gpuos__CUdeviceptr dst, unsigned char value, size_t n); /* _v2 */
+    gpuos__CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *blocks, gpuos__CUfunction f, int block_size,
+                                                                  size_t dynamic_smem);
 } gpuos__cuda_api;
 
 /* NVRTC entry points. */
@@ -1998,101 +2127,6 @@ GPUOS__FN double gpuos__r_std_f64_final(gpuos__racc_std_f64 acc, int64_t n, int3
 #endif /* GPUOS_ELEM_H */
 /*** End of src/generated/gpuos_elem.h ***/
 
-/*** Begin file src/gpuos_queue.h ***/
-/* gpuos_queue.h - the host-to-device task queue, shared by the host C code
-   (src/cuda_backend.c) and the persistent kernel (src/device/persistent.cuh).
-
-   The host writes 64-byte slots into a ring in pinned, mapped host memory; each
-   slot's tag (its position + 1) is written last, after the rest of the slot. A slot
-   is a task descriptor, one chunk of a plan that a later descriptor uses (plans are
-   cached in a device-side table, so a repeated task costs one slot), or EXIT.
-   The persistent kernel's scheduler block polls tags in batches, copies descriptors
-   into a device-memory task ring indexed by sequence number, and reports the last
-   retired sequence number back into mapped host memory (gpuos__pk_ctl). */
-#ifndef GPUOS_QUEUE_H
-#define GPUOS_QUEUE_H
-
-#define GPUOS__SLOT_TASK 1u
-#define GPUOS__SLOT_PLAN 2u
-#define GPUOS__SLOT_EXIT 3u
-
-#define GPUOS__SLOT_PAYLOAD 40u  /* plan bytes per PLAN slot */
-#define GPUOS__PLAN_SLOTS 12u    /* PLAN slots per plan: 12 * 40 = 480 bytes */
-#define GPUOS__PLAN_BYTES 512u   /* stride of the device plan table */
-#define GPUOS__MAX_DEPS 4u       /* explicit dependencies per task */
-#define GPUOS__PK_THREADS 256    /* threads per block of the persistent kernel */
-
-/* A task as the device sees it (56 bytes). */
-typedef struct gpuos__qdesc {
-    uint32_t kind;       /* GPUOS__SLOT_TASK or GPUOS__SLOT_EXIT */
-    int32_t kernel_id;   /* gpuos__device_kernel_id */
-    uint32_t plan_id;    /* row of the device plan table */
-    uint32_t n_deps;     /* dependencies to wait for, each seq - dep_delta[k] */
-    int64_t n_items;     /* work items of the plan (gpuos_plan.h) */
-    uint32_t tile_items; /* items per tile */
-    uint32_t n_tiles;
-    uint32_t base;       /* tile t runs on worker (base + t) % n_workers */
-    uint32_t stamp;      /* in a worker inbox: entry index + 1, stored last (release) */
-    uint32_t dep_delta[GPUOS__MAX_DEPS];
-} gpuos__qdesc;
-
-/* One chunk of a plan (56 bytes). */
-typedef struct gpuos__qplan {
-    uint32_t kind;       /* GPUOS__SLOT_PLAN */
-    uint32_t plan_id;
-    uint32_t chunk;      /* 0 .. GPUOS__PLAN_SLOTS-1 */
-    uint32_t pad_;
-    uint64_t payload[GPUOS__SLOT_PAYLOAD / 8];
-} gpuos__qplan;
-
-typedef struct gpuos__qslot {
-    union {
-        gpuos__qdesc d;
-        gpuos__qplan p;
-    } u;
-    uint64_t tag; /* position + 1 once the slot is written; written last */
-} gpuos__qslot;
-
-/* A task in the device task ring (device memory), indexed by seq & (task_cap - 1),
-   and an entry of a worker's inbox (d.stamp marks it written). */
-typedef struct gpuos__dtask {
-    gpuos__qdesc d;
-    uint64_t seq; /* task ring: published last (release) by the scheduler; inbox: the task's seq */
-} gpuos__dtask;
-
-#define GPUOS__MAX_WORKERS 2048 /* worker blocks the scheduler can track */
-
-/* Device -> host progress, in mapped host memory. */
-typedef struct gpuos__pk_ctl {
-    uint64_t retired;  /* every task with seq <= retired has finished */
-    uint64_t exit_pos; /* after EXIT: the ring position the next launch starts at */
-    uint64_t exit_seq; /* after EXIT: the sequence number the next launch starts at */
-    uint64_t alive;    /* 1 while the kernel runs (set at start, cleared at exit) */
-    uint64_t fetched;  /* ring positions below this have been copied: the host may reuse them */
-    uint64_t pad_[3];
-} gpuos__pk_ctl;
-
-/* Parameters of the persistent kernel (passed by value). */
-typedef struct gpuos__pk_params {
-    gpuos__qslot *ring;     /* mapped pinned host memory, ring_slots slots */
-    gpuos__pk_ctl *ctl;     /* mapped pinned host memory */
-    gpuos__dtask *tasks;    /* device, task_cap entries */
-    uint32_t *done;         /* device, task_cap tile counters */
-    uint64_t *retired;      /* device copy of ctl->retired, for dependency checks */
-    char *plans;            /* device, plan_cap * GPUOS__PLAN_BYTES */
-    gpuos__dtask *inbox;    /* device, n_workers * inbox_cap entries: each worker's tasks, in order */
-    uint32_t *wpos;         /* device, per worker: inbox entries it has consumed */
-    uint32_t inbox_cap;     /* power of two */
-    uint32_t pad_;
-    uint64_t ring_slots;    /* power of two */
-    uint64_t task_cap;      /* power of two */
-    uint64_t start_pos;     /* first ring position to read */
-    uint64_t start_seq;     /* first task sequence number (>= 1) */
-} gpuos__pk_params;
-
-#endif /* GPUOS_QUEUE_H */
-/*** End of src/gpuos_queue.h ***/
-
 /*** Begin file src/context.c ***/
 /* context.c - creating and destroying contexts, and what a context reports.
 
@@ -2157,20 +2191,6 @@ gpuos_status gpuos_create(const gpuos_config *config, gpuos_context **out) {
     st = context_check_config(config);
     if (st != GPUOS_OK) return st;
 
-    if (config->device >= 0) {
-        char why[512];
-        if (!gpuos__cuda_load(why, sizeof why))
-            return gpuos__set_error(NULL, GPUOS_ERR_NO_DEVICE,
-                                    "CUDA device %d requested, but the CUDA driver cannot be loaded (%s); use "
-                                    "GPUOS_DEVICE_AUTO or GPUOS_DEVICE_HOST to run on the host",
-                                    config->device, why);
-        return gpuos__set_error(NULL, GPUOS_ERR_NO_DEVICE,
-                                "CUDA device %d requested: CUDA backend not available in this build; use "
-                                "GPUOS_DEVICE_AUTO or GPUOS_DEVICE_HOST to run on the host",
-                                config->device);
-    }
-    /* GPUOS_DEVICE_AUTO and GPUOS_DEVICE_HOST: the host executor (no CUDA backend yet). */
-
     ctx = (gpuos_context *)calloc(1, sizeof *ctx);
     if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the context");
     ctx->cfg = *config;
@@ -2201,10 +2221,24 @@ gpuos_status gpuos_create(const gpuos_config *config, gpuos_context **out) {
         st = gpuos__set_error(NULL, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the task queue");
         goto fail;
     }
-    st = gpuos__host_start(ctx);
-    if (st != GPUOS_OK) {
-        gpuos__set_error(NULL, st, "gpuos_create: %s", gpuos_last_error(ctx));
-        goto fail;
+    /* A GPU when one was asked for (an ordinal) or may be used (AUTO); AUTO falls back
+       to the host executor when no GPU works. */
+    if (config->device != GPUOS_DEVICE_HOST) {
+        st = gpuos__cuda_open(ctx, config->device);
+        if (st == GPUOS_OK) {
+            ctx->backend = GPUOS_BACKEND_CUDA;
+        } else if (config->device >= 0) {
+            gpuos__set_error(NULL, st, "%s; use GPUOS_DEVICE_AUTO or GPUOS_DEVICE_HOST to run on the host",
+                             gpuos_last_error(ctx));
+            goto fail;
+        }
+    }
+    if (ctx->backend == GPUOS_BACKEND_HOST) {
+        st = gpuos__host_start(ctx);
+        if (st != GPUOS_OK) {
+            gpuos__set_error(NULL, st, "gpuos_create: %s", gpuos_last_error(ctx));
+            goto fail;
+        }
     }
     *out = ctx;
     return GPUOS_OK;
@@ -2246,13 +2280,19 @@ void gpuos_destroy(gpuos_context *ctx) {
     ctx->destroyed = 1;
     ctx->paused = 0; /* a paused queue would never drain */
     pthread_cond_broadcast(&ctx->cv_work);
+    pthread_cond_broadcast(&ctx->cv_room); /* submitters waiting for room give up */
     last = ctx->submitted;
     pthread_mutex_unlock(&ctx->mu);
 
     /* Let queued work finish (at most wait_timeout_ms); what is left is dropped. */
     (void)gpuos__wait_seq(ctx, last, ctx->cfg.wait_timeout_ms, "gpuos_destroy");
-    gpuos__host_stop(ctx);
-    gpuos__queue_fini(ctx);
+    if (ctx->cuda) {
+        gpuos__queue_fini(ctx); /* storages of dropped jobs go back while the GPU is still open */
+        gpuos__cuda_close(ctx);
+    } else {
+        gpuos__host_stop(ctx);
+        gpuos__queue_fini(ctx);
+    }
 
     pthread_mutex_lock(&ctx->mu);
     free_now = --ctx->refs == 0;
@@ -2282,10 +2322,1029 @@ int gpuos_debug_pause(gpuos_context *ctx, int paused) {
     prev = ctx->paused;
     ctx->paused = paused != 0 && !ctx->destroyed;
     if (!ctx->paused) pthread_cond_broadcast(&ctx->cv_work);
+    if (!ctx->paused && ctx->cuda) (void)gpuos__cuda_pump_locked(ctx);
     pthread_mutex_unlock(&ctx->mu);
     return prev;
 }
 /*** End of src/context.c ***/
+
+/*** Begin file src/cuda_backend.c ***/
+/* cuda_backend.c - the GPU executor: the persistent kernel and its host side.
+
+   At context creation: load the CUDA driver (dlopen), compile the whole device
+   source (generated kernels + src/device/persistent.cuh) with NVRTC for the
+   device's compute capability, or load it from the disk cache, load the module and
+   allocate the queue. Everything is loaded BEFORE the persistent kernel first runs:
+   loading code while it runs blocks (GPU-FINDINGS.md).
+
+   Submission (gpuos__cuda_pump_locked, called by gpuos__queue_push with ctx->mu
+   held) turns each queued job into ring slots (src/gpuos_queue.h): a cached plan id
+   (the plan is sent once, in PLAN slots, and reused while its bytes stay the same),
+   a kernel id, a tiling, a base worker, and the dependencies that the per-storage
+   access logs find (read-after-write, write-after-read, write-after-write). An
+   element-wise task whose conflicting operand maps item i to the very element that
+   its producer's item i touched inherits the producer's base: its tile t then runs
+   on the same worker block as the producer's tile t, after it, and needs no wait.
+
+   Completion: the kernel's retirer writes the last retired device sequence number
+   into mapped host memory; whoever waits (and a reaper thread) retires the jobs up
+   to it. The reaper also stops the kernel after idle_ms without work (so that other
+   CUDA work and module loads are never blocked for long) and turns a device fault
+   into the sticky GPUOS_ERR_DEVICE_LOST. */
+// #include "gpuos_runtime.h" (inlined above)
+
+#include <errno.h>    /* errno */
+#include <stdio.h>    /* snprintf, fopen */
+#include <stdlib.h>   /* malloc, getenv */
+#include <string.h>   /* memcpy, memcmp */
+#include <sys/stat.h> /* mkdir */
+#include <time.h>     /* nanosleep, clock_gettime */
+#include <unistd.h>   /* getpid */
+
+/* ---------------------------------------------------------------- driver constants */
+#define CU_SUCCESS 0
+#define CU_ERROR_NOT_READY 600
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY 19
+#define CU_MEMHOSTALLOC_PORTABLE 0x01
+#define CU_MEMHOSTALLOC_DEVICEMAP 0x02
+#define CU_STREAM_NON_BLOCKING 0x1
+
+#define CUDA__RING_SLOTS (1u << 16)  /* host ring: 4 MB of pinned memory */
+#define CUDA__TASK_CAP (1u << 16)    /* device task ring */
+#define CUDA__INBOX_CAP 256u         /* entries per worker inbox */
+#define CUDA__PLAN_CAP 4096u         /* cached plans on the device */
+#define CUDA__PLAN_PROBE 8u
+#define CUDA__LOG_LEN 8              /* remembered accesses per storage */
+#define CUDA__TILE_EW 1024           /* element-wise items per tile (small tasks) */
+
+/* One remembered access of a storage (device sequence numbers). */
+typedef struct cuda__access {
+    uint64_t dseq;
+    uint64_t lo, hi; /* byte range */
+    uint64_t sig;    /* element map of an element-wise operand; 0 = none */
+    uint32_t base;
+    int write;
+} cuda__access;
+
+typedef struct cuda__log {
+    int n;
+    uint64_t floor; /* accesses forgotten for room: every later access waits for this seq */
+    cuda__access a[CUDA__LOG_LEN];
+} cuda__log;
+
+typedef struct cuda__plan_entry {
+    uint64_t key;
+    uint64_t last_dseq; /* the last task using it; reusable once retired */
+    uint32_t bytes;
+    int used;
+    unsigned char plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD];
+} cuda__plan_entry;
+
+struct gpuos__cuda {
+    const gpuos__cuda_api *cu;
+    gpuos__CUdevice dev;
+    gpuos__CUcontext cuctx;
+    gpuos__CUmodule mod;
+    gpuos__CUfunction fn;
+    gpuos__CUstream stream;      /* the persistent kernel */
+    gpuos__CUstream copy_stream; /* uploads and downloads */
+    char name[128];
+    int cc_major, cc_minor, sm_count, n_blocks, n_workers;
+    double compile_ms;           /* 0 when the module came from the cache */
+    int from_cache;
+
+    gpuos__qslot *ring;          /* pinned, mapped */
+    gpuos__pk_ctl *ctl;          /* pinned, mapped */
+    gpuos__pk_params P;          /* device addresses */
+    uint64_t pos;                /* next ring position */
+    uint64_t dseq;               /* next device sequence number */
+    uint64_t fetched_seen;       /* cached ctl->fetched */
+    uint64_t retired_seen;       /* cached ctl->retired */
+    int running;
+    uint32_t next_base;          /* round robin for unaligned tasks */
+    uint64_t last_activity_ns;
+
+    cuda__plan_entry *plans;
+
+    void **deferred;             /* device memory to free once the kernel stops */
+    int n_deferred, cap_deferred;
+
+    pthread_t reaper;
+    int reaper_running, reaper_stop;
+};
+
+/* ---------------------------------------------------------------- small helpers */
+static uint64_t cuda_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void cuda_sleep_ns(long ns) {
+    struct timespec ts;
+    ts.tv_sec = 0;
+    ts.tv_nsec = ns;
+    nanosleep(&ts, NULL);
+}
+
+static uint64_t cuda_fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = (const unsigned char *)p;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+#define CUDA__FNV0 14695981039346656037ull
+
+static const char *cuda_errname(const gpuos__cuda_api *cu, gpuos__CUresult r) {
+    const char *s = NULL;
+    if (cu->cuGetErrorName) cu->cuGetErrorName(r, &s);
+    return s ? s : "CUDA_ERROR_UNKNOWN";
+}
+
+#define CUDA_TRY(ctx, call, what)                                                                      \
+    do {                                                                                               \
+        gpuos__CUresult r_ = (call);                                                                   \
+        if (r_ != CU_SUCCESS)                                                                          \
+            return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "%s failed: %s (%d)", what,              \
+                                    cuda_errname(c->cu, r_), (int)r_);                                 \
+    } while (0)
+
+static uint64_t cuda_load_acquire(const volatile uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+
+/* ---------------------------------------------------------------- module: compile or load from cache */
+/* The cache directory: config, $GPUOS_CACHE_DIR, $XDG_CACHE_HOME/gpuos, ~/.cache/gpuos.
+   Created if missing; "" when none can be had (then nothing is cached). */
+static void cuda_cache_dir(const gpuos_context *ctx, char *out, size_t n) {
+    const char *e;
+    out[0] = 0;
+    if (ctx->cfg.cache_dir && ctx->cfg.cache_dir[0])
+        snprintf(out, n, "%s", ctx->cfg.cache_dir);
+    else if ((e = getenv("GPUOS_CACHE_DIR")) && e[0])
+        snprintf(out, n, "%s", e);
+    else if ((e = getenv("XDG_CACHE_HOME")) && e[0])
+        snprintf(out, n, "%s/gpuos", e);
+    else if ((e = getenv("HOME")) && e[0])
+        snprintf(out, n, "%s/.cache/gpuos", e);
+    if (out[0]) {
+        char *p;
+        for (p = out + 1; *p; p++) /* mkdir -p */
+            if (*p == '/') {
+                *p = 0;
+                mkdir(out, 0755);
+                *p = '/';
+            }
+        if (mkdir(out, 0755) != 0 && errno != EEXIST) out[0] = 0;
+    }
+}
+
+typedef struct cuda__cache_header {
+    char magic[8];      /* "GPUOSCB1" */
+    uint64_t key;
+    uint64_t size;
+    uint64_t checksum;  /* FNV-1a of the cubin */
+} cuda__cache_header;
+
+/* Reads a cached cubin; NULL if absent, short, or its checksum or key differ (corrupt). */
+static void *cuda_cache_read(const char *path, uint64_t key, size_t *size) {
+    cuda__cache_header h;
+    void *buf = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    if (fread(&h, sizeof h, 1, f) == 1 && memcmp(h.magic, "GPUOSCB1", 8) == 0 && h.key == key && h.size > 0 &&
+        h.size < (1ull << 31) && (buf = malloc((size_t)h.size)) != NULL) {
+        if (fread(buf, 1, (size_t)h.size, f) != h.size || cuda_fnv(CUDA__FNV0, buf, (size_t)h.size) != h.checksum) {
+            free(buf);
+            buf = NULL;
+        } else {
+            *size = (size_t)h.size;
+        }
+    }
+    fclose(f);
+    return buf;
+}
+
+/* Writes atomically: a temporary file in the same directory, then rename. */
+static void cuda_cache_write(const char *path, uint64_t key, const void *cubin, size_t size) {
+    char tmp[1200];
+    cuda__cache_header h;
+    FILE *f;
+    int ok;
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    f = fopen(tmp, "wb");
+    if (!f) return;
+    memcpy(h.magic, "GPUOSCB1", 8);
+    h.key = key;
+    h.size = size;
+    h.checksum = cuda_fnv(CUDA__FNV0, cubin, size);
+    ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(cubin, 1, size, f) == size;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) remove(tmp);
+}
+
+static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c) {
+    char why[512], arch[64], dir[1024], path[1200];
+    const gpuos__nvrtc_api *nv;
+    const char *opts[6];
+    size_t src_len = 0, cubin_size = 0;
+    char *src, *log = NULL;
+    void *cubin = NULL;
+    uint64_t key;
+    gpuos_status st;
+    int i, n_opts = 0;
+    gpuos__CUresult r;
+
+    snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%d", c->cc_major, c->cc_minor);
+    opts[n_opts++] = arch;
+    opts[n_opts++] = "-default-device";
+    opts[n_opts++] = "--std=c++17";
+    src = gpuos__device_source_joined(&src_len);
+    if (!src) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the device source");
+    nv = gpuos__nvrtc_load(why, sizeof why);
+    key = cuda_fnv(CUDA__FNV0, src, src_len);
+    for (i = 0; i < n_opts; i++) key = cuda_fnv(key, opts[i], strlen(opts[i]) + 1);
+    if (nv) key = cuda_fnv(key, &nv->version_major, sizeof(int) * 2);
+
+    cuda_cache_dir(ctx, dir, sizeof dir);
+    path[0] = 0;
+    if (dir[0]) {
+        snprintf(path, sizeof path, "%s/gpuos-%016llx-sm%d%d.cubin", dir, (unsigned long long)key, c->cc_major,
+                 c->cc_minor);
+        cubin = cuda_cache_read(path, key, &cubin_size);
+    }
+    if (cubin) {
+        r = c->cu->cuModuleLoadData(&c->mod, cubin);
+        if (r == CU_SUCCESS) {
+            c->from_cache = 1;
+            free(cubin);
+            free(src);
+            return GPUOS_OK;
+        }
+        free(cubin); /* unusable: compile again and overwrite */
+        cubin = NULL;
+    }
+    if (!nv) {
+        free(src);
+        return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE,
+                                "gpuos_create: NVRTC cannot be loaded (%s), and no compiled device code is cached", why);
+    }
+    {
+        uint64_t t0 = cuda_now_ns();
+        st = gpuos__nvrtc_compile(ctx, src, "gpuos_device.cu", opts, n_opts, 1, &cubin, &cubin_size, &log);
+        c->compile_ms = (double)(cuda_now_ns() - t0) / 1e6;
+    }
+    free(src);
+    if (st != GPUOS_OK) {
+        st = gpuos__set_error(ctx, st, "gpuos_create: compiling the device code for sm_%d%d failed:\n%s", c->cc_major,
+                              c->cc_minor, log ? log : "");
+        free(log);
+        return st;
+    }
+    free(log);
+    r = c->cu->cuModuleLoadData(&c->mod, cubin);
+    if (r == CU_SUCCESS && path[0]) cuda_cache_write(path, key, cubin, cubin_size);
+    free(cubin);
+    if (r != CU_SUCCESS)
+        return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: cuModuleLoadData failed: %s (%d)",
+                                cuda_errname(c->cu, r), (int)r);
+    return GPUOS_OK;
+}
+
+/* ---------------------------------------------------------------- open and close */
+static void *cuda_reaper_main(void *arg);
+
+static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) {
+    gpuos__CUdeviceptr d;
+    size_t inbox_bytes;
+    void *h;
+    c->P.ring_slots = CUDA__RING_SLOTS;
+    c->P.task_cap = CUDA__TASK_CAP;
+    c->P.inbox_cap = CUDA__INBOX_CAP;
+    CUDA_TRY(ctx, c->cu->cuMemHostAlloc(&h, CUDA__RING_SLOTS * sizeof(gpuos__qslot),
+                                        CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
+             "cuMemHostAlloc (task ring)");
+    c->ring = (gpuos__qslot *)h;
+    memset(c->ring, 0, CUDA__RING_SLOTS * sizeof(gpuos__qslot));
+    CUDA_TRY(ctx, c->cu->cuMemHostGetDevicePointer(&d, h, 0), "cuMemHostGetDevicePointer (task ring)");
+    c->P.ring = (gpuos__qslot *)(uintptr_t)d;
+    CUDA_TRY(ctx, c->cu->cuMemHostAlloc(&h, sizeof(gpuos__pk_ctl), CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
+             "cuMemHostAlloc (control block)");
+    c->ctl = (gpuos__pk_ctl *)h;
+    memset(c->ctl, 0, sizeof *c->ctl);
+    CUDA_TRY(ctx, c->cu->cuMemHostGetDevicePointer(&d, h, 0), "cuMemHostGetDevicePointer (control block)");
+    c->P.ctl = (gpuos__pk_ctl *)(uintptr_t)d;
+
+    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, CUDA__TASK_CAP * sizeof(gpuos__dtask)), "cuMemAlloc (tasks)");
+    CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0xff, CUDA__TASK_CAP * sizeof(gpuos__dtask)), "cuMemsetD8 (tasks)");
+    c->P.tasks = (gpuos__dtask *)(uintptr_t)d;
+    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, CUDA__TASK_CAP * sizeof(uint32_t)), "cuMemAlloc (done counters)");
+    CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, CUDA__TASK_CAP * sizeof(uint32_t)), "cuMemsetD8 (done counters)");
+    c->P.done = (uint32_t *)(uintptr_t)d;
+    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, 64), "cuMemAlloc (retired)");
+    CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, 64), "cuMemsetD8 (retired)");
+    c->P.retired = (uint64_t *)(uintptr_t)d;
+    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__PLAN_CAP * GPUOS__PLAN_BYTES), "cuMemAlloc (plans)");
+    c->P.plans = (char *)(uintptr_t)d;
+    inbox_bytes = (size_t)c->n_workers * CUDA__INBOX_CAP * sizeof(gpuos__dtask);
+    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, inbox_bytes), "cuMemAlloc (inboxes)");
+    CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, inbox_bytes), "cuMemsetD8 (inboxes)");
+    c->P.inbox = (gpuos__dtask *)(uintptr_t)d;
+    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)c->n_workers * sizeof(uint32_t)), "cuMemAlloc (worker positions)");
+    CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, (size_t)c->n_workers * sizeof(uint32_t)), "cuMemsetD8 (worker positions)");
+    c->P.wpos = (uint32_t *)(uintptr_t)d;
+    c->plans = (cuda__plan_entry *)calloc(CUDA__PLAN_CAP, sizeof(cuda__plan_entry));
+    if (!c->plans) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the plan cache");
+    c->pos = 0;
+    c->dseq = 1;
+    return GPUOS_OK;
+}
+
+static gpuos_status cuda_open_device(gpuos_context *ctx, struct gpuos__cuda *c, int ordinal) {
+    int count = 0, map = 0, occ = 0;
+    CUDA_TRY(ctx, c->cu->cuInit(0), "cuInit");
+    CUDA_TRY(ctx, c->cu->cuDeviceGetCount(&count), "cuDeviceGetCount");
+    if (count <= 0) return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: no CUDA device");
+    if (ordinal >= count)
+        return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: CUDA device %d requested, %d present", ordinal,
+                                count);
+    CUDA_TRY(ctx, c->cu->cuDeviceGet(&c->dev, ordinal), "cuDeviceGet");
+    c->cu->cuDeviceGetName(c->name, (int)sizeof c->name, c->dev);
+    CUDA_TRY(ctx, c->cu->cuDeviceGetAttribute(&c->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->dev),
+             "cuDeviceGetAttribute");
+    CUDA_TRY(ctx, c->cu->cuDeviceGetAttribute(&c->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->dev),
+             "cuDeviceGetAttribute");
+    CUDA_TRY(ctx, c->cu->cuDeviceGetAttribute(&c->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, c->dev),
+             "cuDeviceGetAttribute");
+    CUDA_TRY(ctx, c->cu->cuDeviceGetAttribute(&map, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, c->dev),
+             "cuDeviceGetAttribute");
+    if (!map) return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: the device cannot map host memory");
+    if (c->cc_major < 7)
+        return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: compute capability %d.%d; gpuos needs 7.0+",
+                                c->cc_major, c->cc_minor);
+    CUDA_TRY(ctx, c->cu->cuDevicePrimaryCtxRetain(&c->cuctx, c->dev), "cuDevicePrimaryCtxRetain");
+    CUDA_TRY(ctx, c->cu->cuCtxSetCurrent(c->cuctx), "cuCtxSetCurrent");
+    {
+        gpuos_status st = cuda_build_module(ctx, c);
+        if (st != GPUOS_OK) return st;
+    }
+    CUDA_TRY(ctx, c->cu->cuModuleGetFunction(&c->fn, c->mod, "gpuos__pk_main"), "cuModuleGetFunction(gpuos__pk_main)");
+    /* Every block must be resident at once: the workers wait on each other. */
+    CUDA_TRY(ctx, c->cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, c->fn, GPUOS__PK_THREADS, 0),
+             "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    if (occ < 1) return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: the persistent kernel cannot fit");
+    if (occ > 4) occ = 4;
+    c->n_blocks = c->sm_count * occ;
+    if (c->n_blocks - 1 > GPUOS__MAX_WORKERS) c->n_blocks = GPUOS__MAX_WORKERS + 1;
+    c->n_workers = c->n_blocks - 1;
+    CUDA_TRY(ctx, c->cu->cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    CUDA_TRY(ctx, c->cu->cuStreamCreate(&c->copy_stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    return cuda_alloc_queue(ctx, c);
+}
+
+gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
+    char why[512];
+    struct gpuos__cuda *c;
+    gpuos_status st;
+    const gpuos__cuda_api *cu = gpuos__cuda_load(why, sizeof why);
+    if (!cu) return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: the CUDA driver cannot be loaded (%s)", why);
+    c = (struct gpuos__cuda *)calloc(1, sizeof *c);
+    if (!c) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the CUDA backend");
+    c->cu = cu;
+    ctx->cuda = c;
+    st = cuda_open_device(ctx, c, ordinal < 0 ? 0 : ordinal);
+    if (st == GPUOS_OK) {
+        c->last_activity_ns = cuda_now_ns();
+        if (pthread_create(&c->reaper, NULL, cuda_reaper_main, ctx) != 0)
+            st = gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "gpuos_create: cannot start the reaper thread");
+        else
+            c->reaper_running = 1;
+    }
+    if (st != GPUOS_OK) gpuos__cuda_close(ctx);
+    return st;
+}
+
+/* Sends EXIT and waits for the kernel to leave (ctx->mu held). */
+static void cuda_stop_kernel_locked(gpuos_context *ctx);
+
+void gpuos__cuda_close(gpuos_context *ctx) {
+    struct gpuos__cuda *c = ctx->cuda;
+    int i;
+    if (!c) return;
+    if (c->reaper_running) {
+        pthread_mutex_lock(&ctx->mu);
+        c->reaper_stop = 1;
+        pthread_mutex_unlock(&ctx->mu);
+        pthread_join(c->reaper, NULL);
+        c->reaper_running = 0;
+    }
+    pthread_mutex_lock(&ctx->mu);
+    if (c->running) cuda_stop_kernel_locked(ctx);
+    pthread_mutex_unlock(&ctx->mu);
+    if (c->cuctx) {
+        c->cu->cuCtxSetCurrent(c->cuctx);
+        for (i = 0; i < c->n_deferred; i++) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->deferred[i]);
+        if (c->P.tasks) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.tasks);
+        if (c->P.done) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.done);
+        if (c->P.retired) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.retired);
+        if (c->P.plans) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.plans);
+        if (c->P.inbox) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.inbox);
+        if (c->P.wpos) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.wpos);
+        if (c->ring) c->cu->cuMemFreeHost(c->ring);
+        if (c->ctl) c->cu->cuMemFreeHost(c->ctl);
+        if (c->stream) c->cu->cuStreamDestroy(c->stream);
+        if (c->copy_stream) c->cu->cuStreamDestroy(c->copy_stream);
+        if (c->mod) c->cu->cuModuleUnload(c->mod);
+        c->cu->cuDevicePrimaryCtxRelease(c->dev);
+    }
+    free(c->deferred);
+    free(c->plans);
+    free(c);
+    ctx->cuda = NULL;
+}
+
+/* ---------------------------------------------------------------- device memory */
+gpuos_status gpuos__cuda_alloc(gpuos_context *ctx, size_t bytes, void **out) {
+    struct gpuos__cuda *c = ctx->cuda;
+    gpuos__CUdeviceptr d = 0;
+    gpuos__CUresult r;
+    c->cu->cuCtxSetCurrent(c->cuctx);
+    r = c->cu->cuMemAlloc(&d, bytes ? bytes : 1);
+    if (r != CU_SUCCESS)
+        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "cuMemAlloc(%zu bytes) failed: %s", bytes,
+                                cuda_errname(c->cu, r));
+    *out = (void *)(uintptr_t)d;
+    return GPUOS_OK;
+}
+
+/* cuMemFree synchronises the device, which would wait for the persistent kernel:
+   while it runs, frees are deferred until it stops (idle exit or destroy). */
+void gpuos__cuda_free_locked(gpuos_context *ctx, void *p) {
+    struct gpuos__cuda *c = ctx->cuda;
+    if (!p) return;
+    if (!c->running) {
+        c->cu->cuCtxSetCurrent(c->cuctx);
+        c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)p);
+        return;
+    }
+    if (c->n_deferred == c->cap_deferred) {
+        int cap = c->cap_deferred ? 2 * c->cap_deferred : 64;
+        void **d = (void **)realloc(c->deferred, (size_t)cap * sizeof *d);
+        if (!d) return; /* leak rather than stall; the context frees nothing else wrongly */
+        c->deferred = d;
+        c->cap_deferred = cap;
+    }
+    c->deferred[c->n_deferred++] = p;
+}
+
+/* Synchronous copy on the copy stream (never waits for the persistent kernel). */
+gpuos_status gpuos__cuda_memcpy(gpuos_context *ctx, void *dst, const void *src, size_t bytes, int to_device) {
+    struct gpuos__cuda *c = ctx->cuda;
+    gpuos__CUresult r;
+    if (bytes == 0) return GPUOS_OK;
+    c->cu->cuCtxSetCurrent(c->cuctx);
+    if (to_device)
+        r = c->cu->cuMemcpyHtoDAsync((gpuos__CUdeviceptr)(uintptr_t)dst, src, bytes, c->copy_stream);
+    else
+        r = c->cu->cuMemcpyDtoHAsync(dst, (gpuos__CUdeviceptr)(uintptr_t)src, bytes, c->copy_stream);
+    if (r == CU_SUCCESS) r = c->cu->cuStreamSynchronize(c->copy_stream);
+    if (r != CU_SUCCESS)
+        return gpuos__set_error(ctx, GPUOS_ERR_DEVICE_LOST, "%s of %zu bytes failed: %s (%d)",
+                                to_device ? "copy to the device" : "copy from the device", bytes,
+                                cuda_errname(c->cu, r), (int)r);
+    return GPUOS_OK;
+}
+
+/* ---------------------------------------------------------------- the ring */
+/* Waits (submit_timeout_ms) until `need` more slots fit (ctx->mu held). */
+static gpuos_status cuda_ring_room(gpuos_context *ctx, struct gpuos__cuda *c, uint64_t need) {
+    uint64_t t0 = 0;
+    while (c->pos + need - c->fetched_seen > c->P.ring_slots) {
+        c->fetched_seen = cuda_load_acquire(&c->ctl->fetched);
+        if (c->pos + need - c->fetched_seen <= c->P.ring_slots) break;
+        if (!t0) t0 = cuda_now_ns();
+        if (cuda_now_ns() - t0 > (uint64_t)(ctx->cfg.submit_timeout_ms + 1) * 1000000ull)
+            return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL,
+                                    "gpuos_submit: the device did not take tasks for %u ms (ring full)",
+                                    (unsigned)ctx->cfg.submit_timeout_ms);
+        cuda_sleep_ns(2000);
+    }
+    return GPUOS_OK;
+}
+
+static void cuda_put(struct gpuos__cuda *c, const void *body) {
+    gpuos__qslot *s = &c->ring[c->pos & (c->P.ring_slots - 1)];
+    memcpy(&s->u, body, sizeof s->u);
+    __atomic_store_n(&s->tag, c->pos + 1, __ATOMIC_RELEASE); /* the slot's bytes first, then its tag */
+    c->pos++;
+}
+
+static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c) {
+    void *args[1];
+    gpuos__CUresult r;
+    c->P.start_pos = c->pos;
+    c->P.start_seq = c->dseq;
+    c->ctl->alive = 1;
+    args[0] = &c->P;
+    c->cu->cuCtxSetCurrent(c->cuctx);
+    r = c->cu->cuLaunchKernel(c->fn, (unsigned)c->n_blocks, 1, 1, GPUOS__PK_THREADS, 1, 1, 0, c->stream, args, NULL);
+    if (r != CU_SUCCESS) {
+        c->ctl->alive = 0;
+        return gpuos__set_error(ctx, GPUOS_ERR_DEVICE_LOST, "launching the persistent kernel failed: %s (%d)",
+                                cuda_errname(c->cu, r), (int)r);
+    }
+    c->running = 1;
+    return GPUOS_OK;
+}
+
+static void cuda_stop_kernel_locked(gpuos_context *ctx) {
+    struct gpuos__cuda *c = ctx->cuda;
+    gpuos__qdesc d;
+    gpuos__CUresult r;
+    int i;
+    if (!c->running) return;
+    memset(&d, 0, sizeof d);
+    d.kind = GPUOS__SLOT_EXIT;
+    if (cuda_ring_room(ctx, c, 1) == GPUOS_OK) {
+        cuda_put(c, &d);
+        c->dseq++;
+    }
+    c->cu->cuCtxSetCurrent(c->cuctx);
+    r = c->cu->cuStreamSynchronize(c->stream); /* returns once EXIT retired (or at a fault) */
+    c->running = 0;
+    if (r != CU_SUCCESS && ctx->sticky == GPUOS_OK) {
+        ctx->sticky = GPUOS_ERR_DEVICE_LOST;
+        gpuos__set_error(ctx, GPUOS_ERR_DEVICE_LOST, "the persistent kernel failed: %s (%d)", cuda_errname(c->cu, r),
+                         (int)r);
+    }
+    c->retired_seen = c->dseq - 1;
+    for (i = 0; i < c->n_deferred; i++) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->deferred[i]);
+    c->n_deferred = 0;
+}
+
+/* ---------------------------------------------------------------- encoding a job */
+typedef struct cuda__operand {
+    const char *ptr;
+    int rank;
+    const int64_t *shape;
+    const int64_t *stride; /* bytes */
+    int64_t pre_shape[2 * GPUOS__MAX_RANK];
+    int64_t pre_stride[2 * GPUOS__MAX_RANK];
+    size_t elsize;
+    int write;
+    uint64_t sig; /* element-wise item->element map, 0 if none */
+} cuda__operand;
+
+/* Byte range [lo, hi) that an operand reaches. */
+static void cuda_operand_range(const cuda__operand *o, uint64_t *lo, uint64_t *hi) {
+    int64_t a = 0, b = 0;
+    int k;
+    for (k = 0; k < o->rank; k++) {
+        if (o->shape[k] == 0) {
+            *lo = *hi = (uint64_t)(uintptr_t)o->ptr;
+            return;
+        }
+        if (o->stride[k] > 0) b += o->stride[k] * (o->shape[k] - 1);
+        else a += o->stride[k] * (o->shape[k] - 1);
+    }
+    *lo = (uint64_t)(uintptr_t)o->ptr + (uint64_t)a;
+    *hi = (uint64_t)(uintptr_t)o->ptr + (uint64_t)b + o->elsize;
+}
+
+/* Lists a job's operands (out first) from its plan. */
+static int cuda_operands(const gpuos__job *job, cuda__operand *ops) {
+    int n = 0, k;
+    memset(ops, 0, sizeof(cuda__operand) * (GPUOS__MAX_PTR));
+    switch (job->kind) {
+    case GPUOS__KIND_EW: {
+        const gpuos__ew_plan *p = &job->plan.ew;
+        for (k = 0; k < p->n_ptr; k++) {
+            ops[n].ptr = p->ptr[k];
+            ops[n].rank = p->rank;
+            ops[n].shape = p->shape;
+            ops[n].stride = p->stride[k];
+            ops[n].elsize = job->elsize[k];
+            ops[n].write = k == 0;
+            ops[n].sig = cuda_fnv(cuda_fnv(cuda_fnv(cuda_fnv(CUDA__FNV0, &p->ptr[k], sizeof p->ptr[k]), &p->rank, 4),
+                                           p->shape, sizeof(int64_t) * (size_t)p->rank),
+                                  p->stride[k], sizeof(int64_t) * (size_t)p->rank);
+            ops[n].sig ^= (uint64_t)job->elsize[k] << 56;
+            if (!ops[n].sig) ops[n].sig = 1;
+            n++;
+        }
+        break;
+    }
+    case GPUOS__KIND_REDUCE: {
+        const gpuos__reduce_plan *p = &job->plan.reduce;
+        ops[0].ptr = p->out;
+        ops[0].rank = p->outer_rank;
+        ops[0].shape = p->outer_shape;
+        ops[0].stride = p->outer_out_stride;
+        ops[0].write = 1;
+        ops[1].ptr = p->in;
+        for (k = 0; k < p->outer_rank; k++) {
+            ops[1].pre_shape[k] = p->outer_shape[k];
+            ops[1].pre_stride[k] = p->outer_in_stride[k];
+        }
+        for (k = 0; k < p->inner_rank; k++) {
+            ops[1].pre_shape[p->outer_rank + k] = p->inner_shape[k];
+            ops[1].pre_stride[p->outer_rank + k] = p->inner_in_stride[k];
+        }
+        ops[1].rank = p->outer_rank + p->inner_rank;
+        ops[1].shape = ops[1].pre_shape;
+        ops[1].stride = ops[1].pre_stride;
+        ops[0].elsize = job->elsize[0];
+        ops[1].elsize = job->elsize[1];
+        n = 2;
+        break;
+    }
+    case GPUOS__KIND_ROWS: {
+        const gpuos__rows_plan *p = &job->plan.rows;
+        for (k = 0; k < 2; k++) {
+            int j;
+            for (j = 0; j < p->outer_rank; j++) {
+                ops[k].pre_shape[j] = p->outer_shape[j];
+                ops[k].pre_stride[j] = k ? p->outer_in_stride[j] : p->outer_out_stride[j];
+            }
+            ops[k].pre_shape[p->outer_rank] = p->n;
+            ops[k].pre_stride[p->outer_rank] = k ? p->in_stride : p->out_stride;
+            ops[k].rank = p->outer_rank + 1;
+            ops[k].shape = ops[k].pre_shape;
+            ops[k].stride = ops[k].pre_stride;
+            ops[k].elsize = job->elsize[k];
+        }
+        ops[0].ptr = p->out;
+        ops[0].write = 1;
+        ops[1].ptr = p->in;
+        n = 2;
+        if (p->weight) {
+            ops[n].ptr = p->weight;
+            ops[n].pre_shape[0] = p->n;
+            ops[n].pre_stride[0] = p->weight_stride;
+            ops[n].rank = 1;
+            ops[n].shape = ops[n].pre_shape;
+            ops[n].stride = ops[n].pre_stride;
+            ops[n].elsize = job->elsize[1];
+            n++;
+        }
+        if (p->bias) {
+            ops[n].ptr = p->bias;
+            ops[n].pre_shape[0] = p->n;
+            ops[n].pre_stride[0] = p->bias_stride;
+            ops[n].rank = 1;
+            ops[n].shape = ops[n].pre_shape;
+            ops[n].stride = ops[n].pre_stride;
+            ops[n].elsize = job->elsize[1];
+            n++;
+        }
+        break;
+    }
+    default: { /* matmul */
+        const gpuos__matmul_plan *p = &job->plan.matmul;
+        const char *ptrs[3];
+        int64_t r0[3], s0[3], r1[3], s1[3];
+        ptrs[0] = p->out; r0[0] = p->M; s0[0] = p->o_m; r1[0] = p->N; s1[0] = p->o_n;
+        ptrs[1] = p->a;   r0[1] = p->M; s0[1] = p->a_m; r1[1] = p->K; s1[1] = p->a_k;
+        ptrs[2] = p->b;   r0[2] = p->K; s0[2] = p->b_k; r1[2] = p->N; s1[2] = p->b_n;
+        for (k = 0; k < 3; k++) {
+            int j;
+            for (j = 0; j < p->batch_rank; j++) {
+                ops[k].pre_shape[j] = p->batch_shape[j];
+                ops[k].pre_stride[j] = k == 0 ? p->batch_out_stride[j] : k == 1 ? p->batch_a_stride[j] : p->batch_b_stride[j];
+            }
+            ops[k].pre_shape[p->batch_rank] = r0[k];
+            ops[k].pre_stride[p->batch_rank] = s0[k];
+            ops[k].pre_shape[p->batch_rank + 1] = r1[k];
+            ops[k].pre_stride[p->batch_rank + 1] = s1[k];
+            ops[k].rank = p->batch_rank + 2;
+            ops[k].shape = ops[k].pre_shape;
+            ops[k].stride = ops[k].pre_stride;
+            ops[k].ptr = ptrs[k];
+            ops[k].elsize = job->elsize[k];
+            ops[k].write = k == 0;
+        }
+        n = 3;
+    }
+    }
+    return n;
+}
+
+/* The storage an address belongs to (among the job's). */
+static gpuos__storage *cuda_storage_of(const gpuos__job *job, uint64_t addr) {
+    int i;
+    for (i = 0; i < job->n_st; i++) {
+        uint64_t b = (uint64_t)(uintptr_t)job->st[i]->data;
+        if (addr >= b && addr < b + job->st[i]->bytes + 1) return job->st[i];
+    }
+    return job->n_st ? job->st[0] : NULL;
+}
+
+/* Finds or sends the plan; returns its id (ctx->mu held). */
+static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, const gpuos__job *job, const void *plan,
+                                 uint32_t bytes, uint32_t *id) {
+    uint64_t key = cuda_fnv(cuda_fnv(CUDA__FNV0, &job->dev_kernel, sizeof job->dev_kernel), plan, bytes);
+    uint32_t h = (uint32_t)(key ^ (key >> 32)), i, victim = UINT32_MAX;
+    uint64_t t0 = 0;
+    for (;;) {
+        for (i = 0; i < CUDA__PLAN_PROBE; i++) {
+            uint32_t s = (h + i) & (CUDA__PLAN_CAP - 1);
+            cuda__plan_entry *e = &c->plans[s];
+            if (e->used && e->key == key && e->bytes == bytes && memcmp(e->plan, plan, bytes) == 0) {
+                e->last_dseq = c->dseq;
+                *id = s;
+                return GPUOS_OK;
+            }
+            if (victim == UINT32_MAX && (!e->used || e->last_dseq <= c->retired_seen)) victim = s;
+        }
+        if (victim != UINT32_MAX) break;
+        /* every candidate is in use by queued tasks: wait for some to retire */
+        c->retired_seen = cuda_load_acquire(&c->ctl->retired);
+        if (!t0) t0 = cuda_now_ns();
+        if (cuda_now_ns() - t0 > (uint64_t)(ctx->cfg.submit_timeout_ms + 1) * 1000000ull)
+            return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL, "gpuos_submit: no free plan slot for %u ms",
+                                    (unsigned)ctx->cfg.submit_timeout_ms);
+        cuda_sleep_ns(2000);
+    }
+    {
+        cuda__plan_entry *e = &c->plans[victim];
+        gpuos_status st = cuda_ring_room(ctx, c, GPUOS__PLAN_SLOTS);
+        uint32_t chunk;
+        if (st != GPUOS_OK) return st;
+        e->used = 1;
+        e->key = key;
+        e->bytes = bytes;
+        memset(e->plan, 0, sizeof e->plan);
+        memcpy(e->plan, plan, bytes);
+        e->last_dseq = c->dseq;
+        for (chunk = 0; chunk * GPUOS__SLOT_PAYLOAD < bytes; chunk++) {
+            gpuos__qplan q;
+            memset(&q, 0, sizeof q);
+            q.kind = GPUOS__SLOT_PLAN;
+            q.plan_id = victim;
+            q.chunk = chunk;
+            memcpy(q.payload, e->plan + chunk * GPUOS__SLOT_PAYLOAD, GPUOS__SLOT_PAYLOAD);
+            cuda_put(c, &q);
+        }
+        *id = victim;
+    }
+    return GPUOS_OK;
+}
+
+/* Encodes one job into the ring (ctx->mu held). */
+static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos__job *job) {
+    cuda__operand ops[GPUOS__MAX_PTR];
+    uint64_t deps[2 * GPUOS__MAX_PTR * (CUDA__LOG_LEN + 1)];
+    int n_deps = 0, all = 0, n, k, j;
+    uint32_t plan_bytes, plan_id = 0, tile, base = UINT32_MAX;
+    int64_t n_tiles;
+    const void *plan = &job->plan;
+    gpuos__qdesc d;
+    gpuos_status st;
+    const uint64_t me = c->dseq;
+
+    switch (job->kind) {
+    case GPUOS__KIND_EW: plan_bytes = sizeof(gpuos__ew_plan); break;
+    case GPUOS__KIND_REDUCE: plan_bytes = sizeof(gpuos__reduce_plan); break;
+    case GPUOS__KIND_ROWS: plan_bytes = sizeof(gpuos__rows_plan); break;
+    default: plan_bytes = sizeof(gpuos__matmul_plan);
+    }
+    if (job->dev_kernel < 0)
+        return gpuos__set_error(ctx, GPUOS_ERR_UNSUPPORTED, "gpuos_submit: no device code for %s on this dtype",
+                                gpuos_op_name(job->op));
+
+    /* Tiling: small element-wise tasks in tiles of 1024 items (one warp-pass each for
+       256 threads x 4); large ones in about four tiles per worker. */
+    if (job->kind == GPUOS__KIND_EW) {
+        int64_t t = (job->items + 4 * (int64_t)c->n_workers - 1) / (4 * (int64_t)c->n_workers);
+        tile = (uint32_t)(t < CUDA__TILE_EW ? CUDA__TILE_EW : t > (1 << 30) ? (1 << 30) : t);
+        tile = (tile + 255u) & ~255u;
+    } else if (job->kind == GPUOS__KIND_MATMUL) {
+        tile = 32;
+    } else {
+        int64_t t = (job->items + c->n_workers - 1) / c->n_workers;
+        tile = (uint32_t)(t < 1 ? 1 : t > (1 << 30) ? (1 << 30) : t);
+    }
+    n_tiles = job->items > 0 ? (job->items + tile - 1) / tile : 0;
+
+    /* Dependencies from each operand's storage log. */
+    n = cuda_operands(job, ops);
+    c->retired_seen = cuda_load_acquire(&c->ctl->retired);
+    for (k = 0; k < n; k++) {
+        uint64_t lo, hi;
+        gpuos__storage *s;
+        cuda__log *lg;
+        cuda_operand_range(&ops[k], &lo, &hi);
+        if (lo == hi) continue;
+        s = cuda_storage_of(job, lo);
+        if (!s) continue;
+        if (!s->cuda_log) {
+            s->cuda_log = calloc(1, sizeof(cuda__log));
+            if (!s->cuda_log) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_submit: no memory");
+        }
+        lg = (cuda__log *)s->cuda_log;
+        if (lg->floor > c->retired_seen) deps[n_deps++] = lg->floor;
+        for (j = 0; j < lg->n; j++) {
+            const cuda__access *a = &lg->a[j];
+            if (a->dseq <= c->retired_seen || a->hi <= lo || hi <= a->lo || !(a->write || ops[k].write)) continue;
+            /* tile-aligned: same item->element map, same tiling: the same worker runs both */
+            if (job->kind == GPUOS__KIND_EW && a->sig && a->sig == ops[k].sig && (base == UINT32_MAX || base == a->base)) {
+                base = a->base;
+                continue;
+            }
+            deps[n_deps++] = a->dseq;
+        }
+    }
+    if (base == UINT32_MAX) base = c->next_base++;
+    /* An aligned producer stays aligned only with the same tiling: its sig includes
+       the plan shape, and the tile size is a function of items, so equal maps mean
+       equal tiles. Dedupe the explicit dependencies; too many means wait for all. */
+    {
+        int m = 0, a, b;
+        for (a = 0; a < n_deps; a++) {
+            for (b = 0; b < m; b++)
+                if (deps[b] == deps[a]) break;
+            if (b == m) deps[m++] = deps[a];
+        }
+        n_deps = m;
+        if (n_deps > (int)GPUOS__MAX_DEPS) all = 1;
+    }
+
+    st = cuda_plan_id(ctx, c, job, plan, plan_bytes, &plan_id);
+    if (st != GPUOS_OK) return st;
+    st = cuda_ring_room(ctx, c, 1);
+    if (st != GPUOS_OK) return st;
+    if (!c->running) {
+        st = cuda_launch_locked(ctx, c);
+        if (st != GPUOS_OK) return st;
+    }
+
+    memset(&d, 0, sizeof d);
+    d.kind = GPUOS__SLOT_TASK;
+    d.kernel_id = job->dev_kernel;
+    d.plan_id = plan_id;
+    d.n_items = job->items;
+    d.tile_items = tile;
+    d.n_tiles = (uint32_t)n_tiles;
+    d.base = base;
+    if (all) {
+        d.n_deps = GPUOS__DEPS_ALL;
+    } else {
+        d.n_deps = (uint32_t)n_deps;
+        for (k = 0; k < n_deps; k++) d.dep_delta[k] = (uint32_t)(me - deps[k]);
+    }
+    cuda_put(c, &d);
+    job->dseq = me;
+    c->dseq++;
+
+    /* Record this task's accesses. */
+    for (k = 0; k < n; k++) {
+        uint64_t lo, hi;
+        gpuos__storage *s;
+        cuda__log *lg;
+        cuda__access a;
+        cuda_operand_range(&ops[k], &lo, &hi);
+        if (lo == hi) continue;
+        s = cuda_storage_of(job, lo);
+        if (!s || !s->cuda_log) continue;
+        lg = (cuda__log *)s->cuda_log;
+        /* forget retired accesses, and those a write covers (this task waits for them) */
+        for (j = 0; j < lg->n;) {
+            const cuda__access *o = &lg->a[j];
+            if (o->dseq <= c->retired_seen || (ops[k].write && o->lo >= lo && o->hi <= hi && o->dseq != me))
+                lg->a[j] = lg->a[--lg->n];
+            else
+                j++;
+        }
+        if (lg->n == CUDA__LOG_LEN) { /* full: forget the oldest, remember it as a floor */
+            int oldest = 0;
+            for (j = 1; j < lg->n; j++)
+                if (lg->a[j].dseq < lg->a[oldest].dseq) oldest = j;
+            if (lg->a[oldest].dseq > lg->floor) lg->floor = lg->a[oldest].dseq;
+            lg->a[oldest] = lg->a[--lg->n];
+        }
+        a.dseq = me;
+        a.lo = lo;
+        a.hi = hi;
+        a.sig = job->kind == GPUOS__KIND_EW ? ops[k].sig : 0;
+        a.base = base;
+        a.write = ops[k].write;
+        lg->a[lg->n++] = a;
+    }
+    c->last_activity_ns = cuda_now_ns();
+    return GPUOS_OK;
+}
+
+/* Sends every queued job not yet on the device, in order (ctx->mu held). */
+gpuos_status gpuos__cuda_pump_locked(gpuos_context *ctx) {
+    struct gpuos__cuda *c = ctx->cuda;
+    gpuos_status st = GPUOS_OK;
+    if (ctx->paused) return GPUOS_OK;
+    while (ctx->cuda_sent < ctx->ring_count) {
+        gpuos__job *job = ctx->ring[(ctx->ring_head + ctx->cuda_sent) & (ctx->ring_size - 1u)];
+        st = cuda_encode(ctx, c, job);
+        if (st != GPUOS_OK) return st;
+        ctx->cuda_sent++;
+    }
+    return st;
+}
+
+/* ---------------------------------------------------------------- completion */
+/* Retires finished jobs in order (ctx->mu held); 1 if any. */
+int gpuos__cuda_reap_locked(gpuos_context *ctx) {
+    struct gpuos__cuda *c = ctx->cuda;
+    int any = 0;
+    uint64_t r = cuda_load_acquire(&c->ctl->retired);
+    if (r > c->retired_seen) c->retired_seen = r;
+    while (ctx->cuda_sent > 0) {
+        gpuos__job *job = ctx->ring[ctx->ring_head];
+        if (job->dseq > c->retired_seen) break;
+        ctx->ring[ctx->ring_head] = NULL;
+        ctx->ring_head = (ctx->ring_head + 1u) & (ctx->ring_size - 1u);
+        ctx->ring_count--;
+        ctx->cuda_sent--;
+        gpuos__queue_done_locked(ctx, job);
+        any = 1;
+    }
+    if (any) {
+        pthread_cond_broadcast(&ctx->cv_done);
+        pthread_cond_broadcast(&ctx->cv_room);
+    }
+    return any;
+}
+
+/* The device's sticky error, if the kernel stopped by itself (ctx->mu held). */
+static void cuda_check_fault_locked(gpuos_context *ctx) {
+    struct gpuos__cuda *c = ctx->cuda;
+    gpuos__CUresult r;
+    if (!c->running || ctx->sticky != GPUOS_OK) return;
+    c->cu->cuCtxSetCurrent(c->cuctx);
+    r = c->cu->cuStreamQuery(c->stream);
+    if (r == CU_ERROR_NOT_READY) return;
+    c->running = 0;
+    ctx->sticky = GPUOS_ERR_DEVICE_LOST;
+    gpuos__set_error(ctx, GPUOS_ERR_DEVICE_LOST,
+                     r == CU_SUCCESS ? "the persistent kernel stopped unexpectedly"
+                                     : "the GPU reported a fault while running tasks: %s (%d); the context is lost",
+                     cuda_errname(c->cu, r), (int)r);
+    pthread_cond_broadcast(&ctx->cv_done);
+    pthread_cond_broadcast(&ctx->cv_room);
+}
+
+/* Waits for job seq with low latency: spins on the mapped progress word for a
+   while, then sleeps in short steps (ctx->mu held on entry and exit). */
+gpuos_status gpuos__cuda_wait_locked(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms) {
+    struct gpuos__cuda *c = ctx->cuda;
+    const uint64_t t0 = cuda_now_ns(), limit = (uint64_t)timeout_ms * 1000000ull;
+    uint64_t spins = 0;
+    for (;;) {
+        gpuos__cuda_reap_locked(ctx);
+        if (ctx->completed >= seq || ctx->sticky != GPUOS_OK || ctx->stopping) return GPUOS_OK;
+        if (cuda_now_ns() - t0 > limit) return GPUOS_ERR_TIMEOUT;
+        if (ctx->cuda_sent < ctx->ring_count && !ctx->paused)
+            (void)gpuos__cuda_pump_locked(ctx); /* a full ring: retried on the next pass */
+        {
+            const uint64_t seen = c->retired_seen;
+            pthread_mutex_unlock(&ctx->mu);
+            if (spins < 20000) { /* about 20-50 us of spinning on one cached word */
+                while (cuda_load_acquire(&c->ctl->retired) == seen && ++spins % 256) {
+                }
+            } else {
+                cuda_sleep_ns(20000);
+            }
+            pthread_mutex_lock(&ctx->mu);
+        }
+        if (spins % 4096 == 0) cuda_check_fault_locked(ctx);
+    }
+}
+
+static void *cuda_reaper_main(void *arg) {
+    gpuos_context *ctx = (gpuos_context *)arg;
+    struct gpuos__cuda *c = ctx->cuda;
+    pthread_mutex_lock(&ctx->mu);
+    c->cu->cuCtxSetCurrent(c->cuctx);
+    while (!c->reaper_stop) {
+        gpuos__cuda_reap_locked(ctx);
+        cuda_check_fault_locked(ctx);
+        if (ctx->cuda_sent < ctx->ring_count && !ctx->paused) (void)gpuos__cuda_pump_locked(ctx);
+        /* idle: nothing queued and nothing submitted for idle_ms: let the kernel go */
+        if (c->running && ctx->ring_count == 0 &&
+            cuda_now_ns() - c->last_activity_ns > (uint64_t)ctx->cfg.idle_ms * 1000000ull)
+            cuda_stop_kernel_locked(ctx);
+        pthread_mutex_unlock(&ctx->mu);
+        cuda_sleep_ns(200000);
+        pthread_mutex_lock(&ctx->mu);
+    }
+    pthread_mutex_unlock(&ctx->mu);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- queries */
+const char *gpuos__cuda_device_name(const gpuos_context *ctx) { return ctx->cuda ? ctx->cuda->name : ""; }
+/*** End of src/cuda_backend.c ***/
 
 /*** Begin file src/cuda_loader.c ***/
 /* cuda_loader.c - the CUDA driver, NVRTC and nvJitLink, loaded at run time.
@@ -2452,6 +3511,8 @@ static const loader_sym loader_cuda_syms[] = {
     LOADER_SYM(gpuos__cuda_api, cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", NULL, 1),
     LOADER_SYM(gpuos__cuda_api, cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", NULL, 1),
     LOADER_SYM(gpuos__cuda_api, cuMemsetD8, "cuMemsetD8_v2", NULL, 1),
+    LOADER_SYM(gpuos__cuda_api, cuOccupancyMaxActiveBlocksPerMultiprocessor,
+               "cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL, 1),
 };
 
 const gpuos__cuda_api *gpuos__cuda_load(char *why, size_t why_size) {
@@ -3039,6 +4100,7 @@ void gpuos__host_stop(gpuos_context *ctx) {
     ctx->stopping = 1;
     pthread_cond_broadcast(&ctx->cv_work);
     pthread_cond_broadcast(&ctx->cv_room);
+    pthread_cond_broadcast(&ctx->cv_done);
     pthread_mutex_unlock(&ctx->mu);
     if (ctx->dispatcher_running) pthread_join(ctx->dispatcher, NULL);
     ctx->dispatcher_running = 0;
@@ -3776,6 +4838,13 @@ gpuos_status gpuos_submit(gpuos_context *ctx, const gpuos_task *task, uint64_t *
         gpuos__job_free(ctx, ps.job);
         return s;
     }
+    {
+        int k;
+        ps.job->dev_kernel = gpuos__device_kernel_id(ps.op, ps.key, ps.out->dtype);
+        ps.job->elsize[0] = (uint8_t)gpuos__elsize(ps.out->dtype);
+        for (k = 0; k < GPUOS_MAX_INPUTS; k++)
+            ps.job->elsize[1 + k] = (uint8_t)(ps.in[k] ? gpuos__elsize(ps.in[k]->dtype) : 0);
+    }
     return gpuos__queue_push(ctx, ps.job, seq); /* frees the job on error */
 }
 /*** End of src/plan.c ***/
@@ -3792,6 +4861,7 @@ gpuos_status gpuos_submit(gpuos_context *ctx, const gpuos_task *task, uint64_t *
 // #include "gpuos_runtime.h" (inlined above)
 
 #include <errno.h>  /* ETIMEDOUT, EINTR */
+#include <sched.h>  /* sched_yield */
 #include <stdlib.h> /* malloc, calloc, free */
 #include <string.h> /* memset */
 
@@ -3851,7 +4921,7 @@ static void queue_retire_locked(gpuos_context *ctx, gpuos__job *job) {
     int i;
     for (i = 0; i < job->n_st; i++) (void)gpuos__storage_release_locked(job->st[i]); /* ctx->refs > 0 here */
     job->n_st = 0;
-    if (ctx->n_free_jobs < QUEUE_FREE_JOBS) {
+    if (ctx->ring && ctx->n_free_jobs < QUEUE_FREE_JOBS) { /* no recycling after gpuos__queue_fini */
         job->next_free = ctx->free_jobs;
         ctx->free_jobs = job;
         ctx->n_free_jobs++;
@@ -3907,6 +4977,13 @@ gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *se
     gpuos_status st = GPUOS_OK;
     int i;
     pthread_mutex_lock(&ctx->mu);
+    if (ctx->ring_count >= ctx->capacity && ctx->cfg.submit_timeout_ms == 0 && !ctx->paused) {
+        /* "Do not wait" still lets a dispatcher that shares our CPU drain the queue once:
+           without it, a submitter that never blocks can starve it for a whole time slice. */
+        pthread_mutex_unlock(&ctx->mu);
+        sched_yield();
+        pthread_mutex_lock(&ctx->mu);
+    }
     if (ctx->destroyed) {
         st = gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "gpuos_submit: the context was destroyed");
         goto fail;
@@ -3950,6 +5027,11 @@ gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *se
     ctx->ring[(ctx->ring_head + ctx->ring_count) & (ctx->ring_size - 1u)] = job;
     ctx->ring_count++;
     if (seq) *seq = job->seq;
+    if (ctx->cuda) {
+        /* The job is queued (it has its sequence number); a failure to hand it to the
+           device now is retried by the next submission, wait or the reaper. */
+        (void)gpuos__cuda_pump_locked(ctx);
+    }
     pthread_cond_signal(&ctx->cv_work);
     pthread_mutex_unlock(&ctx->mu);
     return GPUOS_OK;
@@ -3979,10 +5061,14 @@ gpuos__job *gpuos__queue_pop(gpuos_context *ctx) {
     return job;
 }
 
-void gpuos__queue_done(gpuos_context *ctx, gpuos__job *job) {
-    pthread_mutex_lock(&ctx->mu);
+void gpuos__queue_done_locked(gpuos_context *ctx, gpuos__job *job) {
     ctx->completed = job->seq;
     queue_retire_locked(ctx, job);
+}
+
+void gpuos__queue_done(gpuos_context *ctx, gpuos__job *job) {
+    pthread_mutex_lock(&ctx->mu);
+    gpuos__queue_done_locked(ctx, job);
     pthread_cond_broadcast(&ctx->cv_done);
     pthread_mutex_unlock(&ctx->mu);
 }
@@ -3991,16 +5077,24 @@ void gpuos__queue_done(gpuos_context *ctx, gpuos__job *job) {
 gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms, const char *what) {
     gpuos_status st = GPUOS_OK;
     pthread_mutex_lock(&ctx->mu);
-    if (seq > ctx->submitted) {
+    if (ctx->stopping) { /* after gpuos_destroy: nothing will run any more */
+        st = gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "%s: the context was destroyed", what);
+    } else if (seq > ctx->submitted) {
         st = gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT,
                               "%s: sequence number %llu was never issued (the last task is %llu)", what,
                               (unsigned long long)seq, (unsigned long long)ctx->submitted);
     } else if (ctx->completed < seq && ctx->sticky == GPUOS_OK) {
-        struct timespec deadline;
-        gpuos__deadline(timeout_ms, &deadline);
-        while (ctx->completed < seq && ctx->sticky == GPUOS_OK)
-            if (gpuos__cond_wait_until(&ctx->cv_done, &ctx->mu, &deadline) == ETIMEDOUT) break;
-        if (ctx->completed < seq && ctx->sticky == GPUOS_OK)
+        if (ctx->cuda) { /* spins on the GPU's progress word, then sleeps in short steps */
+            (void)gpuos__cuda_wait_locked(ctx, seq, timeout_ms);
+        } else {
+            struct timespec deadline;
+            gpuos__deadline(timeout_ms, &deadline);
+            while (ctx->completed < seq && ctx->sticky == GPUOS_OK && !ctx->stopping)
+                if (gpuos__cond_wait_until(&ctx->cv_done, &ctx->mu, &deadline) == ETIMEDOUT) break;
+        }
+        if (ctx->stopping && ctx->completed < seq)
+            st = gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "%s: the context was destroyed", what);
+        else if (ctx->completed < seq && ctx->sticky == GPUOS_OK)
             st = gpuos__set_error(ctx, GPUOS_ERR_TIMEOUT,
                                   "%s: timed out after %u ms waiting for task %llu (tasks up to %llu of %llu are "
                                   "done%s); the work is still queued",
@@ -4028,6 +5122,7 @@ int gpuos_fence_done(gpuos_context *ctx, uint64_t seq) {
     int done;
     if (!ctx) return 0;
     pthread_mutex_lock(&ctx->mu);
+    if (ctx->cuda) gpuos__cuda_reap_locked(ctx);
     done = ctx->completed >= seq;
     pthread_mutex_unlock(&ctx->mu);
     return done;
@@ -4329,7 +5424,12 @@ void gpuos__storage_retain_locked(gpuos__storage *st) { st->refs++; }
 int gpuos__storage_release_locked(gpuos__storage *st) {
     gpuos_context *ctx = st->ctx;
     if (--st->refs > 0) return 0;
-    free(st->block);
+    if (st->on_device && st->owned) {
+        if (ctx->cuda) gpuos__cuda_free_locked(ctx, st->data); /* after destroy: left to the driver */
+    } else {
+        free(st->block);
+    }
+    free(st->cuda_log);
     free(st);
     return --ctx->refs == 0;
 }
@@ -4342,6 +5442,8 @@ static gpuos_status tensor_storage_new(gpuos_context *ctx, size_t bytes, void *w
     st->bytes = bytes;
     st->refs = 1;
     st->last_use = 0;
+    st->cuda_log = NULL;
+    st->on_device = ctx->cuda != NULL;
     if (wrap) {
         st->owned = 0;
         st->block = NULL;
@@ -4355,6 +5457,17 @@ static gpuos_status tensor_storage_new(gpuos_context *ctx, size_t bytes, void *w
                                     (unsigned long long)bytes);
         }
         st->owned = 1;
+        if (ctx->cuda) { /* device memory, 256-byte aligned by the driver */
+            void *d = NULL;
+            gpuos_status s = gpuos__cuda_alloc(ctx, bytes, &d);
+            if (s != GPUOS_OK) {
+                free(st);
+                return s;
+            }
+            st->block = NULL;
+            st->data = (char *)d;
+            goto done;
+        }
         st->block = malloc(want);
         if (!st->block) {
             free(st);
@@ -4364,6 +5477,7 @@ static gpuos_status tensor_storage_new(gpuos_context *ctx, size_t bytes, void *w
         p = ((uintptr_t)st->block + 63u) & ~(uintptr_t)63u;
         st->data = (char *)p;
     }
+done:
     pthread_mutex_lock(&ctx->mu);
     ctx->refs++;
     pthread_mutex_unlock(&ctx->mu);
@@ -4593,6 +5707,32 @@ static void tensor_copy_strided(char *base, size_t elsize, int rank, const int64
     }
 }
 
+/* Device memory: a contiguous view is copied directly; any other view goes through a
+   contiguous device tensor and a queued copy task. */
+static gpuos_status tensor_transfer_device(gpuos_context *ctx, const gpuos_tensor *t, void *host, size_t bytes,
+                                           int to_view) {
+    const size_t elsize = gpuos__elsize(t->dtype);
+    gpuos_tensor *tmp = NULL;
+    gpuos_status s;
+    if (gpuos__is_contiguous(t->rank, t->shape, t->strides))
+        return gpuos__cuda_memcpy(ctx, to_view ? (void *)(t->st->data + t->offset * (int64_t)elsize) : host,
+                                  to_view ? host : (void *)(t->st->data + t->offset * (int64_t)elsize), bytes,
+                                  to_view);
+    s = gpuos_tensor_new(ctx, t->dtype, t->rank, t->shape, &tmp);
+    if (s != GPUOS_OK) return s;
+    if (to_view) {
+        s = gpuos__cuda_memcpy(ctx, tmp->st->data, host, bytes, 1);
+        if (s == GPUOS_OK) s = gpuos_copy(ctx, (gpuos_tensor *)t, tmp);
+        if (s == GPUOS_OK) s = gpuos_wait(ctx, ctx->cfg.wait_timeout_ms);
+    } else {
+        s = gpuos_copy(ctx, tmp, (gpuos_tensor *)t);
+        if (s == GPUOS_OK) s = gpuos_wait(ctx, ctx->cfg.wait_timeout_ms);
+        if (s == GPUOS_OK) s = gpuos__cuda_memcpy(ctx, host, tmp->st->data, bytes, 0);
+    }
+    gpuos_tensor_release(tmp);
+    return s;
+}
+
 static gpuos_status tensor_transfer(gpuos_context *ctx, const gpuos_tensor *t, void *host, size_t bytes,
                                     int to_view, const char *fn) {
     size_t elsize, want;
@@ -4620,6 +5760,7 @@ static gpuos_status tensor_transfer(gpuos_context *ctx, const gpuos_tensor *t, v
     pthread_mutex_unlock(&ctx->mu);
     if ((s = gpuos__wait_seq(ctx, last_use, ctx->cfg.wait_timeout_ms, fn)) != GPUOS_OK) return s;
     if (t->numel == 0) return GPUOS_OK;
+    if (t->st->on_device) return tensor_transfer_device(ctx, t, host, bytes, to_view);
     tensor_copy_strided(t->st->data + t->offset * (int64_t)elsize, elsize, t->rank, t->shape, t->strides,
                         (char *)host, to_view);
     return GPUOS_OK;
@@ -4744,8 +5885,12 @@ gpuos_status gpuos_view_transpose(const gpuos_tensor *t, int axis0, int axis1, g
     if ((s = view_axis(t->ctx, fn, axis1, t->rank, &a1)) != GPUOS_OK) return s;
     memcpy(shape, t->shape, sizeof shape);
     memcpy(strides, t->strides, sizeof strides);
-    tmp = shape[a0], shape[a0] = shape[a1], shape[a1] = tmp;
-    tmp = strides[a0], strides[a0] = strides[a1], strides[a1] = tmp;
+    tmp = shape[a0];
+    shape[a0] = shape[a1];
+    shape[a1] = tmp;
+    tmp = strides[a0];
+    strides[a0] = strides[a1];
+    strides[a1] = tmp;
     return view_make(t, t->rank, shape, strides, t->offset, out, fn);
 }
 
@@ -4799,7 +5944,10 @@ static int view_nocopy_reshape(int old_rank, const int64_t *old_shape, const int
             oldnd++;
         }
     }
-    oi = 0, oj = 1, ni = 0, nj = 1;
+    oi = 0;
+    oj = 1;
+    ni = 0;
+    nj = 1;
     while (ni < new_rank && oi < oldnd) {
         np_ = new_shape[ni];
         op = od[oi];
@@ -5925,7 +7073,7 @@ int gpuos__device_kernel_id(gpuos_op op, gpuos_dtype key, gpuos_dtype out) {
 const char *const gpuos__device_source[] = {
     "/* gpuos_device.cu - generated by gen/gen.py from gen/ops.py and DEVICE_SOURCE_PARTS in gen/gen.py; do not edit; run `make gen`\n",
     "\n",
-    "   The CUDA source of the device kernels: src/device/prelude.cuh, src/gpuos_plan.h, src/generated/gpuos_elem.h, src/generated/device_ops.cu, joined.\n",
+    "   The CUDA source of the device kernels: src/device/prelude.cuh, src/gpuos_plan.h, src/generated/gpuos_elem.h, src/generated/device_ops.cu, src/gpuos_queue.h, src/device/persistent.cuh, joined.\n",
     "   Embedded in src/generated/device_src.c. */\n",
     "\n",
     "/*** Begin file src/device/prelude.cuh ***/\n",
@@ -7753,32 +8901,77 @@ const char *const gpuos__device_source[] = {
     "\n",
     "/* Threads per output (reductions) or per row (row-wise ops): 1, 32 or the whole\n",
     "   block, whichever a simple cost model says finishes [begin, end) soonest; the\n",
-    "   same on every thread of the block. n_out outputs of n_in elements each. */\n",
-    "GPUOS__FN int gpuos__d_group(int64_t n_out, int64_t n_in) {\n",
+    "   same on every thread of the block. n_out outputs of n_in elements each, read in\n",
+    "   `passes` passes; each thread loads GPUOS__D_BATCH elements at a time, so a pass\n",
+    "   costs a memory latency (~16 element steps) per batch, plus the steps, plus the\n",
+    "   group's combination (shuffles ~8, two barriers ~32). */\n",
+    "#define GPUOS__D_BATCH 8\n",
+    "GPUOS__FN int64_t gpuos__d_group_cost(int64_t n_out, int64_t n_in, int passes, int64_t g, int64_t comb) {\n",
+    "    const int64_t groups = gpuos__d_nthreads() / g;\n",
+    "    const int64_t rounds = (n_out + groups - 1) / groups;\n",
+    "    const int64_t per = (n_in + g - 1) / g;\n",
+    "    return rounds * passes * (((per + GPUOS__D_BATCH - 1) / GPUOS__D_BATCH) * 16 + per + comb);\n",
+    "}\n",
+    "GPUOS__FN int gpuos__d_group(int64_t n_out, int64_t n_in, int passes) {\n",
     "    const int nt = gpuos__d_nthreads();\n",
-    "    const int64_t r1 = (n_out + nt - 1) / nt, r32 = (n_out + nt / 32 - 1) / (nt / 32);\n",
-    "    const int64_t c1 = r1 * n_in;                           /* one thread per output */\n",
-    "    const int64_t c32 = r32 * ((n_in + 31) / 32 + 8);       /* a warp per output: shuffles */\n",
-    "    const int64_t cb = n_out * ((n_in + nt - 1) / nt + 24); /* the block: two barriers */\n",
+    "    const int64_t c1 = gpuos__d_group_cost(n_out, n_in, passes, 1, 0);\n",
+    "    const int64_t c32 = gpuos__d_group_cost(n_out, n_in, passes, 32, 8);\n",
+    "    const int64_t cb = gpuos__d_group_cost(n_out, n_in, passes, nt, 32);\n",
     "    if (c1 <= c32 && c1 <= cb) return 1;\n",
     "    return c32 <= cb \? 32 : nt;\n",
     "}\n",
     "\n",
     "/* ================================================================ element-wise */\n",
-    "/* Items [begin, end) of an element-wise plan, thread-strided over the block (item i\n",
-    "   goes to thread i % blockDim.x, so a warp touches consecutive elements: coalesced\n",
-    "   when the operands are contiguous). Byte offsets: item * stride for rank <= 1 (the\n",
-    "   common case after the runtime merged dimensions), else one division per merged\n",
-    "   dimension above the first. G: the group; O, A, B, C raw storage types (unsigned\n",
-    "   integers of the operands' sizes), NIN inputs, and\n",
-    "   O f(case, A, B, C, item, scalar0, scalar1) with the switch over its members.\n",
-    "   Each item is read and written by the same thread, so out may be an input. */\n",
+    "/* v[e] for a run-time e < U without local memory (a chain of selects). */\n",
+    "template <int U, class T> GPUOS__FN T gpuos__d_pick(const T *v, int e) {\n",
+    "    T x = v[0];\n",
+    "#pragma unroll\n",
+    "    for (int k = 1; k < U; ++k) x = e == k \? v[k] : x;\n",
+    "    return x;\n",
+    "}\n",
+    "\n",
+    "/* Byte offsets of the first NP operands of an element-wise plan at item i (rank >= 2):\n",
+    "   out of line, one copy per NP, so the batches below stay small. */\n",
+    "template <int NP> struct gpuos__d_offs {\n",
+    "    int64_t v[NP];\n",
+    "};\n",
+    "template <int NP>\n",
+    "static __device__ __noinline__ gpuos__d_offs<NP> gpuos__d_ew_offsets(const gpuos__ew_plan *p, int64_t i) {\n",
+    "    gpuos__d_offs<NP> o;\n",
+    "#pragma unroll\n",
+    "    for (int q = 0; q < NP; ++q) o.v[q] = 0;\n",
+    "#pragma unroll 1\n",
+    "    for (int d = p->rank - 1; d > 0; --d) {\n",
+    "        const int64_t sh = p->shape[d];\n",
+    "        const int64_t qd = gpuos__d_div(i, sh);\n",
+    "        const int64_t x = i - qd * sh;\n",
+    "        i = qd;\n",
+    "#pragma unroll\n",
+    "        for (int q = 0; q < NP; ++q) o.v[q] += x * p->stride[q][d];\n",
+    "    }\n",
+    "#pragma unroll\n",
+    "    for (int q = 0; q < NP; ++q) o.v[q] += i * p->stride[q][0];\n",
+    "    return o;\n",
+    "}\n",
+    "\n",
+    "/* Items [begin, end) of an element-wise plan. Thread t takes items t, t + n, t + 2n,\n",
+    "   ... (n = blockDim.x), so a warp touches consecutive elements (coalesced when the\n",
+    "   operands are contiguous), in batches of U items: the loads of a batch are all\n",
+    "   issued first (U loads in flight per operand: a dependent chain of small tasks is\n",
+    "   bound by memory latency, not bandwidth), then a rolled loop computes and stores\n",
+    "   them, so the element functions' code appears once (NVRTC time). Byte offsets:\n",
+    "   item * stride for rank <= 1 (the common case after the runtime merged\n",
+    "   dimensions), else one division per merged dimension above the first. G: the\n",
+    "   group: O, A, B, C raw storage types (unsigned integers of the operands' sizes),\n",
+    "   NIN inputs, O f(case, A, B, C, item, scalar0, scalar1) with the switch over its\n",
+    "   members. Each item is read and written by the same thread, so out may be an input. */\n",
     "template <class G> GPUOS__FN void gpuos__d_ew(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    typedef typename G::O O;\n",
     "    typedef typename G::A A;\n",
     "    typedef typename G::B B;\n",
     "    typedef typename G::C C;\n",
     "    enum { NIN = G::NIN };\n",
+    "    enum { U = (NIN >= 3 || sizeof(O) == 8 || sizeof(A) == 8) \? 4 : 8 };\n",
     "    if (begin >= end) return;\n",
     "    const int rank = p->rank;\n",
     "    const double s0 = p->scalar[0], s1 = p->scalar[1];\n",
@@ -7791,50 +8984,66 @@ const char *const gpuos__device_source[] = {
     "    for (int q = 0; q <= NIN; ++q) s[q] = rank == 1 \? p->stride[q][0] : 0;\n",
     "    const int64_t nt = gpuos__d_nthreads();\n",
     "#pragma unroll 1\n",
-    "    for (int64_t i = begin + gpuos__d_tid(); i < end; i += nt) {\n",
-    "        int64_t off[NIN + 1];\n",
-    "        if (rank <= 1) {\n",
+    "    for (int64_t i0 = begin + gpuos__d_tid(); i0 < end; i0 += U * nt) {\n",
+    "        A va[U];\n",
+    "        B vb[U];\n",
+    "        C vc[U];\n",
+    "        int64_t vo[U];\n",
     "#pragma unroll\n",
-    "            for (int q = 0; q <= NIN; ++q) off[q] = i * s[q];\n",
-    "        } else {\n",
+    "        for (int e = 0; e < U; ++e) { /* issue every load of the batch */\n",
+    "            const int64_t i = i0 + e * nt;\n",
+    "            va[e] = 0;\n",
+    "            vb[e] = 0;\n",
+    "            vc[e] = 0;\n",
+    "            vo[e] = 0;\n",
+    "            if (i < end) {\n",
+    "                int64_t off[NIN + 1];\n",
+    "                if (rank <= 1) {\n",
     "#pragma unroll\n",
-    "            for (int q = 0; q <= NIN; ++q) off[q] = 0;\n",
-    "            int64_t r = i;\n",
-    "#pragma unroll 1\n",
-    "            for (int d = rank - 1; d > 0; --d) {\n",
-    "                const int64_t sh = p->shape[d];\n",
-    "                const int64_t qd = gpuos__d_div(r, sh);\n",
-    "                const int64_t x = r - qd * sh;\n",
-    "                r = qd;\n",
+    "                    for (int q = 0; q <= NIN; ++q) off[q] = i * s[q];\n",
+    "                } else {\n",
+    "                    const gpuos__d_offs<NIN + 1> o = gpuos__d_ew_offsets<NIN + 1>(p, i);\n",
     "#pragma unroll\n",
-    "                for (int q = 0; q <= NIN; ++q) off[q] += x * p->stride[q][d];\n",
+    "                    for (int q = 0; q <= NIN; ++q) off[q] = o.v[q];\n",
+    "                }\n",
+    "                vo[e] = off[0];\n",
+    "                if constexpr (NIN >= 1) va[e] = *(const A *)(pa + off[1]);\n",
+    "                if constexpr (NIN >= 2) vb[e] = *(const B *)(pb + off[2]);\n",
+    "                if constexpr (NIN >= 3) vc[e] = *(const C *)(pc + off[3]);\n",
     "            }\n",
-    "#pragma unroll\n",
-    "            for (int q = 0; q <= NIN; ++q) off[q] += r * p->stride[q][0];\n",
     "        }\n",
-    "        A a = 0;\n",
-    "        B b = 0;\n",
-    "        C c = 0;\n",
-    "        if constexpr (NIN >= 1) a = *(const A *)(pa + off[1]);\n",
-    "        if constexpr (NIN >= 2) b = *(const B *)(pb + off[2]);\n",
-    "        if constexpr (NIN >= 3) c = *(const C *)(pc + off[3]);\n",
-    "        *(O *)(po + off[0]) = G::f(cs, a, b, c, i, s0, s1);\n",
+    "#pragma unroll 1\n",
+    "        for (int e = 0; e < U; ++e) { /* compute and store: one copy of the switch */\n",
+    "            const int64_t i = i0 + e * nt;\n",
+    "            if (i >= end) break;\n",
+    "            *(O *)(po + gpuos__d_pick<U>(vo, e)) =\n",
+    "                G::f(cs, gpuos__d_pick<U>(va, e), gpuos__d_pick<U>(vb, e), gpuos__d_pick<U>(vc, e), i, s0, s1);\n",
+    "        }\n",
     "    }\n",
     "}\n",
     "\n",
     "/* ================================================================ reductions */\n",
+    "/* Byte offset of flat index i over shape/stride (rank >= 2), out of line. */\n",
+    "static __device__ __noinline__ int64_t gpuos__d_offset_ni(const int64_t *shape, const int64_t *stride, int rank,\n",
+    "                                                          int64_t i) {\n",
+    "    return gpuos__d_offset(shape, stride, rank, i);\n",
+    "}\n",
+    "\n",
     "/* Items [begin, end) of a reduction plan: output elements. Groups of 1, 32 or all\n",
     "   threads per output (gpuos__d_group); each thread folds the elements j = lane,\n",
-    "   lane + g, ... with step, the group merges in thread order, lane 0 stores. G: the\n",
-    "   group, a struct holding the case: union Acc, init(), step(Acc, const char *x,\n",
-    "   j), merge(Acc, Acc), final(Acc, char *out, n, corr) (gpuos_elem.h's functions). */\n",
+    "   lane + g, ... with step, loading GPUOS__D_BATCH of them at a time (raw bits, all\n",
+    "   loads in flight, then a rolled loop of steps: one copy of the steps' code); the\n",
+    "   group merges in thread order; lane 0 stores. G: the group, a struct holding the\n",
+    "   case: union Acc, init(), uint64_t ld(const char *) (raw bits), step(Acc, raw, j),\n",
+    "   merge(Acc, Acc), final(Acc, char *out, n, corr) (gpuos_elem.h's functions). */\n",
     "template <class G> GPUOS__FN void gpuos__d_reduce(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    typedef typename G::Acc Acc;\n",
+    "    enum { U = GPUOS__D_BATCH };\n",
     "    if (begin >= end) return;\n",
     "    G r;\n",
     "    r.c = cs;\n",
     "    const int64_t n = p->inner_numel;\n",
-    "    const int g = gpuos__d_group(end - begin, n);\n",
+    "    const int g = gpuos__d_group(end - begin, n, 1);\n",
     "    const int tid = gpuos__d_tid();\n",
     "    const int lane = tid % g;\n",
     "    const int64_t per_pass = gpuos__d_nthreads() / g;\n",
@@ -7852,10 +9061,23 @@ const char *const gpuos__device_source[] = {
     "                             &ooff);\n",
     "            const char *in = p->in + ioff;\n",
     "#pragma unroll 1\n",
-    "            for (int64_t j = lane; j < n; j += g) {\n",
-    "                const int64_t off =\n",
-    "                    inner_rank <= 1 \? j * s0 : gpuos__d_offset(p->inner_shape, p->inner_in_stride, inner_rank, j);\n",
-    "                acc = r.step(acc, in + off, j);\n",
+    "            for (int64_t j0 = lane; j0 < n; j0 += (int64_t)U * g) {\n",
+    "                uint64_t v[U];\n",
+    "#pragma unroll\n",
+    "                for (int e = 0; e < U; ++e) {\n",
+    "                    const int64_t j = j0 + (int64_t)e * g;\n",
+    "                    v[e] = 0;\n",
+    "                    if (j < n)\n",
+    "                        v[e] = r.ld(in + (inner_rank <= 1 \? j * s0\n",
+    "                                                          : gpuos__d_offset_ni(p->inner_shape, p->inner_in_stride,\n",
+    "                                                                               inner_rank, j)));\n",
+    "                }\n",
+    "#pragma unroll 1\n",
+    "                for (int e = 0; e < U; ++e) {\n",
+    "                    const int64_t j = j0 + (int64_t)e * g;\n",
+    "                    if (j >= n) break;\n",
+    "                    acc = r.step(acc, gpuos__d_pick<U>(v, e), j);\n",
+    "                }\n",
     "            }\n",
     "        }\n",
     "        acc = gpuos__d_group_reduce(r, acc, g, id);\n",
@@ -7879,17 +9101,49 @@ const char *const gpuos__device_source[] = {
     "\n",
     "enum { GPUOS__D_SOFTMAX = 0, GPUOS__D_LOG_SOFTMAX = 1, GPUOS__D_LAYERNORM = 2, GPUOS__D_RMSNORM = 3 };\n",
     "\n",
+    "/* One pass over elements j = lane, lane + g, ... < nn of up to three streams (p1, p2\n",
+    "   may be NULL: their values are 0), GPUOS__D_BATCH at a time: the raw loads of a batch\n",
+    "   are all issued, then f(j, x0, x1, x2) runs in a rolled loop on the converted values. */\n",
+    "template <class D, class F>\n",
+    "GPUOS__FN void gpuos__d_row_pass(int cs, int64_t nn, int lane, int g, const char *p0, int64_t s0, const char *p1,\n",
+    "                                 int64_t s1, const char *p2, int64_t s2, F f) {\n",
+    "    typedef typename D::R R;\n",
+    "    enum { U = GPUOS__D_BATCH };\n",
+    "#pragma unroll 1\n",
+    "    for (int64_t j0 = lane; j0 < nn; j0 += (int64_t)U * g) {\n",
+    "        R v0[U], v1[U], v2[U];\n",
+    "#pragma unroll\n",
+    "        for (int e = 0; e < U; ++e) {\n",
+    "            const int64_t j = j0 + (int64_t)e * g;\n",
+    "            v0[e] = v1[e] = v2[e] = 0;\n",
+    "            if (j < nn) {\n",
+    "                v0[e] = D::raw(cs, p0 + j * s0);\n",
+    "                if (p1) v1[e] = D::raw(cs, p1 + j * s1);\n",
+    "                if (p2) v2[e] = D::raw(cs, p2 + j * s2);\n",
+    "            }\n",
+    "        }\n",
+    "#pragma unroll 1\n",
+    "        for (int e = 0; e < U; ++e) {\n",
+    "            const int64_t j = j0 + (int64_t)e * g;\n",
+    "            if (j >= nn) break;\n",
+    "            f(j, D::cvt(cs, gpuos__d_pick<U>(v0, e)), D::cvt(cs, gpuos__d_pick<U>(v1, e)),\n",
+    "              D::cvt(cs, gpuos__d_pick<U>(v2, e)));\n",
+    "        }\n",
+    "    }\n",
+    "}\n",
+    "\n",
     "/* Rows [begin, end): groups of 1, 32 or all threads per row (gpuos__d_group).\n",
     "   The statistics of a row are complete (a group reduction, which synchronises the\n",
     "   group) before any of its outputs is written, and each output element is written\n",
     "   by the thread that read it last, so out may be the same view as in. D: the\n",
-    "   group's dtypes of compute type D::T (f32 for f16/bf16/f32, f64 for f64), with\n",
-    "   T ld(case, const char *) and st(case, char *, T). */\n",
+    "   group's dtypes of compute type D::T (f32 for f16/bf16/f32, f64 for f64): raw\n",
+    "   bits R, R raw(case, const char *), T cvt(case, R), st(case, char *, T). The\n",
+    "   arithmetic follows the host kernels (layernorm and rmsnorm divide by the root). */\n",
     "template <class D, int OP> GPUOS__FN void gpuos__d_rows(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    typedef typename D::T T;\n",
     "    if (begin >= end) return;\n",
     "    const int64_t n = p->n, si = p->in_stride, so = p->out_stride;\n",
-    "    const int g = gpuos__d_group(end - begin, n * 3);\n",
+    "    const int g = gpuos__d_group(end - begin, n, 3);\n",
     "    const int tid = gpuos__d_tid();\n",
     "    const int lane = tid % g;\n",
     "    const int64_t per_pass = gpuos__d_nthreads() / g;\n",
@@ -7911,78 +9165,113 @@ const char *const gpuos__device_source[] = {
     "        if constexpr (OP == GPUOS__D_SOFTMAX || OP == GPUOS__D_LOG_SOFTMAX) {\n",
     "            const gpuos__d_nanmax mx = gpuos__d_nanmax();\n",
     "            T m = ninf;\n",
-    "            for (int64_t j = lane; j < nn; j += g) m = mx.merge(m, D::ld(cs, in + j * si));\n",
+    "            gpuos__d_row_pass<D>(cs, nn, lane, g, in, si, NULL, 0, NULL, 0,\n",
+    "                                 [&](int64_t, T x, T, T) { m = mx.merge(m, x); });\n",
     "            m = gpuos__d_group_reduce(mx, m, g, ninf);\n",
     "            T s = 0;\n",
-    "            for (int64_t j = lane; j < nn; j += g) s += gpuos__d_exp(D::ld(cs, in + j * si) - m);\n",
+    "            gpuos__d_row_pass<D>(cs, nn, lane, g, in, si, NULL, 0, NULL, 0,\n",
+    "                                 [&](int64_t, T x, T, T) { s += gpuos__d_exp(x - m); });\n",
     "            s = gpuos__d_group_reduce(gpuos__d_sum(), s, g, (T)0);\n",
     "            if constexpr (OP == GPUOS__D_SOFTMAX) {\n",
-    "                for (int64_t j = lane; j < nn; j += g) D::st(cs, out + j * so, gpuos__d_exp(D::ld(cs, in + j * si) - m) / s);\n",
+    "                gpuos__d_row_pass<D>(cs, nn, lane, g, in, si, NULL, 0, NULL, 0,\n",
+    "                                     [&](int64_t j, T x, T, T) { D::st(cs, out + j * so, gpuos__d_exp(x - m) / s); });\n",
     "            } else {\n",
     "                const T ls = gpuos__d_log(s);\n",
-    "                for (int64_t j = lane; j < nn; j += g) D::st(cs, out + j * so, D::ld(cs, in + j * si) - m - ls);\n",
+    "                gpuos__d_row_pass<D>(cs, nn, lane, g, in, si, NULL, 0, NULL, 0,\n",
+    "                                     [&](int64_t j, T x, T, T) { D::st(cs, out + j * so, x - m - ls); });\n",
     "            }\n",
     "        } else if constexpr (OP == GPUOS__D_LAYERNORM) {\n",
     "            T s = 0;\n",
-    "            for (int64_t j = lane; j < nn; j += g) s += D::ld(cs, in + j * si);\n",
+    "            gpuos__d_row_pass<D>(cs, nn, lane, g, in, si, NULL, 0, NULL, 0, [&](int64_t, T x, T, T) { s += x; });\n",
     "            s = gpuos__d_group_reduce(gpuos__d_sum(), s, g, (T)0);\n",
     "            const T mean = s / (T)n;\n",
     "            T v = 0;\n",
-    "            for (int64_t j = lane; j < nn; j += g) {\n",
-    "                const T d = D::ld(cs, in + j * si) - mean;\n",
+    "            gpuos__d_row_pass<D>(cs, nn, lane, g, in, si, NULL, 0, NULL, 0, [&](int64_t, T x, T, T) {\n",
+    "                const T d = x - mean;\n",
     "                v += d * d;\n",
-    "            }\n",
+    "            });\n",
     "            v = gpuos__d_group_reduce(gpuos__d_sum(), v, g, (T)0);\n",
-    "            const T rstd = (T)1 / gpuos__d_sqrt(v / (T)n + eps);\n",
-    "            for (int64_t j = lane; j < nn; j += g) {\n",
-    "                T y = (D::ld(cs, in + j * si) - mean) * rstd;\n",
-    "                if (w) y = y * D::ld(cs, w + j * ws);\n",
-    "                if (bi) y = y + D::ld(cs, bi + j * bs);\n",
+    "            const T den = gpuos__d_sqrt(v / (T)n + eps);\n",
+    "            gpuos__d_row_pass<D>(cs, nn, lane, g, in, si, w, ws, bi, bs, [&](int64_t j, T x, T wv, T bv) {\n",
+    "                T y = (x - mean) / den;\n",
+    "                if (w) y = y * wv;\n",
+    "                if (bi) y = y + bv;\n",
     "                D::st(cs, out + j * so, y);\n",
-    "            }\n",
+    "            });\n",
     "        } else { /* rmsnorm */\n",
     "            T s = 0;\n",
-    "            for (int64_t j = lane; j < nn; j += g) {\n",
-    "                const T x = D::ld(cs, in + j * si);\n",
-    "                s += x * x;\n",
-    "            }\n",
+    "            gpuos__d_row_pass<D>(cs, nn, lane, g, in, si, NULL, 0, NULL, 0, [&](int64_t, T x, T, T) { s += x * x; });\n",
     "            s = gpuos__d_group_reduce(gpuos__d_sum(), s, g, (T)0);\n",
-    "            const T rr = (T)1 / gpuos__d_sqrt(s / (T)n + eps);\n",
-    "            for (int64_t j = lane; j < nn; j += g) {\n",
-    "                T y = D::ld(cs, in + j * si) * rr;\n",
-    "                if (w) y = y * D::ld(cs, w + j * ws);\n",
+    "            const T den = gpuos__d_sqrt(s / (T)n + eps);\n",
+    "            gpuos__d_row_pass<D>(cs, nn, lane, g, in, si, w, ws, NULL, 0, [&](int64_t j, T x, T wv, T) {\n",
+    "                T y = x / den;\n",
+    "                if (w) y = y * wv;\n",
     "                D::st(cs, out + j * so, y);\n",
-    "            }\n",
+    "            });\n",
     "        }\n",
     "    }\n",
     "}\n",
     "\n",
     "/* ================================================================ matmul */\n",
-    "/* Output tiles of 32 rows x 32 columns, K in steps of 16, both operands staged in\n",
-    "   shared memory in the accumulation type (8.25 KB at most). Thread t owns column\n",
-    "   t % 32 and rows t / 32 + j * (blockDim / 32), j < 1024 / blockDim (at most 8).\n",
-    "   Rows of a tile never cross a batch boundary. Blocks of fewer than 128 threads\n",
-    "   take a plain loop (one output per thread at a time). Any strides. D: the group's\n",
-    "   dtypes with accumulation type D::T (f32 for f16/bf16/f32, f64, uint64_t for\n",
-    "   integers: 64-bit sums that wrap), T ld(case, const char *), st(case, char *, T). */\n",
+    "/* Output tiles of tm rows x tn columns, K in steps of 16, both operands staged in\n",
+    "   shared memory in the accumulation type (12.25 KB). Thread t owns column t % tn and\n",
+    "   rows t / tn + j * (blockDim / tn), j < 4 (four accumulators per thread). tn is 32,\n",
+    "   64 or 128 (64 at most for 8-byte types), the widest whose tm = min(32, 4 blockDim /\n",
+    "   tn) still covers the rows at hand, so a few rows (M = 8, or a range of one row)\n",
+    "   keep every thread busy. Tile loads are issued 4 at a time per thread (raw bits,\n",
+    "   all in flight) before they are converted into shared memory. Rows of a tile never\n",
+    "   cross a batch boundary. Any strides, any block size the device code allows. D:\n",
+    "   the group's dtypes with accumulation type D::T (f32 for f16/bf16/f32, f64,\n",
+    "   uint64_t for integers: 64-bit sums that wrap), raw bits R, R raw(case, const char *),\n",
+    "   T cvt(case, R), st(case, char *, T). */\n",
     "#define GPUOS__D_MM_TM 32\n",
-    "#define GPUOS__D_MM_TN 32\n",
     "#define GPUOS__D_MM_TK 16\n",
-    "#define GPUOS__D_MM_RPT 8\n",
+    "#define GPUOS__D_MM_RPT 4\n",
+    "#define GPUOS__D_MM_BBYTES 8192 /* B tile: 16 x 128 4-byte or 16 x 64 8-byte values */\n",
     "__shared__ __align__(16) unsigned char\n",
-    "    gpuos__d_mm_smem[(GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1) + GPUOS__D_MM_TK * GPUOS__D_MM_TN) * 8];\n",
+    "    gpuos__d_mm_smem[GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1) * 8 + GPUOS__D_MM_BBYTES];\n",
+    "\n",
+    "/* Loads the elements e < total of a tile, e = tid + q * blockDim, 4 per thread at a\n",
+    "   time: at(e) gives the address (NULL: outside the matrix, stored as 0), put(e, v) the\n",
+    "   shared-memory slot. */\n",
+    "template <class D, class AT, class PUT>\n",
+    "GPUOS__FN void gpuos__d_mm_stage(int cs, int total, AT at, PUT put) {\n",
+    "    typedef typename D::R R;\n",
+    "    typedef typename D::T T;\n",
+    "    const int tid = gpuos__d_tid(), nt = gpuos__d_nthreads();\n",
+    "#pragma unroll 1\n",
+    "    for (int e0 = tid; e0 < total; e0 += 4 * nt) {\n",
+    "        R v[4];\n",
+    "        bool in[4];\n",
+    "#pragma unroll\n",
+    "        for (int q = 0; q < 4; ++q) {\n",
+    "            const char *a = e0 + q * nt < total \? at(e0 + q * nt) : NULL;\n",
+    "            in[q] = a != NULL;\n",
+    "            v[q] = a \? D::raw(cs, a) : (R)0;\n",
+    "        }\n",
+    "#pragma unroll\n",
+    "        for (int q = 0; q < 4; ++q)\n",
+    "            if (e0 + q * nt < total) put(e0 + q * nt, in[q] \? D::cvt(cs, v[q]) : (T)0);\n",
+    "    }\n",
+    "}\n",
     "\n",
     "template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    typedef typename D::T T;\n",
     "    const int64_t M = p->M, N = p->N, K = p->K;\n",
     "    const int64_t a_m = p->a_m, a_k = p->a_k, b_k = p->b_k, b_n = p->b_n, o_m = p->o_m, o_n = p->o_n;\n",
     "    const int tid = gpuos__d_tid(), nt = gpuos__d_nthreads();\n",
+    "    const int tn_max = (int)(GPUOS__D_MM_BBYTES / (GPUOS__D_MM_TK * sizeof(T)));\n",
     "    T(*As)[GPUOS__D_MM_TK + 1] = (T(*)[GPUOS__D_MM_TK + 1])gpuos__d_mm_smem;\n",
-    "    T(*Bs)[GPUOS__D_MM_TN] = (T(*)[GPUOS__D_MM_TN])(gpuos__d_mm_smem + sizeof(T) * GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1));\n",
+    "    T *Bs = (T *)(gpuos__d_mm_smem + GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1) * 8);\n",
     "#pragma unroll 1\n",
     "    for (int64_t r0 = begin; r0 < end;) {\n",
     "        const int64_t bi = gpuos__d_div(r0, M), m0 = r0 - bi * M;\n",
-    "        const int rows = (int)gpuos__d_min<int64_t>(GPUOS__D_MM_TM, gpuos__d_min<int64_t>(end - r0, M - m0));\n",
+    "        const int avail = (int)gpuos__d_min<int64_t>(GPUOS__D_MM_TM, gpuos__d_min<int64_t>(end - r0, M - m0));\n",
+    "        int tn = 32; /* the widest tile whose rows still cover avail */\n",
+    "        while (tn * 2 <= tn_max && tn * 2 <= nt && 4 * (nt / (tn * 2)) >= avail) tn *= 2;\n",
+    "        const int rstep = nt / tn, col = tid % tn, rbase = tid / tn;\n",
+    "        const int tm = 4 * rstep < GPUOS__D_MM_TM \? 4 * rstep : GPUOS__D_MM_TM;\n",
+    "        const int rows = avail < tm \? avail : tm;\n",
     "        int64_t oa = 0, ob = 0, oo = 0;\n",
     "        {\n",
     "            int64_t i = bi;\n",
@@ -7999,52 +9288,46 @@ const char *const gpuos__device_source[] = {
     "        const char *A = p->a + oa + m0 * a_m;\n",
     "        const char *B = p->b + ob;\n",
     "        char *O = p->out + oo + m0 * o_m;\n",
-    "        if (nt < 128) { /* small blocks: one output at a time, straight from memory */\n",
     "#pragma unroll 1\n",
-    "            for (int64_t e = tid; e < (int64_t)rows * N; e += nt) {\n",
-    "                const int64_t r = gpuos__d_div(e, N), c = e - r * N;\n",
-    "                T acc = 0;\n",
-    "#pragma unroll 1\n",
-    "                for (int64_t kk = 0; kk < K; ++kk) acc += D::ld(cs, A + r * a_m + kk * a_k) * D::ld(cs, B + kk * b_k + c * b_n);\n",
-    "                D::st(cs, O + r * o_m + c * o_n, acc);\n",
-    "            }\n",
-    "        } else {\n",
-    "            const int col = tid & 31, rbase = tid >> 5, rstep = nt >> 5;\n",
-    "#pragma unroll 1\n",
-    "            for (int64_t n0 = 0; n0 < N; n0 += GPUOS__D_MM_TN) {\n",
-    "                T acc[GPUOS__D_MM_RPT];\n",
+    "        for (int64_t n0 = 0; n0 < N; n0 += tn) {\n",
+    "            T acc[GPUOS__D_MM_RPT];\n",
     "#pragma unroll\n",
-    "                for (int j = 0; j < GPUOS__D_MM_RPT; ++j) acc[j] = 0;\n",
+    "            for (int j = 0; j < GPUOS__D_MM_RPT; ++j) acc[j] = 0;\n",
     "#pragma unroll 1\n",
-    "                for (int64_t k0 = 0; k0 < K; k0 += GPUOS__D_MM_TK) {\n",
-    "#pragma unroll 1\n",
-    "                    for (int e = tid; e < GPUOS__D_MM_TM * GPUOS__D_MM_TK; e += nt) {\n",
+    "            for (int64_t k0 = 0; k0 < K; k0 += GPUOS__D_MM_TK) {\n",
+    "                gpuos__d_mm_stage<D>(\n",
+    "                    cs, rows * GPUOS__D_MM_TK,\n",
+    "                    [&](int e) -> const char * {\n",
     "                        const int r = e / GPUOS__D_MM_TK, kk = e % GPUOS__D_MM_TK;\n",
-    "                        As[r][kk] = (r < rows && k0 + kk < K) \? D::ld(cs, A + r * a_m + (k0 + kk) * a_k) : (T)0;\n",
-    "                    }\n",
-    "#pragma unroll 1\n",
-    "                    for (int e = tid; e < GPUOS__D_MM_TK * GPUOS__D_MM_TN; e += nt) {\n",
-    "                        const int kk = e / GPUOS__D_MM_TN, c = e % GPUOS__D_MM_TN;\n",
-    "                        Bs[kk][c] = (k0 + kk < K && n0 + c < N) \? D::ld(cs, B + (k0 + kk) * b_k + (n0 + c) * b_n) : (T)0;\n",
-    "                    }\n",
-    "                    __syncthreads();\n",
+    "                        return k0 + kk < K \? A + r * a_m + (k0 + kk) * a_k : (const char *)NULL;\n",
+    "                    },\n",
+    "                    [&](int e, T v) { As[e / GPUOS__D_MM_TK][e % GPUOS__D_MM_TK] = v; });\n",
+    "                gpuos__d_mm_stage<D>(\n",
+    "                    cs, GPUOS__D_MM_TK * tn,\n",
+    "                    [&](int e) -> const char * {\n",
+    "                        const int kk = e / tn, c = e % tn;\n",
+    "                        return (k0 + kk < K && n0 + c < N) \? B + (k0 + kk) * b_k + (n0 + c) * b_n : (const char *)NULL;\n",
+    "                    },\n",
+    "                    [&](int e, T v) { Bs[e] = v; });\n",
+    "                __syncthreads();\n",
+    "                if (rbase < rstep) {\n",
     "#pragma unroll 4\n",
     "                    for (int kk = 0; kk < GPUOS__D_MM_TK; ++kk) {\n",
-    "                        const T bv = Bs[kk][col];\n",
+    "                        const T bv = Bs[kk * tn + col];\n",
     "#pragma unroll\n",
     "                        for (int j = 0; j < GPUOS__D_MM_RPT; ++j) {\n",
     "                            const int r = rbase + j * rstep;\n",
-    "                            if (r < GPUOS__D_MM_TM) acc[j] += As[r][kk] * bv;\n",
+    "                            if (r < rows) acc[j] += As[r][kk] * bv;\n",
     "                        }\n",
     "                    }\n",
-    "                    __syncthreads();\n",
     "                }\n",
-    "                if (n0 + col < N) {\n",
+    "                __syncthreads();\n",
+    "            }\n",
+    "            if (rbase < rstep && n0 + col < N) {\n",
     "#pragma unroll\n",
-    "                    for (int j = 0; j < GPUOS__D_MM_RPT; ++j) {\n",
-    "                        const int r = rbase + j * rstep;\n",
-    "                        if (r < rows) D::st(cs, O + r * o_m + (n0 + col) * o_n, acc[j]);\n",
-    "                    }\n",
+    "                for (int j = 0; j < GPUOS__D_MM_RPT; ++j) {\n",
+    "                    const int r = rbase + j * rstep;\n",
+    "                    if (r < rows) D::st(cs, O + r * o_m + (n0 + col) * o_n, acc[j]);\n",
     "                }\n",
     "            }\n",
     "        }\n",
@@ -9733,17 +11016,49 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "        return r;\n",
     "    }\n",
-    "    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {\n",
+    "    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */\n",
     "        switch (c) {\n",
-    "        case 0: a.k0 = gpuos__r_sum_i8_step(a.k0, (*(const int8_t *)x), j); break;\n",
-    "        case 1: a.k1 = gpuos__r_sum_u8_step(a.k1, (*(const uint8_t *)x), j); break;\n",
-    "        case 2: a.k2 = gpuos__r_sum_i16_step(a.k2, (*(const int16_t *)x), j); break;\n",
-    "        case 3: a.k3 = gpuos__r_sum_i32_step(a.k3, (*(const int32_t *)x), j); break;\n",
-    "        case 4: a.k4 = gpuos__r_sum_i64_step(a.k4, (*(const int64_t *)x), j); break;\n",
-    "        case 5: a.k5 = gpuos__r_sum_f16_step(a.k5, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;\n",
-    "        case 6: a.k6 = gpuos__r_sum_bf16_step(a.k6, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;\n",
-    "        case 7: a.k7 = gpuos__r_sum_f32_step(a.k7, (*(const float *)x), j); break;\n",
-    "        case 8: a.k8 = gpuos__r_sum_f64_step(a.k8, (*(const double *)x), j); break;\n",
+    "        case 0: return *(const uint8_t *)x;\n",
+    "        case 1: return *(const uint8_t *)x;\n",
+    "        case 2: return *(const uint16_t *)x;\n",
+    "        case 3: return *(const uint32_t *)x;\n",
+    "        case 4: return *(const uint64_t *)x;\n",
+    "        case 5: return *(const uint16_t *)x;\n",
+    "        case 6: return *(const uint16_t *)x;\n",
+    "        case 7: return *(const uint32_t *)x;\n",
+    "        case 8: return *(const uint64_t *)x;\n",
+    "        default: return 0;\n",
+    "        }\n",
+    "    }\n",
+    "    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {\n",
+    "        switch (c) {\n",
+    "        case 0:\n",
+    "            a.k0 = gpuos__r_sum_i8_step(a.k0, (gpuos__d_as<int8_t>((uint8_t)x)), j);\n",
+    "            break;\n",
+    "        case 1:\n",
+    "            a.k1 = gpuos__r_sum_u8_step(a.k1, (gpuos__d_as<uint8_t>((uint8_t)x)), j);\n",
+    "            break;\n",
+    "        case 2:\n",
+    "            a.k2 = gpuos__r_sum_i16_step(a.k2, (gpuos__d_as<int16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 3:\n",
+    "            a.k3 = gpuos__r_sum_i32_step(a.k3, (gpuos__d_as<int32_t>((uint32_t)x)), j);\n",
+    "            break;\n",
+    "        case 4:\n",
+    "            a.k4 = gpuos__r_sum_i64_step(a.k4, (gpuos__d_as<int64_t>((uint64_t)x)), j);\n",
+    "            break;\n",
+    "        case 5:\n",
+    "            a.k5 = gpuos__r_sum_f16_step(a.k5, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 6:\n",
+    "            a.k6 = gpuos__r_sum_bf16_step(a.k6, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 7:\n",
+    "            a.k7 = gpuos__r_sum_f32_step(a.k7, (gpuos__d_as<float>((uint32_t)x)), j);\n",
+    "            break;\n",
+    "        case 8:\n",
+    "            a.k8 = gpuos__r_sum_f64_step(a.k8, (gpuos__d_as<double>((uint64_t)x)), j);\n",
+    "            break;\n",
     "        default: break;\n",
     "        }\n",
     "        return a;\n",
@@ -9812,17 +11127,49 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "        return r;\n",
     "    }\n",
-    "    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {\n",
+    "    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */\n",
     "        switch (c) {\n",
-    "        case 0: a.k0 = gpuos__r_prod_i8_step(a.k0, (*(const int8_t *)x), j); break;\n",
-    "        case 1: a.k1 = gpuos__r_prod_u8_step(a.k1, (*(const uint8_t *)x), j); break;\n",
-    "        case 2: a.k2 = gpuos__r_prod_i16_step(a.k2, (*(const int16_t *)x), j); break;\n",
-    "        case 3: a.k3 = gpuos__r_prod_i32_step(a.k3, (*(const int32_t *)x), j); break;\n",
-    "        case 4: a.k4 = gpuos__r_prod_i64_step(a.k4, (*(const int64_t *)x), j); break;\n",
-    "        case 5: a.k5 = gpuos__r_prod_f16_step(a.k5, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;\n",
-    "        case 6: a.k6 = gpuos__r_prod_bf16_step(a.k6, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;\n",
-    "        case 7: a.k7 = gpuos__r_prod_f32_step(a.k7, (*(const float *)x), j); break;\n",
-    "        case 8: a.k8 = gpuos__r_prod_f64_step(a.k8, (*(const double *)x), j); break;\n",
+    "        case 0: return *(const uint8_t *)x;\n",
+    "        case 1: return *(const uint8_t *)x;\n",
+    "        case 2: return *(const uint16_t *)x;\n",
+    "        case 3: return *(const uint32_t *)x;\n",
+    "        case 4: return *(const uint64_t *)x;\n",
+    "        case 5: return *(const uint16_t *)x;\n",
+    "        case 6: return *(const uint16_t *)x;\n",
+    "        case 7: return *(const uint32_t *)x;\n",
+    "        case 8: return *(const uint64_t *)x;\n",
+    "        default: return 0;\n",
+    "        }\n",
+    "    }\n",
+    "    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {\n",
+    "        switch (c) {\n",
+    "        case 0:\n",
+    "            a.k0 = gpuos__r_prod_i8_step(a.k0, (gpuos__d_as<int8_t>((uint8_t)x)), j);\n",
+    "            break;\n",
+    "        case 1:\n",
+    "            a.k1 = gpuos__r_prod_u8_step(a.k1, (gpuos__d_as<uint8_t>((uint8_t)x)), j);\n",
+    "            break;\n",
+    "        case 2:\n",
+    "            a.k2 = gpuos__r_prod_i16_step(a.k2, (gpuos__d_as<int16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 3:\n",
+    "            a.k3 = gpuos__r_prod_i32_step(a.k3, (gpuos__d_as<int32_t>((uint32_t)x)), j);\n",
+    "            break;\n",
+    "        case 4:\n",
+    "            a.k4 = gpuos__r_prod_i64_step(a.k4, (gpuos__d_as<int64_t>((uint64_t)x)), j);\n",
+    "            break;\n",
+    "        case 5:\n",
+    "            a.k5 = gpuos__r_prod_f16_step(a.k5, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 6:\n",
+    "            a.k6 = gpuos__r_prod_bf16_step(a.k6, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 7:\n",
+    "            a.k7 = gpuos__r_prod_f32_step(a.k7, (gpuos__d_as<float>((uint32_t)x)), j);\n",
+    "            break;\n",
+    "        case 8:\n",
+    "            a.k8 = gpuos__r_prod_f64_step(a.k8, (gpuos__d_as<double>((uint64_t)x)), j);\n",
+    "            break;\n",
     "        default: break;\n",
     "        }\n",
     "        return a;\n",
@@ -9881,12 +11228,29 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "        return r;\n",
     "    }\n",
-    "    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {\n",
+    "    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */\n",
     "        switch (c) {\n",
-    "        case 0: a.k0 = gpuos__r_mean_f16_step(a.k0, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;\n",
-    "        case 1: a.k1 = gpuos__r_mean_bf16_step(a.k1, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;\n",
-    "        case 2: a.k2 = gpuos__r_mean_f32_step(a.k2, (*(const float *)x), j); break;\n",
-    "        case 3: a.k3 = gpuos__r_mean_f64_step(a.k3, (*(const double *)x), j); break;\n",
+    "        case 0: return *(const uint16_t *)x;\n",
+    "        case 1: return *(const uint16_t *)x;\n",
+    "        case 2: return *(const uint32_t *)x;\n",
+    "        case 3: return *(const uint64_t *)x;\n",
+    "        default: return 0;\n",
+    "        }\n",
+    "    }\n",
+    "    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {\n",
+    "        switch (c) {\n",
+    "        case 0:\n",
+    "            a.k0 = gpuos__r_mean_f16_step(a.k0, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 1:\n",
+    "            a.k1 = gpuos__r_mean_bf16_step(a.k1, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 2:\n",
+    "            a.k2 = gpuos__r_mean_f32_step(a.k2, (gpuos__d_as<float>((uint32_t)x)), j);\n",
+    "            break;\n",
+    "        case 3:\n",
+    "            a.k3 = gpuos__r_mean_f64_step(a.k3, (gpuos__d_as<double>((uint64_t)x)), j);\n",
+    "            break;\n",
     "        default: break;\n",
     "        }\n",
     "        return a;\n",
@@ -9947,18 +11311,53 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "        return r;\n",
     "    }\n",
-    "    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {\n",
+    "    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */\n",
     "        switch (c) {\n",
-    "        case 0: a.k0 = gpuos__r_min_bool_step(a.k0, (*(const uint8_t *)x), j); break;\n",
-    "        case 1: a.k1 = gpuos__r_min_i8_step(a.k1, (*(const int8_t *)x), j); break;\n",
-    "        case 2: a.k2 = gpuos__r_min_u8_step(a.k2, (*(const uint8_t *)x), j); break;\n",
-    "        case 3: a.k3 = gpuos__r_min_i16_step(a.k3, (*(const int16_t *)x), j); break;\n",
-    "        case 4: a.k4 = gpuos__r_min_i32_step(a.k4, (*(const int32_t *)x), j); break;\n",
-    "        case 5: a.k5 = gpuos__r_min_i64_step(a.k5, (*(const int64_t *)x), j); break;\n",
-    "        case 6: a.k6 = gpuos__r_min_f16_step(a.k6, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;\n",
-    "        case 7: a.k7 = gpuos__r_min_bf16_step(a.k7, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;\n",
-    "        case 8: a.k8 = gpuos__r_min_f32_step(a.k8, (*(const float *)x), j); break;\n",
-    "        case 9: a.k9 = gpuos__r_min_f64_step(a.k9, (*(const double *)x), j); break;\n",
+    "        case 0: return *(const uint8_t *)x;\n",
+    "        case 1: return *(const uint8_t *)x;\n",
+    "        case 2: return *(const uint8_t *)x;\n",
+    "        case 3: return *(const uint16_t *)x;\n",
+    "        case 4: return *(const uint32_t *)x;\n",
+    "        case 5: return *(const uint64_t *)x;\n",
+    "        case 6: return *(const uint16_t *)x;\n",
+    "        case 7: return *(const uint16_t *)x;\n",
+    "        case 8: return *(const uint32_t *)x;\n",
+    "        case 9: return *(const uint64_t *)x;\n",
+    "        default: return 0;\n",
+    "        }\n",
+    "    }\n",
+    "    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {\n",
+    "        switch (c) {\n",
+    "        case 0:\n",
+    "            a.k0 = gpuos__r_min_bool_step(a.k0, (gpuos__d_as<uint8_t>((uint8_t)x)), j);\n",
+    "            break;\n",
+    "        case 1:\n",
+    "            a.k1 = gpuos__r_min_i8_step(a.k1, (gpuos__d_as<int8_t>((uint8_t)x)), j);\n",
+    "            break;\n",
+    "        case 2:\n",
+    "            a.k2 = gpuos__r_min_u8_step(a.k2, (gpuos__d_as<uint8_t>((uint8_t)x)), j);\n",
+    "            break;\n",
+    "        case 3:\n",
+    "            a.k3 = gpuos__r_min_i16_step(a.k3, (gpuos__d_as<int16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 4:\n",
+    "            a.k4 = gpuos__r_min_i32_step(a.k4, (gpuos__d_as<int32_t>((uint32_t)x)), j);\n",
+    "            break;\n",
+    "        case 5:\n",
+    "            a.k5 = gpuos__r_min_i64_step(a.k5, (gpuos__d_as<int64_t>((uint64_t)x)), j);\n",
+    "            break;\n",
+    "        case 6:\n",
+    "            a.k6 = gpuos__r_min_f16_step(a.k6, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 7:\n",
+    "            a.k7 = gpuos__r_min_bf16_step(a.k7, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 8:\n",
+    "            a.k8 = gpuos__r_min_f32_step(a.k8, (gpuos__d_as<float>((uint32_t)x)), j);\n",
+    "            break;\n",
+    "        case 9:\n",
+    "            a.k9 = gpuos__r_min_f64_step(a.k9, (gpuos__d_as<double>((uint64_t)x)), j);\n",
+    "            break;\n",
     "        default: break;\n",
     "        }\n",
     "        return a;\n",
@@ -10031,18 +11430,53 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "        return r;\n",
     "    }\n",
-    "    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {\n",
+    "    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */\n",
     "        switch (c) {\n",
-    "        case 0: a.k0 = gpuos__r_max_bool_step(a.k0, (*(const uint8_t *)x), j); break;\n",
-    "        case 1: a.k1 = gpuos__r_max_i8_step(a.k1, (*(const int8_t *)x), j); break;\n",
-    "        case 2: a.k2 = gpuos__r_max_u8_step(a.k2, (*(const uint8_t *)x), j); break;\n",
-    "        case 3: a.k3 = gpuos__r_max_i16_step(a.k3, (*(const int16_t *)x), j); break;\n",
-    "        case 4: a.k4 = gpuos__r_max_i32_step(a.k4, (*(const int32_t *)x), j); break;\n",
-    "        case 5: a.k5 = gpuos__r_max_i64_step(a.k5, (*(const int64_t *)x), j); break;\n",
-    "        case 6: a.k6 = gpuos__r_max_f16_step(a.k6, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;\n",
-    "        case 7: a.k7 = gpuos__r_max_bf16_step(a.k7, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;\n",
-    "        case 8: a.k8 = gpuos__r_max_f32_step(a.k8, (*(const float *)x), j); break;\n",
-    "        case 9: a.k9 = gpuos__r_max_f64_step(a.k9, (*(const double *)x), j); break;\n",
+    "        case 0: return *(const uint8_t *)x;\n",
+    "        case 1: return *(const uint8_t *)x;\n",
+    "        case 2: return *(const uint8_t *)x;\n",
+    "        case 3: return *(const uint16_t *)x;\n",
+    "        case 4: return *(const uint32_t *)x;\n",
+    "        case 5: return *(const uint64_t *)x;\n",
+    "        case 6: return *(const uint16_t *)x;\n",
+    "        case 7: return *(const uint16_t *)x;\n",
+    "        case 8: return *(const uint32_t *)x;\n",
+    "        case 9: return *(const uint64_t *)x;\n",
+    "        default: return 0;\n",
+    "        }\n",
+    "    }\n",
+    "    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {\n",
+    "        switch (c) {\n",
+    "        case 0:\n",
+    "            a.k0 = gpuos__r_max_bool_step(a.k0, (gpuos__d_as<uint8_t>((uint8_t)x)), j);\n",
+    "            break;\n",
+    "        case 1:\n",
+    "            a.k1 = gpuos__r_max_i8_step(a.k1, (gpuos__d_as<int8_t>((uint8_t)x)), j);\n",
+    "            break;\n",
+    "        case 2:\n",
+    "            a.k2 = gpuos__r_max_u8_step(a.k2, (gpuos__d_as<uint8_t>((uint8_t)x)), j);\n",
+    "            break;\n",
+    "        case 3:\n",
+    "            a.k3 = gpuos__r_max_i16_step(a.k3, (gpuos__d_as<int16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 4:\n",
+    "            a.k4 = gpuos__r_max_i32_step(a.k4, (gpuos__d_as<int32_t>((uint32_t)x)), j);\n",
+    "            break;\n",
+    "        case 5:\n",
+    "            a.k5 = gpuos__r_max_i64_step(a.k5, (gpuos__d_as<int64_t>((uint64_t)x)), j);\n",
+    "            break;\n",
+    "        case 6:\n",
+    "            a.k6 = gpuos__r_max_f16_step(a.k6, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 7:\n",
+    "            a.k7 = gpuos__r_max_bf16_step(a.k7, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 8:\n",
+    "            a.k8 = gpuos__r_max_f32_step(a.k8, (gpuos__d_as<float>((uint32_t)x)), j);\n",
+    "            break;\n",
+    "        case 9:\n",
+    "            a.k9 = gpuos__r_max_f64_step(a.k9, (gpuos__d_as<double>((uint64_t)x)), j);\n",
+    "            break;\n",
     "        default: break;\n",
     "        }\n",
     "        return a;\n",
@@ -10115,18 +11549,53 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "        return r;\n",
     "    }\n",
-    "    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {\n",
+    "    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */\n",
     "        switch (c) {\n",
-    "        case 0: a.k0 = gpuos__r_argmin_bool_step(a.k0, (*(const uint8_t *)x), j); break;\n",
-    "        case 1: a.k1 = gpuos__r_argmin_i8_step(a.k1, (*(const int8_t *)x), j); break;\n",
-    "        case 2: a.k2 = gpuos__r_argmin_u8_step(a.k2, (*(const uint8_t *)x), j); break;\n",
-    "        case 3: a.k3 = gpuos__r_argmin_i16_step(a.k3, (*(const int16_t *)x), j); break;\n",
-    "        case 4: a.k4 = gpuos__r_argmin_i32_step(a.k4, (*(const int32_t *)x), j); break;\n",
-    "        case 5: a.k5 = gpuos__r_argmin_i64_step(a.k5, (*(const int64_t *)x), j); break;\n",
-    "        case 6: a.k6 = gpuos__r_argmin_f16_step(a.k6, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;\n",
-    "        case 7: a.k7 = gpuos__r_argmin_bf16_step(a.k7, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;\n",
-    "        case 8: a.k8 = gpuos__r_argmin_f32_step(a.k8, (*(const float *)x), j); break;\n",
-    "        case 9: a.k9 = gpuos__r_argmin_f64_step(a.k9, (*(const double *)x), j); break;\n",
+    "        case 0: return *(const uint8_t *)x;\n",
+    "        case 1: return *(const uint8_t *)x;\n",
+    "        case 2: return *(const uint8_t *)x;\n",
+    "        case 3: return *(const uint16_t *)x;\n",
+    "        case 4: return *(const uint32_t *)x;\n",
+    "        case 5: return *(const uint64_t *)x;\n",
+    "        case 6: return *(const uint16_t *)x;\n",
+    "        case 7: return *(const uint16_t *)x;\n",
+    "        case 8: return *(const uint32_t *)x;\n",
+    "        case 9: return *(const uint64_t *)x;\n",
+    "        default: return 0;\n",
+    "        }\n",
+    "    }\n",
+    "    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {\n",
+    "        switch (c) {\n",
+    "        case 0:\n",
+    "            a.k0 = gpuos__r_argmin_bool_step(a.k0, (gpuos__d_as<uint8_t>((uint8_t)x)), j);\n",
+    "            break;\n",
+    "        case 1:\n",
+    "            a.k1 = gpuos__r_argmin_i8_step(a.k1, (gpuos__d_as<int8_t>((uint8_t)x)), j);\n",
+    "            break;\n",
+    "        case 2:\n",
+    "            a.k2 = gpuos__r_argmin_u8_step(a.k2, (gpuos__d_as<uint8_t>((uint8_t)x)), j);\n",
+    "            break;\n",
+    "        case 3:\n",
+    "            a.k3 = gpuos__r_argmin_i16_step(a.k3, (gpuos__d_as<int16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 4:\n",
+    "            a.k4 = gpuos__r_argmin_i32_step(a.k4, (gpuos__d_as<int32_t>((uint32_t)x)), j);\n",
+    "            break;\n",
+    "        case 5:\n",
+    "            a.k5 = gpuos__r_argmin_i64_step(a.k5, (gpuos__d_as<int64_t>((uint64_t)x)), j);\n",
+    "            break;\n",
+    "        case 6:\n",
+    "            a.k6 = gpuos__r_argmin_f16_step(a.k6, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 7:\n",
+    "            a.k7 = gpuos__r_argmin_bf16_step(a.k7, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 8:\n",
+    "            a.k8 = gpuos__r_argmin_f32_step(a.k8, (gpuos__d_as<float>((uint32_t)x)), j);\n",
+    "            break;\n",
+    "        case 9:\n",
+    "            a.k9 = gpuos__r_argmin_f64_step(a.k9, (gpuos__d_as<double>((uint64_t)x)), j);\n",
+    "            break;\n",
     "        default: break;\n",
     "        }\n",
     "        return a;\n",
@@ -10199,18 +11668,53 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "        return r;\n",
     "    }\n",
-    "    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {\n",
+    "    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */\n",
     "        switch (c) {\n",
-    "        case 0: a.k0 = gpuos__r_argmax_bool_step(a.k0, (*(const uint8_t *)x), j); break;\n",
-    "        case 1: a.k1 = gpuos__r_argmax_i8_step(a.k1, (*(const int8_t *)x), j); break;\n",
-    "        case 2: a.k2 = gpuos__r_argmax_u8_step(a.k2, (*(const uint8_t *)x), j); break;\n",
-    "        case 3: a.k3 = gpuos__r_argmax_i16_step(a.k3, (*(const int16_t *)x), j); break;\n",
-    "        case 4: a.k4 = gpuos__r_argmax_i32_step(a.k4, (*(const int32_t *)x), j); break;\n",
-    "        case 5: a.k5 = gpuos__r_argmax_i64_step(a.k5, (*(const int64_t *)x), j); break;\n",
-    "        case 6: a.k6 = gpuos__r_argmax_f16_step(a.k6, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;\n",
-    "        case 7: a.k7 = gpuos__r_argmax_bf16_step(a.k7, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;\n",
-    "        case 8: a.k8 = gpuos__r_argmax_f32_step(a.k8, (*(const float *)x), j); break;\n",
-    "        case 9: a.k9 = gpuos__r_argmax_f64_step(a.k9, (*(const double *)x), j); break;\n",
+    "        case 0: return *(const uint8_t *)x;\n",
+    "        case 1: return *(const uint8_t *)x;\n",
+    "        case 2: return *(const uint8_t *)x;\n",
+    "        case 3: return *(const uint16_t *)x;\n",
+    "        case 4: return *(const uint32_t *)x;\n",
+    "        case 5: return *(const uint64_t *)x;\n",
+    "        case 6: return *(const uint16_t *)x;\n",
+    "        case 7: return *(const uint16_t *)x;\n",
+    "        case 8: return *(const uint32_t *)x;\n",
+    "        case 9: return *(const uint64_t *)x;\n",
+    "        default: return 0;\n",
+    "        }\n",
+    "    }\n",
+    "    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {\n",
+    "        switch (c) {\n",
+    "        case 0:\n",
+    "            a.k0 = gpuos__r_argmax_bool_step(a.k0, (gpuos__d_as<uint8_t>((uint8_t)x)), j);\n",
+    "            break;\n",
+    "        case 1:\n",
+    "            a.k1 = gpuos__r_argmax_i8_step(a.k1, (gpuos__d_as<int8_t>((uint8_t)x)), j);\n",
+    "            break;\n",
+    "        case 2:\n",
+    "            a.k2 = gpuos__r_argmax_u8_step(a.k2, (gpuos__d_as<uint8_t>((uint8_t)x)), j);\n",
+    "            break;\n",
+    "        case 3:\n",
+    "            a.k3 = gpuos__r_argmax_i16_step(a.k3, (gpuos__d_as<int16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 4:\n",
+    "            a.k4 = gpuos__r_argmax_i32_step(a.k4, (gpuos__d_as<int32_t>((uint32_t)x)), j);\n",
+    "            break;\n",
+    "        case 5:\n",
+    "            a.k5 = gpuos__r_argmax_i64_step(a.k5, (gpuos__d_as<int64_t>((uint64_t)x)), j);\n",
+    "            break;\n",
+    "        case 6:\n",
+    "            a.k6 = gpuos__r_argmax_f16_step(a.k6, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 7:\n",
+    "            a.k7 = gpuos__r_argmax_bf16_step(a.k7, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 8:\n",
+    "            a.k8 = gpuos__r_argmax_f32_step(a.k8, (gpuos__d_as<float>((uint32_t)x)), j);\n",
+    "            break;\n",
+    "        case 9:\n",
+    "            a.k9 = gpuos__r_argmax_f64_step(a.k9, (gpuos__d_as<double>((uint64_t)x)), j);\n",
+    "            break;\n",
     "        default: break;\n",
     "        }\n",
     "        return a;\n",
@@ -10283,18 +11787,53 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "        return r;\n",
     "    }\n",
-    "    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {\n",
+    "    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */\n",
     "        switch (c) {\n",
-    "        case 0: a.k0 = gpuos__r_any_bool_step(a.k0, (*(const uint8_t *)x), j); break;\n",
-    "        case 1: a.k1 = gpuos__r_any_i8_step(a.k1, (*(const int8_t *)x), j); break;\n",
-    "        case 2: a.k2 = gpuos__r_any_u8_step(a.k2, (*(const uint8_t *)x), j); break;\n",
-    "        case 3: a.k3 = gpuos__r_any_i16_step(a.k3, (*(const int16_t *)x), j); break;\n",
-    "        case 4: a.k4 = gpuos__r_any_i32_step(a.k4, (*(const int32_t *)x), j); break;\n",
-    "        case 5: a.k5 = gpuos__r_any_i64_step(a.k5, (*(const int64_t *)x), j); break;\n",
-    "        case 6: a.k6 = gpuos__r_any_f16_step(a.k6, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;\n",
-    "        case 7: a.k7 = gpuos__r_any_bf16_step(a.k7, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;\n",
-    "        case 8: a.k8 = gpuos__r_any_f32_step(a.k8, (*(const float *)x), j); break;\n",
-    "        case 9: a.k9 = gpuos__r_any_f64_step(a.k9, (*(const double *)x), j); break;\n",
+    "        case 0: return *(const uint8_t *)x;\n",
+    "        case 1: return *(const uint8_t *)x;\n",
+    "        case 2: return *(const uint8_t *)x;\n",
+    "        case 3: return *(const uint16_t *)x;\n",
+    "        case 4: return *(const uint32_t *)x;\n",
+    "        case 5: return *(const uint64_t *)x;\n",
+    "        case 6: return *(const uint16_t *)x;\n",
+    "        case 7: return *(const uint16_t *)x;\n",
+    "        case 8: return *(const uint32_t *)x;\n",
+    "        case 9: return *(const uint64_t *)x;\n",
+    "        default: return 0;\n",
+    "        }\n",
+    "    }\n",
+    "    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {\n",
+    "        switch (c) {\n",
+    "        case 0:\n",
+    "            a.k0 = gpuos__r_any_bool_step(a.k0, (gpuos__d_as<uint8_t>((uint8_t)x)), j);\n",
+    "            break;\n",
+    "        case 1:\n",
+    "            a.k1 = gpuos__r_any_i8_step(a.k1, (gpuos__d_as<int8_t>((uint8_t)x)), j);\n",
+    "            break;\n",
+    "        case 2:\n",
+    "            a.k2 = gpuos__r_any_u8_step(a.k2, (gpuos__d_as<uint8_t>((uint8_t)x)), j);\n",
+    "            break;\n",
+    "        case 3:\n",
+    "            a.k3 = gpuos__r_any_i16_step(a.k3, (gpuos__d_as<int16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 4:\n",
+    "            a.k4 = gpuos__r_any_i32_step(a.k4, (gpuos__d_as<int32_t>((uint32_t)x)), j);\n",
+    "            break;\n",
+    "        case 5:\n",
+    "            a.k5 = gpuos__r_any_i64_step(a.k5, (gpuos__d_as<int64_t>((uint64_t)x)), j);\n",
+    "            break;\n",
+    "        case 6:\n",
+    "            a.k6 = gpuos__r_any_f16_step(a.k6, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 7:\n",
+    "            a.k7 = gpuos__r_any_bf16_step(a.k7, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 8:\n",
+    "            a.k8 = gpuos__r_any_f32_step(a.k8, (gpuos__d_as<float>((uint32_t)x)), j);\n",
+    "            break;\n",
+    "        case 9:\n",
+    "            a.k9 = gpuos__r_any_f64_step(a.k9, (gpuos__d_as<double>((uint64_t)x)), j);\n",
+    "            break;\n",
     "        default: break;\n",
     "        }\n",
     "        return a;\n",
@@ -10367,18 +11906,53 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "        return r;\n",
     "    }\n",
-    "    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {\n",
+    "    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */\n",
     "        switch (c) {\n",
-    "        case 0: a.k0 = gpuos__r_all_bool_step(a.k0, (*(const uint8_t *)x), j); break;\n",
-    "        case 1: a.k1 = gpuos__r_all_i8_step(a.k1, (*(const int8_t *)x), j); break;\n",
-    "        case 2: a.k2 = gpuos__r_all_u8_step(a.k2, (*(const uint8_t *)x), j); break;\n",
-    "        case 3: a.k3 = gpuos__r_all_i16_step(a.k3, (*(const int16_t *)x), j); break;\n",
-    "        case 4: a.k4 = gpuos__r_all_i32_step(a.k4, (*(const int32_t *)x), j); break;\n",
-    "        case 5: a.k5 = gpuos__r_all_i64_step(a.k5, (*(const int64_t *)x), j); break;\n",
-    "        case 6: a.k6 = gpuos__r_all_f16_step(a.k6, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;\n",
-    "        case 7: a.k7 = gpuos__r_all_bf16_step(a.k7, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;\n",
-    "        case 8: a.k8 = gpuos__r_all_f32_step(a.k8, (*(const float *)x), j); break;\n",
-    "        case 9: a.k9 = gpuos__r_all_f64_step(a.k9, (*(const double *)x), j); break;\n",
+    "        case 0: return *(const uint8_t *)x;\n",
+    "        case 1: return *(const uint8_t *)x;\n",
+    "        case 2: return *(const uint8_t *)x;\n",
+    "        case 3: return *(const uint16_t *)x;\n",
+    "        case 4: return *(const uint32_t *)x;\n",
+    "        case 5: return *(const uint64_t *)x;\n",
+    "        case 6: return *(const uint16_t *)x;\n",
+    "        case 7: return *(const uint16_t *)x;\n",
+    "        case 8: return *(const uint32_t *)x;\n",
+    "        case 9: return *(const uint64_t *)x;\n",
+    "        default: return 0;\n",
+    "        }\n",
+    "    }\n",
+    "    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {\n",
+    "        switch (c) {\n",
+    "        case 0:\n",
+    "            a.k0 = gpuos__r_all_bool_step(a.k0, (gpuos__d_as<uint8_t>((uint8_t)x)), j);\n",
+    "            break;\n",
+    "        case 1:\n",
+    "            a.k1 = gpuos__r_all_i8_step(a.k1, (gpuos__d_as<int8_t>((uint8_t)x)), j);\n",
+    "            break;\n",
+    "        case 2:\n",
+    "            a.k2 = gpuos__r_all_u8_step(a.k2, (gpuos__d_as<uint8_t>((uint8_t)x)), j);\n",
+    "            break;\n",
+    "        case 3:\n",
+    "            a.k3 = gpuos__r_all_i16_step(a.k3, (gpuos__d_as<int16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 4:\n",
+    "            a.k4 = gpuos__r_all_i32_step(a.k4, (gpuos__d_as<int32_t>((uint32_t)x)), j);\n",
+    "            break;\n",
+    "        case 5:\n",
+    "            a.k5 = gpuos__r_all_i64_step(a.k5, (gpuos__d_as<int64_t>((uint64_t)x)), j);\n",
+    "            break;\n",
+    "        case 6:\n",
+    "            a.k6 = gpuos__r_all_f16_step(a.k6, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 7:\n",
+    "            a.k7 = gpuos__r_all_bf16_step(a.k7, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 8:\n",
+    "            a.k8 = gpuos__r_all_f32_step(a.k8, (gpuos__d_as<float>((uint32_t)x)), j);\n",
+    "            break;\n",
+    "        case 9:\n",
+    "            a.k9 = gpuos__r_all_f64_step(a.k9, (gpuos__d_as<double>((uint64_t)x)), j);\n",
+    "            break;\n",
     "        default: break;\n",
     "        }\n",
     "        return a;\n",
@@ -10439,12 +12013,29 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "        return r;\n",
     "    }\n",
-    "    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {\n",
+    "    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */\n",
     "        switch (c) {\n",
-    "        case 0: a.k0 = gpuos__r_norm2_f16_step(a.k0, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;\n",
-    "        case 1: a.k1 = gpuos__r_norm2_bf16_step(a.k1, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;\n",
-    "        case 2: a.k2 = gpuos__r_norm2_f32_step(a.k2, (*(const float *)x), j); break;\n",
-    "        case 3: a.k3 = gpuos__r_norm2_f64_step(a.k3, (*(const double *)x), j); break;\n",
+    "        case 0: return *(const uint16_t *)x;\n",
+    "        case 1: return *(const uint16_t *)x;\n",
+    "        case 2: return *(const uint32_t *)x;\n",
+    "        case 3: return *(const uint64_t *)x;\n",
+    "        default: return 0;\n",
+    "        }\n",
+    "    }\n",
+    "    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {\n",
+    "        switch (c) {\n",
+    "        case 0:\n",
+    "            a.k0 = gpuos__r_norm2_f16_step(a.k0, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 1:\n",
+    "            a.k1 = gpuos__r_norm2_bf16_step(a.k1, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 2:\n",
+    "            a.k2 = gpuos__r_norm2_f32_step(a.k2, (gpuos__d_as<float>((uint32_t)x)), j);\n",
+    "            break;\n",
+    "        case 3:\n",
+    "            a.k3 = gpuos__r_norm2_f64_step(a.k3, (gpuos__d_as<double>((uint64_t)x)), j);\n",
+    "            break;\n",
     "        default: break;\n",
     "        }\n",
     "        return a;\n",
@@ -10493,12 +12084,29 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "        return r;\n",
     "    }\n",
-    "    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {\n",
+    "    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */\n",
     "        switch (c) {\n",
-    "        case 0: a.k0 = gpuos__r_var_f16_step(a.k0, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;\n",
-    "        case 1: a.k1 = gpuos__r_var_bf16_step(a.k1, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;\n",
-    "        case 2: a.k2 = gpuos__r_var_f32_step(a.k2, (*(const float *)x), j); break;\n",
-    "        case 3: a.k3 = gpuos__r_var_f64_step(a.k3, (*(const double *)x), j); break;\n",
+    "        case 0: return *(const uint16_t *)x;\n",
+    "        case 1: return *(const uint16_t *)x;\n",
+    "        case 2: return *(const uint32_t *)x;\n",
+    "        case 3: return *(const uint64_t *)x;\n",
+    "        default: return 0;\n",
+    "        }\n",
+    "    }\n",
+    "    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {\n",
+    "        switch (c) {\n",
+    "        case 0:\n",
+    "            a.k0 = gpuos__r_var_f16_step(a.k0, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 1:\n",
+    "            a.k1 = gpuos__r_var_bf16_step(a.k1, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 2:\n",
+    "            a.k2 = gpuos__r_var_f32_step(a.k2, (gpuos__d_as<float>((uint32_t)x)), j);\n",
+    "            break;\n",
+    "        case 3:\n",
+    "            a.k3 = gpuos__r_var_f64_step(a.k3, (gpuos__d_as<double>((uint64_t)x)), j);\n",
+    "            break;\n",
     "        default: break;\n",
     "        }\n",
     "        return a;\n",
@@ -10547,12 +12155,29 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "        return r;\n",
     "    }\n",
-    "    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {\n",
+    "    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */\n",
     "        switch (c) {\n",
-    "        case 0: a.k0 = gpuos__r_std_f16_step(a.k0, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;\n",
-    "        case 1: a.k1 = gpuos__r_std_bf16_step(a.k1, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;\n",
-    "        case 2: a.k2 = gpuos__r_std_f32_step(a.k2, (*(const float *)x), j); break;\n",
-    "        case 3: a.k3 = gpuos__r_std_f64_step(a.k3, (*(const double *)x), j); break;\n",
+    "        case 0: return *(const uint16_t *)x;\n",
+    "        case 1: return *(const uint16_t *)x;\n",
+    "        case 2: return *(const uint32_t *)x;\n",
+    "        case 3: return *(const uint64_t *)x;\n",
+    "        default: return 0;\n",
+    "        }\n",
+    "    }\n",
+    "    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {\n",
+    "        switch (c) {\n",
+    "        case 0:\n",
+    "            a.k0 = gpuos__r_std_f16_step(a.k0, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 1:\n",
+    "            a.k1 = gpuos__r_std_bf16_step(a.k1, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);\n",
+    "            break;\n",
+    "        case 2:\n",
+    "            a.k2 = gpuos__r_std_f32_step(a.k2, (gpuos__d_as<float>((uint32_t)x)), j);\n",
+    "            break;\n",
+    "        case 3:\n",
+    "            a.k3 = gpuos__r_std_f64_step(a.k3, (gpuos__d_as<double>((uint64_t)x)), j);\n",
+    "            break;\n",
     "        default: break;\n",
     "        }\n",
     "        return a;\n",
@@ -10585,13 +12210,24 @@ const char *const gpuos__device_source[] = {
     "/* group 46: accumulation in uint64_t */\n",
     "struct gpuos__d_mmg0 {\n",
     "    typedef uint64_t T;\n",
-    "    static __device__ __forceinline__ T ld(int cs, const char *p) {\n",
+    "    typedef uint64_t R;\n",
+    "    static __device__ __forceinline__ R raw(int cs, const char *p) {\n",
     "        switch (cs) {\n",
-    "        case 0: return (T)(int8_t)(*(const int8_t *)p); /* i8 */\n",
-    "        case 1: return (T)(uint8_t)(*(const uint8_t *)p); /* u8 */\n",
-    "        case 2: return (T)(int16_t)(*(const int16_t *)p); /* i16 */\n",
-    "        case 3: return (T)(int32_t)(*(const int32_t *)p); /* i32 */\n",
-    "        case 4: return (T)(int64_t)(*(const int64_t *)p); /* i64 */\n",
+    "        case 0: return *(const uint8_t *)p; /* i8 */\n",
+    "        case 1: return *(const uint8_t *)p; /* u8 */\n",
+    "        case 2: return *(const uint16_t *)p; /* i16 */\n",
+    "        case 3: return *(const uint32_t *)p; /* i32 */\n",
+    "        case 4: return *(const uint64_t *)p; /* i64 */\n",
+    "        default: return 0;\n",
+    "        }\n",
+    "    }\n",
+    "    static __device__ __forceinline__ T cvt(int cs, R v) {\n",
+    "        switch (cs) {\n",
+    "        case 0: return (T)(int8_t)(gpuos__d_as<int8_t>((uint8_t)v));\n",
+    "        case 1: return (T)(uint8_t)(gpuos__d_as<uint8_t>((uint8_t)v));\n",
+    "        case 2: return (T)(int16_t)(gpuos__d_as<int16_t>((uint16_t)v));\n",
+    "        case 3: return (T)(int32_t)(gpuos__d_as<int32_t>((uint32_t)v));\n",
+    "        case 4: return (T)(int64_t)(gpuos__d_as<int64_t>((uint64_t)v));\n",
     "        default: return 0;\n",
     "        }\n",
     "    }\n",
@@ -10613,11 +12249,20 @@ const char *const gpuos__device_source[] = {
     "/* group 47: accumulation in float */\n",
     "struct gpuos__d_mmg1 {\n",
     "    typedef float T;\n",
-    "    static __device__ __forceinline__ T ld(int cs, const char *p) {\n",
+    "    typedef uint32_t R;\n",
+    "    static __device__ __forceinline__ R raw(int cs, const char *p) {\n",
     "        switch (cs) {\n",
-    "        case 0: return (T)(float)gpuos__f16_to_f32(*(const uint16_t *)p); /* f16 */\n",
-    "        case 1: return (T)(float)gpuos__bf16_to_f32(*(const uint16_t *)p); /* bf16 */\n",
-    "        case 2: return (T)(float)(*(const float *)p); /* f32 */\n",
+    "        case 0: return *(const uint16_t *)p; /* f16 */\n",
+    "        case 1: return *(const uint16_t *)p; /* bf16 */\n",
+    "        case 2: return *(const uint32_t *)p; /* f32 */\n",
+    "        default: return 0;\n",
+    "        }\n",
+    "    }\n",
+    "    static __device__ __forceinline__ T cvt(int cs, R v) {\n",
+    "        switch (cs) {\n",
+    "        case 0: return (T)(float)gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)v));\n",
+    "        case 1: return (T)(float)gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)v));\n",
+    "        case 2: return (T)(float)(gpuos__d_as<float>((uint32_t)v));\n",
     "        default: return 0;\n",
     "        }\n",
     "    }\n",
@@ -10637,9 +12282,16 @@ const char *const gpuos__device_source[] = {
     "/* group 48: accumulation in double */\n",
     "struct gpuos__d_mmg2 {\n",
     "    typedef double T;\n",
-    "    static __device__ __forceinline__ T ld(int cs, const char *p) {\n",
+    "    typedef uint64_t R;\n",
+    "    static __device__ __forceinline__ R raw(int cs, const char *p) {\n",
     "        switch (cs) {\n",
-    "        case 0: return (T)(double)(*(const double *)p); /* f64 */\n",
+    "        case 0: return *(const uint64_t *)p; /* f64 */\n",
+    "        default: return 0;\n",
+    "        }\n",
+    "    }\n",
+    "    static __device__ __forceinline__ T cvt(int cs, R v) {\n",
+    "        switch (cs) {\n",
+    "        case 0: return (T)(double)(gpuos__d_as<double>((uint64_t)v));\n",
     "        default: return 0;\n",
     "        }\n",
     "    }\n",
@@ -10658,11 +12310,20 @@ const char *const gpuos__device_source[] = {
     "/* dtypes of compute type float */\n",
     "struct gpuos__d_rowsd0 {\n",
     "    typedef float T;\n",
-    "    static __device__ __forceinline__ T ld(int cs, const char *p) {\n",
+    "    typedef uint32_t R;\n",
+    "    static __device__ __forceinline__ R raw(int cs, const char *p) {\n",
     "        switch (cs) {\n",
-    "        case 0: return gpuos__f16_to_f32(*(const uint16_t *)p); /* f16 */\n",
-    "        case 1: return gpuos__bf16_to_f32(*(const uint16_t *)p); /* bf16 */\n",
-    "        case 2: return (*(const float *)p); /* f32 */\n",
+    "        case 0: return *(const uint16_t *)p; /* f16 */\n",
+    "        case 1: return *(const uint16_t *)p; /* bf16 */\n",
+    "        case 2: return *(const uint32_t *)p; /* f32 */\n",
+    "        default: return 0;\n",
+    "        }\n",
+    "    }\n",
+    "    static __device__ __forceinline__ T cvt(int cs, R v) {\n",
+    "        switch (cs) {\n",
+    "        case 0: return gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)v));\n",
+    "        case 1: return gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)v));\n",
+    "        case 2: return (gpuos__d_as<float>((uint32_t)v));\n",
     "        default: return 0;\n",
     "        }\n",
     "    }\n",
@@ -10678,9 +12339,16 @@ const char *const gpuos__device_source[] = {
     "/* dtypes of compute type double */\n",
     "struct gpuos__d_rowsd1 {\n",
     "    typedef double T;\n",
-    "    static __device__ __forceinline__ T ld(int cs, const char *p) {\n",
+    "    typedef uint64_t R;\n",
+    "    static __device__ __forceinline__ R raw(int cs, const char *p) {\n",
     "        switch (cs) {\n",
-    "        case 0: return (*(const double *)p); /* f64 */\n",
+    "        case 0: return *(const uint64_t *)p; /* f64 */\n",
+    "        default: return 0;\n",
+    "        }\n",
+    "    }\n",
+    "    static __device__ __forceinline__ T cvt(int cs, R v) {\n",
+    "        switch (cs) {\n",
+    "        case 0: return (gpuos__d_as<double>((uint64_t)v));\n",
     "        default: return 0;\n",
     "        }\n",
     "    }\n",
@@ -11375,7 +13043,7 @@ const char *const gpuos__device_source[] = {
     "/* Runs items [begin, end) of the task whose plan is at plan with kernel kernel_id\n",
     "   (gpuos__device_kernel_id). Called by every thread of the block with the same\n",
     "   arguments. Unknown ids do nothing. */\n",
-    "__device__ __noinline__ void gpuos__d_run(int kernel_id, const void *plan, int64_t begin, int64_t end) {\n",
+    "__device__ void gpuos__d_run(int kernel_id, const void *plan, int64_t begin, int64_t end) {\n",
     "    if ((unsigned)kernel_id >= GPUOS__D_N_KERNELS) return;\n",
     "    const int cs = gpuos__d_kernels[kernel_id][1];\n",
     "    switch (gpuos__d_kernels[kernel_id][0]) {\n",
@@ -11449,6 +13117,474 @@ const char *const gpuos__device_source[] = {
     "        gpuos__d_run(kernel_id, plan, b, gpuos__d_min<int64_t>(b + items_per_block, n_items));\n",
     "}\n",
     "/*** End of src/generated/device_ops.cu ***/\n",
+    "\n",
+    "/*** Begin file src/gpuos_queue.h ***/\n",
+    "/* gpuos_queue.h - the host-to-device task queue, shared by the host C code\n",
+    "   (src/cuda_backend.c) and the persistent kernel (src/device/persistent.cuh).\n",
+    "\n",
+    "   The host writes 64-byte slots into a ring in pinned, mapped host memory; each\n",
+    "   slot's tag (its position + 1) is written last, after the rest of the slot. A slot\n",
+    "   is a task descriptor, one chunk of a plan that a later descriptor uses (plans are\n",
+    "   cached in a device-side table, so a repeated task costs one slot), or EXIT.\n",
+    "   The persistent kernel's scheduler block polls tags in batches, copies descriptors\n",
+    "   into a device-memory task ring indexed by sequence number, and reports the last\n",
+    "   retired sequence number back into mapped host memory (gpuos__pk_ctl). */\n",
+    "#ifndef GPUOS_QUEUE_H\n",
+    "#define GPUOS_QUEUE_H\n",
+    "\n",
+    "#define GPUOS__SLOT_TASK 1u\n",
+    "#define GPUOS__SLOT_PLAN 2u\n",
+    "#define GPUOS__SLOT_EXIT 3u\n",
+    "\n",
+    "#define GPUOS__SLOT_PAYLOAD 40u  /* plan bytes per PLAN slot */\n",
+    "#define GPUOS__PLAN_SLOTS 12u    /* PLAN slots per plan: 12 * 40 = 480 bytes */\n",
+    "#define GPUOS__PLAN_BYTES 512u   /* stride of the device plan table */\n",
+    "#define GPUOS__MAX_DEPS 4u       /* explicit dependencies per task */\n",
+    "#define GPUOS__DEPS_ALL 0xffffffffu /* n_deps value: wait until every earlier task retired */\n",
+    "#define GPUOS__PK_THREADS 256    /* threads per block of the persistent kernel */\n",
+    "\n",
+    "/* A task as the device sees it (56 bytes). */\n",
+    "typedef struct gpuos__qdesc {\n",
+    "    uint32_t kind;       /* GPUOS__SLOT_TASK or GPUOS__SLOT_EXIT */\n",
+    "    int32_t kernel_id;   /* gpuos__device_kernel_id */\n",
+    "    uint32_t plan_id;    /* row of the device plan table */\n",
+    "    uint32_t n_deps;     /* dependencies to wait for, each seq - dep_delta[k] */\n",
+    "    int64_t n_items;     /* work items of the plan (gpuos_plan.h) */\n",
+    "    uint32_t tile_items; /* items per tile */\n",
+    "    uint32_t n_tiles;\n",
+    "    uint32_t base;       /* tile t runs on worker (base + t) % n_workers */\n",
+    "    uint32_t stamp;      /* in a worker inbox: entry index + 1, stored last (release) */\n",
+    "    uint32_t dep_delta[GPUOS__MAX_DEPS];\n",
+    "} gpuos__qdesc;\n",
+    "\n",
+    "/* One chunk of a plan (56 bytes). */\n",
+    "typedef struct gpuos__qplan {\n",
+    "    uint32_t kind;       /* GPUOS__SLOT_PLAN */\n",
+    "    uint32_t plan_id;\n",
+    "    uint32_t chunk;      /* 0 .. GPUOS__PLAN_SLOTS-1 */\n",
+    "    uint32_t pad_;\n",
+    "    uint64_t payload[GPUOS__SLOT_PAYLOAD / 8];\n",
+    "} gpuos__qplan;\n",
+    "\n",
+    "typedef struct gpuos__qslot {\n",
+    "    union {\n",
+    "        gpuos__qdesc d;\n",
+    "        gpuos__qplan p;\n",
+    "    } u;\n",
+    "    uint64_t tag; /* position + 1 once the slot is written; written last */\n",
+    "} gpuos__qslot;\n",
+    "\n",
+    "/* A task in the device task ring (device memory), indexed by seq & (task_cap - 1),\n",
+    "   and an entry of a worker's inbox (d.stamp marks it written). */\n",
+    "typedef struct gpuos__dtask {\n",
+    "    gpuos__qdesc d;\n",
+    "    uint64_t seq; /* task ring: published last (release) by the scheduler; inbox: the task's seq */\n",
+    "} gpuos__dtask;\n",
+    "\n",
+    "#define GPUOS__MAX_WORKERS 2048 /* worker blocks the scheduler can track */\n",
+    "\n",
+    "/* Device -> host progress, in mapped host memory. */\n",
+    "typedef struct gpuos__pk_ctl {\n",
+    "    uint64_t retired;  /* every task with seq <= retired has finished */\n",
+    "    uint64_t exit_pos; /* after EXIT: the ring position the next launch starts at */\n",
+    "    uint64_t exit_seq; /* after EXIT: the sequence number the next launch starts at */\n",
+    "    uint64_t alive;    /* 1 while the kernel runs (set at start, cleared at exit) */\n",
+    "    uint64_t fetched;  /* ring positions below this have been copied: the host may reuse them */\n",
+    "    uint64_t pad_[3];\n",
+    "} gpuos__pk_ctl;\n",
+    "\n",
+    "/* Parameters of the persistent kernel (passed by value). */\n",
+    "typedef struct gpuos__pk_params {\n",
+    "    gpuos__qslot *ring;     /* mapped pinned host memory, ring_slots slots */\n",
+    "    gpuos__pk_ctl *ctl;     /* mapped pinned host memory */\n",
+    "    gpuos__dtask *tasks;    /* device, task_cap entries */\n",
+    "    uint32_t *done;         /* device, task_cap tile counters */\n",
+    "    uint64_t *retired;      /* device copy of ctl->retired, for dependency checks */\n",
+    "    char *plans;            /* device, plan_cap * GPUOS__PLAN_BYTES */\n",
+    "    gpuos__dtask *inbox;    /* device, n_workers * inbox_cap entries: each worker's tasks, in order */\n",
+    "    uint32_t *wpos;         /* device, per worker: inbox entries it has consumed */\n",
+    "    uint32_t inbox_cap;     /* power of two */\n",
+    "    uint32_t pad_;\n",
+    "    uint64_t ring_slots;    /* power of two */\n",
+    "    uint64_t task_cap;      /* power of two */\n",
+    "    uint64_t start_pos;     /* first ring position to read */\n",
+    "    uint64_t start_seq;     /* first task sequence number (>= 1) */\n",
+    "} gpuos__pk_params;\n",
+    "\n",
+    "#endif /* GPUOS_QUEUE_H */\n",
+    "/*** End of src/gpuos_queue.h ***/\n",
+    "\n",
+    "/*** Begin file src/device/persistent.cuh ***/\n",
+    "/* persistent.cuh - the persistent kernel: fetches tasks from the host ring, runs\n",
+    "   their tiles on worker blocks, tracks dependencies, retires tasks in order.\n",
+    "\n",
+    "   Compiled as part of the device source (after the generated kernels, whose\n",
+    "   dispatcher gpuos__d_run(kernel_id, plan, begin, end) it calls). Layout and\n",
+    "   protocol are described in docs/ARCHITECTURE.md (\"The GPU path\"); the host side is\n",
+    "   src/cuda_backend.c, which shares the structs below through src/gpuos_queue.h.\n",
+    "\n",
+    "   Blocks: block 0 is the scheduler (fetches descriptors from pinned host memory into\n",
+    "   the device task ring, copies inline plans into the plan table, retires finished\n",
+    "   tasks and reports progress to the host); blocks 1..n-1 are workers. Every worker\n",
+    "   walks the task sequence in order; tile t of a task belongs to worker\n",
+    "   (base + t) % n_workers. A chain of element-wise tasks on the same tiles gets the\n",
+    "   same base from the host, so its tiles stay on one block and need no cross-block\n",
+    "   synchronisation (in-order processing plus __syncthreads is enough). Dependencies\n",
+    "   the host could not prove tile-local are waited for on the producer's done counter. */\n",
+    "\n",
+    "/* ---------------------------------------------------------------- memory model helpers */\n",
+    "static __device__ __forceinline__ uint64_t gpuos__ld_acquire_sys_u64(const volatile uint64_t *p) {\n",
+    "    uint64_t v;\n",
+    "    asm volatile(\"ld.acquire.sys.global.u64 %0, [%1];\" : \"=l\"(v) : \"l\"(p) : \"memory\");\n",
+    "    return v;\n",
+    "}\n",
+    "static __device__ __forceinline__ uint64_t gpuos__ld_acquire_gpu_u64(const volatile uint64_t *p) {\n",
+    "    uint64_t v;\n",
+    "    asm volatile(\"ld.acquire.gpu.global.u64 %0, [%1];\" : \"=l\"(v) : \"l\"(p) : \"memory\");\n",
+    "    return v;\n",
+    "}\n",
+    "static __device__ __forceinline__ uint32_t gpuos__ld_acquire_gpu_u32(const volatile uint32_t *p) {\n",
+    "    uint32_t v;\n",
+    "    asm volatile(\"ld.acquire.gpu.global.u32 %0, [%1];\" : \"=r\"(v) : \"l\"(p) : \"memory\");\n",
+    "    return v;\n",
+    "}\n",
+    "static __device__ __forceinline__ void gpuos__st_release_gpu_u64(volatile uint64_t *p, uint64_t v) {\n",
+    "    asm volatile(\"st.release.gpu.global.u64 [%0], %1;\" ::\"l\"(p), \"l\"(v) : \"memory\");\n",
+    "}\n",
+    "static __device__ __forceinline__ void gpuos__st_relaxed_sys_u64(volatile uint64_t *p, uint64_t v) {\n",
+    "    asm volatile(\"st.relaxed.sys.global.u64 [%0], %1;\" ::\"l\"(p), \"l\"(v) : \"memory\");\n",
+    "}\n",
+    "static __device__ __forceinline__ void gpuos__nanosleep(unsigned ns) { asm volatile(\"nanosleep.u32 %0;\" ::\"r\"(ns)); }\n",
+    "\n",
+    "static __device__ __forceinline__ void gpuos__red_release_gpu_u32(uint32_t *p, uint32_t v) {\n",
+    "    asm volatile(\"red.release.gpu.global.add.u32 [%0], %1;\" ::\"l\"(p), \"r\"(v) : \"memory\");\n",
+    "}\n",
+    "\n",
+    "static __device__ __forceinline__ uint32_t gpuos__ld_acquire_gpu_u32s(const volatile uint32_t *p) {\n",
+    "    return gpuos__ld_acquire_gpu_u32(p);\n",
+    "}\n",
+    "static __device__ __forceinline__ void gpuos__st_release_gpu_u32(volatile uint32_t *p, uint32_t v) {\n",
+    "    asm volatile(\"st.release.gpu.global.u32 [%0], %1;\" ::\"l\"(p), \"r\"(v) : \"memory\");\n",
+    "}\n",
+    "static __device__ __forceinline__ uint64_t gpuos__globaltimer(void) {\n",
+    "    uint64_t t;\n",
+    "    asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t));\n",
+    "    return t;\n",
+    "}\n",
+    "\n",
+    "/* ---------------------------------------------------------------- the scheduler block */\n",
+    "/* Warp-specialised. Warps 0-3 fetch: poll the host ring (one tag while idle, 128 once\n",
+    "   busy, one PCIe round trip each), copy plan chunks into the plan table and\n",
+    "   descriptors into the task ring, and push each task, in sequence order, into the\n",
+    "   inbox of every worker that owns one of its tiles. Warp 4 retires: it advances\n",
+    "   `retired` over finished tasks in order (32 per parallel read) and tells the host\n",
+    "   with one posted write. The roles meet only through volatile shared words, so\n",
+    "   retirement never waits for a PCIe poll. */\n",
+    "#define GPUOS__FETCH_THREADS 128\n",
+    "static __device__ __forceinline__ void gpuos__fetch_bar(void) { asm volatile(\"bar.sync 1, 128;\" ::: \"memory\"); }\n",
+    "\n",
+    "static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, volatile uint64_t *s_limit, volatile int *s_stop) {\n",
+    "    __shared__ uint32_t s_ballot[GPUOS__FETCH_THREADS / 32];\n",
+    "    __shared__ uint32_t s_wtail[GPUOS__MAX_WORKERS]; /* inbox entries written, per worker */\n",
+    "    __shared__ uint32_t s_wseen[GPUOS__MAX_WORKERS]; /* last seen consumption, per worker */\n",
+    "    __shared__ gpuos__qdesc s_d[GPUOS__FETCH_THREADS];\n",
+    "    __shared__ uint32_t s_off[GPUOS__FETCH_THREADS + 1];\n",
+    "    __shared__ uint64_t s_pos, s_seq;\n",
+    "    __shared__ int s_exit;\n",
+    "    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;\n",
+    "    const uint32_t nw = gridDim.x - 1;\n",
+    "    for (uint32_t w = tid; w < nw; w += GPUOS__FETCH_THREADS) {\n",
+    "        s_wtail[w] = P.wpos[w]; /* the host left each inbox empty: tail == consumed */\n",
+    "        s_wseen[w] = s_wtail[w];\n",
+    "    }\n",
+    "    if (tid == 0) {\n",
+    "        s_pos = P.start_pos;\n",
+    "        s_seq = P.start_seq;\n",
+    "        s_exit = 0;\n",
+    "    }\n",
+    "    gpuos__fetch_bar();\n",
+    "    int width = 1; /* slots polled per round trip: 1 while idle */\n",
+    "    while (!s_exit) {\n",
+    "        const int64_t room = (int64_t)(*s_limit - s_seq); /* free task-ring entries */\n",
+    "        const uint64_t pos = s_pos + tid;\n",
+    "        const gpuos__qslot *q = &P.ring[pos & (P.ring_slots - 1)];\n",
+    "        int ready = tid < width && tid < room && gpuos__ld_acquire_sys_u64(&q->tag) == pos + 1;\n",
+    "        uint32_t b = __ballot_sync(0xffffffffu, ready);\n",
+    "        if (lane == 0) s_ballot[warp] = b;\n",
+    "        gpuos__fetch_bar();\n",
+    "        int n = 0;\n",
+    "        for (int w = 0; w < GPUOS__FETCH_THREADS / 32; w++) {\n",
+    "            uint32_t x = s_ballot[w];\n",
+    "            if (x == 0xffffffffu) { n += 32; continue; }\n",
+    "            n += __ffs(~x) - 1;\n",
+    "            break;\n",
+    "        }\n",
+    "        gpuos__fetch_bar();\n",
+    "        /* Each thread copies its own slot, ordered after its own acquire read. */\n",
+    "        uint32_t kind = tid < n \? q->u.d.kind : 0;\n",
+    "        const int is_task = tid < n && kind != GPUOS__SLOT_PLAN;\n",
+    "        b = __ballot_sync(0xffffffffu, is_task);\n",
+    "        if (lane == 0) s_ballot[warp] = b;\n",
+    "        gpuos__fetch_bar();\n",
+    "        uint32_t rank = __popc(b & ((1u << lane) - 1)); /* index among this batch's tasks */\n",
+    "        uint32_t n_tasks = 0;\n",
+    "        for (int w = 0; w < GPUOS__FETCH_THREADS / 32; w++) {\n",
+    "            if (w < warp) rank += __popc(s_ballot[w]);\n",
+    "            n_tasks += __popc(s_ballot[w]);\n",
+    "        }\n",
+    "        const uint64_t seq = s_seq + rank;\n",
+    "        if (tid < n) {\n",
+    "            if (kind == GPUOS__SLOT_PLAN) {\n",
+    "                uint64_t *dst = (uint64_t *)(P.plans + (size_t)q->u.p.plan_id * GPUOS__PLAN_BYTES +\n",
+    "                                             (size_t)q->u.p.chunk * GPUOS__SLOT_PAYLOAD);\n",
+    "                for (int k = 0; k < (int)(GPUOS__SLOT_PAYLOAD / 8); k++) dst[k] = q->u.p.payload[k];\n",
+    "            } else {\n",
+    "                gpuos__qdesc d = q->u.d;\n",
+    "                if (kind == GPUOS__SLOT_EXIT) d.n_tiles = 0;\n",
+    "                s_d[rank] = d;\n",
+    "                gpuos__dtask *t = &P.tasks[seq & (P.task_cap - 1)];\n",
+    "                t->d = d;\n",
+    "                P.done[seq & (P.task_cap - 1)] = 0;\n",
+    "            }\n",
+    "            __threadfence();\n",
+    "        }\n",
+    "        gpuos__fetch_bar();\n",
+    "        /* Publish the new tasks in the task ring (dependency checks, retirement) ... */\n",
+    "        if (is_task) gpuos__st_release_gpu_u64(&P.tasks[seq & (P.task_cap - 1)].seq, seq);\n",
+    "        /* ... and push each, in order, to the inboxes of the workers owning its tiles:\n",
+    "           the batch as (task, owner) pairs in sequence order, 32 pairs per round on\n",
+    "           warp 0; lanes naming the same worker take consecutive inbox entries in lane\n",
+    "           order, so every inbox stays in sequence order without block barriers. */\n",
+    "        if (tid == 0) {\n",
+    "            uint32_t off = 0;\n",
+    "            for (uint32_t i = 0; i < n_tasks; i++) {\n",
+    "                s_off[i] = off;\n",
+    "                const gpuos__qdesc *d = &s_d[i];\n",
+    "                off += d->kind == GPUOS__SLOT_EXIT \? nw : (d->n_tiles < nw \? d->n_tiles : nw);\n",
+    "            }\n",
+    "            s_off[n_tasks] = off;\n",
+    "        }\n",
+    "        gpuos__fetch_bar();\n",
+    "        if (warp == 0) {\n",
+    "            const uint32_t pairs = s_off[n_tasks];\n",
+    "            for (uint32_t p0 = 0; p0 < pairs; p0 += 32) {\n",
+    "                const uint32_t p = p0 + lane;\n",
+    "                const int active = p < pairs;\n",
+    "                uint32_t i = 0, w = 0xffffffffu;\n",
+    "                if (active) {\n",
+    "                    uint32_t lo = 0, hi = n_tasks; /* last task with s_off[i] <= p */\n",
+    "                    while (hi - lo > 1) {\n",
+    "                        uint32_t mid = (lo + hi) >> 1;\n",
+    "                        if (s_off[mid] <= p) lo = mid; else hi = mid;\n",
+    "                    }\n",
+    "                    i = lo;\n",
+    "                    w = (s_d[i].base + (p - s_off[i])) % nw;\n",
+    "                }\n",
+    "                const uint32_t peers = __match_any_sync(0xffffffffu, w);\n",
+    "                const uint32_t rank = __popc(peers & ((1u << lane) - 1));\n",
+    "                const uint32_t tail = active \? s_wtail[w] : 0;\n",
+    "                __syncwarp();\n",
+    "                if (active) {\n",
+    "                    const uint32_t k = tail + rank;\n",
+    "                    while (k - s_wseen[w] >= P.inbox_cap) { /* inbox full: wait for the worker */\n",
+    "                        uint32_t c = gpuos__ld_acquire_gpu_u32(&P.wpos[w]);\n",
+    "                        if (k - c >= P.inbox_cap) gpuos__nanosleep(64);\n",
+    "                        else s_wseen[w] = c;\n",
+    "                    }\n",
+    "                    gpuos__dtask *e = &P.inbox[(size_t)w * P.inbox_cap + (k & (P.inbox_cap - 1))];\n",
+    "                    e->d = s_d[i];\n",
+    "                    e->seq = s_seq + i;\n",
+    "                    gpuos__st_release_gpu_u32(&e->d.stamp, k + 1);\n",
+    "                    if (rank == (uint32_t)__popc(peers) - 1) s_wtail[w] = k + 1;\n",
+    "                }\n",
+    "                __syncwarp();\n",
+    "            }\n",
+    "        }\n",
+    "        if (tid == 0) for (uint32_t i = 0; i < n_tasks; i++) if (s_d[i].kind == GPUOS__SLOT_EXIT) s_exit = 1;\n",
+    "        gpuos__fetch_bar();\n",
+    "        if (tid == 0 && n) {\n",
+    "            s_pos += n;\n",
+    "            s_seq += n_tasks;\n",
+    "            gpuos__st_relaxed_sys_u64(&P.ctl->fetched, s_pos);\n",
+    "#ifdef GPUOS__PK_TIMESTAMPS\n",
+    "            if (n_tasks) P.ctl->pad_[0] = gpuos__globaltimer();\n",
+    "#endif\n",
+    "        }\n",
+    "        width = n \? GPUOS__FETCH_THREADS : 1;\n",
+    "        if (n == 0 && tid == 0) gpuos__nanosleep(32);\n",
+    "        gpuos__fetch_bar();\n",
+    "    }\n",
+    "    if (tid == 0) {\n",
+    "        while (!*s_stop) gpuos__nanosleep(100); /* the retirer has retired everything up to EXIT */\n",
+    "        gpuos__st_relaxed_sys_u64(&P.ctl->exit_pos, s_pos);\n",
+    "        gpuos__st_relaxed_sys_u64(&P.ctl->exit_seq, s_seq);\n",
+    "    }\n",
+    "}\n",
+    "\n",
+    "static __device__ void gpuos__pk_retire(const gpuos__pk_params &P, volatile uint64_t *s_limit, volatile int *s_stop) {\n",
+    "    const int lane = threadIdx.x & 31;\n",
+    "    uint64_t r = P.start_seq - 1;\n",
+    "    if (lane == 0) *s_limit = r + 1 + P.task_cap;\n",
+    "    for (;;) {\n",
+    "        int hit_exit = 0;\n",
+    "        for (;;) {\n",
+    "            const uint64_t nx = r + 1 + lane;\n",
+    "            int fin = 0, is_exit = 0;\n",
+    "            const gpuos__dtask *t = &P.tasks[nx & (P.task_cap - 1)];\n",
+    "            if (gpuos__ld_acquire_gpu_u64(&t->seq) == nx) {\n",
+    "                is_exit = t->d.kind == GPUOS__SLOT_EXIT;\n",
+    "                fin = is_exit || gpuos__ld_acquire_gpu_u32(&P.done[nx & (P.task_cap - 1)]) >= t->d.n_tiles;\n",
+    "            }\n",
+    "            uint32_t fb = __ballot_sync(0xffffffffu, fin);\n",
+    "            int k = fb == 0xffffffffu \? 32 : __ffs(~fb) - 1;\n",
+    "            uint32_t eb = __ballot_sync(0xffffffffu, is_exit) & (k == 32 \? 0xffffffffu : ((1u << k) - 1));\n",
+    "            if (eb) { /* retire up to and including EXIT, then stop */\n",
+    "                k = __ffs(eb);\n",
+    "                hit_exit = 1;\n",
+    "            }\n",
+    "            if (k == 0) break;\n",
+    "            r += k;\n",
+    "            if (lane == 0) {\n",
+    "                gpuos__st_release_gpu_u64(P.retired, r);\n",
+    "#ifdef GPUOS__PK_TIMESTAMPS\n",
+    "                P.ctl->pad_[2] = gpuos__globaltimer();\n",
+    "#endif\n",
+    "                gpuos__st_relaxed_sys_u64(&P.ctl->retired, r);\n",
+    "                *s_limit = r + 1 + P.task_cap; /* a task-ring entry is reused once retired */\n",
+    "            }\n",
+    "            if (hit_exit || k < 32) break;\n",
+    "        }\n",
+    "        if (hit_exit) break;\n",
+    "        gpuos__nanosleep(20);\n",
+    "    }\n",
+    "    if (lane == 0) *s_stop = 1;\n",
+    "}\n",
+    "\n",
+    "static __device__ void gpuos__pk_schedule(const gpuos__pk_params &P) {\n",
+    "    __shared__ volatile uint64_t s_limit;\n",
+    "    __shared__ volatile int s_stop;\n",
+    "    if (threadIdx.x == 0) {\n",
+    "        s_limit = P.start_seq + P.task_cap;\n",
+    "        s_stop = 0;\n",
+    "        gpuos__st_relaxed_sys_u64(&P.ctl->alive, 1);\n",
+    "    }\n",
+    "    __syncthreads();\n",
+    "    if (threadIdx.x < GPUOS__FETCH_THREADS)\n",
+    "        gpuos__pk_fetch(P, &s_limit, &s_stop);\n",
+    "    else if (threadIdx.x < GPUOS__FETCH_THREADS + 32)\n",
+    "        gpuos__pk_retire(P, &s_limit, &s_stop);\n",
+    "    __syncthreads();\n",
+    "    if (threadIdx.x == 0) {\n",
+    "        __threadfence_system();\n",
+    "        gpuos__st_relaxed_sys_u64(&P.ctl->alive, 0);\n",
+    "    }\n",
+    "}\n",
+    "\n",
+    "/* ---------------------------------------------------------------- worker blocks */\n",
+    "static __device__ __forceinline__ int gpuos__pk_dep_done(const gpuos__pk_params &P, uint64_t dep) {\n",
+    "    if (gpuos__ld_acquire_gpu_u64(P.retired) >= dep) return 1;\n",
+    "    const gpuos__dtask *t = &P.tasks[dep & (P.task_cap - 1)];\n",
+    "    if (gpuos__ld_acquire_gpu_u64(&t->seq) != dep) return 1; /* entry reused: dep retired long ago */\n",
+    "    return gpuos__ld_acquire_gpu_u32(&P.done[dep & (P.task_cap - 1)]) >= t->d.n_tiles;\n",
+    "}\n",
+    "\n",
+    "/* Runs the tasks of this block's inbox in order, reading up to 32 entries per\n",
+    "   parallel read of its own (uncontended) inbox lines. Finished-tile counts are\n",
+    "   published in batches: one fence for a batch, and always before waiting on another\n",
+    "   block (which might be waiting on one of ours), so nothing can deadlock. */\n",
+    "static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {\n",
+    "    __shared__ gpuos__qdesc s_d[32];\n",
+    "    __shared__ uint64_t s_seq[32];\n",
+    "    __shared__ uint32_t s_mine[32];\n",
+    "    __shared__ int s_n;\n",
+    "    const int tid = threadIdx.x, lane = tid & 31;\n",
+    "    const uint32_t me = blockIdx.x - 1, nw = gridDim.x - 1;\n",
+    "    const gpuos__dtask *inbox = P.inbox + (size_t)me * P.inbox_cap;\n",
+    "    uint32_t head = P.wpos[me];\n",
+    "    for (;;) {\n",
+    "        if (tid < 32) {\n",
+    "            unsigned spin = 0;\n",
+    "            for (;;) {\n",
+    "                const gpuos__dtask *e = &inbox[(head + lane) & (P.inbox_cap - 1)];\n",
+    "                int ok = gpuos__ld_acquire_gpu_u32(&e->d.stamp) == head + lane + 1;\n",
+    "                if (ok) {\n",
+    "                    s_d[lane] = e->d;\n",
+    "                    s_seq[lane] = e->seq;\n",
+    "                }\n",
+    "                s_mine[lane] = 0;\n",
+    "                uint32_t b = __ballot_sync(0xffffffffu, ok);\n",
+    "                int n = b == 0xffffffffu \? 32 : __ffs(~b) - 1;\n",
+    "                if (n > 0) {\n",
+    "                    if (lane == 0) s_n = n;\n",
+    "                    break;\n",
+    "                }\n",
+    "                if (++spin > 8) gpuos__nanosleep(spin > 4096 \? 256 : 32);\n",
+    "            }\n",
+    "        }\n",
+    "        __syncthreads();\n",
+    "        const int n = s_n;\n",
+    "        int stop = 0, flushed = 0;\n",
+    "        for (int i = 0; i < n; i++) {\n",
+    "            const gpuos__qdesc *d = &s_d[i];\n",
+    "            if (d->kind == GPUOS__SLOT_EXIT) { stop = 1; break; }\n",
+    "            const uint64_t seq = s_seq[i];\n",
+    "            if (d->n_deps) {\n",
+    "                if (tid == 0) {\n",
+    "                    /* publish our finished tiles first: the producer may wait on them */\n",
+    "                    __threadfence();\n",
+    "                    for (int k = flushed; k < i; k++)\n",
+    "                        if (s_mine[k]) atomicAdd(&P.done[s_seq[k] & (P.task_cap - 1)], s_mine[k]);\n",
+    "                    if (d->n_deps == GPUOS__DEPS_ALL) {\n",
+    "                        unsigned spin = 0;\n",
+    "                        while (gpuos__ld_acquire_gpu_u64(P.retired) < seq - 1)\n",
+    "                            if (++spin > 16) gpuos__nanosleep(64);\n",
+    "                    } else {\n",
+    "                        for (uint32_t k = 0; k < d->n_deps; k++) {\n",
+    "                            const uint64_t dep = seq - d->dep_delta[k];\n",
+    "                            unsigned spin = 0;\n",
+    "                            while (!gpuos__pk_dep_done(P, dep))\n",
+    "                                if (++spin > 16) gpuos__nanosleep(32);\n",
+    "                        }\n",
+    "                    }\n",
+    "                }\n",
+    "                flushed = i;\n",
+    "                __syncthreads();\n",
+    "            }\n",
+    "            const void *plan = P.plans + (size_t)d->plan_id * GPUOS__PLAN_BYTES;\n",
+    "            const uint32_t first = (me + nw - (d->base % nw)) % nw; /* (base + first) % nw == me */\n",
+    "            uint32_t mine = 0;\n",
+    "            for (uint32_t t = first; t < d->n_tiles; t += nw) {\n",
+    "                int64_t b = (int64_t)t * d->tile_items;\n",
+    "                int64_t e = b + d->tile_items;\n",
+    "                if (e > d->n_items) e = d->n_items;\n",
+    "                gpuos__d_run(d->kernel_id, plan, b, e);\n",
+    "                __syncthreads(); /* kernels may reuse static shared memory; next task reads our writes */\n",
+    "                mine++;\n",
+    "            }\n",
+    "            if (tid == 0) s_mine[i] = mine;\n",
+    "        }\n",
+    "        if (tid == 0) {\n",
+    "            __threadfence();\n",
+    "            for (int k = flushed; k < n; k++)\n",
+    "                if (s_mine[k]) atomicAdd(&P.done[s_seq[k] & (P.task_cap - 1)], s_mine[k]);\n",
+    "#ifdef GPUOS__PK_TIMESTAMPS\n",
+    "            if (s_mine[n - 1]) P.ctl->pad_[1] = gpuos__globaltimer();\n",
+    "#endif\n",
+    "            gpuos__st_release_gpu_u32(&P.wpos[me], head + n); /* on EXIT, n ends at it */\n",
+    "        }\n",
+    "        if (stop) break;\n",
+    "        head += n;\n",
+    "        __syncthreads();\n",
+    "    }\n",
+    "}\n",
+    "\n",
+    "extern \"C\" __global__ void __launch_bounds__(GPUOS__PK_THREADS) gpuos__pk_main(gpuos__pk_params P) {\n",
+    "    if (blockIdx.x == 0)\n",
+    "        gpuos__pk_schedule(P);\n",
+    "    else\n",
+    "        gpuos__pk_work(P);\n",
+    "}\n",
+    "/*** End of src/device/persistent.cuh ***/\n",
     NULL
 };
 /*** End of src/generated/device_src.c ***/

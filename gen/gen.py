@@ -91,6 +91,8 @@ DEVICE_SOURCE_PARTS = [
     'src/gpuos_plan.h',
     'src/generated/gpuos_elem.h',
     'src/generated/device_ops.cu',
+    'src/gpuos_queue.h',
+    'src/device/persistent.cuh',
 ]
 
 # ---- AMALGAMATION (gpuos.c): headers first (each after the project headers it includes,

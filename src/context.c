@@ -61,19 +61,6 @@ gpuos_status gpuos_create(const gpuos_config *config, gpuos_context **out) {
     st = context_check_config(config);
     if (st != GPUOS_OK) return st;
 
-    if (config->device >= 0) {
-        char why[512];
-        if (!gpuos__cuda_load(why, sizeof why))
-            return gpuos__set_error(NULL, GPUOS_ERR_NO_DEVICE,
-                                    "CUDA device %d requested, but the CUDA driver cannot be loaded (%s); use "
-                                    "GPUOS_DEVICE_AUTO or GPUOS_DEVICE_HOST to run on the host",
-                                    config->device, why);
-        return gpuos__set_error(NULL, GPUOS_ERR_NO_DEVICE,
-                                "CUDA device %d requested: CUDA backend not available in this build; use "
-                                "GPUOS_DEVICE_AUTO or GPUOS_DEVICE_HOST to run on the host",
-                                config->device);
-    }
-    /* GPUOS_DEVICE_AUTO and GPUOS_DEVICE_HOST: the host executor (no CUDA backend yet). */
 
     ctx = (gpuos_context *)calloc(1, sizeof *ctx);
     if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the context");
@@ -105,10 +92,24 @@ gpuos_status gpuos_create(const gpuos_config *config, gpuos_context **out) {
         st = gpuos__set_error(NULL, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the task queue");
         goto fail;
     }
-    st = gpuos__host_start(ctx);
-    if (st != GPUOS_OK) {
-        gpuos__set_error(NULL, st, "gpuos_create: %s", gpuos_last_error(ctx));
-        goto fail;
+    /* A GPU when one was asked for (an ordinal) or may be used (AUTO); AUTO falls back
+       to the host executor when no GPU works. */
+    if (config->device != GPUOS_DEVICE_HOST) {
+        st = gpuos__cuda_open(ctx, config->device);
+        if (st == GPUOS_OK) {
+            ctx->backend = GPUOS_BACKEND_CUDA;
+        } else if (config->device >= 0) {
+            gpuos__set_error(NULL, st, "%s; use GPUOS_DEVICE_AUTO or GPUOS_DEVICE_HOST to run on the host",
+                             gpuos_last_error(ctx));
+            goto fail;
+        }
+    }
+    if (ctx->backend == GPUOS_BACKEND_HOST) {
+        st = gpuos__host_start(ctx);
+        if (st != GPUOS_OK) {
+            gpuos__set_error(NULL, st, "gpuos_create: %s", gpuos_last_error(ctx));
+            goto fail;
+        }
     }
     *out = ctx;
     return GPUOS_OK;
@@ -156,8 +157,13 @@ void gpuos_destroy(gpuos_context *ctx) {
 
     /* Let queued work finish (at most wait_timeout_ms); what is left is dropped. */
     (void)gpuos__wait_seq(ctx, last, ctx->cfg.wait_timeout_ms, "gpuos_destroy");
-    gpuos__host_stop(ctx);
-    gpuos__queue_fini(ctx);
+    if (ctx->cuda) {
+        gpuos__queue_fini(ctx); /* storages of dropped jobs go back while the GPU is still open */
+        gpuos__cuda_close(ctx);
+    } else {
+        gpuos__host_stop(ctx);
+        gpuos__queue_fini(ctx);
+    }
 
     pthread_mutex_lock(&ctx->mu);
     free_now = --ctx->refs == 0;
@@ -187,6 +193,7 @@ int gpuos_debug_pause(gpuos_context *ctx, int paused) {
     prev = ctx->paused;
     ctx->paused = paused != 0 && !ctx->destroyed;
     if (!ctx->paused) pthread_cond_broadcast(&ctx->cv_work);
+    if (!ctx->paused && ctx->cuda) (void)gpuos__cuda_pump_locked(ctx);
     pthread_mutex_unlock(&ctx->mu);
     return prev;
 }

@@ -19,6 +19,7 @@
 #define GPUOS__PLAN_SLOTS 12u    /* PLAN slots per plan: 12 * 40 = 480 bytes */
 #define GPUOS__PLAN_BYTES 512u   /* stride of the device plan table */
 #define GPUOS__MAX_DEPS 4u       /* explicit dependencies per task */
+#define GPUOS__DEPS_ALL 0xffffffffu /* n_deps value: wait until every earlier task retired */
 #define GPUOS__PK_THREADS 256    /* threads per block of the persistent kernel */
 
 /* A task as the device sees it (56 bytes). */

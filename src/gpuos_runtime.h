@@ -19,6 +19,7 @@
 #define GPUOS_RUNTIME_H
 
 #include "gpuos_ops.h"
+#include "gpuos_queue.h"
 
 #include <pthread.h> /* mutexes, condition variables, threads */
 #include <stdarg.h>  /* va_list for the error detail */
@@ -37,6 +38,8 @@ typedef struct gpuos__storage {
     int owned;
     int refs;          /* under ctx->mu */
     uint64_t last_use; /* sequence number of the last job that uses it; under ctx->mu */
+    void *cuda_log;    /* CUDA backend: recent accesses, for dependencies (cuda_backend.c) */
+    int on_device;     /* data is a device address (CUDA backend) */
 } gpuos__storage;
 
 struct gpuos_tensor {
@@ -70,6 +73,9 @@ typedef struct gpuos__job {
     int64_t item_cost; /* rough element operations per item, to decide on splitting */
     int n_st;
     gpuos__storage *st[GPUOS__MAX_PTR]; /* distinct storages the job uses */
+    int dev_kernel;                     /* CUDA backend: gpuos__device_kernel_id, -1 if none */
+    uint8_t elsize[GPUOS__MAX_PTR];     /* bytes per element of out, in[0], in[1], ... */
+    uint64_t dseq;                      /* CUDA backend: the task's device sequence number */
     struct gpuos__job *next_free;
 } gpuos__job;
 
@@ -115,6 +121,9 @@ struct gpuos_context {
     pthread_t dispatcher;
     int dispatcher_running;
     struct gpuos__pool *pool; /* NULL with one host thread */
+
+    struct gpuos__cuda *cuda; /* the CUDA backend (cuda_backend.c); NULL on the host */
+    uint32_t cuda_sent;       /* queued jobs (from ring_head) already sent to the device */
 
     gpuos__errbuf err;
 };
@@ -187,6 +196,9 @@ gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *se
 gpuos__job *gpuos__queue_pop(gpuos_context *ctx);
 /* Dispatcher side: job has finished; releases its storages, advances ctx->completed. */
 void gpuos__queue_done(gpuos_context *ctx, gpuos__job *job);
+/* Retires a finished job (ctx->mu held): releases its storages, advances ctx->completed.
+   The caller broadcasts cv_done. */
+void gpuos__queue_done_locked(gpuos_context *ctx, gpuos__job *job);
 /* Waits until every job up to seq has finished, at most timeout_ms. */
 gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms, const char *what);
 
@@ -194,6 +206,25 @@ gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, uint32_t timeout_
 gpuos_status gpuos__host_start(gpuos_context *ctx);
 /* Stops at the next job boundary and joins every thread. */
 void gpuos__host_stop(gpuos_context *ctx);
+
+/* ---------------------------------------------------------------- cuda_backend.c */
+struct gpuos__cuda;
+/* Opens the GPU (device ordinal), builds or loads the device module, allocates the queue. */
+gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal);
+/* Stops the kernel and frees everything (queued work already drained or dropped). */
+void gpuos__cuda_close(gpuos_context *ctx);
+gpuos_status gpuos__cuda_alloc(gpuos_context *ctx, size_t bytes, void **out);
+/* Frees device memory now, or when the kernel stops if it is running (ctx->mu held). */
+void gpuos__cuda_free_locked(gpuos_context *ctx, void *p);
+/* Synchronous copy between host and device memory on the copy stream. */
+gpuos_status gpuos__cuda_memcpy(gpuos_context *ctx, void *dst, const void *src, size_t bytes, int to_device);
+/* Sends queued jobs not yet on the device (ctx->mu held). */
+gpuos_status gpuos__cuda_pump_locked(gpuos_context *ctx);
+/* Retires finished jobs (ctx->mu held); 1 if any. */
+int gpuos__cuda_reap_locked(gpuos_context *ctx);
+/* Waits for job seq with low latency (ctx->mu held); GPUOS_ERR_TIMEOUT after timeout_ms. */
+gpuos_status gpuos__cuda_wait_locked(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms);
+const char *gpuos__cuda_device_name(const gpuos_context *ctx);
 
 /* ---------------------------------------------------------------- cuda_loader.c */
 /* Minimal CUDA driver / NVRTC / nvJitLink types, so that no CUDA header is needed. */
@@ -249,6 +280,8 @@ typedef struct gpuos__cuda_api {
     gpuos__CUresult (*cuMemcpyDtoHAsync)(void *dst, gpuos__CUdeviceptr src, size_t bytes,
                                          gpuos__CUstream stream);                          /* _v2 */
     gpuos__CUresult (*cuMemsetD8)(gpuos__CUdeviceptr dst, unsigned char value, size_t n); /* _v2 */
+    gpuos__CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *blocks, gpuos__CUfunction f, int block_size,
+                                                                  size_t dynamic_smem);
 } gpuos__cuda_api;
 
 /* NVRTC entry points. */

@@ -726,5 +726,12 @@ gpuos_status gpuos_submit(gpuos_context *ctx, const gpuos_task *task, uint64_t *
         gpuos__job_free(ctx, ps.job);
         return s;
     }
+    {
+        int k;
+        ps.job->dev_kernel = gpuos__device_kernel_id(ps.op, ps.key, ps.out->dtype);
+        ps.job->elsize[0] = (uint8_t)gpuos__elsize(ps.out->dtype);
+        for (k = 0; k < GPUOS_MAX_INPUTS; k++)
+            ps.job->elsize[1 + k] = (uint8_t)(ps.in[k] ? gpuos__elsize(ps.in[k]->dtype) : 0);
+    }
     return gpuos__queue_push(ctx, ps.job, seq); /* frees the job on error */
 }

@@ -175,6 +175,11 @@ gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *se
     ctx->ring[(ctx->ring_head + ctx->ring_count) & (ctx->ring_size - 1u)] = job;
     ctx->ring_count++;
     if (seq) *seq = job->seq;
+    if (ctx->cuda) {
+        /* The job is queued (it has its sequence number); a failure to hand it to the
+           device now is retried by the next submission, wait or the reaper. */
+        (void)gpuos__cuda_pump_locked(ctx);
+    }
     pthread_cond_signal(&ctx->cv_work);
     pthread_mutex_unlock(&ctx->mu);
     return GPUOS_OK;
@@ -204,10 +209,14 @@ gpuos__job *gpuos__queue_pop(gpuos_context *ctx) {
     return job;
 }
 
-void gpuos__queue_done(gpuos_context *ctx, gpuos__job *job) {
-    pthread_mutex_lock(&ctx->mu);
+void gpuos__queue_done_locked(gpuos_context *ctx, gpuos__job *job) {
     ctx->completed = job->seq;
     queue_retire_locked(ctx, job);
+}
+
+void gpuos__queue_done(gpuos_context *ctx, gpuos__job *job) {
+    pthread_mutex_lock(&ctx->mu);
+    gpuos__queue_done_locked(ctx, job);
     pthread_cond_broadcast(&ctx->cv_done);
     pthread_mutex_unlock(&ctx->mu);
 }
@@ -223,10 +232,14 @@ gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, uint32_t timeout_
                               "%s: sequence number %llu was never issued (the last task is %llu)", what,
                               (unsigned long long)seq, (unsigned long long)ctx->submitted);
     } else if (ctx->completed < seq && ctx->sticky == GPUOS_OK) {
-        struct timespec deadline;
-        gpuos__deadline(timeout_ms, &deadline);
-        while (ctx->completed < seq && ctx->sticky == GPUOS_OK && !ctx->stopping)
-            if (gpuos__cond_wait_until(&ctx->cv_done, &ctx->mu, &deadline) == ETIMEDOUT) break;
+        if (ctx->cuda) { /* spins on the GPU's progress word, then sleeps in short steps */
+            (void)gpuos__cuda_wait_locked(ctx, seq, timeout_ms);
+        } else {
+            struct timespec deadline;
+            gpuos__deadline(timeout_ms, &deadline);
+            while (ctx->completed < seq && ctx->sticky == GPUOS_OK && !ctx->stopping)
+                if (gpuos__cond_wait_until(&ctx->cv_done, &ctx->mu, &deadline) == ETIMEDOUT) break;
+        }
         if (ctx->stopping && ctx->completed < seq)
             st = gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "%s: the context was destroyed", what);
         else if (ctx->completed < seq && ctx->sticky == GPUOS_OK)
@@ -257,6 +270,7 @@ int gpuos_fence_done(gpuos_context *ctx, uint64_t seq) {
     int done;
     if (!ctx) return 0;
     pthread_mutex_lock(&ctx->mu);
+    if (ctx->cuda) gpuos__cuda_reap_locked(ctx);
     done = ctx->completed >= seq;
     pthread_mutex_unlock(&ctx->mu);
     return done;

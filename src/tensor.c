@@ -122,7 +122,12 @@ void gpuos__storage_retain_locked(gpuos__storage *st) { st->refs++; }
 int gpuos__storage_release_locked(gpuos__storage *st) {
     gpuos_context *ctx = st->ctx;
     if (--st->refs > 0) return 0;
-    free(st->block);
+    if (st->on_device && st->owned) {
+        if (ctx->cuda) gpuos__cuda_free_locked(ctx, st->data); /* after destroy: left to the driver */
+    } else {
+        free(st->block);
+    }
+    free(st->cuda_log);
     free(st);
     return --ctx->refs == 0;
 }
@@ -135,6 +140,8 @@ static gpuos_status tensor_storage_new(gpuos_context *ctx, size_t bytes, void *w
     st->bytes = bytes;
     st->refs = 1;
     st->last_use = 0;
+    st->cuda_log = NULL;
+    st->on_device = ctx->cuda != NULL;
     if (wrap) {
         st->owned = 0;
         st->block = NULL;
@@ -148,6 +155,17 @@ static gpuos_status tensor_storage_new(gpuos_context *ctx, size_t bytes, void *w
                                     (unsigned long long)bytes);
         }
         st->owned = 1;
+        if (ctx->cuda) { /* device memory, 256-byte aligned by the driver */
+            void *d = NULL;
+            gpuos_status s = gpuos__cuda_alloc(ctx, bytes, &d);
+            if (s != GPUOS_OK) {
+                free(st);
+                return s;
+            }
+            st->block = NULL;
+            st->data = (char *)d;
+            goto done;
+        }
         st->block = malloc(want);
         if (!st->block) {
             free(st);
@@ -157,6 +175,7 @@ static gpuos_status tensor_storage_new(gpuos_context *ctx, size_t bytes, void *w
         p = ((uintptr_t)st->block + 63u) & ~(uintptr_t)63u;
         st->data = (char *)p;
     }
+done:
     pthread_mutex_lock(&ctx->mu);
     ctx->refs++;
     pthread_mutex_unlock(&ctx->mu);
@@ -386,6 +405,32 @@ static void tensor_copy_strided(char *base, size_t elsize, int rank, const int64
     }
 }
 
+/* Device memory: a contiguous view is copied directly; any other view goes through a
+   contiguous device tensor and a queued copy task. */
+static gpuos_status tensor_transfer_device(gpuos_context *ctx, const gpuos_tensor *t, void *host, size_t bytes,
+                                           int to_view) {
+    const size_t elsize = gpuos__elsize(t->dtype);
+    gpuos_tensor *tmp = NULL;
+    gpuos_status s;
+    if (gpuos__is_contiguous(t->rank, t->shape, t->strides))
+        return gpuos__cuda_memcpy(ctx, to_view ? (void *)(t->st->data + t->offset * (int64_t)elsize) : host,
+                                  to_view ? host : (void *)(t->st->data + t->offset * (int64_t)elsize), bytes,
+                                  to_view);
+    s = gpuos_tensor_new(ctx, t->dtype, t->rank, t->shape, &tmp);
+    if (s != GPUOS_OK) return s;
+    if (to_view) {
+        s = gpuos__cuda_memcpy(ctx, tmp->st->data, host, bytes, 1);
+        if (s == GPUOS_OK) s = gpuos_copy(ctx, (gpuos_tensor *)t, tmp);
+        if (s == GPUOS_OK) s = gpuos_wait(ctx, ctx->cfg.wait_timeout_ms);
+    } else {
+        s = gpuos_copy(ctx, tmp, (gpuos_tensor *)t);
+        if (s == GPUOS_OK) s = gpuos_wait(ctx, ctx->cfg.wait_timeout_ms);
+        if (s == GPUOS_OK) s = gpuos__cuda_memcpy(ctx, host, tmp->st->data, bytes, 0);
+    }
+    gpuos_tensor_release(tmp);
+    return s;
+}
+
 static gpuos_status tensor_transfer(gpuos_context *ctx, const gpuos_tensor *t, void *host, size_t bytes,
                                     int to_view, const char *fn) {
     size_t elsize, want;
@@ -413,6 +458,7 @@ static gpuos_status tensor_transfer(gpuos_context *ctx, const gpuos_tensor *t, v
     pthread_mutex_unlock(&ctx->mu);
     if ((s = gpuos__wait_seq(ctx, last_use, ctx->cfg.wait_timeout_ms, fn)) != GPUOS_OK) return s;
     if (t->numel == 0) return GPUOS_OK;
+    if (t->st->on_device) return tensor_transfer_device(ctx, t, host, bytes, to_view);
     tensor_copy_strided(t->st->data + t->offset * (int64_t)elsize, elsize, t->rank, t->shape, t->strides,
                         (char *)host, to_view);
     return GPUOS_OK;

@@ -317,11 +317,17 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
                     __threadfence();
                     for (int k = flushed; k < i; k++)
                         if (s_mine[k]) atomicAdd(&P.done[s_seq[k] & (P.task_cap - 1)], s_mine[k]);
-                    for (uint32_t k = 0; k < d->n_deps; k++) {
-                        const uint64_t dep = seq - d->dep_delta[k];
+                    if (d->n_deps == GPUOS__DEPS_ALL) {
                         unsigned spin = 0;
-                        while (!gpuos__pk_dep_done(P, dep))
-                            if (++spin > 16) gpuos__nanosleep(32);
+                        while (gpuos__ld_acquire_gpu_u64(P.retired) < seq - 1)
+                            if (++spin > 16) gpuos__nanosleep(64);
+                    } else {
+                        for (uint32_t k = 0; k < d->n_deps; k++) {
+                            const uint64_t dep = seq - d->dep_delta[k];
+                            unsigned spin = 0;
+                            while (!gpuos__pk_dep_done(P, dep))
+                                if (++spin > 16) gpuos__nanosleep(32);
+                        }
                     }
                 }
                 flushed = i;

@@ -81,32 +81,77 @@ GPUOS__FN void gpuos__d_offset2(const int64_t *shape, const int64_t *s0, const i
 
 /* Threads per output (reductions) or per row (row-wise ops): 1, 32 or the whole
    block, whichever a simple cost model says finishes [begin, end) soonest; the
-   same on every thread of the block. n_out outputs of n_in elements each. */
-GPUOS__FN int gpuos__d_group(int64_t n_out, int64_t n_in) {
+   same on every thread of the block. n_out outputs of n_in elements each, read in
+   `passes` passes; each thread loads GPUOS__D_BATCH elements at a time, so a pass
+   costs a memory latency (~16 element steps) per batch, plus the steps, plus the
+   group's combination (shuffles ~8, two barriers ~32). */
+#define GPUOS__D_BATCH 8
+GPUOS__FN int64_t gpuos__d_group_cost(int64_t n_out, int64_t n_in, int passes, int64_t g, int64_t comb) {
+    const int64_t groups = gpuos__d_nthreads() / g;
+    const int64_t rounds = (n_out + groups - 1) / groups;
+    const int64_t per = (n_in + g - 1) / g;
+    return rounds * passes * (((per + GPUOS__D_BATCH - 1) / GPUOS__D_BATCH) * 16 + per + comb);
+}
+GPUOS__FN int gpuos__d_group(int64_t n_out, int64_t n_in, int passes) {
     const int nt = gpuos__d_nthreads();
-    const int64_t r1 = (n_out + nt - 1) / nt, r32 = (n_out + nt / 32 - 1) / (nt / 32);
-    const int64_t c1 = r1 * n_in;                           /* one thread per output */
-    const int64_t c32 = r32 * ((n_in + 31) / 32 + 8);       /* a warp per output: shuffles */
-    const int64_t cb = n_out * ((n_in + nt - 1) / nt + 24); /* the block: two barriers */
+    const int64_t c1 = gpuos__d_group_cost(n_out, n_in, passes, 1, 0);
+    const int64_t c32 = gpuos__d_group_cost(n_out, n_in, passes, 32, 8);
+    const int64_t cb = gpuos__d_group_cost(n_out, n_in, passes, nt, 32);
     if (c1 <= c32 && c1 <= cb) return 1;
     return c32 <= cb ? 32 : nt;
 }
 
 /* ================================================================ element-wise */
-/* Items [begin, end) of an element-wise plan, thread-strided over the block (item i
-   goes to thread i % blockDim.x, so a warp touches consecutive elements: coalesced
-   when the operands are contiguous). Byte offsets: item * stride for rank <= 1 (the
-   common case after the runtime merged dimensions), else one division per merged
-   dimension above the first. G: the group; O, A, B, C raw storage types (unsigned
-   integers of the operands' sizes), NIN inputs, and
-   O f(case, A, B, C, item, scalar0, scalar1) with the switch over its members.
-   Each item is read and written by the same thread, so out may be an input. */
+/* v[e] for a run-time e < U without local memory (a chain of selects). */
+template <int U, class T> GPUOS__FN T gpuos__d_pick(const T *v, int e) {
+    T x = v[0];
+#pragma unroll
+    for (int k = 1; k < U; ++k) x = e == k ? v[k] : x;
+    return x;
+}
+
+/* Byte offsets of the first NP operands of an element-wise plan at item i (rank >= 2):
+   out of line, one copy per NP, so the batches below stay small. */
+template <int NP> struct gpuos__d_offs {
+    int64_t v[NP];
+};
+template <int NP>
+static __device__ __noinline__ gpuos__d_offs<NP> gpuos__d_ew_offsets(const gpuos__ew_plan *p, int64_t i) {
+    gpuos__d_offs<NP> o;
+#pragma unroll
+    for (int q = 0; q < NP; ++q) o.v[q] = 0;
+#pragma unroll 1
+    for (int d = p->rank - 1; d > 0; --d) {
+        const int64_t sh = p->shape[d];
+        const int64_t qd = gpuos__d_div(i, sh);
+        const int64_t x = i - qd * sh;
+        i = qd;
+#pragma unroll
+        for (int q = 0; q < NP; ++q) o.v[q] += x * p->stride[q][d];
+    }
+#pragma unroll
+    for (int q = 0; q < NP; ++q) o.v[q] += i * p->stride[q][0];
+    return o;
+}
+
+/* Items [begin, end) of an element-wise plan. Thread t takes items t, t + n, t + 2n,
+   ... (n = blockDim.x), so a warp touches consecutive elements (coalesced when the
+   operands are contiguous), in batches of U items: the loads of a batch are all
+   issued first (U loads in flight per operand: a dependent chain of small tasks is
+   bound by memory latency, not bandwidth), then a rolled loop computes and stores
+   them, so the element functions' code appears once (NVRTC time). Byte offsets:
+   item * stride for rank <= 1 (the common case after the runtime merged
+   dimensions), else one division per merged dimension above the first. G: the
+   group: O, A, B, C raw storage types (unsigned integers of the operands' sizes),
+   NIN inputs, O f(case, A, B, C, item, scalar0, scalar1) with the switch over its
+   members. Each item is read and written by the same thread, so out may be an input. */
 template <class G> GPUOS__FN void gpuos__d_ew(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     typedef typename G::O O;
     typedef typename G::A A;
     typedef typename G::B B;
     typedef typename G::C C;
     enum { NIN = G::NIN };
+    enum { U = (NIN >= 3 || sizeof(O) == 8 || sizeof(A) == 8) ? 4 : 8 };
     if (begin >= end) return;
     const int rank = p->rank;
     const double s0 = p->scalar[0], s1 = p->scalar[1];
@@ -119,50 +164,66 @@ template <class G> GPUOS__FN void gpuos__d_ew(const gpuos__ew_plan *p, int64_t b
     for (int q = 0; q <= NIN; ++q) s[q] = rank == 1 ? p->stride[q][0] : 0;
     const int64_t nt = gpuos__d_nthreads();
 #pragma unroll 1
-    for (int64_t i = begin + gpuos__d_tid(); i < end; i += nt) {
-        int64_t off[NIN + 1];
-        if (rank <= 1) {
+    for (int64_t i0 = begin + gpuos__d_tid(); i0 < end; i0 += U * nt) {
+        A va[U];
+        B vb[U];
+        C vc[U];
+        int64_t vo[U];
 #pragma unroll
-            for (int q = 0; q <= NIN; ++q) off[q] = i * s[q];
-        } else {
+        for (int e = 0; e < U; ++e) { /* issue every load of the batch */
+            const int64_t i = i0 + e * nt;
+            va[e] = 0;
+            vb[e] = 0;
+            vc[e] = 0;
+            vo[e] = 0;
+            if (i < end) {
+                int64_t off[NIN + 1];
+                if (rank <= 1) {
 #pragma unroll
-            for (int q = 0; q <= NIN; ++q) off[q] = 0;
-            int64_t r = i;
-#pragma unroll 1
-            for (int d = rank - 1; d > 0; --d) {
-                const int64_t sh = p->shape[d];
-                const int64_t qd = gpuos__d_div(r, sh);
-                const int64_t x = r - qd * sh;
-                r = qd;
+                    for (int q = 0; q <= NIN; ++q) off[q] = i * s[q];
+                } else {
+                    const gpuos__d_offs<NIN + 1> o = gpuos__d_ew_offsets<NIN + 1>(p, i);
 #pragma unroll
-                for (int q = 0; q <= NIN; ++q) off[q] += x * p->stride[q][d];
+                    for (int q = 0; q <= NIN; ++q) off[q] = o.v[q];
+                }
+                vo[e] = off[0];
+                if constexpr (NIN >= 1) va[e] = *(const A *)(pa + off[1]);
+                if constexpr (NIN >= 2) vb[e] = *(const B *)(pb + off[2]);
+                if constexpr (NIN >= 3) vc[e] = *(const C *)(pc + off[3]);
             }
-#pragma unroll
-            for (int q = 0; q <= NIN; ++q) off[q] += r * p->stride[q][0];
         }
-        A a = 0;
-        B b = 0;
-        C c = 0;
-        if constexpr (NIN >= 1) a = *(const A *)(pa + off[1]);
-        if constexpr (NIN >= 2) b = *(const B *)(pb + off[2]);
-        if constexpr (NIN >= 3) c = *(const C *)(pc + off[3]);
-        *(O *)(po + off[0]) = G::f(cs, a, b, c, i, s0, s1);
+#pragma unroll 1
+        for (int e = 0; e < U; ++e) { /* compute and store: one copy of the switch */
+            const int64_t i = i0 + e * nt;
+            if (i >= end) break;
+            *(O *)(po + gpuos__d_pick<U>(vo, e)) =
+                G::f(cs, gpuos__d_pick<U>(va, e), gpuos__d_pick<U>(vb, e), gpuos__d_pick<U>(vc, e), i, s0, s1);
+        }
     }
 }
 
 /* ================================================================ reductions */
+/* Byte offset of flat index i over shape/stride (rank >= 2), out of line. */
+static __device__ __noinline__ int64_t gpuos__d_offset_ni(const int64_t *shape, const int64_t *stride, int rank,
+                                                          int64_t i) {
+    return gpuos__d_offset(shape, stride, rank, i);
+}
+
 /* Items [begin, end) of a reduction plan: output elements. Groups of 1, 32 or all
    threads per output (gpuos__d_group); each thread folds the elements j = lane,
-   lane + g, ... with step, the group merges in thread order, lane 0 stores. G: the
-   group, a struct holding the case: union Acc, init(), step(Acc, const char *x,
-   j), merge(Acc, Acc), final(Acc, char *out, n, corr) (gpuos_elem.h's functions). */
+   lane + g, ... with step, loading GPUOS__D_BATCH of them at a time (raw bits, all
+   loads in flight, then a rolled loop of steps: one copy of the steps' code); the
+   group merges in thread order; lane 0 stores. G: the group, a struct holding the
+   case: union Acc, init(), uint64_t ld(const char *) (raw bits), step(Acc, raw, j),
+   merge(Acc, Acc), final(Acc, char *out, n, corr) (gpuos_elem.h's functions). */
 template <class G> GPUOS__FN void gpuos__d_reduce(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
     typedef typename G::Acc Acc;
+    enum { U = GPUOS__D_BATCH };
     if (begin >= end) return;
     G r;
     r.c = cs;
     const int64_t n = p->inner_numel;
-    const int g = gpuos__d_group(end - begin, n);
+    const int g = gpuos__d_group(end - begin, n, 1);
     const int tid = gpuos__d_tid();
     const int lane = tid % g;
     const int64_t per_pass = gpuos__d_nthreads() / g;
@@ -180,10 +241,23 @@ template <class G> GPUOS__FN void gpuos__d_reduce(const gpuos__reduce_plan *p, i
                              &ooff);
             const char *in = p->in + ioff;
 #pragma unroll 1
-            for (int64_t j = lane; j < n; j += g) {
-                const int64_t off =
-                    inner_rank <= 1 ? j * s0 : gpuos__d_offset(p->inner_shape, p->inner_in_stride, inner_rank, j);
-                acc = r.step(acc, in + off, j);
+            for (int64_t j0 = lane; j0 < n; j0 += (int64_t)U * g) {
+                uint64_t v[U];
+#pragma unroll
+                for (int e = 0; e < U; ++e) {
+                    const int64_t j = j0 + (int64_t)e * g;
+                    v[e] = 0;
+                    if (j < n)
+                        v[e] = r.ld(in + (inner_rank <= 1 ? j * s0
+                                                          : gpuos__d_offset_ni(p->inner_shape, p->inner_in_stride,
+                                                                               inner_rank, j)));
+                }
+#pragma unroll 1
+                for (int e = 0; e < U; ++e) {
+                    const int64_t j = j0 + (int64_t)e * g;
+                    if (j >= n) break;
+                    acc = r.step(acc, gpuos__d_pick<U>(v, e), j);
+                }
             }
         }
         acc = gpuos__d_group_reduce(r, acc, g, id);
@@ -207,17 +281,49 @@ GPUOS__FN double gpuos__d_sqrt(double x) { return sqrt(x); }
 
 enum { GPUOS__D_SOFTMAX = 0, GPUOS__D_LOG_SOFTMAX = 1, GPUOS__D_LAYERNORM = 2, GPUOS__D_RMSNORM = 3 };
 
+/* One pass over elements j = lane, lane + g, ... < nn of up to three streams (p1, p2
+   may be NULL: their values are 0), GPUOS__D_BATCH at a time: the raw loads of a batch
+   are all issued, then f(j, x0, x1, x2) runs in a rolled loop on the converted values. */
+template <class D, class F>
+GPUOS__FN void gpuos__d_row_pass(int cs, int64_t nn, int lane, int g, const char *p0, int64_t s0, const char *p1,
+                                 int64_t s1, const char *p2, int64_t s2, F f) {
+    typedef typename D::R R;
+    enum { U = GPUOS__D_BATCH };
+#pragma unroll 1
+    for (int64_t j0 = lane; j0 < nn; j0 += (int64_t)U * g) {
+        R v0[U], v1[U], v2[U];
+#pragma unroll
+        for (int e = 0; e < U; ++e) {
+            const int64_t j = j0 + (int64_t)e * g;
+            v0[e] = v1[e] = v2[e] = 0;
+            if (j < nn) {
+                v0[e] = D::raw(cs, p0 + j * s0);
+                if (p1) v1[e] = D::raw(cs, p1 + j * s1);
+                if (p2) v2[e] = D::raw(cs, p2 + j * s2);
+            }
+        }
+#pragma unroll 1
+        for (int e = 0; e < U; ++e) {
+            const int64_t j = j0 + (int64_t)e * g;
+            if (j >= nn) break;
+            f(j, D::cvt(cs, gpuos__d_pick<U>(v0, e)), D::cvt(cs, gpuos__d_pick<U>(v1, e)),
+              D::cvt(cs, gpuos__d_pick<U>(v2, e)));
+        }
+    }
+}
+
 /* Rows [begin, end): groups of 1, 32 or all threads per row (gpuos__d_group).
    The statistics of a row are complete (a group reduction, which synchronises the
    group) before any of its outputs is written, and each output element is written
    by the thread that read it last, so out may be the same view as in. D: the
-   group's dtypes of compute type D::T (f32 for f16/bf16/f32, f64 for f64), with
-   T ld(case, const char *) and st(case, char *, T). */
+   group's dtypes of compute type D::T (f32 for f16/bf16/f32, f64 for f64): raw
+   bits R, R raw(case, const char *), T cvt(case, R), st(case, char *, T). The
+   arithmetic follows the host kernels (layernorm and rmsnorm divide by the root). */
 template <class D, int OP> GPUOS__FN void gpuos__d_rows(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
     typedef typename D::T T;
     if (begin >= end) return;
     const int64_t n = p->n, si = p->in_stride, so = p->out_stride;
-    const int g = gpuos__d_group(end - begin, n * 3);
+    const int g = gpuos__d_group(end - begin, n, 3);
     const int tid = gpuos__d_tid();
     const int lane = tid % g;
     const int64_t per_pass = gpuos__d_nthreads() / g;
@@ -239,81 +345,113 @@ template <class D, int OP> GPUOS__FN void gpuos__d_rows(const gpuos__rows_plan *
         if constexpr (OP == GPUOS__D_SOFTMAX || OP == GPUOS__D_LOG_SOFTMAX) {
             const gpuos__d_nanmax mx = gpuos__d_nanmax();
             T m = ninf;
-            for (int64_t j = lane; j < nn; j += g) m = mx.merge(m, D::ld(cs, in + j * si));
+            gpuos__d_row_pass<D>(cs, nn, lane, g, in, si, NULL, 0, NULL, 0,
+                                 [&](int64_t, T x, T, T) { m = mx.merge(m, x); });
             m = gpuos__d_group_reduce(mx, m, g, ninf);
             T s = 0;
-            for (int64_t j = lane; j < nn; j += g) s += gpuos__d_exp(D::ld(cs, in + j * si) - m);
+            gpuos__d_row_pass<D>(cs, nn, lane, g, in, si, NULL, 0, NULL, 0,
+                                 [&](int64_t, T x, T, T) { s += gpuos__d_exp(x - m); });
             s = gpuos__d_group_reduce(gpuos__d_sum(), s, g, (T)0);
             if constexpr (OP == GPUOS__D_SOFTMAX) {
-                for (int64_t j = lane; j < nn; j += g) D::st(cs, out + j * so, gpuos__d_exp(D::ld(cs, in + j * si) - m) / s);
+                gpuos__d_row_pass<D>(cs, nn, lane, g, in, si, NULL, 0, NULL, 0,
+                                     [&](int64_t j, T x, T, T) { D::st(cs, out + j * so, gpuos__d_exp(x - m) / s); });
             } else {
                 const T ls = gpuos__d_log(s);
-                for (int64_t j = lane; j < nn; j += g) D::st(cs, out + j * so, D::ld(cs, in + j * si) - m - ls);
+                gpuos__d_row_pass<D>(cs, nn, lane, g, in, si, NULL, 0, NULL, 0,
+                                     [&](int64_t j, T x, T, T) { D::st(cs, out + j * so, x - m - ls); });
             }
         } else if constexpr (OP == GPUOS__D_LAYERNORM) {
             T s = 0;
-            for (int64_t j = lane; j < nn; j += g) s += D::ld(cs, in + j * si);
+            gpuos__d_row_pass<D>(cs, nn, lane, g, in, si, NULL, 0, NULL, 0, [&](int64_t, T x, T, T) { s += x; });
             s = gpuos__d_group_reduce(gpuos__d_sum(), s, g, (T)0);
             const T mean = s / (T)n;
             T v = 0;
-            for (int64_t j = lane; j < nn; j += g) {
-                const T d = D::ld(cs, in + j * si) - mean;
+            gpuos__d_row_pass<D>(cs, nn, lane, g, in, si, NULL, 0, NULL, 0, [&](int64_t, T x, T, T) {
+                const T d = x - mean;
                 v += d * d;
-            }
+            });
             v = gpuos__d_group_reduce(gpuos__d_sum(), v, g, (T)0);
-            const T den = gpuos__d_sqrt(v / (T)n + eps); /* divided by, as the host does */
-            for (int64_t j = lane; j < nn; j += g) {
-                T y = (D::ld(cs, in + j * si) - mean) / den;
-                if (w) y = y * D::ld(cs, w + j * ws);
-                if (bi) y = y + D::ld(cs, bi + j * bs);
+            const T den = gpuos__d_sqrt(v / (T)n + eps);
+            gpuos__d_row_pass<D>(cs, nn, lane, g, in, si, w, ws, bi, bs, [&](int64_t j, T x, T wv, T bv) {
+                T y = (x - mean) / den;
+                if (w) y = y * wv;
+                if (bi) y = y + bv;
                 D::st(cs, out + j * so, y);
-            }
+            });
         } else { /* rmsnorm */
             T s = 0;
-            for (int64_t j = lane; j < nn; j += g) {
-                const T x = D::ld(cs, in + j * si);
-                s += x * x;
-            }
+            gpuos__d_row_pass<D>(cs, nn, lane, g, in, si, NULL, 0, NULL, 0, [&](int64_t, T x, T, T) { s += x * x; });
             s = gpuos__d_group_reduce(gpuos__d_sum(), s, g, (T)0);
             const T den = gpuos__d_sqrt(s / (T)n + eps);
-            for (int64_t j = lane; j < nn; j += g) {
-                T y = D::ld(cs, in + j * si) / den;
-                if (w) y = y * D::ld(cs, w + j * ws);
+            gpuos__d_row_pass<D>(cs, nn, lane, g, in, si, w, ws, NULL, 0, [&](int64_t j, T x, T wv, T) {
+                T y = x / den;
+                if (w) y = y * wv;
                 D::st(cs, out + j * so, y);
-            }
+            });
         }
     }
 }
 
 /* ================================================================ matmul */
-/* Output tiles of TM rows x 32 columns, K in steps of 16, both operands staged in
-   shared memory in the accumulation type (8.25 KB at most). TM = min(32, blockDim/8):
-   thread t owns column t % 32 and rows t / 32 + j * (blockDim / 32), j < 4, so four
-   accumulators per thread (registers stay low under the persistent kernel's cap).
-   Rows of a tile never cross a batch boundary. Any strides, any block size the
-   device code allows. D: the group's dtypes with accumulation type D::T (f32 for
-   f16/bf16/f32, f64, uint64_t for integers: 64-bit sums that wrap), T ld(case,
-   const char *), st(case, char *, T). */
+/* Output tiles of tm rows x tn columns, K in steps of 16, both operands staged in
+   shared memory in the accumulation type (12.25 KB). Thread t owns column t % tn and
+   rows t / tn + j * (blockDim / tn), j < 4 (four accumulators per thread). tn is 32,
+   64 or 128 (64 at most for 8-byte types), the widest whose tm = min(32, 4 blockDim /
+   tn) still covers the rows at hand, so a few rows (M = 8, or a range of one row)
+   keep every thread busy. Tile loads are issued 4 at a time per thread (raw bits,
+   all in flight) before they are converted into shared memory. Rows of a tile never
+   cross a batch boundary. Any strides, any block size the device code allows. D:
+   the group's dtypes with accumulation type D::T (f32 for f16/bf16/f32, f64,
+   uint64_t for integers: 64-bit sums that wrap), raw bits R, R raw(case, const char *),
+   T cvt(case, R), st(case, char *, T). */
 #define GPUOS__D_MM_TM 32
-#define GPUOS__D_MM_TN 32
 #define GPUOS__D_MM_TK 16
 #define GPUOS__D_MM_RPT 4
+#define GPUOS__D_MM_BBYTES 8192 /* B tile: 16 x 128 4-byte or 16 x 64 8-byte values */
 __shared__ __align__(16) unsigned char
-    gpuos__d_mm_smem[(GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1) + GPUOS__D_MM_TK * GPUOS__D_MM_TN) * 8];
+    gpuos__d_mm_smem[GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1) * 8 + GPUOS__D_MM_BBYTES];
+
+/* Loads the elements e < total of a tile, e = tid + q * blockDim, 4 per thread at a
+   time: at(e) gives the address (NULL: outside the matrix, stored as 0), put(e, v) the
+   shared-memory slot. */
+template <class D, class AT, class PUT>
+GPUOS__FN void gpuos__d_mm_stage(int cs, int total, AT at, PUT put) {
+    typedef typename D::R R;
+    typedef typename D::T T;
+    const int tid = gpuos__d_tid(), nt = gpuos__d_nthreads();
+#pragma unroll 1
+    for (int e0 = tid; e0 < total; e0 += 4 * nt) {
+        R v[4];
+        bool in[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            const char *a = e0 + q * nt < total ? at(e0 + q * nt) : NULL;
+            in[q] = a != NULL;
+            v[q] = a ? D::raw(cs, a) : (R)0;
+        }
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+            if (e0 + q * nt < total) put(e0 + q * nt, in[q] ? D::cvt(cs, v[q]) : (T)0);
+    }
+}
 
 template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     typedef typename D::T T;
     const int64_t M = p->M, N = p->N, K = p->K;
     const int64_t a_m = p->a_m, a_k = p->a_k, b_k = p->b_k, b_n = p->b_n, o_m = p->o_m, o_n = p->o_n;
     const int tid = gpuos__d_tid(), nt = gpuos__d_nthreads();
-    const int col = tid & 31, rbase = tid >> 5, rstep = nt >> 5;
-    const int tm = rstep * GPUOS__D_MM_RPT < GPUOS__D_MM_TM ? rstep * GPUOS__D_MM_RPT : GPUOS__D_MM_TM;
+    const int tn_max = (int)(GPUOS__D_MM_BBYTES / (GPUOS__D_MM_TK * sizeof(T)));
     T(*As)[GPUOS__D_MM_TK + 1] = (T(*)[GPUOS__D_MM_TK + 1])gpuos__d_mm_smem;
-    T(*Bs)[GPUOS__D_MM_TN] = (T(*)[GPUOS__D_MM_TN])(gpuos__d_mm_smem + sizeof(T) * GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1));
+    T *Bs = (T *)(gpuos__d_mm_smem + GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1) * 8);
 #pragma unroll 1
     for (int64_t r0 = begin; r0 < end;) {
         const int64_t bi = gpuos__d_div(r0, M), m0 = r0 - bi * M;
-        const int rows = (int)gpuos__d_min<int64_t>(tm, gpuos__d_min<int64_t>(end - r0, M - m0));
+        const int avail = (int)gpuos__d_min<int64_t>(GPUOS__D_MM_TM, gpuos__d_min<int64_t>(end - r0, M - m0));
+        int tn = 32; /* the widest tile whose rows still cover avail */
+        while (tn * 2 <= tn_max && tn * 2 <= nt && 4 * (nt / (tn * 2)) >= avail) tn *= 2;
+        const int rstep = nt / tn, col = tid % tn, rbase = tid / tn;
+        const int tm = 4 * rstep < GPUOS__D_MM_TM ? 4 * rstep : GPUOS__D_MM_TM;
+        const int rows = avail < tm ? avail : tm;
         int64_t oa = 0, ob = 0, oo = 0;
         {
             int64_t i = bi;
@@ -331,35 +469,41 @@ template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, i
         const char *B = p->b + ob;
         char *O = p->out + oo + m0 * o_m;
 #pragma unroll 1
-        for (int64_t n0 = 0; n0 < N; n0 += GPUOS__D_MM_TN) {
+        for (int64_t n0 = 0; n0 < N; n0 += tn) {
             T acc[GPUOS__D_MM_RPT];
 #pragma unroll
             for (int j = 0; j < GPUOS__D_MM_RPT; ++j) acc[j] = 0;
 #pragma unroll 1
             for (int64_t k0 = 0; k0 < K; k0 += GPUOS__D_MM_TK) {
-#pragma unroll 1
-                for (int e = tid; e < GPUOS__D_MM_TM * GPUOS__D_MM_TK; e += nt) {
-                    const int r = e / GPUOS__D_MM_TK, kk = e % GPUOS__D_MM_TK;
-                    As[r][kk] = (r < rows && k0 + kk < K) ? D::ld(cs, A + r * a_m + (k0 + kk) * a_k) : (T)0;
-                }
-#pragma unroll 1
-                for (int e = tid; e < GPUOS__D_MM_TK * GPUOS__D_MM_TN; e += nt) {
-                    const int kk = e / GPUOS__D_MM_TN, c = e % GPUOS__D_MM_TN;
-                    Bs[kk][c] = (k0 + kk < K && n0 + c < N) ? D::ld(cs, B + (k0 + kk) * b_k + (n0 + c) * b_n) : (T)0;
-                }
+                gpuos__d_mm_stage<D>(
+                    cs, rows * GPUOS__D_MM_TK,
+                    [&](int e) -> const char * {
+                        const int r = e / GPUOS__D_MM_TK, kk = e % GPUOS__D_MM_TK;
+                        return k0 + kk < K ? A + r * a_m + (k0 + kk) * a_k : (const char *)NULL;
+                    },
+                    [&](int e, T v) { As[e / GPUOS__D_MM_TK][e % GPUOS__D_MM_TK] = v; });
+                gpuos__d_mm_stage<D>(
+                    cs, GPUOS__D_MM_TK * tn,
+                    [&](int e) -> const char * {
+                        const int kk = e / tn, c = e % tn;
+                        return (k0 + kk < K && n0 + c < N) ? B + (k0 + kk) * b_k + (n0 + c) * b_n : (const char *)NULL;
+                    },
+                    [&](int e, T v) { Bs[e] = v; });
                 __syncthreads();
+                if (rbase < rstep) {
 #pragma unroll 4
-                for (int kk = 0; kk < GPUOS__D_MM_TK; ++kk) {
-                    const T bv = Bs[kk][col];
+                    for (int kk = 0; kk < GPUOS__D_MM_TK; ++kk) {
+                        const T bv = Bs[kk * tn + col];
 #pragma unroll
-                    for (int j = 0; j < GPUOS__D_MM_RPT; ++j) {
-                        const int r = rbase + j * rstep;
-                        if (r < GPUOS__D_MM_TM) acc[j] += As[r][kk] * bv;
+                        for (int j = 0; j < GPUOS__D_MM_RPT; ++j) {
+                            const int r = rbase + j * rstep;
+                            if (r < rows) acc[j] += As[r][kk] * bv;
+                        }
                     }
                 }
                 __syncthreads();
             }
-            if (n0 + col < N) {
+            if (rbase < rstep && n0 + col < N) {
 #pragma unroll
                 for (int j = 0; j < GPUOS__D_MM_RPT; ++j) {
                     const int r = rbase + j * rstep;
@@ -2052,17 +2196,49 @@ struct gpuos__d_redg_sum {
         }
         return r;
     }
-    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
+    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */
         switch (c) {
-        case 0: a.k0 = gpuos__r_sum_i8_step(a.k0, (*(const int8_t *)x), j); break;
-        case 1: a.k1 = gpuos__r_sum_u8_step(a.k1, (*(const uint8_t *)x), j); break;
-        case 2: a.k2 = gpuos__r_sum_i16_step(a.k2, (*(const int16_t *)x), j); break;
-        case 3: a.k3 = gpuos__r_sum_i32_step(a.k3, (*(const int32_t *)x), j); break;
-        case 4: a.k4 = gpuos__r_sum_i64_step(a.k4, (*(const int64_t *)x), j); break;
-        case 5: a.k5 = gpuos__r_sum_f16_step(a.k5, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
-        case 6: a.k6 = gpuos__r_sum_bf16_step(a.k6, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
-        case 7: a.k7 = gpuos__r_sum_f32_step(a.k7, (*(const float *)x), j); break;
-        case 8: a.k8 = gpuos__r_sum_f64_step(a.k8, (*(const double *)x), j); break;
+        case 0: return *(const uint8_t *)x;
+        case 1: return *(const uint8_t *)x;
+        case 2: return *(const uint16_t *)x;
+        case 3: return *(const uint32_t *)x;
+        case 4: return *(const uint64_t *)x;
+        case 5: return *(const uint16_t *)x;
+        case 6: return *(const uint16_t *)x;
+        case 7: return *(const uint32_t *)x;
+        case 8: return *(const uint64_t *)x;
+        default: return 0;
+        }
+    }
+    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {
+        switch (c) {
+        case 0:
+            a.k0 = gpuos__r_sum_i8_step(a.k0, (gpuos__d_as<int8_t>((uint8_t)x)), j);
+            break;
+        case 1:
+            a.k1 = gpuos__r_sum_u8_step(a.k1, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
+            break;
+        case 2:
+            a.k2 = gpuos__r_sum_i16_step(a.k2, (gpuos__d_as<int16_t>((uint16_t)x)), j);
+            break;
+        case 3:
+            a.k3 = gpuos__r_sum_i32_step(a.k3, (gpuos__d_as<int32_t>((uint32_t)x)), j);
+            break;
+        case 4:
+            a.k4 = gpuos__r_sum_i64_step(a.k4, (gpuos__d_as<int64_t>((uint64_t)x)), j);
+            break;
+        case 5:
+            a.k5 = gpuos__r_sum_f16_step(a.k5, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
+            break;
+        case 6:
+            a.k6 = gpuos__r_sum_bf16_step(a.k6, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
+            break;
+        case 7:
+            a.k7 = gpuos__r_sum_f32_step(a.k7, (gpuos__d_as<float>((uint32_t)x)), j);
+            break;
+        case 8:
+            a.k8 = gpuos__r_sum_f64_step(a.k8, (gpuos__d_as<double>((uint64_t)x)), j);
+            break;
         default: break;
         }
         return a;
@@ -2131,17 +2307,49 @@ struct gpuos__d_redg_prod {
         }
         return r;
     }
-    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
+    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */
         switch (c) {
-        case 0: a.k0 = gpuos__r_prod_i8_step(a.k0, (*(const int8_t *)x), j); break;
-        case 1: a.k1 = gpuos__r_prod_u8_step(a.k1, (*(const uint8_t *)x), j); break;
-        case 2: a.k2 = gpuos__r_prod_i16_step(a.k2, (*(const int16_t *)x), j); break;
-        case 3: a.k3 = gpuos__r_prod_i32_step(a.k3, (*(const int32_t *)x), j); break;
-        case 4: a.k4 = gpuos__r_prod_i64_step(a.k4, (*(const int64_t *)x), j); break;
-        case 5: a.k5 = gpuos__r_prod_f16_step(a.k5, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
-        case 6: a.k6 = gpuos__r_prod_bf16_step(a.k6, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
-        case 7: a.k7 = gpuos__r_prod_f32_step(a.k7, (*(const float *)x), j); break;
-        case 8: a.k8 = gpuos__r_prod_f64_step(a.k8, (*(const double *)x), j); break;
+        case 0: return *(const uint8_t *)x;
+        case 1: return *(const uint8_t *)x;
+        case 2: return *(const uint16_t *)x;
+        case 3: return *(const uint32_t *)x;
+        case 4: return *(const uint64_t *)x;
+        case 5: return *(const uint16_t *)x;
+        case 6: return *(const uint16_t *)x;
+        case 7: return *(const uint32_t *)x;
+        case 8: return *(const uint64_t *)x;
+        default: return 0;
+        }
+    }
+    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {
+        switch (c) {
+        case 0:
+            a.k0 = gpuos__r_prod_i8_step(a.k0, (gpuos__d_as<int8_t>((uint8_t)x)), j);
+            break;
+        case 1:
+            a.k1 = gpuos__r_prod_u8_step(a.k1, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
+            break;
+        case 2:
+            a.k2 = gpuos__r_prod_i16_step(a.k2, (gpuos__d_as<int16_t>((uint16_t)x)), j);
+            break;
+        case 3:
+            a.k3 = gpuos__r_prod_i32_step(a.k3, (gpuos__d_as<int32_t>((uint32_t)x)), j);
+            break;
+        case 4:
+            a.k4 = gpuos__r_prod_i64_step(a.k4, (gpuos__d_as<int64_t>((uint64_t)x)), j);
+            break;
+        case 5:
+            a.k5 = gpuos__r_prod_f16_step(a.k5, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
+            break;
+        case 6:
+            a.k6 = gpuos__r_prod_bf16_step(a.k6, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
+            break;
+        case 7:
+            a.k7 = gpuos__r_prod_f32_step(a.k7, (gpuos__d_as<float>((uint32_t)x)), j);
+            break;
+        case 8:
+            a.k8 = gpuos__r_prod_f64_step(a.k8, (gpuos__d_as<double>((uint64_t)x)), j);
+            break;
         default: break;
         }
         return a;
@@ -2200,12 +2408,29 @@ struct gpuos__d_redg_mean {
         }
         return r;
     }
-    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
+    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */
         switch (c) {
-        case 0: a.k0 = gpuos__r_mean_f16_step(a.k0, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
-        case 1: a.k1 = gpuos__r_mean_bf16_step(a.k1, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
-        case 2: a.k2 = gpuos__r_mean_f32_step(a.k2, (*(const float *)x), j); break;
-        case 3: a.k3 = gpuos__r_mean_f64_step(a.k3, (*(const double *)x), j); break;
+        case 0: return *(const uint16_t *)x;
+        case 1: return *(const uint16_t *)x;
+        case 2: return *(const uint32_t *)x;
+        case 3: return *(const uint64_t *)x;
+        default: return 0;
+        }
+    }
+    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {
+        switch (c) {
+        case 0:
+            a.k0 = gpuos__r_mean_f16_step(a.k0, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
+            break;
+        case 1:
+            a.k1 = gpuos__r_mean_bf16_step(a.k1, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
+            break;
+        case 2:
+            a.k2 = gpuos__r_mean_f32_step(a.k2, (gpuos__d_as<float>((uint32_t)x)), j);
+            break;
+        case 3:
+            a.k3 = gpuos__r_mean_f64_step(a.k3, (gpuos__d_as<double>((uint64_t)x)), j);
+            break;
         default: break;
         }
         return a;
@@ -2266,18 +2491,53 @@ struct gpuos__d_redg_min {
         }
         return r;
     }
-    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
+    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */
         switch (c) {
-        case 0: a.k0 = gpuos__r_min_bool_step(a.k0, (*(const uint8_t *)x), j); break;
-        case 1: a.k1 = gpuos__r_min_i8_step(a.k1, (*(const int8_t *)x), j); break;
-        case 2: a.k2 = gpuos__r_min_u8_step(a.k2, (*(const uint8_t *)x), j); break;
-        case 3: a.k3 = gpuos__r_min_i16_step(a.k3, (*(const int16_t *)x), j); break;
-        case 4: a.k4 = gpuos__r_min_i32_step(a.k4, (*(const int32_t *)x), j); break;
-        case 5: a.k5 = gpuos__r_min_i64_step(a.k5, (*(const int64_t *)x), j); break;
-        case 6: a.k6 = gpuos__r_min_f16_step(a.k6, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
-        case 7: a.k7 = gpuos__r_min_bf16_step(a.k7, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
-        case 8: a.k8 = gpuos__r_min_f32_step(a.k8, (*(const float *)x), j); break;
-        case 9: a.k9 = gpuos__r_min_f64_step(a.k9, (*(const double *)x), j); break;
+        case 0: return *(const uint8_t *)x;
+        case 1: return *(const uint8_t *)x;
+        case 2: return *(const uint8_t *)x;
+        case 3: return *(const uint16_t *)x;
+        case 4: return *(const uint32_t *)x;
+        case 5: return *(const uint64_t *)x;
+        case 6: return *(const uint16_t *)x;
+        case 7: return *(const uint16_t *)x;
+        case 8: return *(const uint32_t *)x;
+        case 9: return *(const uint64_t *)x;
+        default: return 0;
+        }
+    }
+    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {
+        switch (c) {
+        case 0:
+            a.k0 = gpuos__r_min_bool_step(a.k0, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
+            break;
+        case 1:
+            a.k1 = gpuos__r_min_i8_step(a.k1, (gpuos__d_as<int8_t>((uint8_t)x)), j);
+            break;
+        case 2:
+            a.k2 = gpuos__r_min_u8_step(a.k2, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
+            break;
+        case 3:
+            a.k3 = gpuos__r_min_i16_step(a.k3, (gpuos__d_as<int16_t>((uint16_t)x)), j);
+            break;
+        case 4:
+            a.k4 = gpuos__r_min_i32_step(a.k4, (gpuos__d_as<int32_t>((uint32_t)x)), j);
+            break;
+        case 5:
+            a.k5 = gpuos__r_min_i64_step(a.k5, (gpuos__d_as<int64_t>((uint64_t)x)), j);
+            break;
+        case 6:
+            a.k6 = gpuos__r_min_f16_step(a.k6, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
+            break;
+        case 7:
+            a.k7 = gpuos__r_min_bf16_step(a.k7, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
+            break;
+        case 8:
+            a.k8 = gpuos__r_min_f32_step(a.k8, (gpuos__d_as<float>((uint32_t)x)), j);
+            break;
+        case 9:
+            a.k9 = gpuos__r_min_f64_step(a.k9, (gpuos__d_as<double>((uint64_t)x)), j);
+            break;
         default: break;
         }
         return a;
@@ -2350,18 +2610,53 @@ struct gpuos__d_redg_max {
         }
         return r;
     }
-    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
+    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */
         switch (c) {
-        case 0: a.k0 = gpuos__r_max_bool_step(a.k0, (*(const uint8_t *)x), j); break;
-        case 1: a.k1 = gpuos__r_max_i8_step(a.k1, (*(const int8_t *)x), j); break;
-        case 2: a.k2 = gpuos__r_max_u8_step(a.k2, (*(const uint8_t *)x), j); break;
-        case 3: a.k3 = gpuos__r_max_i16_step(a.k3, (*(const int16_t *)x), j); break;
-        case 4: a.k4 = gpuos__r_max_i32_step(a.k4, (*(const int32_t *)x), j); break;
-        case 5: a.k5 = gpuos__r_max_i64_step(a.k5, (*(const int64_t *)x), j); break;
-        case 6: a.k6 = gpuos__r_max_f16_step(a.k6, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
-        case 7: a.k7 = gpuos__r_max_bf16_step(a.k7, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
-        case 8: a.k8 = gpuos__r_max_f32_step(a.k8, (*(const float *)x), j); break;
-        case 9: a.k9 = gpuos__r_max_f64_step(a.k9, (*(const double *)x), j); break;
+        case 0: return *(const uint8_t *)x;
+        case 1: return *(const uint8_t *)x;
+        case 2: return *(const uint8_t *)x;
+        case 3: return *(const uint16_t *)x;
+        case 4: return *(const uint32_t *)x;
+        case 5: return *(const uint64_t *)x;
+        case 6: return *(const uint16_t *)x;
+        case 7: return *(const uint16_t *)x;
+        case 8: return *(const uint32_t *)x;
+        case 9: return *(const uint64_t *)x;
+        default: return 0;
+        }
+    }
+    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {
+        switch (c) {
+        case 0:
+            a.k0 = gpuos__r_max_bool_step(a.k0, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
+            break;
+        case 1:
+            a.k1 = gpuos__r_max_i8_step(a.k1, (gpuos__d_as<int8_t>((uint8_t)x)), j);
+            break;
+        case 2:
+            a.k2 = gpuos__r_max_u8_step(a.k2, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
+            break;
+        case 3:
+            a.k3 = gpuos__r_max_i16_step(a.k3, (gpuos__d_as<int16_t>((uint16_t)x)), j);
+            break;
+        case 4:
+            a.k4 = gpuos__r_max_i32_step(a.k4, (gpuos__d_as<int32_t>((uint32_t)x)), j);
+            break;
+        case 5:
+            a.k5 = gpuos__r_max_i64_step(a.k5, (gpuos__d_as<int64_t>((uint64_t)x)), j);
+            break;
+        case 6:
+            a.k6 = gpuos__r_max_f16_step(a.k6, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
+            break;
+        case 7:
+            a.k7 = gpuos__r_max_bf16_step(a.k7, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
+            break;
+        case 8:
+            a.k8 = gpuos__r_max_f32_step(a.k8, (gpuos__d_as<float>((uint32_t)x)), j);
+            break;
+        case 9:
+            a.k9 = gpuos__r_max_f64_step(a.k9, (gpuos__d_as<double>((uint64_t)x)), j);
+            break;
         default: break;
         }
         return a;
@@ -2434,18 +2729,53 @@ struct gpuos__d_redg_argmin {
         }
         return r;
     }
-    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
+    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */
         switch (c) {
-        case 0: a.k0 = gpuos__r_argmin_bool_step(a.k0, (*(const uint8_t *)x), j); break;
-        case 1: a.k1 = gpuos__r_argmin_i8_step(a.k1, (*(const int8_t *)x), j); break;
-        case 2: a.k2 = gpuos__r_argmin_u8_step(a.k2, (*(const uint8_t *)x), j); break;
-        case 3: a.k3 = gpuos__r_argmin_i16_step(a.k3, (*(const int16_t *)x), j); break;
-        case 4: a.k4 = gpuos__r_argmin_i32_step(a.k4, (*(const int32_t *)x), j); break;
-        case 5: a.k5 = gpuos__r_argmin_i64_step(a.k5, (*(const int64_t *)x), j); break;
-        case 6: a.k6 = gpuos__r_argmin_f16_step(a.k6, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
-        case 7: a.k7 = gpuos__r_argmin_bf16_step(a.k7, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
-        case 8: a.k8 = gpuos__r_argmin_f32_step(a.k8, (*(const float *)x), j); break;
-        case 9: a.k9 = gpuos__r_argmin_f64_step(a.k9, (*(const double *)x), j); break;
+        case 0: return *(const uint8_t *)x;
+        case 1: return *(const uint8_t *)x;
+        case 2: return *(const uint8_t *)x;
+        case 3: return *(const uint16_t *)x;
+        case 4: return *(const uint32_t *)x;
+        case 5: return *(const uint64_t *)x;
+        case 6: return *(const uint16_t *)x;
+        case 7: return *(const uint16_t *)x;
+        case 8: return *(const uint32_t *)x;
+        case 9: return *(const uint64_t *)x;
+        default: return 0;
+        }
+    }
+    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {
+        switch (c) {
+        case 0:
+            a.k0 = gpuos__r_argmin_bool_step(a.k0, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
+            break;
+        case 1:
+            a.k1 = gpuos__r_argmin_i8_step(a.k1, (gpuos__d_as<int8_t>((uint8_t)x)), j);
+            break;
+        case 2:
+            a.k2 = gpuos__r_argmin_u8_step(a.k2, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
+            break;
+        case 3:
+            a.k3 = gpuos__r_argmin_i16_step(a.k3, (gpuos__d_as<int16_t>((uint16_t)x)), j);
+            break;
+        case 4:
+            a.k4 = gpuos__r_argmin_i32_step(a.k4, (gpuos__d_as<int32_t>((uint32_t)x)), j);
+            break;
+        case 5:
+            a.k5 = gpuos__r_argmin_i64_step(a.k5, (gpuos__d_as<int64_t>((uint64_t)x)), j);
+            break;
+        case 6:
+            a.k6 = gpuos__r_argmin_f16_step(a.k6, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
+            break;
+        case 7:
+            a.k7 = gpuos__r_argmin_bf16_step(a.k7, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
+            break;
+        case 8:
+            a.k8 = gpuos__r_argmin_f32_step(a.k8, (gpuos__d_as<float>((uint32_t)x)), j);
+            break;
+        case 9:
+            a.k9 = gpuos__r_argmin_f64_step(a.k9, (gpuos__d_as<double>((uint64_t)x)), j);
+            break;
         default: break;
         }
         return a;
@@ -2518,18 +2848,53 @@ struct gpuos__d_redg_argmax {
         }
         return r;
     }
-    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
+    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */
         switch (c) {
-        case 0: a.k0 = gpuos__r_argmax_bool_step(a.k0, (*(const uint8_t *)x), j); break;
-        case 1: a.k1 = gpuos__r_argmax_i8_step(a.k1, (*(const int8_t *)x), j); break;
-        case 2: a.k2 = gpuos__r_argmax_u8_step(a.k2, (*(const uint8_t *)x), j); break;
-        case 3: a.k3 = gpuos__r_argmax_i16_step(a.k3, (*(const int16_t *)x), j); break;
-        case 4: a.k4 = gpuos__r_argmax_i32_step(a.k4, (*(const int32_t *)x), j); break;
-        case 5: a.k5 = gpuos__r_argmax_i64_step(a.k5, (*(const int64_t *)x), j); break;
-        case 6: a.k6 = gpuos__r_argmax_f16_step(a.k6, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
-        case 7: a.k7 = gpuos__r_argmax_bf16_step(a.k7, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
-        case 8: a.k8 = gpuos__r_argmax_f32_step(a.k8, (*(const float *)x), j); break;
-        case 9: a.k9 = gpuos__r_argmax_f64_step(a.k9, (*(const double *)x), j); break;
+        case 0: return *(const uint8_t *)x;
+        case 1: return *(const uint8_t *)x;
+        case 2: return *(const uint8_t *)x;
+        case 3: return *(const uint16_t *)x;
+        case 4: return *(const uint32_t *)x;
+        case 5: return *(const uint64_t *)x;
+        case 6: return *(const uint16_t *)x;
+        case 7: return *(const uint16_t *)x;
+        case 8: return *(const uint32_t *)x;
+        case 9: return *(const uint64_t *)x;
+        default: return 0;
+        }
+    }
+    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {
+        switch (c) {
+        case 0:
+            a.k0 = gpuos__r_argmax_bool_step(a.k0, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
+            break;
+        case 1:
+            a.k1 = gpuos__r_argmax_i8_step(a.k1, (gpuos__d_as<int8_t>((uint8_t)x)), j);
+            break;
+        case 2:
+            a.k2 = gpuos__r_argmax_u8_step(a.k2, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
+            break;
+        case 3:
+            a.k3 = gpuos__r_argmax_i16_step(a.k3, (gpuos__d_as<int16_t>((uint16_t)x)), j);
+            break;
+        case 4:
+            a.k4 = gpuos__r_argmax_i32_step(a.k4, (gpuos__d_as<int32_t>((uint32_t)x)), j);
+            break;
+        case 5:
+            a.k5 = gpuos__r_argmax_i64_step(a.k5, (gpuos__d_as<int64_t>((uint64_t)x)), j);
+            break;
+        case 6:
+            a.k6 = gpuos__r_argmax_f16_step(a.k6, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
+            break;
+        case 7:
+            a.k7 = gpuos__r_argmax_bf16_step(a.k7, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
+            break;
+        case 8:
+            a.k8 = gpuos__r_argmax_f32_step(a.k8, (gpuos__d_as<float>((uint32_t)x)), j);
+            break;
+        case 9:
+            a.k9 = gpuos__r_argmax_f64_step(a.k9, (gpuos__d_as<double>((uint64_t)x)), j);
+            break;
         default: break;
         }
         return a;
@@ -2602,18 +2967,53 @@ struct gpuos__d_redg_any {
         }
         return r;
     }
-    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
+    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */
         switch (c) {
-        case 0: a.k0 = gpuos__r_any_bool_step(a.k0, (*(const uint8_t *)x), j); break;
-        case 1: a.k1 = gpuos__r_any_i8_step(a.k1, (*(const int8_t *)x), j); break;
-        case 2: a.k2 = gpuos__r_any_u8_step(a.k2, (*(const uint8_t *)x), j); break;
-        case 3: a.k3 = gpuos__r_any_i16_step(a.k3, (*(const int16_t *)x), j); break;
-        case 4: a.k4 = gpuos__r_any_i32_step(a.k4, (*(const int32_t *)x), j); break;
-        case 5: a.k5 = gpuos__r_any_i64_step(a.k5, (*(const int64_t *)x), j); break;
-        case 6: a.k6 = gpuos__r_any_f16_step(a.k6, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
-        case 7: a.k7 = gpuos__r_any_bf16_step(a.k7, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
-        case 8: a.k8 = gpuos__r_any_f32_step(a.k8, (*(const float *)x), j); break;
-        case 9: a.k9 = gpuos__r_any_f64_step(a.k9, (*(const double *)x), j); break;
+        case 0: return *(const uint8_t *)x;
+        case 1: return *(const uint8_t *)x;
+        case 2: return *(const uint8_t *)x;
+        case 3: return *(const uint16_t *)x;
+        case 4: return *(const uint32_t *)x;
+        case 5: return *(const uint64_t *)x;
+        case 6: return *(const uint16_t *)x;
+        case 7: return *(const uint16_t *)x;
+        case 8: return *(const uint32_t *)x;
+        case 9: return *(const uint64_t *)x;
+        default: return 0;
+        }
+    }
+    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {
+        switch (c) {
+        case 0:
+            a.k0 = gpuos__r_any_bool_step(a.k0, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
+            break;
+        case 1:
+            a.k1 = gpuos__r_any_i8_step(a.k1, (gpuos__d_as<int8_t>((uint8_t)x)), j);
+            break;
+        case 2:
+            a.k2 = gpuos__r_any_u8_step(a.k2, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
+            break;
+        case 3:
+            a.k3 = gpuos__r_any_i16_step(a.k3, (gpuos__d_as<int16_t>((uint16_t)x)), j);
+            break;
+        case 4:
+            a.k4 = gpuos__r_any_i32_step(a.k4, (gpuos__d_as<int32_t>((uint32_t)x)), j);
+            break;
+        case 5:
+            a.k5 = gpuos__r_any_i64_step(a.k5, (gpuos__d_as<int64_t>((uint64_t)x)), j);
+            break;
+        case 6:
+            a.k6 = gpuos__r_any_f16_step(a.k6, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
+            break;
+        case 7:
+            a.k7 = gpuos__r_any_bf16_step(a.k7, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
+            break;
+        case 8:
+            a.k8 = gpuos__r_any_f32_step(a.k8, (gpuos__d_as<float>((uint32_t)x)), j);
+            break;
+        case 9:
+            a.k9 = gpuos__r_any_f64_step(a.k9, (gpuos__d_as<double>((uint64_t)x)), j);
+            break;
         default: break;
         }
         return a;
@@ -2686,18 +3086,53 @@ struct gpuos__d_redg_all {
         }
         return r;
     }
-    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
+    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */
         switch (c) {
-        case 0: a.k0 = gpuos__r_all_bool_step(a.k0, (*(const uint8_t *)x), j); break;
-        case 1: a.k1 = gpuos__r_all_i8_step(a.k1, (*(const int8_t *)x), j); break;
-        case 2: a.k2 = gpuos__r_all_u8_step(a.k2, (*(const uint8_t *)x), j); break;
-        case 3: a.k3 = gpuos__r_all_i16_step(a.k3, (*(const int16_t *)x), j); break;
-        case 4: a.k4 = gpuos__r_all_i32_step(a.k4, (*(const int32_t *)x), j); break;
-        case 5: a.k5 = gpuos__r_all_i64_step(a.k5, (*(const int64_t *)x), j); break;
-        case 6: a.k6 = gpuos__r_all_f16_step(a.k6, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
-        case 7: a.k7 = gpuos__r_all_bf16_step(a.k7, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
-        case 8: a.k8 = gpuos__r_all_f32_step(a.k8, (*(const float *)x), j); break;
-        case 9: a.k9 = gpuos__r_all_f64_step(a.k9, (*(const double *)x), j); break;
+        case 0: return *(const uint8_t *)x;
+        case 1: return *(const uint8_t *)x;
+        case 2: return *(const uint8_t *)x;
+        case 3: return *(const uint16_t *)x;
+        case 4: return *(const uint32_t *)x;
+        case 5: return *(const uint64_t *)x;
+        case 6: return *(const uint16_t *)x;
+        case 7: return *(const uint16_t *)x;
+        case 8: return *(const uint32_t *)x;
+        case 9: return *(const uint64_t *)x;
+        default: return 0;
+        }
+    }
+    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {
+        switch (c) {
+        case 0:
+            a.k0 = gpuos__r_all_bool_step(a.k0, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
+            break;
+        case 1:
+            a.k1 = gpuos__r_all_i8_step(a.k1, (gpuos__d_as<int8_t>((uint8_t)x)), j);
+            break;
+        case 2:
+            a.k2 = gpuos__r_all_u8_step(a.k2, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
+            break;
+        case 3:
+            a.k3 = gpuos__r_all_i16_step(a.k3, (gpuos__d_as<int16_t>((uint16_t)x)), j);
+            break;
+        case 4:
+            a.k4 = gpuos__r_all_i32_step(a.k4, (gpuos__d_as<int32_t>((uint32_t)x)), j);
+            break;
+        case 5:
+            a.k5 = gpuos__r_all_i64_step(a.k5, (gpuos__d_as<int64_t>((uint64_t)x)), j);
+            break;
+        case 6:
+            a.k6 = gpuos__r_all_f16_step(a.k6, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
+            break;
+        case 7:
+            a.k7 = gpuos__r_all_bf16_step(a.k7, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
+            break;
+        case 8:
+            a.k8 = gpuos__r_all_f32_step(a.k8, (gpuos__d_as<float>((uint32_t)x)), j);
+            break;
+        case 9:
+            a.k9 = gpuos__r_all_f64_step(a.k9, (gpuos__d_as<double>((uint64_t)x)), j);
+            break;
         default: break;
         }
         return a;
@@ -2758,12 +3193,29 @@ struct gpuos__d_redg_norm2 {
         }
         return r;
     }
-    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
+    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */
         switch (c) {
-        case 0: a.k0 = gpuos__r_norm2_f16_step(a.k0, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
-        case 1: a.k1 = gpuos__r_norm2_bf16_step(a.k1, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
-        case 2: a.k2 = gpuos__r_norm2_f32_step(a.k2, (*(const float *)x), j); break;
-        case 3: a.k3 = gpuos__r_norm2_f64_step(a.k3, (*(const double *)x), j); break;
+        case 0: return *(const uint16_t *)x;
+        case 1: return *(const uint16_t *)x;
+        case 2: return *(const uint32_t *)x;
+        case 3: return *(const uint64_t *)x;
+        default: return 0;
+        }
+    }
+    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {
+        switch (c) {
+        case 0:
+            a.k0 = gpuos__r_norm2_f16_step(a.k0, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
+            break;
+        case 1:
+            a.k1 = gpuos__r_norm2_bf16_step(a.k1, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
+            break;
+        case 2:
+            a.k2 = gpuos__r_norm2_f32_step(a.k2, (gpuos__d_as<float>((uint32_t)x)), j);
+            break;
+        case 3:
+            a.k3 = gpuos__r_norm2_f64_step(a.k3, (gpuos__d_as<double>((uint64_t)x)), j);
+            break;
         default: break;
         }
         return a;
@@ -2812,12 +3264,29 @@ struct gpuos__d_redg_var {
         }
         return r;
     }
-    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
+    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */
         switch (c) {
-        case 0: a.k0 = gpuos__r_var_f16_step(a.k0, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
-        case 1: a.k1 = gpuos__r_var_bf16_step(a.k1, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
-        case 2: a.k2 = gpuos__r_var_f32_step(a.k2, (*(const float *)x), j); break;
-        case 3: a.k3 = gpuos__r_var_f64_step(a.k3, (*(const double *)x), j); break;
+        case 0: return *(const uint16_t *)x;
+        case 1: return *(const uint16_t *)x;
+        case 2: return *(const uint32_t *)x;
+        case 3: return *(const uint64_t *)x;
+        default: return 0;
+        }
+    }
+    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {
+        switch (c) {
+        case 0:
+            a.k0 = gpuos__r_var_f16_step(a.k0, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
+            break;
+        case 1:
+            a.k1 = gpuos__r_var_bf16_step(a.k1, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
+            break;
+        case 2:
+            a.k2 = gpuos__r_var_f32_step(a.k2, (gpuos__d_as<float>((uint32_t)x)), j);
+            break;
+        case 3:
+            a.k3 = gpuos__r_var_f64_step(a.k3, (gpuos__d_as<double>((uint64_t)x)), j);
+            break;
         default: break;
         }
         return a;
@@ -2866,12 +3335,29 @@ struct gpuos__d_redg_std {
         }
         return r;
     }
-    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
+    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */
         switch (c) {
-        case 0: a.k0 = gpuos__r_std_f16_step(a.k0, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
-        case 1: a.k1 = gpuos__r_std_bf16_step(a.k1, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
-        case 2: a.k2 = gpuos__r_std_f32_step(a.k2, (*(const float *)x), j); break;
-        case 3: a.k3 = gpuos__r_std_f64_step(a.k3, (*(const double *)x), j); break;
+        case 0: return *(const uint16_t *)x;
+        case 1: return *(const uint16_t *)x;
+        case 2: return *(const uint32_t *)x;
+        case 3: return *(const uint64_t *)x;
+        default: return 0;
+        }
+    }
+    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {
+        switch (c) {
+        case 0:
+            a.k0 = gpuos__r_std_f16_step(a.k0, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
+            break;
+        case 1:
+            a.k1 = gpuos__r_std_bf16_step(a.k1, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
+            break;
+        case 2:
+            a.k2 = gpuos__r_std_f32_step(a.k2, (gpuos__d_as<float>((uint32_t)x)), j);
+            break;
+        case 3:
+            a.k3 = gpuos__r_std_f64_step(a.k3, (gpuos__d_as<double>((uint64_t)x)), j);
+            break;
         default: break;
         }
         return a;
@@ -2904,13 +3390,24 @@ static __device__ __noinline__ void gpuos__d_reduce_std(const gpuos__reduce_plan
 /* group 46: accumulation in uint64_t */
 struct gpuos__d_mmg0 {
     typedef uint64_t T;
-    static __device__ __forceinline__ T ld(int cs, const char *p) {
+    typedef uint64_t R;
+    static __device__ __forceinline__ R raw(int cs, const char *p) {
         switch (cs) {
-        case 0: return (T)(int8_t)(*(const int8_t *)p); /* i8 */
-        case 1: return (T)(uint8_t)(*(const uint8_t *)p); /* u8 */
-        case 2: return (T)(int16_t)(*(const int16_t *)p); /* i16 */
-        case 3: return (T)(int32_t)(*(const int32_t *)p); /* i32 */
-        case 4: return (T)(int64_t)(*(const int64_t *)p); /* i64 */
+        case 0: return *(const uint8_t *)p; /* i8 */
+        case 1: return *(const uint8_t *)p; /* u8 */
+        case 2: return *(const uint16_t *)p; /* i16 */
+        case 3: return *(const uint32_t *)p; /* i32 */
+        case 4: return *(const uint64_t *)p; /* i64 */
+        default: return 0;
+        }
+    }
+    static __device__ __forceinline__ T cvt(int cs, R v) {
+        switch (cs) {
+        case 0: return (T)(int8_t)(gpuos__d_as<int8_t>((uint8_t)v));
+        case 1: return (T)(uint8_t)(gpuos__d_as<uint8_t>((uint8_t)v));
+        case 2: return (T)(int16_t)(gpuos__d_as<int16_t>((uint16_t)v));
+        case 3: return (T)(int32_t)(gpuos__d_as<int32_t>((uint32_t)v));
+        case 4: return (T)(int64_t)(gpuos__d_as<int64_t>((uint64_t)v));
         default: return 0;
         }
     }
@@ -2932,11 +3429,20 @@ static __device__ __noinline__ void gpuos__d_matmul_g0(const gpuos__matmul_plan 
 /* group 47: accumulation in float */
 struct gpuos__d_mmg1 {
     typedef float T;
-    static __device__ __forceinline__ T ld(int cs, const char *p) {
+    typedef uint32_t R;
+    static __device__ __forceinline__ R raw(int cs, const char *p) {
         switch (cs) {
-        case 0: return (T)(float)gpuos__f16_to_f32(*(const uint16_t *)p); /* f16 */
-        case 1: return (T)(float)gpuos__bf16_to_f32(*(const uint16_t *)p); /* bf16 */
-        case 2: return (T)(float)(*(const float *)p); /* f32 */
+        case 0: return *(const uint16_t *)p; /* f16 */
+        case 1: return *(const uint16_t *)p; /* bf16 */
+        case 2: return *(const uint32_t *)p; /* f32 */
+        default: return 0;
+        }
+    }
+    static __device__ __forceinline__ T cvt(int cs, R v) {
+        switch (cs) {
+        case 0: return (T)(float)gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)v));
+        case 1: return (T)(float)gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)v));
+        case 2: return (T)(float)(gpuos__d_as<float>((uint32_t)v));
         default: return 0;
         }
     }
@@ -2956,9 +3462,16 @@ static __device__ __noinline__ void gpuos__d_matmul_g1(const gpuos__matmul_plan 
 /* group 48: accumulation in double */
 struct gpuos__d_mmg2 {
     typedef double T;
-    static __device__ __forceinline__ T ld(int cs, const char *p) {
+    typedef uint64_t R;
+    static __device__ __forceinline__ R raw(int cs, const char *p) {
         switch (cs) {
-        case 0: return (T)(double)(*(const double *)p); /* f64 */
+        case 0: return *(const uint64_t *)p; /* f64 */
+        default: return 0;
+        }
+    }
+    static __device__ __forceinline__ T cvt(int cs, R v) {
+        switch (cs) {
+        case 0: return (T)(double)(gpuos__d_as<double>((uint64_t)v));
         default: return 0;
         }
     }
@@ -2977,11 +3490,20 @@ static __device__ __noinline__ void gpuos__d_matmul_g2(const gpuos__matmul_plan 
 /* dtypes of compute type float */
 struct gpuos__d_rowsd0 {
     typedef float T;
-    static __device__ __forceinline__ T ld(int cs, const char *p) {
+    typedef uint32_t R;
+    static __device__ __forceinline__ R raw(int cs, const char *p) {
         switch (cs) {
-        case 0: return gpuos__f16_to_f32(*(const uint16_t *)p); /* f16 */
-        case 1: return gpuos__bf16_to_f32(*(const uint16_t *)p); /* bf16 */
-        case 2: return (*(const float *)p); /* f32 */
+        case 0: return *(const uint16_t *)p; /* f16 */
+        case 1: return *(const uint16_t *)p; /* bf16 */
+        case 2: return *(const uint32_t *)p; /* f32 */
+        default: return 0;
+        }
+    }
+    static __device__ __forceinline__ T cvt(int cs, R v) {
+        switch (cs) {
+        case 0: return gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)v));
+        case 1: return gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)v));
+        case 2: return (gpuos__d_as<float>((uint32_t)v));
         default: return 0;
         }
     }
@@ -2997,9 +3519,16 @@ struct gpuos__d_rowsd0 {
 /* dtypes of compute type double */
 struct gpuos__d_rowsd1 {
     typedef double T;
-    static __device__ __forceinline__ T ld(int cs, const char *p) {
+    typedef uint64_t R;
+    static __device__ __forceinline__ R raw(int cs, const char *p) {
         switch (cs) {
-        case 0: return (*(const double *)p); /* f64 */
+        case 0: return *(const uint64_t *)p; /* f64 */
+        default: return 0;
+        }
+    }
+    static __device__ __forceinline__ T cvt(int cs, R v) {
+        switch (cs) {
+        case 0: return (gpuos__d_as<double>((uint64_t)v));
         default: return 0;
         }
     }

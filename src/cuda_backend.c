@@ -1,0 +1,1015 @@
+/* cuda_backend.c - the GPU executor: the persistent kernel and its host side.
+
+   At context creation: load the CUDA driver (dlopen), compile the whole device
+   source (generated kernels + src/device/persistent.cuh) with NVRTC for the
+   device's compute capability, or load it from the disk cache, load the module and
+   allocate the queue. Everything is loaded BEFORE the persistent kernel first runs:
+   loading code while it runs blocks (GPU-FINDINGS.md).
+
+   Submission (gpuos__cuda_pump_locked, called by gpuos__queue_push with ctx->mu
+   held) turns each queued job into ring slots (src/gpuos_queue.h): a cached plan id
+   (the plan is sent once, in PLAN slots, and reused while its bytes stay the same),
+   a kernel id, a tiling, a base worker, and the dependencies that the per-storage
+   access logs find (read-after-write, write-after-read, write-after-write). An
+   element-wise task whose conflicting operand maps item i to the very element that
+   its producer's item i touched inherits the producer's base: its tile t then runs
+   on the same worker block as the producer's tile t, after it, and needs no wait.
+
+   Completion: the kernel's retirer writes the last retired device sequence number
+   into mapped host memory; whoever waits (and a reaper thread) retires the jobs up
+   to it. The reaper also stops the kernel after idle_ms without work (so that other
+   CUDA work and module loads are never blocked for long) and turns a device fault
+   into the sticky GPUOS_ERR_DEVICE_LOST. */
+#include "gpuos_runtime.h"
+
+#include <errno.h>    /* errno */
+#include <stdio.h>    /* snprintf, fopen */
+#include <stdlib.h>   /* malloc, getenv */
+#include <string.h>   /* memcpy, memcmp */
+#include <sys/stat.h> /* mkdir */
+#include <time.h>     /* nanosleep, clock_gettime */
+#include <unistd.h>   /* getpid */
+
+/* ---------------------------------------------------------------- driver constants */
+#define CU_SUCCESS 0
+#define CU_ERROR_NOT_READY 600
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY 19
+#define CU_MEMHOSTALLOC_PORTABLE 0x01
+#define CU_MEMHOSTALLOC_DEVICEMAP 0x02
+#define CU_STREAM_NON_BLOCKING 0x1
+
+#define CUDA__RING_SLOTS (1u << 16)  /* host ring: 4 MB of pinned memory */
+#define CUDA__TASK_CAP (1u << 16)    /* device task ring */
+#define CUDA__INBOX_CAP 256u         /* entries per worker inbox */
+#define CUDA__PLAN_CAP 4096u         /* cached plans on the device */
+#define CUDA__PLAN_PROBE 8u
+#define CUDA__LOG_LEN 8              /* remembered accesses per storage */
+#define CUDA__TILE_EW 1024           /* element-wise items per tile (small tasks) */
+
+/* One remembered access of a storage (device sequence numbers). */
+typedef struct cuda__access {
+    uint64_t dseq;
+    uint64_t lo, hi; /* byte range */
+    uint64_t sig;    /* element map of an element-wise operand; 0 = none */
+    uint32_t base;
+    int write;
+} cuda__access;
+
+typedef struct cuda__log {
+    int n;
+    uint64_t floor; /* accesses forgotten for room: every later access waits for this seq */
+    cuda__access a[CUDA__LOG_LEN];
+} cuda__log;
+
+typedef struct cuda__plan_entry {
+    uint64_t key;
+    uint64_t last_dseq; /* the last task using it; reusable once retired */
+    uint32_t bytes;
+    int used;
+    unsigned char plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD];
+} cuda__plan_entry;
+
+struct gpuos__cuda {
+    const gpuos__cuda_api *cu;
+    gpuos__CUdevice dev;
+    gpuos__CUcontext cuctx;
+    gpuos__CUmodule mod;
+    gpuos__CUfunction fn;
+    gpuos__CUstream stream;      /* the persistent kernel */
+    gpuos__CUstream copy_stream; /* uploads and downloads */
+    char name[128];
+    int cc_major, cc_minor, sm_count, n_blocks, n_workers;
+    double compile_ms;           /* 0 when the module came from the cache */
+    int from_cache;
+
+    gpuos__qslot *ring;          /* pinned, mapped */
+    gpuos__pk_ctl *ctl;          /* pinned, mapped */
+    gpuos__pk_params P;          /* device addresses */
+    uint64_t pos;                /* next ring position */
+    uint64_t dseq;               /* next device sequence number */
+    uint64_t fetched_seen;       /* cached ctl->fetched */
+    uint64_t retired_seen;       /* cached ctl->retired */
+    int running;
+    uint32_t next_base;          /* round robin for unaligned tasks */
+    uint64_t last_activity_ns;
+
+    cuda__plan_entry *plans;
+
+    void **deferred;             /* device memory to free once the kernel stops */
+    int n_deferred, cap_deferred;
+
+    pthread_t reaper;
+    int reaper_running, reaper_stop;
+};
+
+/* ---------------------------------------------------------------- small helpers */
+static uint64_t cuda_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void cuda_sleep_ns(long ns) {
+    struct timespec ts;
+    ts.tv_sec = 0;
+    ts.tv_nsec = ns;
+    nanosleep(&ts, NULL);
+}
+
+static uint64_t cuda_fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = (const unsigned char *)p;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+#define CUDA__FNV0 14695981039346656037ull
+
+static const char *cuda_errname(const gpuos__cuda_api *cu, gpuos__CUresult r) {
+    const char *s = NULL;
+    if (cu->cuGetErrorName) cu->cuGetErrorName(r, &s);
+    return s ? s : "CUDA_ERROR_UNKNOWN";
+}
+
+#define CUDA_TRY(ctx, call, what)                                                                      \
+    do {                                                                                               \
+        gpuos__CUresult r_ = (call);                                                                   \
+        if (r_ != CU_SUCCESS)                                                                          \
+            return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "%s failed: %s (%d)", what,              \
+                                    cuda_errname(c->cu, r_), (int)r_);                                 \
+    } while (0)
+
+static uint64_t cuda_load_acquire(const volatile uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+
+/* ---------------------------------------------------------------- module: compile or load from cache */
+/* The cache directory: config, $GPUOS_CACHE_DIR, $XDG_CACHE_HOME/gpuos, ~/.cache/gpuos.
+   Created if missing; "" when none can be had (then nothing is cached). */
+static void cuda_cache_dir(const gpuos_context *ctx, char *out, size_t n) {
+    const char *e;
+    out[0] = 0;
+    if (ctx->cfg.cache_dir && ctx->cfg.cache_dir[0])
+        snprintf(out, n, "%s", ctx->cfg.cache_dir);
+    else if ((e = getenv("GPUOS_CACHE_DIR")) && e[0])
+        snprintf(out, n, "%s", e);
+    else if ((e = getenv("XDG_CACHE_HOME")) && e[0])
+        snprintf(out, n, "%s/gpuos", e);
+    else if ((e = getenv("HOME")) && e[0])
+        snprintf(out, n, "%s/.cache/gpuos", e);
+    if (out[0]) {
+        char *p;
+        for (p = out + 1; *p; p++) /* mkdir -p */
+            if (*p == '/') {
+                *p = 0;
+                mkdir(out, 0755);
+                *p = '/';
+            }
+        if (mkdir(out, 0755) != 0 && errno != EEXIST) out[0] = 0;
+    }
+}
+
+typedef struct cuda__cache_header {
+    char magic[8];      /* "GPUOSCB1" */
+    uint64_t key;
+    uint64_t size;
+    uint64_t checksum;  /* FNV-1a of the cubin */
+} cuda__cache_header;
+
+/* Reads a cached cubin; NULL if absent, short, or its checksum or key differ (corrupt). */
+static void *cuda_cache_read(const char *path, uint64_t key, size_t *size) {
+    cuda__cache_header h;
+    void *buf = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    if (fread(&h, sizeof h, 1, f) == 1 && memcmp(h.magic, "GPUOSCB1", 8) == 0 && h.key == key && h.size > 0 &&
+        h.size < (1ull << 31) && (buf = malloc((size_t)h.size)) != NULL) {
+        if (fread(buf, 1, (size_t)h.size, f) != h.size || cuda_fnv(CUDA__FNV0, buf, (size_t)h.size) != h.checksum) {
+            free(buf);
+            buf = NULL;
+        } else {
+            *size = (size_t)h.size;
+        }
+    }
+    fclose(f);
+    return buf;
+}
+
+/* Writes atomically: a temporary file in the same directory, then rename. */
+static void cuda_cache_write(const char *path, uint64_t key, const void *cubin, size_t size) {
+    char tmp[1200];
+    cuda__cache_header h;
+    FILE *f;
+    int ok;
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    f = fopen(tmp, "wb");
+    if (!f) return;
+    memcpy(h.magic, "GPUOSCB1", 8);
+    h.key = key;
+    h.size = size;
+    h.checksum = cuda_fnv(CUDA__FNV0, cubin, size);
+    ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(cubin, 1, size, f) == size;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) remove(tmp);
+}
+
+static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c) {
+    char why[512], arch[64], dir[1024], path[1200];
+    const gpuos__nvrtc_api *nv;
+    const char *opts[6];
+    size_t src_len = 0, cubin_size = 0;
+    char *src, *log = NULL;
+    void *cubin = NULL;
+    uint64_t key;
+    gpuos_status st;
+    int i, n_opts = 0;
+    gpuos__CUresult r;
+
+    snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%d", c->cc_major, c->cc_minor);
+    opts[n_opts++] = arch;
+    opts[n_opts++] = "-default-device";
+    opts[n_opts++] = "--std=c++17";
+    src = gpuos__device_source_joined(&src_len);
+    if (!src) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the device source");
+    nv = gpuos__nvrtc_load(why, sizeof why);
+    key = cuda_fnv(CUDA__FNV0, src, src_len);
+    for (i = 0; i < n_opts; i++) key = cuda_fnv(key, opts[i], strlen(opts[i]) + 1);
+    if (nv) key = cuda_fnv(key, &nv->version_major, sizeof(int) * 2);
+
+    cuda_cache_dir(ctx, dir, sizeof dir);
+    path[0] = 0;
+    if (dir[0]) {
+        snprintf(path, sizeof path, "%s/gpuos-%016llx-sm%d%d.cubin", dir, (unsigned long long)key, c->cc_major,
+                 c->cc_minor);
+        cubin = cuda_cache_read(path, key, &cubin_size);
+    }
+    if (cubin) {
+        r = c->cu->cuModuleLoadData(&c->mod, cubin);
+        if (r == CU_SUCCESS) {
+            c->from_cache = 1;
+            free(cubin);
+            free(src);
+            return GPUOS_OK;
+        }
+        free(cubin); /* unusable: compile again and overwrite */
+        cubin = NULL;
+    }
+    if (!nv) {
+        free(src);
+        return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE,
+                                "gpuos_create: NVRTC cannot be loaded (%s), and no compiled device code is cached", why);
+    }
+    {
+        uint64_t t0 = cuda_now_ns();
+        st = gpuos__nvrtc_compile(ctx, src, "gpuos_device.cu", opts, n_opts, 1, &cubin, &cubin_size, &log);
+        c->compile_ms = (double)(cuda_now_ns() - t0) / 1e6;
+    }
+    free(src);
+    if (st != GPUOS_OK) {
+        st = gpuos__set_error(ctx, st, "gpuos_create: compiling the device code for sm_%d%d failed:\n%s", c->cc_major,
+                              c->cc_minor, log ? log : "");
+        free(log);
+        return st;
+    }
+    free(log);
+    r = c->cu->cuModuleLoadData(&c->mod, cubin);
+    if (r == CU_SUCCESS && path[0]) cuda_cache_write(path, key, cubin, cubin_size);
+    free(cubin);
+    if (r != CU_SUCCESS)
+        return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: cuModuleLoadData failed: %s (%d)",
+                                cuda_errname(c->cu, r), (int)r);
+    return GPUOS_OK;
+}
+
+/* ---------------------------------------------------------------- open and close */
+static void *cuda_reaper_main(void *arg);
+
+static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) {
+    gpuos__CUdeviceptr d;
+    size_t inbox_bytes;
+    void *h;
+    c->P.ring_slots = CUDA__RING_SLOTS;
+    c->P.task_cap = CUDA__TASK_CAP;
+    c->P.inbox_cap = CUDA__INBOX_CAP;
+    CUDA_TRY(ctx, c->cu->cuMemHostAlloc(&h, CUDA__RING_SLOTS * sizeof(gpuos__qslot),
+                                        CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
+             "cuMemHostAlloc (task ring)");
+    c->ring = (gpuos__qslot *)h;
+    memset(c->ring, 0, CUDA__RING_SLOTS * sizeof(gpuos__qslot));
+    CUDA_TRY(ctx, c->cu->cuMemHostGetDevicePointer(&d, h, 0), "cuMemHostGetDevicePointer (task ring)");
+    c->P.ring = (gpuos__qslot *)(uintptr_t)d;
+    CUDA_TRY(ctx, c->cu->cuMemHostAlloc(&h, sizeof(gpuos__pk_ctl), CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
+             "cuMemHostAlloc (control block)");
+    c->ctl = (gpuos__pk_ctl *)h;
+    memset(c->ctl, 0, sizeof *c->ctl);
+    CUDA_TRY(ctx, c->cu->cuMemHostGetDevicePointer(&d, h, 0), "cuMemHostGetDevicePointer (control block)");
+    c->P.ctl = (gpuos__pk_ctl *)(uintptr_t)d;
+
+    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, CUDA__TASK_CAP * sizeof(gpuos__dtask)), "cuMemAlloc (tasks)");
+    CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0xff, CUDA__TASK_CAP * sizeof(gpuos__dtask)), "cuMemsetD8 (tasks)");
+    c->P.tasks = (gpuos__dtask *)(uintptr_t)d;
+    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, CUDA__TASK_CAP * sizeof(uint32_t)), "cuMemAlloc (done counters)");
+    CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, CUDA__TASK_CAP * sizeof(uint32_t)), "cuMemsetD8 (done counters)");
+    c->P.done = (uint32_t *)(uintptr_t)d;
+    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, 64), "cuMemAlloc (retired)");
+    CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, 64), "cuMemsetD8 (retired)");
+    c->P.retired = (uint64_t *)(uintptr_t)d;
+    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__PLAN_CAP * GPUOS__PLAN_BYTES), "cuMemAlloc (plans)");
+    c->P.plans = (char *)(uintptr_t)d;
+    inbox_bytes = (size_t)c->n_workers * CUDA__INBOX_CAP * sizeof(gpuos__dtask);
+    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, inbox_bytes), "cuMemAlloc (inboxes)");
+    CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, inbox_bytes), "cuMemsetD8 (inboxes)");
+    c->P.inbox = (gpuos__dtask *)(uintptr_t)d;
+    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)c->n_workers * sizeof(uint32_t)), "cuMemAlloc (worker positions)");
+    CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, (size_t)c->n_workers * sizeof(uint32_t)), "cuMemsetD8 (worker positions)");
+    c->P.wpos = (uint32_t *)(uintptr_t)d;
+    c->plans = (cuda__plan_entry *)calloc(CUDA__PLAN_CAP, sizeof(cuda__plan_entry));
+    if (!c->plans) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the plan cache");
+    c->pos = 0;
+    c->dseq = 1;
+    return GPUOS_OK;
+}
+
+static gpuos_status cuda_open_device(gpuos_context *ctx, struct gpuos__cuda *c, int ordinal) {
+    int count = 0, map = 0, occ = 0;
+    CUDA_TRY(ctx, c->cu->cuInit(0), "cuInit");
+    CUDA_TRY(ctx, c->cu->cuDeviceGetCount(&count), "cuDeviceGetCount");
+    if (count <= 0) return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: no CUDA device");
+    if (ordinal >= count)
+        return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: CUDA device %d requested, %d present", ordinal,
+                                count);
+    CUDA_TRY(ctx, c->cu->cuDeviceGet(&c->dev, ordinal), "cuDeviceGet");
+    c->cu->cuDeviceGetName(c->name, (int)sizeof c->name, c->dev);
+    CUDA_TRY(ctx, c->cu->cuDeviceGetAttribute(&c->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->dev),
+             "cuDeviceGetAttribute");
+    CUDA_TRY(ctx, c->cu->cuDeviceGetAttribute(&c->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->dev),
+             "cuDeviceGetAttribute");
+    CUDA_TRY(ctx, c->cu->cuDeviceGetAttribute(&c->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, c->dev),
+             "cuDeviceGetAttribute");
+    CUDA_TRY(ctx, c->cu->cuDeviceGetAttribute(&map, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, c->dev),
+             "cuDeviceGetAttribute");
+    if (!map) return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: the device cannot map host memory");
+    if (c->cc_major < 7)
+        return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: compute capability %d.%d; gpuos needs 7.0+",
+                                c->cc_major, c->cc_minor);
+    CUDA_TRY(ctx, c->cu->cuDevicePrimaryCtxRetain(&c->cuctx, c->dev), "cuDevicePrimaryCtxRetain");
+    CUDA_TRY(ctx, c->cu->cuCtxSetCurrent(c->cuctx), "cuCtxSetCurrent");
+    {
+        gpuos_status st = cuda_build_module(ctx, c);
+        if (st != GPUOS_OK) return st;
+    }
+    CUDA_TRY(ctx, c->cu->cuModuleGetFunction(&c->fn, c->mod, "gpuos__pk_main"), "cuModuleGetFunction(gpuos__pk_main)");
+    /* Every block must be resident at once: the workers wait on each other. */
+    CUDA_TRY(ctx, c->cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, c->fn, GPUOS__PK_THREADS, 0),
+             "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    if (occ < 1) return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: the persistent kernel cannot fit");
+    if (occ > 4) occ = 4;
+    c->n_blocks = c->sm_count * occ;
+    if (c->n_blocks - 1 > GPUOS__MAX_WORKERS) c->n_blocks = GPUOS__MAX_WORKERS + 1;
+    c->n_workers = c->n_blocks - 1;
+    CUDA_TRY(ctx, c->cu->cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    CUDA_TRY(ctx, c->cu->cuStreamCreate(&c->copy_stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    return cuda_alloc_queue(ctx, c);
+}
+
+gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
+    char why[512];
+    struct gpuos__cuda *c;
+    gpuos_status st;
+    const gpuos__cuda_api *cu = gpuos__cuda_load(why, sizeof why);
+    if (!cu) return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: the CUDA driver cannot be loaded (%s)", why);
+    c = (struct gpuos__cuda *)calloc(1, sizeof *c);
+    if (!c) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the CUDA backend");
+    c->cu = cu;
+    ctx->cuda = c;
+    st = cuda_open_device(ctx, c, ordinal < 0 ? 0 : ordinal);
+    if (st == GPUOS_OK) {
+        c->last_activity_ns = cuda_now_ns();
+        if (pthread_create(&c->reaper, NULL, cuda_reaper_main, ctx) != 0)
+            st = gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "gpuos_create: cannot start the reaper thread");
+        else
+            c->reaper_running = 1;
+    }
+    if (st != GPUOS_OK) gpuos__cuda_close(ctx);
+    return st;
+}
+
+/* Sends EXIT and waits for the kernel to leave (ctx->mu held). */
+static void cuda_stop_kernel_locked(gpuos_context *ctx);
+
+void gpuos__cuda_close(gpuos_context *ctx) {
+    struct gpuos__cuda *c = ctx->cuda;
+    int i;
+    if (!c) return;
+    if (c->reaper_running) {
+        pthread_mutex_lock(&ctx->mu);
+        c->reaper_stop = 1;
+        pthread_mutex_unlock(&ctx->mu);
+        pthread_join(c->reaper, NULL);
+        c->reaper_running = 0;
+    }
+    pthread_mutex_lock(&ctx->mu);
+    if (c->running) cuda_stop_kernel_locked(ctx);
+    pthread_mutex_unlock(&ctx->mu);
+    if (c->cuctx) {
+        c->cu->cuCtxSetCurrent(c->cuctx);
+        for (i = 0; i < c->n_deferred; i++) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->deferred[i]);
+        if (c->P.tasks) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.tasks);
+        if (c->P.done) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.done);
+        if (c->P.retired) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.retired);
+        if (c->P.plans) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.plans);
+        if (c->P.inbox) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.inbox);
+        if (c->P.wpos) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.wpos);
+        if (c->ring) c->cu->cuMemFreeHost(c->ring);
+        if (c->ctl) c->cu->cuMemFreeHost(c->ctl);
+        if (c->stream) c->cu->cuStreamDestroy(c->stream);
+        if (c->copy_stream) c->cu->cuStreamDestroy(c->copy_stream);
+        if (c->mod) c->cu->cuModuleUnload(c->mod);
+        c->cu->cuDevicePrimaryCtxRelease(c->dev);
+    }
+    free(c->deferred);
+    free(c->plans);
+    free(c);
+    ctx->cuda = NULL;
+}
+
+/* ---------------------------------------------------------------- device memory */
+gpuos_status gpuos__cuda_alloc(gpuos_context *ctx, size_t bytes, void **out) {
+    struct gpuos__cuda *c = ctx->cuda;
+    gpuos__CUdeviceptr d = 0;
+    gpuos__CUresult r;
+    c->cu->cuCtxSetCurrent(c->cuctx);
+    r = c->cu->cuMemAlloc(&d, bytes ? bytes : 1);
+    if (r != CU_SUCCESS)
+        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "cuMemAlloc(%zu bytes) failed: %s", bytes,
+                                cuda_errname(c->cu, r));
+    *out = (void *)(uintptr_t)d;
+    return GPUOS_OK;
+}
+
+/* cuMemFree synchronises the device, which would wait for the persistent kernel:
+   while it runs, frees are deferred until it stops (idle exit or destroy). */
+void gpuos__cuda_free_locked(gpuos_context *ctx, void *p) {
+    struct gpuos__cuda *c = ctx->cuda;
+    if (!p) return;
+    if (!c->running) {
+        c->cu->cuCtxSetCurrent(c->cuctx);
+        c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)p);
+        return;
+    }
+    if (c->n_deferred == c->cap_deferred) {
+        int cap = c->cap_deferred ? 2 * c->cap_deferred : 64;
+        void **d = (void **)realloc(c->deferred, (size_t)cap * sizeof *d);
+        if (!d) return; /* leak rather than stall; the context frees nothing else wrongly */
+        c->deferred = d;
+        c->cap_deferred = cap;
+    }
+    c->deferred[c->n_deferred++] = p;
+}
+
+/* Synchronous copy on the copy stream (never waits for the persistent kernel). */
+gpuos_status gpuos__cuda_memcpy(gpuos_context *ctx, void *dst, const void *src, size_t bytes, int to_device) {
+    struct gpuos__cuda *c = ctx->cuda;
+    gpuos__CUresult r;
+    if (bytes == 0) return GPUOS_OK;
+    c->cu->cuCtxSetCurrent(c->cuctx);
+    if (to_device)
+        r = c->cu->cuMemcpyHtoDAsync((gpuos__CUdeviceptr)(uintptr_t)dst, src, bytes, c->copy_stream);
+    else
+        r = c->cu->cuMemcpyDtoHAsync(dst, (gpuos__CUdeviceptr)(uintptr_t)src, bytes, c->copy_stream);
+    if (r == CU_SUCCESS) r = c->cu->cuStreamSynchronize(c->copy_stream);
+    if (r != CU_SUCCESS)
+        return gpuos__set_error(ctx, GPUOS_ERR_DEVICE_LOST, "%s of %zu bytes failed: %s (%d)",
+                                to_device ? "copy to the device" : "copy from the device", bytes,
+                                cuda_errname(c->cu, r), (int)r);
+    return GPUOS_OK;
+}
+
+/* ---------------------------------------------------------------- the ring */
+/* Waits (submit_timeout_ms) until `need` more slots fit (ctx->mu held). */
+static gpuos_status cuda_ring_room(gpuos_context *ctx, struct gpuos__cuda *c, uint64_t need) {
+    uint64_t t0 = 0;
+    while (c->pos + need - c->fetched_seen > c->P.ring_slots) {
+        c->fetched_seen = cuda_load_acquire(&c->ctl->fetched);
+        if (c->pos + need - c->fetched_seen <= c->P.ring_slots) break;
+        if (!t0) t0 = cuda_now_ns();
+        if (cuda_now_ns() - t0 > (uint64_t)(ctx->cfg.submit_timeout_ms + 1) * 1000000ull)
+            return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL,
+                                    "gpuos_submit: the device did not take tasks for %u ms (ring full)",
+                                    (unsigned)ctx->cfg.submit_timeout_ms);
+        cuda_sleep_ns(2000);
+    }
+    return GPUOS_OK;
+}
+
+static void cuda_put(struct gpuos__cuda *c, const void *body) {
+    gpuos__qslot *s = &c->ring[c->pos & (c->P.ring_slots - 1)];
+    memcpy(&s->u, body, sizeof s->u);
+    __atomic_store_n(&s->tag, c->pos + 1, __ATOMIC_RELEASE); /* the slot's bytes first, then its tag */
+    c->pos++;
+}
+
+static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c) {
+    void *args[1];
+    gpuos__CUresult r;
+    c->P.start_pos = c->pos;
+    c->P.start_seq = c->dseq;
+    c->ctl->alive = 1;
+    args[0] = &c->P;
+    c->cu->cuCtxSetCurrent(c->cuctx);
+    r = c->cu->cuLaunchKernel(c->fn, (unsigned)c->n_blocks, 1, 1, GPUOS__PK_THREADS, 1, 1, 0, c->stream, args, NULL);
+    if (r != CU_SUCCESS) {
+        c->ctl->alive = 0;
+        return gpuos__set_error(ctx, GPUOS_ERR_DEVICE_LOST, "launching the persistent kernel failed: %s (%d)",
+                                cuda_errname(c->cu, r), (int)r);
+    }
+    c->running = 1;
+    return GPUOS_OK;
+}
+
+static void cuda_stop_kernel_locked(gpuos_context *ctx) {
+    struct gpuos__cuda *c = ctx->cuda;
+    gpuos__qdesc d;
+    gpuos__CUresult r;
+    int i;
+    if (!c->running) return;
+    memset(&d, 0, sizeof d);
+    d.kind = GPUOS__SLOT_EXIT;
+    if (cuda_ring_room(ctx, c, 1) == GPUOS_OK) {
+        cuda_put(c, &d);
+        c->dseq++;
+    }
+    c->cu->cuCtxSetCurrent(c->cuctx);
+    r = c->cu->cuStreamSynchronize(c->stream); /* returns once EXIT retired (or at a fault) */
+    c->running = 0;
+    if (r != CU_SUCCESS && ctx->sticky == GPUOS_OK) {
+        ctx->sticky = GPUOS_ERR_DEVICE_LOST;
+        gpuos__set_error(ctx, GPUOS_ERR_DEVICE_LOST, "the persistent kernel failed: %s (%d)", cuda_errname(c->cu, r),
+                         (int)r);
+    }
+    c->retired_seen = c->dseq - 1;
+    for (i = 0; i < c->n_deferred; i++) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->deferred[i]);
+    c->n_deferred = 0;
+}
+
+/* ---------------------------------------------------------------- encoding a job */
+typedef struct cuda__operand {
+    const char *ptr;
+    int rank;
+    const int64_t *shape;
+    const int64_t *stride; /* bytes */
+    int64_t pre_shape[2 * GPUOS__MAX_RANK];
+    int64_t pre_stride[2 * GPUOS__MAX_RANK];
+    size_t elsize;
+    int write;
+    uint64_t sig; /* element-wise item->element map, 0 if none */
+} cuda__operand;
+
+/* Byte range [lo, hi) that an operand reaches. */
+static void cuda_operand_range(const cuda__operand *o, uint64_t *lo, uint64_t *hi) {
+    int64_t a = 0, b = 0;
+    int k;
+    for (k = 0; k < o->rank; k++) {
+        if (o->shape[k] == 0) {
+            *lo = *hi = (uint64_t)(uintptr_t)o->ptr;
+            return;
+        }
+        if (o->stride[k] > 0) b += o->stride[k] * (o->shape[k] - 1);
+        else a += o->stride[k] * (o->shape[k] - 1);
+    }
+    *lo = (uint64_t)(uintptr_t)o->ptr + (uint64_t)a;
+    *hi = (uint64_t)(uintptr_t)o->ptr + (uint64_t)b + o->elsize;
+}
+
+/* Lists a job's operands (out first) from its plan. */
+static int cuda_operands(const gpuos__job *job, cuda__operand *ops) {
+    int n = 0, k;
+    memset(ops, 0, sizeof(cuda__operand) * (GPUOS__MAX_PTR));
+    switch (job->kind) {
+    case GPUOS__KIND_EW: {
+        const gpuos__ew_plan *p = &job->plan.ew;
+        for (k = 0; k < p->n_ptr; k++) {
+            ops[n].ptr = p->ptr[k];
+            ops[n].rank = p->rank;
+            ops[n].shape = p->shape;
+            ops[n].stride = p->stride[k];
+            ops[n].elsize = job->elsize[k];
+            ops[n].write = k == 0;
+            ops[n].sig = cuda_fnv(cuda_fnv(cuda_fnv(cuda_fnv(CUDA__FNV0, &p->ptr[k], sizeof p->ptr[k]), &p->rank, 4),
+                                           p->shape, sizeof(int64_t) * (size_t)p->rank),
+                                  p->stride[k], sizeof(int64_t) * (size_t)p->rank);
+            ops[n].sig ^= (uint64_t)job->elsize[k] << 56;
+            if (!ops[n].sig) ops[n].sig = 1;
+            n++;
+        }
+        break;
+    }
+    case GPUOS__KIND_REDUCE: {
+        const gpuos__reduce_plan *p = &job->plan.reduce;
+        ops[0].ptr = p->out;
+        ops[0].rank = p->outer_rank;
+        ops[0].shape = p->outer_shape;
+        ops[0].stride = p->outer_out_stride;
+        ops[0].write = 1;
+        ops[1].ptr = p->in;
+        for (k = 0; k < p->outer_rank; k++) {
+            ops[1].pre_shape[k] = p->outer_shape[k];
+            ops[1].pre_stride[k] = p->outer_in_stride[k];
+        }
+        for (k = 0; k < p->inner_rank; k++) {
+            ops[1].pre_shape[p->outer_rank + k] = p->inner_shape[k];
+            ops[1].pre_stride[p->outer_rank + k] = p->inner_in_stride[k];
+        }
+        ops[1].rank = p->outer_rank + p->inner_rank;
+        ops[1].shape = ops[1].pre_shape;
+        ops[1].stride = ops[1].pre_stride;
+        ops[0].elsize = job->elsize[0];
+        ops[1].elsize = job->elsize[1];
+        n = 2;
+        break;
+    }
+    case GPUOS__KIND_ROWS: {
+        const gpuos__rows_plan *p = &job->plan.rows;
+        for (k = 0; k < 2; k++) {
+            int j;
+            for (j = 0; j < p->outer_rank; j++) {
+                ops[k].pre_shape[j] = p->outer_shape[j];
+                ops[k].pre_stride[j] = k ? p->outer_in_stride[j] : p->outer_out_stride[j];
+            }
+            ops[k].pre_shape[p->outer_rank] = p->n;
+            ops[k].pre_stride[p->outer_rank] = k ? p->in_stride : p->out_stride;
+            ops[k].rank = p->outer_rank + 1;
+            ops[k].shape = ops[k].pre_shape;
+            ops[k].stride = ops[k].pre_stride;
+            ops[k].elsize = job->elsize[k];
+        }
+        ops[0].ptr = p->out;
+        ops[0].write = 1;
+        ops[1].ptr = p->in;
+        n = 2;
+        if (p->weight) {
+            ops[n].ptr = p->weight;
+            ops[n].pre_shape[0] = p->n;
+            ops[n].pre_stride[0] = p->weight_stride;
+            ops[n].rank = 1;
+            ops[n].shape = ops[n].pre_shape;
+            ops[n].stride = ops[n].pre_stride;
+            ops[n].elsize = job->elsize[1];
+            n++;
+        }
+        if (p->bias) {
+            ops[n].ptr = p->bias;
+            ops[n].pre_shape[0] = p->n;
+            ops[n].pre_stride[0] = p->bias_stride;
+            ops[n].rank = 1;
+            ops[n].shape = ops[n].pre_shape;
+            ops[n].stride = ops[n].pre_stride;
+            ops[n].elsize = job->elsize[1];
+            n++;
+        }
+        break;
+    }
+    default: { /* matmul */
+        const gpuos__matmul_plan *p = &job->plan.matmul;
+        const char *ptrs[3];
+        int64_t r0[3], s0[3], r1[3], s1[3];
+        ptrs[0] = p->out; r0[0] = p->M; s0[0] = p->o_m; r1[0] = p->N; s1[0] = p->o_n;
+        ptrs[1] = p->a;   r0[1] = p->M; s0[1] = p->a_m; r1[1] = p->K; s1[1] = p->a_k;
+        ptrs[2] = p->b;   r0[2] = p->K; s0[2] = p->b_k; r1[2] = p->N; s1[2] = p->b_n;
+        for (k = 0; k < 3; k++) {
+            int j;
+            for (j = 0; j < p->batch_rank; j++) {
+                ops[k].pre_shape[j] = p->batch_shape[j];
+                ops[k].pre_stride[j] = k == 0 ? p->batch_out_stride[j] : k == 1 ? p->batch_a_stride[j] : p->batch_b_stride[j];
+            }
+            ops[k].pre_shape[p->batch_rank] = r0[k];
+            ops[k].pre_stride[p->batch_rank] = s0[k];
+            ops[k].pre_shape[p->batch_rank + 1] = r1[k];
+            ops[k].pre_stride[p->batch_rank + 1] = s1[k];
+            ops[k].rank = p->batch_rank + 2;
+            ops[k].shape = ops[k].pre_shape;
+            ops[k].stride = ops[k].pre_stride;
+            ops[k].ptr = ptrs[k];
+            ops[k].elsize = job->elsize[k];
+            ops[k].write = k == 0;
+        }
+        n = 3;
+    }
+    }
+    return n;
+}
+
+/* The storage an address belongs to (among the job's). */
+static gpuos__storage *cuda_storage_of(const gpuos__job *job, uint64_t addr) {
+    int i;
+    for (i = 0; i < job->n_st; i++) {
+        uint64_t b = (uint64_t)(uintptr_t)job->st[i]->data;
+        if (addr >= b && addr < b + job->st[i]->bytes + 1) return job->st[i];
+    }
+    return job->n_st ? job->st[0] : NULL;
+}
+
+/* Finds or sends the plan; returns its id (ctx->mu held). */
+static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, const gpuos__job *job, const void *plan,
+                                 uint32_t bytes, uint32_t *id) {
+    uint64_t key = cuda_fnv(cuda_fnv(CUDA__FNV0, &job->dev_kernel, sizeof job->dev_kernel), plan, bytes);
+    uint32_t h = (uint32_t)(key ^ (key >> 32)), i, victim = UINT32_MAX;
+    uint64_t t0 = 0;
+    for (;;) {
+        for (i = 0; i < CUDA__PLAN_PROBE; i++) {
+            uint32_t s = (h + i) & (CUDA__PLAN_CAP - 1);
+            cuda__plan_entry *e = &c->plans[s];
+            if (e->used && e->key == key && e->bytes == bytes && memcmp(e->plan, plan, bytes) == 0) {
+                e->last_dseq = c->dseq;
+                *id = s;
+                return GPUOS_OK;
+            }
+            if (victim == UINT32_MAX && (!e->used || e->last_dseq <= c->retired_seen)) victim = s;
+        }
+        if (victim != UINT32_MAX) break;
+        /* every candidate is in use by queued tasks: wait for some to retire */
+        c->retired_seen = cuda_load_acquire(&c->ctl->retired);
+        if (!t0) t0 = cuda_now_ns();
+        if (cuda_now_ns() - t0 > (uint64_t)(ctx->cfg.submit_timeout_ms + 1) * 1000000ull)
+            return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL, "gpuos_submit: no free plan slot for %u ms",
+                                    (unsigned)ctx->cfg.submit_timeout_ms);
+        cuda_sleep_ns(2000);
+    }
+    {
+        cuda__plan_entry *e = &c->plans[victim];
+        gpuos_status st = cuda_ring_room(ctx, c, GPUOS__PLAN_SLOTS);
+        uint32_t chunk;
+        if (st != GPUOS_OK) return st;
+        e->used = 1;
+        e->key = key;
+        e->bytes = bytes;
+        memset(e->plan, 0, sizeof e->plan);
+        memcpy(e->plan, plan, bytes);
+        e->last_dseq = c->dseq;
+        for (chunk = 0; chunk * GPUOS__SLOT_PAYLOAD < bytes; chunk++) {
+            gpuos__qplan q;
+            memset(&q, 0, sizeof q);
+            q.kind = GPUOS__SLOT_PLAN;
+            q.plan_id = victim;
+            q.chunk = chunk;
+            memcpy(q.payload, e->plan + chunk * GPUOS__SLOT_PAYLOAD, GPUOS__SLOT_PAYLOAD);
+            cuda_put(c, &q);
+        }
+        *id = victim;
+    }
+    return GPUOS_OK;
+}
+
+/* Encodes one job into the ring (ctx->mu held). */
+static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos__job *job) {
+    cuda__operand ops[GPUOS__MAX_PTR];
+    uint64_t deps[2 * GPUOS__MAX_PTR * (CUDA__LOG_LEN + 1)];
+    int n_deps = 0, all = 0, n, k, j;
+    uint32_t plan_bytes, plan_id = 0, tile, base = UINT32_MAX;
+    int64_t n_tiles;
+    const void *plan = &job->plan;
+    gpuos__qdesc d;
+    gpuos_status st;
+    const uint64_t me = c->dseq;
+
+    switch (job->kind) {
+    case GPUOS__KIND_EW: plan_bytes = sizeof(gpuos__ew_plan); break;
+    case GPUOS__KIND_REDUCE: plan_bytes = sizeof(gpuos__reduce_plan); break;
+    case GPUOS__KIND_ROWS: plan_bytes = sizeof(gpuos__rows_plan); break;
+    default: plan_bytes = sizeof(gpuos__matmul_plan);
+    }
+    if (job->dev_kernel < 0)
+        return gpuos__set_error(ctx, GPUOS_ERR_UNSUPPORTED, "gpuos_submit: no device code for %s on this dtype",
+                                gpuos_op_name(job->op));
+
+    /* Tiling: small element-wise tasks in tiles of 1024 items (one warp-pass each for
+       256 threads x 4); large ones in about four tiles per worker. */
+    if (job->kind == GPUOS__KIND_EW) {
+        int64_t t = (job->items + 4 * (int64_t)c->n_workers - 1) / (4 * (int64_t)c->n_workers);
+        tile = (uint32_t)(t < CUDA__TILE_EW ? CUDA__TILE_EW : t > (1 << 30) ? (1 << 30) : t);
+        tile = (tile + 255u) & ~255u;
+    } else if (job->kind == GPUOS__KIND_MATMUL) {
+        tile = 32;
+    } else {
+        int64_t t = (job->items + c->n_workers - 1) / c->n_workers;
+        tile = (uint32_t)(t < 1 ? 1 : t > (1 << 30) ? (1 << 30) : t);
+    }
+    n_tiles = job->items > 0 ? (job->items + tile - 1) / tile : 0;
+
+    /* Dependencies from each operand's storage log. */
+    n = cuda_operands(job, ops);
+    c->retired_seen = cuda_load_acquire(&c->ctl->retired);
+    for (k = 0; k < n; k++) {
+        uint64_t lo, hi;
+        gpuos__storage *s;
+        cuda__log *lg;
+        cuda_operand_range(&ops[k], &lo, &hi);
+        if (lo == hi) continue;
+        s = cuda_storage_of(job, lo);
+        if (!s) continue;
+        if (!s->cuda_log) {
+            s->cuda_log = calloc(1, sizeof(cuda__log));
+            if (!s->cuda_log) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_submit: no memory");
+        }
+        lg = (cuda__log *)s->cuda_log;
+        if (lg->floor > c->retired_seen) deps[n_deps++] = lg->floor;
+        for (j = 0; j < lg->n; j++) {
+            const cuda__access *a = &lg->a[j];
+            if (a->dseq <= c->retired_seen || a->hi <= lo || hi <= a->lo || !(a->write || ops[k].write)) continue;
+            /* tile-aligned: same item->element map, same tiling: the same worker runs both */
+            if (job->kind == GPUOS__KIND_EW && a->sig && a->sig == ops[k].sig && (base == UINT32_MAX || base == a->base)) {
+                base = a->base;
+                continue;
+            }
+            deps[n_deps++] = a->dseq;
+        }
+    }
+    if (base == UINT32_MAX) base = c->next_base++;
+    /* An aligned producer stays aligned only with the same tiling: its sig includes
+       the plan shape, and the tile size is a function of items, so equal maps mean
+       equal tiles. Dedupe the explicit dependencies; too many means wait for all. */
+    {
+        int m = 0, a, b;
+        for (a = 0; a < n_deps; a++) {
+            for (b = 0; b < m; b++)
+                if (deps[b] == deps[a]) break;
+            if (b == m) deps[m++] = deps[a];
+        }
+        n_deps = m;
+        if (n_deps > (int)GPUOS__MAX_DEPS) all = 1;
+    }
+
+    st = cuda_plan_id(ctx, c, job, plan, plan_bytes, &plan_id);
+    if (st != GPUOS_OK) return st;
+    st = cuda_ring_room(ctx, c, 1);
+    if (st != GPUOS_OK) return st;
+    if (!c->running) {
+        st = cuda_launch_locked(ctx, c);
+        if (st != GPUOS_OK) return st;
+    }
+
+    memset(&d, 0, sizeof d);
+    d.kind = GPUOS__SLOT_TASK;
+    d.kernel_id = job->dev_kernel;
+    d.plan_id = plan_id;
+    d.n_items = job->items;
+    d.tile_items = tile;
+    d.n_tiles = (uint32_t)n_tiles;
+    d.base = base;
+    if (all) {
+        d.n_deps = GPUOS__DEPS_ALL;
+    } else {
+        d.n_deps = (uint32_t)n_deps;
+        for (k = 0; k < n_deps; k++) d.dep_delta[k] = (uint32_t)(me - deps[k]);
+    }
+    cuda_put(c, &d);
+    job->dseq = me;
+    c->dseq++;
+
+    /* Record this task's accesses. */
+    for (k = 0; k < n; k++) {
+        uint64_t lo, hi;
+        gpuos__storage *s;
+        cuda__log *lg;
+        cuda__access a;
+        cuda_operand_range(&ops[k], &lo, &hi);
+        if (lo == hi) continue;
+        s = cuda_storage_of(job, lo);
+        if (!s || !s->cuda_log) continue;
+        lg = (cuda__log *)s->cuda_log;
+        /* forget retired accesses, and those a write covers (this task waits for them) */
+        for (j = 0; j < lg->n;) {
+            const cuda__access *o = &lg->a[j];
+            if (o->dseq <= c->retired_seen || (ops[k].write && o->lo >= lo && o->hi <= hi && o->dseq != me))
+                lg->a[j] = lg->a[--lg->n];
+            else
+                j++;
+        }
+        if (lg->n == CUDA__LOG_LEN) { /* full: forget the oldest, remember it as a floor */
+            int oldest = 0;
+            for (j = 1; j < lg->n; j++)
+                if (lg->a[j].dseq < lg->a[oldest].dseq) oldest = j;
+            if (lg->a[oldest].dseq > lg->floor) lg->floor = lg->a[oldest].dseq;
+            lg->a[oldest] = lg->a[--lg->n];
+        }
+        a.dseq = me;
+        a.lo = lo;
+        a.hi = hi;
+        a.sig = job->kind == GPUOS__KIND_EW ? ops[k].sig : 0;
+        a.base = base;
+        a.write = ops[k].write;
+        lg->a[lg->n++] = a;
+    }
+    c->last_activity_ns = cuda_now_ns();
+    return GPUOS_OK;
+}
+
+/* Sends every queued job not yet on the device, in order (ctx->mu held). */
+gpuos_status gpuos__cuda_pump_locked(gpuos_context *ctx) {
+    struct gpuos__cuda *c = ctx->cuda;
+    gpuos_status st = GPUOS_OK;
+    if (ctx->paused) return GPUOS_OK;
+    while (ctx->cuda_sent < ctx->ring_count) {
+        gpuos__job *job = ctx->ring[(ctx->ring_head + ctx->cuda_sent) & (ctx->ring_size - 1u)];
+        st = cuda_encode(ctx, c, job);
+        if (st != GPUOS_OK) return st;
+        ctx->cuda_sent++;
+    }
+    return st;
+}
+
+/* ---------------------------------------------------------------- completion */
+/* Retires finished jobs in order (ctx->mu held); 1 if any. */
+int gpuos__cuda_reap_locked(gpuos_context *ctx) {
+    struct gpuos__cuda *c = ctx->cuda;
+    int any = 0;
+    uint64_t r = cuda_load_acquire(&c->ctl->retired);
+    if (r > c->retired_seen) c->retired_seen = r;
+    while (ctx->cuda_sent > 0) {
+        gpuos__job *job = ctx->ring[ctx->ring_head];
+        if (job->dseq > c->retired_seen) break;
+        ctx->ring[ctx->ring_head] = NULL;
+        ctx->ring_head = (ctx->ring_head + 1u) & (ctx->ring_size - 1u);
+        ctx->ring_count--;
+        ctx->cuda_sent--;
+        gpuos__queue_done_locked(ctx, job);
+        any = 1;
+    }
+    if (any) {
+        pthread_cond_broadcast(&ctx->cv_done);
+        pthread_cond_broadcast(&ctx->cv_room);
+    }
+    return any;
+}
+
+/* The device's sticky error, if the kernel stopped by itself (ctx->mu held). */
+static void cuda_check_fault_locked(gpuos_context *ctx) {
+    struct gpuos__cuda *c = ctx->cuda;
+    gpuos__CUresult r;
+    if (!c->running || ctx->sticky != GPUOS_OK) return;
+    c->cu->cuCtxSetCurrent(c->cuctx);
+    r = c->cu->cuStreamQuery(c->stream);
+    if (r == CU_ERROR_NOT_READY) return;
+    c->running = 0;
+    ctx->sticky = GPUOS_ERR_DEVICE_LOST;
+    gpuos__set_error(ctx, GPUOS_ERR_DEVICE_LOST,
+                     r == CU_SUCCESS ? "the persistent kernel stopped unexpectedly"
+                                     : "the GPU reported a fault while running tasks: %s (%d); the context is lost",
+                     cuda_errname(c->cu, r), (int)r);
+    pthread_cond_broadcast(&ctx->cv_done);
+    pthread_cond_broadcast(&ctx->cv_room);
+}
+
+/* Waits for job seq with low latency: spins on the mapped progress word for a
+   while, then sleeps in short steps (ctx->mu held on entry and exit). */
+gpuos_status gpuos__cuda_wait_locked(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms) {
+    struct gpuos__cuda *c = ctx->cuda;
+    const uint64_t t0 = cuda_now_ns(), limit = (uint64_t)timeout_ms * 1000000ull;
+    uint64_t spins = 0;
+    for (;;) {
+        gpuos__cuda_reap_locked(ctx);
+        if (ctx->completed >= seq || ctx->sticky != GPUOS_OK || ctx->stopping) return GPUOS_OK;
+        if (cuda_now_ns() - t0 > limit) return GPUOS_ERR_TIMEOUT;
+        if (ctx->cuda_sent < ctx->ring_count && !ctx->paused)
+            (void)gpuos__cuda_pump_locked(ctx); /* a full ring: retried on the next pass */
+        {
+            const uint64_t seen = c->retired_seen;
+            pthread_mutex_unlock(&ctx->mu);
+            if (spins < 20000) { /* about 20-50 us of spinning on one cached word */
+                while (cuda_load_acquire(&c->ctl->retired) == seen && ++spins % 256) {
+                }
+            } else {
+                cuda_sleep_ns(20000);
+            }
+            pthread_mutex_lock(&ctx->mu);
+        }
+        if (spins % 4096 == 0) cuda_check_fault_locked(ctx);
+    }
+}
+
+static void *cuda_reaper_main(void *arg) {
+    gpuos_context *ctx = (gpuos_context *)arg;
+    struct gpuos__cuda *c = ctx->cuda;
+    pthread_mutex_lock(&ctx->mu);
+    c->cu->cuCtxSetCurrent(c->cuctx);
+    while (!c->reaper_stop) {
+        gpuos__cuda_reap_locked(ctx);
+        cuda_check_fault_locked(ctx);
+        if (ctx->cuda_sent < ctx->ring_count && !ctx->paused) (void)gpuos__cuda_pump_locked(ctx);
+        /* idle: nothing queued and nothing submitted for idle_ms: let the kernel go */
+        if (c->running && ctx->ring_count == 0 &&
+            cuda_now_ns() - c->last_activity_ns > (uint64_t)ctx->cfg.idle_ms * 1000000ull)
+            cuda_stop_kernel_locked(ctx);
+        pthread_mutex_unlock(&ctx->mu);
+        cuda_sleep_ns(200000);
+        pthread_mutex_lock(&ctx->mu);
+    }
+    pthread_mutex_unlock(&ctx->mu);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- queries */
+const char *gpuos__cuda_device_name(const gpuos_context *ctx) { return ctx->cuda ? ctx->cuda->name : ""; }
