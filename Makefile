@@ -2,6 +2,7 @@
 #   make            build/libgpuos.so and the examples (from gpuos.c, no nvcc needed)
 #   make run        build and run the main example (GPU if there is one, else host)
 #   make test       the test suite (needs NumPy, pytest: tests/requirements.txt)
+#   make test-gpu   the same suite on the GPU, plus every device kernel against the host ones
 #   make gen        regenerate src/generated/, the generated parts of gpuos.h, and gpuos.c
 #                   (DTYPES="bool i8 ..." RANKS="0 1 ..." pick the combinations)
 #   make check-gen  fail if `make gen` would change the tree
@@ -45,6 +46,14 @@ check-gen:
 	git diff --exit-code -- gpuos.h gpuos.c src/generated tests/generated
 
 include tests/tests.mk
+include tests/gpu/gpu.mk
+
+# On a machine with a GPU: the whole suite against the CUDA backend (every op x dtype x rank
+# x view case against NumPy, as on the host), then every device kernel against the host kernels.
+.PHONY: test-gpu
+test-gpu: all
+	GPUOS_TEST_DEVICE=0 $(PYTHON) tests/run_tests.py --make "$(MAKE)" --build "$(BUILD)" c py -- $(PYTEST_ARGS)
+	$(MAKE) test-gpu-dev
 
 clean:
 	rm -rf $(BUILD)
