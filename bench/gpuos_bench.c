@@ -1,0 +1,739 @@
+/* bench/gpuos_bench.c - the gpuos column of `make bench`, through the public API only.
+
+   Prints one line per result, for bench/collect.py (and for people):
+       ROW  <row> <unit> <value>        a measured value of the gpuos column
+       INFO <key> <value...>            context: backend, threads used, spreads, per-thread rates
+       FAIL <row> <reason>              the row could not be measured (the others still run)
+   Every row is warmed up, repeated, and reported as the median; times are CLOCK_MONOTONIC,
+   from the first submission until the host sees the work done (gpuos_wait_fence / download).
+
+   Rows (table ROWS below; add a row = add a function and a table line, and the same name in
+   bench/baselines.cu, bench/torch_baselines.py and bench/collect.py):
+     roundtrip           us     gpuos_add on 4096 floats, then gpuos_wait_fence on its seq
+     roundtrip_download  us     the same add, then a 4-byte gpuos_download of element 0 that
+                                must see the new value
+     independent         ops/s  out_k = in_k + one over a pool of 4096-float tensors, submitted
+                                from T host threads (best of --threads; INFO has each T)
+     chain               us/op  1000 in-place gpuos_add(x, x, one) on 4096 floats, per op
+     large_elementwise   GB/s   gpuos_add on 64M floats; bytes = read a + read b + write out
+     cold_start          s      child process: gpuos_create + fill + add + download, with a
+                                fresh empty cache_dir (and CUDA JIT cache dir)
+     warm_start          ms     the same child with the cache_dir the cold run filled
+
+   Usage: gpuos_bench [--host | --device N] [--rows a,b,...] [--threads 1,2,4,8] [--quick]
+                      [--queue N] [--chain-n N] [--indep-ops N] [--pool N] [--large-n N]
+                      [--large-k N] [--cold-reps N] [--warm-reps N] [--reps-scale F] [--list]
+*/
+#define _XOPEN_SOURCE 700 /* clock_gettime, mkdtemp, nftw, pthread_barrier under -std=c99 */
+#include <errno.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpuos.h"
+
+/* ------------------------------------------------------------------ options */
+static struct {
+    int host;            /* --host: GPUOS_DEVICE_HOST */
+    int device;          /* --device N (default GPUOS_DEVICE_AUTO) */
+    int quick;           /* --quick: fewer repetitions, smaller sizes where it does not change the row */
+    const char *rows;    /* --rows: comma list, NULL = all */
+    const char *threads; /* --threads: comma list of submitter thread counts for `independent` */
+    uint32_t queue;      /* --queue: queue_capacity */
+    int chain_n;         /* --chain-n: ops per chain */
+    long indep_ops;      /* --indep-ops: ops per independent measurement, all threads together */
+    int indep_ops_set;   /* given: no shrinking for slow executors */
+    int pool;            /* --pool: tensors per submitter thread in `independent` */
+    int64_t large_n;     /* --large-n: elements of large_elementwise */
+    int large_k;         /* --large-k: large adds per timed repetition */
+    int cold_reps, warm_reps;
+    double reps_scale;   /* --reps-scale: multiply every repetition count */
+    const char *self;    /* argv[0], for the start rows' child */
+} O;
+
+#define SMALL_N 4096
+#define WAIT_MS 120000u
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int reps(int full, int quick) {
+    int r = (int)((O.quick ? quick : full) * O.reps_scale + 0.5);
+    return r < 1 ? 1 : r;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median of v[0..n) (sorts v); also prints the spread as INFO <row>.spread min p10 p90 max. */
+static double median_info(const char *row, double *v, int n, double scale) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    double med = (n % 2) ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    printf("INFO %s.spread n=%d min=%.4g p10=%.4g median=%.4g p90=%.4g max=%.4g\n", row, n, v[0] * scale,
+           v[n / 10] * scale, med * scale, v[(n * 9) / 10] * scale, v[n - 1] * scale);
+    return med;
+}
+
+static void row_out(const char *name, const char *unit, double value) {
+    printf("ROW %s %s %.6g\n", name, unit, value);
+    fflush(stdout);
+}
+
+static const char *cur_row = "?";
+static gpuos_context *g_ctx; /* the shared, warm context of the in-process rows */
+
+static int fail(gpuos_context *ctx, const char *what, gpuos_status st) {
+    printf("FAIL %s %s: %s (%s)\n", cur_row, what, gpuos_status_string(st), gpuos_last_error(ctx));
+    fflush(stdout);
+    return -1;
+}
+
+#define CK(ctx, call)                                   \
+    do {                                                \
+        gpuos_status st_ = (call);                      \
+        if (st_ != GPUOS_OK) return fail(ctx, #call, st_); \
+    } while (0)
+
+static int failmsg(const char *msg) {
+    printf("FAIL %s %s\n", cur_row, msg);
+    fflush(stdout);
+    return -1;
+}
+
+static gpuos_config make_config(const char *cache_dir) {
+    gpuos_config cfg = GPUOS_CONFIG_INIT;
+    cfg.device = O.host ? GPUOS_DEVICE_HOST : O.device;
+    cfg.queue_capacity = O.queue;
+    cfg.submit_timeout_ms = 10000u; /* submitters wait for room rather than fail */
+    cfg.wait_timeout_ms = WAIT_MS;
+    cfg.cache_dir = cache_dir;
+    return cfg;
+}
+
+/* A contiguous 1-D f32 tensor of n elements holding base + (i % 97) * 0.25 (exact in f32). */
+static int new_filled(gpuos_context *ctx, int64_t n, float base, gpuos_tensor **out) {
+    float *h = (float *)malloc((size_t)n * sizeof(float));
+    if (!h) return failmsg("out of host memory");
+    for (int64_t i = 0; i < n; i++) h[i] = base + (float)(i % 97) * 0.25f;
+    gpuos_status st = gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, out);
+    if (st == GPUOS_OK) st = gpuos_upload(ctx, *out, h, (size_t)n * sizeof(float));
+    free(h);
+    if (st != GPUOS_OK) return fail(ctx, "tensor_new/upload", st);
+    return 0;
+}
+
+/* Checks that t holds base + (i % 97) * 0.25 + add, on every element. */
+static int check_filled(gpuos_context *ctx, gpuos_tensor *t, int64_t n, float base, double add) {
+    float *h = (float *)malloc((size_t)n * sizeof(float));
+    if (!h) return failmsg("out of host memory");
+    gpuos_status st = gpuos_download(ctx, t, h, (size_t)n * sizeof(float));
+    if (st != GPUOS_OK) {
+        free(h);
+        return fail(ctx, "download (check)", st);
+    }
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < n; i++) {
+        float want = (float)((double)base + (double)(i % 97) * 0.25 + add);
+        if (h[i] != want) {
+            if (first < 0) first = i;
+            bad++;
+        }
+    }
+    if (bad) {
+        char msg[200];
+        float want = (float)((double)base + (double)(first % 97) * 0.25 + add);
+        snprintf(msg, sizeof msg, "wrong result: %lld elements differ, first [%lld] = %g, want %g", (long long)bad,
+                 (long long)first, h[first], want);
+        free(h);
+        return failmsg(msg);
+    }
+    free(h);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ roundtrip */
+static int row_roundtrip(void) {
+    gpuos_context *ctx = g_ctx;
+    gpuos_tensor *x, *one;
+    int64_t n = SMALL_N;
+    if (new_filled(ctx, n, 1.0f, &x)) return -1;
+    CK(ctx, gpuos_tensor_scalar(ctx, GPUOS_F32, 1.0, &one));
+    int warm = reps(300, 50), R = reps(3000, 300);
+    double *t = (double *)malloc((size_t)R * sizeof(double));
+    if (!t) return failmsg("out of host memory");
+    for (int i = 0; i < warm + R; i++) {
+        double t0 = now_s();
+        CK(ctx, gpuos_add(ctx, x, x, one));
+        uint64_t seq = gpuos_fence(ctx);
+        CK(ctx, gpuos_wait_fence(ctx, seq, WAIT_MS));
+        double t1 = now_s();
+        if (i >= warm) t[i - warm] = t1 - t0;
+    }
+    double med = median_info("roundtrip", t, R, 1e6);
+    free(t);
+    if (check_filled(ctx, x, n, 1.0f, warm + R)) return -1;
+    row_out("roundtrip", "us", med * 1e6);
+    gpuos_tensor_release(x);
+    gpuos_tensor_release(one);
+    return 0;
+}
+
+static int row_roundtrip_download(void) {
+    gpuos_context *ctx = g_ctx;
+    gpuos_tensor *x, *one, *x0;
+    int64_t n = SMALL_N;
+    if (new_filled(ctx, n, 1.0f, &x)) return -1;
+    CK(ctx, gpuos_tensor_scalar(ctx, GPUOS_F32, 1.0, &one));
+    CK(ctx, gpuos_view_slice(x, 0, 0, 1, 1, &x0));
+    int warm = reps(300, 50), R = reps(3000, 300);
+    double *t = (double *)malloc((size_t)R * sizeof(double));
+    if (!t) return failmsg("out of host memory");
+    float expect = 1.0f;
+    for (int i = 0; i < warm + R; i++) {
+        float got = 0.0f;
+        double t0 = now_s();
+        CK(ctx, gpuos_add(ctx, x, x, one));
+        CK(ctx, gpuos_download(ctx, x0, &got, sizeof got));
+        double t1 = now_s();
+        expect += 1.0f;
+        if (got != expect) {
+            char msg[120];
+            snprintf(msg, sizeof msg, "download saw %g, want %g (iteration %d)", got, expect, i);
+            free(t);
+            return failmsg(msg);
+        }
+        if (i >= warm) t[i - warm] = t1 - t0;
+    }
+    double med = median_info("roundtrip_download", t, R, 1e6);
+    free(t);
+    row_out("roundtrip_download", "us", med * 1e6);
+    gpuos_tensor_release(x0);
+    gpuos_tensor_release(x);
+    gpuos_tensor_release(one);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ chain */
+static int row_chain(void) {
+    gpuos_context *ctx = g_ctx;
+    gpuos_tensor *x, *one;
+    int64_t n = SMALL_N;
+    int len = O.chain_n;
+    if (new_filled(ctx, n, 1.0f, &x)) return -1;
+    CK(ctx, gpuos_tensor_scalar(ctx, GPUOS_F32, 1.0, &one));
+    int warm = reps(5, 2), R = reps(50, 10);
+    double *t = (double *)malloc((size_t)R * sizeof(double));
+    if (!t) return failmsg("out of host memory");
+    for (int r = 0; r < warm + R; r++) {
+        double t0 = now_s();
+        for (int i = 0; i < len; i++) CK(ctx, gpuos_add(ctx, x, x, one));
+        uint64_t seq = gpuos_fence(ctx);
+        CK(ctx, gpuos_wait_fence(ctx, seq, WAIT_MS));
+        double t1 = now_s();
+        if (r >= warm) t[r - warm] = (t1 - t0) / len;
+    }
+    double med = median_info("chain", t, R, 1e6);
+    free(t);
+    if (check_filled(ctx, x, n, 1.0f, (double)(warm + R) * len)) return -1;
+    printf("INFO chain.length %d\n", len);
+    row_out("chain", "us/op", med * 1e6);
+    gpuos_tensor_release(x);
+    gpuos_tensor_release(one);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ independent */
+typedef struct {
+    gpuos_context *ctx;
+    gpuos_tensor **in, **out, *one;
+    int pool;
+    long ops;
+    pthread_barrier_t *go;
+    gpuos_status st;
+    double t_end; /* when this thread's last submission returned */
+} indep_thread;
+
+static void *indep_main(void *arg) {
+    indep_thread *th = (indep_thread *)arg;
+    pthread_barrier_wait(th->go);
+    gpuos_status st = GPUOS_OK;
+    for (long i = 0; i < th->ops && st == GPUOS_OK; i++) {
+        int k = (int)(i % th->pool);
+        st = gpuos_add(th->ctx, th->out[k], th->in[k], th->one);
+    }
+    th->t_end = now_s();
+    th->st = st;
+    return NULL;
+}
+
+/* One measurement with T submitter threads: ops/s from the start barrier to gpuos_wait. */
+static int indep_once(int T, long ops, indep_thread *th, double *rate, double *submit_rate) {
+    gpuos_context *ctx = g_ctx;
+    pthread_barrier_t go;
+    pthread_t tid[64];
+    pthread_barrier_init(&go, NULL, (unsigned)T + 1);
+    long total = 0;
+    for (int j = 0; j < T; j++) {
+        th[j].go = &go;
+        th[j].ops = ops / T;
+        total += th[j].ops;
+        if (pthread_create(&tid[j], NULL, indep_main, &th[j]) != 0) return failmsg("pthread_create failed");
+    }
+    pthread_barrier_wait(&go);
+    double t0 = now_s();
+    for (int j = 0; j < T; j++) pthread_join(tid[j], NULL);
+    gpuos_status st = gpuos_wait(ctx, WAIT_MS);
+    double t1 = now_s();
+    pthread_barrier_destroy(&go);
+    for (int j = 0; j < T; j++)
+        if (th[j].st != GPUOS_OK) return fail(ctx, "gpuos_add (submitter thread)", th[j].st);
+    if (st != GPUOS_OK) return fail(ctx, "gpuos_wait", st);
+    double t_sub = 0;
+    for (int j = 0; j < T; j++)
+        if (th[j].t_end > t_sub) t_sub = th[j].t_end;
+    *rate = (double)total / (t1 - t0);
+    *submit_rate = (double)total / (t_sub - t0);
+    return 0;
+}
+
+static int row_independent(void) {
+    gpuos_context *ctx = g_ctx;
+    int counts[16], nc = 0;
+    for (const char *p = O.threads; *p && nc < 16;) {
+        int v = atoi(p);
+        if (v < 1 || v > 64) return failmsg("--threads: each count must be 1..64");
+        counts[nc++] = v;
+        p = strchr(p, ',');
+        if (!p) break;
+        p++;
+    }
+    if (nc == 0) return failmsg("--threads: empty list");
+    int maxT = 0;
+    for (int i = 0; i < nc; i++)
+        if (counts[i] > maxT) maxT = counts[i];
+    int P = O.pool;
+    indep_thread th[64];
+    gpuos_tensor *one;
+    CK(ctx, gpuos_tensor_scalar(ctx, GPUOS_F32, 1.0, &one));
+    for (int j = 0; j < maxT; j++) {
+        memset(&th[j], 0, sizeof th[j]);
+        th[j].ctx = ctx;
+        th[j].one = one;
+        th[j].pool = P;
+        th[j].in = (gpuos_tensor **)calloc((size_t)P, sizeof(gpuos_tensor *));
+        th[j].out = (gpuos_tensor **)calloc((size_t)P, sizeof(gpuos_tensor *));
+        if (!th[j].in || !th[j].out) return failmsg("out of host memory");
+        for (int k = 0; k < P; k++) {
+            if (new_filled(ctx, SMALL_N, (float)k, &th[j].in[k])) return -1;
+            int64_t n = SMALL_N;
+            CK(ctx, gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &th[j].out[k]));
+        }
+    }
+    printf("INFO independent.ops_per_measurement_max %ld\nINFO independent.pool_per_thread %d\n", O.indep_ops, P);
+    double best = -1;
+    int bestT = 0;
+    for (int c = 0; c < nc; c++) {
+        int T = counts[c];
+        int warm = reps(1, 1), R = reps(7, 3);
+        double rates[64], subs[64], rate, sub;
+        if (R > 64) R = 64;
+        long ops = O.indep_ops;
+        for (int r = 0; r < warm + R; r++) {
+            if (indep_once(T, ops, th, &rate, &sub)) return -1;
+            if (r == warm - 1 && !O.indep_ops_set) {
+                /* a slow executor (the host): about 0.5 s a measurement, at least 20000 ops */
+                double want = rate * 0.5;
+                if (want < ops) ops = want < 20000 ? 20000 : (long)want;
+                printf("INFO independent.t%d.ops_per_measurement %ld\n", T, ops);
+            }
+            if (r >= warm) {
+                rates[r - warm] = rate;
+                subs[r - warm] = sub;
+            }
+        }
+        char name[64];
+        snprintf(name, sizeof name, "independent.t%d", T);
+        double med = median_info(name, rates, R, 1.0);
+        qsort(subs, (size_t)R, sizeof *subs, cmp_double);
+        printf("INFO independent.t%d.ops_per_s %.6g\nINFO independent.t%d.submit_ops_per_s %.6g\n", T, med, T,
+               subs[R / 2]);
+        if (med > best) {
+            best = med;
+            bestT = T;
+        }
+    }
+    /* out_k = in_k + 1 for every thread's pool */
+    for (int j = 0; j < maxT; j++)
+        for (int k = 0; k < P; k += (P > 8 ? P / 8 : 1))
+            if (check_filled(ctx, th[j].out[k], SMALL_N, (float)k, 1.0)) return -1;
+    printf("INFO independent.threads %d\n", bestT);
+    row_out("independent", "ops/s", best);
+    for (int j = 0; j < maxT; j++) {
+        for (int k = 0; k < P; k++) {
+            gpuos_tensor_release(th[j].in[k]);
+            gpuos_tensor_release(th[j].out[k]);
+        }
+        free(th[j].in);
+        free(th[j].out);
+    }
+    gpuos_tensor_release(one);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ large_elementwise */
+static int row_large(void) {
+    gpuos_context *ctx = g_ctx;
+    int64_t n = O.large_n;
+    gpuos_tensor *a, *b, *out;
+    if (new_filled(ctx, n, 1.0f, &a)) return -1;
+    if (new_filled(ctx, n, 0.0f, &b)) return -1;
+    CK(ctx, gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &out));
+    int K = O.large_k;
+    int warm = reps(2, 1), R = reps(15, 3);
+    double *t = (double *)malloc((size_t)R * sizeof(double));
+    if (!t) return failmsg("out of host memory");
+    for (int r = 0; r < warm + R; r++) {
+        double t0 = now_s();
+        for (int k = 0; k < K; k++) CK(ctx, gpuos_add(ctx, out, a, b));
+        uint64_t seq = gpuos_fence(ctx);
+        CK(ctx, gpuos_wait_fence(ctx, seq, WAIT_MS));
+        double t1 = now_s();
+        if (r >= warm) t[r - warm] = (t1 - t0) / K;
+    }
+    double med = median_info("large_elementwise.seconds_per_op", t, R, 1.0);
+    free(t);
+    /* out = (1 + f(i)) + (0 + f(i)) = 1 + 2 f(i): check_filled's pattern with base 1 holds 1 + f(i) */
+    float *h = (float *)malloc((size_t)n * sizeof(float));
+    if (!h) return failmsg("out of host memory");
+    gpuos_status st = gpuos_download(ctx, out, h, (size_t)n * sizeof(float));
+    if (st != GPUOS_OK) {
+        free(h);
+        return fail(ctx, "download (check)", st);
+    }
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (h[i] != 1.0f + 2.0f * ((float)(i % 97) * 0.25f)) bad++;
+    free(h);
+    if (bad) return failmsg("wrong result in large_elementwise");
+    double bytes = 3.0 * (double)n * sizeof(float);
+    printf("INFO large_elementwise.elements %lld\nINFO large_elementwise.ops_per_timing %d\n", (long long)n, K);
+    row_out("large_elementwise", "GB/s", bytes / med / 1e9);
+    gpuos_tensor_release(a);
+    gpuos_tensor_release(b);
+    gpuos_tensor_release(out);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ cold_start, warm_start */
+/* The child: time gpuos_create + fill + add + download of 4096 floats (first result on the
+   host), then the same again in the same process (driver already initialised). Prints
+   "CHILD first <s>" and "CHILD second <s>". */
+static int child_once(const char *cache_dir, double *secs) {
+    double t0 = now_s();
+    gpuos_config cfg = make_config(cache_dir);
+    gpuos_context *ctx;
+    gpuos_status st = gpuos_create(&cfg, &ctx);
+    if (st != GPUOS_OK) return fail(NULL, "gpuos_create", st);
+    gpuos_tensor *x, *one;
+    int64_t n = SMALL_N;
+    float h[SMALL_N];
+    CK(ctx, gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &x));
+    CK(ctx, gpuos_tensor_scalar(ctx, GPUOS_F32, 1.0, &one));
+    CK(ctx, gpuos_fill(ctx, x, 1.5));
+    CK(ctx, gpuos_add(ctx, x, x, one));
+    CK(ctx, gpuos_download(ctx, x, h, sizeof h));
+    *secs = now_s() - t0;
+    for (int i = 0; i < SMALL_N; i++)
+        if (h[i] != 2.5f) return failmsg("child: wrong first result");
+    static int said;
+    if (!said++) printf("INFO child.backend %s\n", gpuos_context_backend(ctx) == GPUOS_BACKEND_CUDA ? "cuda" : "host");
+    gpuos_tensor_release(x);
+    gpuos_tensor_release(one);
+    gpuos_destroy(ctx);
+    return 0;
+}
+
+static int child_main(const char *cache_dir) {
+    alarm(300); /* a hung start must not hang the benchmark */
+    cur_row = "start_child";
+    double first, second;
+    if (child_once(cache_dir, &first)) return 1;
+    if (child_once(cache_dir, &second)) return 1;
+    printf("CHILD first %.9g\nCHILD second %.9g\n", first, second);
+    return 0;
+}
+
+static int said_backend; /* print the child's backend once per row */
+
+/* Runs the child on cache_dir (with CUDA's JIT cache inside it too), returns its two times. */
+static int run_child(const char *cache_dir, double *first, double *second) {
+    int fd[2];
+    if (pipe(fd) != 0) return failmsg("pipe failed");
+    char jit[4200];
+    snprintf(jit, sizeof jit, "%s/cuda-jit-cache", cache_dir);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) return failmsg("fork failed");
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        close(fd[0]);
+        close(fd[1]);
+        setenv("GPUOS_CACHE_DIR", cache_dir, 1);
+        setenv("CUDA_CACHE_PATH", jit, 1);
+        char devbuf[32];
+        snprintf(devbuf, sizeof devbuf, "%d", O.device);
+        char qbuf[32];
+        snprintf(qbuf, sizeof qbuf, "%u", O.queue);
+        if (O.host)
+            execl(O.self, O.self, "--host", "--queue", qbuf, "--child-start", cache_dir, (char *)NULL);
+        else
+            execl(O.self, O.self, "--device", devbuf, "--queue", qbuf, "--child-start", cache_dir, (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    FILE *f = fdopen(fd[0], "r");
+    char line[1024];
+    int got = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        if (sscanf(line, "CHILD first %lf", first) == 1)
+            got |= 1;
+        else if (sscanf(line, "CHILD second %lf", second) == 1)
+            got |= 2;
+        else if (strncmp(line, "FAIL ", 5) == 0)
+            printf("FAIL %s child: %s", cur_row, line + 5);
+        else if (strncmp(line, "INFO child.backend ", 19) == 0 && !said_backend++)
+            printf("INFO %s.backend %s", cur_row, line + 19);
+    }
+    if (f) fclose(f);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (got != 3 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "child failed (exit %d, signal %d)", WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+                 WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+        return failmsg(msg);
+    }
+    return 0;
+}
+
+static long long dir_bytes_acc;
+static int dir_bytes_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)p, (void)ftw;
+    if (flag == FTW_F) dir_bytes_acc += (long long)sb->st_size;
+    return 0;
+}
+static long long dir_bytes(const char *dir) {
+    dir_bytes_acc = 0;
+    nftw(dir, dir_bytes_cb, 16, FTW_PHYS);
+    return dir_bytes_acc;
+}
+static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb, (void)flag, (void)ftw;
+    remove(p);
+    return 0;
+}
+static void rm_rf(const char *dir) { nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS); }
+
+static char start_dir[4096]; /* the cache dir the cold runs filled, reused by warm_start */
+
+static const char *tmp_base(void) {
+    const char *t = getenv("TMPDIR");
+    return (t && *t) ? t : "/tmp";
+}
+
+static int row_cold_start(void) {
+    said_backend = 0;
+    int R = O.cold_reps > 0 ? O.cold_reps : reps(3, 1);
+    double v[16], first, second;
+    if (R > 16) R = 16;
+    for (int r = 0; r < R; r++) {
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s/gpuos-bench-cold-XXXXXX", tmp_base());
+        if (!mkdtemp(dir)) return failmsg("mkdtemp failed");
+        int rc = run_child(dir, &first, &second);
+        if (rc == 0) printf("INFO cold_start.cache_bytes %lld\n", dir_bytes(dir));
+        if (start_dir[0]) rm_rf(start_dir);
+        snprintf(start_dir, sizeof start_dir, "%s", dir);
+        if (rc) return -1;
+        v[r] = first;
+        printf("INFO cold_start.run%d first=%.4f s, second in-process=%.2f ms\n", r, first, second * 1e3);
+    }
+    double med = median_info("cold_start", v, R, 1.0);
+    row_out("cold_start", "s", med);
+    return 0;
+}
+
+static int row_warm_start(void) {
+    said_backend = 0;
+    if (!start_dir[0]) { /* cold_start not run: fill a fresh dir first */
+        double first, second;
+        snprintf(start_dir, sizeof start_dir, "%s/gpuos-bench-warm-XXXXXX", tmp_base());
+        if (!mkdtemp(start_dir)) {
+            start_dir[0] = 0;
+            return failmsg("mkdtemp failed");
+        }
+        if (run_child(start_dir, &first, &second)) return -1;
+    }
+    int R = O.warm_reps > 0 ? O.warm_reps : reps(7, 3);
+    double v[32], w[32], first, second;
+    if (R > 32) R = 32;
+    for (int r = 0; r < R; r++) {
+        if (run_child(start_dir, &first, &second)) return -1;
+        v[r] = first;
+        w[r] = second;
+    }
+    double med = median_info("warm_start", v, R, 1e3);
+    double med2 = median_info("warm_start.inprocess_second_create", w, R, 1e3);
+    printf("INFO warm_start.inprocess_second_create_ms %.4g\n", med2 * 1e3);
+    row_out("warm_start", "ms", med * 1e3);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the table */
+typedef struct {
+    const char *name, *unit;
+    int needs_ctx; /* runs on the shared warm context */
+    int (*fn)(void);
+} bench_row;
+
+static const bench_row ROWS[] = {
+    {"roundtrip", "us", 1, row_roundtrip},
+    {"roundtrip_download", "us", 1, row_roundtrip_download},
+    {"independent", "ops/s", 1, row_independent},
+    {"chain", "us/op", 1, row_chain},
+    {"large_elementwise", "GB/s", 1, row_large},
+    {"cold_start", "s", 0, row_cold_start},
+    {"warm_start", "ms", 0, row_warm_start},
+};
+#define N_ROWS ((int)(sizeof ROWS / sizeof ROWS[0]))
+
+static int row_selected(const char *name) {
+    if (!O.rows || !*O.rows) return 1;
+    size_t n = strlen(name);
+    for (const char *p = O.rows; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0) return 1;
+        p = e ? e + 1 : NULL;
+    }
+    return 0;
+}
+
+static void usage(void) {
+    fprintf(stderr,
+            "usage: gpuos_bench [--host | --device N] [--rows a,b] [--threads 1,2,4,8] [--quick]\n"
+            "       [--queue N] [--chain-n N] [--indep-ops N] [--pool N] [--large-n N] [--large-k N]\n"
+            "       [--cold-reps N] [--warm-reps N] [--reps-scale F] [--list]\n");
+}
+
+int main(int argc, char **argv) {
+    O.device = GPUOS_DEVICE_AUTO;
+    O.threads = "1,2,4,8";
+    O.queue = 1u << 16;
+    O.chain_n = 1000;
+    O.indep_ops = -1; /* defaults below, after --quick is known */
+    O.pool = 256;
+    O.large_n = 64ll << 20;
+    O.large_k = -1;
+    O.reps_scale = 1.0;
+    O.cold_reps = O.warm_reps = 0;
+    O.self = argv[0];
+    const char *child_dir = NULL;
+    int list = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
+#define ARG(flag) (strcmp(a, flag) == 0 && v && (i++, 1))
+        if (strcmp(a, "--host") == 0) O.host = 1;
+        else if (strcmp(a, "--quick") == 0) O.quick = 1;
+        else if (strcmp(a, "--list") == 0) list = 1;
+        else if (ARG("--device")) O.device = atoi(v);
+        else if (ARG("--rows")) O.rows = v;
+        else if (ARG("--threads")) O.threads = v;
+        else if (ARG("--queue")) O.queue = (uint32_t)strtoul(v, NULL, 0);
+        else if (ARG("--chain-n")) O.chain_n = atoi(v);
+        else if (ARG("--indep-ops")) O.indep_ops = atol(v);
+        else if (ARG("--pool")) O.pool = atoi(v);
+        else if (ARG("--large-n")) O.large_n = atoll(v);
+        else if (ARG("--large-k")) O.large_k = atoi(v);
+        else if (ARG("--reps-scale")) O.reps_scale = atof(v);
+        else if (ARG("--cold-reps")) O.cold_reps = atoi(v);
+        else if (ARG("--warm-reps")) O.warm_reps = atoi(v);
+        else if (ARG("--child-start")) child_dir = v;
+        else {
+            usage();
+            return 2;
+        }
+#undef ARG
+    }
+    O.indep_ops_set = O.indep_ops != -1;
+    if (O.indep_ops == -1) O.indep_ops = O.quick ? 40000 : 400000;
+    if (O.large_k == -1) O.large_k = O.quick ? 2 : 8;
+    if (O.chain_n < 1 || O.indep_ops < 1 || O.pool < 1 || O.large_n < 1 || O.large_k < 1 || O.reps_scale <= 0) {
+        usage();
+        return 2;
+    }
+    if (child_dir) return child_main(child_dir);
+    if (list) {
+        for (int r = 0; r < N_ROWS; r++) printf("%s %s\n", ROWS[r].name, ROWS[r].unit);
+        return 0;
+    }
+    /* The start rows' child is this program: use an absolute path. */
+    static char self[4096];
+    ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (sl > 0) {
+        self[sl] = 0;
+        O.self = self;
+    }
+
+    printf("INFO gpuos.version %s\n", GPUOS_VERSION_STRING);
+    printf("INFO config queue_capacity=%u submit_timeout_ms=10000 device=%s quick=%d\n", O.queue,
+           O.host ? "host" : (O.device == GPUOS_DEVICE_AUTO ? "auto" : "ordinal"), O.quick);
+    int failed = 0, need_ctx = 0;
+    for (int r = 0; r < N_ROWS; r++)
+        if (row_selected(ROWS[r].name) && ROWS[r].needs_ctx) need_ctx = 1;
+    if (need_ctx) {
+        gpuos_config cfg = make_config(NULL);
+        double t0 = now_s();
+        gpuos_status st = gpuos_create(&cfg, &g_ctx);
+        if (st != GPUOS_OK) {
+            printf("FAIL context gpuos_create: %s (%s)\n", gpuos_status_string(st), gpuos_last_error(NULL));
+            return 1;
+        }
+        printf("INFO backend %s\n", gpuos_context_backend(g_ctx) == GPUOS_BACKEND_CUDA ? "cuda" : "host");
+        printf("INFO context_create_s %.4f\n", now_s() - t0);
+        fflush(stdout);
+    }
+    for (int r = 0; r < N_ROWS; r++) {
+        if (!row_selected(ROWS[r].name)) continue;
+        cur_row = ROWS[r].name;
+        double t0 = now_s();
+        fprintf(stderr, "gpuos_bench: %s ...\n", cur_row);
+        if (ROWS[r].fn() != 0) failed++;
+        printf("INFO %s.bench_seconds %.2f\n", cur_row, now_s() - t0);
+        fflush(stdout);
+        if (g_ctx && gpuos_context_status(g_ctx) != GPUOS_OK) {
+            printf("FAIL context sticky error %s (%s): stopping\n", gpuos_status_string(gpuos_context_status(g_ctx)),
+                   gpuos_last_error(g_ctx));
+            failed++;
+            break;
+        }
+    }
+    if (start_dir[0]) rm_rf(start_dir);
+    if (g_ctx) gpuos_destroy(g_ctx);
+    return failed ? 1 : 0;
+}
