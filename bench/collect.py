@@ -22,6 +22,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -120,7 +121,9 @@ def run_program(label, cmd, timeout, log):
     print(f"collect: {label}: {' '.join(cmd)}", file=sys.stderr, flush=True)
     log.write(f"### {label}: {' '.join(cmd)}\n")
     try:
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=None, text=True, cwd=ROOT, bufsize=1)
+        # own process group: a timeout also ends gpuos_bench's start-row children
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=None, text=True, cwd=ROOT, bufsize=1,
+                             start_new_session=True)
     except OSError as e:
         log.write(f"### could not start: {e}\n")
         return [f"FAIL {label} could not start: {e}"], 127
@@ -139,9 +142,14 @@ def run_program(label, cmd, timeout, log):
     t0 = time.monotonic()
     try:
         rc = p.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        p.kill()
+    except (subprocess.TimeoutExpired, KeyboardInterrupt) as e:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            p.kill()
         p.wait()
+        if isinstance(e, KeyboardInterrupt):
+            raise
         rc = "timeout"
         lines.append(f"FAIL {label} killed after {timeout} s (the rows it printed are kept)")
     th.join(5)
@@ -336,7 +344,8 @@ def main():
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--python", default=sys.executable, help="the Python that has torch")
     ap.add_argument("--out", default=os.path.join(HERE, "results"), help="where <device>.json goes")
-    ap.add_argument("--timeout", type=float, default=420, help="seconds for each program")
+    ap.add_argument("--timeout", type=float, default=300,
+                    help="seconds for gpuos_bench (the baselines get half, each): the whole run fits a 10-minute lease")
     ap.add_argument("--replay", nargs="*", default=None, metavar="LOG",
                     help="do not run anything: re-read logs written by an earlier run (### label lines)")
     args = ap.parse_args()
@@ -382,14 +391,14 @@ def main():
                 exe = os.path.join(args.build, "baselines")
                 cmd = [exe] + common + (["--device", str(args.device)] if args.device is not None else [])
                 if os.path.exists(exe):
-                    lines, rc = run_program("baselines", cmd, args.timeout, log)
+                    lines, rc = run_program("baselines", cmd, args.timeout / 2, log)
                 else:
                     lines = [f"SKIP baselines {exe} not built (make bench builds it with nvcc)"]
                 progs.append(("baselines", lines))
             if not args.host and not args.no_torch:
                 cmd = [args.python, os.path.join(HERE, "torch_baselines.py")] + common
                 cmd += ["--device", str(args.device)] if args.device is not None else []
-                lines, rc = run_program("torch", cmd, args.timeout, log)
+                lines, rc = run_program("torch", cmd, args.timeout / 2, log)
                 progs.append(("torch", lines))
         print(f"collect: raw output in {os.path.relpath(log_path, ROOT)}", file=sys.stderr)
     for label, lines in progs:
