@@ -3,6 +3,7 @@
 #   make run        build and run the main example (GPU if there is one, else host)
 #   make test       the test suite (needs NumPy, pytest: tests/requirements.txt)
 #   make test-gpu   the same suite on the GPU, plus every device kernel against the host ones
+#   make bench      benchmarks on the GPU against launches, CUDA graphs, PyTorch (bench/)
 #   make gen        regenerate src/generated/, the generated parts of gpuos.h, and gpuos.c
 #                   (DTYPES="bool i8 ..." RANKS="0 1 ..." pick the combinations)
 #   make check-gen  fail if `make gen` would change the tree
@@ -47,6 +48,7 @@ check-gen:
 
 include tests/tests.mk
 include tests/gpu/gpu.mk
+include bench/bench.mk
 
 # On a machine with a GPU: the whole suite against the CUDA backend (every op x dtype x rank
 # x view case against NumPy, as on the host), then every device kernel against the host kernels.
