@@ -8,7 +8,7 @@ that an op wrote exactly its output elements and nothing else.
 import numpy as np
 
 import reference as R
-from gpuos_ctypes import FLOATS, INTS, ITEMSIZE, STORAGE, to_storage, view_indices
+from gpuos_ctypes import INTS, STORAGE, to_storage, view_indices
 
 LAYOUTS = ("contig", "strided", "permuted", "negative", "mixed")
 

@@ -2,7 +2,6 @@
 NumPy's own views, upload and download of any view, wrapped memory, and every generated convenience
 function against the same task through gpuos_submit."""
 import ctypes
-import os
 
 import numpy as np
 import pytest
@@ -10,8 +9,8 @@ from numpy.lib.stride_tricks import as_strided
 
 import harness as H
 import reference as R
-from gpuos_ctypes import (AXES_ALL, BACKEND_HOST, DTYPES, ITEMSIZE, OK, OP_COUNT, OPS, SLICE_END, STORAGE, Config,
-                          TensorInfo, Task, header_version, lib, status_name, to_storage, view_indices)
+from gpuos_ctypes import (BACKEND_HOST, DTYPES, ITEMSIZE, OK, OP_COUNT, OPS, SLICE_END, Config, TensorInfo, Task,
+                          header_version, lib, status_name, view_indices)
 from opspec import SPEC_OPS, combos, load_manifest
 
 
