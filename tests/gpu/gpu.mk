@@ -30,3 +30,12 @@ test-gpu-dev: $(BUILD)/devcheck
 
 check-device-compile: $(BUILD)/nvrtc_compile
 	LD_LIBRARY_PATH="$(CUDA_LIB):$$LD_LIBRARY_PATH" ./$(BUILD)/nvrtc_compile src/generated/gpuos_device.cu
+
+# Rough timings of the device kernels (not a test): per-task time of a chain in one block,
+# and the bandwidth of element-wise kernels over 16M elements.
+$(BUILD)/devbench: tests/gpu/devbench.cu src/generated/gpuos_device.cu $(BUILD)/gpuos.o | $(BUILD)
+	$(NVCC) -arch=$(GPU_ARCH) $(NVCCFLAGS) -maxrregcount=64 -I. $< $(BUILD)/gpuos.o -o $@ -ldl -lpthread
+
+.PHONY: bench-gpu-dev
+bench-gpu-dev: $(BUILD)/devbench
+	./$(BUILD)/devbench

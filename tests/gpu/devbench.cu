@@ -1,0 +1,203 @@
+/* devbench.cu - rough timings of the device kernels (not a test).
+
+   1. chain: one block runs the same task R times in a row (gpuos__d_run then
+      __syncthreads), as the persistent kernel will: microseconds per task, to compare
+      with GPU-FINDINGS.md's floor (a 4096-float add chain in one block of 256
+      threads: 0.57 us/op).
+   2. throughput: gpuos__d_test_kernel over a large tensor with many blocks: GB/s.
+
+   nvcc -arch=sm_90 -O2 -std=c++17 -maxrregcount=64 -I. tests/gpu/devbench.cu build/gpuos.o \
+        -o build/devbench -ldl -lpthread                      (`make bench-gpu-dev`) */
+#include "../../src/generated/gpuos_device.cu"
+
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" int gpuos__device_kernel_id(int op, int key, int out); /* src/generated/device_ids.c */
+
+__global__ void bench_chain(int id, const void *plan, int64_t n_items, int reps) {
+    for (int r = 0; r < reps; ++r) {
+        gpuos__d_run(id, plan, 0, n_items);
+        __syncthreads();
+    }
+}
+
+#define CK(x)                                                                                   \
+    do {                                                                                        \
+        cudaError_t e_ = (x);                                                                   \
+        if (e_ != cudaSuccess) {                                                                \
+            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));         \
+            exit(2);                                                                            \
+        }                                                                                       \
+    } while (0)
+
+/* ids of gpuos.h's enums, without including it next to the device source */
+enum { OP_ADD = 31, OP_MUL = 33, OP_EXP = 5, OP_GELU = 17, OP_CAST = 59, OP_SUM = 63, OP_SOFTMAX = 76,
+       OP_LAYERNORM = 78, OP_MATMUL = 75, DT_F16 = 6, DT_F32 = 8 };
+
+static float time_ms(void (*fn)(void *), void *arg) {
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    fn(arg); /* warm-up */
+    CK(cudaDeviceSynchronize());
+    CK(cudaEventRecord(a));
+    fn(arg);
+    CK(cudaEventRecord(b));
+    CK(cudaEventSynchronize(b));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    return ms;
+}
+
+struct ChainArg {
+    int id;
+    const void *plan;
+    int64_t n;
+    int reps, block;
+};
+static void run_chain(void *p) {
+    ChainArg *c = (ChainArg *)p;
+    bench_chain<<<1, c->block>>>(c->id, c->plan, c->n, c->reps);
+    CK(cudaGetLastError());
+}
+struct WideArg {
+    int id;
+    const void *plan;
+    int64_t n, ipb;
+    int grid, reps;
+};
+static void run_wide(void *p) {
+    WideArg *w = (WideArg *)p;
+    for (int r = 0; r < w->reps; ++r) gpuos__d_test_kernel<<<w->grid, 256>>>(w->id, w->plan, w->n, w->ipb);
+    CK(cudaGetLastError());
+}
+
+template <class P> static P *to_device(const P &p) {
+    P *d;
+    CK(cudaMalloc(&d, sizeof p));
+    CK(cudaMemcpy(d, &p, sizeof p, cudaMemcpyHostToDevice));
+    return d;
+}
+
+static gpuos__ew_plan ew_plan(int nin, int64_t n, size_t es_out, size_t es_in, char **bufs) {
+    gpuos__ew_plan p;
+    memset(&p, 0, sizeof p);
+    p.rank = 1;
+    p.n_ptr = 1 + nin;
+    p.numel = n;
+    p.shape[0] = n;
+    for (int k = 0; k <= nin; ++k) {
+        p.ptr[k] = bufs[k];
+        p.stride[k][0] = (int64_t)(k ? es_in : es_out);
+    }
+    return p;
+}
+
+int main(void) {
+    const int64_t big = 1 << 24;
+    char *bufs[4];
+    for (int k = 0; k < 4; ++k) {
+        CK(cudaMalloc(&bufs[k], big * 8));
+        CK(cudaMemset(bufs[k], 0, big * 8));
+    }
+    printf("chain: one block of 256 threads runs the task 1000 times in a row\n");
+    struct {
+        const char *name;
+        int op, key, out, nin;
+        int64_t n;
+    } ew[] = {
+        {"add f32 4096", OP_ADD, DT_F32, DT_F32, 2, 4096},   {"add f32 65536", OP_ADD, DT_F32, DT_F32, 2, 65536},
+        {"add f16 4096", OP_ADD, DT_F16, DT_F16, 2, 4096},   {"exp f32 4096", OP_EXP, DT_F32, DT_F32, 1, 4096},
+        {"gelu f32 4096", OP_GELU, DT_F32, DT_F32, 1, 4096}, {"cast f32->f16 4096", OP_CAST, DT_F32, DT_F16, 1, 4096},
+    };
+    for (auto &e : ew) {
+        const size_t so = e.out == DT_F16 ? 2 : 4, si = e.key == DT_F16 ? 2 : 4;
+        gpuos__ew_plan p = ew_plan(e.nin, e.n, so, si, bufs);
+        ChainArg c = {gpuos__device_kernel_id(e.op, e.key, e.out), to_device(p), e.n, 1000, 256};
+        const float ms = time_ms(run_chain, &c);
+        printf("  %-22s %7.3f us/task\n", e.name, ms * 1000.0f / 1000);
+    }
+    { /* sum over rows of [64, 256] f32 */
+        gpuos__reduce_plan p;
+        memset(&p, 0, sizeof p);
+        p.outer_rank = 1;
+        p.inner_rank = 1;
+        p.outer_numel = 64;
+        p.inner_numel = 256;
+        p.outer_shape[0] = 64;
+        p.outer_in_stride[0] = 256 * 4;
+        p.outer_out_stride[0] = 4;
+        p.inner_shape[0] = 256;
+        p.inner_in_stride[0] = 4;
+        p.in = bufs[1];
+        p.out = bufs[0];
+        ChainArg c = {gpuos__device_kernel_id(OP_SUM, DT_F32, DT_F32), to_device(p), 64, 1000, 256};
+        printf("  %-22s %7.3f us/task\n", "sum f32 [64,256] ax 1", time_ms(run_chain, &c));
+    }
+    { /* softmax and layernorm over rows of [8, 256] f32 */
+        gpuos__rows_plan p;
+        memset(&p, 0, sizeof p);
+        p.outer_rank = 1;
+        p.outer_numel = 8;
+        p.outer_shape[0] = 8;
+        p.outer_in_stride[0] = p.outer_out_stride[0] = 256 * 4;
+        p.n = 256;
+        p.in_stride = p.out_stride = 4;
+        p.in = bufs[1];
+        p.out = bufs[0];
+        p.eps = 1e-5;
+        ChainArg c = {gpuos__device_kernel_id(OP_SOFTMAX, DT_F32, DT_F32), to_device(p), 8, 1000, 256};
+        printf("  %-22s %7.3f us/task\n", "softmax f32 [8,256]", time_ms(run_chain, &c));
+        c.id = gpuos__device_kernel_id(OP_LAYERNORM, DT_F32, DT_F32);
+        printf("  %-22s %7.3f us/task\n", "layernorm f32 [8,256]", time_ms(run_chain, &c));
+    }
+    for (int sz = 0; sz < 2; ++sz) { /* matmul [8,256]@[256,256] and [256,256]@[256,256] f32 */
+        const int64_t M = sz ? 256 : 8, K = 256, N = 256;
+        gpuos__matmul_plan p;
+        memset(&p, 0, sizeof p);
+        p.batch_numel = 1;
+        p.M = M;
+        p.N = N;
+        p.K = K;
+        p.a_m = K * 4;
+        p.a_k = 4;
+        p.b_k = N * 4;
+        p.b_n = 4;
+        p.o_m = N * 4;
+        p.o_n = 4;
+        p.a = bufs[1];
+        p.b = bufs[2];
+        p.out = bufs[0];
+        const void *dp = to_device(p);
+        ChainArg c = {gpuos__device_kernel_id(OP_MATMUL, DT_F32, DT_F32), dp, M, sz ? 10 : 1000, 256};
+        const float ms = time_ms(run_chain, &c) / c.reps;
+        printf("  matmul f32 %lldx%lldx%lld one block %8.3f us/task (%.1f GFLOP/s)\n", (long long)M, (long long)K,
+               (long long)N, ms * 1000.0f, 2.0 * M * N * K / (ms * 1e6));
+        if (sz) {
+            WideArg w = {c.id, dp, M, 32, 8, 10};
+            const float ms2 = time_ms(run_wide, &w) / w.reps;
+            printf("  matmul f32 256x256x256 8 blocks   %8.3f us (%.1f GFLOP/s)\n", ms2 * 1000.0f,
+                   2.0 * M * N * K / (ms2 * 1e6));
+        }
+    }
+    printf("throughput: gpuos__d_test_kernel, %lld elements, 1056 blocks of 256 threads\n", (long long)big);
+    struct {
+        const char *name;
+        int op, key, out, nin;
+    } wide[] = {{"add f32", OP_ADD, DT_F32, DT_F32, 2},
+                {"add f16", OP_ADD, DT_F16, DT_F16, 2},
+                {"mul f32", OP_MUL, DT_F32, DT_F32, 2},
+                {"cast f32->f16", OP_CAST, DT_F32, DT_F16, 1}};
+    for (auto &e : wide) {
+        const size_t so = e.out == DT_F16 ? 2 : 4, si = e.key == DT_F16 ? 2 : 4;
+        gpuos__ew_plan p = ew_plan(e.nin, big, so, si, bufs);
+        WideArg w = {gpuos__device_kernel_id(e.op, e.key, e.out), to_device(p), big, (big + 1055) / 1056, 1056, 20};
+        const float ms = time_ms(run_wide, &w) / w.reps;
+        const double bytes = (double)big * (so + e.nin * si);
+        printf("  %-22s %8.1f us  %7.1f GB/s\n", e.name, ms * 1000.0f, bytes / (ms * 1e6));
+    }
+    return 0;
+}
