@@ -50,6 +50,12 @@ static int context_host_threads(int requested) {
 }
 
 /* ---------------------------------------------------------------- create / destroy */
+/* The context's last error without its "GPUOS_ERR_X: " prefix, to be re-reported. */
+static const char *context_detail(const gpuos_context *ctx) {
+    const char *m = gpuos_last_error(ctx), *p = strstr(m, ": ");
+    return strncmp(m, "GPUOS_", 6) == 0 && p ? p + 2 : m;
+}
+
 gpuos_status gpuos_create(const gpuos_config *config, gpuos_context **out) {
     gpuos_context *ctx;
     gpuos_status st;
@@ -100,14 +106,14 @@ gpuos_status gpuos_create(const gpuos_config *config, gpuos_context **out) {
             ctx->backend = GPUOS_BACKEND_CUDA;
         } else if (config->device >= 0) {
             gpuos__set_error(NULL, st, "%s; use GPUOS_DEVICE_AUTO or GPUOS_DEVICE_HOST to run on the host",
-                             gpuos_last_error(ctx));
+                             context_detail(ctx));
             goto fail;
         }
     }
     if (ctx->backend == GPUOS_BACKEND_HOST) {
         st = gpuos__host_start(ctx);
         if (st != GPUOS_OK) {
-            gpuos__set_error(NULL, st, "gpuos_create: %s", gpuos_last_error(ctx));
+            gpuos__set_error(NULL, st, "gpuos_create: %s", context_detail(ctx));
             goto fail;
         }
     }

@@ -114,6 +114,7 @@ struct gpuos_context {
     int stopping;          /* the dispatcher exits at the next job boundary */
     int destroyed;         /* gpuos_destroy ran; the handle lives on for tensors */
     gpuos_status sticky;   /* GPUOS_OK while healthy */
+    char sticky_msg[1024]; /* what made the context fail, repeated by every later error */
     int refs;              /* the user's handle + one per storage */
     gpuos__job *free_jobs; /* recycled jobs */
     int n_free_jobs;

@@ -138,7 +138,7 @@ gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *se
     }
     if (ctx->sticky != GPUOS_OK) {
         st = gpuos__set_error(ctx, ctx->sticky, "gpuos_submit: the context has failed earlier (%s)",
-                              gpuos__status_name(ctx->sticky));
+                              ctx->sticky_msg[0] ? ctx->sticky_msg : gpuos__status_name(ctx->sticky));
         goto fail;
     }
     if (ctx->ring_count >= ctx->capacity) {
@@ -252,7 +252,7 @@ gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, uint32_t timeout_
     }
     if (st == GPUOS_OK && ctx->sticky != GPUOS_OK)
         st = gpuos__set_error(ctx, ctx->sticky, "%s: the context has failed (%s)", what,
-                              gpuos__status_name(ctx->sticky));
+                              ctx->sticky_msg[0] ? ctx->sticky_msg : gpuos__status_name(ctx->sticky));
     pthread_mutex_unlock(&ctx->mu);
     return st;
 }

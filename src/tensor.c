@@ -292,8 +292,16 @@ gpuos_status gpuos_tensor_scalar(gpuos_context *ctx, gpuos_dtype dtype, double v
     if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_tensor_scalar: ctx is NULL");
     if (!out) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_tensor_scalar: out is NULL");
     if ((s = gpuos_tensor_new(ctx, dtype, 0, NULL, out)) != GPUOS_OK) return s;
-    gpuos__store_f64(dtype, value, (*out)->st->data); /* host memory: the host executor */
-    return GPUOS_OK;
+    {
+        double bits = 0.0; /* 8 aligned bytes: room for any dtype */
+        gpuos__store_f64(dtype, value, &bits);
+        s = gpuos_upload(ctx, *out, &bits, gpuos__elsize(dtype)); /* host or device memory */
+    }
+    if (s != GPUOS_OK) {
+        gpuos_tensor_release(*out);
+        *out = NULL;
+    }
+    return s;
 }
 
 gpuos_status gpuos_tensor_wrap(gpuos_context *ctx, void *data, size_t bytes, gpuos_dtype dtype, int rank,

@@ -1828,37 +1828,32 @@ GPUOS__FN void gpuos__d_offset2(const int64_t *shape, const int64_t *s0, const i
 
 /* Threads per output (reductions) or per row (row-wise ops): 1, 32 or the whole
    block, whichever a simple cost model says finishes [begin, end) soonest; the
-   same on every thread of the block. n_out outputs of n_in elements each, read in
-   `passes` passes; each thread loads GPUOS__D_BATCH elements at a time, so a pass
-   costs a memory latency (~16 element steps) per batch, plus the steps, plus the
-   group's combination (shuffles ~8, two barriers ~32). */
-#define GPUOS__D_BATCH 8
-GPUOS__FN int64_t gpuos__d_group_cost(int64_t n_out, int64_t n_in, int passes, int64_t g, int64_t comb) {
-    const int64_t groups = gpuos__d_nthreads() / g;
-    const int64_t rounds = (n_out + groups - 1) / groups;
-    const int64_t per = (n_in + g - 1) / g;
-    return rounds * passes * (((per + GPUOS__D_BATCH - 1) / GPUOS__D_BATCH) * 16 + per + comb);
-}
-GPUOS__FN int gpuos__d_group(int64_t n_out, int64_t n_in, int passes) {
+   same on every thread of the block. n_out outputs of n_in elements each. */
+GPUOS__FN int gpuos__d_group(int64_t n_out, int64_t n_in) {
     const int nt = gpuos__d_nthreads();
-    const int64_t c1 = gpuos__d_group_cost(n_out, n_in, passes, 1, 0);
-    const int64_t c32 = gpuos__d_group_cost(n_out, n_in, passes, 32, 8);
-    const int64_t cb = gpuos__d_group_cost(n_out, n_in, passes, nt, 32);
+    const int64_t r1 = (n_out + nt - 1) / nt, r32 = (n_out + nt / 32 - 1) / (nt / 32);
+    const int64_t c1 = r1 * n_in;                           /* one thread per output */
+    const int64_t c32 = r32 * ((n_in + 31) / 32 + 8);       /* a warp per output: shuffles */
+    const int64_t cb = n_out * ((n_in + nt - 1) / nt + 24); /* the block: two barriers */
     if (c1 <= c32 && c1 <= cb) return 1;
     return c32 <= cb ? 32 : nt;
 }
 
 /* ================================================================ element-wise */
-/* v[e] for a run-time e < U without local memory (a chain of selects). */
+/* v[e] for a run-time e < U without local memory (a chain of selects), and its store. */
 template <int U, class T> GPUOS__FN T gpuos__d_pick(const T *v, int e) {
     T x = v[0];
 #pragma unroll
     for (int k = 1; k < U; ++k) x = e == k ? v[k] : x;
     return x;
 }
+template <int U, class T> GPUOS__FN void gpuos__d_put(T *v, int e, T x) {
+#pragma unroll
+    for (int k = 0; k < U; ++k) v[k] = e == k ? x : v[k];
+}
 
 /* Byte offsets of the first NP operands of an element-wise plan at item i (rank >= 2):
-   out of line, one copy per NP, so the batches below stay small. */
+   out of line, one copy per NP, so that the batches below stay small. */
 template <int NP> struct gpuos__d_offs {
     int64_t v[NP];
 };
@@ -1883,22 +1878,23 @@ static __device__ __noinline__ gpuos__d_offs<NP> gpuos__d_ew_offsets(const gpuos
 
 /* Items [begin, end) of an element-wise plan. Thread t takes items t, t + n, t + 2n,
    ... (n = blockDim.x), so a warp touches consecutive elements (coalesced when the
-   operands are contiguous), in batches of U items: the loads of a batch are all
-   issued first (U loads in flight per operand: a dependent chain of small tasks is
-   bound by memory latency, not bandwidth), then a rolled loop computes and stores
-   them, so the element functions' code appears once (NVRTC time). Byte offsets:
-   item * stride for rank <= 1 (the common case after the runtime merged
-   dimensions), else one division per merged dimension above the first. G: the
-   group: O, A, B, C raw storage types (unsigned integers of the operands' sizes),
-   NIN inputs, O f(case, A, B, C, item, scalar0, scalar1) with the switch over its
-   members. Each item is read and written by the same thread, so out may be an input. */
+   operands are contiguous), GPUOS__D_EW_U at a time: the batch's loads are all
+   issued first, then G::batch computes the whole batch behind ONE switch over the
+   group's members (cheap element functions unrolled over the batch, so their
+   instructions overlap; long ones, transcendental and the like, in a rolled loop so
+   that their code appears once), then the stores. A dependent chain of small tasks
+   in one block is bound by latencies, memory and instruction, which is what the
+   batch hides. Byte offsets: item * stride for rank <= 1 (the common case after the
+   runtime merged dimensions), else gpuos__d_ew_offsets. G: O, A, B, C raw storage
+   types (unsigned integers of the operands' sizes), NIN inputs, batch(). Each item
+   is read and written by the same thread, so out may be an input (in place). */
+#define GPUOS__D_EW_U 4
 template <class G> GPUOS__FN void gpuos__d_ew(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     typedef typename G::O O;
     typedef typename G::A A;
     typedef typename G::B B;
     typedef typename G::C C;
-    enum { NIN = G::NIN };
-    enum { U = (NIN >= 3 || sizeof(O) == 8 || sizeof(A) == 8) ? 4 : 8 };
+    enum { NIN = G::NIN, U = GPUOS__D_EW_U };
     if (begin >= end) return;
     const int rank = p->rank;
     const double s0 = p->scalar[0], s1 = p->scalar[1];
@@ -1915,9 +1911,10 @@ template <class G> GPUOS__FN void gpuos__d_ew(const gpuos__ew_plan *p, int64_t b
         A va[U];
         B vb[U];
         C vc[U];
+        O vr[U];
         int64_t vo[U];
 #pragma unroll
-        for (int e = 0; e < U; ++e) { /* issue every load of the batch */
+        for (int e = 0; e < U; ++e) { /* every load of the batch */
             const int64_t i = i0 + e * nt;
             va[e] = 0;
             vb[e] = 0;
@@ -1939,38 +1936,26 @@ template <class G> GPUOS__FN void gpuos__d_ew(const gpuos__ew_plan *p, int64_t b
                 if constexpr (NIN >= 3) vc[e] = *(const C *)(pc + off[3]);
             }
         }
-#pragma unroll 1
-        for (int e = 0; e < U; ++e) { /* compute and store: one copy of the switch */
-            const int64_t i = i0 + e * nt;
-            if (i >= end) break;
-            *(O *)(po + gpuos__d_pick<U>(vo, e)) =
-                G::f(cs, gpuos__d_pick<U>(va, e), gpuos__d_pick<U>(vb, e), gpuos__d_pick<U>(vc, e), i, s0, s1);
-        }
+        G::batch(cs, va, vb, vc, i0, nt, s0, s1, vr);
+#pragma unroll
+        for (int e = 0; e < U; ++e)
+            if (i0 + e * nt < end) *(O *)(po + vo[e]) = vr[e];
     }
 }
 
 /* ================================================================ reductions */
-/* Byte offset of flat index i over shape/stride (rank >= 2), out of line. */
-static __device__ __noinline__ int64_t gpuos__d_offset_ni(const int64_t *shape, const int64_t *stride, int rank,
-                                                          int64_t i) {
-    return gpuos__d_offset(shape, stride, rank, i);
-}
-
 /* Items [begin, end) of a reduction plan: output elements. Groups of 1, 32 or all
    threads per output (gpuos__d_group); each thread folds the elements j = lane,
-   lane + g, ... with step, loading GPUOS__D_BATCH of them at a time (raw bits, all
-   loads in flight, then a rolled loop of steps: one copy of the steps' code); the
-   group merges in thread order; lane 0 stores. G: the group, a struct holding the
-   case: union Acc, init(), uint64_t ld(const char *) (raw bits), step(Acc, raw, j),
-   merge(Acc, Acc), final(Acc, char *out, n, corr) (gpuos_elem.h's functions). */
+   lane + g, ... with step, the group merges in thread order, lane 0 stores. G: the
+   group, a struct holding the case: union Acc, init(), step(Acc, const char *x,
+   j), merge(Acc, Acc), final(Acc, char *out, n, corr) (gpuos_elem.h's functions). */
 template <class G> GPUOS__FN void gpuos__d_reduce(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
     typedef typename G::Acc Acc;
-    enum { U = GPUOS__D_BATCH };
     if (begin >= end) return;
     G r;
     r.c = cs;
     const int64_t n = p->inner_numel;
-    const int g = gpuos__d_group(end - begin, n, 1);
+    const int g = gpuos__d_group(end - begin, n);
     const int tid = gpuos__d_tid();
     const int lane = tid % g;
     const int64_t per_pass = gpuos__d_nthreads() / g;
@@ -1988,23 +1973,10 @@ template <class G> GPUOS__FN void gpuos__d_reduce(const gpuos__reduce_plan *p, i
                              &ooff);
             const char *in = p->in + ioff;
 #pragma unroll 1
-            for (int64_t j0 = lane; j0 < n; j0 += (int64_t)U * g) {
-                uint64_t v[U];
-#pragma unroll
-                for (int e = 0; e < U; ++e) {
-                    const int64_t j = j0 + (int64_t)e * g;
-                    v[e] = 0;
-                    if (j < n)
-                        v[e] = r.ld(in + (inner_rank <= 1 ? j * s0
-                                                          : gpuos__d_offset_ni(p->inner_shape, p->inner_in_stride,
-                                                                               inner_rank, j)));
-                }
-#pragma unroll 1
-                for (int e = 0; e < U; ++e) {
-                    const int64_t j = j0 + (int64_t)e * g;
-                    if (j >= n) break;
-                    acc = r.step(acc, gpuos__d_pick<U>(v, e), j);
-                }
+            for (int64_t j = lane; j < n; j += g) {
+                const int64_t off =
+                    inner_rank <= 1 ? j * s0 : gpuos__d_offset(p->inner_shape, p->inner_in_stride, inner_rank, j);
+                acc = r.step(acc, in + off, j);
             }
         }
         acc = gpuos__d_group_reduce(r, acc, g, id);
@@ -2028,49 +2000,17 @@ GPUOS__FN double gpuos__d_sqrt(double x) { return sqrt(x); }
 
 enum { GPUOS__D_SOFTMAX = 0, GPUOS__D_LOG_SOFTMAX = 1, GPUOS__D_LAYERNORM = 2, GPUOS__D_RMSNORM = 3 };
 
-/* One pass over elements j = lane, lane + g, ... < nn of up to three streams (p1, p2
-   may be NULL: their values are 0), GPUOS__D_BATCH at a time: the raw loads of a batch
-   are all issued, then f(j, x0, x1, x2) runs in a rolled loop on the converted values. */
-template <class D, class F>
-GPUOS__FN void gpuos__d_row_pass(int cs, int64_t nn, int lane, int g, const char *p0, int64_t s0, const char *p1,
-                                 int64_t s1, const char *p2, int64_t s2, F f) {
-    typedef typename D::R R;
-    enum { U = GPUOS__D_BATCH };
-#pragma unroll 1
-    for (int64_t j0 = lane; j0 < nn; j0 += (int64_t)U * g) {
-        R v0[U], v1[U], v2[U];
-#pragma unroll
-        for (int e = 0; e < U; ++e) {
-            const int64_t j = j0 + (int64_t)e * g;
-            v0[e] = v1[e] = v2[e] = 0;
-            if (j < nn) {
-                v0[e] = D::raw(cs, p0 + j * s0);
-                if (p1) v1[e] = D::raw(cs, p1 + j * s1);
-                if (p2) v2[e] = D::raw(cs, p2 + j * s2);
-            }
-        }
-#pragma unroll 1
-        for (int e = 0; e < U; ++e) {
-            const int64_t j = j0 + (int64_t)e * g;
-            if (j >= nn) break;
-            f(j, D::cvt(cs, gpuos__d_pick<U>(v0, e)), D::cvt(cs, gpuos__d_pick<U>(v1, e)),
-              D::cvt(cs, gpuos__d_pick<U>(v2, e)));
-        }
-    }
-}
-
 /* Rows [begin, end): groups of 1, 32 or all threads per row (gpuos__d_group).
    The statistics of a row are complete (a group reduction, which synchronises the
    group) before any of its outputs is written, and each output element is written
    by the thread that read it last, so out may be the same view as in. D: the
-   group's dtypes of compute type D::T (f32 for f16/bf16/f32, f64 for f64): raw
-   bits R, R raw(case, const char *), T cvt(case, R), st(case, char *, T). The
-   arithmetic follows the host kernels (layernorm and rmsnorm divide by the root). */
+   group's dtypes of compute type D::T (f32 for f16/bf16/f32, f64 for f64), with
+   T ld(case, const char *) and st(case, char *, T). */
 template <class D, int OP> GPUOS__FN void gpuos__d_rows(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
     typedef typename D::T T;
     if (begin >= end) return;
     const int64_t n = p->n, si = p->in_stride, so = p->out_stride;
-    const int g = gpuos__d_group(end - begin, n, 3);
+    const int g = gpuos__d_group(end - begin, n * 3);
     const int tid = gpuos__d_tid();
     const int lane = tid % g;
     const int64_t per_pass = gpuos__d_nthreads() / g;
@@ -2092,49 +2032,48 @@ template <class D, int OP> GPUOS__FN void gpuos__d_rows(const gpuos__rows_plan *
         if constexpr (OP == GPUOS__D_SOFTMAX || OP == GPUOS__D_LOG_SOFTMAX) {
             const gpuos__d_nanmax mx = gpuos__d_nanmax();
             T m = ninf;
-            gpuos__d_row_pass<D>(cs, nn, lane, g, in, si, NULL, 0, NULL, 0,
-                                 [&](int64_t, T x, T, T) { m = mx.merge(m, x); });
+            for (int64_t j = lane; j < nn; j += g) m = mx.merge(m, D::ld(cs, in + j * si));
             m = gpuos__d_group_reduce(mx, m, g, ninf);
             T s = 0;
-            gpuos__d_row_pass<D>(cs, nn, lane, g, in, si, NULL, 0, NULL, 0,
-                                 [&](int64_t, T x, T, T) { s += gpuos__d_exp(x - m); });
+            for (int64_t j = lane; j < nn; j += g) s += gpuos__d_exp(D::ld(cs, in + j * si) - m);
             s = gpuos__d_group_reduce(gpuos__d_sum(), s, g, (T)0);
             if constexpr (OP == GPUOS__D_SOFTMAX) {
-                gpuos__d_row_pass<D>(cs, nn, lane, g, in, si, NULL, 0, NULL, 0,
-                                     [&](int64_t j, T x, T, T) { D::st(cs, out + j * so, gpuos__d_exp(x - m) / s); });
+                for (int64_t j = lane; j < nn; j += g) D::st(cs, out + j * so, gpuos__d_exp(D::ld(cs, in + j * si) - m) / s);
             } else {
                 const T ls = gpuos__d_log(s);
-                gpuos__d_row_pass<D>(cs, nn, lane, g, in, si, NULL, 0, NULL, 0,
-                                     [&](int64_t j, T x, T, T) { D::st(cs, out + j * so, x - m - ls); });
+                for (int64_t j = lane; j < nn; j += g) D::st(cs, out + j * so, D::ld(cs, in + j * si) - m - ls);
             }
         } else if constexpr (OP == GPUOS__D_LAYERNORM) {
             T s = 0;
-            gpuos__d_row_pass<D>(cs, nn, lane, g, in, si, NULL, 0, NULL, 0, [&](int64_t, T x, T, T) { s += x; });
+            for (int64_t j = lane; j < nn; j += g) s += D::ld(cs, in + j * si);
             s = gpuos__d_group_reduce(gpuos__d_sum(), s, g, (T)0);
             const T mean = s / (T)n;
             T v = 0;
-            gpuos__d_row_pass<D>(cs, nn, lane, g, in, si, NULL, 0, NULL, 0, [&](int64_t, T x, T, T) {
-                const T d = x - mean;
+            for (int64_t j = lane; j < nn; j += g) {
+                const T d = D::ld(cs, in + j * si) - mean;
                 v += d * d;
-            });
+            }
             v = gpuos__d_group_reduce(gpuos__d_sum(), v, g, (T)0);
-            const T den = gpuos__d_sqrt(v / (T)n + eps);
-            gpuos__d_row_pass<D>(cs, nn, lane, g, in, si, w, ws, bi, bs, [&](int64_t j, T x, T wv, T bv) {
-                T y = (x - mean) / den;
-                if (w) y = y * wv;
-                if (bi) y = y + bv;
+            const T den = gpuos__d_sqrt(v / (T)n + eps); /* divided by, as the host does */
+            for (int64_t j = lane; j < nn; j += g) {
+                T y = (D::ld(cs, in + j * si) - mean) / den;
+                if (w) y = y * D::ld(cs, w + j * ws);
+                if (bi) y = y + D::ld(cs, bi + j * bs);
                 D::st(cs, out + j * so, y);
-            });
+            }
         } else { /* rmsnorm */
             T s = 0;
-            gpuos__d_row_pass<D>(cs, nn, lane, g, in, si, NULL, 0, NULL, 0, [&](int64_t, T x, T, T) { s += x * x; });
+            for (int64_t j = lane; j < nn; j += g) {
+                const T x = D::ld(cs, in + j * si);
+                s += x * x;
+            }
             s = gpuos__d_group_reduce(gpuos__d_sum(), s, g, (T)0);
             const T den = gpuos__d_sqrt(s / (T)n + eps);
-            gpuos__d_row_pass<D>(cs, nn, lane, g, in, si, w, ws, NULL, 0, [&](int64_t j, T x, T wv, T) {
-                T y = x / den;
-                if (w) y = y * wv;
+            for (int64_t j = lane; j < nn; j += g) {
+                T y = D::ld(cs, in + j * si) / den;
+                if (w) y = y * D::ld(cs, w + j * ws);
                 D::st(cs, out + j * so, y);
-            });
+            }
         }
     }
 }
@@ -2270,67 +2209,125 @@ struct gpuos__d_ewg0 {
     typedef uint8_t A;
     typedef uint8_t B;
     typedef uint8_t C;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 1, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* neg_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_neg_i8((gpuos__d_as<int8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_neg_i8((gpuos__d_as<int8_t>(a[e])))));
+            return;
         case 1: /* neg_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_neg_u8((gpuos__d_as<uint8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_neg_u8((gpuos__d_as<uint8_t>(a[e])))));
+            return;
         case 2: /* abs_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_abs_i8((gpuos__d_as<int8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_abs_i8((gpuos__d_as<int8_t>(a[e])))));
+            return;
         case 3: /* abs_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_abs_u8((gpuos__d_as<uint8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_abs_u8((gpuos__d_as<uint8_t>(a[e])))));
+            return;
         case 4: /* sign_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_sign_i8((gpuos__d_as<int8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_sign_i8((gpuos__d_as<int8_t>(a[e])))));
+            return;
         case 5: /* sign_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_sign_u8((gpuos__d_as<uint8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_sign_u8((gpuos__d_as<uint8_t>(a[e])))));
+            return;
         case 6: /* relu_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_relu_i8((gpuos__d_as<int8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_relu_i8((gpuos__d_as<int8_t>(a[e])))));
+            return;
         case 7: /* relu_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_relu_u8((gpuos__d_as<uint8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_relu_u8((gpuos__d_as<uint8_t>(a[e])))));
+            return;
         case 8: /* square_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_square_i8((gpuos__d_as<int8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_square_i8((gpuos__d_as<int8_t>(a[e])))));
+            return;
         case 9: /* square_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_square_u8((gpuos__d_as<uint8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_square_u8((gpuos__d_as<uint8_t>(a[e])))));
+            return;
         case 10: /* logical_not_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_bool((gpuos__d_as<uint8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_bool((gpuos__d_as<uint8_t>(a[e])))));
+            return;
         case 11: /* logical_not_i8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_i8((gpuos__d_as<int8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_i8((gpuos__d_as<int8_t>(a[e])))));
+            return;
         case 12: /* logical_not_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_u8((gpuos__d_as<uint8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_u8((gpuos__d_as<uint8_t>(a[e])))));
+            return;
         case 13: /* bitwise_not_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_bitwise_not_bool((gpuos__d_as<uint8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_bitwise_not_bool((gpuos__d_as<uint8_t>(a[e])))));
+            return;
         case 14: /* bitwise_not_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_bitwise_not_i8((gpuos__d_as<int8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_bitwise_not_i8((gpuos__d_as<int8_t>(a[e])))));
+            return;
         case 15: /* bitwise_not_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_bitwise_not_u8((gpuos__d_as<uint8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_bitwise_not_u8((gpuos__d_as<uint8_t>(a[e])))));
+            return;
         case 16: /* cast_bool_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_bool_bool((gpuos__d_as<uint8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_cast_bool_bool((gpuos__d_as<uint8_t>(a[e])))));
+            return;
         case 17: /* cast_bool_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_cast_bool_i8((gpuos__d_as<uint8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_cast_bool_i8((gpuos__d_as<uint8_t>(a[e])))));
+            return;
         case 18: /* cast_bool_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_bool_u8((gpuos__d_as<uint8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_cast_bool_u8((gpuos__d_as<uint8_t>(a[e])))));
+            return;
         case 19: /* cast_i8_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_i8_bool((gpuos__d_as<int8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_cast_i8_bool((gpuos__d_as<int8_t>(a[e])))));
+            return;
         case 20: /* cast_i8_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_cast_i8_i8((gpuos__d_as<int8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_cast_i8_i8((gpuos__d_as<int8_t>(a[e])))));
+            return;
         case 21: /* cast_i8_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_i8_u8((gpuos__d_as<int8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_cast_i8_u8((gpuos__d_as<int8_t>(a[e])))));
+            return;
         case 22: /* cast_u8_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_u8_bool((gpuos__d_as<uint8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_cast_u8_bool((gpuos__d_as<uint8_t>(a[e])))));
+            return;
         case 23: /* cast_u8_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_cast_u8_i8((gpuos__d_as<uint8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_cast_u8_i8((gpuos__d_as<uint8_t>(a[e])))));
+            return;
         case 24: /* cast_u8_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_u8_u8((gpuos__d_as<uint8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_cast_u8_u8((gpuos__d_as<uint8_t>(a[e])))));
+            return;
         case 25: /* copy_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_copy_bool((gpuos__d_as<uint8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_copy_bool((gpuos__d_as<uint8_t>(a[e])))));
+            return;
         case 26: /* copy_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_copy_i8((gpuos__d_as<int8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_copy_i8((gpuos__d_as<int8_t>(a[e])))));
+            return;
         case 27: /* copy_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_copy_u8((gpuos__d_as<uint8_t>(a)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_copy_u8((gpuos__d_as<uint8_t>(a[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -2344,151 +2341,325 @@ struct gpuos__d_ewg1 {
     typedef uint16_t A;
     typedef uint8_t B;
     typedef uint8_t C;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 1, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* neg_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_neg_i16((gpuos__d_as<int16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_neg_i16((gpuos__d_as<int16_t>(a[e])))));
+            return;
         case 1: /* neg_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_neg_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_neg_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 2: /* neg_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_neg_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_neg_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 3: /* abs_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_abs_i16((gpuos__d_as<int16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_abs_i16((gpuos__d_as<int16_t>(a[e])))));
+            return;
         case 4: /* abs_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_abs_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_abs_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 5: /* abs_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_abs_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_abs_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 6: /* sign_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_sign_i16((gpuos__d_as<int16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_sign_i16((gpuos__d_as<int16_t>(a[e])))));
+            return;
         case 7: /* sign_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_sign_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_sign_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 8: /* sign_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_sign_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_sign_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 9: /* sqrt_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_sqrt_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_sqrt_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 10: /* sqrt_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_sqrt_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_sqrt_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 11: /* rsqrt_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_rsqrt_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_rsqrt_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 12: /* rsqrt_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_rsqrt_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_rsqrt_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 13: /* exp_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_exp_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_exp_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 14: /* exp_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_exp_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_exp_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 15: /* exp2_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_exp2_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_exp2_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 16: /* exp2_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_exp2_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_exp2_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 17: /* log_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_log_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_log_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 18: /* log_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_log_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_log_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 19: /* log2_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_log2_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_log2_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 20: /* log2_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_log2_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_log2_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 21: /* log1p_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_log1p_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_log1p_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 22: /* log1p_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_log1p_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_log1p_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 23: /* expm1_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_expm1_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_expm1_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 24: /* expm1_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_expm1_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_expm1_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 25: /* sin_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_sin_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_sin_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 26: /* sin_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_sin_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_sin_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 27: /* cos_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_cos_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_cos_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 28: /* cos_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_cos_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_cos_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 29: /* tan_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_tan_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_tan_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 30: /* tan_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_tan_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_tan_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 31: /* tanh_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_tanh_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_tanh_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 32: /* tanh_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_tanh_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_tanh_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 33: /* sigmoid_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_sigmoid_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_sigmoid_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 34: /* sigmoid_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_sigmoid_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_sigmoid_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 35: /* relu_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_relu_i16((gpuos__d_as<int16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_relu_i16((gpuos__d_as<int16_t>(a[e])))));
+            return;
         case 36: /* relu_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_relu_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_relu_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 37: /* relu_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_relu_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_relu_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 38: /* gelu_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_gelu_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_gelu_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 39: /* gelu_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_gelu_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_gelu_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 40: /* gelu_tanh_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_gelu_tanh_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_gelu_tanh_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 41: /* gelu_tanh_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_gelu_tanh_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_gelu_tanh_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 42: /* silu_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_silu_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_silu_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 43: /* silu_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_silu_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_silu_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 44: /* floor_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_floor_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_floor_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 45: /* floor_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_floor_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_floor_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 46: /* ceil_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_ceil_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_ceil_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 47: /* ceil_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_ceil_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_ceil_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 48: /* round_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_round_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_round_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 49: /* round_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_round_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_round_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 50: /* trunc_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_trunc_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_trunc_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 51: /* trunc_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_trunc_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_trunc_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 52: /* reciprocal_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_reciprocal_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_reciprocal_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 53: /* reciprocal_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_reciprocal_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_reciprocal_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 54: /* square_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_square_i16((gpuos__d_as<int16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_square_i16((gpuos__d_as<int16_t>(a[e])))));
+            return;
         case 55: /* square_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_square_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_square_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 56: /* square_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_square_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_square_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 57: /* bitwise_not_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_bitwise_not_i16((gpuos__d_as<int16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_bitwise_not_i16((gpuos__d_as<int16_t>(a[e])))));
+            return;
         case 58: /* cast_i16_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_cast_i16_i16((gpuos__d_as<int16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_cast_i16_i16((gpuos__d_as<int16_t>(a[e])))));
+            return;
         case 59: /* cast_i16_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_cast_i16_f16((gpuos__d_as<int16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_cast_i16_f16((gpuos__d_as<int16_t>(a[e])))));
+            return;
         case 60: /* cast_i16_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_cast_i16_bf16((gpuos__d_as<int16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_cast_i16_bf16((gpuos__d_as<int16_t>(a[e])))));
+            return;
         case 61: /* cast_f16_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_cast_f16_i16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_cast_f16_i16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 62: /* cast_f16_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_cast_f16_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_cast_f16_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 63: /* cast_f16_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_cast_f16_bf16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_cast_f16_bf16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 64: /* cast_bf16_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_cast_bf16_i16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_cast_bf16_i16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 65: /* cast_bf16_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_cast_bf16_f16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_cast_bf16_f16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 66: /* cast_bf16_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_cast_bf16_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_cast_bf16_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 67: /* copy_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_copy_i16((gpuos__d_as<int16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_copy_i16((gpuos__d_as<int16_t>(a[e])))));
+            return;
         case 68: /* copy_f16 */
-            return gpuos__d_as<O>((uint16_t)(gpuos__e_copy_f16((gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)(gpuos__e_copy_f16((gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 69: /* copy_bf16 */
-            return gpuos__d_as<O>((uint16_t)(gpuos__e_copy_bf16((gpuos__d_as<uint16_t>(a)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)(gpuos__e_copy_bf16((gpuos__d_as<uint16_t>(a[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -2502,87 +2673,181 @@ struct gpuos__d_ewg2 {
     typedef uint32_t A;
     typedef uint8_t B;
     typedef uint8_t C;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 1, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* neg_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_neg_i32((gpuos__d_as<int32_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_neg_i32((gpuos__d_as<int32_t>(a[e])))));
+            return;
         case 1: /* neg_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_neg_f32((gpuos__d_as<float>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_neg_f32((gpuos__d_as<float>(a[e])))));
+            return;
         case 2: /* abs_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_abs_i32((gpuos__d_as<int32_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_abs_i32((gpuos__d_as<int32_t>(a[e])))));
+            return;
         case 3: /* abs_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_abs_f32((gpuos__d_as<float>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_abs_f32((gpuos__d_as<float>(a[e])))));
+            return;
         case 4: /* sign_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_sign_i32((gpuos__d_as<int32_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_sign_i32((gpuos__d_as<int32_t>(a[e])))));
+            return;
         case 5: /* sign_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_sign_f32((gpuos__d_as<float>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_sign_f32((gpuos__d_as<float>(a[e])))));
+            return;
         case 6: /* sqrt_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_sqrt_f32((gpuos__d_as<float>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_sqrt_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 7: /* rsqrt_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_rsqrt_f32((gpuos__d_as<float>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_rsqrt_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 8: /* exp_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_exp_f32((gpuos__d_as<float>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_exp_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 9: /* exp2_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_exp2_f32((gpuos__d_as<float>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_exp2_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 10: /* log_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_log_f32((gpuos__d_as<float>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_log_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 11: /* log2_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_log2_f32((gpuos__d_as<float>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_log2_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 12: /* log1p_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_log1p_f32((gpuos__d_as<float>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_log1p_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 13: /* expm1_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_expm1_f32((gpuos__d_as<float>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_expm1_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 14: /* sin_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_sin_f32((gpuos__d_as<float>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_sin_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 15: /* cos_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_cos_f32((gpuos__d_as<float>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_cos_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 16: /* tan_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_tan_f32((gpuos__d_as<float>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_tan_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 17: /* tanh_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_tanh_f32((gpuos__d_as<float>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_tanh_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 18: /* sigmoid_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_sigmoid_f32((gpuos__d_as<float>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_sigmoid_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 19: /* relu_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_relu_i32((gpuos__d_as<int32_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_relu_i32((gpuos__d_as<int32_t>(a[e])))));
+            return;
         case 20: /* relu_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_relu_f32((gpuos__d_as<float>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_relu_f32((gpuos__d_as<float>(a[e])))));
+            return;
         case 21: /* gelu_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_gelu_f32((gpuos__d_as<float>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_gelu_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 22: /* gelu_tanh_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_gelu_tanh_f32((gpuos__d_as<float>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_gelu_tanh_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 23: /* silu_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_silu_f32((gpuos__d_as<float>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_silu_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 24: /* floor_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_floor_f32((gpuos__d_as<float>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_floor_f32((gpuos__d_as<float>(a[e])))));
+            return;
         case 25: /* ceil_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_ceil_f32((gpuos__d_as<float>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_ceil_f32((gpuos__d_as<float>(a[e])))));
+            return;
         case 26: /* round_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_round_f32((gpuos__d_as<float>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_round_f32((gpuos__d_as<float>(a[e])))));
+            return;
         case 27: /* trunc_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_trunc_f32((gpuos__d_as<float>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_trunc_f32((gpuos__d_as<float>(a[e])))));
+            return;
         case 28: /* reciprocal_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_reciprocal_f32((gpuos__d_as<float>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_reciprocal_f32((gpuos__d_as<float>(a[e])))));
+            return;
         case 29: /* square_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_square_i32((gpuos__d_as<int32_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_square_i32((gpuos__d_as<int32_t>(a[e])))));
+            return;
         case 30: /* square_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_square_f32((gpuos__d_as<float>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_square_f32((gpuos__d_as<float>(a[e])))));
+            return;
         case 31: /* bitwise_not_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_bitwise_not_i32((gpuos__d_as<int32_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_bitwise_not_i32((gpuos__d_as<int32_t>(a[e])))));
+            return;
         case 32: /* cast_i32_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_cast_i32_i32((gpuos__d_as<int32_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_cast_i32_i32((gpuos__d_as<int32_t>(a[e])))));
+            return;
         case 33: /* cast_i32_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_cast_i32_f32((gpuos__d_as<int32_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_cast_i32_f32((gpuos__d_as<int32_t>(a[e])))));
+            return;
         case 34: /* cast_f32_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_cast_f32_i32((gpuos__d_as<float>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_cast_f32_i32((gpuos__d_as<float>(a[e])))));
+            return;
         case 35: /* cast_f32_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_cast_f32_f32((gpuos__d_as<float>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_cast_f32_f32((gpuos__d_as<float>(a[e])))));
+            return;
         case 36: /* copy_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_copy_i32((gpuos__d_as<int32_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_copy_i32((gpuos__d_as<int32_t>(a[e])))));
+            return;
         case 37: /* copy_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_copy_f32((gpuos__d_as<float>(a)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_copy_f32((gpuos__d_as<float>(a[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -2596,87 +2861,181 @@ struct gpuos__d_ewg3 {
     typedef uint64_t A;
     typedef uint8_t B;
     typedef uint8_t C;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 1, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* neg_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_neg_i64((gpuos__d_as<int64_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_neg_i64((gpuos__d_as<int64_t>(a[e])))));
+            return;
         case 1: /* neg_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_neg_f64((gpuos__d_as<double>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_neg_f64((gpuos__d_as<double>(a[e])))));
+            return;
         case 2: /* abs_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_abs_i64((gpuos__d_as<int64_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_abs_i64((gpuos__d_as<int64_t>(a[e])))));
+            return;
         case 3: /* abs_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_abs_f64((gpuos__d_as<double>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_abs_f64((gpuos__d_as<double>(a[e])))));
+            return;
         case 4: /* sign_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_sign_i64((gpuos__d_as<int64_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_sign_i64((gpuos__d_as<int64_t>(a[e])))));
+            return;
         case 5: /* sign_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_sign_f64((gpuos__d_as<double>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_sign_f64((gpuos__d_as<double>(a[e])))));
+            return;
         case 6: /* sqrt_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_sqrt_f64((gpuos__d_as<double>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((double)(gpuos__e_sqrt_f64((gpuos__d_as<double>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 7: /* rsqrt_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_rsqrt_f64((gpuos__d_as<double>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((double)(gpuos__e_rsqrt_f64((gpuos__d_as<double>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 8: /* exp_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_exp_f64((gpuos__d_as<double>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((double)(gpuos__e_exp_f64((gpuos__d_as<double>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 9: /* exp2_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_exp2_f64((gpuos__d_as<double>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((double)(gpuos__e_exp2_f64((gpuos__d_as<double>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 10: /* log_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_log_f64((gpuos__d_as<double>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((double)(gpuos__e_log_f64((gpuos__d_as<double>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 11: /* log2_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_log2_f64((gpuos__d_as<double>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((double)(gpuos__e_log2_f64((gpuos__d_as<double>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 12: /* log1p_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_log1p_f64((gpuos__d_as<double>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((double)(gpuos__e_log1p_f64((gpuos__d_as<double>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 13: /* expm1_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_expm1_f64((gpuos__d_as<double>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((double)(gpuos__e_expm1_f64((gpuos__d_as<double>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 14: /* sin_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_sin_f64((gpuos__d_as<double>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((double)(gpuos__e_sin_f64((gpuos__d_as<double>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 15: /* cos_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_cos_f64((gpuos__d_as<double>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((double)(gpuos__e_cos_f64((gpuos__d_as<double>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 16: /* tan_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_tan_f64((gpuos__d_as<double>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((double)(gpuos__e_tan_f64((gpuos__d_as<double>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 17: /* tanh_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_tanh_f64((gpuos__d_as<double>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((double)(gpuos__e_tanh_f64((gpuos__d_as<double>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 18: /* sigmoid_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_sigmoid_f64((gpuos__d_as<double>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((double)(gpuos__e_sigmoid_f64((gpuos__d_as<double>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 19: /* relu_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_relu_i64((gpuos__d_as<int64_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_relu_i64((gpuos__d_as<int64_t>(a[e])))));
+            return;
         case 20: /* relu_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_relu_f64((gpuos__d_as<double>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_relu_f64((gpuos__d_as<double>(a[e])))));
+            return;
         case 21: /* gelu_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_gelu_f64((gpuos__d_as<double>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((double)(gpuos__e_gelu_f64((gpuos__d_as<double>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 22: /* gelu_tanh_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_gelu_tanh_f64((gpuos__d_as<double>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((double)(gpuos__e_gelu_tanh_f64((gpuos__d_as<double>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 23: /* silu_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_silu_f64((gpuos__d_as<double>(a)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((double)(gpuos__e_silu_f64((gpuos__d_as<double>(gpuos__d_pick<U>(a, e)))))));
+            return;
         case 24: /* floor_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_floor_f64((gpuos__d_as<double>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_floor_f64((gpuos__d_as<double>(a[e])))));
+            return;
         case 25: /* ceil_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_ceil_f64((gpuos__d_as<double>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_ceil_f64((gpuos__d_as<double>(a[e])))));
+            return;
         case 26: /* round_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_round_f64((gpuos__d_as<double>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_round_f64((gpuos__d_as<double>(a[e])))));
+            return;
         case 27: /* trunc_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_trunc_f64((gpuos__d_as<double>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_trunc_f64((gpuos__d_as<double>(a[e])))));
+            return;
         case 28: /* reciprocal_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_reciprocal_f64((gpuos__d_as<double>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_reciprocal_f64((gpuos__d_as<double>(a[e])))));
+            return;
         case 29: /* square_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_square_i64((gpuos__d_as<int64_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_square_i64((gpuos__d_as<int64_t>(a[e])))));
+            return;
         case 30: /* square_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_square_f64((gpuos__d_as<double>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_square_f64((gpuos__d_as<double>(a[e])))));
+            return;
         case 31: /* bitwise_not_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_bitwise_not_i64((gpuos__d_as<int64_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_bitwise_not_i64((gpuos__d_as<int64_t>(a[e])))));
+            return;
         case 32: /* cast_i64_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_cast_i64_i64((gpuos__d_as<int64_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_cast_i64_i64((gpuos__d_as<int64_t>(a[e])))));
+            return;
         case 33: /* cast_i64_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_cast_i64_f64((gpuos__d_as<int64_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_cast_i64_f64((gpuos__d_as<int64_t>(a[e])))));
+            return;
         case 34: /* cast_f64_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_cast_f64_i64((gpuos__d_as<double>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_cast_f64_i64((gpuos__d_as<double>(a[e])))));
+            return;
         case 35: /* cast_f64_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_cast_f64_f64((gpuos__d_as<double>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_cast_f64_f64((gpuos__d_as<double>(a[e])))));
+            return;
         case 36: /* copy_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_copy_i64((gpuos__d_as<int64_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_copy_i64((gpuos__d_as<int64_t>(a[e])))));
+            return;
         case 37: /* copy_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_copy_f64((gpuos__d_as<double>(a)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_copy_f64((gpuos__d_as<double>(a[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -2690,47 +3049,85 @@ struct gpuos__d_ewg4 {
     typedef uint16_t A;
     typedef uint8_t B;
     typedef uint8_t C;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 1, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* logical_not_i16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_i16((gpuos__d_as<int16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_i16((gpuos__d_as<int16_t>(a[e])))));
+            return;
         case 1: /* logical_not_f16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 2: /* logical_not_bf16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 3: /* isnan_f16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_isnan_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_isnan_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 4: /* isnan_bf16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_isnan_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_isnan_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 5: /* isinf_f16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_isinf_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_isinf_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 6: /* isinf_bf16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_isinf_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_isinf_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 7: /* isfinite_f16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_isfinite_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_isfinite_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 8: /* isfinite_bf16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_isfinite_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_isfinite_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 9: /* cast_i16_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_i16_bool((gpuos__d_as<int16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_cast_i16_bool((gpuos__d_as<int16_t>(a[e])))));
+            return;
         case 10: /* cast_i16_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_cast_i16_i8((gpuos__d_as<int16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_cast_i16_i8((gpuos__d_as<int16_t>(a[e])))));
+            return;
         case 11: /* cast_i16_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_i16_u8((gpuos__d_as<int16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_cast_i16_u8((gpuos__d_as<int16_t>(a[e])))));
+            return;
         case 12: /* cast_f16_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_f16_bool(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_cast_f16_bool(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 13: /* cast_f16_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_cast_f16_i8(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_cast_f16_i8(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 14: /* cast_f16_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_f16_u8(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_cast_f16_u8(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 15: /* cast_bf16_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_bf16_bool(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_cast_bf16_bool(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 16: /* cast_bf16_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_cast_bf16_i8(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_cast_bf16_i8(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 17: /* cast_bf16_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_bf16_u8(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_cast_bf16_u8(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -2744,33 +3141,57 @@ struct gpuos__d_ewg5 {
     typedef uint32_t A;
     typedef uint8_t B;
     typedef uint8_t C;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 1, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* logical_not_i32 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_i32((gpuos__d_as<int32_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_i32((gpuos__d_as<int32_t>(a[e])))));
+            return;
         case 1: /* logical_not_f32 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_f32((gpuos__d_as<float>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_f32((gpuos__d_as<float>(a[e])))));
+            return;
         case 2: /* isnan_f32 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_isnan_f32((gpuos__d_as<float>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_isnan_f32((gpuos__d_as<float>(a[e])))));
+            return;
         case 3: /* isinf_f32 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_isinf_f32((gpuos__d_as<float>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_isinf_f32((gpuos__d_as<float>(a[e])))));
+            return;
         case 4: /* isfinite_f32 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_isfinite_f32((gpuos__d_as<float>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_isfinite_f32((gpuos__d_as<float>(a[e])))));
+            return;
         case 5: /* cast_i32_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_i32_bool((gpuos__d_as<int32_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_cast_i32_bool((gpuos__d_as<int32_t>(a[e])))));
+            return;
         case 6: /* cast_i32_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_cast_i32_i8((gpuos__d_as<int32_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_cast_i32_i8((gpuos__d_as<int32_t>(a[e])))));
+            return;
         case 7: /* cast_i32_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_i32_u8((gpuos__d_as<int32_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_cast_i32_u8((gpuos__d_as<int32_t>(a[e])))));
+            return;
         case 8: /* cast_f32_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_f32_bool((gpuos__d_as<float>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_cast_f32_bool((gpuos__d_as<float>(a[e])))));
+            return;
         case 9: /* cast_f32_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_cast_f32_i8((gpuos__d_as<float>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_cast_f32_i8((gpuos__d_as<float>(a[e])))));
+            return;
         case 10: /* cast_f32_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_f32_u8((gpuos__d_as<float>(a)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_cast_f32_u8((gpuos__d_as<float>(a[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -2784,33 +3205,57 @@ struct gpuos__d_ewg6 {
     typedef uint64_t A;
     typedef uint8_t B;
     typedef uint8_t C;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 1, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* logical_not_i64 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_i64((gpuos__d_as<int64_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_i64((gpuos__d_as<int64_t>(a[e])))));
+            return;
         case 1: /* logical_not_f64 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_f64((gpuos__d_as<double>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_not_f64((gpuos__d_as<double>(a[e])))));
+            return;
         case 2: /* isnan_f64 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_isnan_f64((gpuos__d_as<double>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_isnan_f64((gpuos__d_as<double>(a[e])))));
+            return;
         case 3: /* isinf_f64 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_isinf_f64((gpuos__d_as<double>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_isinf_f64((gpuos__d_as<double>(a[e])))));
+            return;
         case 4: /* isfinite_f64 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_isfinite_f64((gpuos__d_as<double>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_isfinite_f64((gpuos__d_as<double>(a[e])))));
+            return;
         case 5: /* cast_i64_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_i64_bool((gpuos__d_as<int64_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_cast_i64_bool((gpuos__d_as<int64_t>(a[e])))));
+            return;
         case 6: /* cast_i64_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_cast_i64_i8((gpuos__d_as<int64_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_cast_i64_i8((gpuos__d_as<int64_t>(a[e])))));
+            return;
         case 7: /* cast_i64_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_i64_u8((gpuos__d_as<int64_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_cast_i64_u8((gpuos__d_as<int64_t>(a[e])))));
+            return;
         case 8: /* cast_f64_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_f64_bool((gpuos__d_as<double>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_cast_f64_bool((gpuos__d_as<double>(a[e])))));
+            return;
         case 9: /* cast_f64_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_cast_f64_i8((gpuos__d_as<double>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_cast_f64_i8((gpuos__d_as<double>(a[e])))));
+            return;
         case 10: /* cast_f64_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_f64_u8((gpuos__d_as<double>(a)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_cast_f64_u8((gpuos__d_as<double>(a[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -2824,131 +3269,261 @@ struct gpuos__d_ewg7 {
     typedef uint8_t A;
     typedef uint8_t B;
     typedef uint8_t C;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 2, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* add_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_add_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_add_i8((gpuos__d_as<int8_t>(a[e])), (gpuos__d_as<int8_t>(b[e])))));
+            return;
         case 1: /* add_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_add_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_add_u8((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 2: /* sub_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_sub_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_sub_i8((gpuos__d_as<int8_t>(a[e])), (gpuos__d_as<int8_t>(b[e])))));
+            return;
         case 3: /* sub_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_sub_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_sub_u8((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 4: /* mul_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_mul_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_mul_i8((gpuos__d_as<int8_t>(a[e])), (gpuos__d_as<int8_t>(b[e])))));
+            return;
         case 5: /* mul_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_mul_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_mul_u8((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 6: /* div_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_div_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int8_t)(gpuos__e_div_i8((gpuos__d_as<int8_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int8_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 7: /* div_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_div_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint8_t)(gpuos__e_div_u8((gpuos__d_as<uint8_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<uint8_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 8: /* floordiv_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_floordiv_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int8_t)(gpuos__e_floordiv_i8((gpuos__d_as<int8_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int8_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 9: /* floordiv_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_floordiv_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint8_t)(gpuos__e_floordiv_u8((gpuos__d_as<uint8_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<uint8_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 10: /* mod_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_mod_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int8_t)(gpuos__e_mod_i8((gpuos__d_as<int8_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int8_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 11: /* mod_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_mod_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint8_t)(gpuos__e_mod_u8((gpuos__d_as<uint8_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<uint8_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 12: /* pow_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_pow_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int8_t)(gpuos__e_pow_i8((gpuos__d_as<int8_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int8_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 13: /* pow_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_pow_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint8_t)(gpuos__e_pow_u8((gpuos__d_as<uint8_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<uint8_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 14: /* minimum_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_minimum_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_minimum_bool((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 15: /* minimum_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_minimum_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_minimum_i8((gpuos__d_as<int8_t>(a[e])), (gpuos__d_as<int8_t>(b[e])))));
+            return;
         case 16: /* minimum_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_minimum_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_minimum_u8((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 17: /* maximum_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_maximum_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_maximum_bool((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 18: /* maximum_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_maximum_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_maximum_i8((gpuos__d_as<int8_t>(a[e])), (gpuos__d_as<int8_t>(b[e])))));
+            return;
         case 19: /* maximum_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_maximum_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_maximum_u8((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 20: /* eq_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_eq_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_eq_bool((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 21: /* eq_i8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_eq_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_eq_i8((gpuos__d_as<int8_t>(a[e])), (gpuos__d_as<int8_t>(b[e])))));
+            return;
         case 22: /* eq_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_eq_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_eq_u8((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 23: /* ne_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_ne_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_ne_bool((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 24: /* ne_i8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_ne_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_ne_i8((gpuos__d_as<int8_t>(a[e])), (gpuos__d_as<int8_t>(b[e])))));
+            return;
         case 25: /* ne_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_ne_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_ne_u8((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 26: /* lt_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_lt_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_lt_bool((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 27: /* lt_i8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_lt_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_lt_i8((gpuos__d_as<int8_t>(a[e])), (gpuos__d_as<int8_t>(b[e])))));
+            return;
         case 28: /* lt_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_lt_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_lt_u8((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 29: /* le_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_le_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_le_bool((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 30: /* le_i8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_le_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_le_i8((gpuos__d_as<int8_t>(a[e])), (gpuos__d_as<int8_t>(b[e])))));
+            return;
         case 31: /* le_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_le_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_le_u8((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 32: /* gt_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_gt_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_gt_bool((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 33: /* gt_i8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_gt_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_gt_i8((gpuos__d_as<int8_t>(a[e])), (gpuos__d_as<int8_t>(b[e])))));
+            return;
         case 34: /* gt_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_gt_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_gt_u8((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 35: /* ge_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_ge_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_ge_bool((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 36: /* ge_i8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_ge_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_ge_i8((gpuos__d_as<int8_t>(a[e])), (gpuos__d_as<int8_t>(b[e])))));
+            return;
         case 37: /* ge_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_ge_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_ge_u8((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 38: /* logical_and_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_bool((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 39: /* logical_and_i8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_i8((gpuos__d_as<int8_t>(a[e])), (gpuos__d_as<int8_t>(b[e])))));
+            return;
         case 40: /* logical_and_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_u8((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 41: /* logical_or_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_bool((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 42: /* logical_or_i8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_i8((gpuos__d_as<int8_t>(a[e])), (gpuos__d_as<int8_t>(b[e])))));
+            return;
         case 43: /* logical_or_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_u8((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 44: /* logical_xor_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_bool((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 45: /* logical_xor_i8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_i8((gpuos__d_as<int8_t>(a[e])), (gpuos__d_as<int8_t>(b[e])))));
+            return;
         case 46: /* logical_xor_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_u8((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 47: /* bitwise_and_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_bitwise_and_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_bitwise_and_bool((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 48: /* bitwise_and_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_bitwise_and_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_bitwise_and_i8((gpuos__d_as<int8_t>(a[e])), (gpuos__d_as<int8_t>(b[e])))));
+            return;
         case 49: /* bitwise_and_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_bitwise_and_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_bitwise_and_u8((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 50: /* bitwise_or_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_bitwise_or_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_bitwise_or_bool((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 51: /* bitwise_or_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_bitwise_or_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_bitwise_or_i8((gpuos__d_as<int8_t>(a[e])), (gpuos__d_as<int8_t>(b[e])))));
+            return;
         case 52: /* bitwise_or_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_bitwise_or_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_bitwise_or_u8((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 53: /* bitwise_xor_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_bitwise_xor_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_bitwise_xor_bool((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 54: /* bitwise_xor_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_bitwise_xor_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_bitwise_xor_i8((gpuos__d_as<int8_t>(a[e])), (gpuos__d_as<int8_t>(b[e])))));
+            return;
         case 55: /* bitwise_xor_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_bitwise_xor_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_bitwise_xor_u8((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 56: /* shift_left_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_shift_left_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_shift_left_i8((gpuos__d_as<int8_t>(a[e])), (gpuos__d_as<int8_t>(b[e])))));
+            return;
         case 57: /* shift_left_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_shift_left_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_shift_left_u8((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
         case 58: /* shift_right_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_shift_right_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_shift_right_i8((gpuos__d_as<int8_t>(a[e])), (gpuos__d_as<int8_t>(b[e])))));
+            return;
         case 59: /* shift_right_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_shift_right_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_shift_right_u8((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -2962,79 +3537,163 @@ struct gpuos__d_ewg8 {
     typedef uint16_t A;
     typedef uint16_t B;
     typedef uint8_t C;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 2, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* add_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_add_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_add_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            return;
         case 1: /* add_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_add_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_add_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
         case 2: /* add_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_add_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_add_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
         case 3: /* sub_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_sub_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_sub_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            return;
         case 4: /* sub_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_sub_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_sub_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
         case 5: /* sub_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_sub_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_sub_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
         case 6: /* mul_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_mul_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_mul_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            return;
         case 7: /* mul_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_mul_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_mul_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
         case 8: /* mul_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_mul_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_mul_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
         case 9: /* div_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_div_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int16_t)(gpuos__e_div_i16((gpuos__d_as<int16_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int16_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 10: /* div_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_div_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_div_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 11: /* div_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_div_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_div_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 12: /* floordiv_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_floordiv_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int16_t)(gpuos__e_floordiv_i16((gpuos__d_as<int16_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int16_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 13: /* floordiv_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_floordiv_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_floordiv_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 14: /* floordiv_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_floordiv_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_floordiv_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 15: /* mod_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_mod_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int16_t)(gpuos__e_mod_i16((gpuos__d_as<int16_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int16_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 16: /* mod_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_mod_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_mod_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 17: /* mod_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_mod_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_mod_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 18: /* pow_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_pow_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int16_t)(gpuos__e_pow_i16((gpuos__d_as<int16_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int16_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 19: /* pow_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_pow_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_pow_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 20: /* pow_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_pow_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_pow_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 21: /* atan2_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_atan2_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_atan2_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 22: /* atan2_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_atan2_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_atan2_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 23: /* minimum_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_minimum_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_minimum_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            return;
         case 24: /* minimum_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_minimum_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_minimum_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
         case 25: /* minimum_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_minimum_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_minimum_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
         case 26: /* maximum_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_maximum_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_maximum_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            return;
         case 27: /* maximum_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_maximum_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_maximum_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
         case 28: /* maximum_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_maximum_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_maximum_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
         case 29: /* bitwise_and_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_bitwise_and_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_bitwise_and_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            return;
         case 30: /* bitwise_or_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_bitwise_or_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_bitwise_or_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            return;
         case 31: /* bitwise_xor_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_bitwise_xor_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_bitwise_xor_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            return;
         case 32: /* shift_left_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_shift_left_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_shift_left_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            return;
         case 33: /* shift_right_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_shift_right_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_shift_right_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -3048,59 +3707,118 @@ struct gpuos__d_ewg9 {
     typedef uint32_t A;
     typedef uint32_t B;
     typedef uint8_t C;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 2, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* add_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_add_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_add_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            return;
         case 1: /* add_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_add_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_add_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            return;
         case 2: /* sub_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_sub_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_sub_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            return;
         case 3: /* sub_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_sub_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_sub_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            return;
         case 4: /* mul_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_mul_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_mul_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            return;
         case 5: /* mul_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_mul_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_mul_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            return;
         case 6: /* div_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_div_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int32_t)(gpuos__e_div_i32((gpuos__d_as<int32_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int32_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 7: /* div_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_div_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_div_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 8: /* floordiv_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_floordiv_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int32_t)(gpuos__e_floordiv_i32((gpuos__d_as<int32_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int32_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 9: /* floordiv_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_floordiv_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_floordiv_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 10: /* mod_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_mod_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int32_t)(gpuos__e_mod_i32((gpuos__d_as<int32_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int32_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 11: /* mod_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_mod_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_mod_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 12: /* pow_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_pow_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int32_t)(gpuos__e_pow_i32((gpuos__d_as<int32_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int32_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 13: /* pow_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_pow_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_pow_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 14: /* atan2_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_atan2_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_atan2_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 15: /* minimum_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_minimum_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_minimum_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            return;
         case 16: /* minimum_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_minimum_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_minimum_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            return;
         case 17: /* maximum_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_maximum_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_maximum_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            return;
         case 18: /* maximum_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_maximum_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_maximum_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            return;
         case 19: /* bitwise_and_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_bitwise_and_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_bitwise_and_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            return;
         case 20: /* bitwise_or_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_bitwise_or_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_bitwise_or_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            return;
         case 21: /* bitwise_xor_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_bitwise_xor_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_bitwise_xor_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            return;
         case 22: /* shift_left_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_shift_left_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_shift_left_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            return;
         case 23: /* shift_right_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_shift_right_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_shift_right_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -3114,59 +3832,118 @@ struct gpuos__d_ewg10 {
     typedef uint64_t A;
     typedef uint64_t B;
     typedef uint8_t C;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 2, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* add_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_add_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_add_i64((gpuos__d_as<int64_t>(a[e])), (gpuos__d_as<int64_t>(b[e])))));
+            return;
         case 1: /* add_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_add_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_add_f64((gpuos__d_as<double>(a[e])), (gpuos__d_as<double>(b[e])))));
+            return;
         case 2: /* sub_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_sub_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_sub_i64((gpuos__d_as<int64_t>(a[e])), (gpuos__d_as<int64_t>(b[e])))));
+            return;
         case 3: /* sub_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_sub_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_sub_f64((gpuos__d_as<double>(a[e])), (gpuos__d_as<double>(b[e])))));
+            return;
         case 4: /* mul_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_mul_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_mul_i64((gpuos__d_as<int64_t>(a[e])), (gpuos__d_as<int64_t>(b[e])))));
+            return;
         case 5: /* mul_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_mul_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_mul_f64((gpuos__d_as<double>(a[e])), (gpuos__d_as<double>(b[e])))));
+            return;
         case 6: /* div_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_div_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int64_t)(gpuos__e_div_i64((gpuos__d_as<int64_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int64_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 7: /* div_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_div_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((double)(gpuos__e_div_f64((gpuos__d_as<double>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<double>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 8: /* floordiv_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_floordiv_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int64_t)(gpuos__e_floordiv_i64((gpuos__d_as<int64_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int64_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 9: /* floordiv_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_floordiv_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((double)(gpuos__e_floordiv_f64((gpuos__d_as<double>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<double>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 10: /* mod_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_mod_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int64_t)(gpuos__e_mod_i64((gpuos__d_as<int64_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int64_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 11: /* mod_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_mod_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((double)(gpuos__e_mod_f64((gpuos__d_as<double>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<double>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 12: /* pow_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_pow_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int64_t)(gpuos__e_pow_i64((gpuos__d_as<int64_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int64_t>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 13: /* pow_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_pow_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((double)(gpuos__e_pow_f64((gpuos__d_as<double>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<double>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 14: /* atan2_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_atan2_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+#pragma unroll 1
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((double)(gpuos__e_atan2_f64((gpuos__d_as<double>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<double>(gpuos__d_pick<U>(b, e)))))));
+            return;
         case 15: /* minimum_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_minimum_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_minimum_i64((gpuos__d_as<int64_t>(a[e])), (gpuos__d_as<int64_t>(b[e])))));
+            return;
         case 16: /* minimum_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_minimum_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_minimum_f64((gpuos__d_as<double>(a[e])), (gpuos__d_as<double>(b[e])))));
+            return;
         case 17: /* maximum_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_maximum_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_maximum_i64((gpuos__d_as<int64_t>(a[e])), (gpuos__d_as<int64_t>(b[e])))));
+            return;
         case 18: /* maximum_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_maximum_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_maximum_f64((gpuos__d_as<double>(a[e])), (gpuos__d_as<double>(b[e])))));
+            return;
         case 19: /* bitwise_and_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_bitwise_and_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_bitwise_and_i64((gpuos__d_as<int64_t>(a[e])), (gpuos__d_as<int64_t>(b[e])))));
+            return;
         case 20: /* bitwise_or_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_bitwise_or_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_bitwise_or_i64((gpuos__d_as<int64_t>(a[e])), (gpuos__d_as<int64_t>(b[e])))));
+            return;
         case 21: /* bitwise_xor_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_bitwise_xor_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_bitwise_xor_i64((gpuos__d_as<int64_t>(a[e])), (gpuos__d_as<int64_t>(b[e])))));
+            return;
         case 22: /* shift_left_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_shift_left_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_shift_left_i64((gpuos__d_as<int64_t>(a[e])), (gpuos__d_as<int64_t>(b[e])))));
+            return;
         case 23: /* shift_right_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_shift_right_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_shift_right_i64((gpuos__d_as<int64_t>(a[e])), (gpuos__d_as<int64_t>(b[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -3180,65 +3957,121 @@ struct gpuos__d_ewg11 {
     typedef uint16_t A;
     typedef uint16_t B;
     typedef uint8_t C;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 2, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* eq_i16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_eq_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_eq_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            return;
         case 1: /* eq_f16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_eq_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_eq_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
         case 2: /* eq_bf16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_eq_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_eq_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
         case 3: /* ne_i16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_ne_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_ne_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            return;
         case 4: /* ne_f16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_ne_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_ne_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
         case 5: /* ne_bf16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_ne_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_ne_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
         case 6: /* lt_i16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_lt_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_lt_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            return;
         case 7: /* lt_f16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_lt_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_lt_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
         case 8: /* lt_bf16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_lt_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_lt_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
         case 9: /* le_i16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_le_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_le_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            return;
         case 10: /* le_f16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_le_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_le_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
         case 11: /* le_bf16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_le_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_le_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
         case 12: /* gt_i16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_gt_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_gt_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            return;
         case 13: /* gt_f16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_gt_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_gt_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
         case 14: /* gt_bf16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_gt_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_gt_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
         case 15: /* ge_i16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_ge_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_ge_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            return;
         case 16: /* ge_f16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_ge_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_ge_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
         case 17: /* ge_bf16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_ge_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_ge_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
         case 18: /* logical_and_i16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            return;
         case 19: /* logical_and_f16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
         case 20: /* logical_and_bf16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
         case 21: /* logical_or_i16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            return;
         case 22: /* logical_or_f16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
         case 23: /* logical_or_bf16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
         case 24: /* logical_xor_i16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            return;
         case 25: /* logical_xor_f16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
         case 26: /* logical_xor_bf16 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -3252,47 +4085,85 @@ struct gpuos__d_ewg12 {
     typedef uint32_t A;
     typedef uint32_t B;
     typedef uint8_t C;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 2, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* eq_i32 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_eq_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_eq_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            return;
         case 1: /* eq_f32 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_eq_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_eq_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            return;
         case 2: /* ne_i32 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_ne_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_ne_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            return;
         case 3: /* ne_f32 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_ne_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_ne_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            return;
         case 4: /* lt_i32 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_lt_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_lt_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            return;
         case 5: /* lt_f32 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_lt_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_lt_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            return;
         case 6: /* le_i32 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_le_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_le_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            return;
         case 7: /* le_f32 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_le_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_le_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            return;
         case 8: /* gt_i32 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_gt_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_gt_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            return;
         case 9: /* gt_f32 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_gt_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_gt_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            return;
         case 10: /* ge_i32 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_ge_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_ge_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            return;
         case 11: /* ge_f32 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_ge_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_ge_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            return;
         case 12: /* logical_and_i32 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            return;
         case 13: /* logical_and_f32 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            return;
         case 14: /* logical_or_i32 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            return;
         case 15: /* logical_or_f32 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            return;
         case 16: /* logical_xor_i32 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            return;
         case 17: /* logical_xor_f32 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -3306,47 +4177,85 @@ struct gpuos__d_ewg13 {
     typedef uint64_t A;
     typedef uint64_t B;
     typedef uint8_t C;
-    enum { NIN = 2 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 2, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* eq_i64 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_eq_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_eq_i64((gpuos__d_as<int64_t>(a[e])), (gpuos__d_as<int64_t>(b[e])))));
+            return;
         case 1: /* eq_f64 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_eq_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_eq_f64((gpuos__d_as<double>(a[e])), (gpuos__d_as<double>(b[e])))));
+            return;
         case 2: /* ne_i64 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_ne_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_ne_i64((gpuos__d_as<int64_t>(a[e])), (gpuos__d_as<int64_t>(b[e])))));
+            return;
         case 3: /* ne_f64 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_ne_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_ne_f64((gpuos__d_as<double>(a[e])), (gpuos__d_as<double>(b[e])))));
+            return;
         case 4: /* lt_i64 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_lt_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_lt_i64((gpuos__d_as<int64_t>(a[e])), (gpuos__d_as<int64_t>(b[e])))));
+            return;
         case 5: /* lt_f64 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_lt_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_lt_f64((gpuos__d_as<double>(a[e])), (gpuos__d_as<double>(b[e])))));
+            return;
         case 6: /* le_i64 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_le_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_le_i64((gpuos__d_as<int64_t>(a[e])), (gpuos__d_as<int64_t>(b[e])))));
+            return;
         case 7: /* le_f64 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_le_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_le_f64((gpuos__d_as<double>(a[e])), (gpuos__d_as<double>(b[e])))));
+            return;
         case 8: /* gt_i64 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_gt_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_gt_i64((gpuos__d_as<int64_t>(a[e])), (gpuos__d_as<int64_t>(b[e])))));
+            return;
         case 9: /* gt_f64 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_gt_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_gt_f64((gpuos__d_as<double>(a[e])), (gpuos__d_as<double>(b[e])))));
+            return;
         case 10: /* ge_i64 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_ge_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_ge_i64((gpuos__d_as<int64_t>(a[e])), (gpuos__d_as<int64_t>(b[e])))));
+            return;
         case 11: /* ge_f64 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_ge_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_ge_f64((gpuos__d_as<double>(a[e])), (gpuos__d_as<double>(b[e])))));
+            return;
         case 12: /* logical_and_i64 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_i64((gpuos__d_as<int64_t>(a[e])), (gpuos__d_as<int64_t>(b[e])))));
+            return;
         case 13: /* logical_and_f64 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_and_f64((gpuos__d_as<double>(a[e])), (gpuos__d_as<double>(b[e])))));
+            return;
         case 14: /* logical_or_i64 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_i64((gpuos__d_as<int64_t>(a[e])), (gpuos__d_as<int64_t>(b[e])))));
+            return;
         case 15: /* logical_or_f64 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_or_f64((gpuos__d_as<double>(a[e])), (gpuos__d_as<double>(b[e])))));
+            return;
         case 16: /* logical_xor_i64 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_i64((gpuos__d_as<int64_t>(a[e])), (gpuos__d_as<int64_t>(b[e])))));
+            return;
         case 17: /* logical_xor_f64 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_logical_xor_f64((gpuos__d_as<double>(a[e])), (gpuos__d_as<double>(b[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -3360,25 +4269,41 @@ struct gpuos__d_ewg14 {
     typedef uint8_t A;
     typedef uint8_t B;
     typedef uint8_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 3, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* where_bool */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_where_bool((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)), (gpuos__d_as<uint8_t>(c)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_where_bool((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])), (gpuos__d_as<uint8_t>(c[e])))));
+            return;
         case 1: /* where_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_where_i8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<int8_t>(b)), (gpuos__d_as<int8_t>(c)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_where_i8((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<int8_t>(b[e])), (gpuos__d_as<int8_t>(c[e])))));
+            return;
         case 2: /* where_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_where_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)), (gpuos__d_as<uint8_t>(c)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_where_u8((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])), (gpuos__d_as<uint8_t>(c[e])))));
+            return;
         case 3: /* clamp_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_clamp_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)), (gpuos__d_as<int8_t>(c)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_clamp_i8((gpuos__d_as<int8_t>(a[e])), (gpuos__d_as<int8_t>(b[e])), (gpuos__d_as<int8_t>(c[e])))));
+            return;
         case 4: /* clamp_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_clamp_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)), (gpuos__d_as<uint8_t>(c)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_clamp_u8((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])), (gpuos__d_as<uint8_t>(c[e])))));
+            return;
         case 5: /* fma_i8 */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_fma_i8((gpuos__d_as<int8_t>(a)), (gpuos__d_as<int8_t>(b)), (gpuos__d_as<int8_t>(c)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_fma_i8((gpuos__d_as<int8_t>(a[e])), (gpuos__d_as<int8_t>(b[e])), (gpuos__d_as<int8_t>(c[e])))));
+            return;
         case 6: /* fma_u8 */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_fma_u8((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint8_t>(b)), (gpuos__d_as<uint8_t>(c)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_fma_u8((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint8_t>(b[e])), (gpuos__d_as<uint8_t>(c[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -3392,17 +4317,25 @@ struct gpuos__d_ewg15 {
     typedef uint8_t A;
     typedef uint16_t B;
     typedef uint16_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 3, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* where_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_where_i16((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<int16_t>(b)), (gpuos__d_as<int16_t>(c)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_where_i16((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<int16_t>(b[e])), (gpuos__d_as<int16_t>(c[e])))));
+            return;
         case 1: /* where_f16 */
-            return gpuos__d_as<O>((uint16_t)(gpuos__e_where_f16((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint16_t>(b)), (gpuos__d_as<uint16_t>(c)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)(gpuos__e_where_f16((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint16_t>(b[e])), (gpuos__d_as<uint16_t>(c[e])))));
+            return;
         case 2: /* where_bf16 */
-            return gpuos__d_as<O>((uint16_t)(gpuos__e_where_bf16((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<uint16_t>(b)), (gpuos__d_as<uint16_t>(c)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)(gpuos__e_where_bf16((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<uint16_t>(b[e])), (gpuos__d_as<uint16_t>(c[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -3416,15 +4349,21 @@ struct gpuos__d_ewg16 {
     typedef uint8_t A;
     typedef uint32_t B;
     typedef uint32_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 3, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* where_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_where_i32((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<int32_t>(b)), (gpuos__d_as<int32_t>(c)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_where_i32((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<int32_t>(b[e])), (gpuos__d_as<int32_t>(c[e])))));
+            return;
         case 1: /* where_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_where_f32((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<float>(b)), (gpuos__d_as<float>(c)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_where_f32((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<float>(b[e])), (gpuos__d_as<float>(c[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -3438,15 +4377,21 @@ struct gpuos__d_ewg17 {
     typedef uint8_t A;
     typedef uint64_t B;
     typedef uint64_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 3, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* where_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_where_i64((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<int64_t>(b)), (gpuos__d_as<int64_t>(c)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_where_i64((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<int64_t>(b[e])), (gpuos__d_as<int64_t>(c[e])))));
+            return;
         case 1: /* where_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_where_f64((gpuos__d_as<uint8_t>(a)), (gpuos__d_as<double>(b)), (gpuos__d_as<double>(c)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_where_f64((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<double>(b[e])), (gpuos__d_as<double>(c[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -3460,27 +4405,45 @@ struct gpuos__d_ewg18 {
     typedef uint16_t A;
     typedef uint16_t B;
     typedef uint16_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 3, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* clamp_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_clamp_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)), (gpuos__d_as<int16_t>(c)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_clamp_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])), (gpuos__d_as<int16_t>(c[e])))));
+            return;
         case 1: /* clamp_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_clamp_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(c)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_clamp_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(c[e])))));
+            return;
         case 2: /* clamp_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_clamp_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(c)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_clamp_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(c[e])))));
+            return;
         case 3: /* lerp_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_lerp_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(c)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_lerp_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(c[e])))));
+            return;
         case 4: /* lerp_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_lerp_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(c)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_lerp_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(c[e])))));
+            return;
         case 5: /* fma_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_fma_i16((gpuos__d_as<int16_t>(a)), (gpuos__d_as<int16_t>(b)), (gpuos__d_as<int16_t>(c)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_fma_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])), (gpuos__d_as<int16_t>(c[e])))));
+            return;
         case 6: /* fma_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_fma_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b)), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(c)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_fma_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(c[e])))));
+            return;
         case 7: /* fma_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_fma_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b)), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(c)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_fma_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(c[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -3494,21 +4457,33 @@ struct gpuos__d_ewg19 {
     typedef uint32_t A;
     typedef uint32_t B;
     typedef uint32_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 3, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* clamp_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_clamp_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)), (gpuos__d_as<int32_t>(c)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_clamp_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])), (gpuos__d_as<int32_t>(c[e])))));
+            return;
         case 1: /* clamp_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_clamp_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)), (gpuos__d_as<float>(c)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_clamp_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])), (gpuos__d_as<float>(c[e])))));
+            return;
         case 2: /* lerp_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_lerp_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)), (gpuos__d_as<float>(c)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_lerp_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])), (gpuos__d_as<float>(c[e])))));
+            return;
         case 3: /* fma_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_fma_i32((gpuos__d_as<int32_t>(a)), (gpuos__d_as<int32_t>(b)), (gpuos__d_as<int32_t>(c)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_fma_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])), (gpuos__d_as<int32_t>(c[e])))));
+            return;
         case 4: /* fma_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_fma_f32((gpuos__d_as<float>(a)), (gpuos__d_as<float>(b)), (gpuos__d_as<float>(c)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_fma_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])), (gpuos__d_as<float>(c[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -3522,21 +4497,33 @@ struct gpuos__d_ewg20 {
     typedef uint64_t A;
     typedef uint64_t B;
     typedef uint64_t C;
-    enum { NIN = 3 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 3, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* clamp_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_clamp_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)), (gpuos__d_as<int64_t>(c)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_clamp_i64((gpuos__d_as<int64_t>(a[e])), (gpuos__d_as<int64_t>(b[e])), (gpuos__d_as<int64_t>(c[e])))));
+            return;
         case 1: /* clamp_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_clamp_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)), (gpuos__d_as<double>(c)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_clamp_f64((gpuos__d_as<double>(a[e])), (gpuos__d_as<double>(b[e])), (gpuos__d_as<double>(c[e])))));
+            return;
         case 2: /* lerp_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_lerp_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)), (gpuos__d_as<double>(c)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_lerp_f64((gpuos__d_as<double>(a[e])), (gpuos__d_as<double>(b[e])), (gpuos__d_as<double>(c[e])))));
+            return;
         case 3: /* fma_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_fma_i64((gpuos__d_as<int64_t>(a)), (gpuos__d_as<int64_t>(b)), (gpuos__d_as<int64_t>(c)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_fma_i64((gpuos__d_as<int64_t>(a[e])), (gpuos__d_as<int64_t>(b[e])), (gpuos__d_as<int64_t>(c[e])))));
+            return;
         case 4: /* fma_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_fma_f64((gpuos__d_as<double>(a)), (gpuos__d_as<double>(b)), (gpuos__d_as<double>(c)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_fma_f64((gpuos__d_as<double>(a[e])), (gpuos__d_as<double>(b[e])), (gpuos__d_as<double>(c[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -3550,29 +4537,49 @@ struct gpuos__d_ewg21 {
     typedef uint8_t A;
     typedef uint8_t B;
     typedef uint8_t C;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 1, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* cast_bool_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_cast_bool_i16((gpuos__d_as<uint8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_cast_bool_i16((gpuos__d_as<uint8_t>(a[e])))));
+            return;
         case 1: /* cast_bool_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_cast_bool_f16((gpuos__d_as<uint8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_cast_bool_f16((gpuos__d_as<uint8_t>(a[e])))));
+            return;
         case 2: /* cast_bool_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_cast_bool_bf16((gpuos__d_as<uint8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_cast_bool_bf16((gpuos__d_as<uint8_t>(a[e])))));
+            return;
         case 3: /* cast_i8_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_cast_i8_i16((gpuos__d_as<int8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_cast_i8_i16((gpuos__d_as<int8_t>(a[e])))));
+            return;
         case 4: /* cast_i8_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_cast_i8_f16((gpuos__d_as<int8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_cast_i8_f16((gpuos__d_as<int8_t>(a[e])))));
+            return;
         case 5: /* cast_i8_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_cast_i8_bf16((gpuos__d_as<int8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_cast_i8_bf16((gpuos__d_as<int8_t>(a[e])))));
+            return;
         case 6: /* cast_u8_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_cast_u8_i16((gpuos__d_as<uint8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_cast_u8_i16((gpuos__d_as<uint8_t>(a[e])))));
+            return;
         case 7: /* cast_u8_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_cast_u8_f16((gpuos__d_as<uint8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_cast_u8_f16((gpuos__d_as<uint8_t>(a[e])))));
+            return;
         case 8: /* cast_u8_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_cast_u8_bf16((gpuos__d_as<uint8_t>(a)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_cast_u8_bf16((gpuos__d_as<uint8_t>(a[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -3586,23 +4593,37 @@ struct gpuos__d_ewg22 {
     typedef uint8_t A;
     typedef uint8_t B;
     typedef uint8_t C;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 1, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* cast_bool_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_cast_bool_i32((gpuos__d_as<uint8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_cast_bool_i32((gpuos__d_as<uint8_t>(a[e])))));
+            return;
         case 1: /* cast_bool_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_cast_bool_f32((gpuos__d_as<uint8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_cast_bool_f32((gpuos__d_as<uint8_t>(a[e])))));
+            return;
         case 2: /* cast_i8_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_cast_i8_i32((gpuos__d_as<int8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_cast_i8_i32((gpuos__d_as<int8_t>(a[e])))));
+            return;
         case 3: /* cast_i8_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_cast_i8_f32((gpuos__d_as<int8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_cast_i8_f32((gpuos__d_as<int8_t>(a[e])))));
+            return;
         case 4: /* cast_u8_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_cast_u8_i32((gpuos__d_as<uint8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_cast_u8_i32((gpuos__d_as<uint8_t>(a[e])))));
+            return;
         case 5: /* cast_u8_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_cast_u8_f32((gpuos__d_as<uint8_t>(a)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_cast_u8_f32((gpuos__d_as<uint8_t>(a[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -3616,23 +4637,37 @@ struct gpuos__d_ewg23 {
     typedef uint8_t A;
     typedef uint8_t B;
     typedef uint8_t C;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 1, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* cast_bool_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_cast_bool_i64((gpuos__d_as<uint8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_cast_bool_i64((gpuos__d_as<uint8_t>(a[e])))));
+            return;
         case 1: /* cast_bool_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_cast_bool_f64((gpuos__d_as<uint8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_cast_bool_f64((gpuos__d_as<uint8_t>(a[e])))));
+            return;
         case 2: /* cast_i8_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_cast_i8_i64((gpuos__d_as<int8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_cast_i8_i64((gpuos__d_as<int8_t>(a[e])))));
+            return;
         case 3: /* cast_i8_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_cast_i8_f64((gpuos__d_as<int8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_cast_i8_f64((gpuos__d_as<int8_t>(a[e])))));
+            return;
         case 4: /* cast_u8_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_cast_u8_i64((gpuos__d_as<uint8_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_cast_u8_i64((gpuos__d_as<uint8_t>(a[e])))));
+            return;
         case 5: /* cast_u8_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_cast_u8_f64((gpuos__d_as<uint8_t>(a)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_cast_u8_f64((gpuos__d_as<uint8_t>(a[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -3646,23 +4681,37 @@ struct gpuos__d_ewg24 {
     typedef uint16_t A;
     typedef uint8_t B;
     typedef uint8_t C;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 1, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* cast_i16_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_cast_i16_i32((gpuos__d_as<int16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_cast_i16_i32((gpuos__d_as<int16_t>(a[e])))));
+            return;
         case 1: /* cast_i16_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_cast_i16_f32((gpuos__d_as<int16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_cast_i16_f32((gpuos__d_as<int16_t>(a[e])))));
+            return;
         case 2: /* cast_f16_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_cast_f16_i32(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_cast_f16_i32(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 3: /* cast_f16_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_cast_f16_f32(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_cast_f16_f32(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 4: /* cast_bf16_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_cast_bf16_i32(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_cast_bf16_i32(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 5: /* cast_bf16_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_cast_bf16_f32(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_cast_bf16_f32(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -3676,23 +4725,37 @@ struct gpuos__d_ewg25 {
     typedef uint16_t A;
     typedef uint8_t B;
     typedef uint8_t C;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 1, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* cast_i16_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_cast_i16_i64((gpuos__d_as<int16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_cast_i16_i64((gpuos__d_as<int16_t>(a[e])))));
+            return;
         case 1: /* cast_i16_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_cast_i16_f64((gpuos__d_as<int16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_cast_i16_f64((gpuos__d_as<int16_t>(a[e])))));
+            return;
         case 2: /* cast_f16_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_cast_f16_i64(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_cast_f16_i64(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 3: /* cast_f16_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_cast_f16_f64(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_cast_f16_f64(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 4: /* cast_bf16_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_cast_bf16_i64(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_cast_bf16_i64(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
         case 5: /* cast_bf16_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_cast_bf16_f64(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_cast_bf16_f64(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -3706,23 +4769,37 @@ struct gpuos__d_ewg26 {
     typedef uint32_t A;
     typedef uint8_t B;
     typedef uint8_t C;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 1, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* cast_i32_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_cast_i32_i16((gpuos__d_as<int32_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_cast_i32_i16((gpuos__d_as<int32_t>(a[e])))));
+            return;
         case 1: /* cast_i32_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f64_to_f16(gpuos__e_cast_i32_f16((gpuos__d_as<int32_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f64_to_f16(gpuos__e_cast_i32_f16((gpuos__d_as<int32_t>(a[e])))));
+            return;
         case 2: /* cast_i32_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f64_to_bf16(gpuos__e_cast_i32_bf16((gpuos__d_as<int32_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f64_to_bf16(gpuos__e_cast_i32_bf16((gpuos__d_as<int32_t>(a[e])))));
+            return;
         case 3: /* cast_f32_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_cast_f32_i16((gpuos__d_as<float>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_cast_f32_i16((gpuos__d_as<float>(a[e])))));
+            return;
         case 4: /* cast_f32_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_cast_f32_f16((gpuos__d_as<float>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_cast_f32_f16((gpuos__d_as<float>(a[e])))));
+            return;
         case 5: /* cast_f32_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_cast_f32_bf16((gpuos__d_as<float>(a)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_cast_f32_bf16((gpuos__d_as<float>(a[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -3736,19 +4813,29 @@ struct gpuos__d_ewg27 {
     typedef uint32_t A;
     typedef uint8_t B;
     typedef uint8_t C;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 1, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* cast_i32_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_cast_i32_i64((gpuos__d_as<int32_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_cast_i32_i64((gpuos__d_as<int32_t>(a[e])))));
+            return;
         case 1: /* cast_i32_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_cast_i32_f64((gpuos__d_as<int32_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_cast_i32_f64((gpuos__d_as<int32_t>(a[e])))));
+            return;
         case 2: /* cast_f32_i64 */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_cast_f32_i64((gpuos__d_as<float>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_cast_f32_i64((gpuos__d_as<float>(a[e])))));
+            return;
         case 3: /* cast_f32_f64 */
-            return gpuos__d_as<O>((double)(gpuos__e_cast_f32_f64((gpuos__d_as<float>(a)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_cast_f32_f64((gpuos__d_as<float>(a[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -3762,23 +4849,37 @@ struct gpuos__d_ewg28 {
     typedef uint64_t A;
     typedef uint8_t B;
     typedef uint8_t C;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 1, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* cast_i64_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_cast_i64_i16((gpuos__d_as<int64_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_cast_i64_i16((gpuos__d_as<int64_t>(a[e])))));
+            return;
         case 1: /* cast_i64_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f64_to_f16(gpuos__e_cast_i64_f16((gpuos__d_as<int64_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f64_to_f16(gpuos__e_cast_i64_f16((gpuos__d_as<int64_t>(a[e])))));
+            return;
         case 2: /* cast_i64_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f64_to_bf16(gpuos__e_cast_i64_bf16((gpuos__d_as<int64_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f64_to_bf16(gpuos__e_cast_i64_bf16((gpuos__d_as<int64_t>(a[e])))));
+            return;
         case 3: /* cast_f64_i16 */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_cast_f64_i16((gpuos__d_as<double>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_cast_f64_i16((gpuos__d_as<double>(a[e])))));
+            return;
         case 4: /* cast_f64_f16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f64_to_f16(gpuos__e_cast_f64_f16((gpuos__d_as<double>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f64_to_f16(gpuos__e_cast_f64_f16((gpuos__d_as<double>(a[e])))));
+            return;
         case 5: /* cast_f64_bf16 */
-            return gpuos__d_as<O>((uint16_t)gpuos__f64_to_bf16(gpuos__e_cast_f64_bf16((gpuos__d_as<double>(a)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f64_to_bf16(gpuos__e_cast_f64_bf16((gpuos__d_as<double>(a[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -3792,19 +4893,29 @@ struct gpuos__d_ewg29 {
     typedef uint64_t A;
     typedef uint8_t B;
     typedef uint8_t C;
-    enum { NIN = 1 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 1, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
         case 0: /* cast_i64_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_cast_i64_i32((gpuos__d_as<int64_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_cast_i64_i32((gpuos__d_as<int64_t>(a[e])))));
+            return;
         case 1: /* cast_i64_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_cast_i64_f32((gpuos__d_as<int64_t>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_cast_i64_f32((gpuos__d_as<int64_t>(a[e])))));
+            return;
         case 2: /* cast_f64_i32 */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_cast_f64_i32((gpuos__d_as<double>(a)))));
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_cast_f64_i32((gpuos__d_as<double>(a[e])))));
+            return;
         case 3: /* cast_f64_f32 */
-            return gpuos__d_as<O>((float)(gpuos__e_cast_f64_f32((gpuos__d_as<double>(a)))));
-        default: return 0;
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_cast_f64_f32((gpuos__d_as<double>(a[e])))));
+            return;
+        default: return;
         }
     }
 };
@@ -3818,18 +4929,33 @@ struct gpuos__d_ewg30 {
     typedef uint8_t A;
     typedef uint8_t B;
     typedef uint8_t C;
-    enum { NIN = 0 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 0, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
-        case 0: return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_f64_bool(s0))); /* fill_bool */
-        case 1: return gpuos__d_as<O>((int8_t)(gpuos__e_cast_f64_i8(s0))); /* fill_i8 */
-        case 2: return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_f64_u8(s0))); /* fill_u8 */
-        case 3: /* arange_i8: start + i*step rounded twice, as the host (no fused multiply-add) */
-            return gpuos__d_as<O>((int8_t)(gpuos__e_cast_f64_i8(__dadd_rn(s0, __dmul_rn((double)i, s1)))));
-        case 4: /* arange_u8: start + i*step rounded twice, as the host (no fused multiply-add) */
-            return gpuos__d_as<O>((uint8_t)(gpuos__e_cast_f64_u8(__dadd_rn(s0, __dmul_rn((double)i, s1)))));
-        default: return 0;
+        case 0: /* fill_bool */
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_cast_f64_bool(s0)));
+            return;
+        case 1: /* fill_i8 */
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_cast_f64_i8(s0)));
+            return;
+        case 2: /* fill_u8 */
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_cast_f64_u8(s0)));
+            return;
+        case 3: /* arange_i8 */
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int8_t)(gpuos__e_cast_f64_i8(__dadd_rn(s0, __dmul_rn((double)(i0 + e * nt), s1)))));
+            return;
+        case 4: /* arange_u8 */
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint8_t)(gpuos__e_cast_f64_u8(__dadd_rn(s0, __dmul_rn((double)(i0 + e * nt), s1)))));
+            return;
+        default: return;
         }
     }
 };
@@ -3843,20 +4969,37 @@ struct gpuos__d_ewg31 {
     typedef uint8_t A;
     typedef uint8_t B;
     typedef uint8_t C;
-    enum { NIN = 0 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 0, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
-        case 0: return gpuos__d_as<O>((int16_t)(gpuos__e_cast_f64_i16(s0))); /* fill_i16 */
-        case 1: return gpuos__d_as<O>((uint16_t)gpuos__f64_to_f16(gpuos__e_cast_f64_f16(s0))); /* fill_f16 */
-        case 2: return gpuos__d_as<O>((uint16_t)gpuos__f64_to_bf16(gpuos__e_cast_f64_bf16(s0))); /* fill_bf16 */
-        case 3: /* arange_i16: start + i*step rounded twice, as the host (no fused multiply-add) */
-            return gpuos__d_as<O>((int16_t)(gpuos__e_cast_f64_i16(__dadd_rn(s0, __dmul_rn((double)i, s1)))));
-        case 4: /* arange_f16: start + i*step rounded twice, as the host (no fused multiply-add) */
-            return gpuos__d_as<O>((uint16_t)gpuos__f64_to_f16(gpuos__e_cast_f64_f16(__dadd_rn(s0, __dmul_rn((double)i, s1)))));
-        case 5: /* arange_bf16: start + i*step rounded twice, as the host (no fused multiply-add) */
-            return gpuos__d_as<O>((uint16_t)gpuos__f64_to_bf16(gpuos__e_cast_f64_bf16(__dadd_rn(s0, __dmul_rn((double)i, s1)))));
-        default: return 0;
+        case 0: /* fill_i16 */
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_cast_f64_i16(s0)));
+            return;
+        case 1: /* fill_f16 */
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f64_to_f16(gpuos__e_cast_f64_f16(s0)));
+            return;
+        case 2: /* fill_bf16 */
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f64_to_bf16(gpuos__e_cast_f64_bf16(s0)));
+            return;
+        case 3: /* arange_i16 */
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_cast_f64_i16(__dadd_rn(s0, __dmul_rn((double)(i0 + e * nt), s1)))));
+            return;
+        case 4: /* arange_f16 */
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f64_to_f16(gpuos__e_cast_f64_f16(__dadd_rn(s0, __dmul_rn((double)(i0 + e * nt), s1)))));
+            return;
+        case 5: /* arange_bf16 */
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f64_to_bf16(gpuos__e_cast_f64_bf16(__dadd_rn(s0, __dmul_rn((double)(i0 + e * nt), s1)))));
+            return;
+        default: return;
         }
     }
 };
@@ -3870,17 +5013,29 @@ struct gpuos__d_ewg32 {
     typedef uint8_t A;
     typedef uint8_t B;
     typedef uint8_t C;
-    enum { NIN = 0 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 0, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
-        case 0: return gpuos__d_as<O>((int32_t)(gpuos__e_cast_f64_i32(s0))); /* fill_i32 */
-        case 1: return gpuos__d_as<O>((float)(gpuos__e_cast_f64_f32(s0))); /* fill_f32 */
-        case 2: /* arange_i32: start + i*step rounded twice, as the host (no fused multiply-add) */
-            return gpuos__d_as<O>((int32_t)(gpuos__e_cast_f64_i32(__dadd_rn(s0, __dmul_rn((double)i, s1)))));
-        case 3: /* arange_f32: start + i*step rounded twice, as the host (no fused multiply-add) */
-            return gpuos__d_as<O>((float)(gpuos__e_cast_f64_f32(__dadd_rn(s0, __dmul_rn((double)i, s1)))));
-        default: return 0;
+        case 0: /* fill_i32 */
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_cast_f64_i32(s0)));
+            return;
+        case 1: /* fill_f32 */
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_cast_f64_f32(s0)));
+            return;
+        case 2: /* arange_i32 */
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_cast_f64_i32(__dadd_rn(s0, __dmul_rn((double)(i0 + e * nt), s1)))));
+            return;
+        case 3: /* arange_f32 */
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_cast_f64_f32(__dadd_rn(s0, __dmul_rn((double)(i0 + e * nt), s1)))));
+            return;
+        default: return;
         }
     }
 };
@@ -3894,17 +5049,29 @@ struct gpuos__d_ewg33 {
     typedef uint8_t A;
     typedef uint8_t B;
     typedef uint8_t C;
-    enum { NIN = 0 };
-    static __device__ __forceinline__ O f(int cs, A a, B b, C c, int64_t i, double s0, double s1) {
-        (void)a, (void)b, (void)c, (void)i, (void)s0, (void)s1;
+    enum { NIN = 0, U = GPUOS__D_EW_U };
+    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
+                                                 double s0, double s1, O *r) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
         switch (cs) {
-        case 0: return gpuos__d_as<O>((int64_t)(gpuos__e_cast_f64_i64(s0))); /* fill_i64 */
-        case 1: return gpuos__d_as<O>((double)(gpuos__e_cast_f64_f64(s0))); /* fill_f64 */
-        case 2: /* arange_i64: start + i*step rounded twice, as the host (no fused multiply-add) */
-            return gpuos__d_as<O>((int64_t)(gpuos__e_cast_f64_i64(__dadd_rn(s0, __dmul_rn((double)i, s1)))));
-        case 3: /* arange_f64: start + i*step rounded twice, as the host (no fused multiply-add) */
-            return gpuos__d_as<O>((double)(gpuos__e_cast_f64_f64(__dadd_rn(s0, __dmul_rn((double)i, s1)))));
-        default: return 0;
+        case 0: /* fill_i64 */
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_cast_f64_i64(s0)));
+            return;
+        case 1: /* fill_f64 */
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_cast_f64_f64(s0)));
+            return;
+        case 2: /* arange_i64 */
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int64_t)(gpuos__e_cast_f64_i64(__dadd_rn(s0, __dmul_rn((double)(i0 + e * nt), s1)))));
+            return;
+        case 3: /* arange_f64 */
+#pragma unroll
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((double)(gpuos__e_cast_f64_f64(__dadd_rn(s0, __dmul_rn((double)(i0 + e * nt), s1)))));
+            return;
+        default: return;
         }
     }
 };
@@ -3943,49 +5110,17 @@ struct gpuos__d_redg_sum {
         }
         return r;
     }
-    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */
+    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
         switch (c) {
-        case 0: return *(const uint8_t *)x;
-        case 1: return *(const uint8_t *)x;
-        case 2: return *(const uint16_t *)x;
-        case 3: return *(const uint32_t *)x;
-        case 4: return *(const uint64_t *)x;
-        case 5: return *(const uint16_t *)x;
-        case 6: return *(const uint16_t *)x;
-        case 7: return *(const uint32_t *)x;
-        case 8: return *(const uint64_t *)x;
-        default: return 0;
-        }
-    }
-    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {
-        switch (c) {
-        case 0:
-            a.k0 = gpuos__r_sum_i8_step(a.k0, (gpuos__d_as<int8_t>((uint8_t)x)), j);
-            break;
-        case 1:
-            a.k1 = gpuos__r_sum_u8_step(a.k1, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
-            break;
-        case 2:
-            a.k2 = gpuos__r_sum_i16_step(a.k2, (gpuos__d_as<int16_t>((uint16_t)x)), j);
-            break;
-        case 3:
-            a.k3 = gpuos__r_sum_i32_step(a.k3, (gpuos__d_as<int32_t>((uint32_t)x)), j);
-            break;
-        case 4:
-            a.k4 = gpuos__r_sum_i64_step(a.k4, (gpuos__d_as<int64_t>((uint64_t)x)), j);
-            break;
-        case 5:
-            a.k5 = gpuos__r_sum_f16_step(a.k5, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
-            break;
-        case 6:
-            a.k6 = gpuos__r_sum_bf16_step(a.k6, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
-            break;
-        case 7:
-            a.k7 = gpuos__r_sum_f32_step(a.k7, (gpuos__d_as<float>((uint32_t)x)), j);
-            break;
-        case 8:
-            a.k8 = gpuos__r_sum_f64_step(a.k8, (gpuos__d_as<double>((uint64_t)x)), j);
-            break;
+        case 0: a.k0 = gpuos__r_sum_i8_step(a.k0, (*(const int8_t *)x), j); break;
+        case 1: a.k1 = gpuos__r_sum_u8_step(a.k1, (*(const uint8_t *)x), j); break;
+        case 2: a.k2 = gpuos__r_sum_i16_step(a.k2, (*(const int16_t *)x), j); break;
+        case 3: a.k3 = gpuos__r_sum_i32_step(a.k3, (*(const int32_t *)x), j); break;
+        case 4: a.k4 = gpuos__r_sum_i64_step(a.k4, (*(const int64_t *)x), j); break;
+        case 5: a.k5 = gpuos__r_sum_f16_step(a.k5, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
+        case 6: a.k6 = gpuos__r_sum_bf16_step(a.k6, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
+        case 7: a.k7 = gpuos__r_sum_f32_step(a.k7, (*(const float *)x), j); break;
+        case 8: a.k8 = gpuos__r_sum_f64_step(a.k8, (*(const double *)x), j); break;
         default: break;
         }
         return a;
@@ -4054,49 +5189,17 @@ struct gpuos__d_redg_prod {
         }
         return r;
     }
-    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */
+    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
         switch (c) {
-        case 0: return *(const uint8_t *)x;
-        case 1: return *(const uint8_t *)x;
-        case 2: return *(const uint16_t *)x;
-        case 3: return *(const uint32_t *)x;
-        case 4: return *(const uint64_t *)x;
-        case 5: return *(const uint16_t *)x;
-        case 6: return *(const uint16_t *)x;
-        case 7: return *(const uint32_t *)x;
-        case 8: return *(const uint64_t *)x;
-        default: return 0;
-        }
-    }
-    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {
-        switch (c) {
-        case 0:
-            a.k0 = gpuos__r_prod_i8_step(a.k0, (gpuos__d_as<int8_t>((uint8_t)x)), j);
-            break;
-        case 1:
-            a.k1 = gpuos__r_prod_u8_step(a.k1, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
-            break;
-        case 2:
-            a.k2 = gpuos__r_prod_i16_step(a.k2, (gpuos__d_as<int16_t>((uint16_t)x)), j);
-            break;
-        case 3:
-            a.k3 = gpuos__r_prod_i32_step(a.k3, (gpuos__d_as<int32_t>((uint32_t)x)), j);
-            break;
-        case 4:
-            a.k4 = gpuos__r_prod_i64_step(a.k4, (gpuos__d_as<int64_t>((uint64_t)x)), j);
-            break;
-        case 5:
-            a.k5 = gpuos__r_prod_f16_step(a.k5, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
-            break;
-        case 6:
-            a.k6 = gpuos__r_prod_bf16_step(a.k6, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
-            break;
-        case 7:
-            a.k7 = gpuos__r_prod_f32_step(a.k7, (gpuos__d_as<float>((uint32_t)x)), j);
-            break;
-        case 8:
-            a.k8 = gpuos__r_prod_f64_step(a.k8, (gpuos__d_as<double>((uint64_t)x)), j);
-            break;
+        case 0: a.k0 = gpuos__r_prod_i8_step(a.k0, (*(const int8_t *)x), j); break;
+        case 1: a.k1 = gpuos__r_prod_u8_step(a.k1, (*(const uint8_t *)x), j); break;
+        case 2: a.k2 = gpuos__r_prod_i16_step(a.k2, (*(const int16_t *)x), j); break;
+        case 3: a.k3 = gpuos__r_prod_i32_step(a.k3, (*(const int32_t *)x), j); break;
+        case 4: a.k4 = gpuos__r_prod_i64_step(a.k4, (*(const int64_t *)x), j); break;
+        case 5: a.k5 = gpuos__r_prod_f16_step(a.k5, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
+        case 6: a.k6 = gpuos__r_prod_bf16_step(a.k6, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
+        case 7: a.k7 = gpuos__r_prod_f32_step(a.k7, (*(const float *)x), j); break;
+        case 8: a.k8 = gpuos__r_prod_f64_step(a.k8, (*(const double *)x), j); break;
         default: break;
         }
         return a;
@@ -4155,29 +5258,12 @@ struct gpuos__d_redg_mean {
         }
         return r;
     }
-    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */
+    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
         switch (c) {
-        case 0: return *(const uint16_t *)x;
-        case 1: return *(const uint16_t *)x;
-        case 2: return *(const uint32_t *)x;
-        case 3: return *(const uint64_t *)x;
-        default: return 0;
-        }
-    }
-    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {
-        switch (c) {
-        case 0:
-            a.k0 = gpuos__r_mean_f16_step(a.k0, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
-            break;
-        case 1:
-            a.k1 = gpuos__r_mean_bf16_step(a.k1, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
-            break;
-        case 2:
-            a.k2 = gpuos__r_mean_f32_step(a.k2, (gpuos__d_as<float>((uint32_t)x)), j);
-            break;
-        case 3:
-            a.k3 = gpuos__r_mean_f64_step(a.k3, (gpuos__d_as<double>((uint64_t)x)), j);
-            break;
+        case 0: a.k0 = gpuos__r_mean_f16_step(a.k0, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
+        case 1: a.k1 = gpuos__r_mean_bf16_step(a.k1, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
+        case 2: a.k2 = gpuos__r_mean_f32_step(a.k2, (*(const float *)x), j); break;
+        case 3: a.k3 = gpuos__r_mean_f64_step(a.k3, (*(const double *)x), j); break;
         default: break;
         }
         return a;
@@ -4238,53 +5324,18 @@ struct gpuos__d_redg_min {
         }
         return r;
     }
-    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */
+    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
         switch (c) {
-        case 0: return *(const uint8_t *)x;
-        case 1: return *(const uint8_t *)x;
-        case 2: return *(const uint8_t *)x;
-        case 3: return *(const uint16_t *)x;
-        case 4: return *(const uint32_t *)x;
-        case 5: return *(const uint64_t *)x;
-        case 6: return *(const uint16_t *)x;
-        case 7: return *(const uint16_t *)x;
-        case 8: return *(const uint32_t *)x;
-        case 9: return *(const uint64_t *)x;
-        default: return 0;
-        }
-    }
-    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {
-        switch (c) {
-        case 0:
-            a.k0 = gpuos__r_min_bool_step(a.k0, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
-            break;
-        case 1:
-            a.k1 = gpuos__r_min_i8_step(a.k1, (gpuos__d_as<int8_t>((uint8_t)x)), j);
-            break;
-        case 2:
-            a.k2 = gpuos__r_min_u8_step(a.k2, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
-            break;
-        case 3:
-            a.k3 = gpuos__r_min_i16_step(a.k3, (gpuos__d_as<int16_t>((uint16_t)x)), j);
-            break;
-        case 4:
-            a.k4 = gpuos__r_min_i32_step(a.k4, (gpuos__d_as<int32_t>((uint32_t)x)), j);
-            break;
-        case 5:
-            a.k5 = gpuos__r_min_i64_step(a.k5, (gpuos__d_as<int64_t>((uint64_t)x)), j);
-            break;
-        case 6:
-            a.k6 = gpuos__r_min_f16_step(a.k6, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
-            break;
-        case 7:
-            a.k7 = gpuos__r_min_bf16_step(a.k7, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
-            break;
-        case 8:
-            a.k8 = gpuos__r_min_f32_step(a.k8, (gpuos__d_as<float>((uint32_t)x)), j);
-            break;
-        case 9:
-            a.k9 = gpuos__r_min_f64_step(a.k9, (gpuos__d_as<double>((uint64_t)x)), j);
-            break;
+        case 0: a.k0 = gpuos__r_min_bool_step(a.k0, (*(const uint8_t *)x), j); break;
+        case 1: a.k1 = gpuos__r_min_i8_step(a.k1, (*(const int8_t *)x), j); break;
+        case 2: a.k2 = gpuos__r_min_u8_step(a.k2, (*(const uint8_t *)x), j); break;
+        case 3: a.k3 = gpuos__r_min_i16_step(a.k3, (*(const int16_t *)x), j); break;
+        case 4: a.k4 = gpuos__r_min_i32_step(a.k4, (*(const int32_t *)x), j); break;
+        case 5: a.k5 = gpuos__r_min_i64_step(a.k5, (*(const int64_t *)x), j); break;
+        case 6: a.k6 = gpuos__r_min_f16_step(a.k6, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
+        case 7: a.k7 = gpuos__r_min_bf16_step(a.k7, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
+        case 8: a.k8 = gpuos__r_min_f32_step(a.k8, (*(const float *)x), j); break;
+        case 9: a.k9 = gpuos__r_min_f64_step(a.k9, (*(const double *)x), j); break;
         default: break;
         }
         return a;
@@ -4357,53 +5408,18 @@ struct gpuos__d_redg_max {
         }
         return r;
     }
-    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */
+    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
         switch (c) {
-        case 0: return *(const uint8_t *)x;
-        case 1: return *(const uint8_t *)x;
-        case 2: return *(const uint8_t *)x;
-        case 3: return *(const uint16_t *)x;
-        case 4: return *(const uint32_t *)x;
-        case 5: return *(const uint64_t *)x;
-        case 6: return *(const uint16_t *)x;
-        case 7: return *(const uint16_t *)x;
-        case 8: return *(const uint32_t *)x;
-        case 9: return *(const uint64_t *)x;
-        default: return 0;
-        }
-    }
-    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {
-        switch (c) {
-        case 0:
-            a.k0 = gpuos__r_max_bool_step(a.k0, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
-            break;
-        case 1:
-            a.k1 = gpuos__r_max_i8_step(a.k1, (gpuos__d_as<int8_t>((uint8_t)x)), j);
-            break;
-        case 2:
-            a.k2 = gpuos__r_max_u8_step(a.k2, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
-            break;
-        case 3:
-            a.k3 = gpuos__r_max_i16_step(a.k3, (gpuos__d_as<int16_t>((uint16_t)x)), j);
-            break;
-        case 4:
-            a.k4 = gpuos__r_max_i32_step(a.k4, (gpuos__d_as<int32_t>((uint32_t)x)), j);
-            break;
-        case 5:
-            a.k5 = gpuos__r_max_i64_step(a.k5, (gpuos__d_as<int64_t>((uint64_t)x)), j);
-            break;
-        case 6:
-            a.k6 = gpuos__r_max_f16_step(a.k6, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
-            break;
-        case 7:
-            a.k7 = gpuos__r_max_bf16_step(a.k7, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
-            break;
-        case 8:
-            a.k8 = gpuos__r_max_f32_step(a.k8, (gpuos__d_as<float>((uint32_t)x)), j);
-            break;
-        case 9:
-            a.k9 = gpuos__r_max_f64_step(a.k9, (gpuos__d_as<double>((uint64_t)x)), j);
-            break;
+        case 0: a.k0 = gpuos__r_max_bool_step(a.k0, (*(const uint8_t *)x), j); break;
+        case 1: a.k1 = gpuos__r_max_i8_step(a.k1, (*(const int8_t *)x), j); break;
+        case 2: a.k2 = gpuos__r_max_u8_step(a.k2, (*(const uint8_t *)x), j); break;
+        case 3: a.k3 = gpuos__r_max_i16_step(a.k3, (*(const int16_t *)x), j); break;
+        case 4: a.k4 = gpuos__r_max_i32_step(a.k4, (*(const int32_t *)x), j); break;
+        case 5: a.k5 = gpuos__r_max_i64_step(a.k5, (*(const int64_t *)x), j); break;
+        case 6: a.k6 = gpuos__r_max_f16_step(a.k6, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
+        case 7: a.k7 = gpuos__r_max_bf16_step(a.k7, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
+        case 8: a.k8 = gpuos__r_max_f32_step(a.k8, (*(const float *)x), j); break;
+        case 9: a.k9 = gpuos__r_max_f64_step(a.k9, (*(const double *)x), j); break;
         default: break;
         }
         return a;
@@ -4476,53 +5492,18 @@ struct gpuos__d_redg_argmin {
         }
         return r;
     }
-    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */
+    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
         switch (c) {
-        case 0: return *(const uint8_t *)x;
-        case 1: return *(const uint8_t *)x;
-        case 2: return *(const uint8_t *)x;
-        case 3: return *(const uint16_t *)x;
-        case 4: return *(const uint32_t *)x;
-        case 5: return *(const uint64_t *)x;
-        case 6: return *(const uint16_t *)x;
-        case 7: return *(const uint16_t *)x;
-        case 8: return *(const uint32_t *)x;
-        case 9: return *(const uint64_t *)x;
-        default: return 0;
-        }
-    }
-    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {
-        switch (c) {
-        case 0:
-            a.k0 = gpuos__r_argmin_bool_step(a.k0, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
-            break;
-        case 1:
-            a.k1 = gpuos__r_argmin_i8_step(a.k1, (gpuos__d_as<int8_t>((uint8_t)x)), j);
-            break;
-        case 2:
-            a.k2 = gpuos__r_argmin_u8_step(a.k2, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
-            break;
-        case 3:
-            a.k3 = gpuos__r_argmin_i16_step(a.k3, (gpuos__d_as<int16_t>((uint16_t)x)), j);
-            break;
-        case 4:
-            a.k4 = gpuos__r_argmin_i32_step(a.k4, (gpuos__d_as<int32_t>((uint32_t)x)), j);
-            break;
-        case 5:
-            a.k5 = gpuos__r_argmin_i64_step(a.k5, (gpuos__d_as<int64_t>((uint64_t)x)), j);
-            break;
-        case 6:
-            a.k6 = gpuos__r_argmin_f16_step(a.k6, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
-            break;
-        case 7:
-            a.k7 = gpuos__r_argmin_bf16_step(a.k7, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
-            break;
-        case 8:
-            a.k8 = gpuos__r_argmin_f32_step(a.k8, (gpuos__d_as<float>((uint32_t)x)), j);
-            break;
-        case 9:
-            a.k9 = gpuos__r_argmin_f64_step(a.k9, (gpuos__d_as<double>((uint64_t)x)), j);
-            break;
+        case 0: a.k0 = gpuos__r_argmin_bool_step(a.k0, (*(const uint8_t *)x), j); break;
+        case 1: a.k1 = gpuos__r_argmin_i8_step(a.k1, (*(const int8_t *)x), j); break;
+        case 2: a.k2 = gpuos__r_argmin_u8_step(a.k2, (*(const uint8_t *)x), j); break;
+        case 3: a.k3 = gpuos__r_argmin_i16_step(a.k3, (*(const int16_t *)x), j); break;
+        case 4: a.k4 = gpuos__r_argmin_i32_step(a.k4, (*(const int32_t *)x), j); break;
+        case 5: a.k5 = gpuos__r_argmin_i64_step(a.k5, (*(const int64_t *)x), j); break;
+        case 6: a.k6 = gpuos__r_argmin_f16_step(a.k6, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
+        case 7: a.k7 = gpuos__r_argmin_bf16_step(a.k7, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
+        case 8: a.k8 = gpuos__r_argmin_f32_step(a.k8, (*(const float *)x), j); break;
+        case 9: a.k9 = gpuos__r_argmin_f64_step(a.k9, (*(const double *)x), j); break;
         default: break;
         }
         return a;
@@ -4595,53 +5576,18 @@ struct gpuos__d_redg_argmax {
         }
         return r;
     }
-    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */
+    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
         switch (c) {
-        case 0: return *(const uint8_t *)x;
-        case 1: return *(const uint8_t *)x;
-        case 2: return *(const uint8_t *)x;
-        case 3: return *(const uint16_t *)x;
-        case 4: return *(const uint32_t *)x;
-        case 5: return *(const uint64_t *)x;
-        case 6: return *(const uint16_t *)x;
-        case 7: return *(const uint16_t *)x;
-        case 8: return *(const uint32_t *)x;
-        case 9: return *(const uint64_t *)x;
-        default: return 0;
-        }
-    }
-    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {
-        switch (c) {
-        case 0:
-            a.k0 = gpuos__r_argmax_bool_step(a.k0, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
-            break;
-        case 1:
-            a.k1 = gpuos__r_argmax_i8_step(a.k1, (gpuos__d_as<int8_t>((uint8_t)x)), j);
-            break;
-        case 2:
-            a.k2 = gpuos__r_argmax_u8_step(a.k2, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
-            break;
-        case 3:
-            a.k3 = gpuos__r_argmax_i16_step(a.k3, (gpuos__d_as<int16_t>((uint16_t)x)), j);
-            break;
-        case 4:
-            a.k4 = gpuos__r_argmax_i32_step(a.k4, (gpuos__d_as<int32_t>((uint32_t)x)), j);
-            break;
-        case 5:
-            a.k5 = gpuos__r_argmax_i64_step(a.k5, (gpuos__d_as<int64_t>((uint64_t)x)), j);
-            break;
-        case 6:
-            a.k6 = gpuos__r_argmax_f16_step(a.k6, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
-            break;
-        case 7:
-            a.k7 = gpuos__r_argmax_bf16_step(a.k7, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
-            break;
-        case 8:
-            a.k8 = gpuos__r_argmax_f32_step(a.k8, (gpuos__d_as<float>((uint32_t)x)), j);
-            break;
-        case 9:
-            a.k9 = gpuos__r_argmax_f64_step(a.k9, (gpuos__d_as<double>((uint64_t)x)), j);
-            break;
+        case 0: a.k0 = gpuos__r_argmax_bool_step(a.k0, (*(const uint8_t *)x), j); break;
+        case 1: a.k1 = gpuos__r_argmax_i8_step(a.k1, (*(const int8_t *)x), j); break;
+        case 2: a.k2 = gpuos__r_argmax_u8_step(a.k2, (*(const uint8_t *)x), j); break;
+        case 3: a.k3 = gpuos__r_argmax_i16_step(a.k3, (*(const int16_t *)x), j); break;
+        case 4: a.k4 = gpuos__r_argmax_i32_step(a.k4, (*(const int32_t *)x), j); break;
+        case 5: a.k5 = gpuos__r_argmax_i64_step(a.k5, (*(const int64_t *)x), j); break;
+        case 6: a.k6 = gpuos__r_argmax_f16_step(a.k6, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
+        case 7: a.k7 = gpuos__r_argmax_bf16_step(a.k7, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
+        case 8: a.k8 = gpuos__r_argmax_f32_step(a.k8, (*(const float *)x), j); break;
+        case 9: a.k9 = gpuos__r_argmax_f64_step(a.k9, (*(const double *)x), j); break;
         default: break;
         }
         return a;
@@ -4714,53 +5660,18 @@ struct gpuos__d_redg_any {
         }
         return r;
     }
-    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */
+    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
         switch (c) {
-        case 0: return *(const uint8_t *)x;
-        case 1: return *(const uint8_t *)x;
-        case 2: return *(const uint8_t *)x;
-        case 3: return *(const uint16_t *)x;
-        case 4: return *(const uint32_t *)x;
-        case 5: return *(const uint64_t *)x;
-        case 6: return *(const uint16_t *)x;
-        case 7: return *(const uint16_t *)x;
-        case 8: return *(const uint32_t *)x;
-        case 9: return *(const uint64_t *)x;
-        default: return 0;
-        }
-    }
-    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {
-        switch (c) {
-        case 0:
-            a.k0 = gpuos__r_any_bool_step(a.k0, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
-            break;
-        case 1:
-            a.k1 = gpuos__r_any_i8_step(a.k1, (gpuos__d_as<int8_t>((uint8_t)x)), j);
-            break;
-        case 2:
-            a.k2 = gpuos__r_any_u8_step(a.k2, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
-            break;
-        case 3:
-            a.k3 = gpuos__r_any_i16_step(a.k3, (gpuos__d_as<int16_t>((uint16_t)x)), j);
-            break;
-        case 4:
-            a.k4 = gpuos__r_any_i32_step(a.k4, (gpuos__d_as<int32_t>((uint32_t)x)), j);
-            break;
-        case 5:
-            a.k5 = gpuos__r_any_i64_step(a.k5, (gpuos__d_as<int64_t>((uint64_t)x)), j);
-            break;
-        case 6:
-            a.k6 = gpuos__r_any_f16_step(a.k6, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
-            break;
-        case 7:
-            a.k7 = gpuos__r_any_bf16_step(a.k7, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
-            break;
-        case 8:
-            a.k8 = gpuos__r_any_f32_step(a.k8, (gpuos__d_as<float>((uint32_t)x)), j);
-            break;
-        case 9:
-            a.k9 = gpuos__r_any_f64_step(a.k9, (gpuos__d_as<double>((uint64_t)x)), j);
-            break;
+        case 0: a.k0 = gpuos__r_any_bool_step(a.k0, (*(const uint8_t *)x), j); break;
+        case 1: a.k1 = gpuos__r_any_i8_step(a.k1, (*(const int8_t *)x), j); break;
+        case 2: a.k2 = gpuos__r_any_u8_step(a.k2, (*(const uint8_t *)x), j); break;
+        case 3: a.k3 = gpuos__r_any_i16_step(a.k3, (*(const int16_t *)x), j); break;
+        case 4: a.k4 = gpuos__r_any_i32_step(a.k4, (*(const int32_t *)x), j); break;
+        case 5: a.k5 = gpuos__r_any_i64_step(a.k5, (*(const int64_t *)x), j); break;
+        case 6: a.k6 = gpuos__r_any_f16_step(a.k6, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
+        case 7: a.k7 = gpuos__r_any_bf16_step(a.k7, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
+        case 8: a.k8 = gpuos__r_any_f32_step(a.k8, (*(const float *)x), j); break;
+        case 9: a.k9 = gpuos__r_any_f64_step(a.k9, (*(const double *)x), j); break;
         default: break;
         }
         return a;
@@ -4833,53 +5744,18 @@ struct gpuos__d_redg_all {
         }
         return r;
     }
-    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */
+    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
         switch (c) {
-        case 0: return *(const uint8_t *)x;
-        case 1: return *(const uint8_t *)x;
-        case 2: return *(const uint8_t *)x;
-        case 3: return *(const uint16_t *)x;
-        case 4: return *(const uint32_t *)x;
-        case 5: return *(const uint64_t *)x;
-        case 6: return *(const uint16_t *)x;
-        case 7: return *(const uint16_t *)x;
-        case 8: return *(const uint32_t *)x;
-        case 9: return *(const uint64_t *)x;
-        default: return 0;
-        }
-    }
-    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {
-        switch (c) {
-        case 0:
-            a.k0 = gpuos__r_all_bool_step(a.k0, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
-            break;
-        case 1:
-            a.k1 = gpuos__r_all_i8_step(a.k1, (gpuos__d_as<int8_t>((uint8_t)x)), j);
-            break;
-        case 2:
-            a.k2 = gpuos__r_all_u8_step(a.k2, (gpuos__d_as<uint8_t>((uint8_t)x)), j);
-            break;
-        case 3:
-            a.k3 = gpuos__r_all_i16_step(a.k3, (gpuos__d_as<int16_t>((uint16_t)x)), j);
-            break;
-        case 4:
-            a.k4 = gpuos__r_all_i32_step(a.k4, (gpuos__d_as<int32_t>((uint32_t)x)), j);
-            break;
-        case 5:
-            a.k5 = gpuos__r_all_i64_step(a.k5, (gpuos__d_as<int64_t>((uint64_t)x)), j);
-            break;
-        case 6:
-            a.k6 = gpuos__r_all_f16_step(a.k6, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
-            break;
-        case 7:
-            a.k7 = gpuos__r_all_bf16_step(a.k7, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
-            break;
-        case 8:
-            a.k8 = gpuos__r_all_f32_step(a.k8, (gpuos__d_as<float>((uint32_t)x)), j);
-            break;
-        case 9:
-            a.k9 = gpuos__r_all_f64_step(a.k9, (gpuos__d_as<double>((uint64_t)x)), j);
-            break;
+        case 0: a.k0 = gpuos__r_all_bool_step(a.k0, (*(const uint8_t *)x), j); break;
+        case 1: a.k1 = gpuos__r_all_i8_step(a.k1, (*(const int8_t *)x), j); break;
+        case 2: a.k2 = gpuos__r_all_u8_step(a.k2, (*(const uint8_t *)x), j); break;
+        case 3: a.k3 = gpuos__r_all_i16_step(a.k3, (*(const int16_t *)x), j); break;
+        case 4: a.k4 = gpuos__r_all_i32_step(a.k4, (*(const int32_t *)x), j); break;
+        case 5: a.k5 = gpuos__r_all_i64_step(a.k5, (*(const int64_t *)x), j); break;
+        case 6: a.k6 = gpuos__r_all_f16_step(a.k6, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
+        case 7: a.k7 = gpuos__r_all_bf16_step(a.k7, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
+        case 8: a.k8 = gpuos__r_all_f32_step(a.k8, (*(const float *)x), j); break;
+        case 9: a.k9 = gpuos__r_all_f64_step(a.k9, (*(const double *)x), j); break;
         default: break;
         }
         return a;
@@ -4940,29 +5816,12 @@ struct gpuos__d_redg_norm2 {
         }
         return r;
     }
-    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */
+    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
         switch (c) {
-        case 0: return *(const uint16_t *)x;
-        case 1: return *(const uint16_t *)x;
-        case 2: return *(const uint32_t *)x;
-        case 3: return *(const uint64_t *)x;
-        default: return 0;
-        }
-    }
-    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {
-        switch (c) {
-        case 0:
-            a.k0 = gpuos__r_norm2_f16_step(a.k0, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
-            break;
-        case 1:
-            a.k1 = gpuos__r_norm2_bf16_step(a.k1, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
-            break;
-        case 2:
-            a.k2 = gpuos__r_norm2_f32_step(a.k2, (gpuos__d_as<float>((uint32_t)x)), j);
-            break;
-        case 3:
-            a.k3 = gpuos__r_norm2_f64_step(a.k3, (gpuos__d_as<double>((uint64_t)x)), j);
-            break;
+        case 0: a.k0 = gpuos__r_norm2_f16_step(a.k0, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
+        case 1: a.k1 = gpuos__r_norm2_bf16_step(a.k1, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
+        case 2: a.k2 = gpuos__r_norm2_f32_step(a.k2, (*(const float *)x), j); break;
+        case 3: a.k3 = gpuos__r_norm2_f64_step(a.k3, (*(const double *)x), j); break;
         default: break;
         }
         return a;
@@ -5011,29 +5870,12 @@ struct gpuos__d_redg_var {
         }
         return r;
     }
-    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */
+    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
         switch (c) {
-        case 0: return *(const uint16_t *)x;
-        case 1: return *(const uint16_t *)x;
-        case 2: return *(const uint32_t *)x;
-        case 3: return *(const uint64_t *)x;
-        default: return 0;
-        }
-    }
-    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {
-        switch (c) {
-        case 0:
-            a.k0 = gpuos__r_var_f16_step(a.k0, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
-            break;
-        case 1:
-            a.k1 = gpuos__r_var_bf16_step(a.k1, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
-            break;
-        case 2:
-            a.k2 = gpuos__r_var_f32_step(a.k2, (gpuos__d_as<float>((uint32_t)x)), j);
-            break;
-        case 3:
-            a.k3 = gpuos__r_var_f64_step(a.k3, (gpuos__d_as<double>((uint64_t)x)), j);
-            break;
+        case 0: a.k0 = gpuos__r_var_f16_step(a.k0, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
+        case 1: a.k1 = gpuos__r_var_bf16_step(a.k1, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
+        case 2: a.k2 = gpuos__r_var_f32_step(a.k2, (*(const float *)x), j); break;
+        case 3: a.k3 = gpuos__r_var_f64_step(a.k3, (*(const double *)x), j); break;
         default: break;
         }
         return a;
@@ -5082,29 +5924,12 @@ struct gpuos__d_redg_std {
         }
         return r;
     }
-    __device__ __forceinline__ uint64_t ld(const char *x) const { /* raw bits */
+    __device__ __forceinline__ Acc step(Acc a, const char *x, int64_t j) const {
         switch (c) {
-        case 0: return *(const uint16_t *)x;
-        case 1: return *(const uint16_t *)x;
-        case 2: return *(const uint32_t *)x;
-        case 3: return *(const uint64_t *)x;
-        default: return 0;
-        }
-    }
-    __device__ __forceinline__ Acc step(Acc a, uint64_t x, int64_t j) const {
-        switch (c) {
-        case 0:
-            a.k0 = gpuos__r_std_f16_step(a.k0, gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
-            break;
-        case 1:
-            a.k1 = gpuos__r_std_bf16_step(a.k1, gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)x)), j);
-            break;
-        case 2:
-            a.k2 = gpuos__r_std_f32_step(a.k2, (gpuos__d_as<float>((uint32_t)x)), j);
-            break;
-        case 3:
-            a.k3 = gpuos__r_std_f64_step(a.k3, (gpuos__d_as<double>((uint64_t)x)), j);
-            break;
+        case 0: a.k0 = gpuos__r_std_f16_step(a.k0, gpuos__f16_to_f32(*(const uint16_t *)x), j); break;
+        case 1: a.k1 = gpuos__r_std_bf16_step(a.k1, gpuos__bf16_to_f32(*(const uint16_t *)x), j); break;
+        case 2: a.k2 = gpuos__r_std_f32_step(a.k2, (*(const float *)x), j); break;
+        case 3: a.k3 = gpuos__r_std_f64_step(a.k3, (*(const double *)x), j); break;
         default: break;
         }
         return a;
@@ -5237,20 +6062,11 @@ static __device__ __noinline__ void gpuos__d_matmul_g2(const gpuos__matmul_plan 
 /* dtypes of compute type float */
 struct gpuos__d_rowsd0 {
     typedef float T;
-    typedef uint32_t R;
-    static __device__ __forceinline__ R raw(int cs, const char *p) {
+    static __device__ __forceinline__ T ld(int cs, const char *p) {
         switch (cs) {
-        case 0: return *(const uint16_t *)p; /* f16 */
-        case 1: return *(const uint16_t *)p; /* bf16 */
-        case 2: return *(const uint32_t *)p; /* f32 */
-        default: return 0;
-        }
-    }
-    static __device__ __forceinline__ T cvt(int cs, R v) {
-        switch (cs) {
-        case 0: return gpuos__f16_to_f32(gpuos__d_as<uint16_t>((uint16_t)v));
-        case 1: return gpuos__bf16_to_f32(gpuos__d_as<uint16_t>((uint16_t)v));
-        case 2: return (gpuos__d_as<float>((uint32_t)v));
+        case 0: return gpuos__f16_to_f32(*(const uint16_t *)p); /* f16 */
+        case 1: return gpuos__bf16_to_f32(*(const uint16_t *)p); /* bf16 */
+        case 2: return (*(const float *)p); /* f32 */
         default: return 0;
         }
     }
@@ -5266,16 +6082,9 @@ struct gpuos__d_rowsd0 {
 /* dtypes of compute type double */
 struct gpuos__d_rowsd1 {
     typedef double T;
-    typedef uint64_t R;
-    static __device__ __forceinline__ R raw(int cs, const char *p) {
+    static __device__ __forceinline__ T ld(int cs, const char *p) {
         switch (cs) {
-        case 0: return *(const uint64_t *)p; /* f64 */
-        default: return 0;
-        }
-    }
-    static __device__ __forceinline__ T cvt(int cs, R v) {
-        switch (cs) {
-        case 0: return (gpuos__d_as<double>((uint64_t)v));
+        case 0: return (*(const double *)p); /* f64 */
         default: return 0;
         }
     }

@@ -39,3 +39,7 @@ $(BUILD)/devbench: tests/gpu/devbench.cu src/generated/gpuos_device.cu $(BUILD)/
 .PHONY: bench-gpu-dev
 bench-gpu-dev: $(BUILD)/devbench
 	./$(BUILD)/devbench
+
+# The smallest GPU run (one add, one download), for a first look and for compute-sanitizer.
+$(BUILD)/smoke: tests/gpu/smoke.c gpuos.h $(BUILD)/gpuos.o | $(BUILD)
+	$(CC) -std=c99 $(WARN) $(CFLAGS) -I. $< $(BUILD)/gpuos.o -o $@ $(LDLIBS)
