@@ -2433,6 +2433,8 @@ struct gpuos__cuda {
     uint64_t retired_seen;       /* cached ctl->retired */
     int running;
     uint32_t next_base;          /* round robin for unaligned tasks */
+    int align;                   /* tile-local alignment on (GPUOS_CUDA_ALIGN=0 turns it off) */
+    int serialize;               /* every task waits for all earlier ones (GPUOS_CUDA_SERIALIZE=1) */
     uint64_t last_activity_ns;
 
     cuda__plan_entry *plans;
@@ -2770,6 +2772,9 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     if (!c) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the CUDA backend");
     c->cu = cu;
     ctx->cuda = c;
+    /* Diagnostic switches (documented in docs/ARCHITECTURE.md): correctness never needs them. */
+    c->align = !(getenv("GPUOS_CUDA_ALIGN") && getenv("GPUOS_CUDA_ALIGN")[0] == '0');
+    c->serialize = getenv("GPUOS_CUDA_SERIALIZE") && getenv("GPUOS_CUDA_SERIALIZE")[0] == '1';
     st = cuda_open_device(ctx, c, ordinal < 0 ? 0 : ordinal);
     if (st == GPUOS_OK) {
         c->last_activity_ns = cuda_now_ns();
@@ -3083,14 +3088,15 @@ static int cuda_operands(const gpuos__job *job, cuda__operand *ops) {
     return n;
 }
 
-/* The storage an address belongs to (among the job's). */
-static gpuos__storage *cuda_storage_of(const gpuos__job *job, uint64_t addr) {
+/* The storage that holds the whole byte range [lo, hi) (among the job's). Allocations
+   may be adjacent (the driver packs them), so an end address must not match the next. */
+static gpuos__storage *cuda_storage_of(const gpuos__job *job, uint64_t lo, uint64_t hi) {
     int i;
     for (i = 0; i < job->n_st; i++) {
         uint64_t b = (uint64_t)(uintptr_t)job->st[i]->data;
-        if (addr >= b && addr < b + job->st[i]->bytes + 1) return job->st[i];
+        if (lo >= b && hi <= b + job->st[i]->bytes) return job->st[i];
     }
-    return job->n_st ? job->st[0] : NULL;
+    return NULL;
 }
 
 /* Finds or sends the plan; returns its id (ctx->mu held). */
@@ -3189,8 +3195,11 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         cuda__log *lg;
         cuda_operand_range(&ops[k], &lo, &hi);
         if (lo == hi) continue;
-        s = cuda_storage_of(job, lo);
-        if (!s) continue;
+        s = cuda_storage_of(job, lo, hi);
+        if (!s) { /* cannot happen for a valid plan; if it does, order by waiting for all */
+            all = 1;
+            continue;
+        }
         if (!s->cuda_log) {
             s->cuda_log = calloc(1, sizeof(cuda__log));
             if (!s->cuda_log) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_submit: no memory");
@@ -3201,7 +3210,8 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
             const cuda__access *a = &lg->a[j];
             if (a->dseq <= c->retired_seen || a->hi <= lo || hi <= a->lo || !(a->write || ops[k].write)) continue;
             /* tile-aligned: same item->element map, same tiling: the same worker runs both */
-            if (job->kind == GPUOS__KIND_EW && a->sig && a->sig == ops[k].sig && (base == UINT32_MAX || base == a->base)) {
+            if (c->align && job->kind == GPUOS__KIND_EW && a->sig && a->sig == ops[k].sig &&
+                (base == UINT32_MAX || base == a->base)) {
                 base = a->base;
                 continue;
             }
@@ -3220,7 +3230,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
             if (b == m) deps[m++] = deps[a];
         }
         n_deps = m;
-        if (n_deps > (int)GPUOS__MAX_DEPS) all = 1;
+        if (n_deps > (int)GPUOS__MAX_DEPS || c->serialize) all = 1;
     }
 
     /* Launch first: the kernel starts reading the ring at the current position, so it
@@ -3260,7 +3270,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         cuda__access a;
         cuda_operand_range(&ops[k], &lo, &hi);
         if (lo == hi) continue;
-        s = cuda_storage_of(job, lo);
+        s = cuda_storage_of(job, lo, hi);
         if (!s || !s->cuda_log) continue;
         lg = (cuda__log *)s->cuda_log;
         /* forget retired accesses, and those a write covers (this task waits for them) */
@@ -14140,6 +14150,17 @@ const char *const gpuos__device_source[] = {
     "    return t;\n",
     "}\n",
     "\n",
+    "/* Copies a descriptor with strong (L2-coherent) loads: inbox and task-ring entries are\n",
+    "   rewritten by another multiprocessor every lap, so the copy must not depend on whether\n",
+    "   the acquire of the entry's stamp also dropped this multiprocessor's L1 lines. */\n",
+    "static __device__ __forceinline__ void gpuos__ld_desc(gpuos__qdesc *dst, const gpuos__qdesc *src) {\n",
+    "    const uint64_t *s = (const uint64_t *)src;\n",
+    "    uint64_t *d = (uint64_t *)dst;\n",
+    "#pragma unroll\n",
+    "    for (int k = 0; k < (int)(sizeof(gpuos__qdesc) / 8); k++)\n",
+    "        asm volatile(\"ld.relaxed.gpu.global.u64 %0, [%1];\" : \"=l\"(d[k]) : \"l\"(s + k) : \"memory\");\n",
+    "}\n",
+    "\n",
     "/* ---------------------------------------------------------------- the scheduler block */\n",
     "/* Warp-specialised. Warps 0-3 fetch: poll the host ring (one tag while idle, 128 once\n",
     "   busy, one PCIe round trip each), copy plan chunks into the plan table and\n",
@@ -14300,8 +14321,11 @@ const char *const gpuos__device_source[] = {
     "            int fin = 0, is_exit = 0;\n",
     "            const gpuos__dtask *t = &P.tasks[nx & (P.task_cap - 1)];\n",
     "            if (gpuos__ld_acquire_gpu_u64(&t->seq) == nx) {\n",
-    "                is_exit = t->d.kind == GPUOS__SLOT_EXIT;\n",
-    "                fin = is_exit || gpuos__ld_acquire_gpu_u32(&P.done[nx & (P.task_cap - 1)]) >= t->d.n_tiles;\n",
+    "                uint32_t kind, n_tiles;\n",
+    "                asm volatile(\"ld.relaxed.gpu.global.u32 %0, [%1];\" : \"=r\"(kind) : \"l\"(&t->d.kind) : \"memory\");\n",
+    "                asm volatile(\"ld.relaxed.gpu.global.u32 %0, [%1];\" : \"=r\"(n_tiles) : \"l\"(&t->d.n_tiles) : \"memory\");\n",
+    "                is_exit = kind == GPUOS__SLOT_EXIT;\n",
+    "                fin = is_exit || gpuos__ld_acquire_gpu_u32(&P.done[nx & (P.task_cap - 1)]) >= n_tiles;\n",
     "            }\n",
     "            uint32_t fb = __ballot_sync(0xffffffffu, fin);\n",
     "            int k = fb == 0xffffffffu \? 32 : __ffs(~fb) - 1;\n",
@@ -14352,8 +14376,10 @@ const char *const gpuos__device_source[] = {
     "static __device__ __forceinline__ int gpuos__pk_dep_done(const gpuos__pk_params &P, uint64_t dep) {\n",
     "    if (gpuos__ld_acquire_gpu_u64(P.retired) >= dep) return 1;\n",
     "    const gpuos__dtask *t = &P.tasks[dep & (P.task_cap - 1)];\n",
+    "    uint32_t n_tiles;\n",
     "    if (gpuos__ld_acquire_gpu_u64(&t->seq) != dep) return 1; /* entry reused: dep retired long ago */\n",
-    "    return gpuos__ld_acquire_gpu_u32(&P.done[dep & (P.task_cap - 1)]) >= t->d.n_tiles;\n",
+    "    asm volatile(\"ld.relaxed.gpu.global.u32 %0, [%1];\" : \"=r\"(n_tiles) : \"l\"(&t->d.n_tiles) : \"memory\");\n",
+    "    return gpuos__ld_acquire_gpu_u32(&P.done[dep & (P.task_cap - 1)]) >= n_tiles;\n",
     "}\n",
     "\n",
     "/* Runs the tasks of this block's inbox in order, reading up to 32 entries per\n",
@@ -14376,8 +14402,8 @@ const char *const gpuos__device_source[] = {
     "                const gpuos__dtask *e = &inbox[(head + lane) & (P.inbox_cap - 1)];\n",
     "                int ok = gpuos__ld_acquire_gpu_u32(&e->d.stamp) == head + lane + 1;\n",
     "                if (ok) {\n",
-    "                    s_d[lane] = e->d;\n",
-    "                    s_seq[lane] = e->seq;\n",
+    "                    gpuos__ld_desc(&s_d[lane], &e->d);\n",
+    "                    asm volatile(\"ld.relaxed.gpu.global.u64 %0, [%1];\" : \"=l\"(s_seq[lane]) : \"l\"(&e->seq) : \"memory\");\n",
     "                }\n",
     "                s_mine[lane] = 0;\n",
     "                uint32_t b = __ballot_sync(0xffffffffu, ok);\n",
@@ -14417,6 +14443,9 @@ const char *const gpuos__device_source[] = {
     "                }\n",
     "                flushed = i;\n",
     "                __syncthreads();\n",
+    "                /* every thread acquires: its loads must see the producers' writes, not\n",
+    "                   lines its multiprocessor cached before */\n",
+    "                asm volatile(\"fence.acq_rel.gpu;\" ::: \"memory\");\n",
     "            }\n",
     "            const void *plan = P.plans + (size_t)d->plan_id * GPUOS__PLAN_BYTES;\n",
     "            const uint32_t first = (me + nw - (d->base % nw)) % nw; /* (base + first) % nw == me */\n",

@@ -95,6 +95,8 @@ struct gpuos__cuda {
     uint64_t retired_seen;       /* cached ctl->retired */
     int running;
     uint32_t next_base;          /* round robin for unaligned tasks */
+    int align;                   /* tile-local alignment on (GPUOS_CUDA_ALIGN=0 turns it off) */
+    int serialize;               /* every task waits for all earlier ones (GPUOS_CUDA_SERIALIZE=1) */
     uint64_t last_activity_ns;
 
     cuda__plan_entry *plans;
@@ -432,6 +434,9 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     if (!c) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the CUDA backend");
     c->cu = cu;
     ctx->cuda = c;
+    /* Diagnostic switches (documented in docs/ARCHITECTURE.md): correctness never needs them. */
+    c->align = !(getenv("GPUOS_CUDA_ALIGN") && getenv("GPUOS_CUDA_ALIGN")[0] == '0');
+    c->serialize = getenv("GPUOS_CUDA_SERIALIZE") && getenv("GPUOS_CUDA_SERIALIZE")[0] == '1';
     st = cuda_open_device(ctx, c, ordinal < 0 ? 0 : ordinal);
     if (st == GPUOS_OK) {
         c->last_activity_ns = cuda_now_ns();
@@ -745,14 +750,15 @@ static int cuda_operands(const gpuos__job *job, cuda__operand *ops) {
     return n;
 }
 
-/* The storage an address belongs to (among the job's). */
-static gpuos__storage *cuda_storage_of(const gpuos__job *job, uint64_t addr) {
+/* The storage that holds the whole byte range [lo, hi) (among the job's). Allocations
+   may be adjacent (the driver packs them), so an end address must not match the next. */
+static gpuos__storage *cuda_storage_of(const gpuos__job *job, uint64_t lo, uint64_t hi) {
     int i;
     for (i = 0; i < job->n_st; i++) {
         uint64_t b = (uint64_t)(uintptr_t)job->st[i]->data;
-        if (addr >= b && addr < b + job->st[i]->bytes + 1) return job->st[i];
+        if (lo >= b && hi <= b + job->st[i]->bytes) return job->st[i];
     }
-    return job->n_st ? job->st[0] : NULL;
+    return NULL;
 }
 
 /* Finds or sends the plan; returns its id (ctx->mu held). */
@@ -851,8 +857,11 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         cuda__log *lg;
         cuda_operand_range(&ops[k], &lo, &hi);
         if (lo == hi) continue;
-        s = cuda_storage_of(job, lo);
-        if (!s) continue;
+        s = cuda_storage_of(job, lo, hi);
+        if (!s) { /* cannot happen for a valid plan; if it does, order by waiting for all */
+            all = 1;
+            continue;
+        }
         if (!s->cuda_log) {
             s->cuda_log = calloc(1, sizeof(cuda__log));
             if (!s->cuda_log) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_submit: no memory");
@@ -863,7 +872,8 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
             const cuda__access *a = &lg->a[j];
             if (a->dseq <= c->retired_seen || a->hi <= lo || hi <= a->lo || !(a->write || ops[k].write)) continue;
             /* tile-aligned: same item->element map, same tiling: the same worker runs both */
-            if (job->kind == GPUOS__KIND_EW && a->sig && a->sig == ops[k].sig && (base == UINT32_MAX || base == a->base)) {
+            if (c->align && job->kind == GPUOS__KIND_EW && a->sig && a->sig == ops[k].sig &&
+                (base == UINT32_MAX || base == a->base)) {
                 base = a->base;
                 continue;
             }
@@ -882,7 +892,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
             if (b == m) deps[m++] = deps[a];
         }
         n_deps = m;
-        if (n_deps > (int)GPUOS__MAX_DEPS) all = 1;
+        if (n_deps > (int)GPUOS__MAX_DEPS || c->serialize) all = 1;
     }
 
     /* Launch first: the kernel starts reading the ring at the current position, so it
@@ -922,7 +932,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         cuda__access a;
         cuda_operand_range(&ops[k], &lo, &hi);
         if (lo == hi) continue;
-        s = cuda_storage_of(job, lo);
+        s = cuda_storage_of(job, lo, hi);
         if (!s || !s->cuda_log) continue;
         lg = (cuda__log *)s->cuda_log;
         /* forget retired accesses, and those a write covers (this task waits for them) */

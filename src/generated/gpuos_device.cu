@@ -7008,6 +7008,17 @@ static __device__ __forceinline__ uint64_t gpuos__globaltimer(void) {
     return t;
 }
 
+/* Copies a descriptor with strong (L2-coherent) loads: inbox and task-ring entries are
+   rewritten by another multiprocessor every lap, so the copy must not depend on whether
+   the acquire of the entry's stamp also dropped this multiprocessor's L1 lines. */
+static __device__ __forceinline__ void gpuos__ld_desc(gpuos__qdesc *dst, const gpuos__qdesc *src) {
+    const uint64_t *s = (const uint64_t *)src;
+    uint64_t *d = (uint64_t *)dst;
+#pragma unroll
+    for (int k = 0; k < (int)(sizeof(gpuos__qdesc) / 8); k++)
+        asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(d[k]) : "l"(s + k) : "memory");
+}
+
 /* ---------------------------------------------------------------- the scheduler block */
 /* Warp-specialised. Warps 0-3 fetch: poll the host ring (one tag while idle, 128 once
    busy, one PCIe round trip each), copy plan chunks into the plan table and
@@ -7168,8 +7179,11 @@ static __device__ void gpuos__pk_retire(const gpuos__pk_params &P, volatile uint
             int fin = 0, is_exit = 0;
             const gpuos__dtask *t = &P.tasks[nx & (P.task_cap - 1)];
             if (gpuos__ld_acquire_gpu_u64(&t->seq) == nx) {
-                is_exit = t->d.kind == GPUOS__SLOT_EXIT;
-                fin = is_exit || gpuos__ld_acquire_gpu_u32(&P.done[nx & (P.task_cap - 1)]) >= t->d.n_tiles;
+                uint32_t kind, n_tiles;
+                asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(kind) : "l"(&t->d.kind) : "memory");
+                asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(n_tiles) : "l"(&t->d.n_tiles) : "memory");
+                is_exit = kind == GPUOS__SLOT_EXIT;
+                fin = is_exit || gpuos__ld_acquire_gpu_u32(&P.done[nx & (P.task_cap - 1)]) >= n_tiles;
             }
             uint32_t fb = __ballot_sync(0xffffffffu, fin);
             int k = fb == 0xffffffffu ? 32 : __ffs(~fb) - 1;
@@ -7220,8 +7234,10 @@ static __device__ void gpuos__pk_schedule(const gpuos__pk_params &P) {
 static __device__ __forceinline__ int gpuos__pk_dep_done(const gpuos__pk_params &P, uint64_t dep) {
     if (gpuos__ld_acquire_gpu_u64(P.retired) >= dep) return 1;
     const gpuos__dtask *t = &P.tasks[dep & (P.task_cap - 1)];
+    uint32_t n_tiles;
     if (gpuos__ld_acquire_gpu_u64(&t->seq) != dep) return 1; /* entry reused: dep retired long ago */
-    return gpuos__ld_acquire_gpu_u32(&P.done[dep & (P.task_cap - 1)]) >= t->d.n_tiles;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(n_tiles) : "l"(&t->d.n_tiles) : "memory");
+    return gpuos__ld_acquire_gpu_u32(&P.done[dep & (P.task_cap - 1)]) >= n_tiles;
 }
 
 /* Runs the tasks of this block's inbox in order, reading up to 32 entries per
@@ -7244,8 +7260,8 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
                 const gpuos__dtask *e = &inbox[(head + lane) & (P.inbox_cap - 1)];
                 int ok = gpuos__ld_acquire_gpu_u32(&e->d.stamp) == head + lane + 1;
                 if (ok) {
-                    s_d[lane] = e->d;
-                    s_seq[lane] = e->seq;
+                    gpuos__ld_desc(&s_d[lane], &e->d);
+                    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(s_seq[lane]) : "l"(&e->seq) : "memory");
                 }
                 s_mine[lane] = 0;
                 uint32_t b = __ballot_sync(0xffffffffu, ok);
@@ -7285,6 +7301,9 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
                 }
                 flushed = i;
                 __syncthreads();
+                /* every thread acquires: its loads must see the producers' writes, not
+                   lines its multiprocessor cached before */
+                asm volatile("fence.acq_rel.gpu;" ::: "memory");
             }
             const void *plan = P.plans + (size_t)d->plan_id * GPUOS__PLAN_BYTES;
             const uint32_t first = (me + nw - (d->base % nw)) % nw; /* (base + first) % nw == me */

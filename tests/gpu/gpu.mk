@@ -43,3 +43,7 @@ bench-gpu-dev: $(BUILD)/devbench
 # The smallest GPU run (one add, one download), for a first look and for compute-sanitizer.
 $(BUILD)/smoke: tests/gpu/smoke.c gpuos.h $(BUILD)/gpuos.o | $(BUILD)
 	$(CC) -std=c99 $(WARN) $(CFLAGS) -I. $< $(BUILD)/gpuos.o -o $@ $(LDLIBS)
+
+# Program order on the GPU: a dependent operator sequence without waits, bit for bit against the host.
+$(BUILD)/order_check: tests/gpu/order_check.c gpuos.h $(BUILD)/gpuos.o | $(BUILD)
+	$(CC) -std=c99 $(WARN) $(CFLAGS) -I. $< $(BUILD)/gpuos.o -o $@ $(LDLIBS)
