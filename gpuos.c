@@ -2460,13 +2460,20 @@ static void cuda_sleep_ns(long ns) {
     nanosleep(&ts, NULL);
 }
 
+/* A 64-bit hash, 8 bytes per step (FNV-1a style mixing with a final avalanche): keys of
+   plans (hashed at every submission), cache files and the device source. */
 static uint64_t cuda_fnv(uint64_t h, const void *p, size_t n) {
     const unsigned char *b = (const unsigned char *)p;
-    size_t i;
-    for (i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 1099511628211ull;
+    uint64_t w;
+    while (n >= 8) {
+        memcpy(&w, b, 8);
+        h = (h ^ w) * 1099511628211ull;
+        h ^= h >> 29;
+        b += 8;
+        n -= 8;
     }
+    while (n--) h = (h ^ *b++) * 1099511628211ull;
+    h ^= h >> 32;
     return h;
 }
 #define CUDA__FNV0 14695981039346656037ull
@@ -2572,7 +2579,7 @@ static void cuda_cache_write(const char *path, uint64_t key, const void *cubin, 
 }
 
 static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c) {
-    char why[512], arch[64], dir[1024], path[1200];
+    char why[512], arch[64], dir[1024], path[1200], maxrreg[32];
     const gpuos__nvrtc_api *nv;
     const char *opts[8];
     size_t src_len = 0, cubin_size = 0;
@@ -2594,7 +2601,12 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
     if (jl) opts[n_opts++] = "-rdc=true";
     /* Relocatable functions each take the registers they want (204-254 measured), which
        allows one 256-thread block per multiprocessor; 128 allows two. */
-    opts[n_opts++] = "--maxrregcount=128";
+    {
+        const char *e = getenv("GPUOS_CUDA_MAXRREG"); /* tuning knob: 32..255 */
+        int r = e ? atoi(e) : 128;
+        snprintf(maxrreg, sizeof maxrreg, "--maxrregcount=%d", r >= 32 && r <= 255 ? r : 128);
+        opts[n_opts++] = maxrreg;
+    }
     src = gpuos__device_source_joined(&src_len);
     if (!src) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the device source");
     nv = gpuos__nvrtc_load(why, sizeof why);
@@ -2753,7 +2765,7 @@ static gpuos_status cuda_open_device(gpuos_context *ctx, struct gpuos__cuda *c, 
     CUDA_TRY(ctx, c->cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, c->fn, GPUOS__PK_THREADS, 0),
              "cuOccupancyMaxActiveBlocksPerMultiprocessor");
     if (occ < 1) return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: the persistent kernel cannot fit");
-    if (occ > 4) occ = 4;
+    if (occ > 8) occ = 8;
     c->n_blocks = c->sm_count * occ;
     if (c->n_blocks - 1 > GPUOS__MAX_WORKERS) c->n_blocks = GPUOS__MAX_WORKERS + 1;
     c->n_workers = c->n_blocks - 1;
@@ -3186,9 +3198,12 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     }
     n_tiles = job->items > 0 ? (job->items + tile - 1) / tile : 0;
 
-    /* Dependencies from each operand's storage log. */
+    /* Dependencies from each operand's storage log. The retired mark is the line the
+       GPU keeps writing: reading it costs a cache miss, so it is refreshed once in 64
+       submissions (a stale mark only adds dependencies on finished tasks, which the
+       device sees as done at once). */
     n = cuda_operands(job, ops);
-    c->retired_seen = cuda_load_acquire(&c->ctl->retired);
+    if ((c->dseq & 63) == 0) c->retired_seen = cuda_load_acquire(&c->ctl->retired);
     for (k = 0; k < n; k++) {
         uint64_t lo, hi;
         gpuos__storage *s;
@@ -14161,6 +14176,15 @@ const char *const gpuos__device_source[] = {
     "        asm volatile(\"ld.relaxed.gpu.global.u64 %0, [%1];\" : \"=l\"(d[k]) : \"l\"(s + k) : \"memory\");\n",
     "}\n",
     "\n",
+    "/* The words the fetcher and retirer warps share are read and written with shared-memory\n",
+    "   atomics: no barrier joins the two roles, and plain accesses would be a data race. */\n",
+    "static __device__ __forceinline__ uint64_t gpuos__sh_load(uint64_t *p) {\n",
+    "    return atomicAdd((unsigned long long *)p, 0ull);\n",
+    "}\n",
+    "static __device__ __forceinline__ void gpuos__sh_store(uint64_t *p, uint64_t v) {\n",
+    "    atomicExch((unsigned long long *)p, (unsigned long long)v);\n",
+    "}\n",
+    "\n",
     "/* ---------------------------------------------------------------- the scheduler block */\n",
     "/* Warp-specialised. Warps 0-3 fetch: poll the host ring (one tag while idle, 128 once\n",
     "   busy, one PCIe round trip each), copy plan chunks into the plan table and\n",
@@ -14172,7 +14196,7 @@ const char *const gpuos__device_source[] = {
     "#define GPUOS__FETCH_THREADS 128\n",
     "static __device__ __forceinline__ void gpuos__fetch_bar(void) { asm volatile(\"bar.sync 1, 128;\" ::: \"memory\"); }\n",
     "\n",
-    "static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, volatile uint64_t *s_limit, volatile int *s_stop) {\n",
+    "static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_limit, uint64_t *s_stop) {\n",
     "    __shared__ uint32_t s_ballot[GPUOS__FETCH_THREADS / 32];\n",
     "    __shared__ uint32_t s_wtail[GPUOS__MAX_WORKERS]; /* inbox entries written, per worker */\n",
     "    __shared__ uint32_t s_wseen[GPUOS__MAX_WORKERS]; /* last seen consumption, per worker */\n",
@@ -14194,7 +14218,7 @@ const char *const gpuos__device_source[] = {
     "    gpuos__fetch_bar();\n",
     "    int width = 1; /* slots polled per round trip: 1 while idle */\n",
     "    while (!s_exit) {\n",
-    "        const int64_t room = (int64_t)(*s_limit - s_seq); /* free task-ring entries */\n",
+    "        const int64_t room = (int64_t)(gpuos__sh_load(s_limit) - s_seq); /* free task-ring entries */\n",
     "        const uint64_t pos = s_pos + tid;\n",
     "        const gpuos__qslot *q = &P.ring[pos & (P.ring_slots - 1)];\n",
     "        int ready = tid < width && tid < room && gpuos__ld_acquire_sys_u64(&q->tag) == pos + 1;\n",
@@ -14304,16 +14328,16 @@ const char *const gpuos__device_source[] = {
     "        gpuos__fetch_bar();\n",
     "    }\n",
     "    if (tid == 0) {\n",
-    "        while (!*s_stop) gpuos__nanosleep(100); /* the retirer has retired everything up to EXIT */\n",
+    "        while (!gpuos__sh_load(s_stop)) gpuos__nanosleep(100); /* the retirer retired everything up to EXIT */\n",
     "        gpuos__st_relaxed_sys_u64(&P.ctl->exit_pos, s_pos);\n",
     "        gpuos__st_relaxed_sys_u64(&P.ctl->exit_seq, s_seq);\n",
     "    }\n",
     "}\n",
     "\n",
-    "static __device__ void gpuos__pk_retire(const gpuos__pk_params &P, volatile uint64_t *s_limit, volatile int *s_stop) {\n",
+    "static __device__ void gpuos__pk_retire(const gpuos__pk_params &P, uint64_t *s_limit, uint64_t *s_stop) {\n",
     "    const int lane = threadIdx.x & 31;\n",
     "    uint64_t r = P.start_seq - 1;\n",
-    "    if (lane == 0) *s_limit = r + 1 + P.task_cap;\n",
+    "    if (lane == 0) gpuos__sh_store(s_limit, r + 1 + P.task_cap);\n",
     "    for (;;) {\n",
     "        int hit_exit = 0;\n",
     "        for (;;) {\n",
@@ -14342,19 +14366,18 @@ const char *const gpuos__device_source[] = {
     "                P.ctl->pad_[2] = gpuos__globaltimer();\n",
     "#endif\n",
     "                gpuos__st_relaxed_sys_u64(&P.ctl->retired, r);\n",
-    "                *s_limit = r + 1 + P.task_cap; /* a task-ring entry is reused once retired */\n",
+    "                gpuos__sh_store(s_limit, r + 1 + P.task_cap); /* a task-ring entry is reused once retired */\n",
     "            }\n",
     "            if (hit_exit || k < 32) break;\n",
     "        }\n",
     "        if (hit_exit) break;\n",
     "        gpuos__nanosleep(20);\n",
     "    }\n",
-    "    if (lane == 0) *s_stop = 1;\n",
+    "    if (lane == 0) gpuos__sh_store(s_stop, 1);\n",
     "}\n",
     "\n",
     "static __device__ void gpuos__pk_schedule(const gpuos__pk_params &P) {\n",
-    "    __shared__ volatile uint64_t s_limit;\n",
-    "    __shared__ volatile int s_stop;\n",
+    "    __shared__ uint64_t s_limit, s_stop;\n",
     "    if (threadIdx.x == 0) {\n",
     "        s_limit = P.start_seq + P.task_cap;\n",
     "        s_stop = 0;\n",
@@ -14390,6 +14413,7 @@ const char *const gpuos__device_source[] = {
     "    __shared__ gpuos__qdesc s_d[32];\n",
     "    __shared__ uint64_t s_seq[32];\n",
     "    __shared__ uint32_t s_mine[32];\n",
+    "    __shared__ uint64_t s_plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8];\n",
     "    __shared__ int s_n;\n",
     "    const int tid = threadIdx.x, lane = tid & 31;\n",
     "    const uint32_t me = blockIdx.x - 1, nw = gridDim.x - 1;\n",
@@ -14447,7 +14471,15 @@ const char *const gpuos__device_source[] = {
     "                   lines its multiprocessor cached before */\n",
     "                asm volatile(\"fence.acq_rel.gpu;\" ::: \"memory\");\n",
     "            }\n",
-    "            const void *plan = P.plans + (size_t)d->plan_id * GPUOS__PLAN_BYTES;\n",
+    "            /* The plan into shared memory with one parallel load: the kernels read its\n",
+    "               fields in dependent chains, each an L2 round trip from global memory. */\n",
+    "            {\n",
+    "                const uint64_t *src = (const uint64_t *)(P.plans + (size_t)d->plan_id * GPUOS__PLAN_BYTES);\n",
+    "                for (int k = tid; k < (int)(GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8); k += blockDim.x)\n",
+    "                    s_plan[k] = src[k];\n",
+    "                __syncthreads();\n",
+    "            }\n",
+    "            const void *plan = s_plan;\n",
     "            const uint32_t first = (me + nw - (d->base % nw)) % nw; /* (base + first) % nw == me */\n",
     "            uint32_t mine = 0;\n",
     "            for (uint32_t t = first; t < d->n_tiles; t += nw) {\n",

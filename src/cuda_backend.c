@@ -122,13 +122,20 @@ static void cuda_sleep_ns(long ns) {
     nanosleep(&ts, NULL);
 }
 
+/* A 64-bit hash, 8 bytes per step (FNV-1a style mixing with a final avalanche): keys of
+   plans (hashed at every submission), cache files and the device source. */
 static uint64_t cuda_fnv(uint64_t h, const void *p, size_t n) {
     const unsigned char *b = (const unsigned char *)p;
-    size_t i;
-    for (i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 1099511628211ull;
+    uint64_t w;
+    while (n >= 8) {
+        memcpy(&w, b, 8);
+        h = (h ^ w) * 1099511628211ull;
+        h ^= h >> 29;
+        b += 8;
+        n -= 8;
     }
+    while (n--) h = (h ^ *b++) * 1099511628211ull;
+    h ^= h >> 32;
     return h;
 }
 #define CUDA__FNV0 14695981039346656037ull
@@ -234,7 +241,7 @@ static void cuda_cache_write(const char *path, uint64_t key, const void *cubin, 
 }
 
 static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c) {
-    char why[512], arch[64], dir[1024], path[1200];
+    char why[512], arch[64], dir[1024], path[1200], maxrreg[32];
     const gpuos__nvrtc_api *nv;
     const char *opts[8];
     size_t src_len = 0, cubin_size = 0;
@@ -256,7 +263,12 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
     if (jl) opts[n_opts++] = "-rdc=true";
     /* Relocatable functions each take the registers they want (204-254 measured), which
        allows one 256-thread block per multiprocessor; 128 allows two. */
-    opts[n_opts++] = "--maxrregcount=128";
+    {
+        const char *e = getenv("GPUOS_CUDA_MAXRREG"); /* tuning knob: 32..255 */
+        int r = e ? atoi(e) : 128;
+        snprintf(maxrreg, sizeof maxrreg, "--maxrregcount=%d", r >= 32 && r <= 255 ? r : 128);
+        opts[n_opts++] = maxrreg;
+    }
     src = gpuos__device_source_joined(&src_len);
     if (!src) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the device source");
     nv = gpuos__nvrtc_load(why, sizeof why);
@@ -415,7 +427,7 @@ static gpuos_status cuda_open_device(gpuos_context *ctx, struct gpuos__cuda *c, 
     CUDA_TRY(ctx, c->cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, c->fn, GPUOS__PK_THREADS, 0),
              "cuOccupancyMaxActiveBlocksPerMultiprocessor");
     if (occ < 1) return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: the persistent kernel cannot fit");
-    if (occ > 4) occ = 4;
+    if (occ > 8) occ = 8;
     c->n_blocks = c->sm_count * occ;
     if (c->n_blocks - 1 > GPUOS__MAX_WORKERS) c->n_blocks = GPUOS__MAX_WORKERS + 1;
     c->n_workers = c->n_blocks - 1;
@@ -848,9 +860,12 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     }
     n_tiles = job->items > 0 ? (job->items + tile - 1) / tile : 0;
 
-    /* Dependencies from each operand's storage log. */
+    /* Dependencies from each operand's storage log. The retired mark is the line the
+       GPU keeps writing: reading it costs a cache miss, so it is refreshed once in 64
+       submissions (a stale mark only adds dependencies on finished tasks, which the
+       device sees as done at once). */
     n = cuda_operands(job, ops);
-    c->retired_seen = cuda_load_acquire(&c->ctl->retired);
+    if ((c->dseq & 63) == 0) c->retired_seen = cuda_load_acquire(&c->ctl->retired);
     for (k = 0; k < n; k++) {
         uint64_t lo, hi;
         gpuos__storage *s;

@@ -66,6 +66,15 @@ static __device__ __forceinline__ void gpuos__ld_desc(gpuos__qdesc *dst, const g
         asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(d[k]) : "l"(s + k) : "memory");
 }
 
+/* The words the fetcher and retirer warps share are read and written with shared-memory
+   atomics: no barrier joins the two roles, and plain accesses would be a data race. */
+static __device__ __forceinline__ uint64_t gpuos__sh_load(uint64_t *p) {
+    return atomicAdd((unsigned long long *)p, 0ull);
+}
+static __device__ __forceinline__ void gpuos__sh_store(uint64_t *p, uint64_t v) {
+    atomicExch((unsigned long long *)p, (unsigned long long)v);
+}
+
 /* ---------------------------------------------------------------- the scheduler block */
 /* Warp-specialised. Warps 0-3 fetch: poll the host ring (one tag while idle, 128 once
    busy, one PCIe round trip each), copy plan chunks into the plan table and
@@ -77,7 +86,7 @@ static __device__ __forceinline__ void gpuos__ld_desc(gpuos__qdesc *dst, const g
 #define GPUOS__FETCH_THREADS 128
 static __device__ __forceinline__ void gpuos__fetch_bar(void) { asm volatile("bar.sync 1, 128;" ::: "memory"); }
 
-static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, volatile uint64_t *s_limit, volatile int *s_stop) {
+static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_limit, uint64_t *s_stop) {
     __shared__ uint32_t s_ballot[GPUOS__FETCH_THREADS / 32];
     __shared__ uint32_t s_wtail[GPUOS__MAX_WORKERS]; /* inbox entries written, per worker */
     __shared__ uint32_t s_wseen[GPUOS__MAX_WORKERS]; /* last seen consumption, per worker */
@@ -99,7 +108,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, volatile uint6
     gpuos__fetch_bar();
     int width = 1; /* slots polled per round trip: 1 while idle */
     while (!s_exit) {
-        const int64_t room = (int64_t)(*s_limit - s_seq); /* free task-ring entries */
+        const int64_t room = (int64_t)(gpuos__sh_load(s_limit) - s_seq); /* free task-ring entries */
         const uint64_t pos = s_pos + tid;
         const gpuos__qslot *q = &P.ring[pos & (P.ring_slots - 1)];
         int ready = tid < width && tid < room && gpuos__ld_acquire_sys_u64(&q->tag) == pos + 1;
@@ -209,16 +218,16 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, volatile uint6
         gpuos__fetch_bar();
     }
     if (tid == 0) {
-        while (!*s_stop) gpuos__nanosleep(100); /* the retirer has retired everything up to EXIT */
+        while (!gpuos__sh_load(s_stop)) gpuos__nanosleep(100); /* the retirer retired everything up to EXIT */
         gpuos__st_relaxed_sys_u64(&P.ctl->exit_pos, s_pos);
         gpuos__st_relaxed_sys_u64(&P.ctl->exit_seq, s_seq);
     }
 }
 
-static __device__ void gpuos__pk_retire(const gpuos__pk_params &P, volatile uint64_t *s_limit, volatile int *s_stop) {
+static __device__ void gpuos__pk_retire(const gpuos__pk_params &P, uint64_t *s_limit, uint64_t *s_stop) {
     const int lane = threadIdx.x & 31;
     uint64_t r = P.start_seq - 1;
-    if (lane == 0) *s_limit = r + 1 + P.task_cap;
+    if (lane == 0) gpuos__sh_store(s_limit, r + 1 + P.task_cap);
     for (;;) {
         int hit_exit = 0;
         for (;;) {
@@ -247,19 +256,18 @@ static __device__ void gpuos__pk_retire(const gpuos__pk_params &P, volatile uint
                 P.ctl->pad_[2] = gpuos__globaltimer();
 #endif
                 gpuos__st_relaxed_sys_u64(&P.ctl->retired, r);
-                *s_limit = r + 1 + P.task_cap; /* a task-ring entry is reused once retired */
+                gpuos__sh_store(s_limit, r + 1 + P.task_cap); /* a task-ring entry is reused once retired */
             }
             if (hit_exit || k < 32) break;
         }
         if (hit_exit) break;
         gpuos__nanosleep(20);
     }
-    if (lane == 0) *s_stop = 1;
+    if (lane == 0) gpuos__sh_store(s_stop, 1);
 }
 
 static __device__ void gpuos__pk_schedule(const gpuos__pk_params &P) {
-    __shared__ volatile uint64_t s_limit;
-    __shared__ volatile int s_stop;
+    __shared__ uint64_t s_limit, s_stop;
     if (threadIdx.x == 0) {
         s_limit = P.start_seq + P.task_cap;
         s_stop = 0;
@@ -295,6 +303,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
     __shared__ gpuos__qdesc s_d[32];
     __shared__ uint64_t s_seq[32];
     __shared__ uint32_t s_mine[32];
+    __shared__ uint64_t s_plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8];
     __shared__ int s_n;
     const int tid = threadIdx.x, lane = tid & 31;
     const uint32_t me = blockIdx.x - 1, nw = gridDim.x - 1;
@@ -352,7 +361,15 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
                    lines its multiprocessor cached before */
                 asm volatile("fence.acq_rel.gpu;" ::: "memory");
             }
-            const void *plan = P.plans + (size_t)d->plan_id * GPUOS__PLAN_BYTES;
+            /* The plan into shared memory with one parallel load: the kernels read its
+               fields in dependent chains, each an L2 round trip from global memory. */
+            {
+                const uint64_t *src = (const uint64_t *)(P.plans + (size_t)d->plan_id * GPUOS__PLAN_BYTES);
+                for (int k = tid; k < (int)(GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8); k += blockDim.x)
+                    s_plan[k] = src[k];
+                __syncthreads();
+            }
+            const void *plan = s_plan;
             const uint32_t first = (me + nw - (d->base % nw)) % nw; /* (base + first) % nw == me */
             uint32_t mine = 0;
             for (uint32_t t = first; t < d->n_tiles; t += nw) {
