@@ -7,7 +7,8 @@
 TEST_BUILD     := $(BUILD)/tests
 TEST_C_STRICT  := -std=c99 -Wall -Wextra -Werror -pedantic
 TEST_CXX_STRICT := -Wall -Wextra -Werror
-TEST_BINS      := $(TEST_BUILD)/test_header_c $(TEST_BUILD)/test_header_cpp $(TEST_BUILD)/test_threads
+TEST_BINS      := $(TEST_BUILD)/test_header_c $(TEST_BUILD)/test_header_cpp $(TEST_BUILD)/test_threads \
+                  $(TEST_BUILD)/test_order_stress
 PYTEST_ARGS    ?=
 
 $(TEST_BUILD):
@@ -22,6 +23,9 @@ $(TEST_BUILD)/test_header_cpp: tests/test_header.cpp gpuos.h $(BUILD)/gpuos.o | 
 
 $(TEST_BUILD)/test_threads: tests/test_threads.c tests/ctest.h gpuos.h $(BUILD)/gpuos.o | $(TEST_BUILD)
 	$(CC) -std=c99 $(WARN) -Werror $(CFLAGS) -I. tests/test_threads.c $(BUILD)/gpuos.o -o $@ $(LDLIBS)
+
+$(TEST_BUILD)/test_order_stress: tests/test_order_stress.c tests/ctest.h gpuos.h $(BUILD)/gpuos.o | $(TEST_BUILD)
+	$(CC) -std=c99 $(WARN) -Werror $(CFLAGS) -I. tests/test_order_stress.c $(BUILD)/gpuos.o -o $@ $(LDLIBS)
 
 # tests/run_tests.py builds each part with $(MAKE) (a part that does not build counts as failed),
 # runs it, prints one line per part and then the total.
