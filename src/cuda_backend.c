@@ -644,6 +644,17 @@ static void cuda_operand_range(const cuda__operand *o, uint64_t *lo, uint64_t *h
     *hi = (uint64_t)(uintptr_t)o->ptr + (uint64_t)b + o->elsize;
 }
 
+/* A read-only 1-D operand (layernorm's weight and bias). */
+static void cuda_operand_vector(cuda__operand *o, const char *ptr, int64_t n, int64_t stride, size_t elsize) {
+    o->ptr = ptr;
+    o->pre_shape[0] = n;
+    o->pre_stride[0] = stride;
+    o->rank = 1;
+    o->shape = o->pre_shape;
+    o->stride = o->pre_stride;
+    o->elsize = elsize;
+}
+
 /* Lists a job's operands (out first) from its plan. */
 static int cuda_operands(const gpuos__job *job, cuda__operand *ops) {
     int n = 0, k;
@@ -710,26 +721,8 @@ static int cuda_operands(const gpuos__job *job, cuda__operand *ops) {
         ops[0].write = 1;
         ops[1].ptr = p->in;
         n = 2;
-        if (p->weight) {
-            ops[n].ptr = p->weight;
-            ops[n].pre_shape[0] = p->n;
-            ops[n].pre_stride[0] = p->weight_stride;
-            ops[n].rank = 1;
-            ops[n].shape = ops[n].pre_shape;
-            ops[n].stride = ops[n].pre_stride;
-            ops[n].elsize = job->elsize[1];
-            n++;
-        }
-        if (p->bias) {
-            ops[n].ptr = p->bias;
-            ops[n].pre_shape[0] = p->n;
-            ops[n].pre_stride[0] = p->bias_stride;
-            ops[n].rank = 1;
-            ops[n].shape = ops[n].pre_shape;
-            ops[n].stride = ops[n].pre_stride;
-            ops[n].elsize = job->elsize[1];
-            n++;
-        }
+        if (p->weight) cuda_operand_vector(&ops[n++], p->weight, p->n, p->weight_stride, job->elsize[2]);
+        if (p->bias) cuda_operand_vector(&ops[n++], p->bias, p->n, p->bias_stride, job->elsize[3]);
         break;
     }
     default: { /* matmul */
