@@ -94,6 +94,7 @@ struct gpuos__cuda {
     uint64_t fetched_seen;       /* cached ctl->fetched */
     uint64_t retired_seen;       /* cached ctl->retired */
     int running;
+    int stuck;                   /* the kernel did not stop in time: free nothing the driver would wait on */
     uint32_t next_base;          /* round robin for unaligned tasks */
     int align;                   /* tile-local alignment on (GPUOS_CUDA_ALIGN=0 turns it off) */
     int serialize;               /* every task waits for all earlier ones (GPUOS_CUDA_SERIALIZE=1) */
@@ -478,7 +479,7 @@ void gpuos__cuda_close(gpuos_context *ctx) {
     pthread_mutex_lock(&ctx->mu);
     if (c->running) cuda_stop_kernel_locked(ctx);
     pthread_mutex_unlock(&ctx->mu);
-    if (c->cuctx) {
+    if (c->cuctx && !c->stuck) { /* freeing under a running kernel would block: a stuck one keeps it all */
         c->cu->cuCtxSetCurrent(c->cuctx);
         for (i = 0; i < c->n_deferred; i++) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->deferred[i]);
         if (c->P.tasks) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.tasks);
@@ -518,7 +519,7 @@ gpuos_status gpuos__cuda_alloc(gpuos_context *ctx, size_t bytes, void **out) {
    while it runs, frees are deferred until it stops (idle exit or destroy). */
 void gpuos__cuda_free_locked(gpuos_context *ctx, void *p) {
     struct gpuos__cuda *c = ctx->cuda;
-    if (!p) return;
+    if (!p || c->stuck) return; /* a stuck kernel may still use it */
     if (!c->running) {
         c->cu->cuCtxSetCurrent(c->cuctx);
         c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)p);
@@ -607,8 +608,18 @@ static void cuda_stop_kernel_locked(gpuos_context *ctx) {
         c->dseq++;
     }
     c->cu->cuCtxSetCurrent(c->cuctx);
-    r = c->cu->cuStreamSynchronize(c->stream); /* returns once EXIT retired (or at a fault) */
+    { /* the kernel leaves once EXIT retired (or at a fault); waited for with a timeout */
+        const uint64_t t0 = cuda_now_ns(), limit = (uint64_t)ctx->cfg.wait_timeout_ms * 1000000ull;
+        while ((r = c->cu->cuStreamQuery(c->stream)) == CU_ERROR_NOT_READY && cuda_now_ns() - t0 <= limit)
+            cuda_sleep_ns(20000);
+    }
     c->running = 0;
+    if (r == CU_ERROR_NOT_READY) { /* still running: its memory stays allocated, nothing waits on it */
+        c->stuck = 1;
+        cuda_fail_locked(ctx, "the persistent kernel did not stop within wait_timeout_ms = %u ms",
+                         (unsigned)ctx->cfg.wait_timeout_ms);
+        return;
+    }
     if (r != CU_SUCCESS) cuda_fail_locked(ctx, "the persistent kernel failed: %s (%d)", cuda_errname(c->cu, r), (int)r);
     c->retired_seen = c->dseq - 1;
     for (i = 0; i < c->n_deferred; i++) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->deferred[i]);

@@ -729,6 +729,11 @@ gpuos_status gpuos_submit(gpuos_context *ctx, const gpuos_task *task, uint64_t *
     {
         int k;
         ps.job->dev_kernel = gpuos__device_kernel_id(ps.op, ps.key, ps.out->dtype);
+        if (ctx->cuda && ps.job->dev_kernel < 0) { /* refused now, not stuck in the queue */
+            gpuos__job_free(ctx, ps.job);
+            return gpuos__set_error(ctx, GPUOS_ERR_UNSUPPORTED, "%s: this build has no device code for %s", ps.name,
+                                    plan_dtype(ps.key));
+        }
         ps.job->elsize[0] = (uint8_t)gpuos__elsize(ps.out->dtype);
         for (k = 0; k < GPUOS_MAX_INPUTS; k++)
             ps.job->elsize[1 + k] = (uint8_t)(ps.in[k] ? gpuos__elsize(ps.in[k]->dtype) : 0);
