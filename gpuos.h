@@ -81,7 +81,9 @@
    rank 0..GPUOS_MAX_RANK (8); at most GPUOS_MAX_INPUTS (4) inputs per task.
 
    CHANGES
-   0.1.0  first version: API, generated operators, host executor.
+   0.1.0  first version: API, 80 generated operators, host executor, and the GPU runtime
+          (persistent kernel, NVRTC-built and disk-cached device code); the GPU runtime is
+          correct but not yet faster than CUDA graphs (bench/results/).
 */
 #ifndef GPUOS_H
 #define GPUOS_H
