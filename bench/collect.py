@@ -286,7 +286,8 @@ def build_doc(args, results, info, failures, skips):
         notes.append(f"WARNING: gpuos ran on the {backend} executor, not the GPU (no CUDA backend yet, or "
                      f"it failed to start): its column is not a GPU result; file named *-{backend}-executor.json")
         sl += f"-{backend}-executor"
-    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    # a copy of the tree without .git (the lent GPU machine) names it in GPUOS_BENCH_COMMIT
+    commit = git("rev-parse", "--short", "HEAD") or os.environ.get("GPUOS_BENCH_COMMIT") or "unknown"
     dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
     ratios, targets = {}, {}
     for r, row in results.items():
