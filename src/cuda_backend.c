@@ -123,9 +123,9 @@ static void cuda_sleep_ns(long ns) {
     nanosleep(&ts, NULL);
 }
 
-/* A 64-bit hash, 8 bytes per step (FNV-1a style mixing with a final avalanche): keys of
+/* A 64-bit hash, 8 bytes per step (FNV-style multiply, shift mixing, a final fold): keys of
    plans (hashed at every submission), cache files and the device source. */
-static uint64_t cuda_fnv(uint64_t h, const void *p, size_t n) {
+static uint64_t cuda_hash(uint64_t h, const void *p, size_t n) {
     const unsigned char *b = (const unsigned char *)p;
     uint64_t w;
     while (n >= 8) {
@@ -139,7 +139,7 @@ static uint64_t cuda_fnv(uint64_t h, const void *p, size_t n) {
     h ^= h >> 32;
     return h;
 }
-#define CUDA__FNV0 14695981039346656037ull
+#define CUDA__HASH0 14695981039346656037ull
 
 static const char *cuda_errname(const gpuos__cuda_api *cu, gpuos__CUresult r) {
     const char *s = NULL;
@@ -201,7 +201,7 @@ typedef struct cuda__cache_header {
     char magic[8];      /* "GPUOSCB1" */
     uint64_t key;
     uint64_t size;
-    uint64_t checksum;  /* FNV-1a of the cubin */
+    uint64_t checksum;  /* cuda_hash of the cubin */
 } cuda__cache_header;
 
 /* Reads a cached cubin; NULL if absent, short, or its checksum or key differ (corrupt). */
@@ -212,7 +212,7 @@ static void *cuda_cache_read(const char *path, uint64_t key, size_t *size) {
     if (!f) return NULL;
     if (fread(&h, sizeof h, 1, f) == 1 && memcmp(h.magic, "GPUOSCB1", 8) == 0 && h.key == key && h.size > 0 &&
         h.size < (1ull << 31) && (buf = malloc((size_t)h.size)) != NULL) {
-        if (fread(buf, 1, (size_t)h.size, f) != h.size || cuda_fnv(CUDA__FNV0, buf, (size_t)h.size) != h.checksum) {
+        if (fread(buf, 1, (size_t)h.size, f) != h.size || cuda_hash(CUDA__HASH0, buf, (size_t)h.size) != h.checksum) {
             free(buf);
             buf = NULL;
         } else {
@@ -235,7 +235,7 @@ static void cuda_cache_write(const char *path, uint64_t key, const void *cubin, 
     memcpy(h.magic, "GPUOSCB1", 8);
     h.key = key;
     h.size = size;
-    h.checksum = cuda_fnv(CUDA__FNV0, cubin, size);
+    h.checksum = cuda_hash(CUDA__HASH0, cubin, size);
     ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(cubin, 1, size, f) == size;
     ok = (fclose(f) == 0) && ok;
     if (!ok || rename(tmp, path) != 0) remove(tmp);
@@ -273,9 +273,9 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
     src = gpuos__device_source_joined(&src_len);
     if (!src) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the device source");
     nv = gpuos__nvrtc_load(why, sizeof why);
-    key = cuda_fnv(CUDA__FNV0, src, src_len);
-    for (i = 0; i < n_opts; i++) key = cuda_fnv(key, opts[i], strlen(opts[i]) + 1);
-    if (nv) key = cuda_fnv(key, &nv->version_major, sizeof(int) * 2);
+    key = cuda_hash(CUDA__HASH0, src, src_len);
+    for (i = 0; i < n_opts; i++) key = cuda_hash(key, opts[i], strlen(opts[i]) + 1);
+    if (nv) key = cuda_hash(key, &nv->version_major, sizeof(int) * 2);
 
     cuda_cache_dir(ctx, dir, sizeof dir);
     path[0] = 0;
@@ -680,7 +680,7 @@ static int cuda_operands(const gpuos__job *job, cuda__operand *ops) {
             ops[n].stride = p->stride[k];
             ops[n].elsize = job->elsize[k];
             ops[n].write = k == 0;
-            ops[n].sig = cuda_fnv(cuda_fnv(cuda_fnv(cuda_fnv(CUDA__FNV0, &p->ptr[k], sizeof p->ptr[k]), &p->rank, 4),
+            ops[n].sig = cuda_hash(cuda_hash(cuda_hash(cuda_hash(CUDA__HASH0, &p->ptr[k], sizeof p->ptr[k]), &p->rank, 4),
                                            p->shape, sizeof(int64_t) * (size_t)p->rank),
                                   p->stride[k], sizeof(int64_t) * (size_t)p->rank);
             ops[n].sig ^= (uint64_t)job->elsize[k] << 56;
@@ -780,7 +780,7 @@ static gpuos__storage *cuda_storage_of(const gpuos__job *job, uint64_t lo, uint6
 /* Finds or sends the plan; returns its id (ctx->mu held). */
 static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, const gpuos__job *job, const void *plan,
                                  uint32_t bytes, uint32_t *id) {
-    uint64_t key = cuda_fnv(cuda_fnv(CUDA__FNV0, &job->dev_kernel, sizeof job->dev_kernel), plan, bytes);
+    uint64_t key = cuda_hash(cuda_hash(CUDA__HASH0, &job->dev_kernel, sizeof job->dev_kernel), plan, bytes);
     uint32_t h = (uint32_t)(key ^ (key >> 32)), i, victim = UINT32_MAX;
     uint64_t t0 = 0;
     for (;;) {
