@@ -209,19 +209,24 @@ int gpuos__device_kernel_id(gpuos_op op, gpuos_dtype key, gpuos_dtype out);
 /* gpuos_queue.h - the host-to-device task queue, shared by the host C code
    (src/cuda_backend.c) and the persistent kernel (src/device/persistent.cuh).
 
-   The host writes 64-byte slots into a ring in pinned, mapped host memory; each
-   slot's tag (its position + 1) is written last, after the rest of the slot. A slot
-   is a task descriptor, one chunk of a plan that a later descriptor uses (plans are
-   cached in a device-side table, so a repeated task costs one slot), or EXIT.
-   The persistent kernel's scheduler block polls tags in batches, copies descriptors
-   into a device-memory task ring indexed by sequence number, and reports the last
-   retired sequence number back into mapped host memory (gpuos__pk_ctl). */
+   The host writes 64-byte slots into a ring in pinned, mapped host memory. A slot
+   carries one 56-byte body (a task descriptor, one chunk of a plan that a later
+   descriptor uses, or EXIT; plans are cached in a device-side table, so a repeated
+   task costs one slot) as 8 words of 7 body bytes plus a lap tag byte (NCCL's LL
+   idea): every aligned 8-byte word is written and read atomically, so a slot whose 8
+   tags all equal its lap's tag is complete, and ONE read of mapped memory (a PCIe
+   round trip) both detects and delivers it, with no ordering between the host's
+   stores at all. The persistent kernel's scheduler block polls slots in batches,
+   copies descriptors into a device-memory task ring indexed by sequence number, and
+   reports the last retired sequence number back into mapped host memory
+   (gpuos__pk_ctl). */
 #ifndef GPUOS_QUEUE_H
 #define GPUOS_QUEUE_H
 
 #define GPUOS__SLOT_TASK 1u
 #define GPUOS__SLOT_PLAN 2u
 #define GPUOS__SLOT_EXIT 3u
+#define GPUOS__KIND(k) ((k) & 0xffu) /* qdesc.kind: the slot kind; bits 8..31: the plan's epoch */
 
 #define GPUOS__SLOT_PAYLOAD 40u  /* plan bytes per PLAN slot */
 #define GPUOS__PLAN_SLOTS 12u    /* PLAN slots per plan: 12 * 40 = 480 bytes */
@@ -232,7 +237,7 @@ int gpuos__device_kernel_id(gpuos_op op, gpuos_dtype key, gpuos_dtype out);
 
 /* A task as the device sees it (56 bytes). */
 typedef struct gpuos__qdesc {
-    uint32_t kind;       /* GPUOS__SLOT_TASK or GPUOS__SLOT_EXIT */
+    uint32_t kind;       /* GPUOS__SLOT_TASK or GPUOS__SLOT_EXIT, | plan epoch << 8 (GPUOS__KIND) */
     int32_t kernel_id;   /* gpuos__device_kernel_id */
     uint32_t plan_id;    /* row of the device plan table */
     uint32_t n_deps;     /* dependencies to wait for, each seq - dep_delta[k] */
@@ -253,13 +258,18 @@ typedef struct gpuos__qplan {
     uint64_t payload[GPUOS__SLOT_PAYLOAD / 8];
 } gpuos__qplan;
 
+typedef union gpuos__qbody {
+    gpuos__qdesc d;
+    gpuos__qplan p;
+    uint64_t w[7];
+} gpuos__qbody;
+
+/* A ring slot: word k holds body bytes 7k .. 7k+6 in its low 7 bytes (little-endian)
+   and the lap tag GPUOS__LAP_TAG(pos) in its top byte. */
 typedef struct gpuos__qslot {
-    union {
-        gpuos__qdesc d;
-        gpuos__qplan p;
-    } u;
-    uint64_t tag; /* position + 1 once the slot is written; written last */
+    uint64_t w[8];
 } gpuos__qslot;
+#define GPUOS__LAP_TAG(pos, log2_slots) ((uint64_t)((((pos) >> (log2_slots)) + 1u) & 0xffu))
 
 /* A task in the device task ring (device memory), indexed by seq & (task_cap - 1),
    and an entry of a worker's inbox (d.stamp marks it written). */
@@ -268,6 +278,7 @@ typedef struct gpuos__dtask {
     uint64_t seq; /* task ring: published last (release) by the scheduler; inbox: the task's seq */
 } gpuos__dtask;
 
+#define GPUOS__PUSH_CHUNK 256u /* inbox entries the scheduler writes before one fence and their stamps */
 #define GPUOS__MAX_WORKERS 2048 /* worker blocks the scheduler can track */
 
 /* Device -> host progress, in mapped host memory. */
@@ -278,6 +289,10 @@ typedef struct gpuos__pk_ctl {
     uint64_t alive;    /* 1 while the kernel runs (set at start, cleared at exit) */
     uint64_t fetched;  /* ring positions below this have been copied: the host may reuse them */
     uint64_t pad_[3];
+    /* GPUOS__PK_TIMESTAMPS builds only (latency probes): %globaltimer when the fetcher
+       saw a batch [0] and had pushed it [1], a worker saw an inbox entry [2], finished
+       its tiles [3] and flushed its done counts [4], the retirer retired [5] */
+    uint64_t stamp[8];
 } gpuos__pk_ctl;
 
 /* Parameters of the persistent kernel (passed by value). */
@@ -290,8 +305,8 @@ typedef struct gpuos__pk_params {
     char *plans;            /* device, plan_cap * GPUOS__PLAN_BYTES */
     gpuos__dtask *inbox;    /* device, n_workers * inbox_cap entries: each worker's tasks, in order */
     uint32_t *wpos;         /* device, per worker: inbox entries it has consumed */
-    uint32_t inbox_cap;     /* power of two */
-    uint32_t pad_;
+    uint32_t inbox_cap;     /* power of two, >= GPUOS__PUSH_CHUNK */
+    uint32_t ring_log2;     /* log2(ring_slots) */
     uint64_t ring_slots;    /* power of two */
     uint64_t task_cap;      /* power of two */
     uint64_t start_pos;     /* first ring position to read */
@@ -2128,6 +2143,87 @@ GPUOS__FN double gpuos__r_std_f64_final(gpuos__racc_std_f64 acc, int64_t n, int3
 #endif /* GPUOS_ELEM_H */
 /*** End of src/generated/gpuos_elem.h ***/
 
+/*** Begin file src/expr.h ***/
+/* expr.h - the interpreter of element-wise bodies (CUDA C statements), for the host executor.
+
+   Not part of the public API. A body such as "float t = x > 0.f ? x : 0.01f * x; y = t * t;"
+   is compiled once against a list of named, typed variables (the inputs and outputs of one
+   element) and then run once per element. src/expr.c says which language it accepts and what
+   it does where C leaves the result undefined.
+
+       gpuos__ex_var vars[] = {{"x", GPUOS__EX_F32, 0}, {"y", GPUOS__EX_F32, 1}};
+       char err[256];
+       gpuos__ex_program *p = gpuos__ex_compile(body, vars, 2, err, sizeof err);
+       gpuos__ex_value v[2];
+       v[0].f = 3.0f;
+       if (p && gpuos__ex_run(p, v, err, sizeof err) == 0) ... v[1].f is y ...
+       gpuos__ex_free(p);
+
+   A compiled program is immutable: any number of threads may run it at once. */
+#ifndef GPUOS_EXPR_H
+#define GPUOS_EXPR_H
+
+#include <stddef.h> /* size_t */
+#include <stdint.h> /* int64_t, uint64_t */
+
+/* The type of a variable. The 8- and 16-bit types (after F64, so the first seven keep their
+   numbers) are what a declared local such as "int8_t k" stores; a variable may have them too. */
+typedef enum gpuos__ex_type {
+    GPUOS__EX_BOOL,
+    GPUOS__EX_I32,
+    GPUOS__EX_U32,
+    GPUOS__EX_I64,
+    GPUOS__EX_U64,
+    GPUOS__EX_F32,
+    GPUOS__EX_F64,
+    GPUOS__EX_I8,
+    GPUOS__EX_U8,
+    GPUOS__EX_I16,
+    GPUOS__EX_U16,
+    GPUOS__EX_TYPE_COUNT
+} gpuos__ex_type;
+
+/* One value; the variable's type says which member holds it: BOOL (0 or 1), I8, I16, I32, I64
+   in .i; U8, U16, U32, U64 in .u; F32 in .f; F64 in .d. On input only the low bits of the
+   type's width count (an I32 may be stored as (int64_t)x or as (uint32_t)x, and any nonzero
+   BOOL is true); outputs are written sign- or zero-extended to 64 bits. */
+typedef union gpuos__ex_value {
+    int64_t i;
+    uint64_t u;
+    float f;
+    double d;
+} gpuos__ex_value;
+
+/* A variable of the body: an input (writable 0: assigning to it is a compile error) or an
+   output (writable 1: the body may assign it; it starts with the value passed in). */
+typedef struct gpuos__ex_var {
+    const char *name; /* an identifier */
+    gpuos__ex_type type;
+    int writable;
+} gpuos__ex_var;
+
+typedef struct gpuos__ex_program gpuos__ex_program;
+
+#define GPUOS__EX_MAX_VARS 64          /* variables per body */
+#define GPUOS__EX_MAX_ITERS (1L << 20) /* loop iterations per run, all loops together */
+
+/* Parses and checks body against vars[0..n_vars). NULL on error, with a message such as
+   "body:2:14: unknown identifier 'z'" or "out of memory" in err (always NUL-terminated when
+   n_err > 0; err may be NULL). Never prints, aborts or exits, whatever the string. */
+gpuos__ex_program *gpuos__ex_compile(const char *body, const gpuos__ex_var *vars, int n_vars, char *err,
+                                     size_t n_err);
+
+/* Runs the body once: reads every variable of vars (in the order given to compile), writes the
+   writable ones. 0, or -1 with a message in err (a loop that ran more than GPUOS__EX_MAX_ITERS
+   iterations); on -1 vars is unchanged. Uses about 4 KB of stack, nothing else. */
+int gpuos__ex_run(const gpuos__ex_program *p, gpuos__ex_value *vars, char *err, size_t n_err);
+
+/* NULL is allowed. */
+void gpuos__ex_free(gpuos__ex_program *p);
+
+#endif
+/*** End of src/expr.h ***/
+
 /*** Begin file src/context.c ***/
 /* context.c - creating and destroying contexts, and what a context reports.
 
@@ -2407,6 +2503,7 @@ typedef struct cuda__plan_entry {
     uint64_t key;
     uint64_t last_dseq; /* the last task using it; reusable once retired */
     uint32_t bytes;
+    uint32_t epoch;     /* plan writes numbering (24 bits): workers reuse their copy of a row of the same epoch */
     int used;
     unsigned char plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD];
 } cuda__plan_entry;
@@ -2434,6 +2531,7 @@ struct gpuos__cuda {
     int running;
     int stuck;                   /* the kernel did not stop in time: free nothing the driver would wait on */
     uint32_t next_base;          /* round robin for unaligned tasks */
+    uint32_t plan_epoch;         /* plans written so far */
     int align;                   /* tile-local alignment on (GPUOS_CUDA_ALIGN=0 turns it off) */
     int serialize;               /* every task waits for all earlier ones (GPUOS_CUDA_SERIALIZE=1) */
     uint64_t last_activity_ns;
@@ -2608,6 +2706,13 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
         snprintf(maxrreg, sizeof maxrreg, "--maxrregcount=%d", r >= 32 && r <= 255 ? r : 128);
         opts[n_opts++] = maxrreg;
     }
+    /* diagnostic: the kernel stamps %globaltimer into gpuos__pk_ctl.pad_ (fetched, a
+       worker's done, retired) for latency probes (tests/gpu/probe_latency.c) */
+    if (getenv("GPUOS_CUDA_TIMESTAMPS") && atoi(getenv("GPUOS_CUDA_TIMESTAMPS")) > 0)
+        opts[n_opts++] = "-DGPUOS__PK_TIMESTAMPS";
+    /* tuning knob: one more NVRTC option, e.g. GPUOS_CUDA_NVRTC_OPT=-DGPUOS__D_EW_D=4 */
+    if (getenv("GPUOS_CUDA_NVRTC_OPT") && getenv("GPUOS_CUDA_NVRTC_OPT")[0])
+        opts[n_opts++] = getenv("GPUOS_CUDA_NVRTC_OPT");
     src = gpuos__device_source_joined(&src_len);
     if (!src) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the device source");
     nv = gpuos__nvrtc_load(why, sizeof why);
@@ -2692,6 +2797,8 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     size_t inbox_bytes;
     void *h;
     c->P.ring_slots = CUDA__RING_SLOTS;
+    for (c->P.ring_log2 = 0; (1ull << c->P.ring_log2) < CUDA__RING_SLOTS; c->P.ring_log2++) {
+    }
     c->P.task_cap = CUDA__TASK_CAP;
     c->P.inbox_cap = CUDA__INBOX_CAP;
     CUDA_TRY(ctx, c->cu->cuMemHostAlloc(&h, CUDA__RING_SLOTS * sizeof(gpuos__qslot),
@@ -2908,10 +3015,19 @@ static gpuos_status cuda_ring_room(gpuos_context *ctx, struct gpuos__cuda *c, ui
     return GPUOS_OK;
 }
 
+/* Writes a 56-byte body into the next slot as 8 self-tagged words (gpuos_queue.h):
+   each word is one aligned 8-byte store, in any order, so no fence is needed. */
 static void cuda_put(struct gpuos__cuda *c, const void *body) {
-    gpuos__qslot *s = &c->ring[c->pos & (c->P.ring_slots - 1)];
-    memcpy(&s->u, body, sizeof s->u);
-    __atomic_store_n(&s->tag, c->pos + 1, __ATOMIC_RELEASE); /* the slot's bytes first, then its tag */
+    volatile uint64_t *w = c->ring[c->pos & (c->P.ring_slots - 1)].w;
+    const unsigned char *b = (const unsigned char *)body;
+    const uint64_t tag = GPUOS__LAP_TAG(c->pos, c->P.ring_log2) << 56;
+    int k;
+    for (k = 0; k < 8; k++) {
+        uint64_t v = 0;
+        int j;
+        for (j = 6; j >= 0; j--) v = (v << 8) | b[7 * k + j]; /* little-endian, whatever the host's order */
+        __atomic_store_n(&w[k], v | tag, __ATOMIC_RELAXED);
+    }
     c->pos++;
 }
 
@@ -3117,7 +3233,7 @@ static gpuos__storage *cuda_storage_of(const gpuos__job *job, uint64_t lo, uint6
 
 /* Finds or sends the plan; returns its id (ctx->mu held). */
 static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, const gpuos__job *job, const void *plan,
-                                 uint32_t bytes, uint32_t *id) {
+                                 uint32_t bytes, uint32_t *id, uint32_t *epoch) {
     uint64_t key = cuda_hash(cuda_hash(CUDA__HASH0, &job->dev_kernel, sizeof job->dev_kernel), plan, bytes);
     uint32_t h = (uint32_t)(key ^ (key >> 32)), i, victim = UINT32_MAX;
     uint64_t t0 = 0;
@@ -3128,6 +3244,7 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
             if (e->used && e->key == key && e->bytes == bytes && memcmp(e->plan, plan, bytes) == 0) {
                 e->last_dseq = c->dseq;
                 *id = s;
+                *epoch = e->epoch;
                 return GPUOS_OK;
             }
             if (victim == UINT32_MAX && (!e->used || e->last_dseq <= c->retired_seen)) victim = s;
@@ -3152,6 +3269,7 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
         memset(e->plan, 0, sizeof e->plan);
         memcpy(e->plan, plan, bytes);
         e->last_dseq = c->dseq;
+        e->epoch = ++c->plan_epoch & 0xffffffu;
         for (chunk = 0; chunk * GPUOS__SLOT_PAYLOAD < bytes; chunk++) {
             gpuos__qplan q;
             memset(&q, 0, sizeof q);
@@ -3162,6 +3280,7 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
             cuda_put(c, &q);
         }
         *id = victim;
+        *epoch = e->epoch;
     }
     return GPUOS_OK;
 }
@@ -3171,7 +3290,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     cuda__operand ops[GPUOS__MAX_PTR];
     uint64_t deps[2 * GPUOS__MAX_PTR * (CUDA__LOG_LEN + 1)];
     int n_deps = 0, all = 0, n, k, j;
-    uint32_t plan_bytes, plan_id = 0, tile, base = UINT32_MAX;
+    uint32_t plan_bytes, plan_id = 0, plan_epoch = 0, tile, base = UINT32_MAX;
     int64_t n_tiles;
     const void *plan = &job->plan;
     gpuos__qdesc d;
@@ -3258,13 +3377,13 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         st = cuda_launch_locked(ctx, c);
         if (st != GPUOS_OK) return st;
     }
-    st = cuda_plan_id(ctx, c, job, plan, plan_bytes, &plan_id);
+    st = cuda_plan_id(ctx, c, job, plan, plan_bytes, &plan_id, &plan_epoch);
     if (st != GPUOS_OK) return st;
     st = cuda_ring_room(ctx, c, 1);
     if (st != GPUOS_OK) return st;
 
     memset(&d, 0, sizeof d);
-    d.kind = GPUOS__SLOT_TASK;
+    d.kind = GPUOS__SLOT_TASK | plan_epoch << 8;
     d.kernel_id = job->dev_kernel;
     d.plan_id = plan_id;
     d.n_items = job->items;
@@ -9042,25 +9161,48 @@ const char *const gpuos__device_source[] = {
     "    return o;\n",
     "}\n",
     "\n",
-    "/* Items [begin, end) of an element-wise plan. Thread t takes items t, t + n, t + 2n,\n",
-    "   ... (n = blockDim.x), so a warp touches consecutive elements (coalesced when the\n",
-    "   operands are contiguous), GPUOS__D_EW_U at a time: the batch's loads are all\n",
-    "   issued first, then G::batch computes the whole batch behind ONE switch over the\n",
-    "   group's members (cheap element functions unrolled over the batch, so their\n",
-    "   instructions overlap; long ones, transcendental and the like, in a rolled loop so\n",
-    "   that their code appears once), then the stores. A dependent chain of small tasks\n",
-    "   in one block is bound by latencies, memory and instruction, which is what the\n",
-    "   batch hides. Byte offsets: item * stride for rank <= 1 (the common case after the\n",
-    "   runtime merged dimensions), else gpuos__d_ew_offsets. G: O, A, B, C raw storage\n",
-    "   types (unsigned integers of the operands' sizes), NIN inputs, batch(). Each item\n",
-    "   is read and written by the same thread, so out may be an input (in place). */\n",
+    "/* Items [begin, end) of an element-wise plan, in passes of U * D * n items (n =\n",
+    "   blockDim.x); each item is read and written by the same thread, so out may be an\n",
+    "   input (in place). Per pass a thread issues all its loads first (D batches of U\n",
+    "   items), then computes the batches behind ONE switch over the group's members\n",
+    "   (G::batch: cheap element functions unrolled over the batch so their instructions\n",
+    "   overlap; long ones, transcendental and the like, in a rolled loop so that their\n",
+    "   code appears once), then stores. A dependent chain of small tasks in one block is\n",
+    "   bound by latencies, memory and instruction, which is what the batches hide; a large\n",
+    "   operator by bytes in flight, which D gives.\n",
+    "   Two modes, chosen per pass (the same for the whole block):\n",
+    "     vector  rank 1, every operand contiguous and aligned (or a broadcast scalar), and\n",
+    "             a whole pass left: batch h of thread t is the U consecutive items at\n",
+    "             U * (t + h * n), one 4..16-byte load or store per operand (two for 8-byte\n",
+    "             types), each warp-wide access contiguous;\n",
+    "     scalar  anything else: items t + (h * U + e) * n, byte offsets item * stride for\n",
+    "             rank <= 1 (the common case after the runtime merged dimensions), else\n",
+    "             gpuos__d_ew_offsets.\n",
+    "   G: O, A, B, C raw storage types (unsigned integers of the operands' sizes), NIN\n",
+    "   inputs, batch(cs, a, b, c, i0, step, s0, s1, r) for items i0 + e * step. */\n",
     "#define GPUOS__D_EW_U 4\n",
+    "#ifndef GPUOS__D_EW_D\n",
+    "#define GPUOS__D_EW_D 1\n",
+    "#endif\n",
+    "/* U consecutive elements as one aligned vector (one 4..16-byte load or store; two for\n",
+    "   8-byte types). */\n",
+    "template <class T> struct alignas(GPUOS__D_EW_U * sizeof(T)) gpuos__d_vec {\n",
+    "    T v[GPUOS__D_EW_U];\n",
+    "};\n",
+    "/* Operand q of an element-wise plan can be read as vectors from item `begin` on:\n",
+    "   contiguous (stride == size) and aligned, or broadcast (stride 0, read once). */\n",
+    "GPUOS__FN bool gpuos__d_vec_ok(const char *ptr, int64_t stride, int64_t size, int64_t begin) {\n",
+    "    return stride == 0 || (stride == size && ((uintptr_t)(ptr + begin * size) & (uintptr_t)(GPUOS__D_EW_U * size - 1)) == 0);\n",
+    "}\n",
+    "\n",
     "template <class G> GPUOS__FN void gpuos__d_ew(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    typedef typename G::O O;\n",
     "    typedef typename G::A A;\n",
     "    typedef typename G::B B;\n",
     "    typedef typename G::C C;\n",
     "    enum { NIN = G::NIN, U = GPUOS__D_EW_U };\n",
+    "    enum { MAXSZ = sizeof(O) > sizeof(A) \? sizeof(O) : sizeof(A) };\n",
+    "    enum { D = MAXSZ <= 4 \? GPUOS__D_EW_D : (GPUOS__D_EW_D + 1) / 2 }; /* batches of U items per thread and pass */\n",
     "    if (begin >= end) return;\n",
     "    const int rank = p->rank;\n",
     "    const double s0 = p->scalar[0], s1 = p->scalar[1];\n",
@@ -9071,41 +9213,116 @@ const char *const gpuos__device_source[] = {
     "    int64_t s[NIN + 1]; /* rank <= 1: the byte strides */\n",
     "#pragma unroll\n",
     "    for (int q = 0; q <= NIN; ++q) s[q] = rank == 1 \? p->stride[q][0] : 0;\n",
-    "    const int64_t nt = gpuos__d_nthreads();\n",
+    "    const bool vec = rank == 1 && s[0] == (int64_t)sizeof(O) && gpuos__d_vec_ok(po, s[0], sizeof(O), begin) &&\n",
+    "                     (NIN < 1 || gpuos__d_vec_ok(pa, s[1], sizeof(A), begin)) &&\n",
+    "                     (NIN < 2 || gpuos__d_vec_ok(pb, s[2], sizeof(B), begin)) &&\n",
+    "                     (NIN < 3 || gpuos__d_vec_ok(pc, s[3], sizeof(C), begin));\n",
+    "    gpuos__d_vec<A> ba; /* broadcast operands of the vector mode: read once */\n",
+    "    gpuos__d_vec<B> bb;\n",
+    "    gpuos__d_vec<C> bc;\n",
+    "#pragma unroll\n",
+    "    for (int e = 0; e < U; ++e) {\n",
+    "        ba.v[e] = NIN >= 1 && vec && s[1] == 0 \? *(const A *)pa : (A)0;\n",
+    "        bb.v[e] = NIN >= 2 && vec && s[2] == 0 \? *(const B *)pb : (B)0;\n",
+    "        bc.v[e] = NIN >= 3 && vec && s[3] == 0 \? *(const C *)pc : (C)0;\n",
+    "    }\n",
+    "    const int64_t nt = gpuos__d_nthreads(), tid = gpuos__d_tid();\n",
+    "    const int64_t bu = (int64_t)U * nt; /* items of one batch of the block */\n",
     "#pragma unroll 1\n",
-    "    for (int64_t i0 = begin + gpuos__d_tid(); i0 < end; i0 += U * nt) {\n",
-    "        A va[U];\n",
-    "        B vb[U];\n",
-    "        C vc[U];\n",
-    "        O vr[U];\n",
-    "        int64_t vo[U];\n",
+    "    for (int64_t b0 = begin; b0 < end;) {\n",
+    "        /* uniform: vector mode while whole batches are left (no bounds checks), and\n",
+    "           only as many batches as there are items (dn <= D) */\n",
+    "        const bool v = vec && end - b0 >= bu;\n",
+    "        const int64_t left = v \? (end - b0) / bu : (end - b0 + bu - 1) / bu;\n",
+    "        const int dn = left < D \? (int)left : D;\n",
+    "        A xa[U][D];\n",
+    "        B xb[U][D];\n",
+    "        C xc[U][D];\n",
+    "        O xr[U][D];\n",
+    "        int64_t xo[U][D];\n",
     "#pragma unroll\n",
-    "        for (int e = 0; e < U; ++e) { /* every load of the batch */\n",
-    "            const int64_t i = i0 + e * nt;\n",
-    "            va[e] = 0;\n",
-    "            vb[e] = 0;\n",
-    "            vc[e] = 0;\n",
-    "            vo[e] = 0;\n",
-    "            if (i < end) {\n",
-    "                int64_t off[NIN + 1];\n",
-    "                if (rank <= 1) {\n",
+    "        for (int h = 0; h < D; ++h) { /* every load of the pass */\n",
+    "            if (h >= dn) {\n",
     "#pragma unroll\n",
-    "                    for (int q = 0; q <= NIN; ++q) off[q] = i * s[q];\n",
-    "                } else {\n",
-    "                    const gpuos__d_offs<NIN + 1> o = gpuos__d_ew_offsets<NIN + 1>(p, i);\n",
-    "#pragma unroll\n",
-    "                    for (int q = 0; q <= NIN; ++q) off[q] = o.v[q];\n",
+    "                for (int e = 0; e < U; ++e) {\n",
+    "                    xa[e][h] = 0;\n",
+    "                    xb[e][h] = 0;\n",
+    "                    xc[e][h] = 0;\n",
+    "                    xo[e][h] = 0;\n",
     "                }\n",
-    "                vo[e] = off[0];\n",
-    "                if constexpr (NIN >= 1) va[e] = *(const A *)(pa + off[1]);\n",
-    "                if constexpr (NIN >= 2) vb[e] = *(const B *)(pb + off[2]);\n",
-    "                if constexpr (NIN >= 3) vc[e] = *(const C *)(pc + off[3]);\n",
+    "            } else if (v) {\n",
+    "                const int64_t i = b0 + U * (tid + h * nt);\n",
+    "                gpuos__d_vec<A> va = ba;\n",
+    "                gpuos__d_vec<B> vb = bb;\n",
+    "                gpuos__d_vec<C> vc = bc;\n",
+    "                if constexpr (NIN >= 1) if (s[1]) va = *(const gpuos__d_vec<A> *)(pa + i * (int64_t)sizeof(A));\n",
+    "                if constexpr (NIN >= 2) if (s[2]) vb = *(const gpuos__d_vec<B> *)(pb + i * (int64_t)sizeof(B));\n",
+    "                if constexpr (NIN >= 3) if (s[3]) vc = *(const gpuos__d_vec<C> *)(pc + i * (int64_t)sizeof(C));\n",
+    "#pragma unroll\n",
+    "                for (int e = 0; e < U; ++e) {\n",
+    "                    xa[e][h] = va.v[e];\n",
+    "                    xb[e][h] = vb.v[e];\n",
+    "                    xc[e][h] = vc.v[e];\n",
+    "                    xo[e][h] = 0;\n",
+    "                }\n",
+    "            } else {\n",
+    "#pragma unroll\n",
+    "                for (int e = 0; e < U; ++e) {\n",
+    "                    const int64_t i = b0 + tid + (h * U + e) * nt;\n",
+    "                    xa[e][h] = 0;\n",
+    "                    xb[e][h] = 0;\n",
+    "                    xc[e][h] = 0;\n",
+    "                    xo[e][h] = 0;\n",
+    "                    if (i < end) {\n",
+    "                        int64_t off[NIN + 1];\n",
+    "                        if (rank <= 1) {\n",
+    "#pragma unroll\n",
+    "                            for (int q = 0; q <= NIN; ++q) off[q] = i * s[q];\n",
+    "                        } else {\n",
+    "                            const gpuos__d_offs<NIN + 1> o = gpuos__d_ew_offsets<NIN + 1>(p, i);\n",
+    "#pragma unroll\n",
+    "                            for (int q = 0; q <= NIN; ++q) off[q] = o.v[q];\n",
+    "                        }\n",
+    "                        xo[e][h] = off[0];\n",
+    "                        if constexpr (NIN >= 1) xa[e][h] = *(const A *)(pa + off[1]);\n",
+    "                        if constexpr (NIN >= 2) xb[e][h] = *(const B *)(pb + off[2]);\n",
+    "                        if constexpr (NIN >= 3) xc[e][h] = *(const C *)(pc + off[3]);\n",
+    "                    }\n",
+    "                }\n",
     "            }\n",
     "        }\n",
-    "        G::batch(cs, va, vb, vc, i0, nt, s0, s1, vr);\n",
+    "#pragma unroll 1\n",
+    "        for (int h = 0; h < dn; ++h) { /* ONE inline copy of the group's switch */\n",
+    "            A va[U];\n",
+    "            B vb[U];\n",
+    "            C vc[U];\n",
+    "            O vr[U];\n",
     "#pragma unroll\n",
-    "        for (int e = 0; e < U; ++e)\n",
-    "            if (i0 + e * nt < end) *(O *)(po + vo[e]) = vr[e];\n",
+    "            for (int e = 0; e < U; ++e) {\n",
+    "                va[e] = gpuos__d_pick<D>(xa[e], h);\n",
+    "                vb[e] = gpuos__d_pick<D>(xb[e], h);\n",
+    "                vc[e] = gpuos__d_pick<D>(xc[e], h);\n",
+    "            }\n",
+    "            const int64_t first = v \? b0 + U * (tid + h * nt) : b0 + tid + h * U * nt, step = v \? 1 : nt;\n",
+    "            G::batch(cs, va, vb, vc, first, step, s0, s1, vr);\n",
+    "#pragma unroll\n",
+    "            for (int e = 0; e < U; ++e) gpuos__d_put<D>(xr[e], h, vr[e]);\n",
+    "        }\n",
+    "#pragma unroll\n",
+    "        for (int h = 0; h < D; ++h) { /* every store of the pass */\n",
+    "            if (h >= dn) {\n",
+    "            } else if (v) {\n",
+    "                gpuos__d_vec<O> vo;\n",
+    "#pragma unroll\n",
+    "                for (int e = 0; e < U; ++e) vo.v[e] = xr[e][h];\n",
+    "                *(gpuos__d_vec<O> *)(po + (b0 + U * (tid + h * nt)) * (int64_t)sizeof(O)) = vo;\n",
+    "            } else {\n",
+    "#pragma unroll\n",
+    "                for (int e = 0; e < U; ++e)\n",
+    "                    if (b0 + tid + (h * U + e) * nt < end) *(O *)(po + xo[e][h]) = xr[e][h];\n",
+    "            }\n",
+    "        }\n",
+    "        b0 += dn * bu;\n",
     "    }\n",
     "}\n",
     "\n",
@@ -9376,7 +9593,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint8_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 1, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -9508,7 +9725,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint8_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 1, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -9840,7 +10057,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint8_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 1, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -10028,7 +10245,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint8_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 1, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -10216,7 +10433,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint8_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 1, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -10308,7 +10525,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint8_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 1, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -10372,7 +10589,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint8_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 1, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -10436,7 +10653,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint8_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 2, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -10704,7 +10921,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint16_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 2, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -10874,7 +11091,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint32_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 2, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -10999,7 +11216,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint64_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 2, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -11124,7 +11341,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint16_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 2, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -11252,7 +11469,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint32_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 2, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -11344,7 +11561,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint64_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 2, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -11436,7 +11653,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint8_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 3, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -11484,7 +11701,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint16_t B;\n",
     "    typedef uint16_t C;\n",
     "    enum { NIN = 3, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -11516,7 +11733,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint32_t B;\n",
     "    typedef uint32_t C;\n",
     "    enum { NIN = 3, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -11544,7 +11761,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint64_t B;\n",
     "    typedef uint64_t C;\n",
     "    enum { NIN = 3, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -11572,7 +11789,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint16_t B;\n",
     "    typedef uint16_t C;\n",
     "    enum { NIN = 3, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -11624,7 +11841,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint32_t B;\n",
     "    typedef uint32_t C;\n",
     "    enum { NIN = 3, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -11664,7 +11881,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint64_t B;\n",
     "    typedef uint64_t C;\n",
     "    enum { NIN = 3, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -11704,7 +11921,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint8_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 1, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -11760,7 +11977,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint8_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 1, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -11804,7 +12021,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint8_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 1, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -11848,7 +12065,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint8_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 1, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -11892,7 +12109,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint8_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 1, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -11936,7 +12153,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint8_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 1, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -11980,7 +12197,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint8_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 1, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -12016,7 +12233,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint8_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 1, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -12060,7 +12277,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint8_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 1, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -12096,7 +12313,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint8_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 0, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -12136,7 +12353,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint8_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 0, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -12180,7 +12397,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint8_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 0, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -12216,7 +12433,7 @@ const char *const gpuos__device_source[] = {
     "    typedef uint8_t B;\n",
     "    typedef uint8_t C;\n",
     "    enum { NIN = 0, U = GPUOS__D_EW_U };\n",
-    "    /* r[e] = the member's result for items i0 + e * nt, e < U */\n",
+    "    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */\n",
     "    static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,\n",
     "                                                 double s0, double s1, O *r) {\n",
     "        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;\n",
@@ -14024,19 +14241,24 @@ const char *const gpuos__device_source[] = {
     "/* gpuos_queue.h - the host-to-device task queue, shared by the host C code\n",
     "   (src/cuda_backend.c) and the persistent kernel (src/device/persistent.cuh).\n",
     "\n",
-    "   The host writes 64-byte slots into a ring in pinned, mapped host memory; each\n",
-    "   slot's tag (its position + 1) is written last, after the rest of the slot. A slot\n",
-    "   is a task descriptor, one chunk of a plan that a later descriptor uses (plans are\n",
-    "   cached in a device-side table, so a repeated task costs one slot), or EXIT.\n",
-    "   The persistent kernel's scheduler block polls tags in batches, copies descriptors\n",
-    "   into a device-memory task ring indexed by sequence number, and reports the last\n",
-    "   retired sequence number back into mapped host memory (gpuos__pk_ctl). */\n",
+    "   The host writes 64-byte slots into a ring in pinned, mapped host memory. A slot\n",
+    "   carries one 56-byte body (a task descriptor, one chunk of a plan that a later\n",
+    "   descriptor uses, or EXIT; plans are cached in a device-side table, so a repeated\n",
+    "   task costs one slot) as 8 words of 7 body bytes plus a lap tag byte (NCCL's LL\n",
+    "   idea): every aligned 8-byte word is written and read atomically, so a slot whose 8\n",
+    "   tags all equal its lap's tag is complete, and ONE read of mapped memory (a PCIe\n",
+    "   round trip) both detects and delivers it, with no ordering between the host's\n",
+    "   stores at all. The persistent kernel's scheduler block polls slots in batches,\n",
+    "   copies descriptors into a device-memory task ring indexed by sequence number, and\n",
+    "   reports the last retired sequence number back into mapped host memory\n",
+    "   (gpuos__pk_ctl). */\n",
     "#ifndef GPUOS_QUEUE_H\n",
     "#define GPUOS_QUEUE_H\n",
     "\n",
     "#define GPUOS__SLOT_TASK 1u\n",
     "#define GPUOS__SLOT_PLAN 2u\n",
     "#define GPUOS__SLOT_EXIT 3u\n",
+    "#define GPUOS__KIND(k) ((k) & 0xffu) /* qdesc.kind: the slot kind; bits 8..31: the plan's epoch */\n",
     "\n",
     "#define GPUOS__SLOT_PAYLOAD 40u  /* plan bytes per PLAN slot */\n",
     "#define GPUOS__PLAN_SLOTS 12u    /* PLAN slots per plan: 12 * 40 = 480 bytes */\n",
@@ -14047,7 +14269,7 @@ const char *const gpuos__device_source[] = {
     "\n",
     "/* A task as the device sees it (56 bytes). */\n",
     "typedef struct gpuos__qdesc {\n",
-    "    uint32_t kind;       /* GPUOS__SLOT_TASK or GPUOS__SLOT_EXIT */\n",
+    "    uint32_t kind;       /* GPUOS__SLOT_TASK or GPUOS__SLOT_EXIT, | plan epoch << 8 (GPUOS__KIND) */\n",
     "    int32_t kernel_id;   /* gpuos__device_kernel_id */\n",
     "    uint32_t plan_id;    /* row of the device plan table */\n",
     "    uint32_t n_deps;     /* dependencies to wait for, each seq - dep_delta[k] */\n",
@@ -14068,13 +14290,18 @@ const char *const gpuos__device_source[] = {
     "    uint64_t payload[GPUOS__SLOT_PAYLOAD / 8];\n",
     "} gpuos__qplan;\n",
     "\n",
+    "typedef union gpuos__qbody {\n",
+    "    gpuos__qdesc d;\n",
+    "    gpuos__qplan p;\n",
+    "    uint64_t w[7];\n",
+    "} gpuos__qbody;\n",
+    "\n",
+    "/* A ring slot: word k holds body bytes 7k .. 7k+6 in its low 7 bytes (little-endian)\n",
+    "   and the lap tag GPUOS__LAP_TAG(pos) in its top byte. */\n",
     "typedef struct gpuos__qslot {\n",
-    "    union {\n",
-    "        gpuos__qdesc d;\n",
-    "        gpuos__qplan p;\n",
-    "    } u;\n",
-    "    uint64_t tag; /* position + 1 once the slot is written; written last */\n",
+    "    uint64_t w[8];\n",
     "} gpuos__qslot;\n",
+    "#define GPUOS__LAP_TAG(pos, log2_slots) ((uint64_t)((((pos) >> (log2_slots)) + 1u) & 0xffu))\n",
     "\n",
     "/* A task in the device task ring (device memory), indexed by seq & (task_cap - 1),\n",
     "   and an entry of a worker's inbox (d.stamp marks it written). */\n",
@@ -14083,6 +14310,7 @@ const char *const gpuos__device_source[] = {
     "    uint64_t seq; /* task ring: published last (release) by the scheduler; inbox: the task's seq */\n",
     "} gpuos__dtask;\n",
     "\n",
+    "#define GPUOS__PUSH_CHUNK 256u /* inbox entries the scheduler writes before one fence and their stamps */\n",
     "#define GPUOS__MAX_WORKERS 2048 /* worker blocks the scheduler can track */\n",
     "\n",
     "/* Device -> host progress, in mapped host memory. */\n",
@@ -14093,6 +14321,10 @@ const char *const gpuos__device_source[] = {
     "    uint64_t alive;    /* 1 while the kernel runs (set at start, cleared at exit) */\n",
     "    uint64_t fetched;  /* ring positions below this have been copied: the host may reuse them */\n",
     "    uint64_t pad_[3];\n",
+    "    /* GPUOS__PK_TIMESTAMPS builds only (latency probes): %globaltimer when the fetcher\n",
+    "       saw a batch [0] and had pushed it [1], a worker saw an inbox entry [2], finished\n",
+    "       its tiles [3] and flushed its done counts [4], the retirer retired [5] */\n",
+    "    uint64_t stamp[8];\n",
     "} gpuos__pk_ctl;\n",
     "\n",
     "/* Parameters of the persistent kernel (passed by value). */\n",
@@ -14105,8 +14337,8 @@ const char *const gpuos__device_source[] = {
     "    char *plans;            /* device, plan_cap * GPUOS__PLAN_BYTES */\n",
     "    gpuos__dtask *inbox;    /* device, n_workers * inbox_cap entries: each worker's tasks, in order */\n",
     "    uint32_t *wpos;         /* device, per worker: inbox entries it has consumed */\n",
-    "    uint32_t inbox_cap;     /* power of two */\n",
-    "    uint32_t pad_;\n",
+    "    uint32_t inbox_cap;     /* power of two, >= GPUOS__PUSH_CHUNK */\n",
+    "    uint32_t ring_log2;     /* log2(ring_slots) */\n",
     "    uint64_t ring_slots;    /* power of two */\n",
     "    uint64_t task_cap;      /* power of two */\n",
     "    uint64_t start_pos;     /* first ring position to read */\n",
@@ -14195,14 +14427,15 @@ const char *const gpuos__device_source[] = {
     "}\n",
     "\n",
     "/* ---------------------------------------------------------------- the scheduler block */\n",
-    "/* Warp-specialised. Warps 0-3 fetch: poll the host ring (one tag while idle, 128 once\n",
-    "   busy, one PCIe round trip each), copy plan chunks into the plan table and\n",
+    "/* Warp-specialised. Warps 0-3 fetch: poll the host ring (one slot while idle, 16 once\n",
+    "   busy, eight threads per slot, one PCIe round trip per poll), copy plan chunks into the plan table and\n",
     "   descriptors into the task ring, and push each task, in sequence order, into the\n",
     "   inbox of every worker that owns one of its tiles. Warp 4 retires: it advances\n",
     "   `retired` over finished tasks in order (32 per parallel read) and tells the host\n",
     "   with one posted write. The roles meet only through volatile shared words, so\n",
     "   retirement never waits for a PCIe poll. */\n",
     "#define GPUOS__FETCH_THREADS 128\n",
+    "#define GPUOS__FETCH_SLOTS (GPUOS__FETCH_THREADS / 8) /* slots per poll: eight threads read one */\n",
     "static __device__ __forceinline__ void gpuos__fetch_bar(void) { asm volatile(\"bar.sync 1, 128;\" ::: \"memory\"); }\n",
     "\n",
     "static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_limit, uint64_t *s_stop) {\n",
@@ -14211,6 +14444,8 @@ const char *const gpuos__device_source[] = {
     "    __shared__ uint32_t s_wseen[GPUOS__MAX_WORKERS]; /* last seen consumption, per worker */\n",
     "    __shared__ gpuos__qdesc s_d[GPUOS__FETCH_THREADS];\n",
     "    __shared__ uint32_t s_off[GPUOS__FETCH_THREADS + 1];\n",
+    "    __shared__ uint64_t s_push[GPUOS__PUSH_CHUNK]; /* (worker, inbox index) of a chunk's entries */\n",
+    "    __shared__ gpuos__qbody s_body[GPUOS__FETCH_SLOTS];\n",
     "    __shared__ uint64_t s_pos, s_seq;\n",
     "    __shared__ int s_exit;\n",
     "    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;\n",
@@ -14228,22 +14463,46 @@ const char *const gpuos__device_source[] = {
     "    int width = 1; /* slots polled per round trip: 1 while idle */\n",
     "    while (!s_exit) {\n",
     "        const int64_t room = (int64_t)(gpuos__sh_load(s_limit) - s_seq); /* free task-ring entries */\n",
-    "        const uint64_t pos = s_pos + tid;\n",
-    "        const gpuos__qslot *q = &P.ring[pos & (P.ring_slots - 1)];\n",
-    "        int ready = tid < width && tid < room && gpuos__ld_acquire_sys_u64(&q->tag) == pos + 1;\n",
-    "        uint32_t b = __ballot_sync(0xffffffffu, ready);\n",
-    "        if (lane == 0) s_ballot[warp] = b;\n",
+    "        /* Eight threads per slot, one 8-byte volatile read each: one PCIe round trip\n",
+    "           both detects and delivers the slot (measured on the H100: one 8-byte read\n",
+    "           ~0.33 us; four 16-byte reads from ONE thread are serialised, ~3.7 us). */\n",
+    "        const int g = tid >> 3, k = tid & 7;\n",
+    "        const uint64_t spos = s_pos + g;\n",
+    "        uint64_t wv = 0;\n",
+    "        int ok = 0;\n",
+    "        if (g < width && g < room) {\n",
+    "            asm volatile(\"ld.volatile.global.u64 %0, [%1];\" : \"=l\"(wv) : \"l\"(&P.ring[spos & (P.ring_slots - 1)].w[k]) : \"memory\");\n",
+    "            ok = (wv >> 56) == GPUOS__LAP_TAG(spos, P.ring_log2);\n",
+    "        }\n",
+    "        const uint64_t nx = __shfl_down_sync(0xffffffffu, wv, 1);\n",
+    "        const uint32_t okb = __ballot_sync(0xffffffffu, ok);\n",
+    "        if (((okb >> (8 * (g & 3))) & 0xffu) == 0xffu && k < 7) { /* the slot is complete: its body word k */\n",
+    "            const uint64_t m = 0x00ffffffffffffffull;\n",
+    "            s_body[g].w[k] = ((wv & m) >> (8 * k)) | ((nx & m) << (56 - 8 * k));\n",
+    "        }\n",
+    "#ifdef GPUOS__PK_TIMESTAMPS\n",
+    "        if (tid == 0 && ok) P.ctl->stamp[0] = gpuos__globaltimer();\n",
+    "#endif\n",
+    "        if (lane == 0) {\n",
+    "            uint32_t r = 0;\n",
+    "            for (int q = 0; q < 4; q++)\n",
+    "                if (((okb >> (8 * q)) & 0xffu) == 0xffu) r |= 1u << q;\n",
+    "            s_ballot[warp] = r;\n",
+    "        }\n",
     "        gpuos__fetch_bar();\n",
     "        int n = 0;\n",
     "        for (int w = 0; w < GPUOS__FETCH_THREADS / 32; w++) {\n",
     "            uint32_t x = s_ballot[w];\n",
-    "            if (x == 0xffffffffu) { n += 32; continue; }\n",
+    "            if (x == 0xfu) { n += 4; continue; }\n",
     "            n += __ffs(~x) - 1;\n",
     "            break;\n",
     "        }\n",
     "        gpuos__fetch_bar();\n",
-    "        /* Each thread copies its own slot, ordered after its own acquire read. */\n",
-    "        uint32_t kind = tid < n \? q->u.d.kind : 0;\n",
+    "        gpuos__qbody body;\n",
+    "        if (tid < n) body = s_body[tid];\n",
+    "        uint32_t b;\n",
+    "        /* Thread t now handles slot t of the batch (complete: every word carried the tag). */\n",
+    "        uint32_t kind = tid < n \? GPUOS__KIND(body.d.kind) : 0;\n",
     "        const int is_task = tid < n && kind != GPUOS__SLOT_PLAN;\n",
     "        b = __ballot_sync(0xffffffffu, is_task);\n",
     "        if (lane == 0) s_ballot[warp] = b;\n",
@@ -14257,11 +14516,11 @@ const char *const gpuos__device_source[] = {
     "        const uint64_t seq = s_seq + rank;\n",
     "        if (tid < n) {\n",
     "            if (kind == GPUOS__SLOT_PLAN) {\n",
-    "                uint64_t *dst = (uint64_t *)(P.plans + (size_t)q->u.p.plan_id * GPUOS__PLAN_BYTES +\n",
-    "                                             (size_t)q->u.p.chunk * GPUOS__SLOT_PAYLOAD);\n",
-    "                for (int k = 0; k < (int)(GPUOS__SLOT_PAYLOAD / 8); k++) dst[k] = q->u.p.payload[k];\n",
+    "                uint64_t *dst = (uint64_t *)(P.plans + (size_t)body.p.plan_id * GPUOS__PLAN_BYTES +\n",
+    "                                             (size_t)body.p.chunk * GPUOS__SLOT_PAYLOAD);\n",
+    "                for (int k = 0; k < (int)(GPUOS__SLOT_PAYLOAD / 8); k++) dst[k] = body.p.payload[k];\n",
     "            } else {\n",
-    "                gpuos__qdesc d = q->u.d;\n",
+    "                gpuos__qdesc d = body.d;\n",
     "                if (kind == GPUOS__SLOT_EXIT) d.n_tiles = 0;\n",
     "                s_d[rank] = d;\n",
     "                gpuos__dtask *t = &P.tasks[seq & (P.task_cap - 1)];\n",
@@ -14282,57 +14541,74 @@ const char *const gpuos__device_source[] = {
     "            for (uint32_t i = 0; i < n_tasks; i++) {\n",
     "                s_off[i] = off;\n",
     "                const gpuos__qdesc *d = &s_d[i];\n",
-    "                off += d->kind == GPUOS__SLOT_EXIT \? nw : (d->n_tiles < nw \? d->n_tiles : nw);\n",
+    "                off += GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT \? nw : (d->n_tiles < nw \? d->n_tiles : nw);\n",
     "            }\n",
     "            s_off[n_tasks] = off;\n",
     "        }\n",
     "        gpuos__fetch_bar();\n",
     "        if (warp == 0) {\n",
     "            const uint32_t pairs = s_off[n_tasks];\n",
-    "            for (uint32_t p0 = 0; p0 < pairs; p0 += 32) {\n",
-    "                const uint32_t p = p0 + lane;\n",
-    "                const int active = p < pairs;\n",
-    "                uint32_t i = 0, w = 0xffffffffu;\n",
-    "                if (active) {\n",
-    "                    uint32_t lo = 0, hi = n_tasks; /* last task with s_off[i] <= p */\n",
-    "                    while (hi - lo > 1) {\n",
-    "                        uint32_t mid = (lo + hi) >> 1;\n",
-    "                        if (s_off[mid] <= p) lo = mid; else hi = mid;\n",
+    "            for (uint32_t c0 = 0; c0 < pairs; c0 += GPUOS__PUSH_CHUNK) {\n",
+    "                /* a chunk's entries first (plain stores), then ONE fence, then their stamps:\n",
+    "                   a chunk gives a worker at most inbox_cap entries, so a wait for room\n",
+    "                   below only ever waits on entries of earlier, stamped chunks */\n",
+    "                const uint32_t c1 = pairs - c0 < GPUOS__PUSH_CHUNK \? pairs : c0 + GPUOS__PUSH_CHUNK;\n",
+    "                for (uint32_t p0 = c0; p0 < c1; p0 += 32) {\n",
+    "                    const uint32_t p = p0 + lane;\n",
+    "                    const int active = p < c1;\n",
+    "                    uint32_t i = 0, w = 0xffffffffu;\n",
+    "                    if (active) {\n",
+    "                        uint32_t lo = 0, hi = n_tasks; /* last task with s_off[i] <= p */\n",
+    "                        while (hi - lo > 1) {\n",
+    "                            uint32_t mid = (lo + hi) >> 1;\n",
+    "                            if (s_off[mid] <= p) lo = mid; else hi = mid;\n",
+    "                        }\n",
+    "                        i = lo;\n",
+    "                        w = (s_d[i].base + (p - s_off[i])) % nw;\n",
     "                    }\n",
-    "                    i = lo;\n",
-    "                    w = (s_d[i].base + (p - s_off[i])) % nw;\n",
+    "                    const uint32_t peers = __match_any_sync(0xffffffffu, w);\n",
+    "                    const uint32_t rank = __popc(peers & ((1u << lane) - 1));\n",
+    "                    const uint32_t tail = active \? s_wtail[w] : 0;\n",
+    "                    __syncwarp();\n",
+    "                    if (active) {\n",
+    "                        const uint32_t k = tail + rank;\n",
+    "                        while (k - s_wseen[w] >= P.inbox_cap) { /* inbox full: wait for the worker */\n",
+    "                            uint32_t c = gpuos__ld_acquire_gpu_u32(&P.wpos[w]);\n",
+    "                            if (k - c >= P.inbox_cap) gpuos__nanosleep(64);\n",
+    "                            else s_wseen[w] = c;\n",
+    "                        }\n",
+    "                        gpuos__dtask *e = &P.inbox[(size_t)w * P.inbox_cap + (k & (P.inbox_cap - 1))];\n",
+    "                        gpuos__qdesc dd = s_d[i];\n",
+    "                        dd.stamp = 0;\n",
+    "                        e->d = dd;\n",
+    "                        e->seq = s_seq + i;\n",
+    "                        s_push[p - c0] = (uint64_t)w << 32 | k;\n",
+    "                        if (rank == (uint32_t)__popc(peers) - 1) s_wtail[w] = k + 1;\n",
+    "                    }\n",
+    "                    __syncwarp();\n",
     "                }\n",
-    "                const uint32_t peers = __match_any_sync(0xffffffffu, w);\n",
-    "                const uint32_t rank = __popc(peers & ((1u << lane) - 1));\n",
-    "                const uint32_t tail = active \? s_wtail[w] : 0;\n",
+    "                __threadfence();\n",
     "                __syncwarp();\n",
-    "                if (active) {\n",
-    "                    const uint32_t k = tail + rank;\n",
-    "                    while (k - s_wseen[w] >= P.inbox_cap) { /* inbox full: wait for the worker */\n",
-    "                        uint32_t c = gpuos__ld_acquire_gpu_u32(&P.wpos[w]);\n",
-    "                        if (k - c >= P.inbox_cap) gpuos__nanosleep(64);\n",
-    "                        else s_wseen[w] = c;\n",
-    "                    }\n",
+    "                for (uint32_t p = c0 + lane; p < c1; p += 32) {\n",
+    "                    const uint64_t wk = s_push[p - c0];\n",
+    "                    const uint32_t w = (uint32_t)(wk >> 32), k = (uint32_t)wk;\n",
     "                    gpuos__dtask *e = &P.inbox[(size_t)w * P.inbox_cap + (k & (P.inbox_cap - 1))];\n",
-    "                    e->d = s_d[i];\n",
-    "                    e->seq = s_seq + i;\n",
-    "                    gpuos__st_release_gpu_u32(&e->d.stamp, k + 1);\n",
-    "                    if (rank == (uint32_t)__popc(peers) - 1) s_wtail[w] = k + 1;\n",
+    "                    asm volatile(\"st.relaxed.gpu.global.u32 [%0], %1;\" ::\"l\"(&e->d.stamp), \"r\"(k + 1) : \"memory\");\n",
     "                }\n",
     "                __syncwarp();\n",
     "            }\n",
     "        }\n",
-    "        if (tid == 0) for (uint32_t i = 0; i < n_tasks; i++) if (s_d[i].kind == GPUOS__SLOT_EXIT) s_exit = 1;\n",
+    "        if (tid == 0) for (uint32_t i = 0; i < n_tasks; i++) if (GPUOS__KIND(s_d[i].kind) == GPUOS__SLOT_EXIT) s_exit = 1;\n",
     "        gpuos__fetch_bar();\n",
     "        if (tid == 0 && n) {\n",
     "            s_pos += n;\n",
     "            s_seq += n_tasks;\n",
     "            gpuos__st_relaxed_sys_u64(&P.ctl->fetched, s_pos);\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
-    "            if (n_tasks) P.ctl->pad_[0] = gpuos__globaltimer();\n",
+    "            if (n_tasks) P.ctl->stamp[1] = gpuos__globaltimer();\n",
     "#endif\n",
     "        }\n",
-    "        width = n \? GPUOS__FETCH_THREADS : 1;\n",
+    "        width = n \? GPUOS__FETCH_SLOTS : 1;\n",
     "        if (n == 0 && tid == 0) gpuos__nanosleep(32);\n",
     "        gpuos__fetch_bar();\n",
     "    }\n",
@@ -14357,7 +14633,7 @@ const char *const gpuos__device_source[] = {
     "                uint32_t kind, n_tiles;\n",
     "                asm volatile(\"ld.relaxed.gpu.global.u32 %0, [%1];\" : \"=r\"(kind) : \"l\"(&t->d.kind) : \"memory\");\n",
     "                asm volatile(\"ld.relaxed.gpu.global.u32 %0, [%1];\" : \"=r\"(n_tiles) : \"l\"(&t->d.n_tiles) : \"memory\");\n",
-    "                is_exit = kind == GPUOS__SLOT_EXIT;\n",
+    "                is_exit = GPUOS__KIND(kind) == GPUOS__SLOT_EXIT;\n",
     "                fin = is_exit || gpuos__ld_acquire_gpu_u32(&P.done[nx & (P.task_cap - 1)]) >= n_tiles;\n",
     "            }\n",
     "            uint32_t fb = __ballot_sync(0xffffffffu, fin);\n",
@@ -14372,7 +14648,7 @@ const char *const gpuos__device_source[] = {
     "            if (lane == 0) {\n",
     "                gpuos__st_release_gpu_u64(P.retired, r);\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
-    "                P.ctl->pad_[2] = gpuos__globaltimer();\n",
+    "                P.ctl->stamp[5] = gpuos__globaltimer();\n",
     "#endif\n",
     "                gpuos__st_relaxed_sys_u64(&P.ctl->retired, r);\n",
     "                gpuos__sh_store(s_limit, r + 1 + P.task_cap); /* a task-ring entry is reused once retired */\n",
@@ -14423,11 +14699,13 @@ const char *const gpuos__device_source[] = {
     "    __shared__ uint64_t s_seq[32];\n",
     "    __shared__ uint32_t s_mine[32];\n",
     "    __shared__ uint64_t s_plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8];\n",
-    "    __shared__ int s_n;\n",
+    "    __shared__ int s_n, s_stale;\n",
     "    const int tid = threadIdx.x, lane = tid & 31;\n",
     "    const uint32_t me = blockIdx.x - 1, nw = gridDim.x - 1;\n",
     "    const gpuos__dtask *inbox = P.inbox + (size_t)me * P.inbox_cap;\n",
     "    uint32_t head = P.wpos[me];\n",
+    "    uint32_t plan_row = 0xffffffffu, plan_epoch = 0; /* the plan s_plan holds (same in every thread) */\n",
+    "    if (tid == 0) s_stale = 0;\n",
     "    for (;;) {\n",
     "        if (tid < 32) {\n",
     "            unsigned spin = 0;\n",
@@ -14443,17 +14721,24 @@ const char *const gpuos__device_source[] = {
     "                int n = b == 0xffffffffu \? 32 : __ffs(~b) - 1;\n",
     "                if (n > 0) {\n",
     "                    if (lane == 0) s_n = n;\n",
+    "#ifdef GPUOS__PK_TIMESTAMPS\n",
+    "                    if (lane == 0) P.ctl->stamp[2] = gpuos__globaltimer();\n",
+    "#endif\n",
     "                    break;\n",
     "                }\n",
     "                if (++spin > 8) gpuos__nanosleep(spin > 4096 \? 256 : 32);\n",
+    "                /* long idle: forget the plan copy, so that however many plan rows were\n",
+    "                   rewritten meanwhile, a wrapped 24-bit epoch can never match it */\n",
+    "                if (spin == (1u << 20) && lane == 0) s_stale = 1;\n",
     "            }\n",
     "        }\n",
     "        __syncthreads();\n",
     "        const int n = s_n;\n",
     "        int stop = 0, flushed = 0;\n",
+    "        if (s_stale) plan_row = 0xffffffffu;\n",
     "        for (int i = 0; i < n; i++) {\n",
     "            const gpuos__qdesc *d = &s_d[i];\n",
-    "            if (d->kind == GPUOS__SLOT_EXIT) { stop = 1; break; }\n",
+    "            if (GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT) { stop = 1; break; }\n",
     "            const uint64_t seq = s_seq[i];\n",
     "            if (d->n_deps) {\n",
     "                if (tid == 0) {\n",
@@ -14481,11 +14766,17 @@ const char *const gpuos__device_source[] = {
     "                asm volatile(\"fence.acq_rel.gpu;\" ::: \"memory\");\n",
     "            }\n",
     "            /* The plan into shared memory with one parallel load: the kernels read its\n",
-    "               fields in dependent chains, each an L2 round trip from global memory. */\n",
-    "            {\n",
+    "               fields in dependent chains, each an L2 round trip from global memory. A\n",
+    "               row rewritten by the host gets a new epoch (kind >> 8), so the copy this\n",
+    "               block holds is reused while (row, epoch) stay the same: a chain's tasks\n",
+    "               share one plan and skip the load and its barrier. */\n",
+    "            const uint32_t pkey = d->kind >> 8;\n",
+    "            if (d->plan_id != plan_row || pkey != plan_epoch) {\n",
     "                const uint64_t *src = (const uint64_t *)(P.plans + (size_t)d->plan_id * GPUOS__PLAN_BYTES);\n",
     "                for (int k = tid; k < (int)(GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8); k += blockDim.x)\n",
     "                    s_plan[k] = src[k];\n",
+    "                plan_row = d->plan_id;\n",
+    "                plan_epoch = pkey;\n",
     "                __syncthreads();\n",
     "            }\n",
     "            const void *plan = s_plan;\n",
@@ -14502,17 +14793,21 @@ const char *const gpuos__device_source[] = {
     "            if (tid == 0) s_mine[i] = mine;\n",
     "        }\n",
     "        if (tid == 0) {\n",
+    "#ifdef GPUOS__PK_TIMESTAMPS\n",
+    "            P.ctl->stamp[3] = gpuos__globaltimer();\n",
+    "#endif\n",
     "            __threadfence();\n",
     "            for (int k = flushed; k < n; k++)\n",
     "                if (s_mine[k]) atomicAdd(&P.done[s_seq[k] & (P.task_cap - 1)], s_mine[k]);\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
-    "            if (s_mine[n - 1]) P.ctl->pad_[1] = gpuos__globaltimer();\n",
+    "            if (s_mine[n - 1]) P.ctl->stamp[4] = gpuos__globaltimer();\n",
     "#endif\n",
     "            gpuos__st_release_gpu_u32(&P.wpos[me], head + n); /* on EXIT, n ends at it */\n",
     "        }\n",
     "        if (stop) break;\n",
     "        head += n;\n",
     "        __syncthreads();\n",
+    "        if (tid == 0) s_stale = 0;\n",
     "    }\n",
     "}\n",
     "\n",

@@ -69,6 +69,7 @@ typedef struct cuda__plan_entry {
     uint64_t key;
     uint64_t last_dseq; /* the last task using it; reusable once retired */
     uint32_t bytes;
+    uint32_t epoch;     /* plan writes numbering (24 bits): workers reuse their copy of a row of the same epoch */
     int used;
     unsigned char plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD];
 } cuda__plan_entry;
@@ -96,6 +97,7 @@ struct gpuos__cuda {
     int running;
     int stuck;                   /* the kernel did not stop in time: free nothing the driver would wait on */
     uint32_t next_base;          /* round robin for unaligned tasks */
+    uint32_t plan_epoch;         /* plans written so far */
     int align;                   /* tile-local alignment on (GPUOS_CUDA_ALIGN=0 turns it off) */
     int serialize;               /* every task waits for all earlier ones (GPUOS_CUDA_SERIALIZE=1) */
     uint64_t last_activity_ns;
@@ -270,6 +272,13 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
         snprintf(maxrreg, sizeof maxrreg, "--maxrregcount=%d", r >= 32 && r <= 255 ? r : 128);
         opts[n_opts++] = maxrreg;
     }
+    /* diagnostic: the kernel stamps %globaltimer into gpuos__pk_ctl.pad_ (fetched, a
+       worker's done, retired) for latency probes (tests/gpu/probe_latency.c) */
+    if (getenv("GPUOS_CUDA_TIMESTAMPS") && atoi(getenv("GPUOS_CUDA_TIMESTAMPS")) > 0)
+        opts[n_opts++] = "-DGPUOS__PK_TIMESTAMPS";
+    /* tuning knob: one more NVRTC option, e.g. GPUOS_CUDA_NVRTC_OPT=-DGPUOS__D_EW_D=4 */
+    if (getenv("GPUOS_CUDA_NVRTC_OPT") && getenv("GPUOS_CUDA_NVRTC_OPT")[0])
+        opts[n_opts++] = getenv("GPUOS_CUDA_NVRTC_OPT");
     src = gpuos__device_source_joined(&src_len);
     if (!src) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the device source");
     nv = gpuos__nvrtc_load(why, sizeof why);
@@ -354,6 +363,8 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     size_t inbox_bytes;
     void *h;
     c->P.ring_slots = CUDA__RING_SLOTS;
+    for (c->P.ring_log2 = 0; (1ull << c->P.ring_log2) < CUDA__RING_SLOTS; c->P.ring_log2++) {
+    }
     c->P.task_cap = CUDA__TASK_CAP;
     c->P.inbox_cap = CUDA__INBOX_CAP;
     CUDA_TRY(ctx, c->cu->cuMemHostAlloc(&h, CUDA__RING_SLOTS * sizeof(gpuos__qslot),
@@ -570,10 +581,19 @@ static gpuos_status cuda_ring_room(gpuos_context *ctx, struct gpuos__cuda *c, ui
     return GPUOS_OK;
 }
 
+/* Writes a 56-byte body into the next slot as 8 self-tagged words (gpuos_queue.h):
+   each word is one aligned 8-byte store, in any order, so no fence is needed. */
 static void cuda_put(struct gpuos__cuda *c, const void *body) {
-    gpuos__qslot *s = &c->ring[c->pos & (c->P.ring_slots - 1)];
-    memcpy(&s->u, body, sizeof s->u);
-    __atomic_store_n(&s->tag, c->pos + 1, __ATOMIC_RELEASE); /* the slot's bytes first, then its tag */
+    volatile uint64_t *w = c->ring[c->pos & (c->P.ring_slots - 1)].w;
+    const unsigned char *b = (const unsigned char *)body;
+    const uint64_t tag = GPUOS__LAP_TAG(c->pos, c->P.ring_log2) << 56;
+    int k;
+    for (k = 0; k < 8; k++) {
+        uint64_t v = 0;
+        int j;
+        for (j = 6; j >= 0; j--) v = (v << 8) | b[7 * k + j]; /* little-endian, whatever the host's order */
+        __atomic_store_n(&w[k], v | tag, __ATOMIC_RELAXED);
+    }
     c->pos++;
 }
 
@@ -779,7 +799,7 @@ static gpuos__storage *cuda_storage_of(const gpuos__job *job, uint64_t lo, uint6
 
 /* Finds or sends the plan; returns its id (ctx->mu held). */
 static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, const gpuos__job *job, const void *plan,
-                                 uint32_t bytes, uint32_t *id) {
+                                 uint32_t bytes, uint32_t *id, uint32_t *epoch) {
     uint64_t key = cuda_hash(cuda_hash(CUDA__HASH0, &job->dev_kernel, sizeof job->dev_kernel), plan, bytes);
     uint32_t h = (uint32_t)(key ^ (key >> 32)), i, victim = UINT32_MAX;
     uint64_t t0 = 0;
@@ -790,6 +810,7 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
             if (e->used && e->key == key && e->bytes == bytes && memcmp(e->plan, plan, bytes) == 0) {
                 e->last_dseq = c->dseq;
                 *id = s;
+                *epoch = e->epoch;
                 return GPUOS_OK;
             }
             if (victim == UINT32_MAX && (!e->used || e->last_dseq <= c->retired_seen)) victim = s;
@@ -814,6 +835,7 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
         memset(e->plan, 0, sizeof e->plan);
         memcpy(e->plan, plan, bytes);
         e->last_dseq = c->dseq;
+        e->epoch = ++c->plan_epoch & 0xffffffu;
         for (chunk = 0; chunk * GPUOS__SLOT_PAYLOAD < bytes; chunk++) {
             gpuos__qplan q;
             memset(&q, 0, sizeof q);
@@ -824,6 +846,7 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
             cuda_put(c, &q);
         }
         *id = victim;
+        *epoch = e->epoch;
     }
     return GPUOS_OK;
 }
@@ -833,7 +856,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     cuda__operand ops[GPUOS__MAX_PTR];
     uint64_t deps[2 * GPUOS__MAX_PTR * (CUDA__LOG_LEN + 1)];
     int n_deps = 0, all = 0, n, k, j;
-    uint32_t plan_bytes, plan_id = 0, tile, base = UINT32_MAX;
+    uint32_t plan_bytes, plan_id = 0, plan_epoch = 0, tile, base = UINT32_MAX;
     int64_t n_tiles;
     const void *plan = &job->plan;
     gpuos__qdesc d;
@@ -920,13 +943,13 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         st = cuda_launch_locked(ctx, c);
         if (st != GPUOS_OK) return st;
     }
-    st = cuda_plan_id(ctx, c, job, plan, plan_bytes, &plan_id);
+    st = cuda_plan_id(ctx, c, job, plan, plan_bytes, &plan_id, &plan_epoch);
     if (st != GPUOS_OK) return st;
     st = cuda_ring_room(ctx, c, 1);
     if (st != GPUOS_OK) return st;
 
     memset(&d, 0, sizeof d);
-    d.kind = GPUOS__SLOT_TASK;
+    d.kind = GPUOS__SLOT_TASK | plan_epoch << 8;
     d.kernel_id = job->dev_kernel;
     d.plan_id = plan_id;
     d.n_items = job->items;

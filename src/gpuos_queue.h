@@ -1,19 +1,24 @@
 /* gpuos_queue.h - the host-to-device task queue, shared by the host C code
    (src/cuda_backend.c) and the persistent kernel (src/device/persistent.cuh).
 
-   The host writes 64-byte slots into a ring in pinned, mapped host memory; each
-   slot's tag (its position + 1) is written last, after the rest of the slot. A slot
-   is a task descriptor, one chunk of a plan that a later descriptor uses (plans are
-   cached in a device-side table, so a repeated task costs one slot), or EXIT.
-   The persistent kernel's scheduler block polls tags in batches, copies descriptors
-   into a device-memory task ring indexed by sequence number, and reports the last
-   retired sequence number back into mapped host memory (gpuos__pk_ctl). */
+   The host writes 64-byte slots into a ring in pinned, mapped host memory. A slot
+   carries one 56-byte body (a task descriptor, one chunk of a plan that a later
+   descriptor uses, or EXIT; plans are cached in a device-side table, so a repeated
+   task costs one slot) as 8 words of 7 body bytes plus a lap tag byte (NCCL's LL
+   idea): every aligned 8-byte word is written and read atomically, so a slot whose 8
+   tags all equal its lap's tag is complete, and ONE read of mapped memory (a PCIe
+   round trip) both detects and delivers it, with no ordering between the host's
+   stores at all. The persistent kernel's scheduler block polls slots in batches,
+   copies descriptors into a device-memory task ring indexed by sequence number, and
+   reports the last retired sequence number back into mapped host memory
+   (gpuos__pk_ctl). */
 #ifndef GPUOS_QUEUE_H
 #define GPUOS_QUEUE_H
 
 #define GPUOS__SLOT_TASK 1u
 #define GPUOS__SLOT_PLAN 2u
 #define GPUOS__SLOT_EXIT 3u
+#define GPUOS__KIND(k) ((k) & 0xffu) /* qdesc.kind: the slot kind; bits 8..31: the plan's epoch */
 
 #define GPUOS__SLOT_PAYLOAD 40u  /* plan bytes per PLAN slot */
 #define GPUOS__PLAN_SLOTS 12u    /* PLAN slots per plan: 12 * 40 = 480 bytes */
@@ -24,7 +29,7 @@
 
 /* A task as the device sees it (56 bytes). */
 typedef struct gpuos__qdesc {
-    uint32_t kind;       /* GPUOS__SLOT_TASK or GPUOS__SLOT_EXIT */
+    uint32_t kind;       /* GPUOS__SLOT_TASK or GPUOS__SLOT_EXIT, | plan epoch << 8 (GPUOS__KIND) */
     int32_t kernel_id;   /* gpuos__device_kernel_id */
     uint32_t plan_id;    /* row of the device plan table */
     uint32_t n_deps;     /* dependencies to wait for, each seq - dep_delta[k] */
@@ -45,13 +50,18 @@ typedef struct gpuos__qplan {
     uint64_t payload[GPUOS__SLOT_PAYLOAD / 8];
 } gpuos__qplan;
 
+typedef union gpuos__qbody {
+    gpuos__qdesc d;
+    gpuos__qplan p;
+    uint64_t w[7];
+} gpuos__qbody;
+
+/* A ring slot: word k holds body bytes 7k .. 7k+6 in its low 7 bytes (little-endian)
+   and the lap tag GPUOS__LAP_TAG(pos) in its top byte. */
 typedef struct gpuos__qslot {
-    union {
-        gpuos__qdesc d;
-        gpuos__qplan p;
-    } u;
-    uint64_t tag; /* position + 1 once the slot is written; written last */
+    uint64_t w[8];
 } gpuos__qslot;
+#define GPUOS__LAP_TAG(pos, log2_slots) ((uint64_t)((((pos) >> (log2_slots)) + 1u) & 0xffu))
 
 /* A task in the device task ring (device memory), indexed by seq & (task_cap - 1),
    and an entry of a worker's inbox (d.stamp marks it written). */
@@ -60,6 +70,7 @@ typedef struct gpuos__dtask {
     uint64_t seq; /* task ring: published last (release) by the scheduler; inbox: the task's seq */
 } gpuos__dtask;
 
+#define GPUOS__PUSH_CHUNK 256u /* inbox entries the scheduler writes before one fence and their stamps */
 #define GPUOS__MAX_WORKERS 2048 /* worker blocks the scheduler can track */
 
 /* Device -> host progress, in mapped host memory. */
@@ -70,6 +81,10 @@ typedef struct gpuos__pk_ctl {
     uint64_t alive;    /* 1 while the kernel runs (set at start, cleared at exit) */
     uint64_t fetched;  /* ring positions below this have been copied: the host may reuse them */
     uint64_t pad_[3];
+    /* GPUOS__PK_TIMESTAMPS builds only (latency probes): %globaltimer when the fetcher
+       saw a batch [0] and had pushed it [1], a worker saw an inbox entry [2], finished
+       its tiles [3] and flushed its done counts [4], the retirer retired [5] */
+    uint64_t stamp[8];
 } gpuos__pk_ctl;
 
 /* Parameters of the persistent kernel (passed by value). */
@@ -82,8 +97,8 @@ typedef struct gpuos__pk_params {
     char *plans;            /* device, plan_cap * GPUOS__PLAN_BYTES */
     gpuos__dtask *inbox;    /* device, n_workers * inbox_cap entries: each worker's tasks, in order */
     uint32_t *wpos;         /* device, per worker: inbox entries it has consumed */
-    uint32_t inbox_cap;     /* power of two */
-    uint32_t pad_;
+    uint32_t inbox_cap;     /* power of two, >= GPUOS__PUSH_CHUNK */
+    uint32_t ring_log2;     /* log2(ring_slots) */
     uint64_t ring_slots;    /* power of two */
     uint64_t task_cap;      /* power of two */
     uint64_t start_pos;     /* first ring position to read */

@@ -76,14 +76,15 @@ static __device__ __forceinline__ void gpuos__sh_store(uint64_t *p, uint64_t v) 
 }
 
 /* ---------------------------------------------------------------- the scheduler block */
-/* Warp-specialised. Warps 0-3 fetch: poll the host ring (one tag while idle, 128 once
-   busy, one PCIe round trip each), copy plan chunks into the plan table and
+/* Warp-specialised. Warps 0-3 fetch: poll the host ring (one slot while idle, 16 once
+   busy, eight threads per slot, one PCIe round trip per poll), copy plan chunks into the plan table and
    descriptors into the task ring, and push each task, in sequence order, into the
    inbox of every worker that owns one of its tiles. Warp 4 retires: it advances
    `retired` over finished tasks in order (32 per parallel read) and tells the host
    with one posted write. The roles meet only through volatile shared words, so
    retirement never waits for a PCIe poll. */
 #define GPUOS__FETCH_THREADS 128
+#define GPUOS__FETCH_SLOTS (GPUOS__FETCH_THREADS / 8) /* slots per poll: eight threads read one */
 static __device__ __forceinline__ void gpuos__fetch_bar(void) { asm volatile("bar.sync 1, 128;" ::: "memory"); }
 
 static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_limit, uint64_t *s_stop) {
@@ -92,6 +93,8 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
     __shared__ uint32_t s_wseen[GPUOS__MAX_WORKERS]; /* last seen consumption, per worker */
     __shared__ gpuos__qdesc s_d[GPUOS__FETCH_THREADS];
     __shared__ uint32_t s_off[GPUOS__FETCH_THREADS + 1];
+    __shared__ uint64_t s_push[GPUOS__PUSH_CHUNK]; /* (worker, inbox index) of a chunk's entries */
+    __shared__ gpuos__qbody s_body[GPUOS__FETCH_SLOTS];
     __shared__ uint64_t s_pos, s_seq;
     __shared__ int s_exit;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -109,22 +112,46 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
     int width = 1; /* slots polled per round trip: 1 while idle */
     while (!s_exit) {
         const int64_t room = (int64_t)(gpuos__sh_load(s_limit) - s_seq); /* free task-ring entries */
-        const uint64_t pos = s_pos + tid;
-        const gpuos__qslot *q = &P.ring[pos & (P.ring_slots - 1)];
-        int ready = tid < width && tid < room && gpuos__ld_acquire_sys_u64(&q->tag) == pos + 1;
-        uint32_t b = __ballot_sync(0xffffffffu, ready);
-        if (lane == 0) s_ballot[warp] = b;
+        /* Eight threads per slot, one 8-byte volatile read each: one PCIe round trip
+           both detects and delivers the slot (measured on the H100: one 8-byte read
+           ~0.33 us; four 16-byte reads from ONE thread are serialised, ~3.7 us). */
+        const int g = tid >> 3, k = tid & 7;
+        const uint64_t spos = s_pos + g;
+        uint64_t wv = 0;
+        int ok = 0;
+        if (g < width && g < room) {
+            asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(wv) : "l"(&P.ring[spos & (P.ring_slots - 1)].w[k]) : "memory");
+            ok = (wv >> 56) == GPUOS__LAP_TAG(spos, P.ring_log2);
+        }
+        const uint64_t nx = __shfl_down_sync(0xffffffffu, wv, 1);
+        const uint32_t okb = __ballot_sync(0xffffffffu, ok);
+        if (((okb >> (8 * (g & 3))) & 0xffu) == 0xffu && k < 7) { /* the slot is complete: its body word k */
+            const uint64_t m = 0x00ffffffffffffffull;
+            s_body[g].w[k] = ((wv & m) >> (8 * k)) | ((nx & m) << (56 - 8 * k));
+        }
+#ifdef GPUOS__PK_TIMESTAMPS
+        if (tid == 0 && ok) P.ctl->stamp[0] = gpuos__globaltimer();
+#endif
+        if (lane == 0) {
+            uint32_t r = 0;
+            for (int q = 0; q < 4; q++)
+                if (((okb >> (8 * q)) & 0xffu) == 0xffu) r |= 1u << q;
+            s_ballot[warp] = r;
+        }
         gpuos__fetch_bar();
         int n = 0;
         for (int w = 0; w < GPUOS__FETCH_THREADS / 32; w++) {
             uint32_t x = s_ballot[w];
-            if (x == 0xffffffffu) { n += 32; continue; }
+            if (x == 0xfu) { n += 4; continue; }
             n += __ffs(~x) - 1;
             break;
         }
         gpuos__fetch_bar();
-        /* Each thread copies its own slot, ordered after its own acquire read. */
-        uint32_t kind = tid < n ? q->u.d.kind : 0;
+        gpuos__qbody body;
+        if (tid < n) body = s_body[tid];
+        uint32_t b;
+        /* Thread t now handles slot t of the batch (complete: every word carried the tag). */
+        uint32_t kind = tid < n ? GPUOS__KIND(body.d.kind) : 0;
         const int is_task = tid < n && kind != GPUOS__SLOT_PLAN;
         b = __ballot_sync(0xffffffffu, is_task);
         if (lane == 0) s_ballot[warp] = b;
@@ -138,11 +165,11 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
         const uint64_t seq = s_seq + rank;
         if (tid < n) {
             if (kind == GPUOS__SLOT_PLAN) {
-                uint64_t *dst = (uint64_t *)(P.plans + (size_t)q->u.p.plan_id * GPUOS__PLAN_BYTES +
-                                             (size_t)q->u.p.chunk * GPUOS__SLOT_PAYLOAD);
-                for (int k = 0; k < (int)(GPUOS__SLOT_PAYLOAD / 8); k++) dst[k] = q->u.p.payload[k];
+                uint64_t *dst = (uint64_t *)(P.plans + (size_t)body.p.plan_id * GPUOS__PLAN_BYTES +
+                                             (size_t)body.p.chunk * GPUOS__SLOT_PAYLOAD);
+                for (int k = 0; k < (int)(GPUOS__SLOT_PAYLOAD / 8); k++) dst[k] = body.p.payload[k];
             } else {
-                gpuos__qdesc d = q->u.d;
+                gpuos__qdesc d = body.d;
                 if (kind == GPUOS__SLOT_EXIT) d.n_tiles = 0;
                 s_d[rank] = d;
                 gpuos__dtask *t = &P.tasks[seq & (P.task_cap - 1)];
@@ -163,57 +190,74 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
             for (uint32_t i = 0; i < n_tasks; i++) {
                 s_off[i] = off;
                 const gpuos__qdesc *d = &s_d[i];
-                off += d->kind == GPUOS__SLOT_EXIT ? nw : (d->n_tiles < nw ? d->n_tiles : nw);
+                off += GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT ? nw : (d->n_tiles < nw ? d->n_tiles : nw);
             }
             s_off[n_tasks] = off;
         }
         gpuos__fetch_bar();
         if (warp == 0) {
             const uint32_t pairs = s_off[n_tasks];
-            for (uint32_t p0 = 0; p0 < pairs; p0 += 32) {
-                const uint32_t p = p0 + lane;
-                const int active = p < pairs;
-                uint32_t i = 0, w = 0xffffffffu;
-                if (active) {
-                    uint32_t lo = 0, hi = n_tasks; /* last task with s_off[i] <= p */
-                    while (hi - lo > 1) {
-                        uint32_t mid = (lo + hi) >> 1;
-                        if (s_off[mid] <= p) lo = mid; else hi = mid;
+            for (uint32_t c0 = 0; c0 < pairs; c0 += GPUOS__PUSH_CHUNK) {
+                /* a chunk's entries first (plain stores), then ONE fence, then their stamps:
+                   a chunk gives a worker at most inbox_cap entries, so a wait for room
+                   below only ever waits on entries of earlier, stamped chunks */
+                const uint32_t c1 = pairs - c0 < GPUOS__PUSH_CHUNK ? pairs : c0 + GPUOS__PUSH_CHUNK;
+                for (uint32_t p0 = c0; p0 < c1; p0 += 32) {
+                    const uint32_t p = p0 + lane;
+                    const int active = p < c1;
+                    uint32_t i = 0, w = 0xffffffffu;
+                    if (active) {
+                        uint32_t lo = 0, hi = n_tasks; /* last task with s_off[i] <= p */
+                        while (hi - lo > 1) {
+                            uint32_t mid = (lo + hi) >> 1;
+                            if (s_off[mid] <= p) lo = mid; else hi = mid;
+                        }
+                        i = lo;
+                        w = (s_d[i].base + (p - s_off[i])) % nw;
                     }
-                    i = lo;
-                    w = (s_d[i].base + (p - s_off[i])) % nw;
+                    const uint32_t peers = __match_any_sync(0xffffffffu, w);
+                    const uint32_t rank = __popc(peers & ((1u << lane) - 1));
+                    const uint32_t tail = active ? s_wtail[w] : 0;
+                    __syncwarp();
+                    if (active) {
+                        const uint32_t k = tail + rank;
+                        while (k - s_wseen[w] >= P.inbox_cap) { /* inbox full: wait for the worker */
+                            uint32_t c = gpuos__ld_acquire_gpu_u32(&P.wpos[w]);
+                            if (k - c >= P.inbox_cap) gpuos__nanosleep(64);
+                            else s_wseen[w] = c;
+                        }
+                        gpuos__dtask *e = &P.inbox[(size_t)w * P.inbox_cap + (k & (P.inbox_cap - 1))];
+                        gpuos__qdesc dd = s_d[i];
+                        dd.stamp = 0;
+                        e->d = dd;
+                        e->seq = s_seq + i;
+                        s_push[p - c0] = (uint64_t)w << 32 | k;
+                        if (rank == (uint32_t)__popc(peers) - 1) s_wtail[w] = k + 1;
+                    }
+                    __syncwarp();
                 }
-                const uint32_t peers = __match_any_sync(0xffffffffu, w);
-                const uint32_t rank = __popc(peers & ((1u << lane) - 1));
-                const uint32_t tail = active ? s_wtail[w] : 0;
+                __threadfence();
                 __syncwarp();
-                if (active) {
-                    const uint32_t k = tail + rank;
-                    while (k - s_wseen[w] >= P.inbox_cap) { /* inbox full: wait for the worker */
-                        uint32_t c = gpuos__ld_acquire_gpu_u32(&P.wpos[w]);
-                        if (k - c >= P.inbox_cap) gpuos__nanosleep(64);
-                        else s_wseen[w] = c;
-                    }
+                for (uint32_t p = c0 + lane; p < c1; p += 32) {
+                    const uint64_t wk = s_push[p - c0];
+                    const uint32_t w = (uint32_t)(wk >> 32), k = (uint32_t)wk;
                     gpuos__dtask *e = &P.inbox[(size_t)w * P.inbox_cap + (k & (P.inbox_cap - 1))];
-                    e->d = s_d[i];
-                    e->seq = s_seq + i;
-                    gpuos__st_release_gpu_u32(&e->d.stamp, k + 1);
-                    if (rank == (uint32_t)__popc(peers) - 1) s_wtail[w] = k + 1;
+                    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(&e->d.stamp), "r"(k + 1) : "memory");
                 }
                 __syncwarp();
             }
         }
-        if (tid == 0) for (uint32_t i = 0; i < n_tasks; i++) if (s_d[i].kind == GPUOS__SLOT_EXIT) s_exit = 1;
+        if (tid == 0) for (uint32_t i = 0; i < n_tasks; i++) if (GPUOS__KIND(s_d[i].kind) == GPUOS__SLOT_EXIT) s_exit = 1;
         gpuos__fetch_bar();
         if (tid == 0 && n) {
             s_pos += n;
             s_seq += n_tasks;
             gpuos__st_relaxed_sys_u64(&P.ctl->fetched, s_pos);
 #ifdef GPUOS__PK_TIMESTAMPS
-            if (n_tasks) P.ctl->pad_[0] = gpuos__globaltimer();
+            if (n_tasks) P.ctl->stamp[1] = gpuos__globaltimer();
 #endif
         }
-        width = n ? GPUOS__FETCH_THREADS : 1;
+        width = n ? GPUOS__FETCH_SLOTS : 1;
         if (n == 0 && tid == 0) gpuos__nanosleep(32);
         gpuos__fetch_bar();
     }
@@ -238,7 +282,7 @@ static __device__ void gpuos__pk_retire(const gpuos__pk_params &P, uint64_t *s_l
                 uint32_t kind, n_tiles;
                 asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(kind) : "l"(&t->d.kind) : "memory");
                 asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(n_tiles) : "l"(&t->d.n_tiles) : "memory");
-                is_exit = kind == GPUOS__SLOT_EXIT;
+                is_exit = GPUOS__KIND(kind) == GPUOS__SLOT_EXIT;
                 fin = is_exit || gpuos__ld_acquire_gpu_u32(&P.done[nx & (P.task_cap - 1)]) >= n_tiles;
             }
             uint32_t fb = __ballot_sync(0xffffffffu, fin);
@@ -253,7 +297,7 @@ static __device__ void gpuos__pk_retire(const gpuos__pk_params &P, uint64_t *s_l
             if (lane == 0) {
                 gpuos__st_release_gpu_u64(P.retired, r);
 #ifdef GPUOS__PK_TIMESTAMPS
-                P.ctl->pad_[2] = gpuos__globaltimer();
+                P.ctl->stamp[5] = gpuos__globaltimer();
 #endif
                 gpuos__st_relaxed_sys_u64(&P.ctl->retired, r);
                 gpuos__sh_store(s_limit, r + 1 + P.task_cap); /* a task-ring entry is reused once retired */
@@ -304,11 +348,13 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
     __shared__ uint64_t s_seq[32];
     __shared__ uint32_t s_mine[32];
     __shared__ uint64_t s_plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8];
-    __shared__ int s_n;
+    __shared__ int s_n, s_stale;
     const int tid = threadIdx.x, lane = tid & 31;
     const uint32_t me = blockIdx.x - 1, nw = gridDim.x - 1;
     const gpuos__dtask *inbox = P.inbox + (size_t)me * P.inbox_cap;
     uint32_t head = P.wpos[me];
+    uint32_t plan_row = 0xffffffffu, plan_epoch = 0; /* the plan s_plan holds (same in every thread) */
+    if (tid == 0) s_stale = 0;
     for (;;) {
         if (tid < 32) {
             unsigned spin = 0;
@@ -324,17 +370,24 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
                 int n = b == 0xffffffffu ? 32 : __ffs(~b) - 1;
                 if (n > 0) {
                     if (lane == 0) s_n = n;
+#ifdef GPUOS__PK_TIMESTAMPS
+                    if (lane == 0) P.ctl->stamp[2] = gpuos__globaltimer();
+#endif
                     break;
                 }
                 if (++spin > 8) gpuos__nanosleep(spin > 4096 ? 256 : 32);
+                /* long idle: forget the plan copy, so that however many plan rows were
+                   rewritten meanwhile, a wrapped 24-bit epoch can never match it */
+                if (spin == (1u << 20) && lane == 0) s_stale = 1;
             }
         }
         __syncthreads();
         const int n = s_n;
         int stop = 0, flushed = 0;
+        if (s_stale) plan_row = 0xffffffffu;
         for (int i = 0; i < n; i++) {
             const gpuos__qdesc *d = &s_d[i];
-            if (d->kind == GPUOS__SLOT_EXIT) { stop = 1; break; }
+            if (GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT) { stop = 1; break; }
             const uint64_t seq = s_seq[i];
             if (d->n_deps) {
                 if (tid == 0) {
@@ -362,11 +415,17 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
                 asm volatile("fence.acq_rel.gpu;" ::: "memory");
             }
             /* The plan into shared memory with one parallel load: the kernels read its
-               fields in dependent chains, each an L2 round trip from global memory. */
-            {
+               fields in dependent chains, each an L2 round trip from global memory. A
+               row rewritten by the host gets a new epoch (kind >> 8), so the copy this
+               block holds is reused while (row, epoch) stay the same: a chain's tasks
+               share one plan and skip the load and its barrier. */
+            const uint32_t pkey = d->kind >> 8;
+            if (d->plan_id != plan_row || pkey != plan_epoch) {
                 const uint64_t *src = (const uint64_t *)(P.plans + (size_t)d->plan_id * GPUOS__PLAN_BYTES);
                 for (int k = tid; k < (int)(GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8); k += blockDim.x)
                     s_plan[k] = src[k];
+                plan_row = d->plan_id;
+                plan_epoch = pkey;
                 __syncthreads();
             }
             const void *plan = s_plan;
@@ -383,17 +442,21 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
             if (tid == 0) s_mine[i] = mine;
         }
         if (tid == 0) {
+#ifdef GPUOS__PK_TIMESTAMPS
+            P.ctl->stamp[3] = gpuos__globaltimer();
+#endif
             __threadfence();
             for (int k = flushed; k < n; k++)
                 if (s_mine[k]) atomicAdd(&P.done[s_seq[k] & (P.task_cap - 1)], s_mine[k]);
 #ifdef GPUOS__PK_TIMESTAMPS
-            if (s_mine[n - 1]) P.ctl->pad_[1] = gpuos__globaltimer();
+            if (s_mine[n - 1]) P.ctl->stamp[4] = gpuos__globaltimer();
 #endif
             gpuos__st_release_gpu_u32(&P.wpos[me], head + n); /* on EXIT, n ends at it */
         }
         if (stop) break;
         head += n;
         __syncthreads();
+        if (tid == 0) s_stale = 0;
     }
 }
 

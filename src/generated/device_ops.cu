@@ -129,25 +129,48 @@ static __device__ __noinline__ gpuos__d_offs<NP> gpuos__d_ew_offsets(const gpuos
     return o;
 }
 
-/* Items [begin, end) of an element-wise plan. Thread t takes items t, t + n, t + 2n,
-   ... (n = blockDim.x), so a warp touches consecutive elements (coalesced when the
-   operands are contiguous), GPUOS__D_EW_U at a time: the batch's loads are all
-   issued first, then G::batch computes the whole batch behind ONE switch over the
-   group's members (cheap element functions unrolled over the batch, so their
-   instructions overlap; long ones, transcendental and the like, in a rolled loop so
-   that their code appears once), then the stores. A dependent chain of small tasks
-   in one block is bound by latencies, memory and instruction, which is what the
-   batch hides. Byte offsets: item * stride for rank <= 1 (the common case after the
-   runtime merged dimensions), else gpuos__d_ew_offsets. G: O, A, B, C raw storage
-   types (unsigned integers of the operands' sizes), NIN inputs, batch(). Each item
-   is read and written by the same thread, so out may be an input (in place). */
+/* Items [begin, end) of an element-wise plan, in passes of U * D * n items (n =
+   blockDim.x); each item is read and written by the same thread, so out may be an
+   input (in place). Per pass a thread issues all its loads first (D batches of U
+   items), then computes the batches behind ONE switch over the group's members
+   (G::batch: cheap element functions unrolled over the batch so their instructions
+   overlap; long ones, transcendental and the like, in a rolled loop so that their
+   code appears once), then stores. A dependent chain of small tasks in one block is
+   bound by latencies, memory and instruction, which is what the batches hide; a large
+   operator by bytes in flight, which D gives.
+   Two modes, chosen per pass (the same for the whole block):
+     vector  rank 1, every operand contiguous and aligned (or a broadcast scalar), and
+             a whole pass left: batch h of thread t is the U consecutive items at
+             U * (t + h * n), one 4..16-byte load or store per operand (two for 8-byte
+             types), each warp-wide access contiguous;
+     scalar  anything else: items t + (h * U + e) * n, byte offsets item * stride for
+             rank <= 1 (the common case after the runtime merged dimensions), else
+             gpuos__d_ew_offsets.
+   G: O, A, B, C raw storage types (unsigned integers of the operands' sizes), NIN
+   inputs, batch(cs, a, b, c, i0, step, s0, s1, r) for items i0 + e * step. */
 #define GPUOS__D_EW_U 4
+#ifndef GPUOS__D_EW_D
+#define GPUOS__D_EW_D 1
+#endif
+/* U consecutive elements as one aligned vector (one 4..16-byte load or store; two for
+   8-byte types). */
+template <class T> struct alignas(GPUOS__D_EW_U * sizeof(T)) gpuos__d_vec {
+    T v[GPUOS__D_EW_U];
+};
+/* Operand q of an element-wise plan can be read as vectors from item `begin` on:
+   contiguous (stride == size) and aligned, or broadcast (stride 0, read once). */
+GPUOS__FN bool gpuos__d_vec_ok(const char *ptr, int64_t stride, int64_t size, int64_t begin) {
+    return stride == 0 || (stride == size && ((uintptr_t)(ptr + begin * size) & (uintptr_t)(GPUOS__D_EW_U * size - 1)) == 0);
+}
+
 template <class G> GPUOS__FN void gpuos__d_ew(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     typedef typename G::O O;
     typedef typename G::A A;
     typedef typename G::B B;
     typedef typename G::C C;
     enum { NIN = G::NIN, U = GPUOS__D_EW_U };
+    enum { MAXSZ = sizeof(O) > sizeof(A) ? sizeof(O) : sizeof(A) };
+    enum { D = MAXSZ <= 4 ? GPUOS__D_EW_D : (GPUOS__D_EW_D + 1) / 2 }; /* batches of U items per thread and pass */
     if (begin >= end) return;
     const int rank = p->rank;
     const double s0 = p->scalar[0], s1 = p->scalar[1];
@@ -158,41 +181,116 @@ template <class G> GPUOS__FN void gpuos__d_ew(const gpuos__ew_plan *p, int64_t b
     int64_t s[NIN + 1]; /* rank <= 1: the byte strides */
 #pragma unroll
     for (int q = 0; q <= NIN; ++q) s[q] = rank == 1 ? p->stride[q][0] : 0;
-    const int64_t nt = gpuos__d_nthreads();
+    const bool vec = rank == 1 && s[0] == (int64_t)sizeof(O) && gpuos__d_vec_ok(po, s[0], sizeof(O), begin) &&
+                     (NIN < 1 || gpuos__d_vec_ok(pa, s[1], sizeof(A), begin)) &&
+                     (NIN < 2 || gpuos__d_vec_ok(pb, s[2], sizeof(B), begin)) &&
+                     (NIN < 3 || gpuos__d_vec_ok(pc, s[3], sizeof(C), begin));
+    gpuos__d_vec<A> ba; /* broadcast operands of the vector mode: read once */
+    gpuos__d_vec<B> bb;
+    gpuos__d_vec<C> bc;
+#pragma unroll
+    for (int e = 0; e < U; ++e) {
+        ba.v[e] = NIN >= 1 && vec && s[1] == 0 ? *(const A *)pa : (A)0;
+        bb.v[e] = NIN >= 2 && vec && s[2] == 0 ? *(const B *)pb : (B)0;
+        bc.v[e] = NIN >= 3 && vec && s[3] == 0 ? *(const C *)pc : (C)0;
+    }
+    const int64_t nt = gpuos__d_nthreads(), tid = gpuos__d_tid();
+    const int64_t bu = (int64_t)U * nt; /* items of one batch of the block */
 #pragma unroll 1
-    for (int64_t i0 = begin + gpuos__d_tid(); i0 < end; i0 += U * nt) {
-        A va[U];
-        B vb[U];
-        C vc[U];
-        O vr[U];
-        int64_t vo[U];
+    for (int64_t b0 = begin; b0 < end;) {
+        /* uniform: vector mode while whole batches are left (no bounds checks), and
+           only as many batches as there are items (dn <= D) */
+        const bool v = vec && end - b0 >= bu;
+        const int64_t left = v ? (end - b0) / bu : (end - b0 + bu - 1) / bu;
+        const int dn = left < D ? (int)left : D;
+        A xa[U][D];
+        B xb[U][D];
+        C xc[U][D];
+        O xr[U][D];
+        int64_t xo[U][D];
 #pragma unroll
-        for (int e = 0; e < U; ++e) { /* every load of the batch */
-            const int64_t i = i0 + e * nt;
-            va[e] = 0;
-            vb[e] = 0;
-            vc[e] = 0;
-            vo[e] = 0;
-            if (i < end) {
-                int64_t off[NIN + 1];
-                if (rank <= 1) {
+        for (int h = 0; h < D; ++h) { /* every load of the pass */
+            if (h >= dn) {
 #pragma unroll
-                    for (int q = 0; q <= NIN; ++q) off[q] = i * s[q];
-                } else {
-                    const gpuos__d_offs<NIN + 1> o = gpuos__d_ew_offsets<NIN + 1>(p, i);
-#pragma unroll
-                    for (int q = 0; q <= NIN; ++q) off[q] = o.v[q];
+                for (int e = 0; e < U; ++e) {
+                    xa[e][h] = 0;
+                    xb[e][h] = 0;
+                    xc[e][h] = 0;
+                    xo[e][h] = 0;
                 }
-                vo[e] = off[0];
-                if constexpr (NIN >= 1) va[e] = *(const A *)(pa + off[1]);
-                if constexpr (NIN >= 2) vb[e] = *(const B *)(pb + off[2]);
-                if constexpr (NIN >= 3) vc[e] = *(const C *)(pc + off[3]);
+            } else if (v) {
+                const int64_t i = b0 + U * (tid + h * nt);
+                gpuos__d_vec<A> va = ba;
+                gpuos__d_vec<B> vb = bb;
+                gpuos__d_vec<C> vc = bc;
+                if constexpr (NIN >= 1) if (s[1]) va = *(const gpuos__d_vec<A> *)(pa + i * (int64_t)sizeof(A));
+                if constexpr (NIN >= 2) if (s[2]) vb = *(const gpuos__d_vec<B> *)(pb + i * (int64_t)sizeof(B));
+                if constexpr (NIN >= 3) if (s[3]) vc = *(const gpuos__d_vec<C> *)(pc + i * (int64_t)sizeof(C));
+#pragma unroll
+                for (int e = 0; e < U; ++e) {
+                    xa[e][h] = va.v[e];
+                    xb[e][h] = vb.v[e];
+                    xc[e][h] = vc.v[e];
+                    xo[e][h] = 0;
+                }
+            } else {
+#pragma unroll
+                for (int e = 0; e < U; ++e) {
+                    const int64_t i = b0 + tid + (h * U + e) * nt;
+                    xa[e][h] = 0;
+                    xb[e][h] = 0;
+                    xc[e][h] = 0;
+                    xo[e][h] = 0;
+                    if (i < end) {
+                        int64_t off[NIN + 1];
+                        if (rank <= 1) {
+#pragma unroll
+                            for (int q = 0; q <= NIN; ++q) off[q] = i * s[q];
+                        } else {
+                            const gpuos__d_offs<NIN + 1> o = gpuos__d_ew_offsets<NIN + 1>(p, i);
+#pragma unroll
+                            for (int q = 0; q <= NIN; ++q) off[q] = o.v[q];
+                        }
+                        xo[e][h] = off[0];
+                        if constexpr (NIN >= 1) xa[e][h] = *(const A *)(pa + off[1]);
+                        if constexpr (NIN >= 2) xb[e][h] = *(const B *)(pb + off[2]);
+                        if constexpr (NIN >= 3) xc[e][h] = *(const C *)(pc + off[3]);
+                    }
+                }
             }
         }
-        G::batch(cs, va, vb, vc, i0, nt, s0, s1, vr);
+#pragma unroll 1
+        for (int h = 0; h < dn; ++h) { /* ONE inline copy of the group's switch */
+            A va[U];
+            B vb[U];
+            C vc[U];
+            O vr[U];
 #pragma unroll
-        for (int e = 0; e < U; ++e)
-            if (i0 + e * nt < end) *(O *)(po + vo[e]) = vr[e];
+            for (int e = 0; e < U; ++e) {
+                va[e] = gpuos__d_pick<D>(xa[e], h);
+                vb[e] = gpuos__d_pick<D>(xb[e], h);
+                vc[e] = gpuos__d_pick<D>(xc[e], h);
+            }
+            const int64_t first = v ? b0 + U * (tid + h * nt) : b0 + tid + h * U * nt, step = v ? 1 : nt;
+            G::batch(cs, va, vb, vc, first, step, s0, s1, vr);
+#pragma unroll
+            for (int e = 0; e < U; ++e) gpuos__d_put<D>(xr[e], h, vr[e]);
+        }
+#pragma unroll
+        for (int h = 0; h < D; ++h) { /* every store of the pass */
+            if (h >= dn) {
+            } else if (v) {
+                gpuos__d_vec<O> vo;
+#pragma unroll
+                for (int e = 0; e < U; ++e) vo.v[e] = xr[e][h];
+                *(gpuos__d_vec<O> *)(po + (b0 + U * (tid + h * nt)) * (int64_t)sizeof(O)) = vo;
+            } else {
+#pragma unroll
+                for (int e = 0; e < U; ++e)
+                    if (b0 + tid + (h * U + e) * nt < end) *(O *)(po + xo[e][h]) = xr[e][h];
+            }
+        }
+        b0 += dn * bu;
     }
 }
 
@@ -463,7 +561,7 @@ struct gpuos__d_ewg0 {
     typedef uint8_t B;
     typedef uint8_t C;
     enum { NIN = 1, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -595,7 +693,7 @@ struct gpuos__d_ewg1 {
     typedef uint8_t B;
     typedef uint8_t C;
     enum { NIN = 1, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -927,7 +1025,7 @@ struct gpuos__d_ewg2 {
     typedef uint8_t B;
     typedef uint8_t C;
     enum { NIN = 1, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -1115,7 +1213,7 @@ struct gpuos__d_ewg3 {
     typedef uint8_t B;
     typedef uint8_t C;
     enum { NIN = 1, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -1303,7 +1401,7 @@ struct gpuos__d_ewg4 {
     typedef uint8_t B;
     typedef uint8_t C;
     enum { NIN = 1, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -1395,7 +1493,7 @@ struct gpuos__d_ewg5 {
     typedef uint8_t B;
     typedef uint8_t C;
     enum { NIN = 1, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -1459,7 +1557,7 @@ struct gpuos__d_ewg6 {
     typedef uint8_t B;
     typedef uint8_t C;
     enum { NIN = 1, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -1523,7 +1621,7 @@ struct gpuos__d_ewg7 {
     typedef uint8_t B;
     typedef uint8_t C;
     enum { NIN = 2, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -1791,7 +1889,7 @@ struct gpuos__d_ewg8 {
     typedef uint16_t B;
     typedef uint8_t C;
     enum { NIN = 2, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -1961,7 +2059,7 @@ struct gpuos__d_ewg9 {
     typedef uint32_t B;
     typedef uint8_t C;
     enum { NIN = 2, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -2086,7 +2184,7 @@ struct gpuos__d_ewg10 {
     typedef uint64_t B;
     typedef uint8_t C;
     enum { NIN = 2, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -2211,7 +2309,7 @@ struct gpuos__d_ewg11 {
     typedef uint16_t B;
     typedef uint8_t C;
     enum { NIN = 2, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -2339,7 +2437,7 @@ struct gpuos__d_ewg12 {
     typedef uint32_t B;
     typedef uint8_t C;
     enum { NIN = 2, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -2431,7 +2529,7 @@ struct gpuos__d_ewg13 {
     typedef uint64_t B;
     typedef uint8_t C;
     enum { NIN = 2, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -2523,7 +2621,7 @@ struct gpuos__d_ewg14 {
     typedef uint8_t B;
     typedef uint8_t C;
     enum { NIN = 3, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -2571,7 +2669,7 @@ struct gpuos__d_ewg15 {
     typedef uint16_t B;
     typedef uint16_t C;
     enum { NIN = 3, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -2603,7 +2701,7 @@ struct gpuos__d_ewg16 {
     typedef uint32_t B;
     typedef uint32_t C;
     enum { NIN = 3, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -2631,7 +2729,7 @@ struct gpuos__d_ewg17 {
     typedef uint64_t B;
     typedef uint64_t C;
     enum { NIN = 3, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -2659,7 +2757,7 @@ struct gpuos__d_ewg18 {
     typedef uint16_t B;
     typedef uint16_t C;
     enum { NIN = 3, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -2711,7 +2809,7 @@ struct gpuos__d_ewg19 {
     typedef uint32_t B;
     typedef uint32_t C;
     enum { NIN = 3, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -2751,7 +2849,7 @@ struct gpuos__d_ewg20 {
     typedef uint64_t B;
     typedef uint64_t C;
     enum { NIN = 3, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -2791,7 +2889,7 @@ struct gpuos__d_ewg21 {
     typedef uint8_t B;
     typedef uint8_t C;
     enum { NIN = 1, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -2847,7 +2945,7 @@ struct gpuos__d_ewg22 {
     typedef uint8_t B;
     typedef uint8_t C;
     enum { NIN = 1, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -2891,7 +2989,7 @@ struct gpuos__d_ewg23 {
     typedef uint8_t B;
     typedef uint8_t C;
     enum { NIN = 1, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -2935,7 +3033,7 @@ struct gpuos__d_ewg24 {
     typedef uint8_t B;
     typedef uint8_t C;
     enum { NIN = 1, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -2979,7 +3077,7 @@ struct gpuos__d_ewg25 {
     typedef uint8_t B;
     typedef uint8_t C;
     enum { NIN = 1, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -3023,7 +3121,7 @@ struct gpuos__d_ewg26 {
     typedef uint8_t B;
     typedef uint8_t C;
     enum { NIN = 1, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -3067,7 +3165,7 @@ struct gpuos__d_ewg27 {
     typedef uint8_t B;
     typedef uint8_t C;
     enum { NIN = 1, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -3103,7 +3201,7 @@ struct gpuos__d_ewg28 {
     typedef uint8_t B;
     typedef uint8_t C;
     enum { NIN = 1, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -3147,7 +3245,7 @@ struct gpuos__d_ewg29 {
     typedef uint8_t B;
     typedef uint8_t C;
     enum { NIN = 1, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -3183,7 +3281,7 @@ struct gpuos__d_ewg30 {
     typedef uint8_t B;
     typedef uint8_t C;
     enum { NIN = 0, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -3223,7 +3321,7 @@ struct gpuos__d_ewg31 {
     typedef uint8_t B;
     typedef uint8_t C;
     enum { NIN = 0, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -3267,7 +3365,7 @@ struct gpuos__d_ewg32 {
     typedef uint8_t B;
     typedef uint8_t C;
     enum { NIN = 0, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;
@@ -3303,7 +3401,7 @@ struct gpuos__d_ewg33 {
     typedef uint8_t B;
     typedef uint8_t C;
     enum { NIN = 0, U = GPUOS__D_EW_U };
-    /* r[e] = the member's result for items i0 + e * nt, e < U */
+    /* r[e] = the member's result for items i0 + e * nt, e < U (nt: the step) */
     static __device__ __forceinline__ void batch(int cs, const A *a, const B *b, const C *c, int64_t i0, int64_t nt,
                                                  double s0, double s1, O *r) {
         (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1;

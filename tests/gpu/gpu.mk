@@ -47,3 +47,11 @@ $(BUILD)/smoke: tests/gpu/smoke.c gpuos.h $(BUILD)/gpuos.o | $(BUILD)
 # Program order on the GPU: a dependent operator sequence without waits, bit for bit against the host.
 $(BUILD)/order_check: tests/gpu/order_check.c gpuos.h $(BUILD)/gpuos.o | $(BUILD)
 	$(CC) -std=c99 $(WARN) $(CFLAGS) -I. $< $(BUILD)/gpuos.o -o $@ $(LDLIBS)
+
+# What a kernel-generation swap costs (not a test): NVRTC and nvJitLink times, module load.
+$(BUILD)/probe_swap: tests/gpu/probe_swap.c gpuos.c gpuos.h | $(BUILD)
+	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_swap.c -o $@ $(LDLIBS)
+
+# Where one small task's round trip goes (not a test; device timestamps, GPUOS_CUDA_TIMESTAMPS).
+$(BUILD)/probe_latency: tests/gpu/probe_latency.c gpuos.c gpuos.h | $(BUILD)
+	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_latency.c -o $@ $(LDLIBS)
