@@ -2143,87 +2143,6 @@ GPUOS__FN double gpuos__r_std_f64_final(gpuos__racc_std_f64 acc, int64_t n, int3
 #endif /* GPUOS_ELEM_H */
 /*** End of src/generated/gpuos_elem.h ***/
 
-/*** Begin file src/expr.h ***/
-/* expr.h - the interpreter of element-wise bodies (CUDA C statements), for the host executor.
-
-   Not part of the public API. A body such as "float t = x > 0.f ? x : 0.01f * x; y = t * t;"
-   is compiled once against a list of named, typed variables (the inputs and outputs of one
-   element) and then run once per element. src/expr.c says which language it accepts and what
-   it does where C leaves the result undefined.
-
-       gpuos__ex_var vars[] = {{"x", GPUOS__EX_F32, 0}, {"y", GPUOS__EX_F32, 1}};
-       char err[256];
-       gpuos__ex_program *p = gpuos__ex_compile(body, vars, 2, err, sizeof err);
-       gpuos__ex_value v[2];
-       v[0].f = 3.0f;
-       if (p && gpuos__ex_run(p, v, err, sizeof err) == 0) ... v[1].f is y ...
-       gpuos__ex_free(p);
-
-   A compiled program is immutable: any number of threads may run it at once. */
-#ifndef GPUOS_EXPR_H
-#define GPUOS_EXPR_H
-
-#include <stddef.h> /* size_t */
-#include <stdint.h> /* int64_t, uint64_t */
-
-/* The type of a variable. The 8- and 16-bit types (after F64, so the first seven keep their
-   numbers) are what a declared local such as "int8_t k" stores; a variable may have them too. */
-typedef enum gpuos__ex_type {
-    GPUOS__EX_BOOL,
-    GPUOS__EX_I32,
-    GPUOS__EX_U32,
-    GPUOS__EX_I64,
-    GPUOS__EX_U64,
-    GPUOS__EX_F32,
-    GPUOS__EX_F64,
-    GPUOS__EX_I8,
-    GPUOS__EX_U8,
-    GPUOS__EX_I16,
-    GPUOS__EX_U16,
-    GPUOS__EX_TYPE_COUNT
-} gpuos__ex_type;
-
-/* One value; the variable's type says which member holds it: BOOL (0 or 1), I8, I16, I32, I64
-   in .i; U8, U16, U32, U64 in .u; F32 in .f; F64 in .d. On input only the low bits of the
-   type's width count (an I32 may be stored as (int64_t)x or as (uint32_t)x, and any nonzero
-   BOOL is true); outputs are written sign- or zero-extended to 64 bits. */
-typedef union gpuos__ex_value {
-    int64_t i;
-    uint64_t u;
-    float f;
-    double d;
-} gpuos__ex_value;
-
-/* A variable of the body: an input (writable 0: assigning to it is a compile error) or an
-   output (writable 1: the body may assign it; it starts with the value passed in). */
-typedef struct gpuos__ex_var {
-    const char *name; /* an identifier */
-    gpuos__ex_type type;
-    int writable;
-} gpuos__ex_var;
-
-typedef struct gpuos__ex_program gpuos__ex_program;
-
-#define GPUOS__EX_MAX_VARS 64          /* variables per body */
-#define GPUOS__EX_MAX_ITERS (1L << 20) /* loop iterations per run, all loops together */
-
-/* Parses and checks body against vars[0..n_vars). NULL on error, with a message such as
-   "body:2:14: unknown identifier 'z'" or "out of memory" in err (always NUL-terminated when
-   n_err > 0; err may be NULL). Never prints, aborts or exits, whatever the string. */
-gpuos__ex_program *gpuos__ex_compile(const char *body, const gpuos__ex_var *vars, int n_vars, char *err,
-                                     size_t n_err);
-
-/* Runs the body once: reads every variable of vars (in the order given to compile), writes the
-   writable ones. 0, or -1 with a message in err (a loop that ran more than GPUOS__EX_MAX_ITERS
-   iterations); on -1 vars is unchanged. Uses about 4 KB of stack, nothing else. */
-int gpuos__ex_run(const gpuos__ex_program *p, gpuos__ex_value *vars, char *err, size_t n_err);
-
-/* NULL is allowed. */
-void gpuos__ex_free(gpuos__ex_program *p);
-
-#endif
-/*** End of src/expr.h ***/
-
 /*** Begin file src/context.c ***/
 /* context.c - creating and destroying contexts, and what a context reports.
 
@@ -2677,6 +2596,26 @@ static void cuda_cache_write(const char *path, uint64_t key, const void *cubin, 
     if (!ok || rename(tmp, path) != 0) remove(tmp);
 }
 
+/* One part of a split compile of the device source (device_ops.cu, "parts"). */
+#define CUDA__MAX_PARTS 8
+typedef struct cuda__part {
+    const gpuos_context *ctx;
+    const char *src;
+    const char *opts[12];
+    int n_opts;
+    char def[2][40];
+    void *cubin;
+    size_t size;
+    char *log;
+    gpuos_status st;
+} cuda__part;
+
+static void *cuda_part_main(void *arg) {
+    cuda__part *p = (cuda__part *)arg;
+    p->st = gpuos__nvrtc_compile(p->ctx, p->src, "gpuos_device.cu", p->opts, p->n_opts, 1, &p->cubin, &p->size, &p->log);
+    return NULL;
+}
+
 static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c) {
     char why[512], arch[64], dir[1024], path[1200], maxrreg[32];
     const gpuos__nvrtc_api *nv;
@@ -2686,8 +2625,9 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
     void *cubin = NULL;
     uint64_t key, t_compile0;
     gpuos_status st;
-    int i, n_opts = 0;
+    int i, n_opts = 0, n_parts = 1;
     gpuos__CUresult r;
+    cuda__part parts[CUDA__MAX_PARTS];
 
     /* Relocatable code linked by nvJitLink: 3x faster to compile than one whole-program
        pass over the whole source (7.7 s against 25 s, measured), and the form that
@@ -2719,6 +2659,15 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
     key = cuda_hash(CUDA__HASH0, src, src_len);
     for (i = 0; i < n_opts; i++) key = cuda_hash(key, opts[i], strlen(opts[i]) + 1);
     if (nv) key = cuda_hash(key, &nv->version_major, sizeof(int) * 2);
+    /* Relocatable code is compiled as n_parts programs on n_parts threads (NVRTC is
+       single-threaded per program) and linked: measured on this machine's CPU, 7.8 s
+       as one program. GPUOS_CUDA_PARTS=1..8 overrides. */
+    {
+        const char *e = getenv("GPUOS_CUDA_PARTS");
+        n_parts = e && atoi(e) >= 1 && atoi(e) <= CUDA__MAX_PARTS ? atoi(e) : 4;
+        if (!jl) n_parts = 1;
+        key = cuda_hash(key, &n_parts, sizeof n_parts);
+    }
 
     cuda_cache_dir(ctx, dir, sizeof dir);
     path[0] = 0;
@@ -2744,32 +2693,58 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
                                 "gpuos_create: NVRTC cannot be loaded (%s), and no compiled device code is cached", why);
     }
     t_compile0 = cuda_now_ns();
-    st = gpuos__nvrtc_compile(ctx, src, "gpuos_device.cu", opts, n_opts, 1, &cubin, &cubin_size, &log);
+    {
+        pthread_t th[CUDA__MAX_PARTS];
+        int started[CUDA__MAX_PARTS], k;
+        memset(parts, 0, sizeof parts);
+        for (k = 0; k < n_parts; k++) {
+            cuda__part *p = &parts[k];
+            p->ctx = ctx;
+            p->src = src;
+            for (i = 0; i < n_opts; i++) p->opts[p->n_opts++] = opts[i];
+            if (n_parts > 1) {
+                snprintf(p->def[0], sizeof p->def[0], "-DGPUOS__D_NPARTS=%d", n_parts);
+                snprintf(p->def[1], sizeof p->def[1], "-DGPUOS__D_PART=%d", k);
+                p->opts[p->n_opts++] = p->def[0];
+                p->opts[p->n_opts++] = p->def[1];
+            }
+        }
+        for (k = 1; k < n_parts; k++) started[k] = pthread_create(&th[k], NULL, cuda_part_main, &parts[k]) == 0;
+        cuda_part_main(&parts[0]);
+        for (k = 1; k < n_parts; k++) {
+            if (started[k]) pthread_join(th[k], NULL);
+            else cuda_part_main(&parts[k]); /* no thread: compile it here */
+        }
+    }
     c->compile_ms = (double)(cuda_now_ns() - t_compile0) / 1e6;
     free(src);
+    st = GPUOS_OK;
+    for (i = 0; i < n_parts && st == GPUOS_OK; i++)
+        if (parts[i].st != GPUOS_OK)
+            st = gpuos__set_error(ctx, parts[i].st, "gpuos_create: compiling the device code for sm_%d%d failed:\n%s",
+                                  c->cc_major, c->cc_minor, parts[i].log ? parts[i].log : "");
+    for (i = 0; i < n_parts; i++) free(parts[i].log);
     if (st != GPUOS_OK) {
-        st = gpuos__set_error(ctx, st, "gpuos_create: compiling the device code for sm_%d%d failed:\n%s", c->cc_major,
-                              c->cc_minor, log ? log : "");
-        free(log);
+        for (i = 0; i < n_parts; i++) free(parts[i].cubin);
         return st;
     }
-    free(log);
-    log = NULL;
-    if (jl) { /* link the relocatable cubin into a loadable one */
+    if (jl) { /* link the relocatable parts into a loadable cubin */
         char larch[32];
         const char *lopts[1];
-        const void *images[1];
-        size_t sizes[1];
-        int types[1];
+        const void *images[CUDA__MAX_PARTS];
+        size_t sizes[CUDA__MAX_PARTS];
+        int types[CUDA__MAX_PARTS];
         void *linked = NULL;
         size_t linked_size = 0;
         snprintf(larch, sizeof larch, "-arch=sm_%d%d", c->cc_major, c->cc_minor);
         lopts[0] = larch;
-        images[0] = cubin;
-        sizes[0] = cubin_size;
-        types[0] = GPUOS__NVJITLINK_INPUT_CUBIN;
-        st = gpuos__nvjitlink_link(ctx, lopts, 1, images, sizes, types, 1, &linked, &linked_size, &log);
-        free(cubin);
+        for (i = 0; i < n_parts; i++) {
+            images[i] = parts[i].cubin;
+            sizes[i] = parts[i].size;
+            types[i] = GPUOS__NVJITLINK_INPUT_CUBIN;
+        }
+        st = gpuos__nvjitlink_link(ctx, lopts, 1, images, sizes, types, n_parts, &linked, &linked_size, &log);
+        for (i = 0; i < n_parts; i++) free(parts[i].cubin);
         if (st != GPUOS_OK) {
             st = gpuos__set_error(ctx, st, "gpuos_create: linking the device code failed:\n%s", log ? log : "");
             free(log);
@@ -2779,6 +2754,9 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
         cubin = linked;
         cubin_size = linked_size;
         c->compile_ms = (double)(cuda_now_ns() - t_compile0) / 1e6;
+    } else {
+        cubin = parts[0].cubin;
+        cubin_size = parts[0].size;
     }
     r = c->cu->cuModuleLoadData(&c->mod, cubin);
     if (r == CU_SUCCESS && path[0]) cuda_cache_write(path, key, cubin, cubin_size);
@@ -7399,7 +7377,7 @@ const char *const gpuos__device_source[] = {
     "/* One static buffer for every cross-warp reduction: 32 warps x 32 bytes (the largest\n",
     "   accumulator, Welford's {n, mean, m2} in f64, is 24). Static shared memory of the\n",
     "   device code: this (1 KB) and gpuos__d_mm_smem (matmul tiles). */\n",
-    "__shared__ __align__(16) unsigned char gpuos__d_red_smem[32 * 32];\n",
+    "static __shared__ __align__(16) unsigned char gpuos__d_red_smem[32 * 32]; /* one per program part */\n",
     "\n",
     "GPUOS__FN int gpuos__d_tid(void) { return (int)threadIdx.x; }\n",
     "GPUOS__FN int gpuos__d_nthreads(void) { return (int)blockDim.x; }\n",
@@ -9057,6 +9035,19 @@ const char *const gpuos__device_source[] = {
     "   gpuos__d_run maps a kernel id to (group, case) through gpuos__d_kernels.\n",
     "   Groups: 34 element-wise, 12 reductions, 3 matmul, 8 row-wise. */\n",
     "\n",
+    "/* ================================================================ parts\n",
+    "   The source can be compiled as GPUOS__D_NPARTS relocatable programs in parallel\n",
+    "   (-DGPUOS__D_NPARTS=n -DGPUOS__D_PART=k, then linked by nvJitLink): part k defines\n",
+    "   the groups with index % n == k and declares the others; part 0 also holds the\n",
+    "   dispatcher and the persistent kernel. Without the macros: one program, everything. */\n",
+    "#ifndef GPUOS__D_NPARTS\n",
+    "#define GPUOS__D_NPARTS 1\n",
+    "#endif\n",
+    "#ifndef GPUOS__D_PART\n",
+    "#define GPUOS__D_PART 0\n",
+    "#endif\n",
+    "#define GPUOS__D_MINE(g) ((g) % GPUOS__D_NPARTS == GPUOS__D_PART)\n",
+    "\n",
     "/* ================================================================ common helpers */\n",
     "template <class T> GPUOS__FN T gpuos__d_min(T a, T b) { return a < b \? a : b; }\n",
     "\n",
@@ -9477,7 +9468,7 @@ const char *const gpuos__device_source[] = {
     "#define GPUOS__D_MM_TK 16\n",
     "#define GPUOS__D_MM_RPT 4\n",
     "#define GPUOS__D_MM_BBYTES 8192 /* B tile: 16 x 128 4-byte or 16 x 64 8-byte values */\n",
-    "__shared__ __align__(16) unsigned char\n",
+    "static __shared__ __align__(16) unsigned char\n",
     "    gpuos__d_mm_smem[GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1) * 8 + GPUOS__D_MM_BBYTES];\n",
     "\n",
     "/* Loads the elements e < total of a tile, e = tid + q * blockDim, 4 per thread at a\n",
@@ -9714,9 +9705,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(0)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg0>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 1: 1 input(s), sizes out 2, in 2 */\n",
     "struct gpuos__d_ewg1 {\n",
@@ -10046,9 +10041,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(1)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg1>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 2: 1 input(s), sizes out 4, in 4 */\n",
     "struct gpuos__d_ewg2 {\n",
@@ -10234,9 +10233,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(2)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg2>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 3: 1 input(s), sizes out 8, in 8 */\n",
     "struct gpuos__d_ewg3 {\n",
@@ -10422,9 +10425,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(3)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg3>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 4: 1 input(s), sizes out 1, in 2 */\n",
     "struct gpuos__d_ewg4 {\n",
@@ -10514,9 +10521,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(4)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg4>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 5: 1 input(s), sizes out 1, in 4 */\n",
     "struct gpuos__d_ewg5 {\n",
@@ -10578,9 +10589,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(5)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg5>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 6: 1 input(s), sizes out 1, in 8 */\n",
     "struct gpuos__d_ewg6 {\n",
@@ -10642,9 +10657,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(6)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg6>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 7: 2 input(s), sizes out 1, in 1 1 */\n",
     "struct gpuos__d_ewg7 {\n",
@@ -10910,9 +10929,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(7)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg7>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 8: 2 input(s), sizes out 2, in 2 2 */\n",
     "struct gpuos__d_ewg8 {\n",
@@ -11080,9 +11103,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(8)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg8>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 9: 2 input(s), sizes out 4, in 4 4 */\n",
     "struct gpuos__d_ewg9 {\n",
@@ -11205,9 +11232,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(9)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg9>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 10: 2 input(s), sizes out 8, in 8 8 */\n",
     "struct gpuos__d_ewg10 {\n",
@@ -11330,9 +11361,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(10)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg10>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 11: 2 input(s), sizes out 1, in 2 2 */\n",
     "struct gpuos__d_ewg11 {\n",
@@ -11458,9 +11493,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(11)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg11>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 12: 2 input(s), sizes out 1, in 4 4 */\n",
     "struct gpuos__d_ewg12 {\n",
@@ -11550,9 +11589,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(12)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg12>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 13: 2 input(s), sizes out 1, in 8 8 */\n",
     "struct gpuos__d_ewg13 {\n",
@@ -11642,9 +11685,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(13)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg13>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 14: 3 input(s), sizes out 1, in 1 1 1 */\n",
     "struct gpuos__d_ewg14 {\n",
@@ -11690,9 +11737,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(14)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg14>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 15: 3 input(s), sizes out 2, in 1 2 2 */\n",
     "struct gpuos__d_ewg15 {\n",
@@ -11722,9 +11773,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(15)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg15>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 16: 3 input(s), sizes out 4, in 1 4 4 */\n",
     "struct gpuos__d_ewg16 {\n",
@@ -11750,9 +11805,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(16)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg16>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 17: 3 input(s), sizes out 8, in 1 8 8 */\n",
     "struct gpuos__d_ewg17 {\n",
@@ -11778,9 +11837,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(17)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg17>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 18: 3 input(s), sizes out 2, in 2 2 2 */\n",
     "struct gpuos__d_ewg18 {\n",
@@ -11830,9 +11893,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(18)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg18>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 19: 3 input(s), sizes out 4, in 4 4 4 */\n",
     "struct gpuos__d_ewg19 {\n",
@@ -11870,9 +11937,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(19)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg19>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 20: 3 input(s), sizes out 8, in 8 8 8 */\n",
     "struct gpuos__d_ewg20 {\n",
@@ -11910,9 +11981,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(20)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg20>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 21: 1 input(s), sizes out 2, in 1 */\n",
     "struct gpuos__d_ewg21 {\n",
@@ -11966,9 +12041,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(21)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg21>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 22: 1 input(s), sizes out 4, in 1 */\n",
     "struct gpuos__d_ewg22 {\n",
@@ -12010,9 +12089,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(22)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg22>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 23: 1 input(s), sizes out 8, in 1 */\n",
     "struct gpuos__d_ewg23 {\n",
@@ -12054,9 +12137,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(23)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg23>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 24: 1 input(s), sizes out 4, in 2 */\n",
     "struct gpuos__d_ewg24 {\n",
@@ -12098,9 +12185,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(24)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg24>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 25: 1 input(s), sizes out 8, in 2 */\n",
     "struct gpuos__d_ewg25 {\n",
@@ -12142,9 +12233,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(25)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg25>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 26: 1 input(s), sizes out 2, in 4 */\n",
     "struct gpuos__d_ewg26 {\n",
@@ -12186,9 +12281,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(26)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg26>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 27: 1 input(s), sizes out 8, in 4 */\n",
     "struct gpuos__d_ewg27 {\n",
@@ -12222,9 +12321,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(27)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg27>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 28: 1 input(s), sizes out 2, in 8 */\n",
     "struct gpuos__d_ewg28 {\n",
@@ -12266,9 +12369,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(28)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg28>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 29: 1 input(s), sizes out 4, in 8 */\n",
     "struct gpuos__d_ewg29 {\n",
@@ -12302,9 +12409,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(29)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg29>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 30: 0 input(s), sizes out 1 */\n",
     "struct gpuos__d_ewg30 {\n",
@@ -12342,9 +12453,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(30)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg30>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 31: 0 input(s), sizes out 2 */\n",
     "struct gpuos__d_ewg31 {\n",
@@ -12386,9 +12501,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(31)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg31>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 32: 0 input(s), sizes out 4 */\n",
     "struct gpuos__d_ewg32 {\n",
@@ -12422,9 +12541,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(32)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg32>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 33: 0 input(s), sizes out 8 */\n",
     "struct gpuos__d_ewg33 {\n",
@@ -12458,9 +12581,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_ew_g33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(33)\n",
+    "__device__ __noinline__ void gpuos__d_ew_g33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg33>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_ew_g33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* ---------------------------------------------------------------- reductions */\n",
     "/* group 34: sum */\n",
@@ -12538,9 +12665,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_reduce_sum(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(34)\n",
+    "__device__ __noinline__ void gpuos__d_reduce_sum(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_reduce<gpuos__d_redg_sum>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_reduce_sum(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 35: prod */\n",
     "struct gpuos__d_redg_prod {\n",
@@ -12617,9 +12748,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_reduce_prod(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(35)\n",
+    "__device__ __noinline__ void gpuos__d_reduce_prod(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_reduce<gpuos__d_redg_prod>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_reduce_prod(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 36: mean */\n",
     "struct gpuos__d_redg_mean {\n",
@@ -12671,9 +12806,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_reduce_mean(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(36)\n",
+    "__device__ __noinline__ void gpuos__d_reduce_mean(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_reduce<gpuos__d_redg_mean>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_reduce_mean(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 37: min */\n",
     "struct gpuos__d_redg_min {\n",
@@ -12755,9 +12894,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_reduce_min(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(37)\n",
+    "__device__ __noinline__ void gpuos__d_reduce_min(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_reduce<gpuos__d_redg_min>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_reduce_min(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 38: max */\n",
     "struct gpuos__d_redg_max {\n",
@@ -12839,9 +12982,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_reduce_max(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(38)\n",
+    "__device__ __noinline__ void gpuos__d_reduce_max(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_reduce<gpuos__d_redg_max>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_reduce_max(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 39: argmin */\n",
     "struct gpuos__d_redg_argmin {\n",
@@ -12923,9 +13070,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_reduce_argmin(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(39)\n",
+    "__device__ __noinline__ void gpuos__d_reduce_argmin(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_reduce<gpuos__d_redg_argmin>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_reduce_argmin(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 40: argmax */\n",
     "struct gpuos__d_redg_argmax {\n",
@@ -13007,9 +13158,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_reduce_argmax(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(40)\n",
+    "__device__ __noinline__ void gpuos__d_reduce_argmax(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_reduce<gpuos__d_redg_argmax>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_reduce_argmax(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 41: any */\n",
     "struct gpuos__d_redg_any {\n",
@@ -13091,9 +13246,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_reduce_any(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(41)\n",
+    "__device__ __noinline__ void gpuos__d_reduce_any(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_reduce<gpuos__d_redg_any>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_reduce_any(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 42: all */\n",
     "struct gpuos__d_redg_all {\n",
@@ -13175,9 +13334,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_reduce_all(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(42)\n",
+    "__device__ __noinline__ void gpuos__d_reduce_all(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_reduce<gpuos__d_redg_all>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_reduce_all(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 43: norm2 */\n",
     "struct gpuos__d_redg_norm2 {\n",
@@ -13229,9 +13392,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_reduce_norm2(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(43)\n",
+    "__device__ __noinline__ void gpuos__d_reduce_norm2(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_reduce<gpuos__d_redg_norm2>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_reduce_norm2(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 44: var */\n",
     "struct gpuos__d_redg_var {\n",
@@ -13283,9 +13450,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_reduce_var(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(44)\n",
+    "__device__ __noinline__ void gpuos__d_reduce_var(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_reduce<gpuos__d_redg_var>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_reduce_var(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 45: std */\n",
     "struct gpuos__d_redg_std {\n",
@@ -13337,9 +13508,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_reduce_std(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(45)\n",
+    "__device__ __noinline__ void gpuos__d_reduce_std(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_reduce<gpuos__d_redg_std>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_reduce_std(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* ---------------------------------------------------------------- matmul */\n",
     "/* group 46: accumulation in uint64_t */\n",
@@ -13377,9 +13552,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_matmul_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(46)\n",
+    "__device__ __noinline__ void gpuos__d_matmul_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_matmul<gpuos__d_mmg0>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_matmul_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 47: accumulation in float */\n",
     "struct gpuos__d_mmg1 {\n",
@@ -13410,9 +13589,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_matmul_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(47)\n",
+    "__device__ __noinline__ void gpuos__d_matmul_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_matmul<gpuos__d_mmg1>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_matmul_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* group 48: accumulation in double */\n",
     "struct gpuos__d_mmg2 {\n",
@@ -13437,9 +13620,13 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "};\n",
-    "static __device__ __noinline__ void gpuos__d_matmul_g2(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(48)\n",
+    "__device__ __noinline__ void gpuos__d_matmul_g2(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_matmul<gpuos__d_mmg2>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_matmul_g2(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* ---------------------------------------------------------------- row-wise */\n",
     "/* dtypes of compute type float */\n",
@@ -13479,39 +13666,72 @@ const char *const gpuos__device_source[] = {
     "    }\n",
     "};\n",
     "/* group 49: softmax in float */\n",
-    "static __device__ __noinline__ void gpuos__d_rows_g0(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(49)\n",
+    "__device__ __noinline__ void gpuos__d_rows_g0(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_rows<gpuos__d_rowsd0, GPUOS__D_SOFTMAX>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_rows_g0(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "/* group 50: softmax in double */\n",
-    "static __device__ __noinline__ void gpuos__d_rows_g1(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(50)\n",
+    "__device__ __noinline__ void gpuos__d_rows_g1(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_rows<gpuos__d_rowsd1, GPUOS__D_SOFTMAX>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_rows_g1(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "/* group 51: log_softmax in float */\n",
-    "static __device__ __noinline__ void gpuos__d_rows_g2(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(51)\n",
+    "__device__ __noinline__ void gpuos__d_rows_g2(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_rows<gpuos__d_rowsd0, GPUOS__D_LOG_SOFTMAX>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_rows_g2(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "/* group 52: log_softmax in double */\n",
-    "static __device__ __noinline__ void gpuos__d_rows_g3(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(52)\n",
+    "__device__ __noinline__ void gpuos__d_rows_g3(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_rows<gpuos__d_rowsd1, GPUOS__D_LOG_SOFTMAX>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_rows_g3(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "/* group 53: layernorm in float */\n",
-    "static __device__ __noinline__ void gpuos__d_rows_g4(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(53)\n",
+    "__device__ __noinline__ void gpuos__d_rows_g4(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_rows<gpuos__d_rowsd0, GPUOS__D_LAYERNORM>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_rows_g4(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "/* group 54: layernorm in double */\n",
-    "static __device__ __noinline__ void gpuos__d_rows_g5(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(54)\n",
+    "__device__ __noinline__ void gpuos__d_rows_g5(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_rows<gpuos__d_rowsd1, GPUOS__D_LAYERNORM>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_rows_g5(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "/* group 55: rmsnorm in float */\n",
-    "static __device__ __noinline__ void gpuos__d_rows_g6(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(55)\n",
+    "__device__ __noinline__ void gpuos__d_rows_g6(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_rows<gpuos__d_rowsd0, GPUOS__D_RMSNORM>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_rows_g6(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "/* group 56: rmsnorm in double */\n",
-    "static __device__ __noinline__ void gpuos__d_rows_g7(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "#if GPUOS__D_MINE(56)\n",
+    "__device__ __noinline__ void gpuos__d_rows_g7(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_rows<gpuos__d_rowsd1, GPUOS__D_RMSNORM>(p, begin, end, cs);\n",
     "}\n",
+    "#else\n",
+    "__device__ void gpuos__d_rows_g7(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs);\n",
+    "#endif\n",
     "\n",
     "/* ================================================================ dispatch */\n",
+    "#if GPUOS__D_PART == 0 /* the dispatcher, its table and the test entry: part 0 only */\n",
     "/* Kernel id -> (group, case); ids as gpuos__device_kernel_id (src/generated/device_ids.c). */\n",
     "#define GPUOS__D_N_KERNELS 642\n",
     "__constant__ uint16_t gpuos__d_kernels[GPUOS__D_N_KERNELS][2] = {\n",
@@ -14235,6 +14455,7 @@ const char *const gpuos__device_source[] = {
     "    for (int64_t b = (int64_t)blockIdx.x * items_per_block; b < n_items; b += (int64_t)gridDim.x * items_per_block)\n",
     "        gpuos__d_run(kernel_id, plan, b, gpuos__d_min<int64_t>(b + items_per_block, n_items));\n",
     "}\n",
+    "#endif /* GPUOS__D_PART == 0 */\n",
     "/*** End of src/generated/device_ops.cu ***/\n",
     "\n",
     "/*** Begin file src/gpuos_queue.h ***/\n",
@@ -14366,6 +14587,7 @@ const char *const gpuos__device_source[] = {
     "   synchronisation (in-order processing plus __syncthreads is enough). Dependencies\n",
     "   the host could not prove tile-local are waited for on the producer's done counter. */\n",
     "\n",
+    "#if !defined(GPUOS__D_PART) || GPUOS__D_PART == 0 /* part 0 of a split compile (device_ops.cu) */\n",
     "/* ---------------------------------------------------------------- memory model helpers */\n",
     "static __device__ __forceinline__ uint64_t gpuos__ld_acquire_sys_u64(const volatile uint64_t *p) {\n",
     "    uint64_t v;\n",
@@ -14817,6 +15039,7 @@ const char *const gpuos__device_source[] = {
     "    else\n",
     "        gpuos__pk_work(P);\n",
     "}\n",
+    "#endif /* part 0 */\n",
     "/*** End of src/device/persistent.cuh ***/\n",
     NULL
 };

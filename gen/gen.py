@@ -55,6 +55,7 @@ RENDER CONTEXT (every template gets these; Jinja2 runs with StrictUndefined)
   c_int(v, d)   an integer C literal of dtype d; float_lit(v, d): 0.5f or 0.5 for d's compute
   mask(names)   bit mask of dtype names; DTYPE, OP: gen/ops.py's dicts by name
 """
+import os
 import argparse
 import json
 import re
@@ -596,7 +597,8 @@ def assemble_device_source(w):
 def header_order(first):
     """src/*.h and src/generated/gpuos_elem.h, each after the project headers it includes,
     otherwise in the order of first, then sorted."""
-    others = sorted(str(p.relative_to(ROOT)) for p in (ROOT / 'src').glob('*.h'))
+    skip = set(os.environ.get('GPUOS_GEN_SKIP', '').split())  # files being written, left out of gpuos.c
+    others = sorted(str(p.relative_to(ROOT)) for p in (ROOT / 'src').glob('*.h') if p.name not in skip)
     wanted = [p for p in first if (ROOT / p).exists()] + [p for p in others if p not in first]
     by_name = {Path(p).name: p for p in wanted}
     order, seen = [], set()
@@ -617,7 +619,8 @@ def header_order(first):
 
 def amalgamate(env, w):
     """gpuos.c: gpuos.h's companion, every source of the library in one C99 file."""
-    sources = (sorted(str(p.relative_to(ROOT)) for p in (ROOT / 'src').glob('*.c')) +
+    skip = set(os.environ.get('GPUOS_GEN_SKIP', '').split())  # files being written, left out of gpuos.c
+    sources = (sorted(str(p.relative_to(ROOT)) for p in (ROOT / 'src').glob('*.c') if p.name not in skip) +
                sorted(str(p.relative_to(ROOT)) for p in (ROOT / 'src' / 'generated').glob('*.c')))
     parts = header_order(AMALGAMATION_HEADERS) + sources
     known = {Path(p).name for p in parts} | {'gpuos.h'}

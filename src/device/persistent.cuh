@@ -15,6 +15,7 @@
    synchronisation (in-order processing plus __syncthreads is enough). Dependencies
    the host could not prove tile-local are waited for on the producer's done counter. */
 
+#if !defined(GPUOS__D_PART) || GPUOS__D_PART == 0 /* part 0 of a split compile (device_ops.cu) */
 /* ---------------------------------------------------------------- memory model helpers */
 static __device__ __forceinline__ uint64_t gpuos__ld_acquire_sys_u64(const volatile uint64_t *p) {
     uint64_t v;
@@ -466,3 +467,4 @@ extern "C" __global__ void __launch_bounds__(GPUOS__PK_THREADS) gpuos__pk_main(g
     else
         gpuos__pk_work(P);
 }
+#endif /* part 0 */

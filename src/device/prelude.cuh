@@ -108,7 +108,7 @@ GPUOS__FN uint16_t gpuos__f64_to_bf16(double d) { /* one rounding from f64 (PTX 
 /* One static buffer for every cross-warp reduction: 32 warps x 32 bytes (the largest
    accumulator, Welford's {n, mean, m2} in f64, is 24). Static shared memory of the
    device code: this (1 KB) and gpuos__d_mm_smem (matmul tiles). */
-__shared__ __align__(16) unsigned char gpuos__d_red_smem[32 * 32];
+static __shared__ __align__(16) unsigned char gpuos__d_red_smem[32 * 32]; /* one per program part */
 
 GPUOS__FN int gpuos__d_tid(void) { return (int)threadIdx.x; }
 GPUOS__FN int gpuos__d_nthreads(void) { return (int)blockDim.x; }

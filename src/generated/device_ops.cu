@@ -25,6 +25,19 @@
    gpuos__d_run maps a kernel id to (group, case) through gpuos__d_kernels.
    Groups: 34 element-wise, 12 reductions, 3 matmul, 8 row-wise. */
 
+/* ================================================================ parts
+   The source can be compiled as GPUOS__D_NPARTS relocatable programs in parallel
+   (-DGPUOS__D_NPARTS=n -DGPUOS__D_PART=k, then linked by nvJitLink): part k defines
+   the groups with index % n == k and declares the others; part 0 also holds the
+   dispatcher and the persistent kernel. Without the macros: one program, everything. */
+#ifndef GPUOS__D_NPARTS
+#define GPUOS__D_NPARTS 1
+#endif
+#ifndef GPUOS__D_PART
+#define GPUOS__D_PART 0
+#endif
+#define GPUOS__D_MINE(g) ((g) % GPUOS__D_NPARTS == GPUOS__D_PART)
+
 /* ================================================================ common helpers */
 template <class T> GPUOS__FN T gpuos__d_min(T a, T b) { return a < b ? a : b; }
 
@@ -445,7 +458,7 @@ template <class D, int OP> GPUOS__FN void gpuos__d_rows(const gpuos__rows_plan *
 #define GPUOS__D_MM_TK 16
 #define GPUOS__D_MM_RPT 4
 #define GPUOS__D_MM_BBYTES 8192 /* B tile: 16 x 128 4-byte or 16 x 64 8-byte values */
-__shared__ __align__(16) unsigned char
+static __shared__ __align__(16) unsigned char
     gpuos__d_mm_smem[GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1) * 8 + GPUOS__D_MM_BBYTES];
 
 /* Loads the elements e < total of a tile, e = tid + q * blockDim, 4 per thread at a
@@ -682,9 +695,13 @@ struct gpuos__d_ewg0 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(0)
+__device__ __noinline__ void gpuos__d_ew_g0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg0>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 1: 1 input(s), sizes out 2, in 2 */
 struct gpuos__d_ewg1 {
@@ -1014,9 +1031,13 @@ struct gpuos__d_ewg1 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(1)
+__device__ __noinline__ void gpuos__d_ew_g1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg1>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 2: 1 input(s), sizes out 4, in 4 */
 struct gpuos__d_ewg2 {
@@ -1202,9 +1223,13 @@ struct gpuos__d_ewg2 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(2)
+__device__ __noinline__ void gpuos__d_ew_g2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg2>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 3: 1 input(s), sizes out 8, in 8 */
 struct gpuos__d_ewg3 {
@@ -1390,9 +1415,13 @@ struct gpuos__d_ewg3 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(3)
+__device__ __noinline__ void gpuos__d_ew_g3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg3>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 4: 1 input(s), sizes out 1, in 2 */
 struct gpuos__d_ewg4 {
@@ -1482,9 +1511,13 @@ struct gpuos__d_ewg4 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(4)
+__device__ __noinline__ void gpuos__d_ew_g4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg4>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 5: 1 input(s), sizes out 1, in 4 */
 struct gpuos__d_ewg5 {
@@ -1546,9 +1579,13 @@ struct gpuos__d_ewg5 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(5)
+__device__ __noinline__ void gpuos__d_ew_g5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg5>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 6: 1 input(s), sizes out 1, in 8 */
 struct gpuos__d_ewg6 {
@@ -1610,9 +1647,13 @@ struct gpuos__d_ewg6 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(6)
+__device__ __noinline__ void gpuos__d_ew_g6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg6>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 7: 2 input(s), sizes out 1, in 1 1 */
 struct gpuos__d_ewg7 {
@@ -1878,9 +1919,13 @@ struct gpuos__d_ewg7 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(7)
+__device__ __noinline__ void gpuos__d_ew_g7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg7>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 8: 2 input(s), sizes out 2, in 2 2 */
 struct gpuos__d_ewg8 {
@@ -2048,9 +2093,13 @@ struct gpuos__d_ewg8 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(8)
+__device__ __noinline__ void gpuos__d_ew_g8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg8>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 9: 2 input(s), sizes out 4, in 4 4 */
 struct gpuos__d_ewg9 {
@@ -2173,9 +2222,13 @@ struct gpuos__d_ewg9 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(9)
+__device__ __noinline__ void gpuos__d_ew_g9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg9>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 10: 2 input(s), sizes out 8, in 8 8 */
 struct gpuos__d_ewg10 {
@@ -2298,9 +2351,13 @@ struct gpuos__d_ewg10 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(10)
+__device__ __noinline__ void gpuos__d_ew_g10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg10>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 11: 2 input(s), sizes out 1, in 2 2 */
 struct gpuos__d_ewg11 {
@@ -2426,9 +2483,13 @@ struct gpuos__d_ewg11 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(11)
+__device__ __noinline__ void gpuos__d_ew_g11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg11>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 12: 2 input(s), sizes out 1, in 4 4 */
 struct gpuos__d_ewg12 {
@@ -2518,9 +2579,13 @@ struct gpuos__d_ewg12 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(12)
+__device__ __noinline__ void gpuos__d_ew_g12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg12>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 13: 2 input(s), sizes out 1, in 8 8 */
 struct gpuos__d_ewg13 {
@@ -2610,9 +2675,13 @@ struct gpuos__d_ewg13 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(13)
+__device__ __noinline__ void gpuos__d_ew_g13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg13>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 14: 3 input(s), sizes out 1, in 1 1 1 */
 struct gpuos__d_ewg14 {
@@ -2658,9 +2727,13 @@ struct gpuos__d_ewg14 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(14)
+__device__ __noinline__ void gpuos__d_ew_g14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg14>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 15: 3 input(s), sizes out 2, in 1 2 2 */
 struct gpuos__d_ewg15 {
@@ -2690,9 +2763,13 @@ struct gpuos__d_ewg15 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(15)
+__device__ __noinline__ void gpuos__d_ew_g15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg15>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 16: 3 input(s), sizes out 4, in 1 4 4 */
 struct gpuos__d_ewg16 {
@@ -2718,9 +2795,13 @@ struct gpuos__d_ewg16 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(16)
+__device__ __noinline__ void gpuos__d_ew_g16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg16>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 17: 3 input(s), sizes out 8, in 1 8 8 */
 struct gpuos__d_ewg17 {
@@ -2746,9 +2827,13 @@ struct gpuos__d_ewg17 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(17)
+__device__ __noinline__ void gpuos__d_ew_g17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg17>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 18: 3 input(s), sizes out 2, in 2 2 2 */
 struct gpuos__d_ewg18 {
@@ -2798,9 +2883,13 @@ struct gpuos__d_ewg18 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(18)
+__device__ __noinline__ void gpuos__d_ew_g18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg18>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 19: 3 input(s), sizes out 4, in 4 4 4 */
 struct gpuos__d_ewg19 {
@@ -2838,9 +2927,13 @@ struct gpuos__d_ewg19 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(19)
+__device__ __noinline__ void gpuos__d_ew_g19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg19>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 20: 3 input(s), sizes out 8, in 8 8 8 */
 struct gpuos__d_ewg20 {
@@ -2878,9 +2971,13 @@ struct gpuos__d_ewg20 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(20)
+__device__ __noinline__ void gpuos__d_ew_g20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg20>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 21: 1 input(s), sizes out 2, in 1 */
 struct gpuos__d_ewg21 {
@@ -2934,9 +3031,13 @@ struct gpuos__d_ewg21 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(21)
+__device__ __noinline__ void gpuos__d_ew_g21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg21>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 22: 1 input(s), sizes out 4, in 1 */
 struct gpuos__d_ewg22 {
@@ -2978,9 +3079,13 @@ struct gpuos__d_ewg22 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(22)
+__device__ __noinline__ void gpuos__d_ew_g22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg22>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 23: 1 input(s), sizes out 8, in 1 */
 struct gpuos__d_ewg23 {
@@ -3022,9 +3127,13 @@ struct gpuos__d_ewg23 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(23)
+__device__ __noinline__ void gpuos__d_ew_g23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg23>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 24: 1 input(s), sizes out 4, in 2 */
 struct gpuos__d_ewg24 {
@@ -3066,9 +3175,13 @@ struct gpuos__d_ewg24 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(24)
+__device__ __noinline__ void gpuos__d_ew_g24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg24>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 25: 1 input(s), sizes out 8, in 2 */
 struct gpuos__d_ewg25 {
@@ -3110,9 +3223,13 @@ struct gpuos__d_ewg25 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(25)
+__device__ __noinline__ void gpuos__d_ew_g25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg25>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 26: 1 input(s), sizes out 2, in 4 */
 struct gpuos__d_ewg26 {
@@ -3154,9 +3271,13 @@ struct gpuos__d_ewg26 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(26)
+__device__ __noinline__ void gpuos__d_ew_g26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg26>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 27: 1 input(s), sizes out 8, in 4 */
 struct gpuos__d_ewg27 {
@@ -3190,9 +3311,13 @@ struct gpuos__d_ewg27 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(27)
+__device__ __noinline__ void gpuos__d_ew_g27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg27>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 28: 1 input(s), sizes out 2, in 8 */
 struct gpuos__d_ewg28 {
@@ -3234,9 +3359,13 @@ struct gpuos__d_ewg28 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(28)
+__device__ __noinline__ void gpuos__d_ew_g28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg28>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 29: 1 input(s), sizes out 4, in 8 */
 struct gpuos__d_ewg29 {
@@ -3270,9 +3399,13 @@ struct gpuos__d_ewg29 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(29)
+__device__ __noinline__ void gpuos__d_ew_g29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg29>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 30: 0 input(s), sizes out 1 */
 struct gpuos__d_ewg30 {
@@ -3310,9 +3443,13 @@ struct gpuos__d_ewg30 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(30)
+__device__ __noinline__ void gpuos__d_ew_g30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg30>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 31: 0 input(s), sizes out 2 */
 struct gpuos__d_ewg31 {
@@ -3354,9 +3491,13 @@ struct gpuos__d_ewg31 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(31)
+__device__ __noinline__ void gpuos__d_ew_g31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg31>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 32: 0 input(s), sizes out 4 */
 struct gpuos__d_ewg32 {
@@ -3390,9 +3531,13 @@ struct gpuos__d_ewg32 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(32)
+__device__ __noinline__ void gpuos__d_ew_g32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg32>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 33: 0 input(s), sizes out 8 */
 struct gpuos__d_ewg33 {
@@ -3426,9 +3571,13 @@ struct gpuos__d_ewg33 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(33)
+__device__ __noinline__ void gpuos__d_ew_g33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg33>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* ---------------------------------------------------------------- reductions */
 /* group 34: sum */
@@ -3506,9 +3655,13 @@ struct gpuos__d_redg_sum {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_reduce_sum(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(34)
+__device__ __noinline__ void gpuos__d_reduce_sum(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_reduce<gpuos__d_redg_sum>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_reduce_sum(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 35: prod */
 struct gpuos__d_redg_prod {
@@ -3585,9 +3738,13 @@ struct gpuos__d_redg_prod {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_reduce_prod(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(35)
+__device__ __noinline__ void gpuos__d_reduce_prod(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_reduce<gpuos__d_redg_prod>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_reduce_prod(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 36: mean */
 struct gpuos__d_redg_mean {
@@ -3639,9 +3796,13 @@ struct gpuos__d_redg_mean {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_reduce_mean(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(36)
+__device__ __noinline__ void gpuos__d_reduce_mean(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_reduce<gpuos__d_redg_mean>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_reduce_mean(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 37: min */
 struct gpuos__d_redg_min {
@@ -3723,9 +3884,13 @@ struct gpuos__d_redg_min {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_reduce_min(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(37)
+__device__ __noinline__ void gpuos__d_reduce_min(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_reduce<gpuos__d_redg_min>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_reduce_min(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 38: max */
 struct gpuos__d_redg_max {
@@ -3807,9 +3972,13 @@ struct gpuos__d_redg_max {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_reduce_max(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(38)
+__device__ __noinline__ void gpuos__d_reduce_max(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_reduce<gpuos__d_redg_max>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_reduce_max(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 39: argmin */
 struct gpuos__d_redg_argmin {
@@ -3891,9 +4060,13 @@ struct gpuos__d_redg_argmin {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_reduce_argmin(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(39)
+__device__ __noinline__ void gpuos__d_reduce_argmin(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_reduce<gpuos__d_redg_argmin>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_reduce_argmin(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 40: argmax */
 struct gpuos__d_redg_argmax {
@@ -3975,9 +4148,13 @@ struct gpuos__d_redg_argmax {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_reduce_argmax(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(40)
+__device__ __noinline__ void gpuos__d_reduce_argmax(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_reduce<gpuos__d_redg_argmax>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_reduce_argmax(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 41: any */
 struct gpuos__d_redg_any {
@@ -4059,9 +4236,13 @@ struct gpuos__d_redg_any {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_reduce_any(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(41)
+__device__ __noinline__ void gpuos__d_reduce_any(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_reduce<gpuos__d_redg_any>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_reduce_any(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 42: all */
 struct gpuos__d_redg_all {
@@ -4143,9 +4324,13 @@ struct gpuos__d_redg_all {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_reduce_all(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(42)
+__device__ __noinline__ void gpuos__d_reduce_all(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_reduce<gpuos__d_redg_all>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_reduce_all(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 43: norm2 */
 struct gpuos__d_redg_norm2 {
@@ -4197,9 +4382,13 @@ struct gpuos__d_redg_norm2 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_reduce_norm2(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(43)
+__device__ __noinline__ void gpuos__d_reduce_norm2(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_reduce<gpuos__d_redg_norm2>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_reduce_norm2(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 44: var */
 struct gpuos__d_redg_var {
@@ -4251,9 +4440,13 @@ struct gpuos__d_redg_var {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_reduce_var(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(44)
+__device__ __noinline__ void gpuos__d_reduce_var(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_reduce<gpuos__d_redg_var>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_reduce_var(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 45: std */
 struct gpuos__d_redg_std {
@@ -4305,9 +4498,13 @@ struct gpuos__d_redg_std {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_reduce_std(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(45)
+__device__ __noinline__ void gpuos__d_reduce_std(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_reduce<gpuos__d_redg_std>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_reduce_std(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* ---------------------------------------------------------------- matmul */
 /* group 46: accumulation in uint64_t */
@@ -4345,9 +4542,13 @@ struct gpuos__d_mmg0 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_matmul_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(46)
+__device__ __noinline__ void gpuos__d_matmul_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_matmul<gpuos__d_mmg0>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_matmul_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 47: accumulation in float */
 struct gpuos__d_mmg1 {
@@ -4378,9 +4579,13 @@ struct gpuos__d_mmg1 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_matmul_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(47)
+__device__ __noinline__ void gpuos__d_matmul_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_matmul<gpuos__d_mmg1>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_matmul_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 48: accumulation in double */
 struct gpuos__d_mmg2 {
@@ -4405,9 +4610,13 @@ struct gpuos__d_mmg2 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_matmul_g2(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(48)
+__device__ __noinline__ void gpuos__d_matmul_g2(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_matmul<gpuos__d_mmg2>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_matmul_g2(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* ---------------------------------------------------------------- row-wise */
 /* dtypes of compute type float */
@@ -4447,39 +4656,72 @@ struct gpuos__d_rowsd1 {
     }
 };
 /* group 49: softmax in float */
-static __device__ __noinline__ void gpuos__d_rows_g0(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(49)
+__device__ __noinline__ void gpuos__d_rows_g0(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_rows<gpuos__d_rowsd0, GPUOS__D_SOFTMAX>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_rows_g0(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 /* group 50: softmax in double */
-static __device__ __noinline__ void gpuos__d_rows_g1(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(50)
+__device__ __noinline__ void gpuos__d_rows_g1(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_rows<gpuos__d_rowsd1, GPUOS__D_SOFTMAX>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_rows_g1(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 /* group 51: log_softmax in float */
-static __device__ __noinline__ void gpuos__d_rows_g2(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(51)
+__device__ __noinline__ void gpuos__d_rows_g2(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_rows<gpuos__d_rowsd0, GPUOS__D_LOG_SOFTMAX>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_rows_g2(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 /* group 52: log_softmax in double */
-static __device__ __noinline__ void gpuos__d_rows_g3(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(52)
+__device__ __noinline__ void gpuos__d_rows_g3(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_rows<gpuos__d_rowsd1, GPUOS__D_LOG_SOFTMAX>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_rows_g3(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 /* group 53: layernorm in float */
-static __device__ __noinline__ void gpuos__d_rows_g4(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(53)
+__device__ __noinline__ void gpuos__d_rows_g4(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_rows<gpuos__d_rowsd0, GPUOS__D_LAYERNORM>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_rows_g4(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 /* group 54: layernorm in double */
-static __device__ __noinline__ void gpuos__d_rows_g5(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(54)
+__device__ __noinline__ void gpuos__d_rows_g5(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_rows<gpuos__d_rowsd1, GPUOS__D_LAYERNORM>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_rows_g5(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 /* group 55: rmsnorm in float */
-static __device__ __noinline__ void gpuos__d_rows_g6(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(55)
+__device__ __noinline__ void gpuos__d_rows_g6(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_rows<gpuos__d_rowsd0, GPUOS__D_RMSNORM>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_rows_g6(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 /* group 56: rmsnorm in double */
-static __device__ __noinline__ void gpuos__d_rows_g7(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(56)
+__device__ __noinline__ void gpuos__d_rows_g7(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_rows<gpuos__d_rowsd1, GPUOS__D_RMSNORM>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_rows_g7(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* ================================================================ dispatch */
+#if GPUOS__D_PART == 0 /* the dispatcher, its table and the test entry: part 0 only */
 /* Kernel id -> (group, case); ids as gpuos__device_kernel_id (src/generated/device_ids.c). */
 #define GPUOS__D_N_KERNELS 642
 __constant__ uint16_t gpuos__d_kernels[GPUOS__D_N_KERNELS][2] = {
@@ -5203,3 +5445,4 @@ extern "C" __global__ void gpuos__d_test_kernel(int kernel_id, const void *plan,
     for (int64_t b = (int64_t)blockIdx.x * items_per_block; b < n_items; b += (int64_t)gridDim.x * items_per_block)
         gpuos__d_run(kernel_id, plan, b, gpuos__d_min<int64_t>(b + items_per_block, n_items));
 }
+#endif /* GPUOS__D_PART == 0 */

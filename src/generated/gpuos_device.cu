@@ -114,7 +114,7 @@ GPUOS__FN uint16_t gpuos__f64_to_bf16(double d) { /* one rounding from f64 (PTX 
 /* One static buffer for every cross-warp reduction: 32 warps x 32 bytes (the largest
    accumulator, Welford's {n, mean, m2} in f64, is 24). Static shared memory of the
    device code: this (1 KB) and gpuos__d_mm_smem (matmul tiles). */
-__shared__ __align__(16) unsigned char gpuos__d_red_smem[32 * 32];
+static __shared__ __align__(16) unsigned char gpuos__d_red_smem[32 * 32]; /* one per program part */
 
 GPUOS__FN int gpuos__d_tid(void) { return (int)threadIdx.x; }
 GPUOS__FN int gpuos__d_nthreads(void) { return (int)blockDim.x; }
@@ -1772,6 +1772,19 @@ GPUOS__FN double gpuos__r_std_f64_final(gpuos__racc_std_f64 acc, int64_t n, int3
    gpuos__d_run maps a kernel id to (group, case) through gpuos__d_kernels.
    Groups: 34 element-wise, 12 reductions, 3 matmul, 8 row-wise. */
 
+/* ================================================================ parts
+   The source can be compiled as GPUOS__D_NPARTS relocatable programs in parallel
+   (-DGPUOS__D_NPARTS=n -DGPUOS__D_PART=k, then linked by nvJitLink): part k defines
+   the groups with index % n == k and declares the others; part 0 also holds the
+   dispatcher and the persistent kernel. Without the macros: one program, everything. */
+#ifndef GPUOS__D_NPARTS
+#define GPUOS__D_NPARTS 1
+#endif
+#ifndef GPUOS__D_PART
+#define GPUOS__D_PART 0
+#endif
+#define GPUOS__D_MINE(g) ((g) % GPUOS__D_NPARTS == GPUOS__D_PART)
+
 /* ================================================================ common helpers */
 template <class T> GPUOS__FN T gpuos__d_min(T a, T b) { return a < b ? a : b; }
 
@@ -2192,7 +2205,7 @@ template <class D, int OP> GPUOS__FN void gpuos__d_rows(const gpuos__rows_plan *
 #define GPUOS__D_MM_TK 16
 #define GPUOS__D_MM_RPT 4
 #define GPUOS__D_MM_BBYTES 8192 /* B tile: 16 x 128 4-byte or 16 x 64 8-byte values */
-__shared__ __align__(16) unsigned char
+static __shared__ __align__(16) unsigned char
     gpuos__d_mm_smem[GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1) * 8 + GPUOS__D_MM_BBYTES];
 
 /* Loads the elements e < total of a tile, e = tid + q * blockDim, 4 per thread at a
@@ -2429,9 +2442,13 @@ struct gpuos__d_ewg0 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(0)
+__device__ __noinline__ void gpuos__d_ew_g0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg0>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 1: 1 input(s), sizes out 2, in 2 */
 struct gpuos__d_ewg1 {
@@ -2761,9 +2778,13 @@ struct gpuos__d_ewg1 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(1)
+__device__ __noinline__ void gpuos__d_ew_g1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg1>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 2: 1 input(s), sizes out 4, in 4 */
 struct gpuos__d_ewg2 {
@@ -2949,9 +2970,13 @@ struct gpuos__d_ewg2 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(2)
+__device__ __noinline__ void gpuos__d_ew_g2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg2>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 3: 1 input(s), sizes out 8, in 8 */
 struct gpuos__d_ewg3 {
@@ -3137,9 +3162,13 @@ struct gpuos__d_ewg3 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(3)
+__device__ __noinline__ void gpuos__d_ew_g3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg3>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 4: 1 input(s), sizes out 1, in 2 */
 struct gpuos__d_ewg4 {
@@ -3229,9 +3258,13 @@ struct gpuos__d_ewg4 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(4)
+__device__ __noinline__ void gpuos__d_ew_g4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg4>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 5: 1 input(s), sizes out 1, in 4 */
 struct gpuos__d_ewg5 {
@@ -3293,9 +3326,13 @@ struct gpuos__d_ewg5 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(5)
+__device__ __noinline__ void gpuos__d_ew_g5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg5>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 6: 1 input(s), sizes out 1, in 8 */
 struct gpuos__d_ewg6 {
@@ -3357,9 +3394,13 @@ struct gpuos__d_ewg6 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(6)
+__device__ __noinline__ void gpuos__d_ew_g6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg6>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 7: 2 input(s), sizes out 1, in 1 1 */
 struct gpuos__d_ewg7 {
@@ -3625,9 +3666,13 @@ struct gpuos__d_ewg7 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(7)
+__device__ __noinline__ void gpuos__d_ew_g7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg7>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 8: 2 input(s), sizes out 2, in 2 2 */
 struct gpuos__d_ewg8 {
@@ -3795,9 +3840,13 @@ struct gpuos__d_ewg8 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(8)
+__device__ __noinline__ void gpuos__d_ew_g8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg8>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 9: 2 input(s), sizes out 4, in 4 4 */
 struct gpuos__d_ewg9 {
@@ -3920,9 +3969,13 @@ struct gpuos__d_ewg9 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(9)
+__device__ __noinline__ void gpuos__d_ew_g9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg9>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 10: 2 input(s), sizes out 8, in 8 8 */
 struct gpuos__d_ewg10 {
@@ -4045,9 +4098,13 @@ struct gpuos__d_ewg10 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(10)
+__device__ __noinline__ void gpuos__d_ew_g10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg10>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 11: 2 input(s), sizes out 1, in 2 2 */
 struct gpuos__d_ewg11 {
@@ -4173,9 +4230,13 @@ struct gpuos__d_ewg11 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(11)
+__device__ __noinline__ void gpuos__d_ew_g11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg11>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 12: 2 input(s), sizes out 1, in 4 4 */
 struct gpuos__d_ewg12 {
@@ -4265,9 +4326,13 @@ struct gpuos__d_ewg12 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(12)
+__device__ __noinline__ void gpuos__d_ew_g12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg12>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 13: 2 input(s), sizes out 1, in 8 8 */
 struct gpuos__d_ewg13 {
@@ -4357,9 +4422,13 @@ struct gpuos__d_ewg13 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(13)
+__device__ __noinline__ void gpuos__d_ew_g13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg13>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 14: 3 input(s), sizes out 1, in 1 1 1 */
 struct gpuos__d_ewg14 {
@@ -4405,9 +4474,13 @@ struct gpuos__d_ewg14 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(14)
+__device__ __noinline__ void gpuos__d_ew_g14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg14>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 15: 3 input(s), sizes out 2, in 1 2 2 */
 struct gpuos__d_ewg15 {
@@ -4437,9 +4510,13 @@ struct gpuos__d_ewg15 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(15)
+__device__ __noinline__ void gpuos__d_ew_g15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg15>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 16: 3 input(s), sizes out 4, in 1 4 4 */
 struct gpuos__d_ewg16 {
@@ -4465,9 +4542,13 @@ struct gpuos__d_ewg16 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(16)
+__device__ __noinline__ void gpuos__d_ew_g16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg16>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 17: 3 input(s), sizes out 8, in 1 8 8 */
 struct gpuos__d_ewg17 {
@@ -4493,9 +4574,13 @@ struct gpuos__d_ewg17 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(17)
+__device__ __noinline__ void gpuos__d_ew_g17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg17>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 18: 3 input(s), sizes out 2, in 2 2 2 */
 struct gpuos__d_ewg18 {
@@ -4545,9 +4630,13 @@ struct gpuos__d_ewg18 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(18)
+__device__ __noinline__ void gpuos__d_ew_g18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg18>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 19: 3 input(s), sizes out 4, in 4 4 4 */
 struct gpuos__d_ewg19 {
@@ -4585,9 +4674,13 @@ struct gpuos__d_ewg19 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(19)
+__device__ __noinline__ void gpuos__d_ew_g19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg19>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 20: 3 input(s), sizes out 8, in 8 8 8 */
 struct gpuos__d_ewg20 {
@@ -4625,9 +4718,13 @@ struct gpuos__d_ewg20 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(20)
+__device__ __noinline__ void gpuos__d_ew_g20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg20>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 21: 1 input(s), sizes out 2, in 1 */
 struct gpuos__d_ewg21 {
@@ -4681,9 +4778,13 @@ struct gpuos__d_ewg21 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(21)
+__device__ __noinline__ void gpuos__d_ew_g21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg21>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 22: 1 input(s), sizes out 4, in 1 */
 struct gpuos__d_ewg22 {
@@ -4725,9 +4826,13 @@ struct gpuos__d_ewg22 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(22)
+__device__ __noinline__ void gpuos__d_ew_g22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg22>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 23: 1 input(s), sizes out 8, in 1 */
 struct gpuos__d_ewg23 {
@@ -4769,9 +4874,13 @@ struct gpuos__d_ewg23 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(23)
+__device__ __noinline__ void gpuos__d_ew_g23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg23>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 24: 1 input(s), sizes out 4, in 2 */
 struct gpuos__d_ewg24 {
@@ -4813,9 +4922,13 @@ struct gpuos__d_ewg24 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(24)
+__device__ __noinline__ void gpuos__d_ew_g24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg24>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 25: 1 input(s), sizes out 8, in 2 */
 struct gpuos__d_ewg25 {
@@ -4857,9 +4970,13 @@ struct gpuos__d_ewg25 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(25)
+__device__ __noinline__ void gpuos__d_ew_g25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg25>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 26: 1 input(s), sizes out 2, in 4 */
 struct gpuos__d_ewg26 {
@@ -4901,9 +5018,13 @@ struct gpuos__d_ewg26 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(26)
+__device__ __noinline__ void gpuos__d_ew_g26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg26>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 27: 1 input(s), sizes out 8, in 4 */
 struct gpuos__d_ewg27 {
@@ -4937,9 +5058,13 @@ struct gpuos__d_ewg27 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(27)
+__device__ __noinline__ void gpuos__d_ew_g27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg27>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 28: 1 input(s), sizes out 2, in 8 */
 struct gpuos__d_ewg28 {
@@ -4981,9 +5106,13 @@ struct gpuos__d_ewg28 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(28)
+__device__ __noinline__ void gpuos__d_ew_g28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg28>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 29: 1 input(s), sizes out 4, in 8 */
 struct gpuos__d_ewg29 {
@@ -5017,9 +5146,13 @@ struct gpuos__d_ewg29 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(29)
+__device__ __noinline__ void gpuos__d_ew_g29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg29>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 30: 0 input(s), sizes out 1 */
 struct gpuos__d_ewg30 {
@@ -5057,9 +5190,13 @@ struct gpuos__d_ewg30 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(30)
+__device__ __noinline__ void gpuos__d_ew_g30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg30>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 31: 0 input(s), sizes out 2 */
 struct gpuos__d_ewg31 {
@@ -5101,9 +5238,13 @@ struct gpuos__d_ewg31 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(31)
+__device__ __noinline__ void gpuos__d_ew_g31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg31>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 32: 0 input(s), sizes out 4 */
 struct gpuos__d_ewg32 {
@@ -5137,9 +5278,13 @@ struct gpuos__d_ewg32 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(32)
+__device__ __noinline__ void gpuos__d_ew_g32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg32>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 33: 0 input(s), sizes out 8 */
 struct gpuos__d_ewg33 {
@@ -5173,9 +5318,13 @@ struct gpuos__d_ewg33 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_ew_g33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(33)
+__device__ __noinline__ void gpuos__d_ew_g33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg33>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_ew_g33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* ---------------------------------------------------------------- reductions */
 /* group 34: sum */
@@ -5253,9 +5402,13 @@ struct gpuos__d_redg_sum {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_reduce_sum(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(34)
+__device__ __noinline__ void gpuos__d_reduce_sum(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_reduce<gpuos__d_redg_sum>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_reduce_sum(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 35: prod */
 struct gpuos__d_redg_prod {
@@ -5332,9 +5485,13 @@ struct gpuos__d_redg_prod {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_reduce_prod(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(35)
+__device__ __noinline__ void gpuos__d_reduce_prod(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_reduce<gpuos__d_redg_prod>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_reduce_prod(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 36: mean */
 struct gpuos__d_redg_mean {
@@ -5386,9 +5543,13 @@ struct gpuos__d_redg_mean {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_reduce_mean(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(36)
+__device__ __noinline__ void gpuos__d_reduce_mean(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_reduce<gpuos__d_redg_mean>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_reduce_mean(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 37: min */
 struct gpuos__d_redg_min {
@@ -5470,9 +5631,13 @@ struct gpuos__d_redg_min {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_reduce_min(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(37)
+__device__ __noinline__ void gpuos__d_reduce_min(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_reduce<gpuos__d_redg_min>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_reduce_min(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 38: max */
 struct gpuos__d_redg_max {
@@ -5554,9 +5719,13 @@ struct gpuos__d_redg_max {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_reduce_max(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(38)
+__device__ __noinline__ void gpuos__d_reduce_max(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_reduce<gpuos__d_redg_max>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_reduce_max(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 39: argmin */
 struct gpuos__d_redg_argmin {
@@ -5638,9 +5807,13 @@ struct gpuos__d_redg_argmin {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_reduce_argmin(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(39)
+__device__ __noinline__ void gpuos__d_reduce_argmin(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_reduce<gpuos__d_redg_argmin>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_reduce_argmin(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 40: argmax */
 struct gpuos__d_redg_argmax {
@@ -5722,9 +5895,13 @@ struct gpuos__d_redg_argmax {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_reduce_argmax(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(40)
+__device__ __noinline__ void gpuos__d_reduce_argmax(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_reduce<gpuos__d_redg_argmax>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_reduce_argmax(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 41: any */
 struct gpuos__d_redg_any {
@@ -5806,9 +5983,13 @@ struct gpuos__d_redg_any {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_reduce_any(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(41)
+__device__ __noinline__ void gpuos__d_reduce_any(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_reduce<gpuos__d_redg_any>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_reduce_any(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 42: all */
 struct gpuos__d_redg_all {
@@ -5890,9 +6071,13 @@ struct gpuos__d_redg_all {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_reduce_all(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(42)
+__device__ __noinline__ void gpuos__d_reduce_all(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_reduce<gpuos__d_redg_all>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_reduce_all(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 43: norm2 */
 struct gpuos__d_redg_norm2 {
@@ -5944,9 +6129,13 @@ struct gpuos__d_redg_norm2 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_reduce_norm2(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(43)
+__device__ __noinline__ void gpuos__d_reduce_norm2(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_reduce<gpuos__d_redg_norm2>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_reduce_norm2(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 44: var */
 struct gpuos__d_redg_var {
@@ -5998,9 +6187,13 @@ struct gpuos__d_redg_var {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_reduce_var(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(44)
+__device__ __noinline__ void gpuos__d_reduce_var(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_reduce<gpuos__d_redg_var>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_reduce_var(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 45: std */
 struct gpuos__d_redg_std {
@@ -6052,9 +6245,13 @@ struct gpuos__d_redg_std {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_reduce_std(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(45)
+__device__ __noinline__ void gpuos__d_reduce_std(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_reduce<gpuos__d_redg_std>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_reduce_std(const gpuos__reduce_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* ---------------------------------------------------------------- matmul */
 /* group 46: accumulation in uint64_t */
@@ -6092,9 +6289,13 @@ struct gpuos__d_mmg0 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_matmul_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(46)
+__device__ __noinline__ void gpuos__d_matmul_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_matmul<gpuos__d_mmg0>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_matmul_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 47: accumulation in float */
 struct gpuos__d_mmg1 {
@@ -6125,9 +6326,13 @@ struct gpuos__d_mmg1 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_matmul_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(47)
+__device__ __noinline__ void gpuos__d_matmul_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_matmul<gpuos__d_mmg1>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_matmul_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* group 48: accumulation in double */
 struct gpuos__d_mmg2 {
@@ -6152,9 +6357,13 @@ struct gpuos__d_mmg2 {
         }
     }
 };
-static __device__ __noinline__ void gpuos__d_matmul_g2(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(48)
+__device__ __noinline__ void gpuos__d_matmul_g2(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_matmul<gpuos__d_mmg2>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_matmul_g2(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* ---------------------------------------------------------------- row-wise */
 /* dtypes of compute type float */
@@ -6194,39 +6403,72 @@ struct gpuos__d_rowsd1 {
     }
 };
 /* group 49: softmax in float */
-static __device__ __noinline__ void gpuos__d_rows_g0(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(49)
+__device__ __noinline__ void gpuos__d_rows_g0(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_rows<gpuos__d_rowsd0, GPUOS__D_SOFTMAX>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_rows_g0(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 /* group 50: softmax in double */
-static __device__ __noinline__ void gpuos__d_rows_g1(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(50)
+__device__ __noinline__ void gpuos__d_rows_g1(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_rows<gpuos__d_rowsd1, GPUOS__D_SOFTMAX>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_rows_g1(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 /* group 51: log_softmax in float */
-static __device__ __noinline__ void gpuos__d_rows_g2(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(51)
+__device__ __noinline__ void gpuos__d_rows_g2(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_rows<gpuos__d_rowsd0, GPUOS__D_LOG_SOFTMAX>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_rows_g2(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 /* group 52: log_softmax in double */
-static __device__ __noinline__ void gpuos__d_rows_g3(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(52)
+__device__ __noinline__ void gpuos__d_rows_g3(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_rows<gpuos__d_rowsd1, GPUOS__D_LOG_SOFTMAX>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_rows_g3(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 /* group 53: layernorm in float */
-static __device__ __noinline__ void gpuos__d_rows_g4(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(53)
+__device__ __noinline__ void gpuos__d_rows_g4(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_rows<gpuos__d_rowsd0, GPUOS__D_LAYERNORM>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_rows_g4(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 /* group 54: layernorm in double */
-static __device__ __noinline__ void gpuos__d_rows_g5(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(54)
+__device__ __noinline__ void gpuos__d_rows_g5(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_rows<gpuos__d_rowsd1, GPUOS__D_LAYERNORM>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_rows_g5(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 /* group 55: rmsnorm in float */
-static __device__ __noinline__ void gpuos__d_rows_g6(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(55)
+__device__ __noinline__ void gpuos__d_rows_g6(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_rows<gpuos__d_rowsd0, GPUOS__D_RMSNORM>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_rows_g6(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 /* group 56: rmsnorm in double */
-static __device__ __noinline__ void gpuos__d_rows_g7(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
+#if GPUOS__D_MINE(56)
+__device__ __noinline__ void gpuos__d_rows_g7(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_rows<gpuos__d_rowsd1, GPUOS__D_RMSNORM>(p, begin, end, cs);
 }
+#else
+__device__ void gpuos__d_rows_g7(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs);
+#endif
 
 /* ================================================================ dispatch */
+#if GPUOS__D_PART == 0 /* the dispatcher, its table and the test entry: part 0 only */
 /* Kernel id -> (group, case); ids as gpuos__device_kernel_id (src/generated/device_ids.c). */
 #define GPUOS__D_N_KERNELS 642
 __constant__ uint16_t gpuos__d_kernels[GPUOS__D_N_KERNELS][2] = {
@@ -6950,6 +7192,7 @@ extern "C" __global__ void gpuos__d_test_kernel(int kernel_id, const void *plan,
     for (int64_t b = (int64_t)blockIdx.x * items_per_block; b < n_items; b += (int64_t)gridDim.x * items_per_block)
         gpuos__d_run(kernel_id, plan, b, gpuos__d_min<int64_t>(b + items_per_block, n_items));
 }
+#endif /* GPUOS__D_PART == 0 */
 /*** End of src/generated/device_ops.cu ***/
 
 /*** Begin file src/gpuos_queue.h ***/
@@ -7081,6 +7324,7 @@ typedef struct gpuos__pk_params {
    synchronisation (in-order processing plus __syncthreads is enough). Dependencies
    the host could not prove tile-local are waited for on the producer's done counter. */
 
+#if !defined(GPUOS__D_PART) || GPUOS__D_PART == 0 /* part 0 of a split compile (device_ops.cu) */
 /* ---------------------------------------------------------------- memory model helpers */
 static __device__ __forceinline__ uint64_t gpuos__ld_acquire_sys_u64(const volatile uint64_t *p) {
     uint64_t v;
@@ -7532,4 +7776,5 @@ extern "C" __global__ void __launch_bounds__(GPUOS__PK_THREADS) gpuos__pk_main(g
     else
         gpuos__pk_work(P);
 }
+#endif /* part 0 */
 /*** End of src/device/persistent.cuh ***/
