@@ -2660,11 +2660,11 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
     for (i = 0; i < n_opts; i++) key = cuda_hash(key, opts[i], strlen(opts[i]) + 1);
     if (nv) key = cuda_hash(key, &nv->version_major, sizeof(int) * 2);
     /* Relocatable code is compiled as n_parts programs on n_parts threads (NVRTC is
-       single-threaded per program) and linked: measured on this machine's CPU, 7.8 s
-       as one program. GPUOS_CUDA_PARTS=1..8 overrides. */
+       single-threaded per program; see "parts" in device_ops.cu) and linked: 5.1 s
+       against 7.7 s as one program on the CI machine's CPU. GPUOS_CUDA_PARTS=1..8. */
     {
         const char *e = getenv("GPUOS_CUDA_PARTS");
-        n_parts = e && atoi(e) >= 1 && atoi(e) <= CUDA__MAX_PARTS ? atoi(e) : 4;
+        n_parts = e && atoi(e) >= 1 && atoi(e) <= CUDA__MAX_PARTS ? atoi(e) : 5;
         if (!jl) n_parts = 1;
         key = cuda_hash(key, &n_parts, sizeof n_parts);
     }
@@ -9037,16 +9037,24 @@ const char *const gpuos__device_source[] = {
     "\n",
     "/* ================================================================ parts\n",
     "   The source can be compiled as GPUOS__D_NPARTS relocatable programs in parallel\n",
-    "   (-DGPUOS__D_NPARTS=n -DGPUOS__D_PART=k, then linked by nvJitLink): part k defines\n",
-    "   the groups with index % n == k and declares the others; part 0 also holds the\n",
-    "   dispatcher and the persistent kernel. Without the macros: one program, everything. */\n",
+    "   (-DGPUOS__D_NPARTS=n -DGPUOS__D_PART=k, then linked by nvJitLink): each part defines\n",
+    "   its share of the groups (GPUOS__D_MINE) and declares the others; part 0 also holds\n",
+    "   the dispatcher and the persistent kernel. Without the macros: one program. */\n",
     "#ifndef GPUOS__D_NPARTS\n",
     "#define GPUOS__D_NPARTS 1\n",
     "#endif\n",
     "#ifndef GPUOS__D_PART\n",
     "#define GPUOS__D_PART 0\n",
     "#endif\n",
-    "#define GPUOS__D_MINE(g) ((g) % GPUOS__D_NPARTS == GPUOS__D_PART)\n",
+    "/* Which part defines group g: element-wise groups (no shared memory, most of the\n",
+    "   compile time) are spread over parts 2..n-1; reductions and the persistent kernel are\n",
+    "   part 0; matmul and row-wise part 1. Each part that uses a static shared buffer\n",
+    "   links its own copy of it, so only parts 0 and 1 have any (the kernel's limit is\n",
+    "   48 KB). n == 2: element-wise in part 1, the rest in part 0. */\n",
+    "#define GPUOS__D_MINE(g)                                                                                     \\\n",
+    "    (GPUOS__D_NPARTS == 1 ||                                                                                 \\\n",
+    "     ((g) < 34 \? (GPUOS__D_NPARTS == 2 \? GPUOS__D_PART == 1 : (g) % (GPUOS__D_NPARTS - 2) + 2 == GPUOS__D_PART) \\\n",
+    "      : (g) < 46 || GPUOS__D_NPARTS == 2 \? GPUOS__D_PART == 0 : GPUOS__D_PART == 1))\n",
     "\n",
     "/* ================================================================ common helpers */\n",
     "template <class T> GPUOS__FN T gpuos__d_min(T a, T b) { return a < b \? a : b; }\n",

@@ -27,16 +27,24 @@
 
 /* ================================================================ parts
    The source can be compiled as GPUOS__D_NPARTS relocatable programs in parallel
-   (-DGPUOS__D_NPARTS=n -DGPUOS__D_PART=k, then linked by nvJitLink): part k defines
-   the groups with index % n == k and declares the others; part 0 also holds the
-   dispatcher and the persistent kernel. Without the macros: one program, everything. */
+   (-DGPUOS__D_NPARTS=n -DGPUOS__D_PART=k, then linked by nvJitLink): each part defines
+   its share of the groups (GPUOS__D_MINE) and declares the others; part 0 also holds
+   the dispatcher and the persistent kernel. Without the macros: one program. */
 #ifndef GPUOS__D_NPARTS
 #define GPUOS__D_NPARTS 1
 #endif
 #ifndef GPUOS__D_PART
 #define GPUOS__D_PART 0
 #endif
-#define GPUOS__D_MINE(g) ((g) % GPUOS__D_NPARTS == GPUOS__D_PART)
+/* Which part defines group g: element-wise groups (no shared memory, most of the
+   compile time) are spread over parts 2..n-1; reductions and the persistent kernel are
+   part 0; matmul and row-wise part 1. Each part that uses a static shared buffer
+   links its own copy of it, so only parts 0 and 1 have any (the kernel's limit is
+   48 KB). n == 2: element-wise in part 1, the rest in part 0. */
+#define GPUOS__D_MINE(g)                                                                                     \
+    (GPUOS__D_NPARTS == 1 ||                                                                                 \
+     ((g) < 34 ? (GPUOS__D_NPARTS == 2 ? GPUOS__D_PART == 1 : (g) % (GPUOS__D_NPARTS - 2) + 2 == GPUOS__D_PART) \
+      : (g) < 46 || GPUOS__D_NPARTS == 2 ? GPUOS__D_PART == 0 : GPUOS__D_PART == 1))
 
 /* ================================================================ common helpers */
 template <class T> GPUOS__FN T gpuos__d_min(T a, T b) { return a < b ? a : b; }
