@@ -594,10 +594,15 @@ def assemble_device_source(w):
     return lines
 
 
+def gen_skip():
+    """File names in GPUOS_GEN_SKIP (space-separated): files still being written, left out of gpuos.c."""
+    return set(os.environ.get('GPUOS_GEN_SKIP', '').split())
+
+
 def header_order(first):
     """src/*.h and src/generated/gpuos_elem.h, each after the project headers it includes,
     otherwise in the order of first, then sorted."""
-    skip = set(os.environ.get('GPUOS_GEN_SKIP', '').split())  # files being written, left out of gpuos.c
+    skip = gen_skip()
     others = sorted(str(p.relative_to(ROOT)) for p in (ROOT / 'src').glob('*.h') if p.name not in skip)
     wanted = [p for p in first if (ROOT / p).exists()] + [p for p in others if p not in first]
     by_name = {Path(p).name: p for p in wanted}
@@ -619,7 +624,7 @@ def header_order(first):
 
 def amalgamate(env, w):
     """gpuos.c: gpuos.h's companion, every source of the library in one C99 file."""
-    skip = set(os.environ.get('GPUOS_GEN_SKIP', '').split())  # files being written, left out of gpuos.c
+    skip = gen_skip()
     sources = (sorted(str(p.relative_to(ROOT)) for p in (ROOT / 'src').glob('*.c') if p.name not in skip) +
                sorted(str(p.relative_to(ROOT)) for p in (ROOT / 'src' / 'generated').glob('*.c')))
     parts = header_order(AMALGAMATION_HEADERS) + sources

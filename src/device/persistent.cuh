@@ -17,11 +17,6 @@
 
 #if !defined(GPUOS__D_PART) || GPUOS__D_PART == 0 /* part 0 of a split compile (device_ops.cu) */
 /* ---------------------------------------------------------------- memory model helpers */
-static __device__ __forceinline__ uint64_t gpuos__ld_acquire_sys_u64(const volatile uint64_t *p) {
-    uint64_t v;
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
 static __device__ __forceinline__ uint64_t gpuos__ld_acquire_gpu_u64(const volatile uint64_t *p) {
     uint64_t v;
     asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
@@ -40,13 +35,6 @@ static __device__ __forceinline__ void gpuos__st_relaxed_sys_u64(volatile uint64
 }
 static __device__ __forceinline__ void gpuos__nanosleep(unsigned ns) { asm volatile("nanosleep.u32 %0;" ::"r"(ns)); }
 
-static __device__ __forceinline__ void gpuos__red_release_gpu_u32(uint32_t *p, uint32_t v) {
-    asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
-static __device__ __forceinline__ uint32_t gpuos__ld_acquire_gpu_u32s(const volatile uint32_t *p) {
-    return gpuos__ld_acquire_gpu_u32(p);
-}
 static __device__ __forceinline__ void gpuos__st_release_gpu_u32(volatile uint32_t *p, uint32_t v) {
     asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
