@@ -233,6 +233,7 @@ int gpuos__device_kernel_id(gpuos_op op, gpuos_dtype key, gpuos_dtype out);
 #define GPUOS__PLAN_BYTES 512u   /* stride of the device plan table */
 #define GPUOS__MAX_DEPS 4u       /* explicit dependencies per task */
 #define GPUOS__DEPS_ALL 0xffffffffu /* n_deps value: wait until every earlier task retired */
+#define GPUOS__DEP_RETIRED 0x80000000u /* dep_delta flag: wait until every task up to that one retired */
 #define GPUOS__PK_THREADS 256    /* threads per block of the persistent kernel */
 
 /* A task as the device sees it (56 bytes). */
@@ -240,7 +241,7 @@ typedef struct gpuos__qdesc {
     uint32_t kind;       /* GPUOS__SLOT_TASK or GPUOS__SLOT_EXIT, | plan epoch << 8 (GPUOS__KIND) */
     int32_t kernel_id;   /* gpuos__device_kernel_id */
     uint32_t plan_id;    /* row of the device plan table */
-    uint32_t n_deps;     /* dependencies to wait for, each seq - dep_delta[k] */
+    uint32_t n_deps;     /* dependencies to wait for, each seq - dep_delta[k] (GPUOS__DEP_RETIRED: and all before) */
     int64_t n_items;     /* work items of the plan (gpuos_plan.h) */
     uint32_t tile_items; /* items per tile */
     uint32_t n_tiles;
@@ -2496,7 +2497,10 @@ typedef struct cuda__access {
 
 typedef struct cuda__log {
     int n;
-    uint64_t floor; /* accesses forgotten for room: every later access waits for this seq */
+    /* Accesses forgotten for room: every forgotten write (read) has a seq <= floor_w
+       (floor_r). A later reader waits until floor_w retired, a later writer until both
+       did (GPUOS__DEP_RETIRED): waiting for the floor task alone would miss older ones. */
+    uint64_t floor_w, floor_r;
     cuda__access a[CUDA__LOG_LEN];
 } cuda__log;
 
@@ -2535,7 +2539,8 @@ struct gpuos__cuda {
     uint32_t plan_epoch;         /* plans written so far */
     int align;                   /* tile-local alignment on (GPUOS_CUDA_ALIGN=0 turns it off) */
     int serialize;               /* every task waits for all earlier ones (GPUOS_CUDA_SERIALIZE=1) */
-    uint64_t last_activity_ns;
+    uint64_t last_activity_ns;   /* the reaper's last sight of a new task (or the launch) */
+    uint64_t idle_dseq;          /* dseq at that sight */
 
     cuda__plan_entry *plans;
 
@@ -2577,6 +2582,32 @@ static uint64_t cuda_hash(uint64_t h, const void *p, size_t n) {
     return h;
 }
 #define CUDA__HASH0 14695981039346656037ull
+
+/* The plan-cache key, hashed at every submission: four independent multiply chains
+   (a plan is ~400 bytes; one chain is a ~200-cycle latency chain, four take a quarter). */
+static uint64_t cuda_plan_hash(uint64_t seed, const void *p, size_t n) {
+    const unsigned char *b = (const unsigned char *)p;
+    uint64_t h0 = seed, h1 = seed ^ 0x9e3779b97f4a7c15ull, h2 = seed ^ 0xc2b2ae3d27d4eb4full,
+             h3 = seed ^ 0x165667b19e3779f9ull, w0, w1, w2, w3;
+    const uint64_t m = 1099511628211ull;
+    while (n >= 32) {
+        memcpy(&w0, b, 8);
+        memcpy(&w1, b + 8, 8);
+        memcpy(&w2, b + 16, 8);
+        memcpy(&w3, b + 24, 8);
+        h0 = (h0 ^ w0) * m;
+        h1 = (h1 ^ w1) * m;
+        h2 = (h2 ^ w2) * m;
+        h3 = (h3 ^ w3) * m;
+        h0 ^= h0 >> 29;
+        h1 ^= h1 >> 29;
+        h2 ^= h2 >> 29;
+        h3 ^= h3 >> 29;
+        b += 32;
+        n -= 32;
+    }
+    return cuda_hash(h0 ^ (h1 * 3) ^ (h2 * 5) ^ (h3 * 7), b, n);
+}
 
 static const char *cuda_errname(const gpuos__cuda_api *cu, gpuos__CUresult r) {
     const char *s = NULL;
@@ -3183,7 +3214,12 @@ static void cuda_operand_vector(cuda__operand *o, const char *ptr, int64_t n, in
 /* Lists a job's operands (out first) from its plan. */
 static int cuda_operands(const gpuos__job *job, cuda__operand *ops) {
     int n = 0, k;
-    memset(ops, 0, sizeof(cuda__operand) * (GPUOS__MAX_PTR));
+    for (k = 0; k < GPUOS__MAX_PTR; k++) { /* the fields every kind reads; pre_* are scratch */
+        ops[k].ptr = NULL;
+        ops[k].rank = 0;
+        ops[k].write = 0;
+        ops[k].sig = 0;
+    }
     switch (job->kind) {
     case GPUOS__KIND_EW: {
         const gpuos__ew_plan *p = &job->plan.ew;
@@ -3294,7 +3330,7 @@ static gpuos__storage *cuda_storage_of(const gpuos__job *job, uint64_t lo, uint6
 /* Finds or sends the plan; returns its id (ctx->mu held). */
 static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, const gpuos__job *job, const void *plan,
                                  uint32_t bytes, uint32_t *id, uint32_t *epoch) {
-    uint64_t key = cuda_hash(cuda_hash(CUDA__HASH0, &job->dev_kernel, sizeof job->dev_kernel), plan, bytes);
+    uint64_t key = cuda_plan_hash(CUDA__HASH0 ^ (uint64_t)(uint32_t)job->dev_kernel, plan, bytes);
     uint32_t h = (uint32_t)(key ^ (key >> 32)), i, victim = UINT32_MAX;
     uint64_t t0 = 0;
     for (;;) {
@@ -3348,7 +3384,7 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
 /* Encodes one job into the ring (ctx->mu held). */
 static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos__job *job) {
     cuda__operand ops[GPUOS__MAX_PTR];
-    uint64_t deps[2 * GPUOS__MAX_PTR * (CUDA__LOG_LEN + 1)];
+    uint64_t deps[2 * GPUOS__MAX_PTR * (CUDA__LOG_LEN + 1)], floor = 0;
     int n_deps = 0, all = 0, n, k, j;
     uint32_t plan_bytes, plan_id = 0, plan_epoch = 0, tile, base = UINT32_MAX;
     int64_t n_tiles;
@@ -3403,7 +3439,8 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
             if (!s->cuda_log) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_submit: no memory");
         }
         lg = (cuda__log *)s->cuda_log;
-        if (lg->floor > c->retired_seen) deps[n_deps++] = lg->floor;
+        if (lg->floor_w > c->retired_seen && lg->floor_w > floor) floor = lg->floor_w;
+        if (ops[k].write && lg->floor_r > c->retired_seen && lg->floor_r > floor) floor = lg->floor_r;
         for (j = 0; j < lg->n; j++) {
             const cuda__access *a = &lg->a[j];
             if (a->dseq <= c->retired_seen || a->hi <= lo || hi <= a->lo || !(a->write || ops[k].write)) continue;
@@ -3428,7 +3465,12 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
             if (b == m) deps[m++] = deps[a];
         }
         n_deps = m;
-        if (n_deps > (int)GPUOS__MAX_DEPS || c->serialize) all = 1;
+        if (floor) { /* waits for retirement up to the floor: covers the explicit ones below it */
+            for (a = 0, m = 0; a < n_deps; a++)
+                if (deps[a] > floor) deps[m++] = deps[a];
+            n_deps = m;
+        }
+        if (n_deps + (floor != 0) > (int)GPUOS__MAX_DEPS || c->serialize) all = 1;
     }
 
     /* Launch first: the kernel starts reading the ring at the current position, so it
@@ -3455,6 +3497,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     } else {
         d.n_deps = (uint32_t)n_deps;
         for (k = 0; k < n_deps; k++) d.dep_delta[k] = (uint32_t)(me - deps[k]);
+        if (floor) d.dep_delta[d.n_deps++] = (uint32_t)(me - floor) | GPUOS__DEP_RETIRED;
     }
     cuda_put(c, &d);
     job->dseq = me;
@@ -3483,7 +3526,11 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
             int oldest = 0;
             for (j = 1; j < lg->n; j++)
                 if (lg->a[j].dseq < lg->a[oldest].dseq) oldest = j;
-            if (lg->a[oldest].dseq > lg->floor) lg->floor = lg->a[oldest].dseq;
+            if (lg->a[oldest].write) {
+                if (lg->a[oldest].dseq > lg->floor_w) lg->floor_w = lg->a[oldest].dseq;
+            } else if (lg->a[oldest].dseq > lg->floor_r) {
+                lg->floor_r = lg->a[oldest].dseq;
+            }
             lg->a[oldest] = lg->a[--lg->n];
         }
         a.dseq = me;
@@ -3494,7 +3541,6 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         a.write = ops[k].write;
         lg->a[lg->n++] = a;
     }
-    c->last_activity_ns = cuda_now_ns();
     return GPUOS_OK;
 }
 
@@ -3589,7 +3635,12 @@ static void *cuda_reaper_main(void *arg) {
         gpuos__cuda_reap_locked(ctx);
         cuda_check_fault_locked(ctx);
         if (ctx->cuda_sent < ctx->ring_count && !ctx->paused) (void)gpuos__cuda_pump_locked(ctx);
-        /* idle: nothing queued and nothing submitted for idle_ms: let the kernel go */
+        /* idle: nothing queued and nothing submitted for idle_ms: let the kernel go
+           (activity is noticed here, every 200 us, not timed at every submission) */
+        if (c->dseq != c->idle_dseq) {
+            c->idle_dseq = c->dseq;
+            c->last_activity_ns = cuda_now_ns();
+        }
         if (c->running && ctx->ring_count == 0 &&
             cuda_now_ns() - c->last_activity_ns > (uint64_t)ctx->cfg.idle_ms * 1000000ull)
             cuda_stop_kernel_locked(ctx);
@@ -7051,7 +7102,7 @@ gpuos_status gpuos_submit(gpuos_context *ctx, const gpuos_task *task, uint64_t *
 #include <string.h> /* memset */
 
 #define QUEUE_INITIAL_SLOTS 256u
-#define QUEUE_FREE_JOBS 64 /* recycled jobs kept per context */
+#define QUEUE_FREE_JOBS 4096 /* recycled jobs kept per context (thousands are in flight on a GPU) */
 
 /* ---------------------------------------------------------------- time */
 void gpuos__deadline(uint32_t timeout_ms, struct timespec *ts) {
@@ -16497,6 +16548,7 @@ const char *const gpuos__device_source[] = {
     "#define GPUOS__PLAN_BYTES 512u   /* stride of the device plan table */\n",
     "#define GPUOS__MAX_DEPS 4u       /* explicit dependencies per task */\n",
     "#define GPUOS__DEPS_ALL 0xffffffffu /* n_deps value: wait until every earlier task retired */\n",
+    "#define GPUOS__DEP_RETIRED 0x80000000u /* dep_delta flag: wait until every task up to that one retired */\n",
     "#define GPUOS__PK_THREADS 256    /* threads per block of the persistent kernel */\n",
     "\n",
     "/* A task as the device sees it (56 bytes). */\n",
@@ -16504,7 +16556,7 @@ const char *const gpuos__device_source[] = {
     "    uint32_t kind;       /* GPUOS__SLOT_TASK or GPUOS__SLOT_EXIT, | plan epoch << 8 (GPUOS__KIND) */\n",
     "    int32_t kernel_id;   /* gpuos__device_kernel_id */\n",
     "    uint32_t plan_id;    /* row of the device plan table */\n",
-    "    uint32_t n_deps;     /* dependencies to wait for, each seq - dep_delta[k] */\n",
+    "    uint32_t n_deps;     /* dependencies to wait for, each seq - dep_delta[k] (GPUOS__DEP_RETIRED: and all before) */\n",
     "    int64_t n_items;     /* work items of the plan (gpuos_plan.h) */\n",
     "    uint32_t tile_items; /* items per tile */\n",
     "    uint32_t n_tiles;\n",
@@ -16748,12 +16800,13 @@ const char *const gpuos__device_source[] = {
     "                t->d = d;\n",
     "                P.done[seq & (P.task_cap - 1)] = 0;\n",
     "            }\n",
-    "            __threadfence();\n",
     "        }\n",
-    "        gpuos__fetch_bar();\n",
-    "        /* Publish the new tasks in the task ring (dependency checks, retirement) ... */\n",
-    "        if (is_task) gpuos__st_release_gpu_u64(&P.tasks[seq & (P.task_cap - 1)].seq, seq);\n",
-    "        /* ... and push each, in order, to the inboxes of the workers owning its tiles:\n",
+    "        /* The task-ring entries (plain stores by these threads) are published by warp 0\n",
+    "           below, after the barrier and its one fence for the first chunk of inbox\n",
+    "           entries: the barrier orders them before that fence, which orders them before\n",
+    "           the relaxed stores of their seq and of the inbox stamps (one fence a batch\n",
+    "           instead of one per writing thread, one per release and one per chunk). */\n",
+    "        /* Push each task, in order, to the inboxes of the workers owning its tiles:\n",
     "           the batch as (task, owner) pairs in sequence order, 32 pairs per round on\n",
     "           warp 0; lanes naming the same worker take consecutive inbox entries in lane\n",
     "           order, so every inbox stays in sequence order without block barriers. */\n",
@@ -16769,6 +16822,11 @@ const char *const gpuos__device_source[] = {
     "        gpuos__fetch_bar();\n",
     "        if (warp == 0) {\n",
     "            const uint32_t pairs = s_off[n_tasks];\n",
+    "            if (pairs == 0) { /* plan chunks only, or tasks with no tiles: still one fence */\n",
+    "                __threadfence();\n",
+    "                for (uint32_t i = lane; i < n_tasks; i += 32)\n",
+    "                    asm volatile(\"st.relaxed.gpu.global.u64 [%0], %1;\" ::\"l\"(&P.tasks[(s_seq + i) & (P.task_cap - 1)].seq), \"l\"(s_seq + i) : \"memory\");\n",
+    "            }\n",
     "            for (uint32_t c0 = 0; c0 < pairs; c0 += GPUOS__PUSH_CHUNK) {\n",
     "                /* a chunk's entries first (plain stores), then ONE fence, then their stamps:\n",
     "                   a chunk gives a worker at most inbox_cap entries, so a wait for room\n",
@@ -16810,6 +16868,9 @@ const char *const gpuos__device_source[] = {
     "                }\n",
     "                __threadfence();\n",
     "                __syncwarp();\n",
+    "                if (c0 == 0) /* the batch's task-ring entries: written before the barrier above */\n",
+    "                    for (uint32_t i = lane; i < n_tasks; i += 32)\n",
+    "                        asm volatile(\"st.relaxed.gpu.global.u64 [%0], %1;\" ::\"l\"(&P.tasks[(s_seq + i) & (P.task_cap - 1)].seq), \"l\"(s_seq + i) : \"memory\");\n",
     "                for (uint32_t p = c0 + lane; p < c1; p += 32) {\n",
     "                    const uint64_t wk = s_push[p - c0];\n",
     "                    const uint32_t w = (uint32_t)(wk >> 32), k = (uint32_t)wk;\n",
@@ -16973,10 +17034,16 @@ const char *const gpuos__device_source[] = {
     "                            if (++spin > 16) gpuos__nanosleep(64);\n",
     "                    } else {\n",
     "                        for (uint32_t k = 0; k < d->n_deps; k++) {\n",
-    "                            const uint64_t dep = seq - d->dep_delta[k];\n",
+    "                            const uint32_t dd = d->dep_delta[k];\n",
+    "                            const uint64_t dep = seq - (dd & ~GPUOS__DEP_RETIRED);\n",
     "                            unsigned spin = 0;\n",
-    "                            while (!gpuos__pk_dep_done(P, dep))\n",
-    "                                if (++spin > 16) gpuos__nanosleep(32);\n",
+    "                            if (dd & GPUOS__DEP_RETIRED) {\n",
+    "                                while (gpuos__ld_acquire_gpu_u64(P.retired) < dep)\n",
+    "                                    if (++spin > 16) gpuos__nanosleep(64);\n",
+    "                            } else {\n",
+    "                                while (!gpuos__pk_dep_done(P, dep))\n",
+    "                                    if (++spin > 16) gpuos__nanosleep(32);\n",
+    "                            }\n",
     "                        }\n",
     "                    }\n",
     "                }\n",

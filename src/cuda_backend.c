@@ -61,7 +61,10 @@ typedef struct cuda__access {
 
 typedef struct cuda__log {
     int n;
-    uint64_t floor; /* accesses forgotten for room: every later access waits for this seq */
+    /* Accesses forgotten for room: every forgotten write (read) has a seq <= floor_w
+       (floor_r). A later reader waits until floor_w retired, a later writer until both
+       did (GPUOS__DEP_RETIRED): waiting for the floor task alone would miss older ones. */
+    uint64_t floor_w, floor_r;
     cuda__access a[CUDA__LOG_LEN];
 } cuda__log;
 
@@ -100,7 +103,8 @@ struct gpuos__cuda {
     uint32_t plan_epoch;         /* plans written so far */
     int align;                   /* tile-local alignment on (GPUOS_CUDA_ALIGN=0 turns it off) */
     int serialize;               /* every task waits for all earlier ones (GPUOS_CUDA_SERIALIZE=1) */
-    uint64_t last_activity_ns;
+    uint64_t last_activity_ns;   /* the reaper's last sight of a new task (or the launch) */
+    uint64_t idle_dseq;          /* dseq at that sight */
 
     cuda__plan_entry *plans;
 
@@ -142,6 +146,32 @@ static uint64_t cuda_hash(uint64_t h, const void *p, size_t n) {
     return h;
 }
 #define CUDA__HASH0 14695981039346656037ull
+
+/* The plan-cache key, hashed at every submission: four independent multiply chains
+   (a plan is ~400 bytes; one chain is a ~200-cycle latency chain, four take a quarter). */
+static uint64_t cuda_plan_hash(uint64_t seed, const void *p, size_t n) {
+    const unsigned char *b = (const unsigned char *)p;
+    uint64_t h0 = seed, h1 = seed ^ 0x9e3779b97f4a7c15ull, h2 = seed ^ 0xc2b2ae3d27d4eb4full,
+             h3 = seed ^ 0x165667b19e3779f9ull, w0, w1, w2, w3;
+    const uint64_t m = 1099511628211ull;
+    while (n >= 32) {
+        memcpy(&w0, b, 8);
+        memcpy(&w1, b + 8, 8);
+        memcpy(&w2, b + 16, 8);
+        memcpy(&w3, b + 24, 8);
+        h0 = (h0 ^ w0) * m;
+        h1 = (h1 ^ w1) * m;
+        h2 = (h2 ^ w2) * m;
+        h3 = (h3 ^ w3) * m;
+        h0 ^= h0 >> 29;
+        h1 ^= h1 >> 29;
+        h2 ^= h2 >> 29;
+        h3 ^= h3 >> 29;
+        b += 32;
+        n -= 32;
+    }
+    return cuda_hash(h0 ^ (h1 * 3) ^ (h2 * 5) ^ (h3 * 7), b, n);
+}
 
 static const char *cuda_errname(const gpuos__cuda_api *cu, gpuos__CUresult r) {
     const char *s = NULL;
@@ -748,7 +778,12 @@ static void cuda_operand_vector(cuda__operand *o, const char *ptr, int64_t n, in
 /* Lists a job's operands (out first) from its plan. */
 static int cuda_operands(const gpuos__job *job, cuda__operand *ops) {
     int n = 0, k;
-    memset(ops, 0, sizeof(cuda__operand) * (GPUOS__MAX_PTR));
+    for (k = 0; k < GPUOS__MAX_PTR; k++) { /* the fields every kind reads; pre_* are scratch */
+        ops[k].ptr = NULL;
+        ops[k].rank = 0;
+        ops[k].write = 0;
+        ops[k].sig = 0;
+    }
     switch (job->kind) {
     case GPUOS__KIND_EW: {
         const gpuos__ew_plan *p = &job->plan.ew;
@@ -859,7 +894,7 @@ static gpuos__storage *cuda_storage_of(const gpuos__job *job, uint64_t lo, uint6
 /* Finds or sends the plan; returns its id (ctx->mu held). */
 static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, const gpuos__job *job, const void *plan,
                                  uint32_t bytes, uint32_t *id, uint32_t *epoch) {
-    uint64_t key = cuda_hash(cuda_hash(CUDA__HASH0, &job->dev_kernel, sizeof job->dev_kernel), plan, bytes);
+    uint64_t key = cuda_plan_hash(CUDA__HASH0 ^ (uint64_t)(uint32_t)job->dev_kernel, plan, bytes);
     uint32_t h = (uint32_t)(key ^ (key >> 32)), i, victim = UINT32_MAX;
     uint64_t t0 = 0;
     for (;;) {
@@ -913,7 +948,7 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
 /* Encodes one job into the ring (ctx->mu held). */
 static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos__job *job) {
     cuda__operand ops[GPUOS__MAX_PTR];
-    uint64_t deps[2 * GPUOS__MAX_PTR * (CUDA__LOG_LEN + 1)];
+    uint64_t deps[2 * GPUOS__MAX_PTR * (CUDA__LOG_LEN + 1)], floor = 0;
     int n_deps = 0, all = 0, n, k, j;
     uint32_t plan_bytes, plan_id = 0, plan_epoch = 0, tile, base = UINT32_MAX;
     int64_t n_tiles;
@@ -968,7 +1003,8 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
             if (!s->cuda_log) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_submit: no memory");
         }
         lg = (cuda__log *)s->cuda_log;
-        if (lg->floor > c->retired_seen) deps[n_deps++] = lg->floor;
+        if (lg->floor_w > c->retired_seen && lg->floor_w > floor) floor = lg->floor_w;
+        if (ops[k].write && lg->floor_r > c->retired_seen && lg->floor_r > floor) floor = lg->floor_r;
         for (j = 0; j < lg->n; j++) {
             const cuda__access *a = &lg->a[j];
             if (a->dseq <= c->retired_seen || a->hi <= lo || hi <= a->lo || !(a->write || ops[k].write)) continue;
@@ -993,7 +1029,12 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
             if (b == m) deps[m++] = deps[a];
         }
         n_deps = m;
-        if (n_deps > (int)GPUOS__MAX_DEPS || c->serialize) all = 1;
+        if (floor) { /* waits for retirement up to the floor: covers the explicit ones below it */
+            for (a = 0, m = 0; a < n_deps; a++)
+                if (deps[a] > floor) deps[m++] = deps[a];
+            n_deps = m;
+        }
+        if (n_deps + (floor != 0) > (int)GPUOS__MAX_DEPS || c->serialize) all = 1;
     }
 
     /* Launch first: the kernel starts reading the ring at the current position, so it
@@ -1020,6 +1061,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     } else {
         d.n_deps = (uint32_t)n_deps;
         for (k = 0; k < n_deps; k++) d.dep_delta[k] = (uint32_t)(me - deps[k]);
+        if (floor) d.dep_delta[d.n_deps++] = (uint32_t)(me - floor) | GPUOS__DEP_RETIRED;
     }
     cuda_put(c, &d);
     job->dseq = me;
@@ -1048,7 +1090,11 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
             int oldest = 0;
             for (j = 1; j < lg->n; j++)
                 if (lg->a[j].dseq < lg->a[oldest].dseq) oldest = j;
-            if (lg->a[oldest].dseq > lg->floor) lg->floor = lg->a[oldest].dseq;
+            if (lg->a[oldest].write) {
+                if (lg->a[oldest].dseq > lg->floor_w) lg->floor_w = lg->a[oldest].dseq;
+            } else if (lg->a[oldest].dseq > lg->floor_r) {
+                lg->floor_r = lg->a[oldest].dseq;
+            }
             lg->a[oldest] = lg->a[--lg->n];
         }
         a.dseq = me;
@@ -1059,7 +1105,6 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         a.write = ops[k].write;
         lg->a[lg->n++] = a;
     }
-    c->last_activity_ns = cuda_now_ns();
     return GPUOS_OK;
 }
 
@@ -1154,7 +1199,12 @@ static void *cuda_reaper_main(void *arg) {
         gpuos__cuda_reap_locked(ctx);
         cuda_check_fault_locked(ctx);
         if (ctx->cuda_sent < ctx->ring_count && !ctx->paused) (void)gpuos__cuda_pump_locked(ctx);
-        /* idle: nothing queued and nothing submitted for idle_ms: let the kernel go */
+        /* idle: nothing queued and nothing submitted for idle_ms: let the kernel go
+           (activity is noticed here, every 200 us, not timed at every submission) */
+        if (c->dseq != c->idle_dseq) {
+            c->idle_dseq = c->dseq;
+            c->last_activity_ns = cuda_now_ns();
+        }
         if (c->running && ctx->ring_count == 0 &&
             cuda_now_ns() - c->last_activity_ns > (uint64_t)ctx->cfg.idle_ms * 1000000ull)
             cuda_stop_kernel_locked(ctx);

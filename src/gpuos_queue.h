@@ -25,6 +25,7 @@
 #define GPUOS__PLAN_BYTES 512u   /* stride of the device plan table */
 #define GPUOS__MAX_DEPS 4u       /* explicit dependencies per task */
 #define GPUOS__DEPS_ALL 0xffffffffu /* n_deps value: wait until every earlier task retired */
+#define GPUOS__DEP_RETIRED 0x80000000u /* dep_delta flag: wait until every task up to that one retired */
 #define GPUOS__PK_THREADS 256    /* threads per block of the persistent kernel */
 
 /* A task as the device sees it (56 bytes). */
@@ -32,7 +33,7 @@ typedef struct gpuos__qdesc {
     uint32_t kind;       /* GPUOS__SLOT_TASK or GPUOS__SLOT_EXIT, | plan epoch << 8 (GPUOS__KIND) */
     int32_t kernel_id;   /* gpuos__device_kernel_id */
     uint32_t plan_id;    /* row of the device plan table */
-    uint32_t n_deps;     /* dependencies to wait for, each seq - dep_delta[k] */
+    uint32_t n_deps;     /* dependencies to wait for, each seq - dep_delta[k] (GPUOS__DEP_RETIRED: and all before) */
     int64_t n_items;     /* work items of the plan (gpuos_plan.h) */
     uint32_t tile_items; /* items per tile */
     uint32_t n_tiles;

@@ -14,7 +14,7 @@
 #include <string.h> /* memset */
 
 #define QUEUE_INITIAL_SLOTS 256u
-#define QUEUE_FREE_JOBS 64 /* recycled jobs kept per context */
+#define QUEUE_FREE_JOBS 4096 /* recycled jobs kept per context (thousands are in flight on a GPU) */
 
 /* ---------------------------------------------------------------- time */
 void gpuos__deadline(uint32_t timeout_ms, struct timespec *ts) {

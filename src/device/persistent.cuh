@@ -165,12 +165,13 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
                 t->d = d;
                 P.done[seq & (P.task_cap - 1)] = 0;
             }
-            __threadfence();
         }
-        gpuos__fetch_bar();
-        /* Publish the new tasks in the task ring (dependency checks, retirement) ... */
-        if (is_task) gpuos__st_release_gpu_u64(&P.tasks[seq & (P.task_cap - 1)].seq, seq);
-        /* ... and push each, in order, to the inboxes of the workers owning its tiles:
+        /* The task-ring entries (plain stores by these threads) are published by warp 0
+           below, after the barrier and its one fence for the first chunk of inbox
+           entries: the barrier orders them before that fence, which orders them before
+           the relaxed stores of their seq and of the inbox stamps (one fence a batch
+           instead of one per writing thread, one per release and one per chunk). */
+        /* Push each task, in order, to the inboxes of the workers owning its tiles:
            the batch as (task, owner) pairs in sequence order, 32 pairs per round on
            warp 0; lanes naming the same worker take consecutive inbox entries in lane
            order, so every inbox stays in sequence order without block barriers. */
@@ -186,6 +187,11 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
         gpuos__fetch_bar();
         if (warp == 0) {
             const uint32_t pairs = s_off[n_tasks];
+            if (pairs == 0) { /* plan chunks only, or tasks with no tiles: still one fence */
+                __threadfence();
+                for (uint32_t i = lane; i < n_tasks; i += 32)
+                    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&P.tasks[(s_seq + i) & (P.task_cap - 1)].seq), "l"(s_seq + i) : "memory");
+            }
             for (uint32_t c0 = 0; c0 < pairs; c0 += GPUOS__PUSH_CHUNK) {
                 /* a chunk's entries first (plain stores), then ONE fence, then their stamps:
                    a chunk gives a worker at most inbox_cap entries, so a wait for room
@@ -227,6 +233,9 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
                 }
                 __threadfence();
                 __syncwarp();
+                if (c0 == 0) /* the batch's task-ring entries: written before the barrier above */
+                    for (uint32_t i = lane; i < n_tasks; i += 32)
+                        asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&P.tasks[(s_seq + i) & (P.task_cap - 1)].seq), "l"(s_seq + i) : "memory");
                 for (uint32_t p = c0 + lane; p < c1; p += 32) {
                     const uint64_t wk = s_push[p - c0];
                     const uint32_t w = (uint32_t)(wk >> 32), k = (uint32_t)wk;
@@ -390,10 +399,16 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
                             if (++spin > 16) gpuos__nanosleep(64);
                     } else {
                         for (uint32_t k = 0; k < d->n_deps; k++) {
-                            const uint64_t dep = seq - d->dep_delta[k];
+                            const uint32_t dd = d->dep_delta[k];
+                            const uint64_t dep = seq - (dd & ~GPUOS__DEP_RETIRED);
                             unsigned spin = 0;
-                            while (!gpuos__pk_dep_done(P, dep))
-                                if (++spin > 16) gpuos__nanosleep(32);
+                            if (dd & GPUOS__DEP_RETIRED) {
+                                while (gpuos__ld_acquire_gpu_u64(P.retired) < dep)
+                                    if (++spin > 16) gpuos__nanosleep(64);
+                            } else {
+                                while (!gpuos__pk_dep_done(P, dep))
+                                    if (++spin > 16) gpuos__nanosleep(32);
+                            }
                         }
                     }
                 }
