@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ctest.h"
@@ -81,6 +82,55 @@ static void *run(void *arg) {
     return NULL;
 }
 
+/* Write-after-read past the dependency log: one slow reader R1 and one tiny reader R2 of
+   region A of a buffer, then more readers of region B than the per-storage log holds
+   (so R1 and R2 are forgotten), then a write to A. The write must wait for R1 too, not
+   only for the newest forgotten access (R2): R1's result must be A's old values + 1. */
+static void forgotten_readers(gpuos_context *ctx, gpuos_tensor *one) {
+    const int64_t na = 1 << 20, nb = 64, n = na + 16 * nb;
+    gpuos_tensor *buf, *a, *a2, *r1, *r2, *b[16], *rb[16];
+    int32_t *host = (int32_t *)malloc((size_t)na * sizeof(int32_t));
+    int rep, k, ok = 1;
+    int64_t i, bad = -1;
+    CHECK(host != NULL, "malloc");
+    if (!host) return;
+    CHECK(gpuos_tensor_new(ctx, GPUOS_I32, 1, &n, &buf) == GPUOS_OK, "buffer");
+    CHECK(gpuos_view_slice(buf, 0, 0, na, 1, &a) == GPUOS_OK, "region A");
+    CHECK(gpuos_view_slice(buf, 0, 0, 64, 1, &a2) == GPUOS_OK, "head of A");
+    CHECK(gpuos_tensor_new(ctx, GPUOS_I32, 1, &na, &r1) == GPUOS_OK, "r1");
+    CHECK(gpuos_tensor_new(ctx, GPUOS_I32, 1, &nb, &r2) == GPUOS_OK, "r2");
+    for (k = 0; k < 16; k++) {
+        CHECK(gpuos_view_slice(buf, 0, na + k * nb, na + (k + 1) * nb, 1, &b[k]) == GPUOS_OK, "region B");
+        CHECK(gpuos_tensor_new(ctx, GPUOS_I32, 1, &nb, &rb[k]) == GPUOS_OK, "rb");
+    }
+    for (rep = 0; rep < 20 && ok; rep++) {
+        ok &= gpuos_arange(ctx, a, (double)rep, 1.0) == GPUOS_OK;
+        ok &= gpuos_add(ctx, r1, a, one) == GPUOS_OK;  /* R1: slow, every worker */
+        ok &= gpuos_add(ctx, r2, a2, one) == GPUOS_OK; /* R2: tiny */
+        for (k = 0; k < 16; k++) ok &= gpuos_add(ctx, rb[k], b[k], one) == GPUOS_OK;
+        ok &= gpuos_fill(ctx, a, -7.0) == GPUOS_OK; /* W: must wait for R1 */
+        ok &= gpuos_download(ctx, r1, host, (size_t)na * sizeof(int32_t)) == GPUOS_OK;
+        for (i = 0; i < na && bad < 0; i++)
+            if (host[i] != (int32_t)(rep + i + 1)) bad = i;
+        if (bad >= 0) {
+            fprintf(stderr, "FAIL forgotten_readers rep %d: r1[%lld] = %d, expected %lld (a write overtook a forgotten reader)\n",
+                    rep, (long long)bad, host[bad], (long long)(rep + bad + 1));
+            ok = 0;
+        }
+    }
+    CHECK(ok, "a write waits for every reader the dependency log forgot (20 rounds, 1M-element reader)");
+    for (k = 0; k < 16; k++) {
+        gpuos_tensor_release(b[k]);
+        gpuos_tensor_release(rb[k]);
+    }
+    gpuos_tensor_release(a);
+    gpuos_tensor_release(a2);
+    gpuos_tensor_release(r1);
+    gpuos_tensor_release(r2);
+    gpuos_tensor_release(buf);
+    free(host);
+}
+
 int main(void) {
     gpuos_config cfg = GPUOS_CONFIG_INIT;
     gpuos_context *ctx;
@@ -115,6 +165,7 @@ int main(void) {
         ctest_failed += w[t].failed;
         if (w[t].first_error[0]) fprintf(stderr, "FAIL %s\n", w[t].first_error);
     }
+    forgotten_readers(ctx, one);
     printf("%ld tasks from %d threads on the %s executor\n", total / NTHREADS * NTHREADS, NTHREADS,
            gpuos_context_backend(ctx) == GPUOS_BACKEND_CUDA ? "GPU" : "host");
     gpuos_tensor_release(three);
