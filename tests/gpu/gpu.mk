@@ -55,3 +55,7 @@ $(BUILD)/probe_swap: tests/gpu/probe_swap.c gpuos.c gpuos.h | $(BUILD)
 # Where one small task's round trip goes (not a test; device timestamps, GPUOS_CUDA_TIMESTAMPS).
 $(BUILD)/probe_latency: tests/gpu/probe_latency.c gpuos.c gpuos.h | $(BUILD)
 	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_latency.c -o $@ $(LDLIBS)
+
+# Where a submission's time goes on the host CPU (not a test; device 0).
+$(BUILD)/probe_submit: tests/gpu/probe_submit.c gpuos.h $(BUILD)/gpuos.o | $(BUILD)
+	$(CC) -std=gnu99 -O2 -I. $< $(BUILD)/gpuos.o -o $@ $(LDLIBS)

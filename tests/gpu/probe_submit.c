@@ -1,0 +1,29 @@
+/* probe_submit.c - where a submission's time goes on this machine (not a test): validate +
+   plan + queue with the executor paused, the encoding of those jobs on unpause, the full
+   path, and a chain on one tensor (submit only, and until done). Device 0. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <stdio.h>
+#include <time.h>
+#include "gpuos.h"
+static double now(void){struct timespec t;clock_gettime(CLOCK_MONOTONIC,&t);return t.tv_sec*1e6+t.tv_nsec/1e3;}
+int main(void){
+  gpuos_config cfg = GPUOS_CONFIG_INIT; gpuos_context *ctx; gpuos_tensor *x[256],*one;
+  int64_t n=4096; int i, N=200000; double t0,t1;
+  cfg.device=0; cfg.queue_capacity=1u<<18; cfg.submit_timeout_ms=60000; cfg.wait_timeout_ms=60000;
+  if (gpuos_create(&cfg,&ctx)) { printf("%s\n", gpuos_last_error(NULL)); return 1; }
+  for(i=0;i<256;i++) gpuos_tensor_new(ctx,GPUOS_F32,1,&n,&x[i]);
+  gpuos_tensor_scalar(ctx,GPUOS_F32,1.0,&one);
+  for(i=0;i<20000;i++) gpuos_add(ctx,x[i&255],x[i&255],one);   /* warm: plans cached */
+  gpuos_wait(ctx,60000);
+  gpuos_debug_pause(ctx,1);
+  t0=now(); for(i=0;i<N;i++) gpuos_add(ctx,x[i&255],x[i&255],one); t1=now();
+  printf("validate+plan+queue (paused, not encoded): %.3f us/op\n",(t1-t0)/N);
+  t0=now(); gpuos_debug_pause(ctx,0); t1=now();
+  printf("encode the %d queued tasks on unpause:   %.3f us/op\n", N, (t1-t0)/N);
+  gpuos_wait(ctx,60000);
+  t0=now(); for(i=0;i<N;i++) gpuos_add(ctx,x[i&255],x[i&255],one); t1=now(); gpuos_wait(ctx,60000);
+  printf("full submit path (validate..encode, ring):   %.3f us/op; +wait %.3f us/op\n",(t1-t0)/N,(now()-t0)/N);
+  t0=now(); for(i=0;i<N;i++) gpuos_add(ctx,x[0],x[0],one); t1=now(); gpuos_wait(ctx,60000);
+  printf("same tensor (chain), submit only:            %.3f us/op; +wait %.3f us/op\n",(t1-t0)/N,(now()-t0)/N);
+  gpuos_destroy(ctx); return 0; }
