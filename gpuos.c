@@ -296,6 +296,23 @@ typedef struct gpuos__pk_ctl {
     uint64_t stamp[8];
 } gpuos__pk_ctl;
 
+/* GPUOS__PK_TIMESTAMPS builds: worker cycle counts (clock64, thread 0 of every worker,
+   summed over all workers), in device memory (gpuos__pk_params.prof). */
+enum {
+    GPUOS__PROF_WAIT,    /* polling an empty inbox */
+    GPUOS__PROF_START,   /* entries seen -> the block starts the batch (barrier) */
+    GPUOS__PROF_DEPS,    /* flushing and waiting for explicit dependencies */
+    GPUOS__PROF_PLAN,    /* copying plans into shared memory */
+    GPUOS__PROF_RUN,     /* gpuos__d_run (thread 0's share of the tiles) */
+    GPUOS__PROF_SYNC,    /* the barrier after each tile */
+    GPUOS__PROF_FLUSH,   /* publishing the batch's done counts and inbox position */
+    GPUOS__PROF_BATCHES,
+    GPUOS__PROF_TASKS,   /* inbox entries run */
+    GPUOS__PROF_TILES,
+    GPUOS__PROF_PLANS,   /* plan copies */
+    GPUOS__PROF_N = 16
+};
+
 /* Parameters of the persistent kernel (passed by value). */
 typedef struct gpuos__pk_params {
     gpuos__qslot *ring;     /* mapped pinned host memory, ring_slots slots */
@@ -312,6 +329,7 @@ typedef struct gpuos__pk_params {
     uint64_t task_cap;      /* power of two */
     uint64_t start_pos;     /* first ring position to read */
     uint64_t start_seq;     /* first task sequence number (>= 1) */
+    unsigned long long *prof; /* device, GPUOS__PROF_N counters (GPUOS__PK_TIMESTAMPS builds) */
 } gpuos__pk_params;
 
 #endif /* GPUOS_QUEUE_H */
@@ -2912,9 +2930,10 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, CUDA__TASK_CAP * sizeof(uint32_t)), "cuMemAlloc (done counters)");
     CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, CUDA__TASK_CAP * sizeof(uint32_t)), "cuMemsetD8 (done counters)");
     c->P.done = (uint32_t *)(uintptr_t)d;
-    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, 64), "cuMemAlloc (retired)");
-    CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, 64), "cuMemsetD8 (retired)");
+    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, 64 + GPUOS__PROF_N * 8), "cuMemAlloc (retired)");
+    CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, 64 + GPUOS__PROF_N * 8), "cuMemsetD8 (retired)");
     c->P.retired = (uint64_t *)(uintptr_t)d;
+    c->P.prof = (unsigned long long *)(uintptr_t)(d + 64); /* probe builds' counters */
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__PLAN_CAP * GPUOS__PLAN_BYTES), "cuMemAlloc (plans)");
     c->P.plans = (char *)(uintptr_t)d;
     inbox_bytes = (size_t)c->n_workers * CUDA__INBOX_CAP * sizeof(gpuos__dtask);
@@ -16611,6 +16630,23 @@ const char *const gpuos__device_source[] = {
     "    uint64_t stamp[8];\n",
     "} gpuos__pk_ctl;\n",
     "\n",
+    "/* GPUOS__PK_TIMESTAMPS builds: worker cycle counts (clock64, thread 0 of every worker,\n",
+    "   summed over all workers), in device memory (gpuos__pk_params.prof). */\n",
+    "enum {\n",
+    "    GPUOS__PROF_WAIT,    /* polling an empty inbox */\n",
+    "    GPUOS__PROF_START,   /* entries seen -> the block starts the batch (barrier) */\n",
+    "    GPUOS__PROF_DEPS,    /* flushing and waiting for explicit dependencies */\n",
+    "    GPUOS__PROF_PLAN,    /* copying plans into shared memory */\n",
+    "    GPUOS__PROF_RUN,     /* gpuos__d_run (thread 0's share of the tiles) */\n",
+    "    GPUOS__PROF_SYNC,    /* the barrier after each tile */\n",
+    "    GPUOS__PROF_FLUSH,   /* publishing the batch's done counts and inbox position */\n",
+    "    GPUOS__PROF_BATCHES,\n",
+    "    GPUOS__PROF_TASKS,   /* inbox entries run */\n",
+    "    GPUOS__PROF_TILES,\n",
+    "    GPUOS__PROF_PLANS,   /* plan copies */\n",
+    "    GPUOS__PROF_N = 16\n",
+    "};\n",
+    "\n",
     "/* Parameters of the persistent kernel (passed by value). */\n",
     "typedef struct gpuos__pk_params {\n",
     "    gpuos__qslot *ring;     /* mapped pinned host memory, ring_slots slots */\n",
@@ -16627,6 +16663,7 @@ const char *const gpuos__device_source[] = {
     "    uint64_t task_cap;      /* power of two */\n",
     "    uint64_t start_pos;     /* first ring position to read */\n",
     "    uint64_t start_seq;     /* first task sequence number (>= 1) */\n",
+    "    unsigned long long *prof; /* device, GPUOS__PROF_N counters (GPUOS__PK_TIMESTAMPS builds) */\n",
     "} gpuos__pk_params;\n",
     "\n",
     "#endif /* GPUOS_QUEUE_H */\n",
@@ -16972,6 +17009,14 @@ const char *const gpuos__device_source[] = {
     "    return gpuos__ld_acquire_gpu_u32(&P.done[dep & (P.task_cap - 1)]) >= n_tiles;\n",
     "}\n",
     "\n",
+    "#ifdef GPUOS__PK_TIMESTAMPS\n",
+    "#define GPUOS__PROF_T0(v) long long v = clock64()\n",
+    "#define GPUOS__PROF_ADD(acc, k, t0) (acc[k] += (unsigned long long)(clock64() - (t0)))\n",
+    "#else\n",
+    "#define GPUOS__PROF_T0(v) (void)0\n",
+    "#define GPUOS__PROF_ADD(acc, k, t0) (void)0\n",
+    "#endif\n",
+    "\n",
     "/* Runs the tasks of this block's inbox in order, reading up to 32 entries per\n",
     "   parallel read of its own (uncontended) inbox lines. Finished-tile counts are\n",
     "   published in batches: one fence for a batch, and always before waiting on another\n",
@@ -16987,8 +17032,12 @@ const char *const gpuos__device_source[] = {
     "    const gpuos__dtask *inbox = P.inbox + (size_t)me * P.inbox_cap;\n",
     "    uint32_t head = P.wpos[me];\n",
     "    uint32_t plan_row = 0xffffffffu, plan_epoch = 0; /* the plan s_plan holds (same in every thread) */\n",
+    "#ifdef GPUOS__PK_TIMESTAMPS\n",
+    "    unsigned long long prof[GPUOS__PROF_N] = {0};\n",
+    "#endif\n",
     "    if (tid == 0) s_stale = 0;\n",
     "    for (;;) {\n",
+    "        GPUOS__PROF_T0(t_wait);\n",
     "        if (tid < 32) {\n",
     "            unsigned spin = 0;\n",
     "            for (;;) {\n",
@@ -17014,7 +17063,10 @@ const char *const gpuos__device_source[] = {
     "                if (spin == (1u << 20) && lane == 0) s_stale = 1;\n",
     "            }\n",
     "        }\n",
+    "        GPUOS__PROF_ADD(prof, GPUOS__PROF_WAIT, t_wait);\n",
+    "        GPUOS__PROF_T0(t_start);\n",
     "        __syncthreads();\n",
+    "        GPUOS__PROF_ADD(prof, GPUOS__PROF_START, t_start);\n",
     "        const int n = s_n;\n",
     "        int stop = 0, flushed = 0;\n",
     "        if (s_stale) plan_row = 0xffffffffu;\n",
@@ -17022,6 +17074,7 @@ const char *const gpuos__device_source[] = {
     "            const gpuos__qdesc *d = &s_d[i];\n",
     "            if (GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT) { stop = 1; break; }\n",
     "            const uint64_t seq = s_seq[i];\n",
+    "            GPUOS__PROF_T0(t_deps);\n",
     "            if (d->n_deps) {\n",
     "                if (tid == 0) {\n",
     "                    /* publish our finished tiles first: the producer may wait on them */\n",
@@ -17052,7 +17105,9 @@ const char *const gpuos__device_source[] = {
     "                /* every thread acquires: its loads must see the producers' writes, not\n",
     "                   lines its multiprocessor cached before */\n",
     "                asm volatile(\"fence.acq_rel.gpu;\" ::: \"memory\");\n",
+    "                GPUOS__PROF_ADD(prof, GPUOS__PROF_DEPS, t_deps);\n",
     "            }\n",
+    "            GPUOS__PROF_T0(t_plan);\n",
     "            /* The plan into shared memory with one parallel load: the kernels read its\n",
     "               fields in dependent chains, each an L2 round trip from global memory. A\n",
     "               row rewritten by the host gets a new epoch (kind >> 8), so the copy this\n",
@@ -17066,6 +17121,10 @@ const char *const gpuos__device_source[] = {
     "                plan_row = d->plan_id;\n",
     "                plan_epoch = pkey;\n",
     "                __syncthreads();\n",
+    "                GPUOS__PROF_ADD(prof, GPUOS__PROF_PLAN, t_plan);\n",
+    "#ifdef GPUOS__PK_TIMESTAMPS\n",
+    "                prof[GPUOS__PROF_PLANS]++;\n",
+    "#endif\n",
     "            }\n",
     "            const void *plan = s_plan;\n",
     "            const uint32_t first = (me + nw - (d->base % nw)) % nw; /* (base + first) % nw == me */\n",
@@ -17074,12 +17133,21 @@ const char *const gpuos__device_source[] = {
     "                int64_t b = (int64_t)t * d->tile_items;\n",
     "                int64_t e = b + d->tile_items;\n",
     "                if (e > d->n_items) e = d->n_items;\n",
+    "                GPUOS__PROF_T0(t_run);\n",
     "                gpuos__d_run(d->kernel_id, plan, b, e);\n",
+    "                GPUOS__PROF_ADD(prof, GPUOS__PROF_RUN, t_run);\n",
+    "                GPUOS__PROF_T0(t_sync);\n",
     "                __syncthreads(); /* kernels may reuse static shared memory; next task reads our writes */\n",
+    "                GPUOS__PROF_ADD(prof, GPUOS__PROF_SYNC, t_sync);\n",
     "                mine++;\n",
     "            }\n",
     "            if (tid == 0) s_mine[i] = mine;\n",
+    "#ifdef GPUOS__PK_TIMESTAMPS\n",
+    "            prof[GPUOS__PROF_TILES] += mine;\n",
+    "            prof[GPUOS__PROF_TASKS]++;\n",
+    "#endif\n",
     "        }\n",
+    "        GPUOS__PROF_T0(t_flush);\n",
     "        if (tid == 0) {\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
     "            P.ctl->stamp[3] = gpuos__globaltimer();\n",
@@ -17091,6 +17159,12 @@ const char *const gpuos__device_source[] = {
     "            if (s_mine[n - 1]) P.ctl->stamp[4] = gpuos__globaltimer();\n",
     "#endif\n",
     "            gpuos__st_release_gpu_u32(&P.wpos[me], head + n); /* on EXIT, n ends at it */\n",
+    "#ifdef GPUOS__PK_TIMESTAMPS\n",
+    "            GPUOS__PROF_ADD(prof, GPUOS__PROF_FLUSH, t_flush);\n",
+    "            prof[GPUOS__PROF_BATCHES]++;\n",
+    "            for (int k = 0; k < GPUOS__PROF_N; k++)\n",
+    "                if (prof[k]) atomicAdd(&P.prof[k], prof[k]), prof[k] = 0;\n",
+    "#endif\n",
     "        }\n",
     "        if (stop) break;\n",
     "        head += n;\n",

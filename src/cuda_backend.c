@@ -476,9 +476,10 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, CUDA__TASK_CAP * sizeof(uint32_t)), "cuMemAlloc (done counters)");
     CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, CUDA__TASK_CAP * sizeof(uint32_t)), "cuMemsetD8 (done counters)");
     c->P.done = (uint32_t *)(uintptr_t)d;
-    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, 64), "cuMemAlloc (retired)");
-    CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, 64), "cuMemsetD8 (retired)");
+    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, 64 + GPUOS__PROF_N * 8), "cuMemAlloc (retired)");
+    CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, 64 + GPUOS__PROF_N * 8), "cuMemsetD8 (retired)");
     c->P.retired = (uint64_t *)(uintptr_t)d;
+    c->P.prof = (unsigned long long *)(uintptr_t)(d + 64); /* probe builds' counters */
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__PLAN_CAP * GPUOS__PLAN_BYTES), "cuMemAlloc (plans)");
     c->P.plans = (char *)(uintptr_t)d;
     inbox_bytes = (size_t)c->n_workers * CUDA__INBOX_CAP * sizeof(gpuos__dtask);

@@ -88,6 +88,23 @@ typedef struct gpuos__pk_ctl {
     uint64_t stamp[8];
 } gpuos__pk_ctl;
 
+/* GPUOS__PK_TIMESTAMPS builds: worker cycle counts (clock64, thread 0 of every worker,
+   summed over all workers), in device memory (gpuos__pk_params.prof). */
+enum {
+    GPUOS__PROF_WAIT,    /* polling an empty inbox */
+    GPUOS__PROF_START,   /* entries seen -> the block starts the batch (barrier) */
+    GPUOS__PROF_DEPS,    /* flushing and waiting for explicit dependencies */
+    GPUOS__PROF_PLAN,    /* copying plans into shared memory */
+    GPUOS__PROF_RUN,     /* gpuos__d_run (thread 0's share of the tiles) */
+    GPUOS__PROF_SYNC,    /* the barrier after each tile */
+    GPUOS__PROF_FLUSH,   /* publishing the batch's done counts and inbox position */
+    GPUOS__PROF_BATCHES,
+    GPUOS__PROF_TASKS,   /* inbox entries run */
+    GPUOS__PROF_TILES,
+    GPUOS__PROF_PLANS,   /* plan copies */
+    GPUOS__PROF_N = 16
+};
+
 /* Parameters of the persistent kernel (passed by value). */
 typedef struct gpuos__pk_params {
     gpuos__qslot *ring;     /* mapped pinned host memory, ring_slots slots */
@@ -104,6 +121,7 @@ typedef struct gpuos__pk_params {
     uint64_t task_cap;      /* power of two */
     uint64_t start_pos;     /* first ring position to read */
     uint64_t start_seq;     /* first task sequence number (>= 1) */
+    unsigned long long *prof; /* device, GPUOS__PROF_N counters (GPUOS__PK_TIMESTAMPS builds) */
 } gpuos__pk_params;
 
 #endif /* GPUOS_QUEUE_H */

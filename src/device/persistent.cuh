@@ -337,6 +337,14 @@ static __device__ __forceinline__ int gpuos__pk_dep_done(const gpuos__pk_params 
     return gpuos__ld_acquire_gpu_u32(&P.done[dep & (P.task_cap - 1)]) >= n_tiles;
 }
 
+#ifdef GPUOS__PK_TIMESTAMPS
+#define GPUOS__PROF_T0(v) long long v = clock64()
+#define GPUOS__PROF_ADD(acc, k, t0) (acc[k] += (unsigned long long)(clock64() - (t0)))
+#else
+#define GPUOS__PROF_T0(v) (void)0
+#define GPUOS__PROF_ADD(acc, k, t0) (void)0
+#endif
+
 /* Runs the tasks of this block's inbox in order, reading up to 32 entries per
    parallel read of its own (uncontended) inbox lines. Finished-tile counts are
    published in batches: one fence for a batch, and always before waiting on another
@@ -352,8 +360,12 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
     const gpuos__dtask *inbox = P.inbox + (size_t)me * P.inbox_cap;
     uint32_t head = P.wpos[me];
     uint32_t plan_row = 0xffffffffu, plan_epoch = 0; /* the plan s_plan holds (same in every thread) */
+#ifdef GPUOS__PK_TIMESTAMPS
+    unsigned long long prof[GPUOS__PROF_N] = {0};
+#endif
     if (tid == 0) s_stale = 0;
     for (;;) {
+        GPUOS__PROF_T0(t_wait);
         if (tid < 32) {
             unsigned spin = 0;
             for (;;) {
@@ -379,7 +391,10 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
                 if (spin == (1u << 20) && lane == 0) s_stale = 1;
             }
         }
+        GPUOS__PROF_ADD(prof, GPUOS__PROF_WAIT, t_wait);
+        GPUOS__PROF_T0(t_start);
         __syncthreads();
+        GPUOS__PROF_ADD(prof, GPUOS__PROF_START, t_start);
         const int n = s_n;
         int stop = 0, flushed = 0;
         if (s_stale) plan_row = 0xffffffffu;
@@ -387,6 +402,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
             const gpuos__qdesc *d = &s_d[i];
             if (GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT) { stop = 1; break; }
             const uint64_t seq = s_seq[i];
+            GPUOS__PROF_T0(t_deps);
             if (d->n_deps) {
                 if (tid == 0) {
                     /* publish our finished tiles first: the producer may wait on them */
@@ -417,7 +433,9 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
                 /* every thread acquires: its loads must see the producers' writes, not
                    lines its multiprocessor cached before */
                 asm volatile("fence.acq_rel.gpu;" ::: "memory");
+                GPUOS__PROF_ADD(prof, GPUOS__PROF_DEPS, t_deps);
             }
+            GPUOS__PROF_T0(t_plan);
             /* The plan into shared memory with one parallel load: the kernels read its
                fields in dependent chains, each an L2 round trip from global memory. A
                row rewritten by the host gets a new epoch (kind >> 8), so the copy this
@@ -431,6 +449,10 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
                 plan_row = d->plan_id;
                 plan_epoch = pkey;
                 __syncthreads();
+                GPUOS__PROF_ADD(prof, GPUOS__PROF_PLAN, t_plan);
+#ifdef GPUOS__PK_TIMESTAMPS
+                prof[GPUOS__PROF_PLANS]++;
+#endif
             }
             const void *plan = s_plan;
             const uint32_t first = (me + nw - (d->base % nw)) % nw; /* (base + first) % nw == me */
@@ -439,12 +461,21 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
                 int64_t b = (int64_t)t * d->tile_items;
                 int64_t e = b + d->tile_items;
                 if (e > d->n_items) e = d->n_items;
+                GPUOS__PROF_T0(t_run);
                 gpuos__d_run(d->kernel_id, plan, b, e);
+                GPUOS__PROF_ADD(prof, GPUOS__PROF_RUN, t_run);
+                GPUOS__PROF_T0(t_sync);
                 __syncthreads(); /* kernels may reuse static shared memory; next task reads our writes */
+                GPUOS__PROF_ADD(prof, GPUOS__PROF_SYNC, t_sync);
                 mine++;
             }
             if (tid == 0) s_mine[i] = mine;
+#ifdef GPUOS__PK_TIMESTAMPS
+            prof[GPUOS__PROF_TILES] += mine;
+            prof[GPUOS__PROF_TASKS]++;
+#endif
         }
+        GPUOS__PROF_T0(t_flush);
         if (tid == 0) {
 #ifdef GPUOS__PK_TIMESTAMPS
             P.ctl->stamp[3] = gpuos__globaltimer();
@@ -456,6 +487,12 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
             if (s_mine[n - 1]) P.ctl->stamp[4] = gpuos__globaltimer();
 #endif
             gpuos__st_release_gpu_u32(&P.wpos[me], head + n); /* on EXIT, n ends at it */
+#ifdef GPUOS__PK_TIMESTAMPS
+            GPUOS__PROF_ADD(prof, GPUOS__PROF_FLUSH, t_flush);
+            prof[GPUOS__PROF_BATCHES]++;
+            for (int k = 0; k < GPUOS__PROF_N; k++)
+                if (prof[k]) atomicAdd(&P.prof[k], prof[k]), prof[k] = 0;
+#endif
         }
         if (stop) break;
         head += n;

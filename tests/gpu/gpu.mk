@@ -59,3 +59,8 @@ $(BUILD)/probe_latency: tests/gpu/probe_latency.c gpuos.c gpuos.h | $(BUILD)
 # Where a submission's time goes on the host CPU (not a test; device 0).
 $(BUILD)/probe_submit: tests/gpu/probe_submit.c gpuos.h $(BUILD)/gpuos.o | $(BUILD)
 	$(CC) -std=gnu99 -O2 -I. $< $(BUILD)/gpuos.o -o $@ $(LDLIBS)
+
+# Where a chain's and independent tasks' time goes in the worker blocks (not a test; device
+# cycle counters, GPUOS_CUDA_TIMESTAMPS).
+$(BUILD)/probe_chain: tests/gpu/probe_chain.c gpuos.c gpuos.h | $(BUILD)
+	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_chain.c -o $@ $(LDLIBS)

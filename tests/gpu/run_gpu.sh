@@ -7,7 +7,7 @@ mkdir -p "$OUT"
 export GPUOS_CACHE_DIR=${GPUOS_CACHE_DIR:-/tmp/gpuos-cache}
 COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-make -j16 -s all build/order_check build/smoke build/tests/test_order_stress build/probe_latency build/probe_submit \
+make -j16 -s all build/order_check build/smoke build/tests/test_order_stress build/probe_latency build/probe_submit build/probe_chain \
     > "$OUT/build.log" 2>&1 || { echo "build failed"; tail -20 "$OUT/build.log"; exit 1; }
 for step in "$@"; do
   t0=$(date +%s)
@@ -21,7 +21,8 @@ for step in "$@"; do
   bench) GPUOS_BENCH_COMMIT=$COMMIT make -s bench BENCH_ARGS="--device 0 ${BENCH_ROWS:+--rows $BENCH_ROWS}" > "$OUT/bench.log" 2>&1
          cp bench/results/*.json bench/results/*.txt "$OUT/" 2>/dev/null; tail -25 "$OUT/bench.log" ;;
   probes) ./build/probe_latency > "$OUT/probe_latency.log" 2>&1; ./build/probe_submit > "$OUT/probe_submit.log" 2>&1
-         cat "$OUT/probe_latency.log" "$OUT/probe_submit.log" | tail -30 ;;
+         ./build/probe_chain > "$OUT/probe_chain.log" 2>&1
+         cat "$OUT/probe_latency.log" "$OUT/probe_submit.log" "$OUT/probe_chain.log" | tail -40 ;;
   sanitize) compute-sanitizer --tool memcheck ./build/order_check 20 > "$OUT/memcheck.log" 2>&1; tail -2 "$OUT/memcheck.log"
          compute-sanitizer --tool racecheck ./build/smoke > "$OUT/racecheck.log" 2>&1; tail -2 "$OUT/racecheck.log" ;;
   esac

@@ -1,0 +1,83 @@
+/* probe_chain.c - where a chain of dependent element-wise tasks spends its time in the
+   worker blocks (not a test). Runs with GPUOS_CUDA_TIMESTAMPS=1, whose kernel sums clock64
+   cycles per phase over every worker (gpuos__pk_params.prof), and prints them per task:
+   the bench's `chain` (1000 in-place x = x + 1 on 4096 floats), then `independent`
+   (out_k = in_k + 1 over 256 tensors), each submitted from one thread. */
+#include "../../gpuos.c"
+#include <stdio.h>
+
+static double now_us(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+static void prof_read(gpuos_context *ctx, unsigned long long *v) {
+    /* on the copy stream: the persistent kernel keeps running */
+    if (gpuos__cuda_memcpy(ctx, v, ctx->cuda->P.prof, GPUOS__PROF_N * 8, 0) != GPUOS_OK)
+        printf("probe_chain: reading the counters: %s\n", gpuos_last_error(ctx));
+}
+
+static void report(const char *name, const unsigned long long *a, const unsigned long long *b, double us, int ops) {
+    static const char *ph[] = {"wait", "start", "deps", "plan", "run", "sync", "flush"};
+    unsigned long long d[GPUOS__PROF_N];
+    int k;
+    for (k = 0; k < GPUOS__PROF_N; k++) d[k] = b[k] - a[k];
+    printf("%s: %.3f us/op (host clock); worker entries %llu, batches %llu (%.1f entries/batch), tiles %llu, plan copies %llu\n",
+           name, us / ops, d[GPUOS__PROF_TASKS], d[GPUOS__PROF_BATCHES],
+           d[GPUOS__PROF_BATCHES] ? (double)d[GPUOS__PROF_TASKS] / d[GPUOS__PROF_BATCHES] : 0.0, d[GPUOS__PROF_TILES],
+           d[GPUOS__PROF_PLANS]);
+    printf("  cycles per worker entry (thread 0, summed over workers):");
+    for (k = 0; k <= GPUOS__PROF_FLUSH; k++)
+        printf(" %s %.0f", ph[k], d[GPUOS__PROF_TASKS] ? (double)d[k] / d[GPUOS__PROF_TASKS] : 0.0);
+    printf("\n");
+}
+
+int main(void) {
+    gpuos_config cfg = GPUOS_CONFIG_INIT;
+    gpuos_context *ctx;
+    gpuos_tensor *x, *one, *in[256], *out[256];
+    int64_t n = 4096;
+    unsigned long long p0[GPUOS__PROF_N], p1[GPUOS__PROF_N];
+    int i, r;
+    setenv("GPUOS_CUDA_TIMESTAMPS", "1", 1);
+    cfg.device = 0;
+    cfg.idle_ms = 10000;
+    cfg.queue_capacity = 1 << 16;
+    if (gpuos_create(&cfg, &ctx) != GPUOS_OK) {
+        printf("probe_chain: %s\n", gpuos_last_error(NULL));
+        return 1;
+    }
+    gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &x);
+    gpuos_fill(ctx, x, 0.0);
+    gpuos_tensor_scalar(ctx, GPUOS_F32, 1.0, &one);
+    for (i = 0; i < 256; i++) {
+        gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &in[i]);
+        gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &out[i]);
+        gpuos_fill(ctx, in[i], i);
+    }
+    gpuos_wait(ctx, 10000);
+    for (r = 0; r < 3; r++) {
+        double t0;
+        prof_read(ctx, p0);
+        t0 = now_us();
+        for (i = 0; i < 1000; i++) gpuos_add(ctx, x, x, one);
+        gpuos_wait(ctx, 10000);
+        t0 = now_us() - t0;
+        prof_read(ctx, p1);
+        report("chain", p0, p1, t0, 1000);
+    }
+    for (r = 0; r < 3; r++) {
+        double t0;
+        prof_read(ctx, p0);
+        t0 = now_us();
+        for (i = 0; i < 20000; i++) gpuos_add(ctx, out[i & 255], in[i & 255], one);
+        gpuos_wait(ctx, 10000);
+        t0 = now_us() - t0;
+        prof_read(ctx, p1);
+        report("independent", p0, p1, t0, 20000);
+    }
+    printf("status: %s\n", gpuos_last_error(ctx));
+    gpuos_destroy(ctx);
+    return 0;
+}
