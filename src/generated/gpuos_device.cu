@@ -1920,6 +1920,9 @@ static __device__ __noinline__ gpuos__d_offs<NP> gpuos__d_ew_offsets(const gpuos
 #ifndef GPUOS__D_EW_D
 #define GPUOS__D_EW_D 1
 #endif
+#ifndef GPUOS__D_EW_SPLIT /* 1: a small vector-mode function per group beside the general loop */
+#define GPUOS__D_EW_SPLIT 1
+#endif
 /* U consecutive elements as one aligned vector (one 4..16-byte load or store; two for
    8-byte types). */
 template <class T> struct alignas(GPUOS__D_EW_U * sizeof(T)) gpuos__d_vec {
@@ -1931,7 +1934,8 @@ GPUOS__FN bool gpuos__d_vec_ok(const char *ptr, int64_t stride, int64_t size, in
     return stride == 0 || (stride == size && ((uintptr_t)(ptr + begin * size) & (uintptr_t)(GPUOS__D_EW_U * size - 1)) == 0);
 }
 
-template <class G> GPUOS__FN void gpuos__d_ew(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+template <class G, bool VEC = true>
+GPUOS__FN void gpuos__d_ew(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     typedef typename G::O O;
     typedef typename G::A A;
     typedef typename G::B B;
@@ -1949,7 +1953,7 @@ template <class G> GPUOS__FN void gpuos__d_ew(const gpuos__ew_plan *p, int64_t b
     int64_t s[NIN + 1]; /* rank <= 1: the byte strides */
 #pragma unroll
     for (int q = 0; q <= NIN; ++q) s[q] = rank == 1 ? p->stride[q][0] : 0;
-    const bool vec = rank == 1 && s[0] == (int64_t)sizeof(O) && gpuos__d_vec_ok(po, s[0], sizeof(O), begin) &&
+    const bool vec = VEC && rank == 1 && s[0] == (int64_t)sizeof(O) && gpuos__d_vec_ok(po, s[0], sizeof(O), begin) &&
                      (NIN < 1 || gpuos__d_vec_ok(pa, s[1], sizeof(A), begin)) &&
                      (NIN < 2 || gpuos__d_vec_ok(pb, s[2], sizeof(B), begin)) &&
                      (NIN < 3 || gpuos__d_vec_ok(pc, s[3], sizeof(C), begin));
@@ -2060,6 +2064,65 @@ template <class G> GPUOS__FN void gpuos__d_ew(const gpuos__ew_plan *p, int64_t b
         }
         b0 += dn * bu;
     }
+}
+
+/* The vector mode alone, for whole passes of U items per thread from `begin` (the
+   caller checked gpuos__d_ew_vec_ok): one load per operand, the batch, one store.
+   Returns the first item it left (fewer than U * n remain). Kept apart from the
+   general loop above so that the common case is a small function: measured on the
+   H100, the general loop's register pressure under the 128-register cap gave every
+   call a 150-300-byte stack frame, ~4000 cycles per 1024-item tile. */
+template <class G> GPUOS__FN bool gpuos__d_ew_vec_ok(const gpuos__ew_plan *p, int64_t begin) {
+    typedef typename G::O O;
+    if (p->rank != 1 || p->stride[0][0] != (int64_t)sizeof(O) || !gpuos__d_vec_ok(p->ptr[0], p->stride[0][0], sizeof(O), begin))
+        return false;
+    if (G::NIN >= 1 && !gpuos__d_vec_ok(p->ptr[1], p->stride[1][0], sizeof(typename G::A), begin)) return false;
+    if (G::NIN >= 2 && !gpuos__d_vec_ok(p->ptr[2], p->stride[2][0], sizeof(typename G::B), begin)) return false;
+    if (G::NIN >= 3 && !gpuos__d_vec_ok(p->ptr[3], p->stride[3][0], sizeof(typename G::C), begin)) return false;
+    return true;
+}
+template <class G> GPUOS__FN int64_t gpuos__d_ew_vec(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    typedef typename G::O O;
+    typedef typename G::A A;
+    typedef typename G::B B;
+    typedef typename G::C C;
+    enum { NIN = G::NIN, U = GPUOS__D_EW_U };
+    const double s0 = p->scalar[0], s1 = p->scalar[1];
+    char *const po = p->ptr[0];
+    const char *const pa = p->ptr[1];
+    const char *const pb = p->ptr[2];
+    const char *const pc = p->ptr[3];
+    const bool ca = NIN >= 1 && p->stride[1][0] == 0, cb = NIN >= 2 && p->stride[2][0] == 0,
+               cc = NIN >= 3 && p->stride[3][0] == 0; /* broadcast: read once */
+    gpuos__d_vec<A> ba;
+    gpuos__d_vec<B> bb;
+    gpuos__d_vec<C> bc;
+    const A a0 = ca ? *(const A *)pa : (A)0;
+    const B b0v = cb ? *(const B *)pb : (B)0;
+    const C c0 = cc ? *(const C *)pc : (C)0;
+#pragma unroll
+    for (int e = 0; e < U; ++e) {
+        ba.v[e] = a0;
+        bb.v[e] = b0v;
+        bc.v[e] = c0;
+    }
+    const int nt = (int)blockDim.x, tid = (int)threadIdx.x;
+    const int64_t bu = (int64_t)U * nt;
+    int64_t b0 = begin;
+#pragma unroll 1
+    for (; end - b0 >= bu; b0 += bu) {
+        const int64_t i = b0 + (int64_t)U * tid;
+        gpuos__d_vec<A> va = ba;
+        gpuos__d_vec<B> vb = bb;
+        gpuos__d_vec<C> vc = bc;
+        if constexpr (NIN >= 1) if (!ca) va = *(const gpuos__d_vec<A> *)(pa + i * (int64_t)sizeof(A));
+        if constexpr (NIN >= 2) if (!cb) vb = *(const gpuos__d_vec<B> *)(pb + i * (int64_t)sizeof(B));
+        if constexpr (NIN >= 3) if (!cc) vc = *(const gpuos__d_vec<C> *)(pc + i * (int64_t)sizeof(C));
+        gpuos__d_vec<O> vo;
+        G::batch(cs, va.v, vb.v, vc.v, i, 1, s0, s1, vo.v);
+        *(gpuos__d_vec<O> *)(po + i * (int64_t)sizeof(O)) = vo;
+    }
+    return b0;
 }
 
 /* ================================================================ reductions */
@@ -2451,9 +2514,22 @@ struct gpuos__d_ewg0 {
     }
 };
 #if GPUOS__D_MINE(0)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg0>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg0, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg0>(p, begin)) begin = gpuos__d_ew_v0(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s0(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg0>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -2787,9 +2863,22 @@ struct gpuos__d_ewg1 {
     }
 };
 #if GPUOS__D_MINE(1)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg1>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg1, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg1>(p, begin)) begin = gpuos__d_ew_v1(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s1(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg1>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -2979,9 +3068,22 @@ struct gpuos__d_ewg2 {
     }
 };
 #if GPUOS__D_MINE(2)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg2>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg2, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg2>(p, begin)) begin = gpuos__d_ew_v2(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s2(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg2>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -3171,9 +3273,22 @@ struct gpuos__d_ewg3 {
     }
 };
 #if GPUOS__D_MINE(3)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg3>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg3, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg3>(p, begin)) begin = gpuos__d_ew_v3(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s3(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg3>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -3267,9 +3382,22 @@ struct gpuos__d_ewg4 {
     }
 };
 #if GPUOS__D_MINE(4)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg4>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg4, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg4>(p, begin)) begin = gpuos__d_ew_v4(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s4(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg4>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -3335,9 +3463,22 @@ struct gpuos__d_ewg5 {
     }
 };
 #if GPUOS__D_MINE(5)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg5>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg5, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg5>(p, begin)) begin = gpuos__d_ew_v5(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s5(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg5>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -3403,9 +3544,22 @@ struct gpuos__d_ewg6 {
     }
 };
 #if GPUOS__D_MINE(6)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg6>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg6, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg6>(p, begin)) begin = gpuos__d_ew_v6(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s6(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg6>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -3675,9 +3829,22 @@ struct gpuos__d_ewg7 {
     }
 };
 #if GPUOS__D_MINE(7)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg7>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg7, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg7>(p, begin)) begin = gpuos__d_ew_v7(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s7(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg7>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -3849,9 +4016,22 @@ struct gpuos__d_ewg8 {
     }
 };
 #if GPUOS__D_MINE(8)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg8>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg8, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg8>(p, begin)) begin = gpuos__d_ew_v8(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s8(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg8>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -3978,9 +4158,22 @@ struct gpuos__d_ewg9 {
     }
 };
 #if GPUOS__D_MINE(9)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg9>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg9, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg9>(p, begin)) begin = gpuos__d_ew_v9(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s9(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg9>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -4107,9 +4300,22 @@ struct gpuos__d_ewg10 {
     }
 };
 #if GPUOS__D_MINE(10)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg10>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg10, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg10>(p, begin)) begin = gpuos__d_ew_v10(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s10(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg10>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -4239,9 +4445,22 @@ struct gpuos__d_ewg11 {
     }
 };
 #if GPUOS__D_MINE(11)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg11>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg11, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg11>(p, begin)) begin = gpuos__d_ew_v11(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s11(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg11>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -4335,9 +4554,22 @@ struct gpuos__d_ewg12 {
     }
 };
 #if GPUOS__D_MINE(12)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg12>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg12, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg12>(p, begin)) begin = gpuos__d_ew_v12(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s12(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg12>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -4431,9 +4663,22 @@ struct gpuos__d_ewg13 {
     }
 };
 #if GPUOS__D_MINE(13)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg13>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg13, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg13>(p, begin)) begin = gpuos__d_ew_v13(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s13(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg13>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -4483,9 +4728,22 @@ struct gpuos__d_ewg14 {
     }
 };
 #if GPUOS__D_MINE(14)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg14>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg14, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg14>(p, begin)) begin = gpuos__d_ew_v14(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s14(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg14>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -4519,9 +4777,22 @@ struct gpuos__d_ewg15 {
     }
 };
 #if GPUOS__D_MINE(15)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg15>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg15, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg15>(p, begin)) begin = gpuos__d_ew_v15(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s15(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg15>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -4551,9 +4822,22 @@ struct gpuos__d_ewg16 {
     }
 };
 #if GPUOS__D_MINE(16)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg16>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg16, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg16>(p, begin)) begin = gpuos__d_ew_v16(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s16(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg16>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -4583,9 +4867,22 @@ struct gpuos__d_ewg17 {
     }
 };
 #if GPUOS__D_MINE(17)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg17>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg17, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg17>(p, begin)) begin = gpuos__d_ew_v17(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s17(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg17>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -4639,9 +4936,22 @@ struct gpuos__d_ewg18 {
     }
 };
 #if GPUOS__D_MINE(18)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg18>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg18, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg18>(p, begin)) begin = gpuos__d_ew_v18(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s18(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg18>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -4683,9 +4993,22 @@ struct gpuos__d_ewg19 {
     }
 };
 #if GPUOS__D_MINE(19)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg19>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg19, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg19>(p, begin)) begin = gpuos__d_ew_v19(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s19(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg19>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -4727,9 +5050,22 @@ struct gpuos__d_ewg20 {
     }
 };
 #if GPUOS__D_MINE(20)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg20>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg20, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg20>(p, begin)) begin = gpuos__d_ew_v20(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s20(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg20>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -4787,9 +5123,22 @@ struct gpuos__d_ewg21 {
     }
 };
 #if GPUOS__D_MINE(21)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg21>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg21, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg21>(p, begin)) begin = gpuos__d_ew_v21(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s21(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg21>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -4835,9 +5184,22 @@ struct gpuos__d_ewg22 {
     }
 };
 #if GPUOS__D_MINE(22)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg22>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg22, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg22>(p, begin)) begin = gpuos__d_ew_v22(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s22(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg22>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -4883,9 +5245,22 @@ struct gpuos__d_ewg23 {
     }
 };
 #if GPUOS__D_MINE(23)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg23>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg23, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg23>(p, begin)) begin = gpuos__d_ew_v23(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s23(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg23>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -4931,9 +5306,22 @@ struct gpuos__d_ewg24 {
     }
 };
 #if GPUOS__D_MINE(24)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg24>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg24, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg24>(p, begin)) begin = gpuos__d_ew_v24(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s24(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg24>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -4979,9 +5367,22 @@ struct gpuos__d_ewg25 {
     }
 };
 #if GPUOS__D_MINE(25)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg25>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg25, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg25>(p, begin)) begin = gpuos__d_ew_v25(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s25(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg25>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -5027,9 +5428,22 @@ struct gpuos__d_ewg26 {
     }
 };
 #if GPUOS__D_MINE(26)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg26>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg26, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg26>(p, begin)) begin = gpuos__d_ew_v26(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s26(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg26>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -5067,9 +5481,22 @@ struct gpuos__d_ewg27 {
     }
 };
 #if GPUOS__D_MINE(27)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg27>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg27, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg27>(p, begin)) begin = gpuos__d_ew_v27(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s27(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg27>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -5115,9 +5542,22 @@ struct gpuos__d_ewg28 {
     }
 };
 #if GPUOS__D_MINE(28)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg28>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg28, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg28>(p, begin)) begin = gpuos__d_ew_v28(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s28(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg28>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -5155,9 +5595,22 @@ struct gpuos__d_ewg29 {
     }
 };
 #if GPUOS__D_MINE(29)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg29>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg29, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg29>(p, begin)) begin = gpuos__d_ew_v29(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s29(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg29>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -5199,9 +5652,22 @@ struct gpuos__d_ewg30 {
     }
 };
 #if GPUOS__D_MINE(30)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg30>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg30, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg30>(p, begin)) begin = gpuos__d_ew_v30(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s30(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg30>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -5247,9 +5713,22 @@ struct gpuos__d_ewg31 {
     }
 };
 #if GPUOS__D_MINE(31)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg31>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg31, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg31>(p, begin)) begin = gpuos__d_ew_v31(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s31(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg31>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -5287,9 +5766,22 @@ struct gpuos__d_ewg32 {
     }
 };
 #if GPUOS__D_MINE(32)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg32>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg32, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg32>(p, begin)) begin = gpuos__d_ew_v32(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s32(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg32>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
@@ -5327,9 +5819,22 @@ struct gpuos__d_ewg33 {
     }
 };
 #if GPUOS__D_MINE(33)
+#if GPUOS__D_EW_SPLIT
+static __device__ __noinline__ int64_t gpuos__d_ew_v33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg33>(p, begin, end, cs);
+}
+static __device__ __noinline__ void gpuos__d_ew_s33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_ew<gpuos__d_ewg33, false>(p, begin, end, cs);
+}
+__device__ __noinline__ void gpuos__d_ew_g33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg33>(p, begin)) begin = gpuos__d_ew_v33(p, begin, end, cs);
+    if (begin < end) gpuos__d_ew_s33(p, begin, end, cs);
+}
+#else
 __device__ __noinline__ void gpuos__d_ew_g33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg33>(p, begin, end, cs);
 }
+#endif
 #else
 __device__ void gpuos__d_ew_g33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs);
 #endif
