@@ -62,6 +62,7 @@ int main(void) {
         prof_read(ctx, p0);
         t0 = now_us();
         for (i = 0; i < 1000; i++) gpuos_add(ctx, x, x, one);
+        printf("chain: submitting took %.3f us/op\n", (now_us() - t0) / 1000);
         gpuos_wait(ctx, 10000);
         t0 = now_us() - t0;
         prof_read(ctx, p1);
