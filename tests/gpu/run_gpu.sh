@@ -5,7 +5,7 @@
 OUT=${OUT:-/tmp/gpuos-out}
 mkdir -p "$OUT"
 export GPUOS_CACHE_DIR=${GPUOS_CACHE_DIR:-/tmp/gpuos-cache}
-COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+COMMIT=${GPUOS_BENCH_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 make -j16 -s all build/order_check build/smoke build/tests/test_order_stress build/probe_latency build/probe_submit build/probe_chain \
     > "$OUT/build.log" 2>&1 || { echo "build failed"; tail -20 "$OUT/build.log"; exit 1; }
