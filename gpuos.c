@@ -115,6 +115,12 @@ typedef struct gpuos__matmul_plan {
     const char *b;
 } gpuos__matmul_plan;
 
+/* Run-time operators (src/rtops.c) on the device: task kernel ids from
+   GPUOS__RT_KERNEL_BASE name physical slots (two per operator: the version queued tasks
+   use and the next one) of the module's gpuos__rt_table. */
+#define GPUOS__RT_KERNEL_BASE 30000
+#define GPUOS__RT_SLOTS 128
+
 #endif /* GPUOS_PLAN_H */
 /*** End of src/gpuos_plan.h ***/
 
@@ -392,6 +398,23 @@ struct gpuos_tensor {
 };
 
 /* ---------------------------------------------------------------- jobs (queued tasks) */
+/* A version of a run-time operator (rtops.c). */
+typedef struct gpuos__rt_version {
+    gpuos_context *ctx;
+    int refs;                  /* the operator's (while current) + one per job; ctx->mu */
+    int index, slot;           /* operator index; physical slot 2 * index + 0 or 1 */
+    gpuos_opdef_kind kind;
+    int n_in, n_scalars;
+    gpuos_dtype out_dtype, in_dtype[GPUOS_RUNTIME_MAX_INPUTS];
+    char name[64];
+    char var[1 + GPUOS_RUNTIME_MAX_INPUTS + 2][64]; /* out, inputs, scalars */
+    char *source;
+    struct gpuos__ex_program *prog; /* host executor: the compiled body */
+    uint64_t hash;             /* GPU: the device symbols' suffix and the object's cache key */
+    void *obj;                 /* GPU: the relocatable object (NVRTC -rdc) */
+    size_t obj_size;
+} gpuos__rt_version;
+
 typedef struct gpuos__job {
     uint64_t seq;
     gpuos_op op;
@@ -414,6 +437,7 @@ typedef struct gpuos__job {
     int dev_kernel;                     /* CUDA backend: gpuos__device_kernel_id, -1 if none */
     uint8_t elsize[GPUOS__MAX_PTR];     /* bytes per element of out, in[0], in[1], ... */
     uint64_t dseq;                      /* CUDA backend: the task's device sequence number */
+    gpuos__rt_version *rt;              /* run-time operator: the version it runs (a reference) */
     struct gpuos__job *next_free;
 } gpuos__job;
 
@@ -460,6 +484,13 @@ struct gpuos_context {
     pthread_t dispatcher;
     int dispatcher_running;
     struct gpuos__pool *pool; /* NULL with one host thread */
+
+    /* run-time operators (rtops.c): the current version of each, by index; the version
+       in each physical code slot (two per operator) while anything refers to it */
+    struct gpuos__rt_version *rt_cur[GPUOS_MAX_RUNTIME_OPS];
+    struct gpuos__rt_version *rt_slot[2 * GPUOS_MAX_RUNTIME_OPS];
+    char rt_reserved[GPUOS_MAX_RUNTIME_OPS]; /* an index being defined */
+    pthread_mutex_t rt_mu;                     /* one definition at a time (before mu) */
 
     struct gpuos__cuda *cuda; /* the CUDA backend (cuda_backend.c); NULL on the host */
     uint32_t cuda_sent;       /* queued jobs (from ring_head) already sent to the device */
@@ -680,6 +711,17 @@ gpuos_status gpuos__nvjitlink_link(const gpuos_context *ctx, const char *const *
                                    int n_images, void **cubin, size_t *cubin_size, char **log);
 /* The generated device source, joined (malloc'd); NULL when out of memory. */
 char *gpuos__device_source_joined(size_t *length);
+
+/* ---------------------------------------------------------------- rtops.c */
+gpuos_status gpuos__rt_lookup(gpuos_context *ctx, gpuos_op op, gpuos__rt_version **out); /* retained */
+void gpuos__rt_release(gpuos_context *ctx, gpuos__rt_version *v);
+void gpuos__rt_release_locked(gpuos__rt_version *v);
+void gpuos__rt_fini(gpuos_context *ctx);
+void gpuos__rt_host_run(const gpuos__job *job, int64_t begin, int64_t end);
+char *gpuos__rt_device_code(const gpuos__rt_version *v, uint64_t hash);
+/* cuda_backend.c: compiles v (disk cache), links every live version into a new module
+   generation and swaps it in at a task boundary (ctx->rt_mu held, ctx->mu not). */
+gpuos_status gpuos__cuda_rt_install(gpuos_context *ctx, gpuos__rt_version *v);
 
 #endif /* GPUOS_RUNTIME_H */
 /*** End of src/gpuos_runtime.h ***/
@@ -2336,6 +2378,11 @@ gpuos_status gpuos_create(const gpuos_config *config, gpuos_context **out) {
 
     st = GPUOS_ERR_INTERNAL;
     if (!(mu_ok = pthread_mutex_init(&ctx->mu, NULL) == 0)) goto fail_sync;
+    if (pthread_mutex_init(&ctx->rt_mu, NULL) != 0) {
+        pthread_mutex_destroy(&ctx->mu);
+        mu_ok = 0;
+        goto fail_sync;
+    }
     if (!(room_ok = gpuos__cond_init_monotonic(&ctx->cv_room))) goto fail_sync;
     if (!(work_ok = gpuos__cond_init_monotonic(&ctx->cv_work))) goto fail_sync;
     if (!(done_ok = gpuos__cond_init_monotonic(&ctx->cv_done))) goto fail_sync;
@@ -2375,7 +2422,10 @@ fail:
     if (done_ok) pthread_cond_destroy(&ctx->cv_done);
     if (work_ok) pthread_cond_destroy(&ctx->cv_work);
     if (room_ok) pthread_cond_destroy(&ctx->cv_room);
-    if (mu_ok) pthread_mutex_destroy(&ctx->mu);
+    if (mu_ok) {
+        pthread_mutex_destroy(&ctx->mu);
+        pthread_mutex_destroy(&ctx->rt_mu);
+    }
     free(ctx->cache_dir);
     free(ctx);
     return st;
@@ -2387,6 +2437,7 @@ void gpuos__context_free(gpuos_context *ctx) {
     pthread_cond_destroy(&ctx->cv_work);
     pthread_cond_destroy(&ctx->cv_room);
     pthread_mutex_destroy(&ctx->mu);
+    pthread_mutex_destroy(&ctx->rt_mu);
     free(ctx->cache_dir);
     free(ctx);
 }
@@ -2416,6 +2467,7 @@ void gpuos_destroy(gpuos_context *ctx) {
         gpuos__host_stop(ctx);
         gpuos__queue_fini(ctx);
     }
+    gpuos__rt_fini(ctx); /* run-time operators: the jobs' references went with the queue */
 
     pthread_mutex_lock(&ctx->mu);
     free_now = --ctx->refs == 0;
@@ -2503,6 +2555,7 @@ int gpuos_debug_pause(gpuos_context *ctx, int paused) {
 #define CUDA__PLAN_PROBE 8u
 #define CUDA__LOG_LEN 8              /* remembered accesses per storage */
 #define CUDA__TILE_EW 1024           /* element-wise items per tile (small tasks) */
+#define CUDA__MAX_PARTS 8            /* relocatable programs the device code is compiled as, at most */
 
 /* One remembered access of a storage (device sequence numbers). */
 typedef struct cuda__access {
@@ -2561,6 +2614,16 @@ struct gpuos__cuda {
     uint64_t idle_dseq;          /* dseq at that sight */
 
     cuda__plan_entry *plans;
+
+    /* run-time operators: what a module generation is linked from (cuda_build_module) */
+    uint64_t base_key;           /* cache key of the built-in device code */
+    int n_parts;                 /* relocatable programs it was compiled as (0: not relocatable) */
+    char *opt_store[8];          /* the NVRTC options it was compiled with (copies) */
+    int n_opt_store;
+    void *part_img[CUDA__MAX_PARTS]; /* its relocatable objects, read or compiled on first need */
+    size_t part_size[CUDA__MAX_PARTS];
+    int generation;              /* modules swapped in so far */
+    double last_swap_ms;         /* the last swap's pause: stop, load, table (diagnostics) */
 
     void **deferred;             /* device memory to free once the kernel stops */
     int n_deferred, cap_deferred;
@@ -2728,7 +2791,6 @@ static void cuda_cache_write(const char *path, uint64_t key, const void *cubin, 
 }
 
 /* One part of a split compile of the device source (device_ops.cu, "parts"). */
-#define CUDA__MAX_PARTS 8
 typedef struct cuda__part {
     const gpuos_context *ctx;
     const char *src;
@@ -2745,6 +2807,38 @@ static void *cuda_part_main(void *arg) {
     cuda__part *p = (cuda__part *)arg;
     p->st = gpuos__nvrtc_compile(p->ctx, p->src, "gpuos_device.cu", p->opts, p->n_opts, 1, &p->cubin, &p->size, &p->log);
     return NULL;
+}
+
+/* Compiles the device source as n_parts programs, one thread each (part k with
+   -DGPUOS__D_NPARTS=n_parts -DGPUOS__D_PART=k when n_parts > 1). */
+static void cuda_compile_parts(gpuos_context *ctx, const char *src, const char *const *opts, int n_opts, int n_parts,
+                               cuda__part *parts) {
+    pthread_t th[CUDA__MAX_PARTS];
+    int started[CUDA__MAX_PARTS], k, i;
+    memset(parts, 0, sizeof(cuda__part) * (size_t)n_parts);
+    for (k = 0; k < n_parts; k++) {
+        cuda__part *p = &parts[k];
+        p->ctx = ctx;
+        p->src = src;
+        for (i = 0; i < n_opts; i++) p->opts[p->n_opts++] = opts[i];
+        if (n_parts > 1) {
+            snprintf(p->def[0], sizeof p->def[0], "-DGPUOS__D_NPARTS=%d", n_parts);
+            snprintf(p->def[1], sizeof p->def[1], "-DGPUOS__D_PART=%d", k);
+            p->opts[p->n_opts++] = p->def[0];
+            p->opts[p->n_opts++] = p->def[1];
+        }
+    }
+    for (k = 1; k < n_parts; k++) started[k] = pthread_create(&th[k], NULL, cuda_part_main, &parts[k]) == 0;
+    cuda_part_main(&parts[0]);
+    for (k = 1; k < n_parts; k++) {
+        if (started[k]) pthread_join(th[k], NULL);
+        else cuda_part_main(&parts[k]); /* no thread: compile it here */
+    }
+}
+
+static void cuda_part_path(const struct gpuos__cuda *c, const char *dir, int k, char *path, size_t n) {
+    snprintf(path, n, "%s/gpuos-%016llx-sm%d%d-part%dof%d.o", dir, (unsigned long long)c->base_key, c->cc_major,
+             c->cc_minor, k, c->n_parts);
 }
 
 static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c) {
@@ -2799,6 +2893,16 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
         if (!jl) n_parts = 1;
         key = cuda_hash(key, &n_parts, sizeof n_parts);
     }
+    /* what run-time operators' module generations are built from */
+    c->base_key = key;
+    c->n_parts = jl ? n_parts : 0;
+    for (i = 0; i < n_opts && c->n_opt_store < 8; i++) {
+        size_t L = strlen(opts[i]) + 1;
+        char *cp = (char *)malloc(L);
+        if (!cp) break;
+        memcpy(cp, opts[i], L);
+        c->opt_store[c->n_opt_store++] = cp;
+    }
 
     cuda_cache_dir(ctx, dir, sizeof dir);
     path[0] = 0;
@@ -2824,29 +2928,7 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
                                 "gpuos_create: NVRTC cannot be loaded (%s), and no compiled device code is cached", why);
     }
     t_compile0 = cuda_now_ns();
-    {
-        pthread_t th[CUDA__MAX_PARTS];
-        int started[CUDA__MAX_PARTS], k;
-        memset(parts, 0, sizeof parts);
-        for (k = 0; k < n_parts; k++) {
-            cuda__part *p = &parts[k];
-            p->ctx = ctx;
-            p->src = src;
-            for (i = 0; i < n_opts; i++) p->opts[p->n_opts++] = opts[i];
-            if (n_parts > 1) {
-                snprintf(p->def[0], sizeof p->def[0], "-DGPUOS__D_NPARTS=%d", n_parts);
-                snprintf(p->def[1], sizeof p->def[1], "-DGPUOS__D_PART=%d", k);
-                p->opts[p->n_opts++] = p->def[0];
-                p->opts[p->n_opts++] = p->def[1];
-            }
-        }
-        for (k = 1; k < n_parts; k++) started[k] = pthread_create(&th[k], NULL, cuda_part_main, &parts[k]) == 0;
-        cuda_part_main(&parts[0]);
-        for (k = 1; k < n_parts; k++) {
-            if (started[k]) pthread_join(th[k], NULL);
-            else cuda_part_main(&parts[k]); /* no thread: compile it here */
-        }
-    }
+    cuda_compile_parts(ctx, src, opts, n_opts, n_parts, parts);
     c->compile_ms = (double)(cuda_now_ns() - t_compile0) / 1e6;
     free(src);
     st = GPUOS_OK;
@@ -2875,7 +2957,15 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
             types[i] = GPUOS__NVJITLINK_INPUT_CUBIN;
         }
         st = gpuos__nvjitlink_link(ctx, lopts, 1, images, sizes, types, n_parts, &linked, &linked_size, &log);
-        for (i = 0; i < n_parts; i++) free(parts[i].cubin);
+        for (i = 0; i < n_parts; i++) { /* kept (and cached) for run-time operators' generations */
+            if (dir[0]) {
+                char pp[1200];
+                cuda_part_path(c, dir, i, pp, sizeof pp);
+                cuda_cache_write(pp, key, parts[i].cubin, parts[i].size);
+            }
+            c->part_img[i] = parts[i].cubin;
+            c->part_size[i] = parts[i].size;
+        }
         if (st != GPUOS_OK) {
             st = gpuos__set_error(ctx, st, "gpuos_create: linking the device code failed:\n%s", log ? log : "");
             free(log);
@@ -3049,6 +3139,11 @@ void gpuos__cuda_close(gpuos_context *ctx) {
         if (c->copy_stream) c->cu->cuStreamDestroy(c->copy_stream);
         if (c->mod) c->cu->cuModuleUnload(c->mod);
         c->cu->cuDevicePrimaryCtxRelease(c->dev);
+    }
+    {
+        int k;
+        for (k = 0; k < CUDA__MAX_PARTS; k++) free(c->part_img[k]);
+        for (k = 0; k < c->n_opt_store; k++) free(c->opt_store[k]);
     }
     free(c->deferred);
     free(c->plans);
@@ -3673,6 +3768,231 @@ static void *cuda_reaper_main(void *arg) {
 
 /* ---------------------------------------------------------------- queries */
 const char *gpuos__cuda_device_name(const gpuos_context *ctx) { return ctx->cuda ? ctx->cuda->name : ""; }
+
+/* ---------------------------------------------------------------- run-time operators */
+/* The built-in code's relocatable objects: kept since the build, else read from the disk
+   cache, else compiled again (once). */
+static gpuos_status cuda_rt_parts(gpuos_context *ctx, struct gpuos__cuda *c, const char *dir) {
+    cuda__part parts[CUDA__MAX_PARTS];
+    const char *opts[8];
+    char *src;
+    size_t len;
+    int k, missing = 0;
+    gpuos_status st = GPUOS_OK;
+    for (k = 0; k < c->n_parts; k++) {
+        char pp[1200];
+        if (c->part_img[k]) continue;
+        if (dir[0]) {
+            cuda_part_path(c, dir, k, pp, sizeof pp);
+            c->part_img[k] = cuda_cache_read(pp, c->base_key, &c->part_size[k]);
+        }
+        if (!c->part_img[k]) missing = 1;
+    }
+    if (!missing) return GPUOS_OK;
+    src = gpuos__device_source_joined(&len);
+    if (!src) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_op_define: no memory for the device source");
+    for (k = 0; k < c->n_opt_store; k++) opts[k] = c->opt_store[k];
+    cuda_compile_parts(ctx, src, opts, c->n_opt_store, c->n_parts, parts);
+    free(src);
+    for (k = 0; k < c->n_parts; k++) {
+        if (parts[k].st != GPUOS_OK && st == GPUOS_OK)
+            st = gpuos__set_error(ctx, parts[k].st, "gpuos_op_define: compiling the built-in device code failed:\n%s",
+                                  parts[k].log ? parts[k].log : "");
+        free(parts[k].log);
+        if (parts[k].st == GPUOS_OK && !c->part_img[k]) {
+            c->part_img[k] = parts[k].cubin;
+            c->part_size[k] = parts[k].size;
+            if (dir[0]) {
+                char pp[1200];
+                cuda_part_path(c, dir, k, pp, sizeof pp);
+                cuda_cache_write(pp, c->base_key, parts[k].cubin, parts[k].size);
+            }
+        } else {
+            free(parts[k].cubin);
+        }
+    }
+    return st;
+}
+
+/* Compiles v's device code into a relocatable object (disk cache: the object's hash). */
+static gpuos_status cuda_rt_compile(gpuos_context *ctx, struct gpuos__cuda *c, gpuos__rt_version *v, const char *dir) {
+    char *code, *src, *log = NULL, pp[1200], part[2][32];
+    const char *opts[12];
+    size_t len, clen;
+    int k, n_opts = 0;
+    gpuos_status st;
+    code = gpuos__rt_device_code(v, 0); /* the hash names symbols: hash the text without it */
+    if (!code) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_op_define: no memory");
+    v->hash = cuda_hash(c->base_key ^ 0x7274ull, code, strlen(code));
+    free(code);
+    if (dir[0]) {
+        snprintf(pp, sizeof pp, "%s/gpuos-rt-%016llx-sm%d%d.o", dir, (unsigned long long)v->hash, c->cc_major,
+                 c->cc_minor);
+        v->obj = cuda_cache_read(pp, v->hash, &v->obj_size);
+        if (v->obj) return GPUOS_OK;
+    }
+    code = gpuos__rt_device_code(v, v->hash);
+    src = gpuos__device_source_joined(&len);
+    if (!code || !src) {
+        free(code);
+        free(src);
+        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_op_define: no memory for the device source");
+    }
+    clen = strlen(code);
+    {
+        char *all = (char *)realloc(src, len + clen + 1);
+        if (!all) {
+            free(code);
+            free(src);
+            return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_op_define: no memory for the device source");
+        }
+        memcpy(all + len, code, clen + 1);
+        src = all;
+        free(code);
+    }
+    /* the built-ins' options, and a part number that defines none of their groups */
+    for (k = 0; k < c->n_opt_store && n_opts < 8; k++)
+        if (strncmp(c->opt_store[k], "-DGPUOS__PK_", 12) != 0) opts[n_opts++] = c->opt_store[k];
+    snprintf(part[0], sizeof part[0], "-DGPUOS__D_NPARTS=%d", c->n_parts > 1 ? c->n_parts : 2);
+    snprintf(part[1], sizeof part[1], "-DGPUOS__D_PART=%d", 99);
+    opts[n_opts++] = part[0];
+    opts[n_opts++] = part[1];
+    st = gpuos__nvrtc_compile(ctx, src, v->name, opts, n_opts, 1, &v->obj, &v->obj_size, &log);
+    free(src);
+    if (st != GPUOS_OK) {
+        st = gpuos__set_error(ctx, st, "gpuos_op_define: '%s' does not compile for sm_%d%d:\n%s", v->name, c->cc_major,
+                              c->cc_minor, log ? log : "");
+        free(log);
+        v->obj = NULL;
+        return st;
+    }
+    free(log);
+    if (dir[0]) cuda_cache_write(pp, v->hash, v->obj, v->obj_size);
+    return GPUOS_OK;
+}
+
+/* Stops the kernel at a task boundary (everything queued before runs to the end), loads
+   the new module and fills its operator table, and lets the next submission relaunch it
+   on the same queue (ctx->mu held). On failure the old module stays. */
+static gpuos_status cuda_rt_swap_locked(gpuos_context *ctx, struct gpuos__cuda *c, const void *cubin,
+                                        gpuos__rt_version *const *vs, int n) {
+    gpuos__CUmodule mod;
+    gpuos__CUfunction fn;
+    gpuos__CUdeviceptr tab, pv;
+    size_t tsz, psz;
+    void *table[GPUOS__RT_SLOTS];
+    int occ = 0, k;
+    gpuos__CUresult r;
+    const uint64_t t0 = cuda_now_ns();
+    cuda_stop_kernel_locked(ctx);
+    if (ctx->sticky != GPUOS_OK)
+        return gpuos__set_error(ctx, ctx->sticky, "gpuos_op_define: the context has failed (%s)", ctx->sticky_msg);
+    c->cu->cuCtxSetCurrent(c->cuctx);
+    r = c->cu->cuModuleLoadData(&mod, cubin);
+    if (r != CU_SUCCESS)
+        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_op_define: loading the new module failed: %s (%d)",
+                                cuda_errname(c->cu, r), (int)r);
+    r = c->cu->cuModuleGetFunction(&fn, mod, "gpuos__pk_main");
+    if (r == CU_SUCCESS) r = c->cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fn, GPUOS__PK_THREADS, 0);
+    if (r == CU_SUCCESS && occ * c->sm_count < c->n_blocks) {
+        c->cu->cuModuleUnload(mod);
+        return gpuos__set_error(ctx, GPUOS_ERR_UNSUPPORTED,
+                                "gpuos_op_define: with this operator the persistent kernel fits %d blocks per "
+                                "multiprocessor, not %d (static shared memory?); nothing changed",
+                                occ, c->n_blocks / c->sm_count);
+    }
+    memset(table, 0, sizeof table);
+    if (r == CU_SUCCESS) r = c->cu->cuModuleGetGlobal(&tab, &tsz, mod, "gpuos__rt_table");
+    for (k = 0; k < n && r == CU_SUCCESS; k++) {
+        char sym[64];
+        snprintf(sym, sizeof sym, "gpuos__rt_ptr_%016llx", (unsigned long long)vs[k]->hash);
+        r = c->cu->cuModuleGetGlobal(&pv, &psz, mod, sym);
+        if (r == CU_SUCCESS) r = c->cu->cuMemcpyDtoH(&table[vs[k]->slot], pv, sizeof(void *));
+    }
+    if (r == CU_SUCCESS) r = c->cu->cuMemcpyHtoD(tab, table, sizeof table);
+    if (r != CU_SUCCESS) {
+        c->cu->cuModuleUnload(mod);
+        return gpuos__set_error(ctx, GPUOS_ERR_DEVICE_LOST, "gpuos_op_define: setting up the new module failed: %s (%d)",
+                                cuda_errname(c->cu, r), (int)r);
+    }
+    c->cu->cuModuleUnload(c->mod);
+    c->mod = mod;
+    c->fn = fn;
+    c->generation++;
+    c->last_swap_ms = (double)(cuda_now_ns() - t0) / 1e6;
+    if (ctx->cuda_sent < ctx->ring_count) (void)gpuos__cuda_pump_locked(ctx); /* relaunch for queued work */
+    return GPUOS_OK;
+}
+
+gpuos_status gpuos__cuda_rt_install(gpuos_context *ctx, gpuos__rt_version *v) {
+    struct gpuos__cuda *c = ctx->cuda;
+    gpuos__rt_version *vs[GPUOS__RT_SLOTS];
+    const void *images[CUDA__MAX_PARTS + GPUOS__RT_SLOTS];
+    size_t sizes[CUDA__MAX_PARTS + GPUOS__RT_SLOTS];
+    int types[CUDA__MAX_PARTS + GPUOS__RT_SLOTS];
+    char dir[1024], path[1200], larch[32], *log = NULL;
+    const char *lopts[1];
+    void *cubin = NULL;
+    size_t cubin_size = 0;
+    uint64_t gkey;
+    int n = 0, k;
+    gpuos_status st;
+    if (c->n_parts < 1)
+        return gpuos__set_error(ctx, GPUOS_ERR_UNSUPPORTED,
+                                "gpuos_op_define: run-time operators need nvJitLink (libnvJitLink.so), which could not "
+                                "be loaded");
+    cuda_cache_dir(ctx, dir, sizeof dir);
+    if ((st = cuda_rt_parts(ctx, c, dir)) != GPUOS_OK) return st;
+    if ((st = cuda_rt_compile(ctx, c, v, dir)) != GPUOS_OK) return st;
+    /* every version in a slot (v included): retained, so none goes while linking */
+    pthread_mutex_lock(&ctx->mu);
+    for (k = 0; k < GPUOS__RT_SLOTS && k < 2 * GPUOS_MAX_RUNTIME_OPS; k++)
+        if (ctx->rt_slot[k] && ctx->rt_slot[k]->obj) {
+            vs[n++] = ctx->rt_slot[k];
+            ctx->rt_slot[k]->refs++;
+        }
+    pthread_mutex_unlock(&ctx->mu);
+    gkey = c->base_key;
+    for (k = 0; k < n; k++) {
+        gkey = cuda_hash(gkey, &vs[k]->hash, sizeof vs[k]->hash);
+        gkey = cuda_hash(gkey, &vs[k]->slot, sizeof vs[k]->slot);
+    }
+    path[0] = 0;
+    if (dir[0]) {
+        snprintf(path, sizeof path, "%s/gpuos-gen-%016llx-sm%d%d.cubin", dir, (unsigned long long)gkey, c->cc_major,
+                 c->cc_minor);
+        cubin = cuda_cache_read(path, gkey, &cubin_size);
+    }
+    if (!cubin) {
+        for (k = 0; k < c->n_parts; k++) {
+            images[k] = c->part_img[k];
+            sizes[k] = c->part_size[k];
+            types[k] = GPUOS__NVJITLINK_INPUT_CUBIN;
+        }
+        for (k = 0; k < n; k++) {
+            images[c->n_parts + k] = vs[k]->obj;
+            sizes[c->n_parts + k] = vs[k]->obj_size;
+            types[c->n_parts + k] = GPUOS__NVJITLINK_INPUT_CUBIN;
+        }
+        snprintf(larch, sizeof larch, "-arch=sm_%d%d", c->cc_major, c->cc_minor);
+        lopts[0] = larch;
+        st = gpuos__nvjitlink_link(ctx, lopts, 1, images, sizes, types, c->n_parts + n, &cubin, &cubin_size, &log);
+        if (st != GPUOS_OK) {
+            st = gpuos__set_error(ctx, st, "gpuos_op_define: linking '%s' with the kernel failed:\n%s", v->name,
+                                  log ? log : "");
+            cubin = NULL;
+        } else if (path[0]) {
+            cuda_cache_write(path, gkey, cubin, cubin_size);
+        }
+        free(log);
+    }
+    pthread_mutex_lock(&ctx->mu);
+    if (st == GPUOS_OK) st = cuda_rt_swap_locked(ctx, c, cubin, vs, n);
+    for (k = 0; k < n; k++) gpuos__rt_release_locked(vs[k]);
+    pthread_mutex_unlock(&ctx->mu);
+    free(cubin);
+    return st;
+}
 /*** End of src/cuda_backend.c ***/
 
 /*** Begin file src/cuda_loader.c ***/
@@ -6196,7 +6516,10 @@ struct gpuos__pool {
 /* ---------------------------------------------------------------- running a range */
 static void host_run_range(const gpuos__job *job, int64_t begin, int64_t end) {
     switch (job->kind) {
-    case GPUOS__KIND_EW: job->ew_iter(&job->plan.ew, job->ew_loop, begin, end); break;
+    case GPUOS__KIND_EW:
+        if (job->rt) gpuos__rt_host_run(job, begin, end); /* a run-time operator (rtops.c) */
+        else job->ew_iter(&job->plan.ew, job->ew_loop, begin, end);
+        break;
     case GPUOS__KIND_REDUCE: job->reduce_fn(&job->plan.reduce, begin, end); break;
     case GPUOS__KIND_ROWS: job->rows_fn(&job->plan.rows, begin, end); break;
     case GPUOS__KIND_MATMUL: job->matmul_fn(&job->plan.matmul, begin, end); break;
@@ -6391,6 +6714,8 @@ typedef struct plan_state {
     gpuos_tensor *in[GPUOS_MAX_INPUTS]; /* NULL where absent */
     gpuos_dtype key;                /* the dtype that selects the code */
     gpuos__job *job;
+    gpuos__rt_version *rt;          /* a run-time operator's version (a reference), else NULL */
+    gpuos__op_info rt_info;         /* its op table entry */
 } plan_state;
 
 /* ---------------------------------------------------------------- messages */
@@ -6704,6 +7029,12 @@ static gpuos_status plan_ew(plan_state *ps) {
     job->items = numel;
     job->item_cost = 1;
 
+    if (ps->rt) { /* a run-time operator: the job keeps its version's reference */
+        job->rt = ps->rt;
+        ps->rt = NULL;
+        job->item_cost = 8;
+        return GPUOS_OK;
+    }
     job->ew_loop = gpuos__host_ew_loop(ps->op, ps->key, ps->out->dtype);
     if (!job->ew_loop)
         return gpuos__set_error(ps->ctx, GPUOS_ERR_UNSUPPORTED_DTYPE,
@@ -6971,6 +7302,54 @@ static gpuos_status plan_matmul(plan_state *ps) {
 }
 
 /* ---------------------------------------------------------------- common checks */
+/* A run-time operator (rtops.c): element-wise with the signature of its definition. */
+static gpuos_status plan_check_rt(plan_state *ps) {
+    const gpuos_task *task = ps->task;
+    gpuos__rt_version *v;
+    gpuos_status s;
+    int k;
+    if ((s = gpuos__rt_lookup(ps->ctx, task->op, &v)) != GPUOS_OK) return s;
+    ps->rt = v; /* released by gpuos_submit if anything below fails */
+    ps->op = task->op;
+    memset(&ps->rt_info, 0, sizeof ps->rt_info);
+    ps->rt_info.name = v->name;
+    ps->rt_info.kind = GPUOS__KIND_EW;
+    ps->rt_info.n_in = ps->rt_info.n_in_max = (uint8_t)v->n_in;
+    ps->rt_info.out_rule = GPUOS__OUT_ANY;
+    ps->rt_info.key_input = GPUOS__KEY_OUT;
+    ps->rt_info.inplace_ok = 1;
+    ps->rt_info.dtypes = 0xffffffffu;
+    ps->info = &ps->rt_info;
+    ps->name = v->name;
+    ps->out = task->out;
+    if (!task->out) return gpuos__set_error(ps->ctx, GPUOS_ERR_NULL_POINTER, "%s: task->out is NULL", ps->name);
+    for (k = 0; k < GPUOS_MAX_INPUTS; k++) {
+        ps->in[k] = task->in[k];
+        if (k < v->n_in && !task->in[k])
+            return gpuos__set_error(ps->ctx, GPUOS_ERR_NULL_POINTER, "%s: %s is NULL; the operator takes %d input%s",
+                                    ps->name, plan_operand(k), v->n_in, v->n_in == 1 ? "" : "s");
+        if (k >= v->n_in && task->in[k])
+            return gpuos__set_error(ps->ctx, GPUOS_ERR_INVALID_ARGUMENT, "%s: %s is set but the operator takes %d input%s",
+                                    ps->name, plan_operand(k), v->n_in, v->n_in == 1 ? "" : "s");
+    }
+    if (ps->out->ctx != ps->ctx)
+        return gpuos__set_error(ps->ctx, GPUOS_ERR_CONTEXT_MISMATCH, "%s: the output belongs to another context",
+                                ps->name);
+    if (ps->out->dtype != v->out_dtype)
+        return gpuos__set_error(ps->ctx, GPUOS_ERR_DTYPE_MISMATCH, "%s: the output is %s but the operator writes %s",
+                                ps->name, plan_dtype(ps->out->dtype), plan_dtype(v->out_dtype));
+    for (k = 0; k < v->n_in; k++) {
+        if (ps->in[k]->ctx != ps->ctx)
+            return gpuos__set_error(ps->ctx, GPUOS_ERR_CONTEXT_MISMATCH, "%s: %s belongs to another context",
+                                    ps->name, plan_operand(k));
+        if (ps->in[k]->dtype != v->in_dtype[k])
+            return gpuos__set_error(ps->ctx, GPUOS_ERR_DTYPE_MISMATCH, "%s: %s is %s but the operator reads %s",
+                                    ps->name, plan_operand(k), plan_dtype(ps->in[k]->dtype), plan_dtype(v->in_dtype[k]));
+    }
+    ps->key = ps->out->dtype;
+    return GPUOS_OK;
+}
+
 static gpuos_status plan_check_task(plan_state *ps) {
     const gpuos_task *task = ps->task;
     const gpuos__op_info *info;
@@ -6983,6 +7362,7 @@ static gpuos_status plan_check_task(plan_state *ps) {
                                 "gpuos_submit: task->struct_size is %zu but this library's gpuos_task is %zu bytes; "
                                 "start from GPUOS_TASK_INIT",
                                 task->struct_size, sizeof(gpuos_task));
+    if ((long)task->op >= GPUOS_OP_RUNTIME_BASE) return plan_check_rt(ps);
     if ((unsigned)task->op >= (unsigned)GPUOS_OP_COUNT)
         return gpuos__set_error(ps->ctx, GPUOS_ERR_UNKNOWN_OP, "gpuos_submit: op %d is not an operator (0..%d)",
                                 (int)task->op, (int)GPUOS_OP_COUNT - 1);
@@ -7069,9 +7449,15 @@ gpuos_status gpuos_submit(gpuos_context *ctx, const gpuos_task *task, uint64_t *
     memset(&ps, 0, sizeof ps);
     ps.ctx = ctx;
     ps.task = task;
-    if ((s = plan_check_task(&ps)) != GPUOS_OK) return s;
+    if ((s = plan_check_task(&ps)) != GPUOS_OK) {
+        gpuos__rt_release(ctx, ps.rt);
+        return s;
+    }
     ps.job = gpuos__job_alloc(ctx);
-    if (!ps.job) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: no memory for the task", ps.name);
+    if (!ps.job) {
+        gpuos__rt_release(ctx, ps.rt);
+        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: no memory for the task", ps.name);
+    }
     ps.job->op = ps.op;
     ps.job->kind = ps.info->kind;
     switch (ps.info->kind) {
@@ -7085,12 +7471,14 @@ gpuos_status gpuos_submit(gpuos_context *ctx, const gpuos_task *task, uint64_t *
         break;
     }
     if (s != GPUOS_OK) {
+        gpuos__rt_release(ctx, ps.rt); /* NULL once the job took it */
         gpuos__job_free(ctx, ps.job);
         return s;
     }
     {
         int k;
-        ps.job->dev_kernel = gpuos__device_kernel_id(ps.op, ps.key, ps.out->dtype);
+        ps.job->dev_kernel = ps.job->rt ? GPUOS__RT_KERNEL_BASE + ps.job->rt->slot
+                                        : gpuos__device_kernel_id(ps.op, ps.key, ps.out->dtype);
         if (ctx->cuda && ps.job->dev_kernel < 0) { /* refused now, not stuck in the queue */
             gpuos__job_free(ctx, ps.job);
             return gpuos__set_error(ctx, GPUOS_ERR_UNSUPPORTED, "%s: this build has no device code for %s", ps.name,
@@ -7176,6 +7564,8 @@ static void queue_retire_locked(gpuos_context *ctx, gpuos__job *job) {
     int i;
     for (i = 0; i < job->n_st; i++) (void)gpuos__storage_release_locked(job->st[i]); /* ctx->refs > 0 here */
     job->n_st = 0;
+    if (job->rt) gpuos__rt_release_locked(job->rt);
+    job->rt = NULL;
     if (ctx->ring && ctx->n_free_jobs < QUEUE_FREE_JOBS) { /* no recycling after gpuos__queue_fini */
         job->next_free = ctx->free_jobs;
         ctx->free_jobs = job;
@@ -7393,6 +7783,526 @@ gpuos_status gpuos_wait(gpuos_context *ctx, uint32_t timeout_ms) {
     return gpuos__wait_seq(ctx, gpuos_fence(ctx), timeout_ms, "gpuos_wait");
 }
 /*** End of src/queue.c ***/
+
+/*** Begin file src/rtops.c ***/
+/* rtops.c - run-time operators (gpuos_op_define): definitions and their versions, the host
+   executor's interpretation of element-wise bodies, and the device code of an operator.
+
+   An operator has a handle (GPUOS_OP_RUNTIME_BASE + index) and a current version. A
+   version owns a physical slot, 2 * index or 2 * index + 1: a redefinition takes the
+   other slot, so tasks queued before it keep the code they were submitted for. A job
+   holds a reference on its version (taken in plan.c, dropped when the job retires); a
+   slot is free once its version has no references. On a GPU the slot is the index into
+   the module's gpuos__rt_table (src/cuda_backend.c links every live version into a new
+   module generation and swaps it in at a task boundary). */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// #include "expr.h" (inlined above)
+// #include "gpuos_runtime.h" (inlined above)
+
+/* ---------------------------------------------------------------- dtypes */
+static gpuos__ex_type rt_ex_type(gpuos_dtype d) {
+    switch (d) {
+    case GPUOS_BOOL: return GPUOS__EX_BOOL;
+    case GPUOS_I8: return GPUOS__EX_I8;
+    case GPUOS_U8: return GPUOS__EX_U8;
+    case GPUOS_I16: return GPUOS__EX_I16;
+    case GPUOS_I32: return GPUOS__EX_I32;
+    case GPUOS_I64: return GPUOS__EX_I64;
+    case GPUOS_F64: return GPUOS__EX_F64;
+    default: return GPUOS__EX_F32; /* f16, bf16, f32: float in the body */
+    }
+}
+
+/* The body's C type of a dtype's values on the device, and how raw storage bits x (an
+   unsigned integer of the dtype's size) become a value and back. */
+static const char *rt_var_ctype(gpuos_dtype d) {
+    switch (d) {
+    case GPUOS_BOOL: return "bool";
+    case GPUOS_I8: return "int8_t";
+    case GPUOS_U8: return "uint8_t";
+    case GPUOS_I16: return "int16_t";
+    case GPUOS_I32: return "int32_t";
+    case GPUOS_I64: return "int64_t";
+    case GPUOS_F64: return "double";
+    default: return "float";
+    }
+}
+static const char *rt_raw_ctype(gpuos_dtype d) {
+    switch (gpuos__elsize(d)) {
+    case 1: return "uint8_t";
+    case 2: return "uint16_t";
+    case 8: return "uint64_t";
+    default: return "uint32_t";
+    }
+}
+static void rt_load_expr(gpuos_dtype d, const char *x, char *out, size_t n) {
+    switch (d) {
+    case GPUOS_BOOL: snprintf(out, n, "(%s != 0)", x); break;
+    case GPUOS_U8: snprintf(out, n, "(%s)", x); break;
+    case GPUOS_F16: snprintf(out, n, "gpuos__f16_to_f32(%s)", x); break;
+    case GPUOS_BF16: snprintf(out, n, "gpuos__bf16_to_f32(%s)", x); break;
+    default: snprintf(out, n, "gpuos__d_as<%s>(%s)", rt_var_ctype(d), x); break;
+    }
+}
+static void rt_store_expr(gpuos_dtype d, const char *v, char *out, size_t n) {
+    switch (d) {
+    case GPUOS_BOOL: snprintf(out, n, "(uint8_t)((%s) ? 1 : 0)", v); break;
+    case GPUOS_U8: snprintf(out, n, "(uint8_t)(%s)", v); break;
+    case GPUOS_F16: snprintf(out, n, "gpuos__f32_to_f16((float)(%s))", v); break;
+    case GPUOS_BF16: snprintf(out, n, "gpuos__f32_to_bf16((float)(%s))", v); break;
+    default: snprintf(out, n, "gpuos__d_as<%s>((%s)(%s))", rt_raw_ctype(d), rt_var_ctype(d), v); break;
+    }
+}
+
+/* ---------------------------------------------------------------- versions */
+void gpuos__rt_retain_locked(gpuos__rt_version *v) { v->refs++; }
+
+void gpuos__rt_release_locked(gpuos__rt_version *v) {
+    gpuos_context *ctx;
+    if (!v || --v->refs > 0) return;
+    ctx = v->ctx;
+    if (ctx->rt_slot[v->slot] == v) ctx->rt_slot[v->slot] = NULL;
+    pthread_cond_broadcast(&ctx->cv_done); /* a redefinition may wait for this slot */
+    gpuos__ex_free(v->prog);
+    free(v->source);
+    free(v->obj);
+    free(v);
+}
+
+/* A version that never got a slot. */
+static void rt_free(gpuos__rt_version *v) {
+    gpuos__ex_free(v->prog);
+    free(v->source);
+    free(v->obj);
+    free(v);
+}
+
+void gpuos__rt_fini(gpuos_context *ctx) {
+    int i;
+    pthread_mutex_lock(&ctx->mu);
+    for (i = 0; i < GPUOS_MAX_RUNTIME_OPS; i++) {
+        gpuos__rt_version *v = ctx->rt_cur[i];
+        ctx->rt_cur[i] = NULL;
+        gpuos__rt_release_locked(v);
+    }
+    pthread_mutex_unlock(&ctx->mu);
+}
+
+/* The version a new task of op uses, retained (ctx->mu not held). */
+gpuos_status gpuos__rt_lookup(gpuos_context *ctx, gpuos_op op, gpuos__rt_version **out) {
+    long k = (long)op - GPUOS_OP_RUNTIME_BASE;
+    gpuos__rt_version *v = NULL;
+    *out = NULL;
+    pthread_mutex_lock(&ctx->mu);
+    if (k >= 0 && k < GPUOS_MAX_RUNTIME_OPS) v = ctx->rt_cur[k];
+    if (v) gpuos__rt_retain_locked(v);
+    pthread_mutex_unlock(&ctx->mu);
+    if (!v)
+        return gpuos__set_error(ctx, GPUOS_ERR_UNKNOWN_OP,
+                                "gpuos_submit: op %ld is not a defined run-time operator (removed, or never defined)",
+                                (long)op);
+    *out = v;
+    return GPUOS_OK;
+}
+
+void gpuos__rt_release(gpuos_context *ctx, gpuos__rt_version *v) {
+    if (!v) return;
+    pthread_mutex_lock(&ctx->mu);
+    gpuos__rt_release_locked(v);
+    pthread_mutex_unlock(&ctx->mu);
+}
+
+/* ---------------------------------------------------------------- the host executor */
+static void rt_fail(gpuos_context *ctx, const char *fmt, const char *a, const char *b) {
+    pthread_mutex_lock(&ctx->mu);
+    if (ctx->sticky == GPUOS_OK) {
+        ctx->sticky = GPUOS_ERR_DEVICE_LOST;
+        snprintf(ctx->sticky_msg, sizeof ctx->sticky_msg, fmt, a, b);
+        gpuos__set_error(ctx, GPUOS_ERR_DEVICE_LOST, "%s", ctx->sticky_msg);
+        pthread_cond_broadcast(&ctx->cv_done);
+        pthread_cond_broadcast(&ctx->cv_room);
+    }
+    pthread_mutex_unlock(&ctx->mu);
+}
+
+static void rt_load(gpuos_dtype d, const char *p, gpuos__ex_value *v) {
+    switch (d) {
+    case GPUOS_BOOL: v->i = *(const uint8_t *)p != 0; break;
+    case GPUOS_I8: v->i = *(const int8_t *)p; break;
+    case GPUOS_U8: v->u = *(const uint8_t *)p; break;
+    case GPUOS_I16: v->i = *(const int16_t *)p; break;
+    case GPUOS_I32: v->i = *(const int32_t *)p; break;
+    case GPUOS_I64: memcpy(&v->i, p, 8); break;
+    case GPUOS_F16: v->f = gpuos__f16_to_f32(*(const uint16_t *)p); break;
+    case GPUOS_BF16: v->f = gpuos__bf16_to_f32(*(const uint16_t *)p); break;
+    case GPUOS_F32: memcpy(&v->f, p, 4); break;
+    default: memcpy(&v->d, p, 8); break;
+    }
+}
+
+static void rt_store(gpuos_dtype d, char *p, const gpuos__ex_value *v) {
+    switch (d) {
+    case GPUOS_BOOL: *(uint8_t *)p = (uint8_t)(v->i != 0); break;
+    case GPUOS_I8: *(int8_t *)p = (int8_t)v->i; break;
+    case GPUOS_U8: *(uint8_t *)p = (uint8_t)v->u; break;
+    case GPUOS_I16: *(int16_t *)p = (int16_t)v->i; break;
+    case GPUOS_I32: *(int32_t *)p = (int32_t)v->i; break;
+    case GPUOS_I64: memcpy(p, &v->i, 8); break;
+    case GPUOS_F16: *(uint16_t *)p = gpuos__f32_to_f16(v->f); break;
+    case GPUOS_BF16: *(uint16_t *)p = gpuos__f32_to_bf16(v->f); break;
+    case GPUOS_F32: memcpy(p, &v->f, 4); break;
+    default: memcpy(p, &v->d, 8); break;
+    }
+}
+
+/* Items [begin, end) of a job of a run-time element-wise operator: variables in the
+   order the body was compiled with (out, inputs, scalars). */
+void gpuos__rt_host_run(const gpuos__job *job, int64_t begin, int64_t end) {
+    const gpuos__rt_version *v = job->rt;
+    const gpuos__ew_plan *p = &job->plan.ew;
+    gpuos__ex_value vars[1 + GPUOS_RUNTIME_MAX_INPUTS + 2];
+    int64_t idx[GPUOS__MAX_RANK], off[1 + GPUOS_RUNTIME_MAX_INPUTS], i;
+    int d, q, n_ptr = 1 + v->n_in;
+    char err[256];
+    if (begin >= end || !v->prog) return;
+    /* the item's multi-index and byte offsets, then stepped along row-major order */
+    {
+        int64_t r = begin;
+        for (d = p->rank - 1; d >= 0; d--) {
+            idx[d] = p->shape[d] ? r % p->shape[d] : 0;
+            r = p->shape[d] ? r / p->shape[d] : 0;
+        }
+        for (q = 0; q < n_ptr; q++) {
+            off[q] = 0;
+            for (d = 0; d < p->rank; d++) off[q] += idx[d] * p->stride[q][d];
+        }
+    }
+    for (i = begin; i < end; i++) {
+        memset(vars, 0, sizeof vars);
+        for (q = 0; q < v->n_in; q++) rt_load(v->in_dtype[q], p->ptr[1 + q] + off[1 + q], &vars[1 + q]);
+        for (q = 0; q < v->n_scalars; q++) vars[1 + v->n_in + q].d = p->scalar[q];
+        if (gpuos__ex_run(v->prog, vars, err, sizeof err) != 0) {
+            rt_fail(v->ctx, "run-time operator '%s' failed on the host executor: %s", v->name, err);
+            return;
+        }
+        rt_store(v->out_dtype, p->ptr[0] + off[0], &vars[0]);
+        for (d = p->rank - 1; d >= 0; d--) { /* next item */
+            for (q = 0; q < n_ptr; q++) off[q] += p->stride[q][d];
+            if (++idx[d] < p->shape[d]) break;
+            for (q = 0; q < n_ptr; q++) off[q] -= idx[d] * p->stride[q][d];
+            idx[d] = 0;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- definitions */
+static int rt_ident(const char *s) {
+    size_t i;
+    if (!s || !(isalpha((unsigned char)s[0]) || s[0] == '_')) return 0;
+    for (i = 1; s[i]; i++)
+        if (!(isalnum((unsigned char)s[i]) || s[i] == '_')) return 0;
+    return i < 64;
+}
+
+static const char *rt_default_in[GPUOS_RUNTIME_MAX_INPUTS] = {"a", "b", "c"};
+static const char *rt_default_sc[2] = {"s0", "s1"};
+
+/* Checks def and makes a version of it (not yet in a slot); host programs are compiled
+   here, device objects by the CUDA backend. */
+static gpuos_status rt_make(gpuos_context *ctx, const char *fn, const gpuos_op_def *def, gpuos__rt_version **out) {
+    gpuos__rt_version *v;
+    int k, j;
+    *out = NULL;
+    if (!def) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "%s: def is NULL", fn);
+    if (def->struct_size != sizeof(gpuos_op_def))
+        return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT,
+                                "%s: def->struct_size is %zu but this library's gpuos_op_def is %zu bytes; start from "
+                                "GPUOS_OP_DEF_INIT",
+                                fn, def->struct_size, sizeof(gpuos_op_def));
+    if (!def->source) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "%s: def->source is NULL", fn);
+    if (!rt_ident(def->name))
+        return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT,
+                                "%s: def->name must be an identifier of at most 63 characters ([A-Za-z_][A-Za-z0-9_]*)",
+                                fn);
+    if (def->kind != GPUOS_OPDEF_ELEMENTWISE && def->kind != GPUOS_OPDEF_FUNCTION)
+        return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "%s: def->kind %d is not a gpuos_opdef_kind", fn,
+                                (int)def->kind);
+    if (def->n_inputs < 0 || def->n_inputs > GPUOS_RUNTIME_MAX_INPUTS)
+        return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "%s: def->n_inputs is %d (0..%d)", fn, def->n_inputs,
+                                GPUOS_RUNTIME_MAX_INPUTS);
+    if (def->n_scalars < 0 || def->n_scalars > 2)
+        return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "%s: def->n_scalars is %d (0..2)", fn, def->n_scalars);
+    if ((unsigned)def->out_dtype >= (unsigned)GPUOS_DTYPE_COUNT)
+        return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "%s: def->out_dtype %d is not a dtype", fn,
+                                (int)def->out_dtype);
+    for (k = 0; k < def->n_inputs; k++)
+        if ((unsigned)def->in_dtype[k] >= (unsigned)GPUOS_DTYPE_COUNT)
+            return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "%s: def->in_dtype[%d] = %d is not a dtype", fn, k,
+                                    (int)def->in_dtype[k]);
+    if (def->kind == GPUOS_OPDEF_FUNCTION && !ctx->cuda)
+        return gpuos__set_error(ctx, GPUOS_ERR_UNSUPPORTED,
+                                "%s: '%s' is a full device function (GPUOS_OPDEF_FUNCTION): the host executor runs "
+                                "only element-wise bodies (GPUOS_OPDEF_ELEMENTWISE)",
+                                fn, def->name);
+    v = (gpuos__rt_version *)calloc(1, sizeof *v);
+    if (!v || !(v->source = (char *)malloc(strlen(def->source) + 1))) {
+        free(v);
+        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: no memory", fn);
+    }
+    strcpy(v->source, def->source);
+    snprintf(v->name, sizeof v->name, "%s", def->name);
+    v->ctx = ctx;
+    v->kind = def->kind;
+    v->n_in = def->n_inputs;
+    v->n_scalars = def->n_scalars;
+    v->out_dtype = def->out_dtype;
+    for (k = 0; k < v->n_in; k++) v->in_dtype[k] = def->in_dtype[k];
+    snprintf(v->var[0], sizeof v->var[0], "%s", def->out_name ? def->out_name : "out");
+    for (k = 0; k < v->n_in; k++)
+        snprintf(v->var[1 + k], sizeof v->var[0], "%s", def->in_names[k] ? def->in_names[k] : rt_default_in[k]);
+    for (k = 0; k < v->n_scalars; k++)
+        snprintf(v->var[1 + v->n_in + k], sizeof v->var[0], "%s",
+                 def->scalar_names[k] ? def->scalar_names[k] : rt_default_sc[k]);
+    if (v->kind == GPUOS_OPDEF_ELEMENTWISE) {
+        int n = 1 + v->n_in + v->n_scalars;
+        for (k = 0; k < n; k++) {
+            const char *given = k == 0 ? def->out_name : k <= v->n_in ? def->in_names[k - 1] : def->scalar_names[k - 1 - v->n_in];
+            if ((given && !rt_ident(given)) || !strncmp(v->var[k], "gpuos", 5)) {
+                gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT,
+                                 "%s: '%s' is not a usable variable name (an identifier, not starting with gpuos)", fn,
+                                 given ? given : v->var[k]);
+                free(v->source);
+                free(v);
+                return GPUOS_ERR_INVALID_ARGUMENT;
+            }
+            for (j = 0; j < k; j++)
+                if (!strcmp(v->var[j], v->var[k])) {
+                    gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "%s: two variables are named '%s'", fn, v->var[k]);
+                    free(v->source);
+                    free(v);
+                    return GPUOS_ERR_INVALID_ARGUMENT;
+                }
+        }
+        if (!ctx->cuda) { /* the host executor interprets the body */
+            gpuos__ex_var ev[1 + GPUOS_RUNTIME_MAX_INPUTS + 2];
+            char err[512];
+            for (k = 0; k < n; k++) {
+                ev[k].name = v->var[k];
+                ev[k].type = k == 0 ? rt_ex_type(v->out_dtype) : k <= v->n_in ? rt_ex_type(v->in_dtype[k - 1]) : GPUOS__EX_F64;
+                ev[k].writable = k == 0;
+            }
+            v->prog = gpuos__ex_compile(v->source, ev, n, err, sizeof err);
+            if (!v->prog) {
+                gpuos_status st = gpuos__set_error(ctx, strstr(err, "out of memory") ? GPUOS_ERR_OUT_OF_MEMORY : GPUOS_ERR_COMPILE,
+                                                   "%s: the body of '%s' does not compile: %s", fn, v->name, err);
+                free(v->source);
+                free(v);
+                return st;
+            }
+        }
+    }
+    *out = v;
+    return GPUOS_OK;
+}
+
+/* The device code of a version, appended to the device source (malloc'd; NULL: no memory):
+   a gpuos__d_ew group for an element-wise body (the vector mode and the general loop of
+   the built-in operators), or a gpuos_tile wrapper around a full function; both behind
+   extern "C" gpuos__rt_<hash>, whose address gpuos__rt_ptr_<hash> holds. */
+char *gpuos__rt_device_code(const gpuos__rt_version *v, uint64_t hash) {
+    size_t cap = strlen(v->source) + 8192, n = 0;
+    char *s = (char *)malloc(cap), ld[160], st[160], x[64];
+    int k;
+    const char *raw[3];
+    if (!s) return NULL;
+#define RT_PUT(...) (n += (size_t)snprintf(s + n, n < cap ? cap - n : 0, __VA_ARGS__))
+    RT_PUT("\n/* ---------------- run-time operator %s (gpuos_op_define) */\n", v->name);
+    if (v->kind == GPUOS_OPDEF_ELEMENTWISE) {
+        for (k = 0; k < 3; k++) raw[k] = k < v->n_in ? rt_raw_ctype(v->in_dtype[k]) : "uint8_t";
+        RT_PUT("struct gpuos__rtg_%016llx {\n    typedef %s O;\n    typedef %s A;\n    typedef %s B;\n    typedef %s C;\n"
+               "    enum { NIN = %d, U = GPUOS__D_EW_U };\n"
+               "    static __device__ __forceinline__ void batch(int, const A *gpuos_a, const B *gpuos_b, const C *gpuos_c,\n"
+               "            int64_t, int64_t, double gpuos_s0, double gpuos_s1, O *gpuos_r) {\n"
+               "        (void)gpuos_a, (void)gpuos_b, (void)gpuos_c, (void)gpuos_s0, (void)gpuos_s1;\n"
+               "#pragma unroll 1\n        for (int gpuos_e = 0; gpuos_e < U; ++gpuos_e) {\n",
+               (unsigned long long)hash, rt_raw_ctype(v->out_dtype), raw[0], raw[1], raw[2], v->n_in);
+        for (k = 0; k < v->n_in; k++) {
+            snprintf(x, sizeof x, "gpuos_%c[gpuos_e]", "abc"[k]);
+            rt_load_expr(v->in_dtype[k], x, ld, sizeof ld);
+            RT_PUT("            const %s %s = %s;\n", rt_var_ctype(v->in_dtype[k]), v->var[1 + k], ld);
+        }
+        for (k = 0; k < v->n_scalars; k++) RT_PUT("            const double %s = gpuos_s%d;\n", v->var[1 + v->n_in + k], k);
+        RT_PUT("            %s %s = %s();\n", rt_var_ctype(v->out_dtype), v->var[0], rt_var_ctype(v->out_dtype));
+        RT_PUT("            auto gpuos_body = [&]() {\n#line 1 \"%s\"\n", v->name);
+        if (n + strlen(v->source) + 4096 > cap) {
+            char *t = (char *)realloc(s, cap = n + strlen(v->source) + 8192);
+            if (!t) {
+                free(s);
+                return NULL;
+            }
+            s = t;
+        }
+        RT_PUT("%s\n", v->source);
+        rt_store_expr(v->out_dtype, v->var[0], st, sizeof st);
+        RT_PUT("            };\n            gpuos_body();\n            gpuos_r[gpuos_e] = %s;\n        }\n    }\n};\n", st);
+        RT_PUT("extern \"C\" __device__ void gpuos__rt_%016llx(const void *gpuos_plan, long long gpuos_b, long long gpuos_end) {\n"
+               "    typedef gpuos__rtg_%016llx G;\n"
+               "    const gpuos__ew_plan *p = (const gpuos__ew_plan *)gpuos_plan;\n"
+               "    int64_t b = gpuos_b, e = gpuos_end;\n"
+               "    if (b < e && gpuos__d_ew_vec_ok<G>(p, b)) b = gpuos__d_ew_vec<G>(p, b, e, 0);\n"
+               "    if (b < e) gpuos__d_ew<G, false>(p, b, e, 0);\n}\n",
+               (unsigned long long)hash, (unsigned long long)hash);
+    } else {
+        RT_PUT("struct gpuos_tile {\n"
+               "    long long begin, end; /* items of this tile: row-major indices of the output */\n"
+               "    int rank;\n    const long long *shape;\n    char *p[%d];\n    const long long *stride[%d];\n"
+               "    double s0, s1;\n"
+               "    /* operand q's address at item i (q = 0: out, 1..: inputs) */\n"
+               "    __device__ char *ptr(int q, long long i) const {\n"
+               "        long long off = 0;\n"
+               "        for (int d = rank - 1; d > 0; --d) { const long long sh = shape[d], x = i %% sh; i /= sh; off += x * stride[q][d]; }\n"
+               "        if (rank > 0) off += i * stride[q][0];\n        return p[q] + off;\n    }\n};\n",
+               1 + GPUOS_RUNTIME_MAX_INPUTS, 1 + GPUOS_RUNTIME_MAX_INPUTS);
+        if (n + strlen(v->source) + 4096 > cap) {
+            char *t = (char *)realloc(s, cap = n + strlen(v->source) + 8192);
+            if (!t) {
+                free(s);
+                return NULL;
+            }
+            s = t;
+        }
+        RT_PUT("#line 1 \"%s\"\n%s\n", v->name, v->source);
+        RT_PUT("extern \"C\" __device__ void gpuos__rt_%016llx(const void *gpuos_plan, long long gpuos_b, long long gpuos_end) {\n"
+               "    const gpuos__ew_plan *p = (const gpuos__ew_plan *)gpuos_plan;\n"
+               "    gpuos_tile t;\n    t.begin = gpuos_b;\n    t.end = gpuos_end;\n    t.rank = p->rank;\n"
+               "    t.shape = (const long long *)p->shape;\n"
+               "    for (int q = 0; q < %d; ++q) { t.p[q] = (char *)p->ptr[q]; t.stride[q] = (const long long *)p->stride[q]; }\n"
+               "    t.s0 = p->scalar[0];\n    t.s1 = p->scalar[1];\n    %s(t);\n}\n",
+               (unsigned long long)hash, 1 + v->n_in, v->name);
+    }
+    RT_PUT("extern \"C\" __device__ void (*gpuos__rt_ptr_%016llx)(const void *, long long, long long) = gpuos__rt_%016llx;\n",
+           (unsigned long long)hash, (unsigned long long)hash);
+#undef RT_PUT
+    if (n >= cap) { /* cannot happen: cap has room for the source and 8 KB of frame */
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* ---------------------------------------------------------------- the API */
+static gpuos_status rt_install(gpuos_context *ctx, const char *fn, long index, const gpuos_op_def *def, int redefine) {
+    gpuos__rt_version *v, *old;
+    gpuos_status st;
+    int slot;
+    if ((st = rt_make(ctx, fn, def, &v)) != GPUOS_OK) return st;
+    pthread_mutex_lock(&ctx->mu);
+    old = ctx->rt_cur[index];
+    if (redefine && !old) {
+        pthread_mutex_unlock(&ctx->mu);
+        rt_free(v);
+        return gpuos__set_error(ctx, GPUOS_ERR_UNKNOWN_OP, "%s: op %ld is not a defined run-time operator", fn,
+                                (long)index + GPUOS_OP_RUNTIME_BASE);
+    }
+    /* the other slot of the pair; its version, two definitions back, may still be queued */
+    slot = old ? old->slot ^ 1 : 2 * (int)index;
+    if (ctx->rt_slot[slot]) {
+        struct timespec deadline;
+        gpuos__deadline(ctx->cfg.wait_timeout_ms, &deadline);
+        while (ctx->rt_slot[slot] && ctx->sticky == GPUOS_OK)
+            if (gpuos__cond_wait_until(&ctx->cv_done, &ctx->mu, &deadline) == ETIMEDOUT) break;
+        if (ctx->rt_slot[slot]) {
+            pthread_mutex_unlock(&ctx->mu);
+            rt_free(v);
+            return gpuos__set_error(ctx, GPUOS_ERR_TIMEOUT,
+                                    "%s: tasks of the version before last of '%s' are still queued after wait_timeout_ms "
+                                    "= %u ms; its code slot cannot be reused yet",
+                                    fn, old ? old->name : "?", (unsigned)ctx->cfg.wait_timeout_ms);
+        }
+    }
+    v->index = (int)index;
+    v->slot = slot;
+    v->refs = 1; /* the operator's */
+    ctx->rt_slot[slot] = v;
+    pthread_mutex_unlock(&ctx->mu);
+    if (ctx->cuda) { /* compile, link every live version into a new module, swap it in */
+        st = gpuos__cuda_rt_install(ctx, v);
+        if (st != GPUOS_OK) {
+            gpuos__rt_release(ctx, v);
+            return st;
+        }
+    }
+    pthread_mutex_lock(&ctx->mu);
+    ctx->rt_cur[index] = v; /* from here on, new tasks run v */
+    if (old) gpuos__rt_release_locked(old);
+    pthread_mutex_unlock(&ctx->mu);
+    return GPUOS_OK;
+}
+
+gpuos_status gpuos_op_define(gpuos_context *ctx, const gpuos_op_def *def, gpuos_op *op) {
+    long i;
+    gpuos_status st;
+    if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_op_define: ctx is NULL");
+    if (!op) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_op_define: op is NULL");
+    pthread_mutex_lock(&ctx->rt_mu); /* one definition at a time: each swaps the module */
+    pthread_mutex_lock(&ctx->mu);
+    for (i = 0; i < GPUOS_MAX_RUNTIME_OPS; i++)
+        if (!ctx->rt_cur[i] && !ctx->rt_reserved[i] && !ctx->rt_slot[2 * i] && !ctx->rt_slot[2 * i + 1]) break;
+    if (i < GPUOS_MAX_RUNTIME_OPS) ctx->rt_reserved[i] = 1;
+    pthread_mutex_unlock(&ctx->mu);
+    if (i == GPUOS_MAX_RUNTIME_OPS) {
+        pthread_mutex_unlock(&ctx->rt_mu);
+        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY,
+                                "gpuos_op_define: %d run-time operators are defined (or still queued); remove one first",
+                                GPUOS_MAX_RUNTIME_OPS);
+    }
+    st = rt_install(ctx, "gpuos_op_define", i, def, 0);
+    pthread_mutex_lock(&ctx->mu);
+    ctx->rt_reserved[i] = 0;
+    pthread_mutex_unlock(&ctx->mu);
+    pthread_mutex_unlock(&ctx->rt_mu);
+    if (st == GPUOS_OK) *op = (gpuos_op)(GPUOS_OP_RUNTIME_BASE + i);
+    return st;
+}
+
+gpuos_status gpuos_op_redefine(gpuos_context *ctx, gpuos_op op, const gpuos_op_def *def) {
+    long i = (long)op - GPUOS_OP_RUNTIME_BASE;
+    gpuos_status st;
+    if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_op_redefine: ctx is NULL");
+    if (i < 0 || i >= GPUOS_MAX_RUNTIME_OPS)
+        return gpuos__set_error(ctx, GPUOS_ERR_UNKNOWN_OP, "gpuos_op_redefine: op %ld is not a run-time operator",
+                                (long)op);
+    pthread_mutex_lock(&ctx->rt_mu);
+    st = rt_install(ctx, "gpuos_op_redefine", i, def, 1);
+    pthread_mutex_unlock(&ctx->rt_mu);
+    return st;
+}
+
+gpuos_status gpuos_op_remove(gpuos_context *ctx, gpuos_op op) {
+    long i = (long)op - GPUOS_OP_RUNTIME_BASE;
+    gpuos__rt_version *v;
+    if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_op_remove: ctx is NULL");
+    if (i < 0 || i >= GPUOS_MAX_RUNTIME_OPS)
+        return gpuos__set_error(ctx, GPUOS_ERR_UNKNOWN_OP, "gpuos_op_remove: op %ld is not a run-time operator",
+                                (long)op);
+    pthread_mutex_lock(&ctx->rt_mu);
+    pthread_mutex_lock(&ctx->mu);
+    v = ctx->rt_cur[i];
+    ctx->rt_cur[i] = NULL;
+    if (v) gpuos__rt_release_locked(v); /* queued tasks keep it alive, and its slot */
+    pthread_mutex_unlock(&ctx->mu);
+    pthread_mutex_unlock(&ctx->rt_mu);
+    if (!v)
+        return gpuos__set_error(ctx, GPUOS_ERR_UNKNOWN_OP, "gpuos_op_remove: op %ld is not a defined run-time operator",
+                                (long)op);
+    return GPUOS_OK;
+}
+/*** End of src/rtops.c ***/
 
 /*** Begin file src/status.c ***/
 /* status.c - version, status strings, and the detail of the last error.
@@ -9605,6 +10515,12 @@ const char *const gpuos__device_source[] = {
     "    const char *a;\n",
     "    const char *b;\n",
     "} gpuos__matmul_plan;\n",
+    "\n",
+    "/* Run-time operators (src/rtops.c) on the device: task kernel ids from\n",
+    "   GPUOS__RT_KERNEL_BASE name physical slots (two per operator: the version queued tasks\n",
+    "   use and the next one) of the module's gpuos__rt_table. */\n",
+    "#define GPUOS__RT_KERNEL_BASE 30000\n",
+    "#define GPUOS__RT_SLOTS 128\n",
     "\n",
     "#endif /* GPUOS_PLAN_H */\n",
     "/*** End of src/gpuos_plan.h ***/\n",
@@ -16965,10 +17881,22 @@ const char *const gpuos__device_source[] = {
     "    { 56, 0 }, /* 641: rmsnorm_f64 */\n",
     "};\n",
     "\n",
+    "/* Run-time operators (src/rtops.c): physical slot s holds the address of an operator\n",
+    "   linked into this module generation, written by the host (cuModuleGetGlobal) before the\n",
+    "   kernel starts; kernel id GPUOS__RT_KERNEL_BASE + s calls it. */\n",
+    "__device__ void *gpuos__rt_table[GPUOS__RT_SLOTS];\n",
+    "typedef void (*gpuos__rt_fn)(const void *plan, long long begin, long long end);\n",
+    "\n",
     "/* Runs items [begin, end) of the task whose plan is at plan with kernel kernel_id\n",
-    "   (gpuos__device_kernel_id). Called by every thread of the block with the same\n",
-    "   arguments. Unknown ids do nothing. */\n",
+    "   (gpuos__device_kernel_id, or a run-time operator's slot). Called by every thread of\n",
+    "   the block with the same arguments. Unknown ids do nothing. */\n",
     "__device__ void gpuos__d_run(int kernel_id, const void *plan, int64_t begin, int64_t end) {\n",
+    "    if (kernel_id >= GPUOS__RT_KERNEL_BASE) {\n",
+    "        const unsigned s = (unsigned)(kernel_id - GPUOS__RT_KERNEL_BASE);\n",
+    "        const gpuos__rt_fn f = s < GPUOS__RT_SLOTS \? (gpuos__rt_fn)gpuos__rt_table[s] : (gpuos__rt_fn)0;\n",
+    "        if (f) f(plan, begin, end);\n",
+    "        return;\n",
+    "    }\n",
     "    if ((unsigned)kernel_id >= GPUOS__D_N_KERNELS) return;\n",
     "    const int cs = gpuos__d_kernels[kernel_id][1];\n",
     "    switch (gpuos__d_kernels[kernel_id][0]) {\n",

@@ -398,6 +398,66 @@ GPUOS_API gpuos_status gpuos_wait_fence(gpuos_context *ctx, uint64_t seq, uint32
 /* Waits for everything submitted so far. */
 GPUOS_API gpuos_status gpuos_wait(gpuos_context *ctx, uint32_t timeout_ms);
 
+/* ---------------------------------------------------------------- run-time operators */
+/* Operators defined while the program runs, from CUDA source, then submitted like any
+   built-in one (gpuos_task.op = the handle; scalar[0], scalar[1] are the scalars).
+
+   GPUOS_OPDEF_ELEMENTWISE: source is a body of C/CUDA statements run once per output
+     element: it reads the inputs (named in_names[k], default "a", "b", "c") and the
+     scalars (scalar_names[k], default "s0", "s1"; double), and assigns the output
+     (out_name, default "out"). Inputs broadcast to the output's shape as for built-in
+     element-wise operators; any strides and views; in place allowed. f16 and bf16 values
+     are float in the body; bool is bool; integers are the <stdint.h> types. Example:
+       def.source = "float t = a * s0 + b; out = t > 0.f ? t : 0.f;";
+     On a GPU it is compiled with NVRTC and linked into the persistent kernel; on the host
+     executor it is interpreted (a C subset: declarations, if/else, for/while, the usual
+     operators, math functions such as sinf, expf, fminf; results where C leaves them
+     undefined are defined, see src/expr.c).
+   GPUOS_OPDEF_FUNCTION: source defines `__device__ void <name>(const gpuos_tile &t)`,
+     called by every thread of a 256-thread block for the items [t.begin, t.end) of one
+     tile (flat row-major indices of the output); t.ptr(q, i) is operand q's address at item
+     i (q = 0: out, 1..: inputs), t.s0, t.s1 the scalars; __syncthreads() is allowed where
+     every thread reaches it. GPU only: the host executor returns GPUOS_ERR_UNSUPPORTED.
+
+   Compiling does not stop the running system: other threads keep submitting and queued
+   work keeps running; the new code joins at a task boundary, and nothing queued is lost,
+   reordered or run twice. A compile error returns GPUOS_ERR_COMPILE with the compiler's log
+   in gpuos_last_error and changes nothing. Results are cached on disk (cache_dir). */
+typedef enum gpuos_opdef_kind { GPUOS_OPDEF_ELEMENTWISE = 0, GPUOS_OPDEF_FUNCTION = 1 } gpuos_opdef_kind;
+
+#define GPUOS_MAX_RUNTIME_OPS 64     /* defined at once, per context */
+#define GPUOS_RUNTIME_MAX_INPUTS 3
+#define GPUOS_OP_RUNTIME_BASE 0x10000 /* handles are GPUOS_OP_RUNTIME_BASE + n */
+
+typedef struct gpuos_op_def {
+    size_t struct_size;           /* sizeof(gpuos_op_def), set by GPUOS_OP_DEF_INIT */
+    const char *name;             /* an identifier, for messages (FUNCTION: the function's name) */
+    gpuos_opdef_kind kind;
+    const char *source;           /* the body or the function's source; copied */
+    int n_inputs;                 /* 0 .. GPUOS_RUNTIME_MAX_INPUTS */
+    gpuos_dtype out_dtype;
+    gpuos_dtype in_dtype[GPUOS_RUNTIME_MAX_INPUTS];
+    int n_scalars;                /* 0 .. 2: gpuos_task.scalar[0..n_scalars) */
+    const char *out_name;         /* ELEMENTWISE names; NULL: the defaults */
+    const char *in_names[GPUOS_RUNTIME_MAX_INPUTS];
+    const char *scalar_names[2];
+} gpuos_op_def;
+
+#define GPUOS_OP_DEF_INIT                                                                      \
+    { sizeof(gpuos_op_def), NULL, GPUOS_OPDEF_ELEMENTWISE, NULL, 0, GPUOS_F32,                  \
+      { GPUOS_F32, GPUOS_F32, GPUOS_F32 }, 0, NULL, { NULL, NULL, NULL }, { NULL, NULL } }
+
+/* Defines an operator; *op receives its handle. Blocks the calling thread while it
+   compiles (NVRTC on a GPU: about a second cold, milliseconds from the disk cache). */
+GPUOS_API gpuos_status gpuos_op_define(gpuos_context *ctx, const gpuos_op_def *def, gpuos_op *op);
+/* Replaces op's code (same handle; the signature may change). Tasks submitted before it
+   returns run the old code, tasks after it the new: each operator has two code slots, and
+   an old one is reused only once no queued task refers to it (a redefinition waits up to
+   wait_timeout_ms for the one before last to drain: GPUOS_ERR_TIMEOUT). */
+GPUOS_API gpuos_status gpuos_op_redefine(gpuos_context *ctx, gpuos_op op, const gpuos_op_def *def);
+/* Removes op: later submissions get GPUOS_ERR_UNKNOWN_OP; queued tasks still run. */
+GPUOS_API gpuos_status gpuos_op_remove(gpuos_context *ctx, gpuos_op op);
+
 /* Reductions: axes is a list of n_axes axes (negative from the end); axes NULL
    means every axis. Helpers convert it to gpuos_task.axes. */
 

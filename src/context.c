@@ -90,6 +90,11 @@ gpuos_status gpuos_create(const gpuos_config *config, gpuos_context **out) {
 
     st = GPUOS_ERR_INTERNAL;
     if (!(mu_ok = pthread_mutex_init(&ctx->mu, NULL) == 0)) goto fail_sync;
+    if (pthread_mutex_init(&ctx->rt_mu, NULL) != 0) {
+        pthread_mutex_destroy(&ctx->mu);
+        mu_ok = 0;
+        goto fail_sync;
+    }
     if (!(room_ok = gpuos__cond_init_monotonic(&ctx->cv_room))) goto fail_sync;
     if (!(work_ok = gpuos__cond_init_monotonic(&ctx->cv_work))) goto fail_sync;
     if (!(done_ok = gpuos__cond_init_monotonic(&ctx->cv_done))) goto fail_sync;
@@ -129,7 +134,10 @@ fail:
     if (done_ok) pthread_cond_destroy(&ctx->cv_done);
     if (work_ok) pthread_cond_destroy(&ctx->cv_work);
     if (room_ok) pthread_cond_destroy(&ctx->cv_room);
-    if (mu_ok) pthread_mutex_destroy(&ctx->mu);
+    if (mu_ok) {
+        pthread_mutex_destroy(&ctx->mu);
+        pthread_mutex_destroy(&ctx->rt_mu);
+    }
     free(ctx->cache_dir);
     free(ctx);
     return st;
@@ -141,6 +149,7 @@ void gpuos__context_free(gpuos_context *ctx) {
     pthread_cond_destroy(&ctx->cv_work);
     pthread_cond_destroy(&ctx->cv_room);
     pthread_mutex_destroy(&ctx->mu);
+    pthread_mutex_destroy(&ctx->rt_mu);
     free(ctx->cache_dir);
     free(ctx);
 }
@@ -170,6 +179,7 @@ void gpuos_destroy(gpuos_context *ctx) {
         gpuos__host_stop(ctx);
         gpuos__queue_fini(ctx);
     }
+    gpuos__rt_fini(ctx); /* run-time operators: the jobs' references went with the queue */
 
     pthread_mutex_lock(&ctx->mu);
     free_now = --ctx->refs == 0;

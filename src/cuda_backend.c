@@ -49,6 +49,7 @@
 #define CUDA__PLAN_PROBE 8u
 #define CUDA__LOG_LEN 8              /* remembered accesses per storage */
 #define CUDA__TILE_EW 1024           /* element-wise items per tile (small tasks) */
+#define CUDA__MAX_PARTS 8            /* relocatable programs the device code is compiled as, at most */
 
 /* One remembered access of a storage (device sequence numbers). */
 typedef struct cuda__access {
@@ -107,6 +108,16 @@ struct gpuos__cuda {
     uint64_t idle_dseq;          /* dseq at that sight */
 
     cuda__plan_entry *plans;
+
+    /* run-time operators: what a module generation is linked from (cuda_build_module) */
+    uint64_t base_key;           /* cache key of the built-in device code */
+    int n_parts;                 /* relocatable programs it was compiled as (0: not relocatable) */
+    char *opt_store[8];          /* the NVRTC options it was compiled with (copies) */
+    int n_opt_store;
+    void *part_img[CUDA__MAX_PARTS]; /* its relocatable objects, read or compiled on first need */
+    size_t part_size[CUDA__MAX_PARTS];
+    int generation;              /* modules swapped in so far */
+    double last_swap_ms;         /* the last swap's pause: stop, load, table (diagnostics) */
 
     void **deferred;             /* device memory to free once the kernel stops */
     int n_deferred, cap_deferred;
@@ -274,7 +285,6 @@ static void cuda_cache_write(const char *path, uint64_t key, const void *cubin, 
 }
 
 /* One part of a split compile of the device source (device_ops.cu, "parts"). */
-#define CUDA__MAX_PARTS 8
 typedef struct cuda__part {
     const gpuos_context *ctx;
     const char *src;
@@ -291,6 +301,38 @@ static void *cuda_part_main(void *arg) {
     cuda__part *p = (cuda__part *)arg;
     p->st = gpuos__nvrtc_compile(p->ctx, p->src, "gpuos_device.cu", p->opts, p->n_opts, 1, &p->cubin, &p->size, &p->log);
     return NULL;
+}
+
+/* Compiles the device source as n_parts programs, one thread each (part k with
+   -DGPUOS__D_NPARTS=n_parts -DGPUOS__D_PART=k when n_parts > 1). */
+static void cuda_compile_parts(gpuos_context *ctx, const char *src, const char *const *opts, int n_opts, int n_parts,
+                               cuda__part *parts) {
+    pthread_t th[CUDA__MAX_PARTS];
+    int started[CUDA__MAX_PARTS], k, i;
+    memset(parts, 0, sizeof(cuda__part) * (size_t)n_parts);
+    for (k = 0; k < n_parts; k++) {
+        cuda__part *p = &parts[k];
+        p->ctx = ctx;
+        p->src = src;
+        for (i = 0; i < n_opts; i++) p->opts[p->n_opts++] = opts[i];
+        if (n_parts > 1) {
+            snprintf(p->def[0], sizeof p->def[0], "-DGPUOS__D_NPARTS=%d", n_parts);
+            snprintf(p->def[1], sizeof p->def[1], "-DGPUOS__D_PART=%d", k);
+            p->opts[p->n_opts++] = p->def[0];
+            p->opts[p->n_opts++] = p->def[1];
+        }
+    }
+    for (k = 1; k < n_parts; k++) started[k] = pthread_create(&th[k], NULL, cuda_part_main, &parts[k]) == 0;
+    cuda_part_main(&parts[0]);
+    for (k = 1; k < n_parts; k++) {
+        if (started[k]) pthread_join(th[k], NULL);
+        else cuda_part_main(&parts[k]); /* no thread: compile it here */
+    }
+}
+
+static void cuda_part_path(const struct gpuos__cuda *c, const char *dir, int k, char *path, size_t n) {
+    snprintf(path, n, "%s/gpuos-%016llx-sm%d%d-part%dof%d.o", dir, (unsigned long long)c->base_key, c->cc_major,
+             c->cc_minor, k, c->n_parts);
 }
 
 static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c) {
@@ -345,6 +387,16 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
         if (!jl) n_parts = 1;
         key = cuda_hash(key, &n_parts, sizeof n_parts);
     }
+    /* what run-time operators' module generations are built from */
+    c->base_key = key;
+    c->n_parts = jl ? n_parts : 0;
+    for (i = 0; i < n_opts && c->n_opt_store < 8; i++) {
+        size_t L = strlen(opts[i]) + 1;
+        char *cp = (char *)malloc(L);
+        if (!cp) break;
+        memcpy(cp, opts[i], L);
+        c->opt_store[c->n_opt_store++] = cp;
+    }
 
     cuda_cache_dir(ctx, dir, sizeof dir);
     path[0] = 0;
@@ -370,29 +422,7 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
                                 "gpuos_create: NVRTC cannot be loaded (%s), and no compiled device code is cached", why);
     }
     t_compile0 = cuda_now_ns();
-    {
-        pthread_t th[CUDA__MAX_PARTS];
-        int started[CUDA__MAX_PARTS], k;
-        memset(parts, 0, sizeof parts);
-        for (k = 0; k < n_parts; k++) {
-            cuda__part *p = &parts[k];
-            p->ctx = ctx;
-            p->src = src;
-            for (i = 0; i < n_opts; i++) p->opts[p->n_opts++] = opts[i];
-            if (n_parts > 1) {
-                snprintf(p->def[0], sizeof p->def[0], "-DGPUOS__D_NPARTS=%d", n_parts);
-                snprintf(p->def[1], sizeof p->def[1], "-DGPUOS__D_PART=%d", k);
-                p->opts[p->n_opts++] = p->def[0];
-                p->opts[p->n_opts++] = p->def[1];
-            }
-        }
-        for (k = 1; k < n_parts; k++) started[k] = pthread_create(&th[k], NULL, cuda_part_main, &parts[k]) == 0;
-        cuda_part_main(&parts[0]);
-        for (k = 1; k < n_parts; k++) {
-            if (started[k]) pthread_join(th[k], NULL);
-            else cuda_part_main(&parts[k]); /* no thread: compile it here */
-        }
-    }
+    cuda_compile_parts(ctx, src, opts, n_opts, n_parts, parts);
     c->compile_ms = (double)(cuda_now_ns() - t_compile0) / 1e6;
     free(src);
     st = GPUOS_OK;
@@ -421,7 +451,15 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
             types[i] = GPUOS__NVJITLINK_INPUT_CUBIN;
         }
         st = gpuos__nvjitlink_link(ctx, lopts, 1, images, sizes, types, n_parts, &linked, &linked_size, &log);
-        for (i = 0; i < n_parts; i++) free(parts[i].cubin);
+        for (i = 0; i < n_parts; i++) { /* kept (and cached) for run-time operators' generations */
+            if (dir[0]) {
+                char pp[1200];
+                cuda_part_path(c, dir, i, pp, sizeof pp);
+                cuda_cache_write(pp, key, parts[i].cubin, parts[i].size);
+            }
+            c->part_img[i] = parts[i].cubin;
+            c->part_size[i] = parts[i].size;
+        }
         if (st != GPUOS_OK) {
             st = gpuos__set_error(ctx, st, "gpuos_create: linking the device code failed:\n%s", log ? log : "");
             free(log);
@@ -595,6 +633,11 @@ void gpuos__cuda_close(gpuos_context *ctx) {
         if (c->copy_stream) c->cu->cuStreamDestroy(c->copy_stream);
         if (c->mod) c->cu->cuModuleUnload(c->mod);
         c->cu->cuDevicePrimaryCtxRelease(c->dev);
+    }
+    {
+        int k;
+        for (k = 0; k < CUDA__MAX_PARTS; k++) free(c->part_img[k]);
+        for (k = 0; k < c->n_opt_store; k++) free(c->opt_store[k]);
     }
     free(c->deferred);
     free(c->plans);
@@ -1219,3 +1262,228 @@ static void *cuda_reaper_main(void *arg) {
 
 /* ---------------------------------------------------------------- queries */
 const char *gpuos__cuda_device_name(const gpuos_context *ctx) { return ctx->cuda ? ctx->cuda->name : ""; }
+
+/* ---------------------------------------------------------------- run-time operators */
+/* The built-in code's relocatable objects: kept since the build, else read from the disk
+   cache, else compiled again (once). */
+static gpuos_status cuda_rt_parts(gpuos_context *ctx, struct gpuos__cuda *c, const char *dir) {
+    cuda__part parts[CUDA__MAX_PARTS];
+    const char *opts[8];
+    char *src;
+    size_t len;
+    int k, missing = 0;
+    gpuos_status st = GPUOS_OK;
+    for (k = 0; k < c->n_parts; k++) {
+        char pp[1200];
+        if (c->part_img[k]) continue;
+        if (dir[0]) {
+            cuda_part_path(c, dir, k, pp, sizeof pp);
+            c->part_img[k] = cuda_cache_read(pp, c->base_key, &c->part_size[k]);
+        }
+        if (!c->part_img[k]) missing = 1;
+    }
+    if (!missing) return GPUOS_OK;
+    src = gpuos__device_source_joined(&len);
+    if (!src) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_op_define: no memory for the device source");
+    for (k = 0; k < c->n_opt_store; k++) opts[k] = c->opt_store[k];
+    cuda_compile_parts(ctx, src, opts, c->n_opt_store, c->n_parts, parts);
+    free(src);
+    for (k = 0; k < c->n_parts; k++) {
+        if (parts[k].st != GPUOS_OK && st == GPUOS_OK)
+            st = gpuos__set_error(ctx, parts[k].st, "gpuos_op_define: compiling the built-in device code failed:\n%s",
+                                  parts[k].log ? parts[k].log : "");
+        free(parts[k].log);
+        if (parts[k].st == GPUOS_OK && !c->part_img[k]) {
+            c->part_img[k] = parts[k].cubin;
+            c->part_size[k] = parts[k].size;
+            if (dir[0]) {
+                char pp[1200];
+                cuda_part_path(c, dir, k, pp, sizeof pp);
+                cuda_cache_write(pp, c->base_key, parts[k].cubin, parts[k].size);
+            }
+        } else {
+            free(parts[k].cubin);
+        }
+    }
+    return st;
+}
+
+/* Compiles v's device code into a relocatable object (disk cache: the object's hash). */
+static gpuos_status cuda_rt_compile(gpuos_context *ctx, struct gpuos__cuda *c, gpuos__rt_version *v, const char *dir) {
+    char *code, *src, *log = NULL, pp[1200], part[2][32];
+    const char *opts[12];
+    size_t len, clen;
+    int k, n_opts = 0;
+    gpuos_status st;
+    code = gpuos__rt_device_code(v, 0); /* the hash names symbols: hash the text without it */
+    if (!code) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_op_define: no memory");
+    v->hash = cuda_hash(c->base_key ^ 0x7274ull, code, strlen(code));
+    free(code);
+    if (dir[0]) {
+        snprintf(pp, sizeof pp, "%s/gpuos-rt-%016llx-sm%d%d.o", dir, (unsigned long long)v->hash, c->cc_major,
+                 c->cc_minor);
+        v->obj = cuda_cache_read(pp, v->hash, &v->obj_size);
+        if (v->obj) return GPUOS_OK;
+    }
+    code = gpuos__rt_device_code(v, v->hash);
+    src = gpuos__device_source_joined(&len);
+    if (!code || !src) {
+        free(code);
+        free(src);
+        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_op_define: no memory for the device source");
+    }
+    clen = strlen(code);
+    {
+        char *all = (char *)realloc(src, len + clen + 1);
+        if (!all) {
+            free(code);
+            free(src);
+            return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_op_define: no memory for the device source");
+        }
+        memcpy(all + len, code, clen + 1);
+        src = all;
+        free(code);
+    }
+    /* the built-ins' options, and a part number that defines none of their groups */
+    for (k = 0; k < c->n_opt_store && n_opts < 8; k++)
+        if (strncmp(c->opt_store[k], "-DGPUOS__PK_", 12) != 0) opts[n_opts++] = c->opt_store[k];
+    snprintf(part[0], sizeof part[0], "-DGPUOS__D_NPARTS=%d", c->n_parts > 1 ? c->n_parts : 2);
+    snprintf(part[1], sizeof part[1], "-DGPUOS__D_PART=%d", 99);
+    opts[n_opts++] = part[0];
+    opts[n_opts++] = part[1];
+    st = gpuos__nvrtc_compile(ctx, src, v->name, opts, n_opts, 1, &v->obj, &v->obj_size, &log);
+    free(src);
+    if (st != GPUOS_OK) {
+        st = gpuos__set_error(ctx, st, "gpuos_op_define: '%s' does not compile for sm_%d%d:\n%s", v->name, c->cc_major,
+                              c->cc_minor, log ? log : "");
+        free(log);
+        v->obj = NULL;
+        return st;
+    }
+    free(log);
+    if (dir[0]) cuda_cache_write(pp, v->hash, v->obj, v->obj_size);
+    return GPUOS_OK;
+}
+
+/* Stops the kernel at a task boundary (everything queued before runs to the end), loads
+   the new module and fills its operator table, and lets the next submission relaunch it
+   on the same queue (ctx->mu held). On failure the old module stays. */
+static gpuos_status cuda_rt_swap_locked(gpuos_context *ctx, struct gpuos__cuda *c, const void *cubin,
+                                        gpuos__rt_version *const *vs, int n) {
+    gpuos__CUmodule mod;
+    gpuos__CUfunction fn;
+    gpuos__CUdeviceptr tab, pv;
+    size_t tsz, psz;
+    void *table[GPUOS__RT_SLOTS];
+    int occ = 0, k;
+    gpuos__CUresult r;
+    const uint64_t t0 = cuda_now_ns();
+    cuda_stop_kernel_locked(ctx);
+    if (ctx->sticky != GPUOS_OK)
+        return gpuos__set_error(ctx, ctx->sticky, "gpuos_op_define: the context has failed (%s)", ctx->sticky_msg);
+    c->cu->cuCtxSetCurrent(c->cuctx);
+    r = c->cu->cuModuleLoadData(&mod, cubin);
+    if (r != CU_SUCCESS)
+        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_op_define: loading the new module failed: %s (%d)",
+                                cuda_errname(c->cu, r), (int)r);
+    r = c->cu->cuModuleGetFunction(&fn, mod, "gpuos__pk_main");
+    if (r == CU_SUCCESS) r = c->cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fn, GPUOS__PK_THREADS, 0);
+    if (r == CU_SUCCESS && occ * c->sm_count < c->n_blocks) {
+        c->cu->cuModuleUnload(mod);
+        return gpuos__set_error(ctx, GPUOS_ERR_UNSUPPORTED,
+                                "gpuos_op_define: with this operator the persistent kernel fits %d blocks per "
+                                "multiprocessor, not %d (static shared memory?); nothing changed",
+                                occ, c->n_blocks / c->sm_count);
+    }
+    memset(table, 0, sizeof table);
+    if (r == CU_SUCCESS) r = c->cu->cuModuleGetGlobal(&tab, &tsz, mod, "gpuos__rt_table");
+    for (k = 0; k < n && r == CU_SUCCESS; k++) {
+        char sym[64];
+        snprintf(sym, sizeof sym, "gpuos__rt_ptr_%016llx", (unsigned long long)vs[k]->hash);
+        r = c->cu->cuModuleGetGlobal(&pv, &psz, mod, sym);
+        if (r == CU_SUCCESS) r = c->cu->cuMemcpyDtoH(&table[vs[k]->slot], pv, sizeof(void *));
+    }
+    if (r == CU_SUCCESS) r = c->cu->cuMemcpyHtoD(tab, table, sizeof table);
+    if (r != CU_SUCCESS) {
+        c->cu->cuModuleUnload(mod);
+        return gpuos__set_error(ctx, GPUOS_ERR_DEVICE_LOST, "gpuos_op_define: setting up the new module failed: %s (%d)",
+                                cuda_errname(c->cu, r), (int)r);
+    }
+    c->cu->cuModuleUnload(c->mod);
+    c->mod = mod;
+    c->fn = fn;
+    c->generation++;
+    c->last_swap_ms = (double)(cuda_now_ns() - t0) / 1e6;
+    if (ctx->cuda_sent < ctx->ring_count) (void)gpuos__cuda_pump_locked(ctx); /* relaunch for queued work */
+    return GPUOS_OK;
+}
+
+gpuos_status gpuos__cuda_rt_install(gpuos_context *ctx, gpuos__rt_version *v) {
+    struct gpuos__cuda *c = ctx->cuda;
+    gpuos__rt_version *vs[GPUOS__RT_SLOTS];
+    const void *images[CUDA__MAX_PARTS + GPUOS__RT_SLOTS];
+    size_t sizes[CUDA__MAX_PARTS + GPUOS__RT_SLOTS];
+    int types[CUDA__MAX_PARTS + GPUOS__RT_SLOTS];
+    char dir[1024], path[1200], larch[32], *log = NULL;
+    const char *lopts[1];
+    void *cubin = NULL;
+    size_t cubin_size = 0;
+    uint64_t gkey;
+    int n = 0, k;
+    gpuos_status st;
+    if (c->n_parts < 1)
+        return gpuos__set_error(ctx, GPUOS_ERR_UNSUPPORTED,
+                                "gpuos_op_define: run-time operators need nvJitLink (libnvJitLink.so), which could not "
+                                "be loaded");
+    cuda_cache_dir(ctx, dir, sizeof dir);
+    if ((st = cuda_rt_parts(ctx, c, dir)) != GPUOS_OK) return st;
+    if ((st = cuda_rt_compile(ctx, c, v, dir)) != GPUOS_OK) return st;
+    /* every version in a slot (v included): retained, so none goes while linking */
+    pthread_mutex_lock(&ctx->mu);
+    for (k = 0; k < GPUOS__RT_SLOTS && k < 2 * GPUOS_MAX_RUNTIME_OPS; k++)
+        if (ctx->rt_slot[k] && ctx->rt_slot[k]->obj) {
+            vs[n++] = ctx->rt_slot[k];
+            ctx->rt_slot[k]->refs++;
+        }
+    pthread_mutex_unlock(&ctx->mu);
+    gkey = c->base_key;
+    for (k = 0; k < n; k++) {
+        gkey = cuda_hash(gkey, &vs[k]->hash, sizeof vs[k]->hash);
+        gkey = cuda_hash(gkey, &vs[k]->slot, sizeof vs[k]->slot);
+    }
+    path[0] = 0;
+    if (dir[0]) {
+        snprintf(path, sizeof path, "%s/gpuos-gen-%016llx-sm%d%d.cubin", dir, (unsigned long long)gkey, c->cc_major,
+                 c->cc_minor);
+        cubin = cuda_cache_read(path, gkey, &cubin_size);
+    }
+    if (!cubin) {
+        for (k = 0; k < c->n_parts; k++) {
+            images[k] = c->part_img[k];
+            sizes[k] = c->part_size[k];
+            types[k] = GPUOS__NVJITLINK_INPUT_CUBIN;
+        }
+        for (k = 0; k < n; k++) {
+            images[c->n_parts + k] = vs[k]->obj;
+            sizes[c->n_parts + k] = vs[k]->obj_size;
+            types[c->n_parts + k] = GPUOS__NVJITLINK_INPUT_CUBIN;
+        }
+        snprintf(larch, sizeof larch, "-arch=sm_%d%d", c->cc_major, c->cc_minor);
+        lopts[0] = larch;
+        st = gpuos__nvjitlink_link(ctx, lopts, 1, images, sizes, types, c->n_parts + n, &cubin, &cubin_size, &log);
+        if (st != GPUOS_OK) {
+            st = gpuos__set_error(ctx, st, "gpuos_op_define: linking '%s' with the kernel failed:\n%s", v->name,
+                                  log ? log : "");
+            cubin = NULL;
+        } else if (path[0]) {
+            cuda_cache_write(path, gkey, cubin, cubin_size);
+        }
+        free(log);
+    }
+    pthread_mutex_lock(&ctx->mu);
+    if (st == GPUOS_OK) st = cuda_rt_swap_locked(ctx, c, cubin, vs, n);
+    for (k = 0; k < n; k++) gpuos__rt_release_locked(vs[k]);
+    pthread_mutex_unlock(&ctx->mu);
+    free(cubin);
+    return st;
+}

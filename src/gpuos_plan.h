@@ -98,4 +98,10 @@ typedef struct gpuos__matmul_plan {
     const char *b;
 } gpuos__matmul_plan;
 
+/* Run-time operators (src/rtops.c) on the device: task kernel ids from
+   GPUOS__RT_KERNEL_BASE name physical slots (two per operator: the version queued tasks
+   use and the next one) of the module's gpuos__rt_table. */
+#define GPUOS__RT_KERNEL_BASE 30000
+#define GPUOS__RT_SLOTS 128
+
 #endif /* GPUOS_PLAN_H */

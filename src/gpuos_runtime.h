@@ -54,6 +54,23 @@ struct gpuos_tensor {
 };
 
 /* ---------------------------------------------------------------- jobs (queued tasks) */
+/* A version of a run-time operator (rtops.c). */
+typedef struct gpuos__rt_version {
+    gpuos_context *ctx;
+    int refs;                  /* the operator's (while current) + one per job; ctx->mu */
+    int index, slot;           /* operator index; physical slot 2 * index + 0 or 1 */
+    gpuos_opdef_kind kind;
+    int n_in, n_scalars;
+    gpuos_dtype out_dtype, in_dtype[GPUOS_RUNTIME_MAX_INPUTS];
+    char name[64];
+    char var[1 + GPUOS_RUNTIME_MAX_INPUTS + 2][64]; /* out, inputs, scalars */
+    char *source;
+    struct gpuos__ex_program *prog; /* host executor: the compiled body */
+    uint64_t hash;             /* GPU: the device symbols' suffix and the object's cache key */
+    void *obj;                 /* GPU: the relocatable object (NVRTC -rdc) */
+    size_t obj_size;
+} gpuos__rt_version;
+
 typedef struct gpuos__job {
     uint64_t seq;
     gpuos_op op;
@@ -76,6 +93,7 @@ typedef struct gpuos__job {
     int dev_kernel;                     /* CUDA backend: gpuos__device_kernel_id, -1 if none */
     uint8_t elsize[GPUOS__MAX_PTR];     /* bytes per element of out, in[0], in[1], ... */
     uint64_t dseq;                      /* CUDA backend: the task's device sequence number */
+    gpuos__rt_version *rt;              /* run-time operator: the version it runs (a reference) */
     struct gpuos__job *next_free;
 } gpuos__job;
 
@@ -122,6 +140,13 @@ struct gpuos_context {
     pthread_t dispatcher;
     int dispatcher_running;
     struct gpuos__pool *pool; /* NULL with one host thread */
+
+    /* run-time operators (rtops.c): the current version of each, by index; the version
+       in each physical code slot (two per operator) while anything refers to it */
+    struct gpuos__rt_version *rt_cur[GPUOS_MAX_RUNTIME_OPS];
+    struct gpuos__rt_version *rt_slot[2 * GPUOS_MAX_RUNTIME_OPS];
+    char rt_reserved[GPUOS_MAX_RUNTIME_OPS]; /* an index being defined */
+    pthread_mutex_t rt_mu;                     /* one definition at a time (before mu) */
 
     struct gpuos__cuda *cuda; /* the CUDA backend (cuda_backend.c); NULL on the host */
     uint32_t cuda_sent;       /* queued jobs (from ring_head) already sent to the device */
@@ -342,5 +367,16 @@ gpuos_status gpuos__nvjitlink_link(const gpuos_context *ctx, const char *const *
                                    int n_images, void **cubin, size_t *cubin_size, char **log);
 /* The generated device source, joined (malloc'd); NULL when out of memory. */
 char *gpuos__device_source_joined(size_t *length);
+
+/* ---------------------------------------------------------------- rtops.c */
+gpuos_status gpuos__rt_lookup(gpuos_context *ctx, gpuos_op op, gpuos__rt_version **out); /* retained */
+void gpuos__rt_release(gpuos_context *ctx, gpuos__rt_version *v);
+void gpuos__rt_release_locked(gpuos__rt_version *v);
+void gpuos__rt_fini(gpuos_context *ctx);
+void gpuos__rt_host_run(const gpuos__job *job, int64_t begin, int64_t end);
+char *gpuos__rt_device_code(const gpuos__rt_version *v, uint64_t hash);
+/* cuda_backend.c: compiles v (disk cache), links every live version into a new module
+   generation and swaps it in at a task boundary (ctx->rt_mu held, ctx->mu not). */
+gpuos_status gpuos__cuda_rt_install(gpuos_context *ctx, gpuos__rt_version *v);
 
 #endif /* GPUOS_RUNTIME_H */

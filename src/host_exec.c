@@ -31,7 +31,10 @@ struct gpuos__pool {
 /* ---------------------------------------------------------------- running a range */
 static void host_run_range(const gpuos__job *job, int64_t begin, int64_t end) {
     switch (job->kind) {
-    case GPUOS__KIND_EW: job->ew_iter(&job->plan.ew, job->ew_loop, begin, end); break;
+    case GPUOS__KIND_EW:
+        if (job->rt) gpuos__rt_host_run(job, begin, end); /* a run-time operator (rtops.c) */
+        else job->ew_iter(&job->plan.ew, job->ew_loop, begin, end);
+        break;
     case GPUOS__KIND_REDUCE: job->reduce_fn(&job->plan.reduce, begin, end); break;
     case GPUOS__KIND_ROWS: job->rows_fn(&job->plan.rows, begin, end); break;
     case GPUOS__KIND_MATMUL: job->matmul_fn(&job->plan.matmul, begin, end); break;

@@ -29,6 +29,8 @@ typedef struct plan_state {
     gpuos_tensor *in[GPUOS_MAX_INPUTS]; /* NULL where absent */
     gpuos_dtype key;                /* the dtype that selects the code */
     gpuos__job *job;
+    gpuos__rt_version *rt;          /* a run-time operator's version (a reference), else NULL */
+    gpuos__op_info rt_info;         /* its op table entry */
 } plan_state;
 
 /* ---------------------------------------------------------------- messages */
@@ -342,6 +344,12 @@ static gpuos_status plan_ew(plan_state *ps) {
     job->items = numel;
     job->item_cost = 1;
 
+    if (ps->rt) { /* a run-time operator: the job keeps its version's reference */
+        job->rt = ps->rt;
+        ps->rt = NULL;
+        job->item_cost = 8;
+        return GPUOS_OK;
+    }
     job->ew_loop = gpuos__host_ew_loop(ps->op, ps->key, ps->out->dtype);
     if (!job->ew_loop)
         return gpuos__set_error(ps->ctx, GPUOS_ERR_UNSUPPORTED_DTYPE,
@@ -609,6 +617,54 @@ static gpuos_status plan_matmul(plan_state *ps) {
 }
 
 /* ---------------------------------------------------------------- common checks */
+/* A run-time operator (rtops.c): element-wise with the signature of its definition. */
+static gpuos_status plan_check_rt(plan_state *ps) {
+    const gpuos_task *task = ps->task;
+    gpuos__rt_version *v;
+    gpuos_status s;
+    int k;
+    if ((s = gpuos__rt_lookup(ps->ctx, task->op, &v)) != GPUOS_OK) return s;
+    ps->rt = v; /* released by gpuos_submit if anything below fails */
+    ps->op = task->op;
+    memset(&ps->rt_info, 0, sizeof ps->rt_info);
+    ps->rt_info.name = v->name;
+    ps->rt_info.kind = GPUOS__KIND_EW;
+    ps->rt_info.n_in = ps->rt_info.n_in_max = (uint8_t)v->n_in;
+    ps->rt_info.out_rule = GPUOS__OUT_ANY;
+    ps->rt_info.key_input = GPUOS__KEY_OUT;
+    ps->rt_info.inplace_ok = 1;
+    ps->rt_info.dtypes = 0xffffffffu;
+    ps->info = &ps->rt_info;
+    ps->name = v->name;
+    ps->out = task->out;
+    if (!task->out) return gpuos__set_error(ps->ctx, GPUOS_ERR_NULL_POINTER, "%s: task->out is NULL", ps->name);
+    for (k = 0; k < GPUOS_MAX_INPUTS; k++) {
+        ps->in[k] = task->in[k];
+        if (k < v->n_in && !task->in[k])
+            return gpuos__set_error(ps->ctx, GPUOS_ERR_NULL_POINTER, "%s: %s is NULL; the operator takes %d input%s",
+                                    ps->name, plan_operand(k), v->n_in, v->n_in == 1 ? "" : "s");
+        if (k >= v->n_in && task->in[k])
+            return gpuos__set_error(ps->ctx, GPUOS_ERR_INVALID_ARGUMENT, "%s: %s is set but the operator takes %d input%s",
+                                    ps->name, plan_operand(k), v->n_in, v->n_in == 1 ? "" : "s");
+    }
+    if (ps->out->ctx != ps->ctx)
+        return gpuos__set_error(ps->ctx, GPUOS_ERR_CONTEXT_MISMATCH, "%s: the output belongs to another context",
+                                ps->name);
+    if (ps->out->dtype != v->out_dtype)
+        return gpuos__set_error(ps->ctx, GPUOS_ERR_DTYPE_MISMATCH, "%s: the output is %s but the operator writes %s",
+                                ps->name, plan_dtype(ps->out->dtype), plan_dtype(v->out_dtype));
+    for (k = 0; k < v->n_in; k++) {
+        if (ps->in[k]->ctx != ps->ctx)
+            return gpuos__set_error(ps->ctx, GPUOS_ERR_CONTEXT_MISMATCH, "%s: %s belongs to another context",
+                                    ps->name, plan_operand(k));
+        if (ps->in[k]->dtype != v->in_dtype[k])
+            return gpuos__set_error(ps->ctx, GPUOS_ERR_DTYPE_MISMATCH, "%s: %s is %s but the operator reads %s",
+                                    ps->name, plan_operand(k), plan_dtype(ps->in[k]->dtype), plan_dtype(v->in_dtype[k]));
+    }
+    ps->key = ps->out->dtype;
+    return GPUOS_OK;
+}
+
 static gpuos_status plan_check_task(plan_state *ps) {
     const gpuos_task *task = ps->task;
     const gpuos__op_info *info;
@@ -621,6 +677,7 @@ static gpuos_status plan_check_task(plan_state *ps) {
                                 "gpuos_submit: task->struct_size is %zu but this library's gpuos_task is %zu bytes; "
                                 "start from GPUOS_TASK_INIT",
                                 task->struct_size, sizeof(gpuos_task));
+    if ((long)task->op >= GPUOS_OP_RUNTIME_BASE) return plan_check_rt(ps);
     if ((unsigned)task->op >= (unsigned)GPUOS_OP_COUNT)
         return gpuos__set_error(ps->ctx, GPUOS_ERR_UNKNOWN_OP, "gpuos_submit: op %d is not an operator (0..%d)",
                                 (int)task->op, (int)GPUOS_OP_COUNT - 1);
@@ -707,9 +764,15 @@ gpuos_status gpuos_submit(gpuos_context *ctx, const gpuos_task *task, uint64_t *
     memset(&ps, 0, sizeof ps);
     ps.ctx = ctx;
     ps.task = task;
-    if ((s = plan_check_task(&ps)) != GPUOS_OK) return s;
+    if ((s = plan_check_task(&ps)) != GPUOS_OK) {
+        gpuos__rt_release(ctx, ps.rt);
+        return s;
+    }
     ps.job = gpuos__job_alloc(ctx);
-    if (!ps.job) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: no memory for the task", ps.name);
+    if (!ps.job) {
+        gpuos__rt_release(ctx, ps.rt);
+        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: no memory for the task", ps.name);
+    }
     ps.job->op = ps.op;
     ps.job->kind = ps.info->kind;
     switch (ps.info->kind) {
@@ -723,12 +786,14 @@ gpuos_status gpuos_submit(gpuos_context *ctx, const gpuos_task *task, uint64_t *
         break;
     }
     if (s != GPUOS_OK) {
+        gpuos__rt_release(ctx, ps.rt); /* NULL once the job took it */
         gpuos__job_free(ctx, ps.job);
         return s;
     }
     {
         int k;
-        ps.job->dev_kernel = gpuos__device_kernel_id(ps.op, ps.key, ps.out->dtype);
+        ps.job->dev_kernel = ps.job->rt ? GPUOS__RT_KERNEL_BASE + ps.job->rt->slot
+                                        : gpuos__device_kernel_id(ps.op, ps.key, ps.out->dtype);
         if (ctx->cuda && ps.job->dev_kernel < 0) { /* refused now, not stuck in the queue */
             gpuos__job_free(ctx, ps.job);
             return gpuos__set_error(ctx, GPUOS_ERR_UNSUPPORTED, "%s: this build has no device code for %s", ps.name,

@@ -69,6 +69,8 @@ static void queue_retire_locked(gpuos_context *ctx, gpuos__job *job) {
     int i;
     for (i = 0; i < job->n_st; i++) (void)gpuos__storage_release_locked(job->st[i]); /* ctx->refs > 0 here */
     job->n_st = 0;
+    if (job->rt) gpuos__rt_release_locked(job->rt);
+    job->rt = NULL;
     if (ctx->ring && ctx->n_free_jobs < QUEUE_FREE_JOBS) { /* no recycling after gpuos__queue_fini */
         job->next_free = ctx->free_jobs;
         ctx->free_jobs = job;

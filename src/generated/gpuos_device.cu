@@ -270,6 +270,12 @@ typedef struct gpuos__matmul_plan {
     const char *b;
 } gpuos__matmul_plan;
 
+/* Run-time operators (src/rtops.c) on the device: task kernel ids from
+   GPUOS__RT_KERNEL_BASE name physical slots (two per operator: the version queued tasks
+   use and the next one) of the module's gpuos__rt_table. */
+#define GPUOS__RT_KERNEL_BASE 30000
+#define GPUOS__RT_SLOTS 128
+
 #endif /* GPUOS_PLAN_H */
 /*** End of src/gpuos_plan.h ***/
 
@@ -7629,10 +7635,22 @@ __constant__ uint16_t gpuos__d_kernels[GPUOS__D_N_KERNELS][2] = {
     { 56, 0 }, /* 641: rmsnorm_f64 */
 };
 
+/* Run-time operators (src/rtops.c): physical slot s holds the address of an operator
+   linked into this module generation, written by the host (cuModuleGetGlobal) before the
+   kernel starts; kernel id GPUOS__RT_KERNEL_BASE + s calls it. */
+__device__ void *gpuos__rt_table[GPUOS__RT_SLOTS];
+typedef void (*gpuos__rt_fn)(const void *plan, long long begin, long long end);
+
 /* Runs items [begin, end) of the task whose plan is at plan with kernel kernel_id
-   (gpuos__device_kernel_id). Called by every thread of the block with the same
-   arguments. Unknown ids do nothing. */
+   (gpuos__device_kernel_id, or a run-time operator's slot). Called by every thread of
+   the block with the same arguments. Unknown ids do nothing. */
 __device__ void gpuos__d_run(int kernel_id, const void *plan, int64_t begin, int64_t end) {
+    if (kernel_id >= GPUOS__RT_KERNEL_BASE) {
+        const unsigned s = (unsigned)(kernel_id - GPUOS__RT_KERNEL_BASE);
+        const gpuos__rt_fn f = s < GPUOS__RT_SLOTS ? (gpuos__rt_fn)gpuos__rt_table[s] : (gpuos__rt_fn)0;
+        if (f) f(plan, begin, end);
+        return;
+    }
     if ((unsigned)kernel_id >= GPUOS__D_N_KERNELS) return;
     const int cs = gpuos__d_kernels[kernel_id][1];
     switch (gpuos__d_kernels[kernel_id][0]) {

@@ -1,0 +1,537 @@
+/* test_rtops.c - run-time operators (gpuos_op_define / redefine / remove) on the device the
+   tests run on ($GPUOS_TEST_DEVICE; the host executor interprets element-wise bodies, a GPU
+   compiles them with NVRTC and swaps kernel generations). Every result is checked against
+   plain C on fresh random inputs: integers exactly, floats within 1e-5 relative. Covers every
+   dtype, broadcasting, transposed views, 0-d and zero-size tensors, redefinition with tasks
+   queued (dual slots), removal, compile errors, bad definitions and bad submissions, and
+   $GPUOS_TEST_RT_TASKS tasks (default 100000) from 4 threads while the operator is redefined. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctest.h"
+#include "gpuos.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+static double urand(double lo, double hi) { return lo + (hi - lo) * (double)(rnd() >> 11) / 9007199254740992.0; }
+
+static gpuos_tensor *f32_tensor(gpuos_context *ctx, int rank, const int64_t *shape, float *host, double lo, double hi) {
+    gpuos_tensor *t = NULL;
+    int64_t n = 1, i;
+    int k;
+    for (k = 0; k < rank; k++) n *= shape[k];
+    CHECK(gpuos_tensor_new(ctx, GPUOS_F32, rank, shape, &t) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    if (!t) return NULL;
+    for (i = 0; i < n; i++) host[i] = (float)urand(lo, hi);
+    if (n) CHECK(gpuos_upload(ctx, t, host, (size_t)n * 4) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    return t;
+}
+
+static int close_f(double got, double want, double tol) {
+    return fabs(got - want) <= tol * (1.0 + fabs(want));
+}
+
+/* ---------------------------------------------------------------- f32: broadcasting, views */
+static void test_saxpy(gpuos_context *ctx) {
+    gpuos_op_def d = GPUOS_OP_DEF_INIT;
+    gpuos_op op;
+    gpuos_task t = GPUOS_TASK_INIT;
+    int64_t s2[2] = {37, 53}, s1[1] = {53}, st[2] = {53, 37}, z[2] = {0, 5};
+    static float ha[37 * 53], hb[53], hout[37 * 53], hat[53 * 37];
+    gpuos_tensor *a, *b, *out, *at, *atv, *o0, *a0, *b0, *oz, *az;
+    int i, j, bad = 0;
+    d.name = "saxpy_relu";
+    d.source = "float t = a * (float)s0 + b;\nout = t > 0.f ? t : 0.f;";
+    d.n_inputs = 2;
+    d.n_scalars = 1;
+    CHECK(gpuos_op_define(ctx, &d, &op) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK((long)op >= GPUOS_OP_RUNTIME_BASE, "handle %ld", (long)op);
+
+    a = f32_tensor(ctx, 2, s2, ha, -2, 2);
+    b = f32_tensor(ctx, 1, s1, hb, -1, 1); /* broadcast along axis 0 */
+    CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 2, s2, &out) == GPUOS_OK, "out");
+    t.op = op;
+    t.out = out;
+    t.in[0] = a;
+    t.in[1] = b;
+    t.scalar[0] = 1.5;
+    CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_download(ctx, out, hout, sizeof hout) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (i = 0; i < 37; i++)
+        for (j = 0; j < 53; j++) {
+            float x = ha[i * 53 + j] * 1.5f + hb[j];
+            bad += !close_f(hout[i * 53 + j], x > 0 ? x : 0, 1e-5);
+        }
+    CHECK(bad == 0, "saxpy_relu with a broadcast input: %d of %d elements differ", bad, 37 * 53);
+
+    /* a transposed view as input */
+    at = f32_tensor(ctx, 2, st, hat, -2, 2);
+    CHECK(gpuos_view_transpose(at, 0, 1, &atv) == GPUOS_OK, "transpose");
+    t.in[0] = atv;
+    t.scalar[0] = -0.5;
+    CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_download(ctx, out, hout, sizeof hout) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    bad = 0;
+    for (i = 0; i < 37; i++)
+        for (j = 0; j < 53; j++) {
+            float x = hat[j * 37 + i] * -0.5f + hb[j];
+            bad += !close_f(hout[i * 53 + j], x > 0 ? x : 0, 1e-5);
+        }
+    CHECK(bad == 0, "saxpy_relu on a transposed view: %d elements differ", bad);
+
+    /* 0-d operands */
+    {
+        float x = 0;
+        CHECK(gpuos_tensor_scalar(ctx, GPUOS_F32, 2.0, &a0) == GPUOS_OK, "scalar");
+        CHECK(gpuos_tensor_scalar(ctx, GPUOS_F32, 0.25, &b0) == GPUOS_OK, "scalar");
+        CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 0, NULL, &o0) == GPUOS_OK, "0-d");
+        t.out = o0;
+        t.in[0] = a0;
+        t.in[1] = b0;
+        t.scalar[0] = 3.0;
+        CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_download(ctx, o0, &x, 4) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(x == 6.25f, "0-d: %g, expected 6.25", x);
+    }
+    /* zero-size: nothing written, no error */
+    CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 2, z, &oz) == GPUOS_OK, "zero-size");
+    CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 2, z, &az) == GPUOS_OK, "zero-size");
+    t.out = oz;
+    t.in[0] = az;
+    t.in[1] = b0;
+    CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "zero-size: %s", gpuos_last_error(ctx));
+
+    /* in place: out is in[0] */
+    t.out = a;
+    t.in[0] = a;
+    t.in[1] = b;
+    t.scalar[0] = 2.0;
+    CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "in place: %s", gpuos_last_error(ctx));
+    CHECK(gpuos_download(ctx, a, hout, sizeof hout) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    bad = 0;
+    for (i = 0; i < 37 * 53; i++) {
+        float x = ha[i] * 2.0f + hb[i % 53];
+        bad += !close_f(hout[i], x > 0 ? x : 0, 1e-5);
+    }
+    CHECK(bad == 0, "in place: %d elements differ", bad);
+
+    /* bad submissions */
+    t.out = out;
+    t.in[0] = a;
+    t.in[1] = NULL;
+    CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_ERR_NULL_POINTER, "a missing input");
+    t.in[1] = b;
+    t.in[2] = b;
+    CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_ERR_INVALID_ARGUMENT, "an extra input");
+    t.in[2] = NULL;
+    t.in[1] = a0;
+    {
+        gpuos_tensor *i32;
+        CHECK(gpuos_tensor_new(ctx, GPUOS_I32, 2, s2, &i32) == GPUOS_OK, "i32");
+        t.out = i32;
+        CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_ERR_DTYPE_MISMATCH, "an i32 output of an f32 operator");
+        t.out = out;
+        t.in[0] = i32;
+        CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_ERR_DTYPE_MISMATCH, "an i32 input of an f32 operator");
+        gpuos_tensor_release(i32);
+    }
+    t.in[0] = b; /* [53] and a 0-d broadcast to [53], not to out's [37, 53] */
+    CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_ERR_SHAPE_MISMATCH, "a wrong output shape");
+    CHECK(gpuos_wait(ctx, 20000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+
+    CHECK(gpuos_op_remove(ctx, op) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    t.in[0] = a;
+    t.in[1] = b;
+    CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_ERR_UNKNOWN_OP, "a removed operator");
+    CHECK(gpuos_op_remove(ctx, op) == GPUOS_ERR_UNKNOWN_OP, "removed twice");
+    gpuos_tensor_release(a);
+    gpuos_tensor_release(b);
+    gpuos_tensor_release(out);
+    gpuos_tensor_release(at);
+    gpuos_tensor_release(atv);
+    gpuos_tensor_release(o0);
+    gpuos_tensor_release(a0);
+    gpuos_tensor_release(b0);
+    gpuos_tensor_release(oz);
+    gpuos_tensor_release(az);
+}
+
+/* ---------------------------------------------------------------- every dtype */
+/* out = a * 3 + b with small integers (exact in every dtype; bool: nonzero), through casts
+   from and to f64, so the check needs no per-dtype conversion code. */
+static void test_dtypes(gpuos_context *ctx) {
+    int dt, i;
+    const int64_t n = 301;
+    for (dt = 0; dt < GPUOS_DTYPE_COUNT; dt++) {
+        gpuos_op_def d = GPUOS_OP_DEF_INIT;
+        gpuos_op op;
+        gpuos_tensor *fa, *fb, *fo, *a, *b, *o;
+        double ha[301], hb[301], ho[301];
+        int bad = 0, is_bool = dt == GPUOS_BOOL, is_uns = dt == GPUOS_U8;
+        gpuos_task t = GPUOS_TASK_INIT;
+        char name[32];
+        snprintf(name, sizeof name, "lin_%s", gpuos_dtype_name((gpuos_dtype)dt));
+        d.name = name;
+        d.source = "out = a * 3 + b;";
+        d.n_inputs = 2;
+        d.out_dtype = d.in_dtype[0] = d.in_dtype[1] = (gpuos_dtype)dt;
+        if (gpuos_op_define(ctx, &d, &op) != GPUOS_OK) {
+            CHECK(0, "define %s: %s", name, gpuos_last_error(ctx));
+            continue;
+        }
+        for (i = 0; i < n; i++) {
+            ha[i] = is_bool ? (double)(rnd() & 1) : (double)((int)(rnd() % 21) - (is_uns ? 0 : 10));
+            hb[i] = is_bool ? (double)(rnd() & 1) : (double)((int)(rnd() % 21) - (is_uns ? 0 : 10));
+
+        }
+        CHECK(gpuos_tensor_new(ctx, GPUOS_F64, 1, &n, &fa) == GPUOS_OK, "f64");
+        CHECK(gpuos_tensor_new(ctx, GPUOS_F64, 1, &n, &fb) == GPUOS_OK, "f64");
+        CHECK(gpuos_tensor_new(ctx, GPUOS_F64, 1, &n, &fo) == GPUOS_OK, "f64");
+        CHECK(gpuos_tensor_new(ctx, (gpuos_dtype)dt, 1, &n, &a) == GPUOS_OK, "a");
+        CHECK(gpuos_tensor_new(ctx, (gpuos_dtype)dt, 1, &n, &b) == GPUOS_OK, "b");
+        CHECK(gpuos_tensor_new(ctx, (gpuos_dtype)dt, 1, &n, &o) == GPUOS_OK, "o");
+        CHECK(gpuos_upload(ctx, fa, ha, sizeof ha) == GPUOS_OK, "upload");
+        CHECK(gpuos_upload(ctx, fb, hb, sizeof hb) == GPUOS_OK, "upload");
+        CHECK(gpuos_cast(ctx, a, fa) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_cast(ctx, b, fb) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        t.op = op;
+        t.out = o;
+        t.in[0] = a;
+        t.in[1] = b;
+        CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s: %s", name, gpuos_last_error(ctx));
+        CHECK(gpuos_cast(ctx, fo, o) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_download(ctx, fo, ho, sizeof ho) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        for (i = 0; i < n; i++) {
+            double want = ha[i] * 3 + hb[i];
+            if (is_bool) want = want != 0;
+            bad += ho[i] != want;
+        }
+        CHECK(bad == 0, "%s: %d of %d elements differ", name, bad, (int)n);
+        CHECK(gpuos_op_remove(ctx, op) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        gpuos_tensor_release(fa);
+        gpuos_tensor_release(fb);
+        gpuos_tensor_release(fo);
+        gpuos_tensor_release(a);
+        gpuos_tensor_release(b);
+        gpuos_tensor_release(o);
+    }
+}
+
+/* ---------------------------------------------------------------- redefinition, dual slots */
+static gpuos_op_def add_def(const char *src) {
+    gpuos_op_def d = GPUOS_OP_DEF_INIT;
+    d.name = "addk";
+    d.source = src;
+    d.n_inputs = 1;
+    d.out_dtype = d.in_dtype[0] = GPUOS_I32;
+    return d;
+}
+
+static void test_redefine(gpuos_context *ctx) {
+    gpuos_op_def d1 = add_def("out = a + 1;"), d2 = add_def("out = a + 100;"), d3 = add_def("out = a + 10000;");
+    gpuos_op op;
+    gpuos_tensor *x, *o[40];
+    gpuos_task t = GPUOS_TASK_INIT;
+    int64_t n = 3000;
+    static int32_t hx[3000], ho[3000];
+    int i, k, bad = 0;
+    gpuos_status st;
+    for (i = 0; i < n; i++) hx[i] = (int32_t)(rnd() % 100000);
+    CHECK(gpuos_tensor_new(ctx, GPUOS_I32, 1, &n, &x) == GPUOS_OK, "x");
+    CHECK(gpuos_upload(ctx, x, hx, sizeof hx) == GPUOS_OK, "upload");
+    for (k = 0; k < 40; k++) CHECK(gpuos_tensor_new(ctx, GPUOS_I32, 1, &n, &o[k]) == GPUOS_OK, "o");
+    CHECK(gpuos_op_define(ctx, &d1, &op) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    t.op = op;
+    t.in[0] = x;
+
+    /* 20 tasks queued with version 1, a redefinition, 20 more: each runs what it was submitted for */
+    gpuos_debug_pause(ctx, 1);
+    for (k = 0; k < 20; k++) {
+        t.out = o[k];
+        CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    }
+    CHECK(gpuos_op_redefine(ctx, op, &d2) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (k = 20; k < 40; k++) {
+        t.out = o[k];
+        CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    }
+    /* a third version needs version 1's slot, which queued tasks still use: it waits, then
+       gives up (wait_timeout_ms is short in this context) */
+    st = gpuos_op_redefine(ctx, op, &d3);
+    CHECK(st == GPUOS_ERR_TIMEOUT, "a redefinition while the slot before last is queued: %s", gpuos_status_string(st));
+    gpuos_debug_pause(ctx, 0);
+    CHECK(gpuos_wait(ctx, 20000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (k = 0; k < 40; k++) {
+        CHECK(gpuos_download(ctx, o[k], ho, sizeof ho) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        for (i = 0; i < n; i++) bad += ho[i] != hx[i] + (k < 20 ? 1 : 100);
+    }
+    CHECK(bad == 0, "tasks around a redefinition: %d elements ran the wrong version", bad);
+    /* now the slot is free */
+    CHECK(gpuos_op_redefine(ctx, op, &d3) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    t.out = o[0];
+    CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_download(ctx, o[0], ho, sizeof ho) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (i = 0, bad = 0; i < n; i++) bad += ho[i] != hx[i] + 10000;
+    CHECK(bad == 0, "version 3: %d elements differ", bad);
+
+    /* queued tasks of a removed operator still run */
+    gpuos_debug_pause(ctx, 1);
+    t.out = o[1];
+    CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_op_remove(ctx, op) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    gpuos_debug_pause(ctx, 0);
+    CHECK(gpuos_download(ctx, o[1], ho, sizeof ho) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (i = 0, bad = 0; i < n; i++) bad += ho[i] != hx[i] + 10000;
+    CHECK(bad == 0, "a task queued before its operator was removed: %d elements differ", bad);
+    CHECK(gpuos_op_redefine(ctx, op, &d1) == GPUOS_ERR_UNKNOWN_OP, "redefining a removed operator");
+    gpuos_tensor_release(x);
+    for (k = 0; k < 40; k++) gpuos_tensor_release(o[k]);
+}
+
+/* ---------------------------------------------------------------- errors */
+static void test_errors(gpuos_context *ctx, int gpu) {
+    gpuos_op_def d = GPUOS_OP_DEF_INIT, e;
+    gpuos_op op = (gpuos_op)0, op2;
+    gpuos_status st;
+    d.name = "broken";
+    d.source = "float t = a * ;\nout = t;";
+    d.n_inputs = 1;
+    st = gpuos_op_define(ctx, &d, &op);
+    CHECK(st == GPUOS_ERR_COMPILE, "a syntax error: %s", gpuos_status_string(st));
+    CHECK(strstr(gpuos_last_error(ctx), "broken") != NULL, "the message names the operator: %s", gpuos_last_error(ctx));
+    e = d;
+    e.source = "out = undefined_name + a;";
+    CHECK(gpuos_op_define(ctx, &e, &op) == GPUOS_ERR_COMPILE, "an unknown identifier");
+    e = d;
+    e.source = "a = 1.f; out = a;";
+    CHECK(gpuos_op_define(ctx, &e, &op) == GPUOS_ERR_COMPILE, "assigning an input");
+    CHECK(gpuos_op_define(ctx, NULL, &op) == GPUOS_ERR_NULL_POINTER, "def NULL");
+    e = d;
+    e.source = "out = a;";
+    CHECK(gpuos_op_define(ctx, &e, NULL) == GPUOS_ERR_NULL_POINTER, "op NULL");
+    CHECK(gpuos_op_define(NULL, &e, &op) == GPUOS_ERR_NULL_POINTER, "ctx NULL");
+    e.struct_size = 8;
+    CHECK(gpuos_op_define(ctx, &e, &op) == GPUOS_ERR_INVALID_ARGUMENT, "struct_size");
+    e.struct_size = sizeof e;
+    e.name = "not an identifier";
+    CHECK(gpuos_op_define(ctx, &e, &op) == GPUOS_ERR_INVALID_ARGUMENT, "name");
+    e.name = "ok";
+    e.n_inputs = 4;
+    CHECK(gpuos_op_define(ctx, &e, &op) == GPUOS_ERR_INVALID_ARGUMENT, "n_inputs");
+    e.n_inputs = 1;
+    e.n_scalars = 3;
+    CHECK(gpuos_op_define(ctx, &e, &op) == GPUOS_ERR_INVALID_ARGUMENT, "n_scalars");
+    e.n_scalars = 0;
+    e.in_names[0] = "out";
+    CHECK(gpuos_op_define(ctx, &e, &op) == GPUOS_ERR_INVALID_ARGUMENT, "two variables named out");
+    e.in_names[0] = "x y";
+    CHECK(gpuos_op_define(ctx, &e, &op) == GPUOS_ERR_INVALID_ARGUMENT, "a bad input name");
+    e.in_names[0] = NULL;
+    e.out_dtype = (gpuos_dtype)99;
+    CHECK(gpuos_op_define(ctx, &e, &op) == GPUOS_ERR_INVALID_ARGUMENT, "a bad dtype");
+    e.out_dtype = GPUOS_F32;
+    e.source = NULL;
+    CHECK(gpuos_op_define(ctx, &e, &op) == GPUOS_ERR_NULL_POINTER, "source NULL");
+    e.source = "__device__ void ok(const gpuos_tile &t) { }";
+    e.kind = GPUOS_OPDEF_FUNCTION;
+    st = gpuos_op_define(ctx, &e, &op2);
+    if (gpu) {
+        CHECK(st == GPUOS_OK, "a full device function on the GPU: %s", gpuos_last_error(ctx));
+        if (st == GPUOS_OK) CHECK(gpuos_op_remove(ctx, op2) == GPUOS_OK, "remove");
+    } else {
+        CHECK(st == GPUOS_ERR_UNSUPPORTED, "a full device function on the host executor: %s", gpuos_status_string(st));
+    }
+    CHECK(gpuos_op_redefine(ctx, (gpuos_op)3, &e) == GPUOS_ERR_UNKNOWN_OP, "redefine a built-in");
+    CHECK(gpuos_op_remove(ctx, (gpuos_op)(GPUOS_OP_RUNTIME_BASE + 63)) == GPUOS_ERR_UNKNOWN_OP, "remove an unknown");
+    {
+        gpuos_task t = GPUOS_TASK_INIT;
+        gpuos_tensor *x;
+        int64_t n = 4;
+        CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &x) == GPUOS_OK, "x");
+        t.op = (gpuos_op)(GPUOS_OP_RUNTIME_BASE + 5);
+        t.out = x;
+        t.in[0] = x;
+        CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_ERR_UNKNOWN_OP, "an undefined run-time handle");
+        t.op = (gpuos_op)(GPUOS_OP_RUNTIME_BASE + 100000);
+        CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_ERR_UNKNOWN_OP, "a handle out of range");
+        gpuos_tensor_release(x);
+    }
+    CHECK(gpuos_context_status(ctx) == GPUOS_OK, "errors leave the context healthy");
+}
+
+/* ---------------------------------------------------------------- libdevice math */
+static void test_sin_large(gpuos_context *ctx) {
+    gpuos_op_def d = GPUOS_OP_DEF_INIT;
+    gpuos_op op;
+    gpuos_tensor *a, *o;
+    int64_t n = 4096;
+    static float ha[4096], ho[4096];
+    int i, bad = 0;
+    gpuos_task t = GPUOS_TASK_INIT;
+    d.name = "big_sin";
+    d.source = "out = sinf(a) + cosf(a * 0.5f);";
+    d.n_inputs = 1;
+    CHECK(gpuos_op_define(ctx, &d, &op) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    a = f32_tensor(ctx, 1, &n, ha, 1e3, 1e7); /* large arguments: the slow reduction path */
+    CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &o) == GPUOS_OK, "o");
+    t.op = op;
+    t.out = o;
+    t.in[0] = a;
+    CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_download(ctx, o, ho, sizeof ho) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (i = 0; i < n; i++) bad += fabs(ho[i] - (sin((double)ha[i]) + cos((double)(ha[i] * 0.5f)))) > 2e-6;
+    CHECK(bad == 0, "sinf + cosf of arguments up to 1e7: %d of %d beyond 2e-6 of libm", bad, (int)n);
+    gpuos_op_remove(ctx, op);
+    gpuos_tensor_release(a);
+    gpuos_tensor_release(o);
+}
+
+/* ---------------------------------------------------------------- tasks from 4 threads during redefinitions */
+typedef struct rt_thread {
+    gpuos_context *ctx;
+    gpuos_op op;
+    gpuos_tensor *x;
+    long tasks;
+    int failed;
+    char msg[256];
+} rt_thread;
+
+static void *rt_submitter(void *arg) {
+    rt_thread *w = (rt_thread *)arg;
+    gpuos_task t = GPUOS_TASK_INIT;
+    long i;
+    t.op = w->op;
+    t.out = w->x;
+    t.in[0] = w->x;
+    for (i = 0; i < w->tasks; i++) {
+        gpuos_status st = gpuos_submit(w->ctx, &t, NULL);
+        if (st != GPUOS_OK) {
+            w->failed = 1;
+            snprintf(w->msg, sizeof w->msg, "task %ld: %s", i, gpuos_last_error(w->ctx));
+            break;
+        }
+    }
+    return NULL;
+}
+
+static void test_stream_redefine(gpuos_context *ctx) {
+    const char *e = getenv("GPUOS_TEST_RT_TASKS");
+    long total = e ? atol(e) : 100000L;
+    rt_thread w[4];
+    pthread_t th[4];
+    gpuos_op op;
+    gpuos_op_def d = add_def("out = a + 1; /* version 0 */");
+    char src[8][64];
+    int64_t n = 64;
+    int k, r, swaps = 0;
+    CHECK(gpuos_op_define(ctx, &d, &op) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (k = 0; k < 4; k++) {
+        memset(&w[k], 0, sizeof w[k]);
+        w[k].ctx = ctx;
+        w[k].op = op;
+        w[k].tasks = total / 4;
+        CHECK(gpuos_tensor_new(ctx, GPUOS_I32, 1, &n, &w[k].x) == GPUOS_OK, "x");
+        CHECK(gpuos_fill(ctx, w[k].x, 0) == GPUOS_OK, "fill");
+    }
+    for (k = 0; k < 4; k++) pthread_create(&th[k], NULL, rt_submitter, &w[k]);
+    /* the same arithmetic in new code each time (a new object, link and swap), while the
+       threads stream; a redefinition that finds the slot before last busy waits for it */
+    for (r = 1; r <= 8; r++) {
+        gpuos_status st;
+        snprintf(src[r - 1], sizeof src[0], "out = a + 1; /* version %d */", r);
+        d.source = src[r - 1];
+        st = gpuos_op_redefine(ctx, op, &d);
+        CHECK(st == GPUOS_OK, "redefinition %d under load: %s", r, gpuos_last_error(ctx));
+        swaps += st == GPUOS_OK;
+    }
+    for (k = 0; k < 4; k++) pthread_join(th[k], NULL);
+    CHECK(gpuos_wait(ctx, 60000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (k = 0; k < 4; k++) {
+        int32_t h[64];
+        int i, bad = 0;
+        CHECK(!w[k].failed, "thread %d: %s", k, w[k].msg);
+        CHECK(gpuos_download(ctx, w[k].x, h, sizeof h) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        for (i = 0; i < 64; i++) bad += h[i] != (int32_t)(total / 4);
+        CHECK(bad == 0, "thread %d: x = %d after %ld tasks of x = x + 1 across %d redefinitions (lost, repeated or "
+                        "reordered tasks)",
+              k, h[0], total / 4, swaps);
+        gpuos_tensor_release(w[k].x);
+    }
+    printf("%ld tasks from 4 threads across %d redefinitions\n", total / 4 * 4, swaps);
+    gpuos_op_remove(ctx, op);
+}
+
+/* ---------------------------------------------------------------- faults */
+/* Host: a body that never ends stops at the interpreter's iteration limit and fails the
+   context (no hang). GPU: a full function that writes through a bad pointer is reported as
+   GPUOS_ERR_DEVICE_LOST by the next wait (no hang). Each in a context of its own. */
+static void test_fault(int device, int gpu) {
+    gpuos_config cfg = GPUOS_CONFIG_INIT;
+    gpuos_context *ctx;
+    gpuos_op_def d = GPUOS_OP_DEF_INIT;
+    gpuos_op op;
+    gpuos_tensor *x;
+    gpuos_task t = GPUOS_TASK_INIT;
+    int64_t n = 256;
+    gpuos_status st;
+    cfg.device = device;
+    cfg.wait_timeout_ms = 20000;
+    if (gpuos_create(&cfg, &ctx) != GPUOS_OK) {
+        CHECK(0, "gpuos_create: %s", gpuos_last_error(NULL));
+        return;
+    }
+    d.name = "bad";
+    d.n_inputs = 1;
+    if (gpu) {
+        d.kind = GPUOS_OPDEF_FUNCTION;
+        d.source = "__device__ void bad(const gpuos_tile &t) { *(volatile float *)(t.ptr(0, t.begin) - (1ll << 40)) = 1.f; }";
+    } else {
+        d.source = "int i = 0; while (true) { i = i + 1; } out = a;";
+    }
+    CHECK(gpuos_op_define(ctx, &d, &op) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &x) == GPUOS_OK, "x");
+    t.op = op;
+    t.out = x;
+    t.in[0] = x;
+    st = gpuos_submit(ctx, &t, NULL);
+    CHECK(st == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    st = gpuos_wait(ctx, 20000);
+    CHECK(st == GPUOS_ERR_DEVICE_LOST, "a faulting operator: %s (%s)", gpuos_status_string(st), gpuos_last_error(ctx));
+    CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_ERR_DEVICE_LOST, "the failure is sticky");
+    gpuos_tensor_release(x);
+    gpuos_destroy(ctx);
+}
+
+int main(void) {
+    gpuos_config cfg = GPUOS_CONFIG_INIT;
+    gpuos_context *ctx;
+    int gpu;
+    cfg.device = ctest_device();
+    cfg.wait_timeout_ms = 1500; /* short: a redefinition below must give up waiting */
+    cfg.submit_timeout_ms = 60000;
+    if (gpuos_create(&cfg, &ctx) != GPUOS_OK) {
+        fprintf(stderr, "gpuos_create: %s\n", gpuos_last_error(NULL));
+        return 1;
+    }
+    gpu = gpuos_context_backend(ctx) == GPUOS_BACKEND_CUDA;
+    test_saxpy(ctx);
+    test_dtypes(ctx);
+    test_redefine(ctx);
+    test_errors(ctx, gpu);
+    test_sin_large(ctx);
+    test_stream_redefine(ctx);
+    CHECK(gpuos_context_status(ctx) == GPUOS_OK, "healthy at the end: %s", gpuos_last_error(ctx));
+    gpuos_destroy(ctx);
+    test_fault(cfg.device, gpu);
+    return ctest_summary("test_rtops");
+}
