@@ -457,6 +457,9 @@ GPUOS_API gpuos_status gpuos_op_define(gpuos_context *ctx, const gpuos_op_def *d
 GPUOS_API gpuos_status gpuos_op_redefine(gpuos_context *ctx, gpuos_op op, const gpuos_op_def *def);
 /* Removes op: later submissions get GPUOS_ERR_UNKNOWN_OP; queued tasks still run. */
 GPUOS_API gpuos_status gpuos_op_remove(gpuos_context *ctx, gpuos_op op);
+/* Diagnostics (benchmarks): the last definition's NVRTC time, nvJitLink time and module swap
+   pause in ms (0 for what came from the disk cache, and on the host executor). */
+GPUOS_API void gpuos_debug_rt_times(gpuos_context *ctx, double *compile_ms, double *link_ms, double *swap_ms);
 
 /* Reductions: axes is a list of n_axes axes (negative from the end); axes NULL
    means every axis. Helpers convert it to gpuos_task.axes. */

@@ -81,6 +81,14 @@ ROWS = {
                        target=Target("<=", 10.0)),
     "warm_start": dict(unit="ms", what="context creation until the first result, filled disk cache",
                        target=Target("<=", 100.0)),
+    "define_cold_ms": dict(unit="ms", what="gpuos_op_define of a new body until its first result (nothing cached)",
+                           target=Target("<=", 1.0, of="nvrtc_plus_50")),
+    "define_warm_ms": dict(unit="ms", what="the same with the op's object and module in the disk cache",
+                           target=Target("<=", 5.0)),
+    "swap_pause_us": dict(unit="us", what="longest gap in a stream of waited tiny tasks during a module swap",
+                          target=Target("<=", 500.0)),
+    "swap_lost_tasks": dict(unit="tasks", what="tasks lost, repeated or reordered over 100 swaps under load",
+                            target=Target("<=", 0.0)),
 }
 
 

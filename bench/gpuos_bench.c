@@ -28,6 +28,7 @@
 #define _XOPEN_SOURCE 700 /* clock_gettime, mkdtemp, nftw, pthread_barrier under -std=c99 */
 #include <errno.h>
 #include <ftw.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -612,6 +613,237 @@ static int row_warm_start(void) {
     return 0;
 }
 
+/* ------------------------------------------------------------------ run-time operators */
+static gpuos_op_def rt_def(const char *name, const char *src) {
+    gpuos_op_def d = GPUOS_OP_DEF_INIT;
+    d.name = name;
+    d.source = src;
+    d.n_inputs = 1;
+    d.out_dtype = d.in_dtype[0] = GPUOS_F32;
+    return d;
+}
+
+/* Defines src and runs it once on x (x = op(x)) until a 4-byte download sees the result. */
+static int rt_define_once(gpuos_context *ctx, const char *src, gpuos_tensor *x, double *secs) {
+    gpuos_op_def d = rt_def("bench_op", src);
+    gpuos_op op;
+    gpuos_task t = GPUOS_TASK_INIT;
+    float v;
+    double t0 = now_s();
+    CK(ctx, gpuos_op_define(ctx, &d, &op));
+    t.op = op;
+    t.out = x;
+    t.in[0] = x;
+    CK(ctx, gpuos_submit(ctx, &t, NULL));
+    CK(ctx, gpuos_download(ctx, x, &v, sizeof v));
+    *secs = now_s() - t0;
+    CK(ctx, gpuos_op_remove(ctx, op));
+    return 0;
+}
+
+/* define_cold_ms: a body never seen before (nothing cached); the NVRTC time of the same
+   compile is reported as the baseline column nvrtc_plus_50 (the target: at most that). */
+static int row_define_cold(void) {
+    gpuos_context *ctx = g_ctx;
+    gpuos_tensor *x;
+    int R = reps(5, 2);
+    double t[16], nv[16], lk[16], sw[16];
+    char src[128];
+    if (new_filled(ctx, 1, 1.0f, &x)) return -1;
+    if (R > 16) R = 16;
+    for (int r = 0; r < R; r++) {
+        snprintf(src, sizeof src, "out = a * 0.5f + %d.0f; /* %.0f */", r, now_s() * 1e6);
+        if (rt_define_once(ctx, src, x, &t[r])) return -1;
+        gpuos_debug_rt_times(ctx, &nv[r], &lk[r], &sw[r]);
+        printf("INFO define_cold.run%d total_ms %.2f nvrtc_ms %.2f link_ms %.2f swap_ms %.3f\n", r, t[r] * 1e3, nv[r],
+               lk[r], sw[r]);
+    }
+    double med = median_info("define_cold", t, R, 1e3);
+    double mnv = median_info("define_cold.nvrtc", nv, R, 1.0);
+    row_out("define_cold_ms", "ms", med * 1e3);
+    printf("ROW define_cold_ms/nvrtc_plus_50 ms %.6g\n", mnv + 50.0);
+    gpuos_tensor_release(x);
+    return 0;
+}
+
+/* define_warm_ms: the same body again (its object and module generation come from the disk cache). */
+static int row_define_warm(void) {
+    gpuos_context *ctx = g_ctx;
+    gpuos_tensor *x;
+    int R = reps(9, 3);
+    double t[32], sw[32];
+    const char *src = "out = a * 0.5f + 3.0f; /* define_warm */";
+    if (new_filled(ctx, 1, 1.0f, &x)) return -1;
+    if (R > 32) R = 32;
+    if (rt_define_once(ctx, src, x, &t[0])) return -1; /* fills the cache */
+    for (int r = 0; r < R; r++) {
+        if (rt_define_once(ctx, src, x, &t[r])) return -1;
+        gpuos_debug_rt_times(ctx, NULL, NULL, &sw[r]);
+    }
+    double med = median_info("define_warm", t, R, 1e3);
+    median_info("define_warm.swap", sw, R, 1.0);
+    row_out("define_warm_ms", "ms", med * 1e3);
+    gpuos_tensor_release(x);
+    return 0;
+}
+
+/* A thread that streams tiny tasks: each is a built-in add waited for, its completion time kept. */
+typedef struct {
+    gpuos_context *ctx;
+    gpuos_tensor *x, *one;
+    volatile int stop;
+    double *done_at;
+    long n, cap;
+    gpuos_status st;
+} rt_streamer;
+
+static void *rt_stream_main(void *arg) {
+    rt_streamer *s = (rt_streamer *)arg;
+    while (!s->stop && s->n < s->cap) {
+        gpuos_status st = gpuos_add(s->ctx, s->x, s->x, s->one);
+        if (st == GPUOS_OK) st = gpuos_wait_fence(s->ctx, gpuos_fence(s->ctx), WAIT_MS);
+        if (st != GPUOS_OK) {
+            s->st = st;
+            break;
+        }
+        s->done_at[s->n++] = now_s();
+    }
+    return NULL;
+}
+
+/* swap_pause_us: the longest gap between two completions of a stream of tiny tasks (each
+   waited for) while a redefinition swaps the module; the median over swaps. */
+static int row_swap_pause(void) {
+    gpuos_context *ctx = g_ctx;
+    rt_streamer s;
+    pthread_t th;
+    gpuos_op op;
+    int R = reps(20, 6);
+    double gaps[64], worst = 0;
+    const char *src[2] = {"out = a + 1.0f; /* A */", "out = a + 1.0f; /* B */"};
+    gpuos_op_def d = rt_def("bench_swap", src[0]);
+    memset(&s, 0, sizeof s);
+    s.ctx = ctx;
+    s.cap = 4000000;
+    s.done_at = (double *)malloc((size_t)s.cap * sizeof(double));
+    if (!s.done_at) return failmsg("out of host memory");
+    if (new_filled(ctx, 64, 0.0f, &s.x)) return -1;
+    CK(ctx, gpuos_tensor_scalar(ctx, GPUOS_F32, 1.0, &s.one));
+    CK(ctx, gpuos_op_define(ctx, &d, &op));
+    d.source = src[1];
+    CK(ctx, gpuos_op_redefine(ctx, op, &d)); /* both versions compiled and cached */
+    if (R > 64) R = 64;
+    if (pthread_create(&th, NULL, rt_stream_main, &s) != 0) return failmsg("pthread_create failed");
+    for (int r = 0; r < R; r++) {
+        struct timespec ts = {0, 3000000};
+        nanosleep(&ts, NULL); /* the stream runs alone for a while */
+        long n0 = s.n;
+        d.source = src[r & 1];
+        gpuos_status st = gpuos_op_redefine(ctx, op, &d);
+        nanosleep(&ts, NULL);
+        long n1 = s.n;
+        if (st != GPUOS_OK) {
+            s.stop = 1;
+            pthread_join(th, NULL);
+            return fail(ctx, "gpuos_op_redefine", st);
+        }
+        double g = 0;
+        for (long i = n0 > 0 ? n0 : 1; i < n1; i++)
+            if (s.done_at[i] - s.done_at[i - 1] > g) g = s.done_at[i] - s.done_at[i - 1];
+        gaps[r] = g;
+        if (g > worst) worst = g;
+    }
+    s.stop = 1;
+    pthread_join(th, NULL);
+    if (s.st != GPUOS_OK) return fail(ctx, "stream", s.st);
+    double med = median_info("swap_pause", gaps, R, 1e6);
+    printf("INFO swap_pause.worst_us %.1f\nINFO swap_pause.stream_tasks %ld\n", worst * 1e6, s.n);
+    row_out("swap_pause_us", "us", med * 1e6);
+    CK(ctx, gpuos_op_remove(ctx, op));
+    free(s.done_at);
+    gpuos_tensor_release(s.x);
+    gpuos_tensor_release(s.one);
+    return 0;
+}
+
+/* swap_lost_tasks: 100 redefinitions while 4 threads stream x = x + 1 (two through the
+   redefined operator, two through the built-in add), no waits; lost, repeated or reordered
+   tasks show as a wrong final count (the row's value: the sum of the differences). */
+typedef struct {
+    gpuos_context *ctx;
+    gpuos_op op;
+    gpuos_tensor *x, *one;
+    volatile int *stop;
+    long n;
+    gpuos_status st;
+} rt_loader;
+
+static void *rt_load_main(void *arg) {
+    rt_loader *l = (rt_loader *)arg;
+    gpuos_task t = GPUOS_TASK_INIT;
+    t.op = l->op;
+    t.out = l->x;
+    t.in[0] = l->x;
+    while (!*l->stop) {
+        gpuos_status st = l->one ? gpuos_add(l->ctx, l->x, l->x, l->one) : gpuos_submit(l->ctx, &t, NULL);
+        if (st != GPUOS_OK) {
+            l->st = st;
+            break;
+        }
+        l->n++;
+    }
+    return NULL;
+}
+
+static int row_swap_lost(void) {
+    gpuos_context *ctx = g_ctx;
+    rt_loader l[4];
+    pthread_t th[4];
+    volatile int stop = 0;
+    gpuos_op op;
+    gpuos_tensor *one;
+    const int swaps = O.quick ? 20 : 100;
+    const char *src[2] = {"out = a + 1.0f; /* A */", "out = a + 1.0f; /* B */"};
+    gpuos_op_def d = rt_def("bench_swap", src[0]);
+    double lost = 0;
+    CK(ctx, gpuos_tensor_scalar(ctx, GPUOS_F32, 1.0, &one));
+    CK(ctx, gpuos_op_define(ctx, &d, &op));
+    for (int k = 0; k < 4; k++) {
+        memset(&l[k], 0, sizeof l[k]);
+        l[k].ctx = ctx;
+        l[k].op = op;
+        l[k].one = k < 2 ? NULL : one;
+        l[k].stop = &stop;
+        if (new_filled(ctx, 256, 0.0f, &l[k].x)) return -1;
+        CK(ctx, gpuos_fill(ctx, l[k].x, 0.0));
+    }
+    for (int k = 0; k < 4; k++)
+        if (pthread_create(&th[k], NULL, rt_load_main, &l[k]) != 0) return failmsg("pthread_create failed");
+    gpuos_status st = GPUOS_OK;
+    for (int r = 0; r < swaps && st == GPUOS_OK; r++) {
+        d.source = src[(r + 1) & 1];
+        st = gpuos_op_redefine(ctx, op, &d);
+    }
+    stop = 1;
+    for (int k = 0; k < 4; k++) pthread_join(th[k], NULL);
+    if (st != GPUOS_OK) return fail(ctx, "gpuos_op_redefine", st);
+    CK(ctx, gpuos_wait(ctx, WAIT_MS));
+    long total = 0;
+    for (int k = 0; k < 4; k++) {
+        float h[256];
+        if (l[k].st != GPUOS_OK) return fail(ctx, "streaming thread", l[k].st);
+        CK(ctx, gpuos_download(ctx, l[k].x, h, sizeof h));
+        for (int i = 0; i < 256; i++) lost += fabs((double)h[i] - (double)l[k].n); /* n < 2^24: exact */
+        total += l[k].n;
+        gpuos_tensor_release(l[k].x);
+    }
+    printf("INFO swap_lost_tasks.swaps %d\nINFO swap_lost_tasks.tasks %ld\n", swaps, total);
+    row_out("swap_lost_tasks", "tasks", lost);
+    CK(ctx, gpuos_op_remove(ctx, op));
+    gpuos_tensor_release(one);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ the table */
 typedef struct {
     const char *name, *unit;
@@ -627,6 +859,10 @@ static const bench_row ROWS[] = {
     {"large_elementwise", "GB/s", 1, row_large},
     {"cold_start", "s", 0, row_cold_start},
     {"warm_start", "ms", 0, row_warm_start},
+    {"define_cold_ms", "ms", 1, row_define_cold},
+    {"define_warm_ms", "ms", 1, row_define_warm},
+    {"swap_pause_us", "us", 1, row_swap_pause},
+    {"swap_lost_tasks", "tasks", 1, row_swap_lost},
 };
 #define N_ROWS ((int)(sizeof ROWS / sizeof ROWS[0]))
 

@@ -118,6 +118,8 @@ struct gpuos__cuda {
     size_t part_size[CUDA__MAX_PARTS];
     int generation;              /* modules swapped in so far */
     double last_swap_ms;         /* the last swap's pause: stop, load, table (diagnostics) */
+    double last_rt_compile_ms;   /* the last run-time operator's NVRTC time (0: from the cache) */
+    double last_rt_link_ms;      /* its generation's nvJitLink time (0: from the cache) */
 
     void **deferred;             /* device memory to free once the kernel stops */
     int n_deferred, cap_deferred;
@@ -1315,6 +1317,7 @@ static gpuos_status cuda_rt_compile(gpuos_context *ctx, struct gpuos__cuda *c, g
     size_t len, clen;
     int k, n_opts = 0;
     gpuos_status st;
+    c->last_rt_compile_ms = 0;
     code = gpuos__rt_device_code(v, 0); /* the hash names symbols: hash the text without it */
     if (!code) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_op_define: no memory");
     v->hash = cuda_hash(c->base_key ^ 0x7274ull, code, strlen(code));
@@ -1351,7 +1354,11 @@ static gpuos_status cuda_rt_compile(gpuos_context *ctx, struct gpuos__cuda *c, g
     snprintf(part[1], sizeof part[1], "-DGPUOS__D_PART=%d", 99);
     opts[n_opts++] = part[0];
     opts[n_opts++] = part[1];
-    st = gpuos__nvrtc_compile(ctx, src, v->name, opts, n_opts, 1, &v->obj, &v->obj_size, &log);
+    {
+        const uint64_t t0 = cuda_now_ns();
+        st = gpuos__nvrtc_compile(ctx, src, v->name, opts, n_opts, 1, &v->obj, &v->obj_size, &log);
+        c->last_rt_compile_ms = (double)(cuda_now_ns() - t0) / 1e6;
+    }
     free(src);
     if (st != GPUOS_OK) {
         st = gpuos__set_error(ctx, st, "gpuos_op_define: '%s' does not compile for sm_%d%d:\n%s", v->name, c->cc_major,
@@ -1446,6 +1453,7 @@ gpuos_status gpuos__cuda_rt_install(gpuos_context *ctx, gpuos__rt_version *v) {
             ctx->rt_slot[k]->refs++;
         }
     pthread_mutex_unlock(&ctx->mu);
+    c->last_rt_link_ms = 0;
     gkey = c->base_key;
     for (k = 0; k < n; k++) {
         gkey = cuda_hash(gkey, &vs[k]->hash, sizeof vs[k]->hash);
@@ -1470,7 +1478,11 @@ gpuos_status gpuos__cuda_rt_install(gpuos_context *ctx, gpuos__rt_version *v) {
         }
         snprintf(larch, sizeof larch, "-arch=sm_%d%d", c->cc_major, c->cc_minor);
         lopts[0] = larch;
-        st = gpuos__nvjitlink_link(ctx, lopts, 1, images, sizes, types, c->n_parts + n, &cubin, &cubin_size, &log);
+        {
+            const uint64_t t0 = cuda_now_ns();
+            st = gpuos__nvjitlink_link(ctx, lopts, 1, images, sizes, types, c->n_parts + n, &cubin, &cubin_size, &log);
+            c->last_rt_link_ms = (double)(cuda_now_ns() - t0) / 1e6;
+        }
         if (st != GPUOS_OK) {
             st = gpuos__set_error(ctx, st, "gpuos_op_define: linking '%s' with the kernel failed:\n%s", v->name,
                                   log ? log : "");
@@ -1486,4 +1498,11 @@ gpuos_status gpuos__cuda_rt_install(gpuos_context *ctx, gpuos__rt_version *v) {
     pthread_mutex_unlock(&ctx->mu);
     free(cubin);
     return st;
+}
+
+void gpuos_debug_rt_times(gpuos_context *ctx, double *compile_ms, double *link_ms, double *swap_ms) {
+    const struct gpuos__cuda *c = ctx ? ctx->cuda : NULL;
+    if (compile_ms) *compile_ms = c ? c->last_rt_compile_ms : 0;
+    if (link_ms) *link_ms = c ? c->last_rt_link_ms : 0;
+    if (swap_ms) *swap_ms = c ? c->last_swap_ms : 0;
 }
