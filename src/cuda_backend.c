@@ -83,6 +83,7 @@ struct gpuos__cuda {
     gpuos__CUdevice dev;
     gpuos__CUcontext cuctx;
     gpuos__CUmodule mod;
+    gpuos__CUmodule old_mod;     /* the generation before a swap, unloaded at the next stop */
     gpuos__CUfunction fn;
     gpuos__CUstream stream;      /* the persistent kernel */
     gpuos__CUstream copy_stream; /* uploads and downloads */
@@ -634,6 +635,7 @@ void gpuos__cuda_close(gpuos_context *ctx) {
         if (c->stream) c->cu->cuStreamDestroy(c->stream);
         if (c->copy_stream) c->cu->cuStreamDestroy(c->copy_stream);
         if (c->mod) c->cu->cuModuleUnload(c->mod);
+        if (c->old_mod) c->cu->cuModuleUnload(c->old_mod);
         c->cu->cuDevicePrimaryCtxRelease(c->dev);
     }
     {
@@ -777,6 +779,8 @@ static void cuda_stop_kernel_locked(gpuos_context *ctx) {
     }
     if (r != CU_SUCCESS) cuda_fail_locked(ctx, "the persistent kernel failed: %s (%d)", cuda_errname(c->cu, r), (int)r);
     c->retired_seen = c->dseq - 1;
+    if (c->old_mod && c->old_mod != c->mod) c->cu->cuModuleUnload(c->old_mod); /* a swapped-out generation */
+    c->old_mod = NULL;
     for (i = 0; i < c->n_deferred; i++) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->deferred[i]);
     c->n_deferred = 0;
 }
@@ -1416,7 +1420,9 @@ static gpuos_status cuda_rt_swap_locked(gpuos_context *ctx, struct gpuos__cuda *
         return gpuos__set_error(ctx, GPUOS_ERR_DEVICE_LOST, "gpuos_op_define: setting up the new module failed: %s (%d)",
                                 cuda_errname(c->cu, r), (int)r);
     }
-    c->cu->cuModuleUnload(c->mod);
+    /* the old module goes when the kernel next stops: unloading it now would add to the pause */
+    if (c->old_mod) c->cu->cuModuleUnload(c->old_mod);
+    c->old_mod = c->mod;
     c->mod = mod;
     c->fn = fn;
     c->generation++;
