@@ -64,3 +64,7 @@ $(BUILD)/probe_submit: tests/gpu/probe_submit.c gpuos.h $(BUILD)/gpuos.o | $(BUI
 # cycle counters, GPUOS_CUDA_TIMESTAMPS).
 $(BUILD)/probe_chain: tests/gpu/probe_chain.c gpuos.c gpuos.h | $(BUILD)
 	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_chain.c -o $@ $(LDLIBS)
+
+# A run-time operator on a transposed view, for compute-sanitizer (not a test).
+$(BUILD)/probe_rtview: tests/gpu/probe_rtview.c gpuos.c gpuos.h | $(BUILD)
+	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_rtview.c -o $@ $(LDLIBS)
