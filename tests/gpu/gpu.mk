@@ -68,3 +68,7 @@ $(BUILD)/probe_chain: tests/gpu/probe_chain.c gpuos.c gpuos.h | $(BUILD)
 # A run-time operator on a transposed view, for compute-sanitizer (not a test).
 $(BUILD)/probe_rtview: tests/gpu/probe_rtview.c gpuos.c gpuos.h | $(BUILD)
 	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_rtview.c -o $@ $(LDLIBS)
+
+# Whether cuLibraryLoadData while the kernel runs shortens a generation swap (not a test).
+$(BUILD)/probe_library: tests/gpu/probe_library.c gpuos.c gpuos.h | $(BUILD)
+	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_library.c -o $@ $(LDLIBS)
