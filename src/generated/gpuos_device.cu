@@ -8025,11 +8025,13 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
                 P.done[seq & (P.task_cap - 1)] = 0;
             }
         }
-        /* The task-ring entries (plain stores by these threads) are published by warp 0
-           below, after the barrier and its one fence for the first chunk of inbox
-           entries: the barrier orders them before that fence, which orders them before
-           the relaxed stores of their seq and of the inbox stamps (one fence a batch
-           instead of one per writing thread, one per release and one per chunk). */
+        /* s_d and the task-ring entries are complete for every fetch thread after this
+           barrier. The task-ring entries (plain stores by these threads) are published by
+           warp 0 below, after its one fence for the first chunk of inbox entries: the
+           barrier orders them before that fence, which orders them before the relaxed
+           stores of their seq and of the inbox stamps (one fence a batch instead of one
+           per writing thread, one per release and one per chunk). */
+        gpuos__fetch_bar();
         /* Push each task, in order, to the inboxes of the workers owning its tiles:
            the batch as (task, owner) pairs in sequence order, 32 pairs per round on
            warp 0; lanes naming the same worker take consecutive inbox entries in lane
