@@ -2626,6 +2626,8 @@ struct gpuos__cuda {
     int generation;              /* modules swapped in so far */
     double last_swap_ms;         /* the last swap's pause: stop, load, table (diagnostics) */
     double last_rt_compile_ms;   /* the last run-time operator's NVRTC time (0: from the cache) */
+    uint64_t open_ns[8];         /* gpuos_create's phases, ns from its start (probes): driver loaded,
+                                    cuInit, context, module, function + occupancy, streams, queue, reaper */
     double last_rt_link_ms;      /* its generation's nvJitLink time (0: from the cache) */
 
     void **deferred;             /* device memory to free once the kernel stops */
@@ -3046,6 +3048,7 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
 static gpuos_status cuda_open_device(gpuos_context *ctx, struct gpuos__cuda *c, int ordinal) {
     int count = 0, map = 0, occ = 0;
     CUDA_TRY(ctx, c->cu->cuInit(0), "cuInit");
+    c->open_ns[1] = cuda_now_ns();
     CUDA_TRY(ctx, c->cu->cuDeviceGetCount(&count), "cuDeviceGetCount");
     if (count <= 0) return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: no CUDA device");
     if (ordinal >= count)
@@ -3067,10 +3070,12 @@ static gpuos_status cuda_open_device(gpuos_context *ctx, struct gpuos__cuda *c, 
                                 c->cc_major, c->cc_minor);
     CUDA_TRY(ctx, c->cu->cuDevicePrimaryCtxRetain(&c->cuctx, c->dev), "cuDevicePrimaryCtxRetain");
     CUDA_TRY(ctx, c->cu->cuCtxSetCurrent(c->cuctx), "cuCtxSetCurrent");
+    c->open_ns[2] = cuda_now_ns();
     {
         gpuos_status st = cuda_build_module(ctx, c);
         if (st != GPUOS_OK) return st;
     }
+    c->open_ns[3] = cuda_now_ns();
     CUDA_TRY(ctx, c->cu->cuModuleGetFunction(&c->fn, c->mod, "gpuos__pk_main"), "cuModuleGetFunction(gpuos__pk_main)");
     /* Every block must be resident at once: the workers wait on each other. */
     CUDA_TRY(ctx, c->cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, c->fn, GPUOS__PK_THREADS, 0),
@@ -3080,9 +3085,15 @@ static gpuos_status cuda_open_device(gpuos_context *ctx, struct gpuos__cuda *c, 
     c->n_blocks = c->sm_count * occ;
     if (c->n_blocks - 1 > GPUOS__MAX_WORKERS) c->n_blocks = GPUOS__MAX_WORKERS + 1;
     c->n_workers = c->n_blocks - 1;
+    c->open_ns[4] = cuda_now_ns();
     CUDA_TRY(ctx, c->cu->cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     CUDA_TRY(ctx, c->cu->cuStreamCreate(&c->copy_stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-    return cuda_alloc_queue(ctx, c);
+    c->open_ns[5] = cuda_now_ns();
+    {
+        gpuos_status st = cuda_alloc_queue(ctx, c);
+        c->open_ns[6] = cuda_now_ns();
+        return st;
+    }
 }
 
 gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
@@ -3095,6 +3106,7 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     if (!c) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the CUDA backend");
     c->cu = cu;
     ctx->cuda = c;
+    c->open_ns[0] = cuda_now_ns(); /* made relative at the end */
     /* Diagnostic switches (documented in docs/ARCHITECTURE.md): correctness never needs them. */
     c->align = !(getenv("GPUOS_CUDA_ALIGN") && getenv("GPUOS_CUDA_ALIGN")[0] == '0');
     c->serialize = getenv("GPUOS_CUDA_SERIALIZE") && getenv("GPUOS_CUDA_SERIALIZE")[0] == '1';
@@ -3105,6 +3117,12 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
             st = gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "gpuos_create: cannot start the reaper thread");
         else
             c->reaper_running = 1;
+        c->open_ns[7] = cuda_now_ns();
+        {
+            int k;
+            for (k = 7; k >= 1; k--) c->open_ns[k] = c->open_ns[k] ? c->open_ns[k] - c->open_ns[0] : 0;
+            c->open_ns[0] = 0;
+        }
     }
     if (st != GPUOS_OK) gpuos__cuda_close(ctx);
     return st;
