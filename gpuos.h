@@ -398,6 +398,45 @@ GPUOS_API gpuos_status gpuos_wait_fence(gpuos_context *ctx, uint64_t seq, uint32
 /* Waits for everything submitted so far. */
 GPUOS_API gpuos_status gpuos_wait(gpuos_context *ctx, uint32_t timeout_ms);
 
+/* ---------------------------------------------------------------- graphs */
+/* A graph records tasks once and launches them many times, each launch one call. Recording
+   validates each task (the errors of gpuos_submit, at gpuos_graph_add) and keeps its plan,
+   so a launch queues the recorded tasks without validating or planning them again, in
+   recorded order (or an order explicit dependencies ask for). A launch may bind other
+   tensors in place of recorded ones (same dtype, shape and strides; their tasks are
+   validated again) and other scalars. Several launches may be in flight at once, on the
+   same or on different tensors: they are ordered by the memory they touch, as submissions
+   are. The graph keeps what it recorded alive (the caller may release its tensors).
+   Calls on one graph come from one thread at a time; release graphs before their context.
+   A node of a run-time operator runs the operator's current version. */
+typedef struct gpuos_graph gpuos_graph;
+
+typedef struct gpuos_graph_bind {
+    const gpuos_tensor *recorded; /* a tensor given to gpuos_graph_add (the same handle, still held) */
+    gpuos_tensor *actual;         /* used instead, in this launch */
+} gpuos_graph_bind;
+
+typedef struct gpuos_graph_scalar {
+    int node;     /* as returned by gpuos_graph_add */
+    int index;    /* gpuos_task.scalar[index], 0 or 1 */
+    double value;
+} gpuos_graph_scalar;
+
+GPUOS_API gpuos_status gpuos_graph_create(gpuos_context *ctx, gpuos_graph **graph);
+/* Validates task and appends it; *node (may be NULL) receives its index (0, 1, ...). */
+GPUOS_API gpuos_status gpuos_graph_add(gpuos_graph *graph, const gpuos_task *task, int *node);
+/* Node `after` runs after node `before`, whatever their recorded order (recorded order is
+   the default). A dependency that closes a cycle is refused (GPUOS_ERR_INVALID_ARGUMENT). */
+GPUOS_API gpuos_status gpuos_graph_add_dep(gpuos_graph *graph, int before, int after);
+/* Queues every node once; *seq (may be NULL) is the last one's sequence number (a fence
+   for the whole launch). Bindings and scalars are checked before anything is queued. */
+GPUOS_API gpuos_status gpuos_graph_launch(gpuos_graph *graph, const gpuos_graph_bind *binds, int n_binds,
+                                          const gpuos_graph_scalar *scalars, int n_scalars, uint64_t *seq);
+/* Number of nodes. */
+GPUOS_API int gpuos_graph_size(const gpuos_graph *graph);
+/* NULL is allowed. Launched work keeps running. */
+GPUOS_API void gpuos_graph_release(gpuos_graph *graph);
+
 /* ---------------------------------------------------------------- run-time operators */
 /* Operators defined while the program runs, from CUDA source, then submitted like any
    built-in one (gpuos_task.op = the handle; scalar[0], scalar[1] are the scalars).

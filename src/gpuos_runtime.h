@@ -51,6 +51,7 @@ struct gpuos_tensor {
     int64_t strides[GPUOS_MAX_RANK]; /* elements */
     int64_t offset;                  /* elements from st->data */
     int64_t numel;
+    uint64_t uid;                    /* unique in the process: a handle whose address is reused differs */
 };
 
 /* ---------------------------------------------------------------- jobs (queued tasks) */
@@ -134,6 +135,7 @@ struct gpuos_context {
     gpuos_status sticky;   /* GPUOS_OK while healthy */
     char sticky_msg[1024]; /* what made the context fail, repeated by every later error */
     int refs;              /* the user's handle + one per storage */
+    uint64_t tensor_uid;   /* the last gpuos_tensor.uid given (mu) */
     gpuos__job *free_jobs; /* recycled jobs */
     int n_free_jobs;
 
@@ -368,10 +370,15 @@ gpuos_status gpuos__nvjitlink_link(const gpuos_context *ctx, const char *const *
 /* The generated device source, joined (malloc'd); NULL when out of memory. */
 char *gpuos__device_source_joined(size_t *length);
 
+/* ---------------------------------------------------------------- plan.c */
+/* Validates task and builds its job, not queued (push it, or gpuos__job_free it). */
+gpuos_status gpuos__plan_task(gpuos_context *ctx, const gpuos_task *task, gpuos__job **out);
+
 /* ---------------------------------------------------------------- rtops.c */
 gpuos_status gpuos__rt_lookup(gpuos_context *ctx, gpuos_op op, gpuos__rt_version **out); /* retained */
 void gpuos__rt_release(gpuos_context *ctx, gpuos__rt_version *v);
 void gpuos__rt_release_locked(gpuos__rt_version *v);
+void gpuos__rt_retain_locked(gpuos__rt_version *v);
 void gpuos__rt_fini(gpuos_context *ctx);
 void gpuos__rt_host_run(const gpuos__job *job, int64_t begin, int64_t end);
 char *gpuos__rt_device_code(const gpuos__rt_version *v, uint64_t hash);

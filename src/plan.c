@@ -756,11 +756,11 @@ static gpuos_status plan_check_task(plan_state *ps) {
 }
 
 /* ---------------------------------------------------------------- gpuos_submit */
-gpuos_status gpuos_submit(gpuos_context *ctx, const gpuos_task *task, uint64_t *seq) {
+/* Validates task and builds its job (not queued): *out, to push or free (gpuos__job_free). */
+gpuos_status gpuos__plan_task(gpuos_context *ctx, const gpuos_task *task, gpuos__job **out) {
     plan_state ps;
     gpuos_status s;
-    if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_submit: ctx is NULL");
-    if (!task) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_submit: task is NULL");
+    *out = NULL;
     memset(&ps, 0, sizeof ps);
     ps.ctx = ctx;
     ps.task = task;
@@ -803,5 +803,15 @@ gpuos_status gpuos_submit(gpuos_context *ctx, const gpuos_task *task, uint64_t *
         for (k = 0; k < GPUOS_MAX_INPUTS; k++)
             ps.job->elsize[1 + k] = (uint8_t)(ps.in[k] ? gpuos__elsize(ps.in[k]->dtype) : 0);
     }
-    return gpuos__queue_push(ctx, ps.job, seq); /* frees the job on error */
+    *out = ps.job;
+    return GPUOS_OK;
+}
+
+gpuos_status gpuos_submit(gpuos_context *ctx, const gpuos_task *task, uint64_t *seq) {
+    gpuos__job *job;
+    gpuos_status s;
+    if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_submit: ctx is NULL");
+    if (!task) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_submit: task is NULL");
+    if ((s = gpuos__plan_task(ctx, task, &job)) != GPUOS_OK) return s;
+    return gpuos__queue_push(ctx, job, seq); /* frees the job on error */
 }

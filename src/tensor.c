@@ -212,6 +212,7 @@ gpuos_status gpuos__tensor_make(gpuos_context *ctx, gpuos__storage *st, gpuos_dt
     }
     pthread_mutex_lock(&ctx->mu);
     gpuos__storage_retain_locked(st);
+    t->uid = ++ctx->tensor_uid;
     pthread_mutex_unlock(&ctx->mu);
     *out = t;
     return GPUOS_OK;

@@ -8,7 +8,8 @@ TEST_BUILD     := $(BUILD)/tests
 TEST_C_STRICT  := -std=c99 -Wall -Wextra -Werror -pedantic
 TEST_CXX_STRICT := -Wall -Wextra -Werror
 TEST_BINS      := $(TEST_BUILD)/test_header_c $(TEST_BUILD)/test_header_cpp $(TEST_BUILD)/test_threads \
-                  $(TEST_BUILD)/test_order_stress $(TEST_BUILD)/test_expr $(TEST_BUILD)/test_rtops
+                  $(TEST_BUILD)/test_order_stress $(TEST_BUILD)/test_expr $(TEST_BUILD)/test_rtops \
+                  $(TEST_BUILD)/test_graph
 PYTEST_ARGS    ?=
 
 $(TEST_BUILD):
@@ -30,6 +31,10 @@ $(TEST_BUILD)/test_order_stress: tests/test_order_stress.c tests/ctest.h gpuos.h
 # Run-time operators: define, redefine, remove, on the device the tests run on.
 $(TEST_BUILD)/test_rtops: tests/test_rtops.c tests/ctest.h gpuos.h $(BUILD)/gpuos.o | $(TEST_BUILD)
 	$(CC) -std=c99 $(WARN) -Werror $(CFLAGS) -I. tests/test_rtops.c $(BUILD)/gpuos.o -o $@ $(LDLIBS)
+
+# Recorded graphs: launches against eager submission, bindings, dependencies.
+$(TEST_BUILD)/test_graph: tests/test_graph.c tests/ctest.h gpuos.h $(BUILD)/gpuos.o | $(TEST_BUILD)
+	$(CC) -std=c99 $(WARN) -Werror $(CFLAGS) -I. tests/test_graph.c $(BUILD)/gpuos.o -o $@ $(LDLIBS) -lm
 
 # The interpreter of element-wise bodies (src/expr.c, on its own) against the C compiler.
 $(TEST_BUILD)/test_expr: tests/test_expr.c tests/ctest.h src/expr.c src/expr.h | $(TEST_BUILD)

@@ -1,0 +1,316 @@
+/* graph.c - recorded task graphs (gpuos_graph_*): record once, launch many times.
+
+   A node keeps the task as recorded (its tensors replaced by the graph's own views of the
+   same memory, so the caller may release theirs) and the job gpuos__plan_task built for it:
+   a launch copies that job into the queue (gpuos__queue_push takes the storage references
+   and, on a GPU, encodes it), skipping validation and planning. A node that a launch binds
+   other tensors or scalars into is planned again from its task, with full validation.
+   Explicit dependencies only reorder nodes (a topological order, recorded order among
+   equals); memory dependencies between nodes, and between launches, are the queue's, as
+   for any submission. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuos_runtime.h"
+
+typedef struct graph_node {
+    gpuos_task task;                        /* tensors: the graph's views */
+    const gpuos_tensor *orig[1 + GPUOS_MAX_INPUTS]; /* the caller's handles (binding keys; never dereferenced) */
+    uint64_t orig_uid[1 + GPUOS_MAX_INPUTS];        /* and their uids: a new handle at a freed one's address is not it */
+    gpuos__job *tmpl;                       /* the planned job (never queued itself) */
+} graph_node;
+
+struct gpuos_graph {
+    gpuos_context *ctx;
+    graph_node *nodes;
+    int n, cap;
+    int (*edges)[2]; /* before, after */
+    int n_edges, cap_edges;
+    int *order;      /* launch order; valid while order_ok */
+    int order_ok;
+};
+
+gpuos_status gpuos_graph_create(gpuos_context *ctx, gpuos_graph **graph) {
+    gpuos_graph *g;
+    if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_graph_create: ctx is NULL");
+    if (!graph) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_graph_create: graph is NULL");
+    *graph = NULL;
+    g = (gpuos_graph *)calloc(1, sizeof *g);
+    if (!g) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_create: no memory");
+    g->ctx = ctx;
+    *graph = g;
+    return GPUOS_OK;
+}
+
+int gpuos_graph_size(const gpuos_graph *graph) { return graph ? graph->n : 0; }
+
+static gpuos_status graph_view(gpuos_context *ctx, const gpuos_tensor *t, gpuos_tensor **out) {
+    *out = NULL;
+    if (!t) return GPUOS_OK;
+    return gpuos__tensor_make(ctx, t->st, t->dtype, t->rank, t->shape, t->strides, t->offset, out);
+}
+
+static void graph_node_free(gpuos_context *ctx, graph_node *nd) {
+    int k;
+    if (nd->tmpl) {
+        gpuos__rt_release(ctx, nd->tmpl->rt);
+        nd->tmpl->rt = NULL;
+        gpuos__job_free(ctx, nd->tmpl);
+        nd->tmpl = NULL;
+    }
+    gpuos_tensor_release(nd->task.out);
+    for (k = 0; k < GPUOS_MAX_INPUTS; k++) gpuos_tensor_release(nd->task.in[k]);
+}
+
+gpuos_status gpuos_graph_add(gpuos_graph *g, const gpuos_task *task, int *node) {
+    gpuos_context *ctx;
+    graph_node nd;
+    gpuos_status s;
+    int k;
+    if (!g) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_graph_add: graph is NULL");
+    ctx = g->ctx;
+    if (!task) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_graph_add: task is NULL");
+    if (node) *node = -1;
+    if (task->struct_size != sizeof(gpuos_task))
+        return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT,
+                                "gpuos_graph_add: task->struct_size is %zu, not %zu; start from GPUOS_TASK_INIT",
+                                task->struct_size, sizeof(gpuos_task));
+    memset(&nd, 0, sizeof nd);
+    nd.task = *task;
+    nd.task.out = NULL;
+    memset(nd.task.in, 0, sizeof nd.task.in);
+    /* plan with the caller's tensors first: every error is the one gpuos_submit gives */
+    if ((s = gpuos__plan_task(ctx, task, &nd.tmpl)) != GPUOS_OK) return s;
+    nd.orig[0] = task->out;
+    nd.orig_uid[0] = task->out ? task->out->uid : 0;
+    s = graph_view(ctx, task->out, &nd.task.out);
+    for (k = 0; k < GPUOS_MAX_INPUTS && s == GPUOS_OK; k++) {
+        nd.orig[1 + k] = task->in[k];
+        nd.orig_uid[1 + k] = task->in[k] ? task->in[k]->uid : 0;
+        s = graph_view(ctx, task->in[k], &nd.task.in[k]);
+    }
+    if (s == GPUOS_OK && g->n == g->cap) {
+        int cap = g->cap ? 2 * g->cap : 16;
+        graph_node *p = (graph_node *)realloc(g->nodes, (size_t)cap * sizeof *p);
+        if (!p) s = gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_add: no memory");
+        else g->nodes = p, g->cap = cap;
+    }
+    if (s != GPUOS_OK) {
+        graph_node_free(ctx, &nd);
+        return s;
+    }
+    g->nodes[g->n] = nd;
+    if (node) *node = g->n;
+    g->n++;
+    g->order_ok = 0;
+    return GPUOS_OK;
+}
+
+/* Kahn's algorithm, smallest index first among the ready nodes: recorded order unless an
+   explicit dependency says otherwise. Returns 0 when the dependencies have a cycle. */
+static int graph_order(gpuos_graph *g, int n_edges, int *order) {
+    int *indeg = (int *)calloc((size_t)g->n + 1, sizeof(int)), i, e, done = 0;
+    char *used = (char *)calloc((size_t)g->n + 1, 1);
+    int ok;
+    if (!indeg || !used) {
+        free(indeg);
+        free(used);
+        return -1;
+    }
+    for (e = 0; e < n_edges; e++) indeg[g->edges[e][1]]++;
+    while (done < g->n) {
+        for (i = 0; i < g->n; i++)
+            if (!used[i] && indeg[i] == 0) break;
+        if (i == g->n) break; /* the rest is on a cycle */
+        used[i] = 1;
+        order[done++] = i;
+        for (e = 0; e < n_edges; e++)
+            if (g->edges[e][0] == i) indeg[g->edges[e][1]]--;
+    }
+    ok = done == g->n;
+    free(indeg);
+    free(used);
+    return ok;
+}
+
+gpuos_status gpuos_graph_add_dep(gpuos_graph *g, int before, int after) {
+    gpuos_context *ctx;
+    int *order, ok;
+    if (!g) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_graph_add_dep: graph is NULL");
+    ctx = g->ctx;
+    if (before < 0 || before >= g->n || after < 0 || after >= g->n)
+        return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT,
+                                "gpuos_graph_add_dep: nodes %d -> %d; the graph has nodes 0..%d", before, after, g->n - 1);
+    if (before == after)
+        return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "gpuos_graph_add_dep: node %d cannot run after itself",
+                                before);
+    if (g->n_edges == g->cap_edges) {
+        int cap = g->cap_edges ? 2 * g->cap_edges : 16;
+        int(*p)[2] = (int(*)[2])realloc(g->edges, (size_t)cap * sizeof *p);
+        if (!p) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_add_dep: no memory");
+        g->edges = p;
+        g->cap_edges = cap;
+    }
+    g->edges[g->n_edges][0] = before;
+    g->edges[g->n_edges][1] = after;
+    order = (int *)malloc((size_t)g->n * sizeof(int));
+    if (!order) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_add_dep: no memory");
+    ok = graph_order(g, g->n_edges + 1, order);
+    free(order);
+    if (ok < 0) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_add_dep: no memory");
+    if (!ok)
+        return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT,
+                                "gpuos_graph_add_dep: node %d -> node %d closes a cycle (node %d already runs before "
+                                "node %d); the dependency was not added",
+                                before, after, after, before);
+    g->n_edges++;
+    g->order_ok = 0;
+    return GPUOS_OK;
+}
+
+/* Whether the caller's handle r (live) is operand k of node nd as recorded. */
+static int graph_is(const graph_node *nd, int k, const gpuos_tensor *r) {
+    return r && nd->orig[k] == r && nd->orig_uid[k] == r->uid;
+}
+
+static int graph_same_layout(const gpuos_tensor *a, const gpuos_tensor *b) {
+    int k;
+    if (a->dtype != b->dtype || a->rank != b->rank) return 0;
+    for (k = 0; k < a->rank; k++)
+        if (a->shape[k] != b->shape[k] || (a->shape[k] > 1 && a->strides[k] != b->strides[k])) return 0;
+    return 1;
+}
+
+gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, int n_binds,
+                                const gpuos_graph_scalar *scalars, int n_scalars, uint64_t *seq) {
+    static const char fn[] = "gpuos_graph_launch";
+    gpuos_context *ctx;
+    gpuos__job **jobs;
+    int i, j, k, queued = 0;
+    gpuos_status s = GPUOS_OK;
+    if (!g) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "%s: graph is NULL", fn);
+    ctx = g->ctx;
+    if (n_binds < 0 || (n_binds > 0 && !binds) || n_scalars < 0 || (n_scalars > 0 && !scalars))
+        return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "%s: %d bindings and %d scalars, but a NULL array", fn,
+                                n_binds, n_scalars);
+    /* every binding and scalar is checked before anything is queued */
+    for (i = 0; i < n_binds; i++) {
+        const gpuos_tensor *r = binds[i].recorded;
+        const gpuos_tensor *a = binds[i].actual, *rec = NULL;
+        for (j = 0; j < g->n && !rec; j++)
+            for (k = 0; k <= GPUOS_MAX_INPUTS && !rec; k++)
+                if (graph_is(&g->nodes[j], k, r)) rec = k ? g->nodes[j].task.in[k - 1] : g->nodes[j].task.out;
+        if (!rec) return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "%s: binds[%d].recorded is not a tensor of the graph", fn, i);
+        if (!a) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "%s: binds[%d].actual is NULL", fn, i);
+        if (a->ctx != ctx) return gpuos__set_error(ctx, GPUOS_ERR_CONTEXT_MISMATCH, "%s: binds[%d].actual belongs to another context", fn, i);
+        if (!graph_same_layout(rec, a))
+            return gpuos__set_error(ctx, GPUOS_ERR_SHAPE_MISMATCH,
+                                    "%s: binds[%d].actual must have the recorded tensor's dtype, shape and strides", fn, i);
+    }
+    for (i = 0; i < n_scalars; i++)
+        if (scalars[i].node < 0 || scalars[i].node >= g->n || scalars[i].index < 0 || scalars[i].index > 1)
+            return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT,
+                                    "%s: scalars[%d] names node %d, scalar %d (nodes 0..%d, scalars 0..1)", fn, i,
+                                    scalars[i].node, scalars[i].index, g->n - 1);
+    if (g->n == 0) {
+        if (seq) *seq = gpuos_fence(ctx);
+        return GPUOS_OK;
+    }
+    if (!g->order_ok) {
+        int *o = (int *)realloc(g->order, (size_t)g->n * sizeof(int));
+        if (!o) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: no memory", fn);
+        g->order = o;
+        if (graph_order(g, g->n_edges, g->order) != 1)
+            return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "%s: the dependencies have a cycle", fn);
+        g->order_ok = 1;
+    }
+    /* every job first (a node that fails validation queues nothing), then push them in order */
+    jobs = (gpuos__job **)calloc((size_t)g->n, sizeof *jobs);
+    if (!jobs) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: no memory", fn);
+    for (i = 0; i < g->n && s == GPUOS_OK; i++) {
+        graph_node *nd = &g->nodes[g->order[i]];
+        int bound = 0;
+        if (nd->tmpl->rt) { /* a run-time operator redefined (or removed) since: plan again */
+            int stale;
+            pthread_mutex_lock(&ctx->mu);
+            stale = ctx->rt_cur[nd->tmpl->rt->index] != nd->tmpl->rt;
+            pthread_mutex_unlock(&ctx->mu);
+            if (stale) {
+                gpuos__job *fresh;
+                s = gpuos__plan_task(ctx, &nd->task, &fresh);
+                if (s != GPUOS_OK) break;
+                gpuos__rt_release(ctx, nd->tmpl->rt);
+                nd->tmpl->rt = NULL;
+                gpuos__job_free(ctx, nd->tmpl);
+                nd->tmpl = fresh;
+            }
+        }
+        for (j = 0; j < n_binds && !bound; j++)
+            for (k = 0; k <= GPUOS_MAX_INPUTS; k++)
+                if (graph_is(nd, k, binds[j].recorded)) bound = 1;
+        for (j = 0; j < n_scalars && !bound; j++)
+            if (scalars[j].node == g->order[i]) bound = 1;
+        if (bound) { /* planned again from the task, with this launch's tensors and scalars */
+            gpuos_task t = nd->task;
+            for (j = 0; j < n_binds; j++)
+                for (k = 0; k <= GPUOS_MAX_INPUTS; k++)
+                    if (graph_is(nd, k, binds[j].recorded)) {
+                        if (k == 0) t.out = binds[j].actual;
+                        else t.in[k - 1] = binds[j].actual;
+                    }
+            for (j = 0; j < n_scalars; j++)
+                if (scalars[j].node == g->order[i]) t.scalar[scalars[j].index] = scalars[j].value;
+            s = gpuos__plan_task(ctx, &t, &jobs[i]);
+        } else { /* the recorded job, copied */
+            gpuos__job *job = gpuos__job_alloc(ctx);
+            if (!job) {
+                s = gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: no memory", fn);
+                break;
+            }
+            memcpy(job, nd->tmpl, sizeof *job);
+            job->next_free = NULL;
+            job->n_st = nd->tmpl->n_st; /* references are taken when it is queued */
+            if (job->rt) {
+                pthread_mutex_lock(&ctx->mu);
+                gpuos__rt_retain_locked(job->rt);
+                pthread_mutex_unlock(&ctx->mu);
+            }
+            jobs[i] = job;
+        }
+    }
+    if (s != GPUOS_OK) {
+        for (i = 0; i < g->n; i++)
+            if (jobs[i]) {
+                jobs[i]->n_st = 0; /* no references taken */
+                gpuos__job_free(ctx, jobs[i]);
+            }
+        free(jobs);
+        return s;
+    }
+    for (i = 0; i < g->n; i++) {
+        s = gpuos__queue_push(ctx, jobs[i], seq); /* frees the job on error */
+        if (s != GPUOS_OK) {
+            for (j = i + 1; j < g->n; j++) {
+                jobs[j]->n_st = 0;
+                gpuos__job_free(ctx, jobs[j]);
+            }
+            if (queued > 0)
+                gpuos__set_error(ctx, s, "%s: %s; %d of the launch's %d tasks were queued before it", fn,
+                                 gpuos_status_string(s), queued, g->n);
+            break;
+        }
+        queued++;
+    }
+    free(jobs);
+    return s;
+}
+
+void gpuos_graph_release(gpuos_graph *g) {
+    int i;
+    if (!g) return;
+    for (i = 0; i < g->n; i++) graph_node_free(g->ctx, &g->nodes[i]);
+    free(g->nodes);
+    free(g->edges);
+    free(g->order);
+    free(g);
+}

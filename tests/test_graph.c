@@ -1,0 +1,299 @@
+/* test_graph.c - recorded graphs (gpuos_graph_*) on the device the tests run on
+   ($GPUOS_TEST_DEVICE): launches equal eager submission bit for bit on fresh inputs, data
+   changes between launches without re-recording, bindings of other tensors and scalars,
+   many launches in flight on their own buffers, explicit dependencies and refused cycles,
+   a run-time operator redefined after recording, and every error of the API. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctest.h"
+#include "gpuos.h"
+
+#define N 1000
+static uint64_t rng = 0x243f6a8885a308d3ull;
+static float frand(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+
+static gpuos_tensor *vec(gpuos_context *ctx, int64_t n) {
+    gpuos_tensor *t = NULL;
+    CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &t) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    return t;
+}
+
+static void fill_random(gpuos_context *ctx, gpuos_tensor *t, float *h, int n) {
+    int i;
+    for (i = 0; i < n; i++) h[i] = frand();
+    CHECK(gpuos_upload(ctx, t, h, (size_t)n * 4) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+}
+
+/* y = a + b; z = y * s (a 0-d tensor); w = exp(z); r = sum(w): recorded, or submitted eagerly */
+typedef struct prog {
+    gpuos_tensor *a, *b, *s, *y, *z, *w, *r;
+} prog;
+
+static void prog_tasks(const prog *p, gpuos_task t[4]) {
+    int k;
+    for (k = 0; k < 4; k++) {
+        gpuos_task x = GPUOS_TASK_INIT;
+        t[k] = x;
+    }
+    t[0].op = GPUOS_OP_ADD, t[0].out = p->y, t[0].in[0] = p->a, t[0].in[1] = p->b;
+    t[1].op = GPUOS_OP_MUL, t[1].out = p->z, t[1].in[0] = p->y, t[1].in[1] = p->s;
+    t[2].op = GPUOS_OP_EXP, t[2].out = p->w, t[2].in[0] = p->z;
+    t[3].op = GPUOS_OP_SUM, t[3].out = p->r, t[3].in[0] = p->w;
+}
+
+static void test_equal_eager(gpuos_context *ctx) {
+    prog p, q;
+    gpuos_graph *g;
+    gpuos_task t[4];
+    static float ha[N], hb[N], w1[N], w2[N];
+    float r1, r2, sv = 0.5f;
+    int k, launch;
+    int64_t one = 1;
+    p.a = vec(ctx, N), p.b = vec(ctx, N), p.y = vec(ctx, N), p.z = vec(ctx, N), p.w = vec(ctx, N);
+    CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 0, &one, &p.s) == GPUOS_OK, "s");
+    CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 0, &one, &p.r) == GPUOS_OK, "r");
+    q = p;
+    q.y = vec(ctx, N), q.z = vec(ctx, N), q.w = vec(ctx, N);
+    CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 0, &one, &q.r) == GPUOS_OK, "r");
+    CHECK(gpuos_graph_create(ctx, &g) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    prog_tasks(&p, t);
+    for (k = 0; k < 4; k++) {
+        int node = -2;
+        CHECK(gpuos_graph_add(g, &t[k], &node) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(node == k, "node index %d, expected %d", node, k);
+    }
+    CHECK(gpuos_graph_size(g) == 4, "size");
+    for (launch = 0; launch < 3; launch++) { /* new data each time, the same graph */
+        uint64_t seq = 0;
+        fill_random(ctx, p.a, ha, N);
+        fill_random(ctx, p.b, hb, N);
+        sv = 0.25f * (float)(launch + 1);
+        CHECK(gpuos_upload(ctx, p.s, &sv, 4) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, &seq) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(seq == gpuos_fence(ctx), "the launch's fence is its last task");
+        prog_tasks(&q, t);
+        for (k = 0; k < 4; k++) CHECK(gpuos_submit(ctx, &t[k], NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_download(ctx, p.w, w1, sizeof w1) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_download(ctx, q.w, w2, sizeof w2) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_download(ctx, p.r, &r1, 4) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_download(ctx, q.r, &r2, 4) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(memcmp(w1, w2, sizeof w1) == 0 && memcmp(&r1, &r2, 4) == 0,
+              "launch %d: the graph's results differ from eager submission", launch);
+        {
+            double ref = 0;
+            int i, bad = 0;
+            for (i = 0; i < N; i++) {
+                double e = exp((double)(ha[i] + hb[i]) * sv);
+                bad += fabs(w1[i] - e) > 1e-5 * e;
+                ref += e;
+            }
+            CHECK(bad == 0 && fabs(r1 - ref) <= 1e-4 * ref, "launch %d: %d elements off, sum %g vs %g", launch, bad,
+                  r1, ref);
+        }
+    }
+    /* the graph keeps its memory alive after the caller let go */
+    gpuos_tensor_release(p.y);
+    gpuos_tensor_release(p.z);
+    gpuos_tensor_release(p.w);
+    CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_download(ctx, p.r, &r2, 4) == GPUOS_OK && r2 == r1, "a launch after the caller released tensors");
+
+    /* bindings: other inputs and output for one launch; the recorded ones stay untouched */
+    {
+        gpuos_tensor *a2 = vec(ctx, N), *r2t;
+        gpuos_graph_bind bind[2];
+        gpuos_graph_scalar sc = {0, 0, 0.0};
+        float got, before;
+        static float h2[N];
+        double ref = 0;
+        int i;
+        CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 0, &one, &r2t) == GPUOS_OK, "r2");
+        fill_random(ctx, a2, h2, N);
+        bind[0].recorded = p.a, bind[0].actual = a2;
+        bind[1].recorded = p.r, bind[1].actual = r2t;
+        CHECK(gpuos_download(ctx, p.r, &before, 4) == GPUOS_OK, "download");
+        CHECK(gpuos_graph_launch(g, bind, 2, NULL, 0, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_download(ctx, r2t, &got, 4) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        for (i = 0; i < N; i++) ref += exp((double)(h2[i] + hb[i]) * sv);
+        CHECK(fabs(got - ref) <= 1e-4 * ref, "bound launch: %g vs %g", got, ref);
+        CHECK(gpuos_download(ctx, p.r, &r1, 4) == GPUOS_OK && r1 == before, "the recorded output is untouched");
+        /* errors: checked before anything is queued */
+        {
+            uint64_t f0 = gpuos_fence(ctx);
+            gpuos_tensor *bad;
+            int64_t n2 = N + 1;
+            CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 1, &n2, &bad) == GPUOS_OK, "bad");
+            bind[0].actual = bad;
+            CHECK(gpuos_graph_launch(g, bind, 1, NULL, 0, NULL) == GPUOS_ERR_SHAPE_MISMATCH, "a binding of another shape");
+            bind[0].actual = NULL;
+            CHECK(gpuos_graph_launch(g, bind, 1, NULL, 0, NULL) == GPUOS_ERR_NULL_POINTER, "a NULL binding");
+            bind[0].recorded = bad, bind[0].actual = a2;
+            CHECK(gpuos_graph_launch(g, bind, 1, NULL, 0, NULL) == GPUOS_ERR_INVALID_ARGUMENT, "an unknown recorded tensor");
+            sc.node = 9;
+            CHECK(gpuos_graph_launch(g, NULL, 0, &sc, 1, NULL) == GPUOS_ERR_INVALID_ARGUMENT, "a scalar of no node");
+            sc.node = 0, sc.index = 2;
+            CHECK(gpuos_graph_launch(g, NULL, 0, &sc, 1, NULL) == GPUOS_ERR_INVALID_ARGUMENT, "a scalar index 2");
+            CHECK(gpuos_graph_launch(g, bind, 1, NULL, 0, NULL) != GPUOS_OK && gpuos_fence(ctx) == f0,
+                  "nothing queued by a refused launch");
+            CHECK(gpuos_graph_launch(g, NULL, -1, NULL, 0, NULL) == GPUOS_ERR_NULL_POINTER, "n_binds < 0");
+            gpuos_tensor_release(bad);
+        }
+        gpuos_tensor_release(a2);
+        gpuos_tensor_release(r2t);
+    }
+    gpuos_graph_release(g);
+    gpuos_tensor_release(p.a), gpuos_tensor_release(p.b), gpuos_tensor_release(p.s), gpuos_tensor_release(p.r);
+    gpuos_tensor_release(q.y), gpuos_tensor_release(q.z), gpuos_tensor_release(q.w), gpuos_tensor_release(q.r);
+}
+
+/* many launches in flight at once, each binding its own buffers, no waits in between */
+static void test_in_flight(gpuos_context *ctx) {
+    enum { L = 16 };
+    gpuos_graph *g;
+    gpuos_tensor *x, *y, *xs[L], *ys[L];
+    gpuos_task t = GPUOS_TASK_INIT;
+    static float hx[L][N], hy[N];
+    int l, i, k, bad = 0;
+    x = vec(ctx, N), y = vec(ctx, N);
+    CHECK(gpuos_graph_create(ctx, &g) == GPUOS_OK, "create");
+    /* y = x * x; y = y + x; y = sqrt(abs(y)) ... a dependent chain of 6 */
+    t.op = GPUOS_OP_MUL, t.out = y, t.in[0] = x, t.in[1] = x;
+    CHECK(gpuos_graph_add(g, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (k = 0; k < 5; k++) {
+        gpuos_task u = GPUOS_TASK_INIT;
+        u.op = k % 2 ? GPUOS_OP_ABS : GPUOS_OP_ADD, u.out = y, u.in[0] = y;
+        if (!(k % 2)) u.in[1] = x;
+        CHECK(gpuos_graph_add(g, &u, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    }
+    for (l = 0; l < L; l++) {
+        gpuos_graph_bind b[2];
+        xs[l] = vec(ctx, N), ys[l] = vec(ctx, N);
+        fill_random(ctx, xs[l], hx[l], N);
+        b[0].recorded = x, b[0].actual = xs[l];
+        b[1].recorded = y, b[1].actual = ys[l];
+        CHECK(gpuos_graph_launch(g, b, 2, NULL, 0, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    }
+    CHECK(gpuos_wait(ctx, 20000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (l = 0; l < L; l++) {
+        CHECK(gpuos_download(ctx, ys[l], hy, sizeof hy) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        for (i = 0; i < N; i++) {
+            float v = hx[l][i] * hx[l][i];
+            for (k = 0; k < 5; k++) v = k % 2 ? fabsf(v) : v + hx[l][i];
+            bad += hy[i] != v;
+        }
+        gpuos_tensor_release(xs[l]);
+        gpuos_tensor_release(ys[l]);
+    }
+    CHECK(bad == 0, "%d launches in flight: %d elements differ from one at a time", L, bad);
+    gpuos_graph_release(g);
+    gpuos_tensor_release(x);
+    gpuos_tensor_release(y);
+}
+
+static void test_deps_and_errors(gpuos_context *ctx) {
+    gpuos_graph *g;
+    gpuos_tensor *x = vec(ctx, 16), *wrong = vec(ctx, 17);
+    gpuos_task f1 = GPUOS_TASK_INIT, f2 = GPUOS_TASK_INIT, bad = GPUOS_TASK_INIT;
+    gpuos_graph_scalar sc;
+    float h[16];
+    int n0, n1, n2;
+    CHECK(gpuos_graph_create(ctx, &g) == GPUOS_OK, "create");
+    f1.op = f2.op = GPUOS_OP_FILL;
+    f1.out = f2.out = x;
+    f1.scalar[0] = 1.0, f2.scalar[0] = 2.0;
+    CHECK(gpuos_graph_add(g, &f1, &n0) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_graph_add(g, &f2, &n1) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_graph_add(g, &f2, &n2) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL) == GPUOS_OK && gpuos_download(ctx, x, h, sizeof h) == GPUOS_OK &&
+              h[0] == 2.0f, "recorded order: the last fill wins (%g)", h[0]);
+    CHECK(gpuos_graph_add_dep(g, n1, n0) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_graph_add_dep(g, n2, n0) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL) == GPUOS_OK && gpuos_download(ctx, x, h, sizeof h) == GPUOS_OK &&
+              h[0] == 1.0f, "node 0 after nodes 1 and 2: its fill wins (%g)", h[0]);
+    CHECK(gpuos_graph_add_dep(g, n0, n1) == GPUOS_ERR_INVALID_ARGUMENT, "a cycle 0 -> 1 -> 0 is refused");
+    CHECK(strstr(gpuos_last_error(ctx), "cycle") != NULL, "the message says cycle: %s", gpuos_last_error(ctx));
+    CHECK(gpuos_graph_add_dep(g, n0, n0) == GPUOS_ERR_INVALID_ARGUMENT, "a self dependency");
+    CHECK(gpuos_graph_add_dep(g, n0, 7) == GPUOS_ERR_INVALID_ARGUMENT, "a node out of range");
+    sc.node = n0, sc.index = 0, sc.value = 5.0;
+    CHECK(gpuos_graph_launch(g, NULL, 0, &sc, 1, NULL) == GPUOS_OK && gpuos_download(ctx, x, h, sizeof h) == GPUOS_OK &&
+              h[15] == 5.0f, "a scalar bound for one launch (%g)", h[15]);
+    CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL) == GPUOS_OK && gpuos_download(ctx, x, h, sizeof h) == GPUOS_OK &&
+              h[15] == 1.0f, "and the recorded scalar the next (%g)", h[15]);
+    /* recording validates as gpuos_submit does */
+    bad.op = GPUOS_OP_ADD, bad.out = x, bad.in[0] = x, bad.in[1] = wrong;
+    CHECK(gpuos_graph_add(g, &bad, NULL) == GPUOS_ERR_SHAPE_MISMATCH, "a bad task is refused at recording");
+    bad.op = (gpuos_op)999;
+    CHECK(gpuos_graph_add(g, &bad, NULL) == GPUOS_ERR_UNKNOWN_OP, "an unknown op");
+    CHECK(gpuos_graph_add(g, NULL, NULL) == GPUOS_ERR_NULL_POINTER, "task NULL");
+    CHECK(gpuos_graph_add(NULL, &f1, NULL) == GPUOS_ERR_NULL_POINTER, "graph NULL");
+    CHECK(gpuos_graph_launch(NULL, NULL, 0, NULL, 0, NULL) == GPUOS_ERR_NULL_POINTER, "launch NULL");
+    CHECK(gpuos_graph_create(ctx, NULL) == GPUOS_ERR_NULL_POINTER, "create NULL");
+    CHECK(gpuos_graph_size(g) == 3, "refused tasks are not recorded");
+    gpuos_graph_release(g);
+    gpuos_graph_release(NULL);
+    CHECK(gpuos_graph_create(ctx, &g) == GPUOS_OK, "create");
+    CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL) == GPUOS_OK, "an empty graph");
+    gpuos_graph_release(g);
+    gpuos_tensor_release(x);
+    gpuos_tensor_release(wrong);
+}
+
+/* a run-time operator in a graph: the launch runs its current version */
+static void test_runtime_op(gpuos_context *ctx) {
+    gpuos_op_def d = GPUOS_OP_DEF_INIT;
+    gpuos_op op;
+    gpuos_graph *g;
+    gpuos_task t = GPUOS_TASK_INIT;
+    gpuos_tensor *x = vec(ctx, 64), *y = vec(ctx, 64);
+    float h[64];
+    d.name = "g_affine";
+    d.source = "out = a * 2.0f + 1.0f;";
+    d.n_inputs = 1;
+    CHECK(gpuos_op_define(ctx, &d, &op) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_fill(ctx, x, 3.0) == GPUOS_OK, "fill");
+    CHECK(gpuos_graph_create(ctx, &g) == GPUOS_OK, "create");
+    t.op = op, t.out = y, t.in[0] = x;
+    CHECK(gpuos_graph_add(g, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL) == GPUOS_OK && gpuos_download(ctx, y, h, sizeof h) == GPUOS_OK &&
+              h[0] == 7.0f, "run-time operator in a graph: %g", h[0]);
+    d.source = "out = a * 3.0f;";
+    CHECK(gpuos_op_redefine(ctx, op, &d) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL) == GPUOS_OK && gpuos_download(ctx, y, h, sizeof h) == GPUOS_OK &&
+              h[63] == 9.0f, "after a redefinition the launch runs the new version: %g", h[63]);
+    d.source = "out = a * 4.0f;";
+    CHECK(gpuos_op_redefine(ctx, op, &d) == GPUOS_OK, "the graph does not pin an old version: %s", gpuos_last_error(ctx));
+    CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL) == GPUOS_OK && gpuos_download(ctx, y, h, sizeof h) == GPUOS_OK &&
+              h[1] == 12.0f, "third version: %g", h[1]);
+    gpuos_graph_release(g);
+    gpuos_op_remove(ctx, op);
+    gpuos_tensor_release(x);
+    gpuos_tensor_release(y);
+}
+
+int main(void) {
+    gpuos_config cfg = GPUOS_CONFIG_INIT;
+    gpuos_context *ctx;
+    cfg.device = ctest_device();
+    cfg.wait_timeout_ms = 20000;
+    if (gpuos_create(&cfg, &ctx) != GPUOS_OK) {
+        fprintf(stderr, "gpuos_create: %s\n", gpuos_last_error(NULL));
+        return 1;
+    }
+    test_equal_eager(ctx);
+    test_in_flight(ctx);
+    test_deps_and_errors(ctx);
+    test_runtime_op(ctx);
+    CHECK(gpuos_context_status(ctx) == GPUOS_OK, "healthy: %s", gpuos_last_error(ctx));
+    gpuos_destroy(ctx);
+    return ctest_summary("test_graph");
+}
