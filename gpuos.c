@@ -564,6 +564,8 @@ void gpuos__job_free(gpuos_context *ctx, gpuos__job *job);
 /* Queues job (takes its storage references, sets job->seq), waiting up to
    submit_timeout_ms for room. On error the job is freed and nothing is queued. */
 gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *seq);
+/* n jobs in order under one lock; *n_queued of them went in; the rest are freed on error. */
+gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs, int n, uint64_t *seq, int *n_queued);
 /* Dispatcher side: the next job, or NULL when stopping. Waits while paused or empty. */
 gpuos__job *gpuos__queue_pop(gpuos_context *ctx);
 /* Dispatcher side: job has finished; releases its storages, advances ctx->completed. */
@@ -6687,20 +6689,10 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
         free(jobs);
         return s;
     }
-    for (i = 0; i < g->n; i++) {
-        s = gpuos__queue_push(ctx, jobs[i], seq); /* frees the job on error */
-        if (s != GPUOS_OK) {
-            for (j = i + 1; j < g->n; j++) {
-                jobs[j]->n_st = 0;
-                gpuos__job_free(ctx, jobs[j]);
-            }
-            if (queued > 0)
-                gpuos__set_error(ctx, s, "%s: %s; %d of the launch's %d tasks were queued before it", fn,
-                                 gpuos_status_string(s), queued, g->n);
-            break;
-        }
-        queued++;
-    }
+    s = gpuos__queue_push_batch(ctx, jobs, g->n, seq, &queued);
+    if (s != GPUOS_OK && queued > 0)
+        gpuos__set_error(ctx, s, "%s: %s; %d of the launch's %d tasks were queued before it", fn, gpuos_status_string(s),
+                         queued, g->n);
     free(jobs);
     return s;
 }
@@ -7997,10 +7989,11 @@ void gpuos__job_free(gpuos_context *ctx, gpuos__job *job) {
 }
 
 /* ---------------------------------------------------------------- submitter side */
-gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *seq) {
+/* Queues one job (ctx->mu held; may wait for room, releasing it). On error the job is
+   retired (freed) and nothing of it is queued. */
+static gpuos_status queue_push_locked(gpuos_context *ctx, gpuos__job *job, uint64_t *seq, int pump) {
     gpuos_status st = GPUOS_OK;
     int i;
-    pthread_mutex_lock(&ctx->mu);
     if (ctx->ring_count >= ctx->capacity && ctx->cfg.submit_timeout_ms == 0 && !ctx->paused) {
         /* "Do not wait" still lets a dispatcher that shares our CPU drain the queue once:
            without it, a submitter that never blocks can starve it for a whole time slice. */
@@ -8020,6 +8013,7 @@ gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *se
     if (ctx->ring_count >= ctx->capacity) {
         if (ctx->cfg.submit_timeout_ms > 0) {
             struct timespec deadline;
+            if (ctx->cuda && ctx->cuda_sent < ctx->ring_count) (void)gpuos__cuda_pump_locked(ctx);
             gpuos__deadline(ctx->cfg.submit_timeout_ms, &deadline);
             while (ctx->ring_count >= ctx->capacity && !ctx->destroyed && ctx->sticky == GPUOS_OK)
                 if (gpuos__cond_wait_until(&ctx->cv_room, &ctx->mu, &deadline) == ETIMEDOUT) break;
@@ -8051,18 +8045,47 @@ gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *se
     ctx->ring[(ctx->ring_head + ctx->ring_count) & (ctx->ring_size - 1u)] = job;
     ctx->ring_count++;
     if (seq) *seq = job->seq;
-    if (ctx->cuda) {
+    if (ctx->cuda && pump) {
         /* The job is queued (it has its sequence number); a failure to hand it to the
            device now is retried by the next submission, wait or the reaper. */
         (void)gpuos__cuda_pump_locked(ctx);
     }
-    pthread_cond_signal(&ctx->cv_work);
-    pthread_mutex_unlock(&ctx->mu);
     return GPUOS_OK;
 
 fail:
     job->n_st = 0; /* no references were taken */
     queue_retire_locked(ctx, job);
+    return st;
+}
+
+gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *seq) {
+    gpuos_status st;
+    pthread_mutex_lock(&ctx->mu);
+    st = queue_push_locked(ctx, job, seq, 1);
+    if (st == GPUOS_OK) pthread_cond_signal(&ctx->cv_work);
+    pthread_mutex_unlock(&ctx->mu);
+    return st;
+}
+
+/* Queues n jobs in order under one lock (consecutive sequence numbers unless the queue
+   fills), handing them to the device once; *n_queued says how many went in. On an error
+   the remaining jobs are retired (freed). */
+gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs, int n, uint64_t *seq, int *n_queued) {
+    gpuos_status st = GPUOS_OK;
+    int i = 0;
+    pthread_mutex_lock(&ctx->mu);
+    for (; i < n; i++) {
+        st = queue_push_locked(ctx, jobs[i], seq, 0);
+        if (st != GPUOS_OK) break;
+    }
+    *n_queued = i;
+    if (st != GPUOS_OK)
+        for (i = i + 1; i < n; i++) {
+            jobs[i]->n_st = 0;
+            queue_retire_locked(ctx, jobs[i]);
+        }
+    if (ctx->cuda) (void)gpuos__cuda_pump_locked(ctx);
+    pthread_cond_signal(&ctx->cv_work);
     pthread_mutex_unlock(&ctx->mu);
     return st;
 }

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #define CK(x)                                                                                       \
@@ -381,6 +382,88 @@ static int row_large() {
     return 0;
 }
 
+// ------------------------------------------------------------------ branchy_dag
+// 8 independent chains of 50 in-place x_c = x_c + one (4096 floats), then out = x_0 + x_1,
+// out = out + x_2, ... (7 joins): us per launch of the whole DAG, as a CUDA graph captured on
+// one stream (cuda_graph_seq) and on 8 forked streams joined by events (cuda_graph_8streams).
+__global__ void add2(float *out, const float *a, const float *b, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = a[i] + b[i];
+}
+enum { DAG_CHAINS = 8, DAG_LEN = 50 };
+static void dag_issue(cudaStream_t *st, int n_st, float **x, float *out, cudaEvent_t fork, cudaEvent_t *done) {
+    if (n_st > 1) cudaEventRecord(fork, S);
+    for (int c = 0; c < DAG_CHAINS; c++) {
+        cudaStream_t s = n_st > 1 ? st[c] : S;
+        if (n_st > 1) cudaStreamWaitEvent(s, fork, 0);
+        for (int i = 0; i < DAG_LEN; i++) add_scalar<<<SMALL_GRID, TPB, 0, s>>>(x[c], x[c], d_one, SMALL_N);
+        if (n_st > 1) {
+            cudaEventRecord(done[c], s);
+            cudaStreamWaitEvent(S, done[c], 0);
+        }
+    }
+    add2<<<SMALL_GRID, TPB, 0, S>>>(out, x[0], x[1], SMALL_N);
+    for (int c = 2; c < DAG_CHAINS; c++) add2<<<SMALL_GRID, TPB, 0, S>>>(out, out, x[c], SMALL_N);
+}
+static int row_branchy_dag() {
+    float *x[DAG_CHAINS], *out;
+    cudaStream_t st[DAG_CHAINS];
+    cudaEvent_t fork, done[DAG_CHAINS];
+    int warm = reps(20, 5), R = reps(200, 30);
+    for (int c = 0; c < DAG_CHAINS; c++) {
+        CK(cudaMalloc(&x[c], SMALL_N * sizeof(float)));
+        CK(cudaStreamCreateWithFlags(&st[c], cudaStreamNonBlocking));
+        CK(cudaEventCreateWithFlags(&done[c], cudaEventDisableTiming));
+    }
+    CK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+    CK(cudaMalloc(&out, SMALL_N * sizeof(float)));
+    for (int variant = 0; variant < 2; variant++) {
+        const char *key = variant ? "cuda_graph_8streams" : "cuda_graph_seq";
+        char rowkey[64];
+        snprintf(rowkey, sizeof rowkey, "branchy_dag/%s", key);
+        cur_row = rowkey;
+        for (int c = 0; c < DAG_CHAINS; c++)
+            if (fill(x[c], SMALL_N, (float)c)) return -1;
+        CK(cudaStreamSynchronize(S));
+        cudaGraph_t g;
+        cudaGraphExec_t ge;
+        CK(cudaStreamBeginCapture(S, cudaStreamCaptureModeGlobal));
+        dag_issue(st, variant ? DAG_CHAINS : 1, x, out, fork, done);
+        CK(cudaStreamEndCapture(S, &g));
+        CK(cudaGraphInstantiate(&ge, g, 0));
+        CK(cudaGraphUpload(ge, S));
+        std::vector<double> t;
+        for (int r = 0; r < warm + R; r++) {
+            double t0 = now_s();
+            CK(cudaGraphLaunch(ge, S));
+            CK(cudaStreamSynchronize(S));
+            double t1 = now_s();
+            if (r >= warm) t.push_back(t1 - t0);
+        }
+        // x_c = c + (i % 97) / 4 + 50 * launches; out = sum over c
+        std::vector<float> h(SMALL_N);
+        CK(cudaMemcpy(h.data(), out, SMALL_N * sizeof(float), cudaMemcpyDeviceToHost));
+        for (int i = 0; i < SMALL_N; i++) {
+            double want = 0;
+            for (int c = 0; c < DAG_CHAINS; c++) want += (double)c + (double)(i % 97) * 0.25 + (double)DAG_LEN * (warm + R);
+            if (fabs(h[i] - want) > 1e-3 * fabs(want)) return failmsg("branchy_dag: wrong result");
+        }
+        char name[64];
+        snprintf(name, sizeof name, "branchy_dag.%s", key);
+        row_out("branchy_dag", key, "us", 1e6 * median_info(name, t, 1e6));
+        CK(cudaGraphExecDestroy(ge));
+        CK(cudaGraphDestroy(g));
+    }
+    for (int c = 0; c < DAG_CHAINS; c++) {
+        cudaFree(x[c]);
+        cudaStreamDestroy(st[c]);
+        cudaEventDestroy(done[c]);
+    }
+    cudaEventDestroy(fork);
+    cudaFree(out);
+    return 0;
+}
+
 // ------------------------------------------------------------------ the table
 struct bench_row {
     const char *name;
@@ -389,6 +472,7 @@ struct bench_row {
 static const bench_row ROWS[] = {
     {"roundtrip", row_roundtrip}, {"roundtrip_download", row_roundtrip_download}, {"independent", row_independent},
     {"chain", row_chain},         {"large_elementwise", row_large},
+    {"branchy_dag", row_branchy_dag},
 };
 
 static bool row_selected(const char *name) {
@@ -421,6 +505,7 @@ static int setup() {
     add_scalar<<<1, 32, 0, S>>>(d_one + 0, d_one, d_one, 0);
     add_large<<<1, 32, 0, S>>>(nullptr, nullptr, nullptr, 0);
     fill_pattern<<<1, 32, 0, S>>>(nullptr, 0, 0.0f);
+    add2<<<1, 32, 0, S>>>(nullptr, nullptr, nullptr, 0);
     CK_LAUNCH();
     CK(cudaStreamSynchronize(S));
     return 0;

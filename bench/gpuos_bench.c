@@ -844,6 +844,80 @@ static int row_swap_lost(void) {
     return 0;
 }
 
+/* ------------------------------------------------------------------ branchy_dag */
+/* 8 independent chains of 50 in-place x_c = x_c + one on 4096 floats, joined by out = x_0 +
+   x_1, out = out + x_2, ...: one recorded graph, us per launch until its fence is done (the
+   eager submission of the same 407 tasks is reported as INFO). */
+static int row_branchy_dag(void) {
+    enum { C = 8, L = 50 };
+    gpuos_context *ctx = g_ctx;
+    gpuos_tensor *x[C], *out, *one;
+    gpuos_graph *g;
+    gpuos_task t = GPUOS_TASK_INIT;
+    int warm = reps(20, 5), R = reps(200, 30);
+    double *tm = (double *)malloc((size_t)R * sizeof(double)), *te = (double *)malloc((size_t)R * sizeof(double));
+    if (!tm || !te) return failmsg("out of host memory");
+    CK(ctx, gpuos_tensor_scalar(ctx, GPUOS_F32, 1.0, &one));
+    for (int c = 0; c < C; c++)
+        if (new_filled(ctx, SMALL_N, (float)c, &x[c])) return -1;
+    if (new_filled(ctx, SMALL_N, 0.0f, &out)) return -1;
+    CK(ctx, gpuos_graph_create(ctx, &g));
+    for (int c = 0; c < C; c++)
+        for (int i = 0; i < L; i++) {
+            t.op = GPUOS_OP_ADD, t.out = x[c], t.in[0] = x[c], t.in[1] = one;
+            CK(ctx, gpuos_graph_add(g, &t, NULL));
+        }
+    t.op = GPUOS_OP_ADD, t.out = out, t.in[0] = x[0], t.in[1] = x[1];
+    CK(ctx, gpuos_graph_add(g, &t, NULL));
+    for (int c = 2; c < C; c++) {
+        t.out = out, t.in[0] = out, t.in[1] = x[c];
+        CK(ctx, gpuos_graph_add(g, &t, NULL));
+    }
+    for (int r = 0; r < warm + R; r++) {
+        uint64_t seq;
+        double t0 = now_s();
+        CK(ctx, gpuos_graph_launch(g, NULL, 0, NULL, 0, &seq));
+        CK(ctx, gpuos_wait_fence(ctx, seq, WAIT_MS));
+        double t1 = now_s();
+        if (r >= warm) tm[r - warm] = t1 - t0;
+    }
+    /* eager: the same tasks through gpuos_submit */
+    for (int r = 0; r < warm + R; r++) {
+        double t0 = now_s();
+        for (int c = 0; c < C; c++)
+            for (int i = 0; i < L; i++) CK(ctx, gpuos_add(ctx, x[c], x[c], one));
+        CK(ctx, gpuos_add(ctx, out, x[0], x[1]));
+        for (int c = 2; c < C; c++) CK(ctx, gpuos_add(ctx, out, out, x[c]));
+        CK(ctx, gpuos_wait_fence(ctx, gpuos_fence(ctx), WAIT_MS));
+        if (r >= warm) te[r - warm] = now_s() - t0;
+    }
+    {
+        float *h = (float *)malloc(SMALL_N * sizeof(float));
+        if (!h) return failmsg("out of host memory");
+        CK(ctx, gpuos_download(ctx, out, h, SMALL_N * sizeof(float)));
+        for (int i = 0; i < SMALL_N; i++) {
+            double want = 0;
+            for (int c = 0; c < C; c++) want += (double)c + (double)(i % 97) * 0.25 + (double)L * 2 * (warm + R);
+            if (fabs(h[i] - want) > 1e-3 * fabs(want)) {
+                free(h);
+                return failmsg("branchy_dag: wrong result");
+            }
+        }
+        free(h);
+    }
+    double med = median_info("branchy_dag", tm, R, 1e6);
+    double mede = median_info("branchy_dag.eager", te, R, 1e6);
+    printf("INFO branchy_dag.eager_us %.2f\n", mede * 1e6);
+    row_out("branchy_dag", "us", med * 1e6);
+    gpuos_graph_release(g);
+    for (int c = 0; c < C; c++) gpuos_tensor_release(x[c]);
+    gpuos_tensor_release(out);
+    gpuos_tensor_release(one);
+    free(tm);
+    free(te);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ the table */
 typedef struct {
     const char *name, *unit;
@@ -863,6 +937,7 @@ static const bench_row ROWS[] = {
     {"define_warm_ms", "ms", 1, row_define_warm},
     {"swap_pause_us", "us", 1, row_swap_pause},
     {"swap_lost_tasks", "tasks", 1, row_swap_lost},
+    {"branchy_dag", "us", 1, row_branchy_dag},
 };
 #define N_ROWS ((int)(sizeof ROWS / sizeof ROWS[0]))
 

@@ -220,6 +220,8 @@ void gpuos__job_free(gpuos_context *ctx, gpuos__job *job);
 /* Queues job (takes its storage references, sets job->seq), waiting up to
    submit_timeout_ms for room. On error the job is freed and nothing is queued. */
 gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *seq);
+/* n jobs in order under one lock; *n_queued of them went in; the rest are freed on error. */
+gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs, int n, uint64_t *seq, int *n_queued);
 /* Dispatcher side: the next job, or NULL when stopping. Waits while paused or empty. */
 gpuos__job *gpuos__queue_pop(gpuos_context *ctx);
 /* Dispatcher side: job has finished; releases its storages, advances ctx->completed. */

@@ -287,20 +287,10 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
         free(jobs);
         return s;
     }
-    for (i = 0; i < g->n; i++) {
-        s = gpuos__queue_push(ctx, jobs[i], seq); /* frees the job on error */
-        if (s != GPUOS_OK) {
-            for (j = i + 1; j < g->n; j++) {
-                jobs[j]->n_st = 0;
-                gpuos__job_free(ctx, jobs[j]);
-            }
-            if (queued > 0)
-                gpuos__set_error(ctx, s, "%s: %s; %d of the launch's %d tasks were queued before it", fn,
-                                 gpuos_status_string(s), queued, g->n);
-            break;
-        }
-        queued++;
-    }
+    s = gpuos__queue_push_batch(ctx, jobs, g->n, seq, &queued);
+    if (s != GPUOS_OK && queued > 0)
+        gpuos__set_error(ctx, s, "%s: %s; %d of the launch's %d tasks were queued before it", fn, gpuos_status_string(s),
+                         queued, g->n);
     free(jobs);
     return s;
 }
