@@ -439,6 +439,8 @@ typedef struct gpuos__job {
     uint8_t elsize[GPUOS__MAX_PTR];     /* bytes per element of out, in[0], in[1], ... */
     uint64_t dseq;                      /* CUDA backend: the task's device sequence number */
     gpuos__rt_version *rt;              /* run-time operator: the version it runs (a reference) */
+    gpuos__storage **xst;               /* a graph launch's job: its storages (malloc'd, owned) */
+    int n_xst;
     struct gpuos__job *next_free;
 } gpuos__job;
 
@@ -564,6 +566,18 @@ void gpuos__job_free(gpuos_context *ctx, gpuos__job *job);
 /* Queues job (takes its storage references, sets job->seq), waiting up to
    submit_timeout_ms for room. On error the job is freed and nothing is queued. */
 gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *seq);
+/* ctx->mu held: waits (submit_timeout_ms) until the queue has room for one more job. */
+gpuos_status gpuos__queue_wait_room_locked(gpuos_context *ctx);
+/* ctx->mu held, room checked: queues a job the CUDA backend already sent to the device. */
+void gpuos__queue_push_sent_locked(gpuos_context *ctx, gpuos__job *job, uint64_t *seq);
+/* cuda_backend.c: recorded graphs encoded once (graph.c) */
+struct gpuos__cuda_graph;
+gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const *jobs, int n,
+                                           struct gpuos__cuda_graph **out);
+gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__cuda_graph *g, gpuos__job *job,
+                                             uint64_t *seq);
+void gpuos__cuda_graph_free_locked(gpuos_context *ctx, struct gpuos__cuda_graph *g);
+int gpuos__cuda_graph_storages(const struct gpuos__cuda_graph *g);
 /* n jobs in order under one lock; *n_queued of them went in; the rest are freed on error. */
 gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs, int n, uint64_t *seq, int *n_queued);
 /* Dispatcher side: the next job, or NULL when stopping. Waits while paused or empty. */
@@ -2590,6 +2604,7 @@ typedef struct cuda__plan_entry {
     uint32_t bytes;
     uint32_t epoch;     /* plan writes numbering (24 bits): workers reuse their copy of a row of the same epoch */
     int used;
+    int pins;           /* recorded graphs that refer to this row: never evicted while > 0 */
     unsigned char plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD];
 } cuda__plan_entry;
 
@@ -3490,7 +3505,7 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
                 *epoch = e->epoch;
                 return GPUOS_OK;
             }
-            if (victim == UINT32_MAX && (!e->used || e->last_dseq <= c->retired_seen)) victim = s;
+            if (victim == UINT32_MAX && (!e->used || (e->last_dseq <= c->retired_seen && e->pins == 0))) victim = s;
         }
         if (victim != UINT32_MAX) break;
         /* every candidate is in use by queued tasks: wait for some to retire */
@@ -3528,6 +3543,24 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
     return GPUOS_OK;
 }
 
+/* Tiling: small element-wise tasks in tiles of 1024 items (one warp-pass each for 256
+   threads x 4); large ones in about four tiles per worker. */
+static void cuda_tiling(const struct gpuos__cuda *c, const gpuos__job *job, uint32_t *tile_out, int64_t *n_tiles) {
+    uint32_t tile;
+    if (job->kind == GPUOS__KIND_EW) {
+        int64_t t = (job->items + 4 * (int64_t)c->n_workers - 1) / (4 * (int64_t)c->n_workers);
+        tile = (uint32_t)(t < CUDA__TILE_EW ? CUDA__TILE_EW : t > (1 << 30) ? (1 << 30) : t);
+        tile = (tile + 255u) & ~255u;
+    } else if (job->kind == GPUOS__KIND_MATMUL) {
+        tile = 32;
+    } else {
+        int64_t t = (job->items + c->n_workers - 1) / c->n_workers;
+        tile = (uint32_t)(t < 1 ? 1 : t > (1 << 30) ? (1 << 30) : t);
+    }
+    *tile_out = tile;
+    *n_tiles = job->items > 0 ? (job->items + tile - 1) / tile : 0;
+}
+
 /* Encodes one job into the ring (ctx->mu held). */
 static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos__job *job) {
     cuda__operand ops[GPUOS__MAX_PTR];
@@ -3550,19 +3583,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         return gpuos__set_error(ctx, GPUOS_ERR_UNSUPPORTED, "gpuos_submit: no device code for %s on this dtype",
                                 gpuos_op_name(job->op));
 
-    /* Tiling: small element-wise tasks in tiles of 1024 items (one warp-pass each for
-       256 threads x 4); large ones in about four tiles per worker. */
-    if (job->kind == GPUOS__KIND_EW) {
-        int64_t t = (job->items + 4 * (int64_t)c->n_workers - 1) / (4 * (int64_t)c->n_workers);
-        tile = (uint32_t)(t < CUDA__TILE_EW ? CUDA__TILE_EW : t > (1 << 30) ? (1 << 30) : t);
-        tile = (tile + 255u) & ~255u;
-    } else if (job->kind == GPUOS__KIND_MATMUL) {
-        tile = 32;
-    } else {
-        int64_t t = (job->items + c->n_workers - 1) / c->n_workers;
-        tile = (uint32_t)(t < 1 ? 1 : t > (1 << 30) ? (1 << 30) : t);
-    }
-    n_tiles = job->items > 0 ? (job->items + tile - 1) / tile : 0;
+    cuda_tiling(c, job, &tile, &n_tiles);
 
     /* Dependencies from each operand's storage log. The retired mark is the line the
        GPU keeps writing: reading it costs a cache miss, so it is refreshed once in 64
@@ -4044,6 +4065,264 @@ void gpuos_debug_rt_times(gpuos_context *ctx, double *compile_ms, double *link_m
     if (compile_ms) *compile_ms = c ? c->last_rt_compile_ms : 0;
     if (link_ms) *link_ms = c ? c->last_rt_link_ms : 0;
     if (swap_ms) *swap_ms = c ? c->last_swap_ms : 0;
+}
+
+/* ---------------------------------------------------------------- recorded graphs */
+/* A graph's tasks encoded once (gpuos__cuda_graph_make): descriptors with dependencies
+   between its own nodes as deltas and bases relative to the launch, plans pinned in the
+   device table. A launch (gpuos__cuda_graph_launch_locked) copies them into the ring with
+   the launch's base and one external dependency for the nodes that first touch memory
+   outside the graph's own ordering, updates the storages' logs, and queues ONE host job. */
+typedef struct cuda__gacc {
+    gpuos__storage *st;
+    uint64_t lo, hi, sig;
+    int node, write;
+    int dead; /* covered by a later write of the graph: later nodes (and tasks) need not see it */
+} cuda__gacc;
+
+struct gpuos__cuda_graph {
+    int n;
+    gpuos__qdesc *desc;   /* per node; stamp = 1: the node waits for the launch's external dependency */
+    uint32_t *base_rel;   /* per node */
+    uint32_t n_rel;
+    uint32_t *plan_ids;   /* pinned rows, one per node */
+    cuda__gacc *acc;      /* every operand access, in node order */
+    int n_acc;
+    gpuos__storage **st;  /* distinct storages (the launch job's references) */
+    int n_st;
+};
+
+int gpuos__cuda_graph_storages(const struct gpuos__cuda_graph *g) { return g->n_st; }
+
+void gpuos__cuda_graph_free_locked(gpuos_context *ctx, struct gpuos__cuda_graph *g) {
+    int k;
+    if (!g) return;
+    if (ctx->cuda && g->plan_ids)
+        for (k = 0; k < g->n; k++) ctx->cuda->plans[g->plan_ids[k]].pins--;
+    free(g->desc);
+    free(g->base_rel);
+    free(g->plan_ids);
+    free(g->acc);
+    free(g->st);
+    free(g);
+}
+
+/* Encodes jobs[0..n) (templates, in launch order) once (ctx->mu held). NULL with
+   GPUOS_ERR_UNSUPPORTED when the graph cannot be pre-encoded (the caller falls back). */
+gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const *jobs, int n,
+                                           struct gpuos__cuda_graph **out) {
+    struct gpuos__cuda *c = ctx->cuda;
+    struct gpuos__cuda_graph *g;
+    int k, j, q;
+    gpuos_status st = GPUOS_OK;
+    *out = NULL;
+    if (n < 1 || (uint64_t)n + GPUOS__PLAN_SLOTS * (uint64_t)n > c->P.ring_slots / 2)
+        return GPUOS_ERR_UNSUPPORTED;
+    g = (struct gpuos__cuda_graph *)calloc(1, sizeof *g);
+    if (!g) return GPUOS_ERR_OUT_OF_MEMORY;
+    g->n = n;
+    g->desc = (gpuos__qdesc *)calloc((size_t)n, sizeof *g->desc);
+    g->base_rel = (uint32_t *)calloc((size_t)n, sizeof(uint32_t));
+    g->plan_ids = (uint32_t *)calloc((size_t)n, sizeof(uint32_t));
+    g->acc = (cuda__gacc *)calloc((size_t)n * GPUOS__MAX_PTR, sizeof *g->acc);
+    g->st = (gpuos__storage **)calloc((size_t)n * GPUOS__MAX_PTR, sizeof *g->st);
+    if (!g->desc || !g->base_rel || !g->plan_ids || !g->acc || !g->st) {
+        free(g->plan_ids);
+        g->plan_ids = NULL;
+        gpuos__cuda_graph_free_locked(ctx, g);
+        return GPUOS_ERR_OUT_OF_MEMORY;
+    }
+    if (!c->running && (st = cuda_launch_locked(ctx, c)) != GPUOS_OK) { /* plan chunks go to the ring */
+        free(g->plan_ids);
+        g->plan_ids = NULL;
+        gpuos__cuda_graph_free_locked(ctx, g);
+        return st;
+    }
+    for (k = 0; k < n; k++) {
+        const gpuos__job *job = jobs[k];
+        cuda__operand ops[GPUOS__MAX_PTR];
+        uint64_t deps[GPUOS__MAX_PTR * 64];
+        int n_deps = 0, all = 0, m, a, b, no, ext = 0;
+        uint32_t base = UINT32_MAX, plan_bytes, tile, epoch = 0;
+        int64_t n_tiles;
+        gpuos__qdesc *d = &g->desc[k];
+        if (job->dev_kernel < 0) { st = GPUOS_ERR_UNSUPPORTED; break; }
+        switch (job->kind) {
+        case GPUOS__KIND_EW: plan_bytes = sizeof(gpuos__ew_plan); break;
+        case GPUOS__KIND_REDUCE: plan_bytes = sizeof(gpuos__reduce_plan); break;
+        case GPUOS__KIND_ROWS: plan_bytes = sizeof(gpuos__rows_plan); break;
+        default: plan_bytes = sizeof(gpuos__matmul_plan);
+        }
+        cuda_tiling(c, job, &tile, &n_tiles);
+        no = cuda_operands(job, ops);
+        for (q = 0; q < no; q++) {
+            uint64_t lo, hi;
+            gpuos__storage *sto;
+            int same_range = 0;
+            cuda_operand_range(&ops[q], &lo, &hi);
+            if (lo == hi) continue;
+            sto = cuda_storage_of(job, lo, hi);
+            if (!sto) { all = 1; continue; }
+            /* earlier accesses of this graph: dependencies, or tile alignment */
+            for (j = g->n_acc - 1; j >= 0; j--) {
+                const cuda__gacc *e = &g->acc[j];
+                if (e->dead || e->st != sto || e->hi <= lo || hi <= e->lo) continue;
+                if (e->lo == lo && e->hi == hi) same_range = 1;
+                if (!(e->write || ops[q].write)) continue;
+                if (c->align && job->kind == GPUOS__KIND_EW && e->sig && e->sig == ops[q].sig &&
+                    (base == UINT32_MAX || base == g->base_rel[e->node])) {
+                    base = g->base_rel[e->node];
+                    continue;
+                }
+                if (n_deps < (int)(sizeof deps / sizeof deps[0])) deps[n_deps++] = (uint64_t)e->node;
+                else all = 1;
+            }
+            if (!same_range) ext = 1; /* memory the graph's own order does not cover: wait for the outside */
+            if (ops[q].write) /* this node runs after every access it covers: they are done with */
+                for (j = 0; j < g->n_acc; j++)
+                    if (g->acc[j].st == sto && g->acc[j].lo >= lo && g->acc[j].hi <= hi && g->acc[j].node != k)
+                        g->acc[j].dead = 1;
+            g->acc[g->n_acc].st = sto;
+            g->acc[g->n_acc].lo = lo;
+            g->acc[g->n_acc].hi = hi;
+            g->acc[g->n_acc].sig = job->kind == GPUOS__KIND_EW ? ops[q].sig : 0;
+            g->acc[g->n_acc].node = k;
+            g->acc[g->n_acc].write = ops[q].write;
+            g->n_acc++;
+            for (j = 0; j < g->n_st && g->st[j] != sto; j++) {
+            }
+            if (j == g->n_st) g->st[g->n_st++] = sto;
+        }
+        if (base == UINT32_MAX) base = g->n_rel++;
+        g->base_rel[k] = base;
+        for (a = 0, m = 0; a < n_deps; a++) { /* dedupe */
+            for (b = 0; b < m; b++)
+                if (deps[b] == deps[a]) break;
+            if (b == m) deps[m++] = deps[a];
+        }
+        n_deps = m;
+        if (n_deps > (int)GPUOS__MAX_DEPS - 1 || c->serialize) all = 1; /* one left for the external one */
+        st = cuda_plan_id(ctx, c, job, &job->plan, plan_bytes, &g->plan_ids[k], &epoch);
+        if (st != GPUOS_OK) break;
+        c->plans[g->plan_ids[k]].pins++;
+        memset(d, 0, sizeof *d);
+        d->kind = GPUOS__SLOT_TASK | epoch << 8;
+        d->kernel_id = job->dev_kernel;
+        d->plan_id = g->plan_ids[k];
+        d->n_items = job->items;
+        d->tile_items = tile;
+        d->n_tiles = (uint32_t)n_tiles;
+        d->base = base;
+        d->stamp = (uint32_t)ext;
+        if (all) {
+            d->n_deps = GPUOS__DEPS_ALL;
+        } else {
+            d->n_deps = (uint32_t)n_deps;
+            for (a = 0; a < n_deps; a++) d->dep_delta[a] = (uint32_t)((uint64_t)k - deps[a]);
+        }
+    }
+    if (st != GPUOS_OK) {
+        for (j = 0; j < k && j < n; j++) c->plans[g->plan_ids[j]].pins--;
+        free(g->plan_ids);
+        g->plan_ids = NULL;
+        gpuos__cuda_graph_free_locked(ctx, g);
+        return st;
+    }
+    *out = g;
+    return GPUOS_OK;
+}
+
+/* Queues one launch of g (ctx->mu held): job is the launch's host job (no plan) with room
+   for g's storages in job->xst; it is queued as already sent to the device. */
+gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__cuda_graph *g, gpuos__job *job,
+                                             uint64_t *seq) {
+    struct gpuos__cuda *c = ctx->cuda;
+    uint64_t s0, ext_max = 0;
+    uint32_t base0;
+    int k, j;
+    gpuos_status st;
+    /* everything queued before goes to the device first: ring order is sequence order */
+    if ((st = gpuos__queue_wait_room_locked(ctx)) != GPUOS_OK) return st; /* room for the launch's job */
+    if (ctx->cuda_sent < ctx->ring_count && (st = gpuos__cuda_pump_locked(ctx)) != GPUOS_OK) return st;
+    if (ctx->cuda_sent < ctx->ring_count)
+        return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL, "gpuos_graph_launch: earlier tasks could not be sent");
+    if (!c->running && (st = cuda_launch_locked(ctx, c)) != GPUOS_OK) return st;
+    if ((st = cuda_ring_room(ctx, c, (uint64_t)g->n)) != GPUOS_OK) return st;
+    /* the external dependency: the newest unretired conflicting access outside the graph */
+    c->retired_seen = cuda_load_acquire(&c->ctl->retired);
+    for (k = 0; k < g->n_acc; k++) {
+        const cuda__gacc *e = &g->acc[k];
+        const cuda__log *lg = (const cuda__log *)e->st->cuda_log;
+        if (!g->desc[e->node].stamp || !lg) continue;
+        if (lg->floor_w > c->retired_seen && lg->floor_w > ext_max) ext_max = lg->floor_w;
+        if (e->write && lg->floor_r > c->retired_seen && lg->floor_r > ext_max) ext_max = lg->floor_r;
+        for (j = 0; j < lg->n; j++) {
+            const cuda__access *a = &lg->a[j];
+            if (a->dseq <= c->retired_seen || a->hi <= e->lo || e->hi <= a->lo || !(a->write || e->write)) continue;
+            if (a->dseq > ext_max) ext_max = a->dseq;
+        }
+    }
+    s0 = c->dseq;
+    base0 = c->next_base;
+    c->next_base += g->n_rel;
+    for (k = 0; k < g->n; k++) {
+        gpuos__qdesc d = g->desc[k];
+        const int ext = (int)d.stamp;
+        d.stamp = 0;
+        d.base += base0;
+        if (ext && ext_max) {
+            if (d.n_deps == GPUOS__DEPS_ALL) {
+            } else if (d.n_deps < GPUOS__MAX_DEPS) {
+                d.dep_delta[d.n_deps++] = (uint32_t)(s0 + (uint64_t)k - ext_max) | GPUOS__DEP_RETIRED;
+            } else {
+                d.n_deps = GPUOS__DEPS_ALL;
+            }
+        }
+        cuda_put(c, &d);
+        c->plans[d.plan_id].last_dseq = s0 + (uint64_t)k;
+    }
+    c->dseq += (uint64_t)g->n;
+    /* the storages' logs: the launch's accesses that later tasks must see (the live ones) */
+    for (k = 0; k < g->n_acc; k++) {
+        const cuda__gacc *e = &g->acc[k];
+        cuda__log *lg;
+        cuda__access a;
+        if (e->dead) continue;
+        if (!e->st->cuda_log && !(e->st->cuda_log = calloc(1, sizeof(cuda__log)))) continue;
+        lg = (cuda__log *)e->st->cuda_log;
+        for (j = 0; j < lg->n;) {
+            const cuda__access *o = &lg->a[j];
+            if (o->dseq <= c->retired_seen || (e->write && o->lo >= e->lo && o->hi <= e->hi && o->dseq < s0 + e->node))
+                lg->a[j] = lg->a[--lg->n];
+            else
+                j++;
+        }
+        if (lg->n == CUDA__LOG_LEN) {
+            int oldest = 0;
+            for (j = 1; j < lg->n; j++)
+                if (lg->a[j].dseq < lg->a[oldest].dseq) oldest = j;
+            if (lg->a[oldest].write) {
+                if (lg->a[oldest].dseq > lg->floor_w) lg->floor_w = lg->a[oldest].dseq;
+            } else if (lg->a[oldest].dseq > lg->floor_r) {
+                lg->floor_r = lg->a[oldest].dseq;
+            }
+            lg->a[oldest] = lg->a[--lg->n];
+        }
+        a.dseq = s0 + (uint64_t)e->node;
+        a.lo = e->lo;
+        a.hi = e->hi;
+        a.sig = e->sig;
+        a.base = base0 + g->base_rel[e->node];
+        a.write = e->write;
+        lg->a[lg->n++] = a;
+    }
+    /* one host job for the launch: it holds the storages and retires with the last node */
+    memcpy(job->xst, g->st, (size_t)g->n_st * sizeof *g->st);
+    job->n_xst = g->n_st;
+    job->dseq = s0 + (uint64_t)g->n - 1;
+    c->last_activity_ns = cuda_now_ns();
+    gpuos__queue_push_sent_locked(ctx, job, seq);
+    return GPUOS_OK;
 }
 /*** End of src/cuda_backend.c ***/
 
@@ -6430,7 +6709,17 @@ struct gpuos_graph {
     int n_edges, cap_edges;
     int *order;      /* launch order; valid while order_ok */
     int order_ok;
+    struct gpuos__cuda_graph *cg; /* GPU: the nodes encoded once (cuda_backend.c); NULL until a launch makes it */
+    int cg_refused;               /* the CUDA backend cannot pre-encode this graph: per-node launches */
 };
+
+static void graph_drop_cg(gpuos_graph *g) {
+    if (!g->cg) return;
+    pthread_mutex_lock(&g->ctx->mu);
+    gpuos__cuda_graph_free_locked(g->ctx, g->cg);
+    pthread_mutex_unlock(&g->ctx->mu);
+    g->cg = NULL;
+}
 
 gpuos_status gpuos_graph_create(gpuos_context *ctx, gpuos_graph **graph) {
     gpuos_graph *g;
@@ -6505,6 +6794,8 @@ gpuos_status gpuos_graph_add(gpuos_graph *g, const gpuos_task *task, int *node) 
     if (node) *node = g->n;
     g->n++;
     g->order_ok = 0;
+    graph_drop_cg(g);
+    g->cg_refused = 0;
     return GPUOS_OK;
 }
 
@@ -6567,6 +6858,8 @@ gpuos_status gpuos_graph_add_dep(gpuos_graph *g, int before, int after) {
                                 before, after, after, before);
     g->n_edges++;
     g->order_ok = 0;
+    graph_drop_cg(g);
+    g->cg_refused = 0;
     return GPUOS_OK;
 }
 
@@ -6626,6 +6919,49 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
             return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "%s: the dependencies have a cycle", fn);
         g->order_ok = 1;
     }
+    /* GPU, nothing bound: the nodes were encoded once; a launch is a copy of their slots */
+    if (ctx->cuda && n_binds == 0 && n_scalars == 0 && !g->cg_refused) {
+        int fresh_needed = 0;
+        for (i = 0; i < g->n && !fresh_needed; i++) {
+            const gpuos__job *t = g->nodes[i].tmpl;
+            if (t->rt) {
+                pthread_mutex_lock(&ctx->mu);
+                fresh_needed = ctx->rt_cur[t->rt->index] != t->rt;
+                pthread_mutex_unlock(&ctx->mu);
+            }
+        }
+        if (!fresh_needed) {
+            gpuos__job *job = gpuos__job_alloc(ctx);
+            if (!job) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: no memory", fn);
+            pthread_mutex_lock(&ctx->mu);
+            if (!g->cg) {
+                gpuos__job **tm = (gpuos__job **)malloc((size_t)g->n * sizeof *tm);
+                if (!tm) {
+                    s = GPUOS_ERR_OUT_OF_MEMORY;
+                } else {
+                    for (i = 0; i < g->n; i++) tm[i] = g->nodes[g->order[i]].tmpl;
+                    s = gpuos__cuda_graph_make_locked(ctx, tm, g->n, &g->cg);
+                    free(tm);
+                }
+                if (s == GPUOS_ERR_UNSUPPORTED) g->cg_refused = 1;
+            }
+            if (g->cg) {
+                job->xst = (gpuos__storage **)malloc((size_t)gpuos__cuda_graph_storages(g->cg) * sizeof *job->xst + 1);
+                s = job->xst ? gpuos__cuda_graph_launch_locked(ctx, g->cg, job, seq) : GPUOS_ERR_OUT_OF_MEMORY;
+                if (s == GPUOS_OK) job = NULL; /* queued */
+            }
+            pthread_mutex_unlock(&ctx->mu);
+            if (job) {
+                job->n_xst = 0;
+                gpuos__job_free(ctx, job); /* frees xst */
+            }
+            if (g->cg || s != GPUOS_ERR_UNSUPPORTED) {
+                if (s == GPUOS_ERR_OUT_OF_MEMORY) return gpuos__set_error(ctx, s, "%s: no memory", fn);
+                return s;
+            }
+            s = GPUOS_OK; /* refused: per-node launches below */
+        }
+    }
     /* every job first (a node that fails validation queues nothing), then push them in order */
     jobs = (gpuos__job **)calloc((size_t)g->n, sizeof *jobs);
     if (!jobs) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: no memory", fn);
@@ -6645,6 +6981,8 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
                 nd->tmpl->rt = NULL;
                 gpuos__job_free(ctx, nd->tmpl);
                 nd->tmpl = fresh;
+                graph_drop_cg(g); /* its kernel ids changed */
+                g->cg_refused = 0;
             }
         }
         for (j = 0; j < n_binds && !bound; j++)
@@ -6700,6 +7038,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
 void gpuos_graph_release(gpuos_graph *g) {
     int i;
     if (!g) return;
+    graph_drop_cg(g);
     for (i = 0; i < g->n; i++) graph_node_free(g->ctx, &g->nodes[i]);
     free(g->nodes);
     free(g->edges);
@@ -7937,6 +8276,10 @@ static void queue_retire_locked(gpuos_context *ctx, gpuos__job *job) {
     job->n_st = 0;
     if (job->rt) gpuos__rt_release_locked(job->rt);
     job->rt = NULL;
+    for (i = 0; i < job->n_xst; i++) (void)gpuos__storage_release_locked(job->xst[i]);
+    free(job->xst);
+    job->xst = NULL;
+    job->n_xst = 0;
     if (ctx->ring && ctx->n_free_jobs < QUEUE_FREE_JOBS) { /* no recycling after gpuos__queue_fini */
         job->next_free = ctx->free_jobs;
         ctx->free_jobs = job;
@@ -7984,6 +8327,7 @@ void gpuos__job_free(gpuos_context *ctx, gpuos__job *job) {
     if (!job) return;
     pthread_mutex_lock(&ctx->mu);
     job->n_st = 0; /* no references taken yet */
+    job->n_xst = 0;
     queue_retire_locked(ctx, job);
     pthread_mutex_unlock(&ctx->mu);
 }
@@ -7991,9 +8335,8 @@ void gpuos__job_free(gpuos_context *ctx, gpuos__job *job) {
 /* ---------------------------------------------------------------- submitter side */
 /* Queues one job (ctx->mu held; may wait for room, releasing it). On error the job is
    retired (freed) and nothing of it is queued. */
-static gpuos_status queue_push_locked(gpuos_context *ctx, gpuos__job *job, uint64_t *seq, int pump) {
+gpuos_status gpuos__queue_wait_room_locked(gpuos_context *ctx) {
     gpuos_status st = GPUOS_OK;
-    int i;
     if (ctx->ring_count >= ctx->capacity && ctx->cfg.submit_timeout_ms == 0 && !ctx->paused) {
         /* "Do not wait" still lets a dispatcher that shares our CPU drain the queue once:
            without it, a submitter that never blocks can starve it for a whole time slice. */
@@ -8032,30 +8375,53 @@ static gpuos_status queue_push_locked(gpuos_context *ctx, gpuos__job *job, uint6
             goto fail;
         }
     }
-    if (ctx->ring_count == ctx->ring_size && !queue_grow(ctx)) {
+    if (ctx->ring_count == ctx->ring_size && !queue_grow(ctx))
         st = gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_submit: no memory to grow the queue to %u tasks",
                               (unsigned)(ctx->ring_size * 2u));
-        goto fail;
-    }
+fail:
+    return st;
+}
+
+/* ctx->mu held, room there: the job joins the ring (storage references, sequence number). */
+static void queue_insert_locked(gpuos_context *ctx, gpuos__job *job, uint64_t *seq) {
+    int i;
     job->seq = ++ctx->submitted;
     for (i = 0; i < job->n_st; i++) {
         gpuos__storage_retain_locked(job->st[i]);
         job->st[i]->last_use = job->seq;
     }
+    for (i = 0; i < job->n_xst; i++) {
+        gpuos__storage_retain_locked(job->xst[i]);
+        job->xst[i]->last_use = job->seq;
+    }
     ctx->ring[(ctx->ring_head + ctx->ring_count) & (ctx->ring_size - 1u)] = job;
     ctx->ring_count++;
     if (seq) *seq = job->seq;
+}
+
+/* Queues one job (ctx->mu held; may wait for room, releasing it). On error the job is
+   retired (freed) and nothing of it is queued. */
+static gpuos_status queue_push_locked(gpuos_context *ctx, gpuos__job *job, uint64_t *seq, int pump) {
+    gpuos_status st = gpuos__queue_wait_room_locked(ctx);
+    if (st != GPUOS_OK) {
+        job->n_st = 0; /* no references were taken */
+        job->n_xst = 0;
+        queue_retire_locked(ctx, job);
+        return st;
+    }
+    queue_insert_locked(ctx, job, seq);
     if (ctx->cuda && pump) {
         /* The job is queued (it has its sequence number); a failure to hand it to the
            device now is retried by the next submission, wait or the reaper. */
         (void)gpuos__cuda_pump_locked(ctx);
     }
     return GPUOS_OK;
+}
 
-fail:
-    job->n_st = 0; /* no references were taken */
-    queue_retire_locked(ctx, job);
-    return st;
+void gpuos__queue_push_sent_locked(gpuos_context *ctx, gpuos__job *job, uint64_t *seq) {
+    queue_insert_locked(ctx, job, seq);
+    ctx->cuda_sent++; /* every earlier job was sent: the caller pumped them first */
+    pthread_cond_signal(&ctx->cv_work);
 }
 
 gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *seq) {

@@ -75,6 +75,7 @@ typedef struct cuda__plan_entry {
     uint32_t bytes;
     uint32_t epoch;     /* plan writes numbering (24 bits): workers reuse their copy of a row of the same epoch */
     int used;
+    int pins;           /* recorded graphs that refer to this row: never evicted while > 0 */
     unsigned char plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD];
 } cuda__plan_entry;
 
@@ -975,7 +976,7 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
                 *epoch = e->epoch;
                 return GPUOS_OK;
             }
-            if (victim == UINT32_MAX && (!e->used || e->last_dseq <= c->retired_seen)) victim = s;
+            if (victim == UINT32_MAX && (!e->used || (e->last_dseq <= c->retired_seen && e->pins == 0))) victim = s;
         }
         if (victim != UINT32_MAX) break;
         /* every candidate is in use by queued tasks: wait for some to retire */
@@ -1013,6 +1014,24 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
     return GPUOS_OK;
 }
 
+/* Tiling: small element-wise tasks in tiles of 1024 items (one warp-pass each for 256
+   threads x 4); large ones in about four tiles per worker. */
+static void cuda_tiling(const struct gpuos__cuda *c, const gpuos__job *job, uint32_t *tile_out, int64_t *n_tiles) {
+    uint32_t tile;
+    if (job->kind == GPUOS__KIND_EW) {
+        int64_t t = (job->items + 4 * (int64_t)c->n_workers - 1) / (4 * (int64_t)c->n_workers);
+        tile = (uint32_t)(t < CUDA__TILE_EW ? CUDA__TILE_EW : t > (1 << 30) ? (1 << 30) : t);
+        tile = (tile + 255u) & ~255u;
+    } else if (job->kind == GPUOS__KIND_MATMUL) {
+        tile = 32;
+    } else {
+        int64_t t = (job->items + c->n_workers - 1) / c->n_workers;
+        tile = (uint32_t)(t < 1 ? 1 : t > (1 << 30) ? (1 << 30) : t);
+    }
+    *tile_out = tile;
+    *n_tiles = job->items > 0 ? (job->items + tile - 1) / tile : 0;
+}
+
 /* Encodes one job into the ring (ctx->mu held). */
 static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos__job *job) {
     cuda__operand ops[GPUOS__MAX_PTR];
@@ -1035,19 +1054,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         return gpuos__set_error(ctx, GPUOS_ERR_UNSUPPORTED, "gpuos_submit: no device code for %s on this dtype",
                                 gpuos_op_name(job->op));
 
-    /* Tiling: small element-wise tasks in tiles of 1024 items (one warp-pass each for
-       256 threads x 4); large ones in about four tiles per worker. */
-    if (job->kind == GPUOS__KIND_EW) {
-        int64_t t = (job->items + 4 * (int64_t)c->n_workers - 1) / (4 * (int64_t)c->n_workers);
-        tile = (uint32_t)(t < CUDA__TILE_EW ? CUDA__TILE_EW : t > (1 << 30) ? (1 << 30) : t);
-        tile = (tile + 255u) & ~255u;
-    } else if (job->kind == GPUOS__KIND_MATMUL) {
-        tile = 32;
-    } else {
-        int64_t t = (job->items + c->n_workers - 1) / c->n_workers;
-        tile = (uint32_t)(t < 1 ? 1 : t > (1 << 30) ? (1 << 30) : t);
-    }
-    n_tiles = job->items > 0 ? (job->items + tile - 1) / tile : 0;
+    cuda_tiling(c, job, &tile, &n_tiles);
 
     /* Dependencies from each operand's storage log. The retired mark is the line the
        GPU keeps writing: reading it costs a cache miss, so it is refreshed once in 64
@@ -1529,4 +1536,262 @@ void gpuos_debug_rt_times(gpuos_context *ctx, double *compile_ms, double *link_m
     if (compile_ms) *compile_ms = c ? c->last_rt_compile_ms : 0;
     if (link_ms) *link_ms = c ? c->last_rt_link_ms : 0;
     if (swap_ms) *swap_ms = c ? c->last_swap_ms : 0;
+}
+
+/* ---------------------------------------------------------------- recorded graphs */
+/* A graph's tasks encoded once (gpuos__cuda_graph_make): descriptors with dependencies
+   between its own nodes as deltas and bases relative to the launch, plans pinned in the
+   device table. A launch (gpuos__cuda_graph_launch_locked) copies them into the ring with
+   the launch's base and one external dependency for the nodes that first touch memory
+   outside the graph's own ordering, updates the storages' logs, and queues ONE host job. */
+typedef struct cuda__gacc {
+    gpuos__storage *st;
+    uint64_t lo, hi, sig;
+    int node, write;
+    int dead; /* covered by a later write of the graph: later nodes (and tasks) need not see it */
+} cuda__gacc;
+
+struct gpuos__cuda_graph {
+    int n;
+    gpuos__qdesc *desc;   /* per node; stamp = 1: the node waits for the launch's external dependency */
+    uint32_t *base_rel;   /* per node */
+    uint32_t n_rel;
+    uint32_t *plan_ids;   /* pinned rows, one per node */
+    cuda__gacc *acc;      /* every operand access, in node order */
+    int n_acc;
+    gpuos__storage **st;  /* distinct storages (the launch job's references) */
+    int n_st;
+};
+
+int gpuos__cuda_graph_storages(const struct gpuos__cuda_graph *g) { return g->n_st; }
+
+void gpuos__cuda_graph_free_locked(gpuos_context *ctx, struct gpuos__cuda_graph *g) {
+    int k;
+    if (!g) return;
+    if (ctx->cuda && g->plan_ids)
+        for (k = 0; k < g->n; k++) ctx->cuda->plans[g->plan_ids[k]].pins--;
+    free(g->desc);
+    free(g->base_rel);
+    free(g->plan_ids);
+    free(g->acc);
+    free(g->st);
+    free(g);
+}
+
+/* Encodes jobs[0..n) (templates, in launch order) once (ctx->mu held). NULL with
+   GPUOS_ERR_UNSUPPORTED when the graph cannot be pre-encoded (the caller falls back). */
+gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const *jobs, int n,
+                                           struct gpuos__cuda_graph **out) {
+    struct gpuos__cuda *c = ctx->cuda;
+    struct gpuos__cuda_graph *g;
+    int k, j, q;
+    gpuos_status st = GPUOS_OK;
+    *out = NULL;
+    if (n < 1 || (uint64_t)n + GPUOS__PLAN_SLOTS * (uint64_t)n > c->P.ring_slots / 2)
+        return GPUOS_ERR_UNSUPPORTED;
+    g = (struct gpuos__cuda_graph *)calloc(1, sizeof *g);
+    if (!g) return GPUOS_ERR_OUT_OF_MEMORY;
+    g->n = n;
+    g->desc = (gpuos__qdesc *)calloc((size_t)n, sizeof *g->desc);
+    g->base_rel = (uint32_t *)calloc((size_t)n, sizeof(uint32_t));
+    g->plan_ids = (uint32_t *)calloc((size_t)n, sizeof(uint32_t));
+    g->acc = (cuda__gacc *)calloc((size_t)n * GPUOS__MAX_PTR, sizeof *g->acc);
+    g->st = (gpuos__storage **)calloc((size_t)n * GPUOS__MAX_PTR, sizeof *g->st);
+    if (!g->desc || !g->base_rel || !g->plan_ids || !g->acc || !g->st) {
+        free(g->plan_ids);
+        g->plan_ids = NULL;
+        gpuos__cuda_graph_free_locked(ctx, g);
+        return GPUOS_ERR_OUT_OF_MEMORY;
+    }
+    if (!c->running && (st = cuda_launch_locked(ctx, c)) != GPUOS_OK) { /* plan chunks go to the ring */
+        free(g->plan_ids);
+        g->plan_ids = NULL;
+        gpuos__cuda_graph_free_locked(ctx, g);
+        return st;
+    }
+    for (k = 0; k < n; k++) {
+        const gpuos__job *job = jobs[k];
+        cuda__operand ops[GPUOS__MAX_PTR];
+        uint64_t deps[GPUOS__MAX_PTR * 64];
+        int n_deps = 0, all = 0, m, a, b, no, ext = 0;
+        uint32_t base = UINT32_MAX, plan_bytes, tile, epoch = 0;
+        int64_t n_tiles;
+        gpuos__qdesc *d = &g->desc[k];
+        if (job->dev_kernel < 0) { st = GPUOS_ERR_UNSUPPORTED; break; }
+        switch (job->kind) {
+        case GPUOS__KIND_EW: plan_bytes = sizeof(gpuos__ew_plan); break;
+        case GPUOS__KIND_REDUCE: plan_bytes = sizeof(gpuos__reduce_plan); break;
+        case GPUOS__KIND_ROWS: plan_bytes = sizeof(gpuos__rows_plan); break;
+        default: plan_bytes = sizeof(gpuos__matmul_plan);
+        }
+        cuda_tiling(c, job, &tile, &n_tiles);
+        no = cuda_operands(job, ops);
+        for (q = 0; q < no; q++) {
+            uint64_t lo, hi;
+            gpuos__storage *sto;
+            int same_range = 0;
+            cuda_operand_range(&ops[q], &lo, &hi);
+            if (lo == hi) continue;
+            sto = cuda_storage_of(job, lo, hi);
+            if (!sto) { all = 1; continue; }
+            /* earlier accesses of this graph: dependencies, or tile alignment */
+            for (j = g->n_acc - 1; j >= 0; j--) {
+                const cuda__gacc *e = &g->acc[j];
+                if (e->dead || e->st != sto || e->hi <= lo || hi <= e->lo) continue;
+                if (e->lo == lo && e->hi == hi) same_range = 1;
+                if (!(e->write || ops[q].write)) continue;
+                if (c->align && job->kind == GPUOS__KIND_EW && e->sig && e->sig == ops[q].sig &&
+                    (base == UINT32_MAX || base == g->base_rel[e->node])) {
+                    base = g->base_rel[e->node];
+                    continue;
+                }
+                if (n_deps < (int)(sizeof deps / sizeof deps[0])) deps[n_deps++] = (uint64_t)e->node;
+                else all = 1;
+            }
+            if (!same_range) ext = 1; /* memory the graph's own order does not cover: wait for the outside */
+            if (ops[q].write) /* this node runs after every access it covers: they are done with */
+                for (j = 0; j < g->n_acc; j++)
+                    if (g->acc[j].st == sto && g->acc[j].lo >= lo && g->acc[j].hi <= hi && g->acc[j].node != k)
+                        g->acc[j].dead = 1;
+            g->acc[g->n_acc].st = sto;
+            g->acc[g->n_acc].lo = lo;
+            g->acc[g->n_acc].hi = hi;
+            g->acc[g->n_acc].sig = job->kind == GPUOS__KIND_EW ? ops[q].sig : 0;
+            g->acc[g->n_acc].node = k;
+            g->acc[g->n_acc].write = ops[q].write;
+            g->n_acc++;
+            for (j = 0; j < g->n_st && g->st[j] != sto; j++) {
+            }
+            if (j == g->n_st) g->st[g->n_st++] = sto;
+        }
+        if (base == UINT32_MAX) base = g->n_rel++;
+        g->base_rel[k] = base;
+        for (a = 0, m = 0; a < n_deps; a++) { /* dedupe */
+            for (b = 0; b < m; b++)
+                if (deps[b] == deps[a]) break;
+            if (b == m) deps[m++] = deps[a];
+        }
+        n_deps = m;
+        if (n_deps > (int)GPUOS__MAX_DEPS - 1 || c->serialize) all = 1; /* one left for the external one */
+        st = cuda_plan_id(ctx, c, job, &job->plan, plan_bytes, &g->plan_ids[k], &epoch);
+        if (st != GPUOS_OK) break;
+        c->plans[g->plan_ids[k]].pins++;
+        memset(d, 0, sizeof *d);
+        d->kind = GPUOS__SLOT_TASK | epoch << 8;
+        d->kernel_id = job->dev_kernel;
+        d->plan_id = g->plan_ids[k];
+        d->n_items = job->items;
+        d->tile_items = tile;
+        d->n_tiles = (uint32_t)n_tiles;
+        d->base = base;
+        d->stamp = (uint32_t)ext;
+        if (all) {
+            d->n_deps = GPUOS__DEPS_ALL;
+        } else {
+            d->n_deps = (uint32_t)n_deps;
+            for (a = 0; a < n_deps; a++) d->dep_delta[a] = (uint32_t)((uint64_t)k - deps[a]);
+        }
+    }
+    if (st != GPUOS_OK) {
+        for (j = 0; j < k && j < n; j++) c->plans[g->plan_ids[j]].pins--;
+        free(g->plan_ids);
+        g->plan_ids = NULL;
+        gpuos__cuda_graph_free_locked(ctx, g);
+        return st;
+    }
+    *out = g;
+    return GPUOS_OK;
+}
+
+/* Queues one launch of g (ctx->mu held): job is the launch's host job (no plan) with room
+   for g's storages in job->xst; it is queued as already sent to the device. */
+gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__cuda_graph *g, gpuos__job *job,
+                                             uint64_t *seq) {
+    struct gpuos__cuda *c = ctx->cuda;
+    uint64_t s0, ext_max = 0;
+    uint32_t base0;
+    int k, j;
+    gpuos_status st;
+    /* everything queued before goes to the device first: ring order is sequence order */
+    if ((st = gpuos__queue_wait_room_locked(ctx)) != GPUOS_OK) return st; /* room for the launch's job */
+    if (ctx->cuda_sent < ctx->ring_count && (st = gpuos__cuda_pump_locked(ctx)) != GPUOS_OK) return st;
+    if (ctx->cuda_sent < ctx->ring_count)
+        return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL, "gpuos_graph_launch: earlier tasks could not be sent");
+    if (!c->running && (st = cuda_launch_locked(ctx, c)) != GPUOS_OK) return st;
+    if ((st = cuda_ring_room(ctx, c, (uint64_t)g->n)) != GPUOS_OK) return st;
+    /* the external dependency: the newest unretired conflicting access outside the graph */
+    c->retired_seen = cuda_load_acquire(&c->ctl->retired);
+    for (k = 0; k < g->n_acc; k++) {
+        const cuda__gacc *e = &g->acc[k];
+        const cuda__log *lg = (const cuda__log *)e->st->cuda_log;
+        if (!g->desc[e->node].stamp || !lg) continue;
+        if (lg->floor_w > c->retired_seen && lg->floor_w > ext_max) ext_max = lg->floor_w;
+        if (e->write && lg->floor_r > c->retired_seen && lg->floor_r > ext_max) ext_max = lg->floor_r;
+        for (j = 0; j < lg->n; j++) {
+            const cuda__access *a = &lg->a[j];
+            if (a->dseq <= c->retired_seen || a->hi <= e->lo || e->hi <= a->lo || !(a->write || e->write)) continue;
+            if (a->dseq > ext_max) ext_max = a->dseq;
+        }
+    }
+    s0 = c->dseq;
+    base0 = c->next_base;
+    c->next_base += g->n_rel;
+    for (k = 0; k < g->n; k++) {
+        gpuos__qdesc d = g->desc[k];
+        const int ext = (int)d.stamp;
+        d.stamp = 0;
+        d.base += base0;
+        if (ext && ext_max) {
+            if (d.n_deps == GPUOS__DEPS_ALL) {
+            } else if (d.n_deps < GPUOS__MAX_DEPS) {
+                d.dep_delta[d.n_deps++] = (uint32_t)(s0 + (uint64_t)k - ext_max) | GPUOS__DEP_RETIRED;
+            } else {
+                d.n_deps = GPUOS__DEPS_ALL;
+            }
+        }
+        cuda_put(c, &d);
+        c->plans[d.plan_id].last_dseq = s0 + (uint64_t)k;
+    }
+    c->dseq += (uint64_t)g->n;
+    /* the storages' logs: the launch's accesses that later tasks must see (the live ones) */
+    for (k = 0; k < g->n_acc; k++) {
+        const cuda__gacc *e = &g->acc[k];
+        cuda__log *lg;
+        cuda__access a;
+        if (e->dead) continue;
+        if (!e->st->cuda_log && !(e->st->cuda_log = calloc(1, sizeof(cuda__log)))) continue;
+        lg = (cuda__log *)e->st->cuda_log;
+        for (j = 0; j < lg->n;) {
+            const cuda__access *o = &lg->a[j];
+            if (o->dseq <= c->retired_seen || (e->write && o->lo >= e->lo && o->hi <= e->hi && o->dseq < s0 + e->node))
+                lg->a[j] = lg->a[--lg->n];
+            else
+                j++;
+        }
+        if (lg->n == CUDA__LOG_LEN) {
+            int oldest = 0;
+            for (j = 1; j < lg->n; j++)
+                if (lg->a[j].dseq < lg->a[oldest].dseq) oldest = j;
+            if (lg->a[oldest].write) {
+                if (lg->a[oldest].dseq > lg->floor_w) lg->floor_w = lg->a[oldest].dseq;
+            } else if (lg->a[oldest].dseq > lg->floor_r) {
+                lg->floor_r = lg->a[oldest].dseq;
+            }
+            lg->a[oldest] = lg->a[--lg->n];
+        }
+        a.dseq = s0 + (uint64_t)e->node;
+        a.lo = e->lo;
+        a.hi = e->hi;
+        a.sig = e->sig;
+        a.base = base0 + g->base_rel[e->node];
+        a.write = e->write;
+        lg->a[lg->n++] = a;
+    }
+    /* one host job for the launch: it holds the storages and retires with the last node */
+    memcpy(job->xst, g->st, (size_t)g->n_st * sizeof *g->st);
+    job->n_xst = g->n_st;
+    job->dseq = s0 + (uint64_t)g->n - 1;
+    c->last_activity_ns = cuda_now_ns();
+    gpuos__queue_push_sent_locked(ctx, job, seq);
+    return GPUOS_OK;
 }

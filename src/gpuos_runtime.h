@@ -95,6 +95,8 @@ typedef struct gpuos__job {
     uint8_t elsize[GPUOS__MAX_PTR];     /* bytes per element of out, in[0], in[1], ... */
     uint64_t dseq;                      /* CUDA backend: the task's device sequence number */
     gpuos__rt_version *rt;              /* run-time operator: the version it runs (a reference) */
+    gpuos__storage **xst;               /* a graph launch's job: its storages (malloc'd, owned) */
+    int n_xst;
     struct gpuos__job *next_free;
 } gpuos__job;
 
@@ -220,6 +222,18 @@ void gpuos__job_free(gpuos_context *ctx, gpuos__job *job);
 /* Queues job (takes its storage references, sets job->seq), waiting up to
    submit_timeout_ms for room. On error the job is freed and nothing is queued. */
 gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *seq);
+/* ctx->mu held: waits (submit_timeout_ms) until the queue has room for one more job. */
+gpuos_status gpuos__queue_wait_room_locked(gpuos_context *ctx);
+/* ctx->mu held, room checked: queues a job the CUDA backend already sent to the device. */
+void gpuos__queue_push_sent_locked(gpuos_context *ctx, gpuos__job *job, uint64_t *seq);
+/* cuda_backend.c: recorded graphs encoded once (graph.c) */
+struct gpuos__cuda_graph;
+gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const *jobs, int n,
+                                           struct gpuos__cuda_graph **out);
+gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__cuda_graph *g, gpuos__job *job,
+                                             uint64_t *seq);
+void gpuos__cuda_graph_free_locked(gpuos_context *ctx, struct gpuos__cuda_graph *g);
+int gpuos__cuda_graph_storages(const struct gpuos__cuda_graph *g);
 /* n jobs in order under one lock; *n_queued of them went in; the rest are freed on error. */
 gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs, int n, uint64_t *seq, int *n_queued);
 /* Dispatcher side: the next job, or NULL when stopping. Waits while paused or empty. */

@@ -28,7 +28,17 @@ struct gpuos_graph {
     int n_edges, cap_edges;
     int *order;      /* launch order; valid while order_ok */
     int order_ok;
+    struct gpuos__cuda_graph *cg; /* GPU: the nodes encoded once (cuda_backend.c); NULL until a launch makes it */
+    int cg_refused;               /* the CUDA backend cannot pre-encode this graph: per-node launches */
 };
+
+static void graph_drop_cg(gpuos_graph *g) {
+    if (!g->cg) return;
+    pthread_mutex_lock(&g->ctx->mu);
+    gpuos__cuda_graph_free_locked(g->ctx, g->cg);
+    pthread_mutex_unlock(&g->ctx->mu);
+    g->cg = NULL;
+}
 
 gpuos_status gpuos_graph_create(gpuos_context *ctx, gpuos_graph **graph) {
     gpuos_graph *g;
@@ -103,6 +113,8 @@ gpuos_status gpuos_graph_add(gpuos_graph *g, const gpuos_task *task, int *node) 
     if (node) *node = g->n;
     g->n++;
     g->order_ok = 0;
+    graph_drop_cg(g);
+    g->cg_refused = 0;
     return GPUOS_OK;
 }
 
@@ -165,6 +177,8 @@ gpuos_status gpuos_graph_add_dep(gpuos_graph *g, int before, int after) {
                                 before, after, after, before);
     g->n_edges++;
     g->order_ok = 0;
+    graph_drop_cg(g);
+    g->cg_refused = 0;
     return GPUOS_OK;
 }
 
@@ -224,6 +238,49 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
             return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "%s: the dependencies have a cycle", fn);
         g->order_ok = 1;
     }
+    /* GPU, nothing bound: the nodes were encoded once; a launch is a copy of their slots */
+    if (ctx->cuda && n_binds == 0 && n_scalars == 0 && !g->cg_refused) {
+        int fresh_needed = 0;
+        for (i = 0; i < g->n && !fresh_needed; i++) {
+            const gpuos__job *t = g->nodes[i].tmpl;
+            if (t->rt) {
+                pthread_mutex_lock(&ctx->mu);
+                fresh_needed = ctx->rt_cur[t->rt->index] != t->rt;
+                pthread_mutex_unlock(&ctx->mu);
+            }
+        }
+        if (!fresh_needed) {
+            gpuos__job *job = gpuos__job_alloc(ctx);
+            if (!job) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: no memory", fn);
+            pthread_mutex_lock(&ctx->mu);
+            if (!g->cg) {
+                gpuos__job **tm = (gpuos__job **)malloc((size_t)g->n * sizeof *tm);
+                if (!tm) {
+                    s = GPUOS_ERR_OUT_OF_MEMORY;
+                } else {
+                    for (i = 0; i < g->n; i++) tm[i] = g->nodes[g->order[i]].tmpl;
+                    s = gpuos__cuda_graph_make_locked(ctx, tm, g->n, &g->cg);
+                    free(tm);
+                }
+                if (s == GPUOS_ERR_UNSUPPORTED) g->cg_refused = 1;
+            }
+            if (g->cg) {
+                job->xst = (gpuos__storage **)malloc((size_t)gpuos__cuda_graph_storages(g->cg) * sizeof *job->xst + 1);
+                s = job->xst ? gpuos__cuda_graph_launch_locked(ctx, g->cg, job, seq) : GPUOS_ERR_OUT_OF_MEMORY;
+                if (s == GPUOS_OK) job = NULL; /* queued */
+            }
+            pthread_mutex_unlock(&ctx->mu);
+            if (job) {
+                job->n_xst = 0;
+                gpuos__job_free(ctx, job); /* frees xst */
+            }
+            if (g->cg || s != GPUOS_ERR_UNSUPPORTED) {
+                if (s == GPUOS_ERR_OUT_OF_MEMORY) return gpuos__set_error(ctx, s, "%s: no memory", fn);
+                return s;
+            }
+            s = GPUOS_OK; /* refused: per-node launches below */
+        }
+    }
     /* every job first (a node that fails validation queues nothing), then push them in order */
     jobs = (gpuos__job **)calloc((size_t)g->n, sizeof *jobs);
     if (!jobs) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: no memory", fn);
@@ -243,6 +300,8 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
                 nd->tmpl->rt = NULL;
                 gpuos__job_free(ctx, nd->tmpl);
                 nd->tmpl = fresh;
+                graph_drop_cg(g); /* its kernel ids changed */
+                g->cg_refused = 0;
             }
         }
         for (j = 0; j < n_binds && !bound; j++)
@@ -298,6 +357,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
 void gpuos_graph_release(gpuos_graph *g) {
     int i;
     if (!g) return;
+    graph_drop_cg(g);
     for (i = 0; i < g->n; i++) graph_node_free(g->ctx, &g->nodes[i]);
     free(g->nodes);
     free(g->edges);

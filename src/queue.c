@@ -71,6 +71,10 @@ static void queue_retire_locked(gpuos_context *ctx, gpuos__job *job) {
     job->n_st = 0;
     if (job->rt) gpuos__rt_release_locked(job->rt);
     job->rt = NULL;
+    for (i = 0; i < job->n_xst; i++) (void)gpuos__storage_release_locked(job->xst[i]);
+    free(job->xst);
+    job->xst = NULL;
+    job->n_xst = 0;
     if (ctx->ring && ctx->n_free_jobs < QUEUE_FREE_JOBS) { /* no recycling after gpuos__queue_fini */
         job->next_free = ctx->free_jobs;
         ctx->free_jobs = job;
@@ -118,6 +122,7 @@ void gpuos__job_free(gpuos_context *ctx, gpuos__job *job) {
     if (!job) return;
     pthread_mutex_lock(&ctx->mu);
     job->n_st = 0; /* no references taken yet */
+    job->n_xst = 0;
     queue_retire_locked(ctx, job);
     pthread_mutex_unlock(&ctx->mu);
 }
@@ -125,9 +130,8 @@ void gpuos__job_free(gpuos_context *ctx, gpuos__job *job) {
 /* ---------------------------------------------------------------- submitter side */
 /* Queues one job (ctx->mu held; may wait for room, releasing it). On error the job is
    retired (freed) and nothing of it is queued. */
-static gpuos_status queue_push_locked(gpuos_context *ctx, gpuos__job *job, uint64_t *seq, int pump) {
+gpuos_status gpuos__queue_wait_room_locked(gpuos_context *ctx) {
     gpuos_status st = GPUOS_OK;
-    int i;
     if (ctx->ring_count >= ctx->capacity && ctx->cfg.submit_timeout_ms == 0 && !ctx->paused) {
         /* "Do not wait" still lets a dispatcher that shares our CPU drain the queue once:
            without it, a submitter that never blocks can starve it for a whole time slice. */
@@ -166,30 +170,53 @@ static gpuos_status queue_push_locked(gpuos_context *ctx, gpuos__job *job, uint6
             goto fail;
         }
     }
-    if (ctx->ring_count == ctx->ring_size && !queue_grow(ctx)) {
+    if (ctx->ring_count == ctx->ring_size && !queue_grow(ctx))
         st = gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_submit: no memory to grow the queue to %u tasks",
                               (unsigned)(ctx->ring_size * 2u));
-        goto fail;
-    }
+fail:
+    return st;
+}
+
+/* ctx->mu held, room there: the job joins the ring (storage references, sequence number). */
+static void queue_insert_locked(gpuos_context *ctx, gpuos__job *job, uint64_t *seq) {
+    int i;
     job->seq = ++ctx->submitted;
     for (i = 0; i < job->n_st; i++) {
         gpuos__storage_retain_locked(job->st[i]);
         job->st[i]->last_use = job->seq;
     }
+    for (i = 0; i < job->n_xst; i++) {
+        gpuos__storage_retain_locked(job->xst[i]);
+        job->xst[i]->last_use = job->seq;
+    }
     ctx->ring[(ctx->ring_head + ctx->ring_count) & (ctx->ring_size - 1u)] = job;
     ctx->ring_count++;
     if (seq) *seq = job->seq;
+}
+
+/* Queues one job (ctx->mu held; may wait for room, releasing it). On error the job is
+   retired (freed) and nothing of it is queued. */
+static gpuos_status queue_push_locked(gpuos_context *ctx, gpuos__job *job, uint64_t *seq, int pump) {
+    gpuos_status st = gpuos__queue_wait_room_locked(ctx);
+    if (st != GPUOS_OK) {
+        job->n_st = 0; /* no references were taken */
+        job->n_xst = 0;
+        queue_retire_locked(ctx, job);
+        return st;
+    }
+    queue_insert_locked(ctx, job, seq);
     if (ctx->cuda && pump) {
         /* The job is queued (it has its sequence number); a failure to hand it to the
            device now is retried by the next submission, wait or the reaper. */
         (void)gpuos__cuda_pump_locked(ctx);
     }
     return GPUOS_OK;
+}
 
-fail:
-    job->n_st = 0; /* no references were taken */
-    queue_retire_locked(ctx, job);
-    return st;
+void gpuos__queue_push_sent_locked(gpuos_context *ctx, gpuos__job *job, uint64_t *seq) {
+    queue_insert_locked(ctx, job, seq);
+    ctx->cuda_sent++; /* every earlier job was sent: the caller pumped them first */
+    pthread_cond_signal(&ctx->cv_work);
 }
 
 gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *seq) {

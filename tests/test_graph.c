@@ -280,6 +280,36 @@ static void test_runtime_op(gpuos_context *ctx) {
     gpuos_tensor_release(y);
 }
 
+/* launches without waits, interleaved with eager tasks on the same memory: x = (x + 10) * 2
+   per round, from 10 recorded x = x + 1 and one eager x = x * 2 (not commutative: any
+   reordering across a launch's boundary shows) */
+static void test_interleaved(gpuos_context *ctx) {
+    gpuos_graph *g;
+    gpuos_tensor *x = vec(ctx, 4096), *one, *two;
+    gpuos_task t = GPUOS_TASK_INIT;
+    static float h[4096];
+    double want = 0;
+    int k, r, bad = 0;
+    CHECK(gpuos_tensor_scalar(ctx, GPUOS_F32, 1.0, &one) == GPUOS_OK, "one");
+    CHECK(gpuos_tensor_scalar(ctx, GPUOS_F32, 2.0, &two) == GPUOS_OK, "two");
+    CHECK(gpuos_fill(ctx, x, 0.0) == GPUOS_OK, "fill");
+    CHECK(gpuos_graph_create(ctx, &g) == GPUOS_OK, "create");
+    t.op = GPUOS_OP_ADD, t.out = x, t.in[0] = x, t.in[1] = one;
+    for (k = 0; k < 10; k++) CHECK(gpuos_graph_add(g, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (r = 0; r < 12; r++) {
+        CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_mul(ctx, x, x, two) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        want = (want + 10) * 2;
+    }
+    CHECK(gpuos_download(ctx, x, h, sizeof h) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (k = 0; k < 4096; k++) bad += h[k] != (float)want;
+    CHECK(bad == 0, "12 launches interleaved with eager tasks: x = %g, expected %g (%d elements)", h[0], want, bad);
+    gpuos_graph_release(g);
+    gpuos_tensor_release(x);
+    gpuos_tensor_release(one);
+    gpuos_tensor_release(two);
+}
+
 int main(void) {
     gpuos_config cfg = GPUOS_CONFIG_INIT;
     gpuos_context *ctx;
@@ -293,6 +323,7 @@ int main(void) {
     test_in_flight(ctx);
     test_deps_and_errors(ctx);
     test_runtime_op(ctx);
+    test_interleaved(ctx);
     CHECK(gpuos_context_status(ctx) == GPUOS_OK, "healthy: %s", gpuos_last_error(ctx));
     gpuos_destroy(ctx);
     return ctest_summary("test_graph");
