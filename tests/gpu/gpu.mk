@@ -76,3 +76,7 @@ $(BUILD)/probe_library: tests/gpu/probe_library.c gpuos.c gpuos.h | $(BUILD)
 # Where gpuos_create's time goes (warm_start; not a test).
 $(BUILD)/probe_create: tests/gpu/probe_create.c gpuos.c gpuos.h | $(BUILD)
 	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_create.c -o $@ $(LDLIBS)
+
+# Where a branchy graph launch spends its time in the workers (not a test; GPUOS_CUDA_TIMESTAMPS).
+$(BUILD)/probe_graph: tests/gpu/probe_graph.c gpuos.c gpuos.h | $(BUILD)
+	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_graph.c -o $@ $(LDLIBS)
