@@ -1092,7 +1092,12 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
             deps[n_deps++] = a->dseq;
         }
     }
-    if (base == UINT32_MAX) base = c->next_base++;
+    /* a fresh base: past the previous fresh task's tiles, so that independent tasks of
+       several tiles land on different worker blocks */
+    if (base == UINT32_MAX) {
+        base = c->next_base;
+        c->next_base += n_tiles < 1 ? 1u : n_tiles < (int64_t)c->n_workers ? (uint32_t)n_tiles : (uint32_t)c->n_workers;
+    }
     /* An aligned producer stays aligned only with the same tiling: its sig includes
        the plan shape, and the tile size is a function of items, so equal maps mean
        equal tiles. Dedupe the explicit dependencies; too many means wait for all. */
@@ -1637,7 +1642,7 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
             /* earlier accesses of this graph: dependencies, or tile alignment */
             for (j = g->n_acc - 1; j >= 0; j--) {
                 const cuda__gacc *e = &g->acc[j];
-                if (e->dead || e->st != sto || e->hi <= lo || hi <= e->lo) continue;
+                if (e->node == k || e->dead || e->st != sto || e->hi <= lo || hi <= e->lo) continue; /* not itself */
                 if (e->lo == lo && e->hi == hi) same_range = 1;
                 if (!(e->write || ops[q].write)) continue;
                 if (c->align && job->kind == GPUOS__KIND_EW && e->sig && e->sig == ops[q].sig &&
@@ -1649,10 +1654,6 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
                 else all = 1;
             }
             if (!same_range) ext = 1; /* memory the graph's own order does not cover: wait for the outside */
-            if (ops[q].write) /* this node runs after every access it covers: they are done with */
-                for (j = 0; j < g->n_acc; j++)
-                    if (g->acc[j].st == sto && g->acc[j].lo >= lo && g->acc[j].hi <= hi && g->acc[j].node != k)
-                        g->acc[j].dead = 1;
             g->acc[g->n_acc].st = sto;
             g->acc[g->n_acc].lo = lo;
             g->acc[g->n_acc].hi = hi;
@@ -1664,7 +1665,18 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
             }
             if (j == g->n_st) g->st[g->n_st++] = sto;
         }
-        if (base == UINT32_MAX) base = g->n_rel++;
+        /* this node runs after every earlier access its writes cover: later nodes need not see them */
+        for (q = 0; q < g->n_acc; q++) {
+            const cuda__gacc *w = &g->acc[q];
+            if (w->node != k || !w->write) continue;
+            for (j = 0; j < g->n_acc; j++)
+                if (g->acc[j].node != k && g->acc[j].st == w->st && g->acc[j].lo >= w->lo && g->acc[j].hi <= w->hi)
+                    g->acc[j].dead = 1;
+        }
+        if (base == UINT32_MAX) { /* a fresh base, past the previous one's tiles (as cuda_encode) */
+            base = g->n_rel;
+            g->n_rel += n_tiles < 1 ? 1u : n_tiles < (int64_t)c->n_workers ? (uint32_t)n_tiles : (uint32_t)c->n_workers;
+        }
         g->base_rel[k] = base;
         for (a = 0, m = 0; a < n_deps; a++) { /* dedupe */
             for (b = 0; b < m; b++)
