@@ -7931,9 +7931,13 @@ static __device__ __forceinline__ void gpuos__sh_store(uint64_t *p, uint64_t v) 
    `retired` over finished tasks in order (32 per parallel read) and tells the host
    with one posted write. The roles meet only through volatile shared words, so
    retirement never waits for a PCIe poll. */
+#ifndef GPUOS__FETCH_THREADS /* a multiple of 32, at most GPUOS__PK_THREADS - 32 (the retirer warp) */
 #define GPUOS__FETCH_THREADS 128
+#endif
 #define GPUOS__FETCH_SLOTS (GPUOS__FETCH_THREADS / 8) /* slots per poll: eight threads read one */
-static __device__ __forceinline__ void gpuos__fetch_bar(void) { asm volatile("bar.sync 1, 128;" ::: "memory"); }
+static __device__ __forceinline__ void gpuos__fetch_bar(void) {
+    asm volatile("bar.sync 1, %0;" ::"n"(GPUOS__FETCH_THREADS) : "memory");
+}
 
 static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_limit, uint64_t *s_stop) {
     __shared__ uint32_t s_ballot[GPUOS__FETCH_THREADS / 32];
