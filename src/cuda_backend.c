@@ -1032,6 +1032,32 @@ static void cuda_tiling(const struct gpuos__cuda *c, const gpuos__job *job, uint
     *n_tiles = job->items > 0 ? (job->items + tile - 1) / tile : 0;
 }
 
+/* Appends access a to a storage's log: first forgets retired accesses and those a write
+   of a covers (a's task runs after them), then, when the log is full, the oldest, which
+   raises the write or read floor (ctx->mu held). */
+static void cuda_log_record(const struct gpuos__cuda *c, cuda__log *lg, const cuda__access *a) {
+    int j;
+    for (j = 0; j < lg->n;) {
+        const cuda__access *o = &lg->a[j];
+        if (o->dseq <= c->retired_seen || (a->write && o->lo >= a->lo && o->hi <= a->hi && o->dseq < a->dseq))
+            lg->a[j] = lg->a[--lg->n];
+        else
+            j++;
+    }
+    if (lg->n == CUDA__LOG_LEN) {
+        int oldest = 0;
+        for (j = 1; j < lg->n; j++)
+            if (lg->a[j].dseq < lg->a[oldest].dseq) oldest = j;
+        if (lg->a[oldest].write) {
+            if (lg->a[oldest].dseq > lg->floor_w) lg->floor_w = lg->a[oldest].dseq;
+        } else if (lg->a[oldest].dseq > lg->floor_r) {
+            lg->floor_r = lg->a[oldest].dseq;
+        }
+        lg->a[oldest] = lg->a[--lg->n];
+    }
+    lg->a[lg->n++] = *a;
+}
+
 /* Encodes one job into the ring (ctx->mu held). */
 static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos__job *job) {
     cuda__operand ops[GPUOS__MAX_PTR];
@@ -1158,32 +1184,13 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         s = cuda_storage_of(job, lo, hi);
         if (!s || !s->cuda_log) continue;
         lg = (cuda__log *)s->cuda_log;
-        /* forget retired accesses, and those a write covers (this task waits for them) */
-        for (j = 0; j < lg->n;) {
-            const cuda__access *o = &lg->a[j];
-            if (o->dseq <= c->retired_seen || (ops[k].write && o->lo >= lo && o->hi <= hi && o->dseq != me))
-                lg->a[j] = lg->a[--lg->n];
-            else
-                j++;
-        }
-        if (lg->n == CUDA__LOG_LEN) { /* full: forget the oldest, remember it as a floor */
-            int oldest = 0;
-            for (j = 1; j < lg->n; j++)
-                if (lg->a[j].dseq < lg->a[oldest].dseq) oldest = j;
-            if (lg->a[oldest].write) {
-                if (lg->a[oldest].dseq > lg->floor_w) lg->floor_w = lg->a[oldest].dseq;
-            } else if (lg->a[oldest].dseq > lg->floor_r) {
-                lg->floor_r = lg->a[oldest].dseq;
-            }
-            lg->a[oldest] = lg->a[--lg->n];
-        }
         a.dseq = me;
         a.lo = lo;
         a.hi = hi;
         a.sig = job->kind == GPUOS__KIND_EW ? ops[k].sig : 0;
         a.base = base;
         a.write = ops[k].write;
-        lg->a[lg->n++] = a;
+        cuda_log_record(c, lg, &a);
     }
     return GPUOS_OK;
 }
@@ -1664,7 +1671,12 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
             for (j = 0; j < g->n_st && g->st[j] != sto; j++) {
             }
             if (j == g->n_st) g->st[g->n_st++] = sto;
+            if (!sto->cuda_log && !(sto->cuda_log = calloc(1, sizeof(cuda__log)))) { /* launches record into it */
+                st = GPUOS_ERR_OUT_OF_MEMORY;
+                break;
+            }
         }
+        if (st != GPUOS_OK) break;
         /* this node runs after every earlier access its writes cover: later nodes need not see them */
         for (q = 0; q < g->n_acc; q++) {
             const cuda__gacc *w = &g->acc[q];
@@ -1771,33 +1783,14 @@ gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__c
         cuda__log *lg;
         cuda__access a;
         if (e->dead) continue;
-        if (!e->st->cuda_log && !(e->st->cuda_log = calloc(1, sizeof(cuda__log)))) continue;
-        lg = (cuda__log *)e->st->cuda_log;
-        for (j = 0; j < lg->n;) {
-            const cuda__access *o = &lg->a[j];
-            if (o->dseq <= c->retired_seen || (e->write && o->lo >= e->lo && o->hi <= e->hi && o->dseq < s0 + e->node))
-                lg->a[j] = lg->a[--lg->n];
-            else
-                j++;
-        }
-        if (lg->n == CUDA__LOG_LEN) {
-            int oldest = 0;
-            for (j = 1; j < lg->n; j++)
-                if (lg->a[j].dseq < lg->a[oldest].dseq) oldest = j;
-            if (lg->a[oldest].write) {
-                if (lg->a[oldest].dseq > lg->floor_w) lg->floor_w = lg->a[oldest].dseq;
-            } else if (lg->a[oldest].dseq > lg->floor_r) {
-                lg->floor_r = lg->a[oldest].dseq;
-            }
-            lg->a[oldest] = lg->a[--lg->n];
-        }
+        lg = (cuda__log *)e->st->cuda_log; /* made by gpuos__cuda_graph_make_locked */
         a.dseq = s0 + (uint64_t)e->node;
         a.lo = e->lo;
         a.hi = e->hi;
         a.sig = e->sig;
         a.base = base0 + g->base_rel[e->node];
         a.write = e->write;
-        lg->a[lg->n++] = a;
+        cuda_log_record(c, lg, &a);
     }
     /* one host job for the launch: it holds the storages and retires with the last node */
     memcpy(job->xst, g->st, (size_t)g->n_st * sizeof *g->st);
