@@ -91,6 +91,8 @@ ROWS = {
                             target=Target("<=", 0.0)),
     "branchy_dag": dict(unit="us", what="8 chains of 50 adds on 4096 floats joined: one graph launch until done",
                         target=Target("<=", 0.5, of="cuda_graph_seq")),
+    "tiny_mlp": dict(unit="us", what="8 layers of matmul 8x256x256, bias, gelu, residual, layernorm: one forward",
+                     target=Target("<=", 25.0)),
 }
 
 

@@ -918,6 +918,118 @@ static int row_branchy_dag(void) {
     return 0;
 }
 
+/* ------------------------------------------------------------------ tiny_mlp */
+/* 8 layers of [h = x @ W (8x256 by 256x256), h = h + bias, h = gelu(h), h = h + x,
+   x = layernorm(h)] as one recorded graph: us per forward until its fence is done; checked
+   against a double-precision C forward (eager submission of the same 40 tasks: INFO). */
+static uint64_t mlp_rng = 0x853c49e6748fea9bull;
+static float mlp_rand(float lo, float hi) {
+    mlp_rng = mlp_rng * 6364136223846793005ull + 1442695040888963407ull;
+    return lo + (hi - lo) * (float)((mlp_rng >> 40) / 16777216.0);
+}
+static int row_tiny_mlp(void) {
+    enum { B = 8, H = 256, NL = 8 };
+    gpuos_context *ctx = g_ctx;
+    gpuos_tensor *x[NL + 1], *h[NL], *w[NL], *bias[NL];
+    gpuos_graph *g;
+    int64_t sx[2] = {B, H}, sw[2] = {H, H}, sb[1] = {H};
+    float *hw = (float *)malloc(sizeof(float) * NL * H * H), *hb = (float *)malloc(sizeof(float) * NL * H);
+    float hx[B * H], got[B * H];
+    double ref[B * H], tmp[B * H];
+    int warm = reps(50, 10), R = reps(500, 50);
+    double *tm = (double *)malloc((size_t)R * sizeof(double)), *te = (double *)malloc((size_t)R * sizeof(double));
+    if (!hw || !hb || !tm || !te) return failmsg("out of host memory");
+    for (int i = 0; i < NL * H * H; i++) hw[i] = mlp_rand(-0.0625f, 0.0625f);
+    for (int i = 0; i < NL * H; i++) hb[i] = mlp_rand(-0.1f, 0.1f);
+    for (int i = 0; i < B * H; i++) hx[i] = mlp_rand(-1.0f, 1.0f);
+    for (int l = 0; l <= NL; l++) CK(ctx, gpuos_tensor_new(ctx, GPUOS_F32, 2, sx, &x[l]));
+    for (int l = 0; l < NL; l++) {
+        CK(ctx, gpuos_tensor_new(ctx, GPUOS_F32, 2, sx, &h[l]));
+        CK(ctx, gpuos_tensor_new(ctx, GPUOS_F32, 2, sw, &w[l]));
+        CK(ctx, gpuos_tensor_new(ctx, GPUOS_F32, 1, sb, &bias[l]));
+        CK(ctx, gpuos_upload(ctx, w[l], hw + (size_t)l * H * H, sizeof(float) * H * H));
+        CK(ctx, gpuos_upload(ctx, bias[l], hb + (size_t)l * H, sizeof(float) * H));
+    }
+    CK(ctx, gpuos_upload(ctx, x[0], hx, sizeof hx));
+    CK(ctx, gpuos_graph_create(ctx, &g));
+    for (int l = 0; l < NL; l++) {
+        gpuos_task t = GPUOS_TASK_INIT;
+        t.op = GPUOS_OP_MATMUL, t.out = h[l], t.in[0] = x[l], t.in[1] = w[l];
+        CK(ctx, gpuos_graph_add(g, &t, NULL));
+        t.op = GPUOS_OP_ADD, t.out = h[l], t.in[0] = h[l], t.in[1] = bias[l];
+        CK(ctx, gpuos_graph_add(g, &t, NULL));
+        t.op = GPUOS_OP_GELU, t.in[1] = NULL;
+        CK(ctx, gpuos_graph_add(g, &t, NULL));
+        t.op = GPUOS_OP_ADD, t.in[1] = x[l];
+        CK(ctx, gpuos_graph_add(g, &t, NULL));
+        t.op = GPUOS_OP_LAYERNORM, t.out = x[l + 1], t.in[0] = h[l], t.in[1] = NULL, t.scalar[0] = 1e-5;
+        CK(ctx, gpuos_graph_add(g, &t, NULL));
+    }
+    for (int r = 0; r < warm + R; r++) {
+        uint64_t seq;
+        double t0 = now_s();
+        CK(ctx, gpuos_graph_launch(g, NULL, 0, NULL, 0, &seq));
+        CK(ctx, gpuos_wait_fence(ctx, seq, WAIT_MS));
+        if (r >= warm) tm[r - warm] = now_s() - t0;
+    }
+    for (int r = 0; r < warm + R; r++) {
+        double t0 = now_s();
+        for (int l = 0; l < NL; l++) {
+            CK(ctx, gpuos_matmul(ctx, h[l], x[l], w[l]));
+            CK(ctx, gpuos_add(ctx, h[l], h[l], bias[l]));
+            CK(ctx, gpuos_gelu(ctx, h[l], h[l]));
+            CK(ctx, gpuos_add(ctx, h[l], h[l], x[l]));
+            CK(ctx, gpuos_layernorm(ctx, x[l + 1], h[l], NULL, NULL, 1e-5));
+        }
+        CK(ctx, gpuos_wait_fence(ctx, gpuos_fence(ctx), WAIT_MS));
+        if (r >= warm) te[r - warm] = now_s() - t0;
+    }
+    /* the same forward in double precision */
+    for (int i = 0; i < B * H; i++) ref[i] = hx[i];
+    for (int l = 0; l < NL; l++) {
+        for (int b = 0; b < B; b++)
+            for (int j = 0; j < H; j++) {
+                double a = 0;
+                for (int k = 0; k < H; k++) a += ref[b * H + k] * hw[(size_t)l * H * H + (size_t)k * H + j];
+                a += hb[l * H + j];
+                a = 0.5 * a * (1.0 + erf(a / sqrt(2.0)));
+                tmp[b * H + j] = a + ref[b * H + j];
+            }
+        for (int b = 0; b < B; b++) {
+            double m = 0, v = 0;
+            for (int j = 0; j < H; j++) m += tmp[b * H + j];
+            m /= H;
+            for (int j = 0; j < H; j++) v += (tmp[b * H + j] - m) * (tmp[b * H + j] - m);
+            v /= H;
+            for (int j = 0; j < H; j++) ref[b * H + j] = (tmp[b * H + j] - m) / sqrt(v + 1e-5);
+        }
+    }
+    CK(ctx, gpuos_download(ctx, x[NL], got, sizeof got));
+    {
+        double worst = 0;
+        for (int i = 0; i < B * H; i++)
+            if (fabs(got[i] - ref[i]) > worst) worst = fabs(got[i] - ref[i]);
+        printf("INFO tiny_mlp.max_abs_diff_vs_double %.3g\n", worst);
+        if (!(worst < 2e-3)) return failmsg("tiny_mlp: the forward differs from the double-precision reference");
+    }
+    double med = median_info("tiny_mlp", tm, R, 1e6);
+    double mede = median_info("tiny_mlp.eager", te, R, 1e6);
+    printf("INFO tiny_mlp.eager_us %.2f\n", mede * 1e6);
+    row_out("tiny_mlp", "us", med * 1e6);
+    gpuos_graph_release(g);
+    for (int l = 0; l <= NL; l++) gpuos_tensor_release(x[l]);
+    for (int l = 0; l < NL; l++) {
+        gpuos_tensor_release(h[l]);
+        gpuos_tensor_release(w[l]);
+        gpuos_tensor_release(bias[l]);
+    }
+    free(hw);
+    free(hb);
+    free(tm);
+    free(te);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ the table */
 typedef struct {
     const char *name, *unit;
@@ -938,6 +1050,7 @@ static const bench_row ROWS[] = {
     {"swap_pause_us", "us", 1, row_swap_pause},
     {"swap_lost_tasks", "tasks", 1, row_swap_lost},
     {"branchy_dag", "us", 1, row_branchy_dag},
+    {"tiny_mlp", "us", 1, row_tiny_mlp},
 };
 #define N_ROWS ((int)(sizeof ROWS / sizeof ROWS[0]))
 

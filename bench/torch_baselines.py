@@ -202,7 +202,39 @@ class Bench:
         row_out("large_elementwise", "torch_graph", "GB/s", nbytes / median_info("large_elementwise.torch_graph.s", v) / 1e9)
 
 
-ROWS = ["roundtrip", "roundtrip_download", "independent", "chain", "large_elementwise"]
+    def tiny_mlp(self):
+        t = self.torch
+        F = t.nn.functional
+        B, H, NL = 8, 256, 8
+        gen = t.Generator(device="cpu").manual_seed(1)
+        ws = [((t.rand(H, H, generator=gen) - 0.5) / 8).to(self.dev) for _ in range(NL)]
+        bs = [((t.rand(H, generator=gen) - 0.5) / 5).to(self.dev) for _ in range(NL)]
+        x0 = (t.rand(B, H, generator=gen) * 2 - 1).to(self.dev)
+        out = t.empty(B, H, device=self.dev)
+
+        def forward():
+            x = x0
+            for l in range(NL):
+                h = x @ ws[l]
+                h = h + bs[l]
+                h = F.gelu(h)
+                h = h + x
+                x = F.layer_norm(h, (H,), eps=1e-5)
+            out.copy_(x)
+        warm, R = self.reps(50, 10), self.reps(500, 50)
+        v = self.timed(warm, R, forward)
+        ref = out.clone()
+        if not bool(t.isfinite(ref).all()) or abs(float(ref.mean())) > 1e-3:
+            raise RuntimeError("tiny_mlp: the forward's output is not layer-normalised")
+        row_out("tiny_mlp", "torch_eager", "us", 1e6 * median_info("tiny_mlp.torch_eager", v, 1e6))
+        g = self.graph(forward)
+        v = self.timed(warm, R, g.replay)
+        if not bool(t.allclose(out, ref, atol=1e-5)):
+            raise RuntimeError("tiny_mlp: the graph's forward differs from eager")
+        row_out("tiny_mlp", "torch_graph", "us", 1e6 * median_info("tiny_mlp.torch_graph", v, 1e6))
+
+
+ROWS = ["roundtrip", "roundtrip_download", "independent", "chain", "large_elementwise", "tiny_mlp"]
 
 
 def main():
