@@ -113,6 +113,9 @@ typedef struct gpuos__matmul_plan {
     char *out;
     const char *a;
     const char *b;
+    int64_t n_cb; /* GPU only (the CUDA backend sets it; 0 or 1: none): items are column block
+                     cb = item / (batch_numel * M) times rows, each N / n_cb columns (a multiple
+                     of 32), so that a few rows are shared by several blocks */
 } gpuos__matmul_plan;
 
 /* Run-time operators (src/rtops.c) on the device: task kernel ids from
@@ -3545,14 +3548,44 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
 
 /* Tiling: small element-wise tasks in tiles of 1024 items (one warp-pass each for 256
    threads x 4); large ones in about four tiles per worker. */
+/* Matmul column blocks (gpuos__matmul_plan.n_cb): a matmul of few output rows (8 rows are
+   one 32-row tile: one block for the whole product) is also split by columns, so that about
+   half the workers share it. 1: not split. */
+static int64_t cuda_matmul_cb(const struct gpuos__cuda *c, const gpuos__job *job) {
+    const gpuos__matmul_plan *p = &job->plan.matmul;
+    int64_t row_tiles, ncb;
+    if (job->kind != GPUOS__KIND_MATMUL || job->items <= 0 || p->N < 64) return 1;
+    row_tiles = (job->items + 31) / 32;
+    ncb = ((int64_t)c->n_workers / 2) / row_tiles;
+    if (ncb > (p->N + 31) / 32) ncb = (p->N + 31) / 32;
+    return ncb < 1 ? 1 : ncb;
+}
+
+/* The plan the device gets (a matmul's column blocks set) and its item count. */
+static const void *cuda_device_plan(const struct gpuos__cuda *c, const gpuos__job *job, gpuos__matmul_plan *tmp,
+                                    int64_t *n_items) {
+    const int64_t ncb = cuda_matmul_cb(c, job);
+    *n_items = job->items * ncb;
+    if (ncb <= 1) return &job->plan;
+    *tmp = job->plan.matmul;
+    tmp->n_cb = ncb;
+    return tmp;
+}
+
 static void cuda_tiling(const struct gpuos__cuda *c, const gpuos__job *job, uint32_t *tile_out, int64_t *n_tiles) {
     uint32_t tile;
+    const int64_t ncb = cuda_matmul_cb(c, job), items = job->items * ncb;
+    if (job->kind == GPUOS__KIND_MATMUL) { /* 32 rows, or one column block of a few rows */
+        const int64_t M = job->plan.matmul.M;
+        tile = ncb > 1 && M < 32 ? (uint32_t)(M < 1 ? 1 : M) : 32u;
+        *tile_out = tile;
+        *n_tiles = items > 0 ? (items + tile - 1) / tile : 0;
+        return;
+    }
     if (job->kind == GPUOS__KIND_EW) {
         int64_t t = (job->items + 4 * (int64_t)c->n_workers - 1) / (4 * (int64_t)c->n_workers);
         tile = (uint32_t)(t < CUDA__TILE_EW ? CUDA__TILE_EW : t > (1 << 30) ? (1 << 30) : t);
         tile = (tile + 255u) & ~255u;
-    } else if (job->kind == GPUOS__KIND_MATMUL) {
-        tile = 32;
     } else {
         int64_t t = (job->items + c->n_workers - 1) / c->n_workers;
         tile = (uint32_t)(t < 1 ? 1 : t > (1 << 30) ? (1 << 30) : t);
@@ -3678,7 +3711,12 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         st = cuda_launch_locked(ctx, c);
         if (st != GPUOS_OK) return st;
     }
-    st = cuda_plan_id(ctx, c, job, plan, plan_bytes, &plan_id, &plan_epoch);
+    {
+        gpuos__matmul_plan mp;
+        int64_t dummy;
+        plan = cuda_device_plan(c, job, &mp, &dummy);
+        st = cuda_plan_id(ctx, c, job, plan, plan_bytes, &plan_id, &plan_epoch);
+    }
     if (st != GPUOS_OK) return st;
     st = cuda_ring_room(ctx, c, 1);
     if (st != GPUOS_OK) return st;
@@ -3687,7 +3725,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     d.kind = GPUOS__SLOT_TASK | plan_epoch << 8;
     d.kernel_id = job->dev_kernel;
     d.plan_id = plan_id;
-    d.n_items = job->items;
+    d.n_items = job->items * cuda_matmul_cb(c, job);
     d.tile_items = tile;
     d.n_tiles = (uint32_t)n_tiles;
     d.base = base;
@@ -4226,14 +4264,18 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
         }
         n_deps = m;
         if (n_deps > (int)GPUOS__MAX_DEPS - 1 || c->serialize) all = 1; /* one left for the external one */
-        st = cuda_plan_id(ctx, c, job, &job->plan, plan_bytes, &g->plan_ids[k], &epoch);
+        {
+            gpuos__matmul_plan mp;
+            int64_t dummy;
+            st = cuda_plan_id(ctx, c, job, cuda_device_plan(c, job, &mp, &dummy), plan_bytes, &g->plan_ids[k], &epoch);
+        }
         if (st != GPUOS_OK) break;
         c->plans[g->plan_ids[k]].pins++;
         memset(d, 0, sizeof *d);
         d->kind = GPUOS__SLOT_TASK | epoch << 8;
         d->kernel_id = job->dev_kernel;
         d->plan_id = g->plan_ids[k];
-        d->n_items = job->items;
+        d->n_items = job->items * cuda_matmul_cb(c, job);
         d->tile_items = tile;
         d->n_tiles = (uint32_t)n_tiles;
         d->base = base;
@@ -11288,6 +11330,9 @@ const char *const gpuos__device_source[] = {
     "    char *out;\n",
     "    const char *a;\n",
     "    const char *b;\n",
+    "    int64_t n_cb; /* GPU only (the CUDA backend sets it; 0 or 1: none): items are column block\n",
+    "                     cb = item / (batch_numel * M) times rows, each N / n_cb columns (a multiple\n",
+    "                     of 32), so that a few rows are shared by several blocks */\n",
     "} gpuos__matmul_plan;\n",
     "\n",
     "/* Run-time operators (src/rtops.c) on the device: task kernel ids from\n",
@@ -13337,12 +13382,17 @@ const char *const gpuos__device_source[] = {
     "    const int tn_max = (int)(GPUOS__D_MM_BBYTES / (GPUOS__D_MM_TK * sizeof(T)));\n",
     "    T(*As)[GPUOS__D_MM_TK + 1] = (T(*)[GPUOS__D_MM_TK + 1])gpuos__d_mm_smem;\n",
     "    T *Bs = (T *)(gpuos__d_mm_smem + GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1) * 8);\n",
+    "    /* column blocks (n_cb > 1, set by the CUDA backend for a few rows): item = cb * BM + row */\n",
+    "    const int64_t ncb = p->n_cb > 1 \? p->n_cb : 1, BM = p->batch_numel * M;\n",
+    "    const int64_t CB = ncb > 1 \? ((N + ncb - 1) / ncb + 31) / 32 * 32 : N;\n",
     "#pragma unroll 1\n",
     "    for (int64_t r0 = begin; r0 < end;) {\n",
-    "        const int64_t bi = gpuos__d_div(r0, M), m0 = r0 - bi * M;\n",
+    "        const int64_t cb = ncb > 1 \? gpuos__d_div(r0, BM) : 0, row = r0 - cb * BM;\n",
+    "        const int64_t bi = gpuos__d_div(row, M), m0 = row - bi * M;\n",
+    "        const int64_t nbeg = cb * CB, nend = gpuos__d_min<int64_t>(N, nbeg + CB);\n",
     "        const int avail = (int)gpuos__d_min<int64_t>(GPUOS__D_MM_TM, gpuos__d_min<int64_t>(end - r0, M - m0));\n",
     "        int tn = 32; /* the widest tile whose rows still cover avail */\n",
-    "        while (tn * 2 <= tn_max && tn * 2 <= nt && 4 * (nt / (tn * 2)) >= avail) tn *= 2;\n",
+    "        while (tn * 2 <= tn_max && tn * 2 <= nt && tn * 2 <= CB && 4 * (nt / (tn * 2)) >= avail) tn *= 2;\n",
     "        const int rstep = nt / tn, col = tid % tn, rbase = tid / tn;\n",
     "        const int tm = 4 * rstep < GPUOS__D_MM_TM \? 4 * rstep : GPUOS__D_MM_TM;\n",
     "        const int rows = avail < tm \? avail : tm;\n",
@@ -13363,7 +13413,7 @@ const char *const gpuos__device_source[] = {
     "        const char *B = p->b + ob;\n",
     "        char *O = p->out + oo + m0 * o_m;\n",
     "#pragma unroll 1\n",
-    "        for (int64_t n0 = 0; n0 < N; n0 += tn) {\n",
+    "        for (int64_t n0 = nbeg; n0 < nend; n0 += tn) {\n",
     "            T acc[GPUOS__D_MM_RPT];\n",
     "#pragma unroll\n",
     "            for (int j = 0; j < GPUOS__D_MM_RPT; ++j) acc[j] = 0;\n",
@@ -13380,7 +13430,7 @@ const char *const gpuos__device_source[] = {
     "                    cs, GPUOS__D_MM_TK * tn,\n",
     "                    [&](int e) -> const char * {\n",
     "                        const int kk = e / tn, c = e % tn;\n",
-    "                        return (k0 + kk < K && n0 + c < N) \? B + (k0 + kk) * b_k + (n0 + c) * b_n : (const char *)NULL;\n",
+    "                        return (k0 + kk < K && n0 + c < nend) \? B + (k0 + kk) * b_k + (n0 + c) * b_n : (const char *)NULL;\n",
     "                    },\n",
     "                    [&](int e, T v) { Bs[e] = v; });\n",
     "                __syncthreads();\n",
@@ -13397,7 +13447,7 @@ const char *const gpuos__device_source[] = {
     "                }\n",
     "                __syncthreads();\n",
     "            }\n",
-    "            if (rbase < rstep && n0 + col < N) {\n",
+    "            if (rbase < rstep && n0 + col < nend) {\n",
     "#pragma unroll\n",
     "                for (int j = 0; j < GPUOS__D_MM_RPT; ++j) {\n",
     "                    const int r = rbase + j * rstep;\n",

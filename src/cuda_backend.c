@@ -1016,14 +1016,44 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
 
 /* Tiling: small element-wise tasks in tiles of 1024 items (one warp-pass each for 256
    threads x 4); large ones in about four tiles per worker. */
+/* Matmul column blocks (gpuos__matmul_plan.n_cb): a matmul of few output rows (8 rows are
+   one 32-row tile: one block for the whole product) is also split by columns, so that about
+   half the workers share it. 1: not split. */
+static int64_t cuda_matmul_cb(const struct gpuos__cuda *c, const gpuos__job *job) {
+    const gpuos__matmul_plan *p = &job->plan.matmul;
+    int64_t row_tiles, ncb;
+    if (job->kind != GPUOS__KIND_MATMUL || job->items <= 0 || p->N < 64) return 1;
+    row_tiles = (job->items + 31) / 32;
+    ncb = ((int64_t)c->n_workers / 2) / row_tiles;
+    if (ncb > (p->N + 31) / 32) ncb = (p->N + 31) / 32;
+    return ncb < 1 ? 1 : ncb;
+}
+
+/* The plan the device gets (a matmul's column blocks set) and its item count. */
+static const void *cuda_device_plan(const struct gpuos__cuda *c, const gpuos__job *job, gpuos__matmul_plan *tmp,
+                                    int64_t *n_items) {
+    const int64_t ncb = cuda_matmul_cb(c, job);
+    *n_items = job->items * ncb;
+    if (ncb <= 1) return &job->plan;
+    *tmp = job->plan.matmul;
+    tmp->n_cb = ncb;
+    return tmp;
+}
+
 static void cuda_tiling(const struct gpuos__cuda *c, const gpuos__job *job, uint32_t *tile_out, int64_t *n_tiles) {
     uint32_t tile;
+    const int64_t ncb = cuda_matmul_cb(c, job), items = job->items * ncb;
+    if (job->kind == GPUOS__KIND_MATMUL) { /* 32 rows, or one column block of a few rows */
+        const int64_t M = job->plan.matmul.M;
+        tile = ncb > 1 && M < 32 ? (uint32_t)(M < 1 ? 1 : M) : 32u;
+        *tile_out = tile;
+        *n_tiles = items > 0 ? (items + tile - 1) / tile : 0;
+        return;
+    }
     if (job->kind == GPUOS__KIND_EW) {
         int64_t t = (job->items + 4 * (int64_t)c->n_workers - 1) / (4 * (int64_t)c->n_workers);
         tile = (uint32_t)(t < CUDA__TILE_EW ? CUDA__TILE_EW : t > (1 << 30) ? (1 << 30) : t);
         tile = (tile + 255u) & ~255u;
-    } else if (job->kind == GPUOS__KIND_MATMUL) {
-        tile = 32;
     } else {
         int64_t t = (job->items + c->n_workers - 1) / c->n_workers;
         tile = (uint32_t)(t < 1 ? 1 : t > (1 << 30) ? (1 << 30) : t);
@@ -1149,7 +1179,12 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         st = cuda_launch_locked(ctx, c);
         if (st != GPUOS_OK) return st;
     }
-    st = cuda_plan_id(ctx, c, job, plan, plan_bytes, &plan_id, &plan_epoch);
+    {
+        gpuos__matmul_plan mp;
+        int64_t dummy;
+        plan = cuda_device_plan(c, job, &mp, &dummy);
+        st = cuda_plan_id(ctx, c, job, plan, plan_bytes, &plan_id, &plan_epoch);
+    }
     if (st != GPUOS_OK) return st;
     st = cuda_ring_room(ctx, c, 1);
     if (st != GPUOS_OK) return st;
@@ -1158,7 +1193,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     d.kind = GPUOS__SLOT_TASK | plan_epoch << 8;
     d.kernel_id = job->dev_kernel;
     d.plan_id = plan_id;
-    d.n_items = job->items;
+    d.n_items = job->items * cuda_matmul_cb(c, job);
     d.tile_items = tile;
     d.n_tiles = (uint32_t)n_tiles;
     d.base = base;
@@ -1697,14 +1732,18 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
         }
         n_deps = m;
         if (n_deps > (int)GPUOS__MAX_DEPS - 1 || c->serialize) all = 1; /* one left for the external one */
-        st = cuda_plan_id(ctx, c, job, &job->plan, plan_bytes, &g->plan_ids[k], &epoch);
+        {
+            gpuos__matmul_plan mp;
+            int64_t dummy;
+            st = cuda_plan_id(ctx, c, job, cuda_device_plan(c, job, &mp, &dummy), plan_bytes, &g->plan_ids[k], &epoch);
+        }
         if (st != GPUOS_OK) break;
         c->plans[g->plan_ids[k]].pins++;
         memset(d, 0, sizeof *d);
         d->kind = GPUOS__SLOT_TASK | epoch << 8;
         d->kernel_id = job->dev_kernel;
         d->plan_id = g->plan_ids[k];
-        d->n_items = job->items;
+        d->n_items = job->items * cuda_matmul_cb(c, job);
         d->tile_items = tile;
         d->n_tiles = (uint32_t)n_tiles;
         d->base = base;

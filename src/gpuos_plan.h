@@ -96,6 +96,9 @@ typedef struct gpuos__matmul_plan {
     char *out;
     const char *a;
     const char *b;
+    int64_t n_cb; /* GPU only (the CUDA backend sets it; 0 or 1: none): items are column block
+                     cb = item / (batch_numel * M) times rows, each N / n_cb columns (a multiple
+                     of 32), so that a few rows are shared by several blocks */
 } gpuos__matmul_plan;
 
 /* Run-time operators (src/rtops.c) on the device: task kernel ids from

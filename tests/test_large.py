@@ -118,7 +118,9 @@ def test_large_norm(ctx, rng, seed, op, dtype, shape):
 
 @pytest.mark.parametrize("dtype,a_shape,b_shape", [("f32", (4, 64, 96), (96, 80)), ("i32", (128, 64), (64, 128)),
                                                    ("bf16", (2, 1, 100, 50), (3, 50, 70)), ("f64", (300, 200), (200,)),
-                                                   ("i8", (5000,), (5000, 9))])
+                                                   ("i8", (5000,), (5000, 9)),
+                                                   # a few rows, many columns: the GPU splits them by column blocks
+                                                   ("f32", (8, 256), (256, 256)), ("i64", (3, 2, 8, 40), (40, 300))])
 def test_large_matmul(ctx, rng, seed, dtype, a_shape, b_shape):
     T.matmul_once(ctx, rng, seed, dtype, a_shape, b_shape, "contig", "contig", "contig", "large")
     T.matmul_once(ctx, rng, seed, dtype, a_shape, b_shape, "permuted", "negative", "strided", "large, views")

@@ -268,6 +268,9 @@ typedef struct gpuos__matmul_plan {
     char *out;
     const char *a;
     const char *b;
+    int64_t n_cb; /* GPU only (the CUDA backend sets it; 0 or 1: none): items are column block
+                     cb = item / (batch_numel * M) times rows, each N / n_cb columns (a multiple
+                     of 32), so that a few rows are shared by several blocks */
 } gpuos__matmul_plan;
 
 /* Run-time operators (src/rtops.c) on the device: task kernel ids from
@@ -2317,12 +2320,17 @@ template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, i
     const int tn_max = (int)(GPUOS__D_MM_BBYTES / (GPUOS__D_MM_TK * sizeof(T)));
     T(*As)[GPUOS__D_MM_TK + 1] = (T(*)[GPUOS__D_MM_TK + 1])gpuos__d_mm_smem;
     T *Bs = (T *)(gpuos__d_mm_smem + GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1) * 8);
+    /* column blocks (n_cb > 1, set by the CUDA backend for a few rows): item = cb * BM + row */
+    const int64_t ncb = p->n_cb > 1 ? p->n_cb : 1, BM = p->batch_numel * M;
+    const int64_t CB = ncb > 1 ? ((N + ncb - 1) / ncb + 31) / 32 * 32 : N;
 #pragma unroll 1
     for (int64_t r0 = begin; r0 < end;) {
-        const int64_t bi = gpuos__d_div(r0, M), m0 = r0 - bi * M;
+        const int64_t cb = ncb > 1 ? gpuos__d_div(r0, BM) : 0, row = r0 - cb * BM;
+        const int64_t bi = gpuos__d_div(row, M), m0 = row - bi * M;
+        const int64_t nbeg = cb * CB, nend = gpuos__d_min<int64_t>(N, nbeg + CB);
         const int avail = (int)gpuos__d_min<int64_t>(GPUOS__D_MM_TM, gpuos__d_min<int64_t>(end - r0, M - m0));
         int tn = 32; /* the widest tile whose rows still cover avail */
-        while (tn * 2 <= tn_max && tn * 2 <= nt && 4 * (nt / (tn * 2)) >= avail) tn *= 2;
+        while (tn * 2 <= tn_max && tn * 2 <= nt && tn * 2 <= CB && 4 * (nt / (tn * 2)) >= avail) tn *= 2;
         const int rstep = nt / tn, col = tid % tn, rbase = tid / tn;
         const int tm = 4 * rstep < GPUOS__D_MM_TM ? 4 * rstep : GPUOS__D_MM_TM;
         const int rows = avail < tm ? avail : tm;
@@ -2343,7 +2351,7 @@ template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, i
         const char *B = p->b + ob;
         char *O = p->out + oo + m0 * o_m;
 #pragma unroll 1
-        for (int64_t n0 = 0; n0 < N; n0 += tn) {
+        for (int64_t n0 = nbeg; n0 < nend; n0 += tn) {
             T acc[GPUOS__D_MM_RPT];
 #pragma unroll
             for (int j = 0; j < GPUOS__D_MM_RPT; ++j) acc[j] = 0;
@@ -2360,7 +2368,7 @@ template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, i
                     cs, GPUOS__D_MM_TK * tn,
                     [&](int e) -> const char * {
                         const int kk = e / tn, c = e % tn;
-                        return (k0 + kk < K && n0 + c < N) ? B + (k0 + kk) * b_k + (n0 + c) * b_n : (const char *)NULL;
+                        return (k0 + kk < K && n0 + c < nend) ? B + (k0 + kk) * b_k + (n0 + c) * b_n : (const char *)NULL;
                     },
                     [&](int e, T v) { Bs[e] = v; });
                 __syncthreads();
@@ -2377,7 +2385,7 @@ template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, i
                 }
                 __syncthreads();
             }
-            if (rbase < rstep && n0 + col < N) {
+            if (rbase < rstep && n0 + col < nend) {
 #pragma unroll
                 for (int j = 0; j < GPUOS__D_MM_RPT; ++j) {
                     const int r = rbase + j * rstep;
