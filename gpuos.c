@@ -514,6 +514,12 @@ gpuos_status gpuos__set_error(const gpuos_context *ctx, gpuos_status status, con
 #endif
     ;
 gpuos_status gpuos__set_errorv(const gpuos_context *ctx, gpuos_status status, const char *fmt, va_list ap);
+/* The context fails for good with GPUOS_ERR_DEVICE_LOST (ctx->mu held); every waiter wakes. */
+void gpuos__fail_locked(gpuos_context *ctx, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 int gpuos__errbuf_init(gpuos__errbuf *e);
 void gpuos__errbuf_fini(gpuos__errbuf *e);
 /* Short name of a status ("GPUOS_ERR_AXIS"). */
@@ -2738,20 +2744,6 @@ static const char *cuda_errname(const gpuos__cuda_api *cu, gpuos__CUresult r) {
 
 static uint64_t cuda_load_acquire(const volatile uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 
-/* Makes the context fail for good (ctx->mu held): the sticky status, and its detail kept
-   for every later error to repeat. Wakes every waiter. */
-static void cuda_fail_locked(gpuos_context *ctx, const char *fmt, ...) {
-    va_list ap;
-    if (ctx->sticky != GPUOS_OK) return;
-    ctx->sticky = GPUOS_ERR_DEVICE_LOST;
-    va_start(ap, fmt);
-    vsnprintf(ctx->sticky_msg, sizeof ctx->sticky_msg, fmt, ap);
-    va_end(ap);
-    gpuos__set_error(ctx, GPUOS_ERR_DEVICE_LOST, "%s", ctx->sticky_msg);
-    pthread_cond_broadcast(&ctx->cv_done);
-    pthread_cond_broadcast(&ctx->cv_room);
-}
-
 /* ---------------------------------------------------------------- module: compile or load from cache */
 /* The cache directory: config, $GPUOS_CACHE_DIR, $XDG_CACHE_HOME/gpuos, ~/.cache/gpuos.
    Created if missing; "" when none can be had (then nothing is cached). */
@@ -3324,11 +3316,11 @@ static void cuda_stop_kernel_locked(gpuos_context *ctx) {
     c->running = 0;
     if (r == CU_ERROR_NOT_READY) { /* still running: its memory stays allocated, nothing waits on it */
         c->stuck = 1;
-        cuda_fail_locked(ctx, "the persistent kernel did not stop within wait_timeout_ms = %u ms",
+        gpuos__fail_locked(ctx, "the persistent kernel did not stop within wait_timeout_ms = %u ms",
                          (unsigned)ctx->cfg.wait_timeout_ms);
         return;
     }
-    if (r != CU_SUCCESS) cuda_fail_locked(ctx, "the persistent kernel failed: %s (%d)", cuda_errname(c->cu, r), (int)r);
+    if (r != CU_SUCCESS) gpuos__fail_locked(ctx, "the persistent kernel failed: %s (%d)", cuda_errname(c->cu, r), (int)r);
     c->retired_seen = c->dseq - 1;
     if (c->old_mod && c->old_mod != c->mod) c->cu->cuModuleUnload(c->old_mod); /* a swapped-out generation */
     c->old_mod = NULL;
@@ -3548,6 +3540,16 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
 
 /* Tiling: small element-wise tasks in tiles of 1024 items (one warp-pass each for 256
    threads x 4); large ones in about four tiles per worker. */
+/* Bytes of a job's plan. */
+static uint32_t cuda_plan_bytes(int kind) {
+    switch (kind) {
+    case GPUOS__KIND_EW: return sizeof(gpuos__ew_plan);
+    case GPUOS__KIND_REDUCE: return sizeof(gpuos__reduce_plan);
+    case GPUOS__KIND_ROWS: return sizeof(gpuos__rows_plan);
+    default: return sizeof(gpuos__matmul_plan);
+    }
+}
+
 /* Matmul column blocks (gpuos__matmul_plan.n_cb): a matmul of few output rows (8 rows are
    one 32-row tile: one block for the whole product) is also split by columns, so that about
    half the workers share it. 1: not split. */
@@ -3626,18 +3628,13 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     uint64_t deps[2 * GPUOS__MAX_PTR * (CUDA__LOG_LEN + 1)], floor = 0;
     int n_deps = 0, all = 0, n, k, j;
     uint32_t plan_bytes, plan_id = 0, plan_epoch = 0, tile, base = UINT32_MAX;
-    int64_t n_tiles;
+    int64_t n_tiles, n_items = job->items;
     const void *plan = &job->plan;
     gpuos__qdesc d;
     gpuos_status st;
     const uint64_t me = c->dseq;
 
-    switch (job->kind) {
-    case GPUOS__KIND_EW: plan_bytes = sizeof(gpuos__ew_plan); break;
-    case GPUOS__KIND_REDUCE: plan_bytes = sizeof(gpuos__reduce_plan); break;
-    case GPUOS__KIND_ROWS: plan_bytes = sizeof(gpuos__rows_plan); break;
-    default: plan_bytes = sizeof(gpuos__matmul_plan);
-    }
+    plan_bytes = cuda_plan_bytes(job->kind);
     if (job->dev_kernel < 0)
         return gpuos__set_error(ctx, GPUOS_ERR_UNSUPPORTED, "gpuos_submit: no device code for %s on this dtype",
                                 gpuos_op_name(job->op));
@@ -3713,8 +3710,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     }
     {
         gpuos__matmul_plan mp;
-        int64_t dummy;
-        plan = cuda_device_plan(c, job, &mp, &dummy);
+        plan = cuda_device_plan(c, job, &mp, &n_items);
         st = cuda_plan_id(ctx, c, job, plan, plan_bytes, &plan_id, &plan_epoch);
     }
     if (st != GPUOS_OK) return st;
@@ -3725,7 +3721,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     d.kind = GPUOS__SLOT_TASK | plan_epoch << 8;
     d.kernel_id = job->dev_kernel;
     d.plan_id = plan_id;
-    d.n_items = job->items * cuda_matmul_cb(c, job);
+    d.n_items = n_items;
     d.tile_items = tile;
     d.n_tiles = (uint32_t)n_tiles;
     d.base = base;
@@ -3810,10 +3806,10 @@ static void cuda_check_fault_locked(gpuos_context *ctx) {
     if (r == CU_ERROR_NOT_READY) return;
     c->running = 0;
     if (r == CU_SUCCESS)
-        cuda_fail_locked(ctx, "the persistent kernel stopped unexpectedly (retired %llu of %llu device tasks)",
+        gpuos__fail_locked(ctx, "the persistent kernel stopped unexpectedly (retired %llu of %llu device tasks)",
                          (unsigned long long)cuda_load_acquire(&c->ctl->retired), (unsigned long long)(c->dseq - 1));
     else
-        cuda_fail_locked(ctx, "the GPU reported a fault while running tasks: %s (%d); the context is lost",
+        gpuos__fail_locked(ctx, "the GPU reported a fault while running tasks: %s (%d); the context is lost",
                          cuda_errname(c->cu, r), (int)r);
 }
 
@@ -4135,7 +4131,8 @@ struct gpuos__cuda_graph {
     gpuos__qdesc *desc;   /* per node; stamp = 1: the node waits for the launch's external dependency */
     uint32_t *base_rel;   /* per node */
     uint32_t n_rel;
-    uint32_t *plan_ids;   /* pinned rows, one per node */
+    uint32_t *plan_ids;   /* the nodes' rows; the first n_pinned are pinned */
+    int n_pinned;
     cuda__gacc *acc;      /* every operand access, in node order */
     int n_acc;
     gpuos__storage **st;  /* distinct storages (the launch job's references) */
@@ -4147,8 +4144,8 @@ int gpuos__cuda_graph_storages(const struct gpuos__cuda_graph *g) { return g->n_
 void gpuos__cuda_graph_free_locked(gpuos_context *ctx, struct gpuos__cuda_graph *g) {
     int k;
     if (!g) return;
-    if (ctx->cuda && g->plan_ids)
-        for (k = 0; k < g->n; k++) ctx->cuda->plans[g->plan_ids[k]].pins--;
+    if (ctx->cuda)
+        for (k = 0; k < g->n_pinned; k++) ctx->cuda->plans[g->plan_ids[k]].pins--;
     free(g->desc);
     free(g->base_rel);
     free(g->plan_ids);
@@ -4177,14 +4174,10 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
     g->acc = (cuda__gacc *)calloc((size_t)n * GPUOS__MAX_PTR, sizeof *g->acc);
     g->st = (gpuos__storage **)calloc((size_t)n * GPUOS__MAX_PTR, sizeof *g->st);
     if (!g->desc || !g->base_rel || !g->plan_ids || !g->acc || !g->st) {
-        free(g->plan_ids);
-        g->plan_ids = NULL;
         gpuos__cuda_graph_free_locked(ctx, g);
         return GPUOS_ERR_OUT_OF_MEMORY;
     }
     if (!c->running && (st = cuda_launch_locked(ctx, c)) != GPUOS_OK) { /* plan chunks go to the ring */
-        free(g->plan_ids);
-        g->plan_ids = NULL;
         gpuos__cuda_graph_free_locked(ctx, g);
         return st;
     }
@@ -4194,15 +4187,10 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
         uint64_t deps[GPUOS__MAX_PTR * 64];
         int n_deps = 0, all = 0, m, a, b, no, ext = 0;
         uint32_t base = UINT32_MAX, plan_bytes, tile, epoch = 0;
-        int64_t n_tiles;
+        int64_t n_tiles, n_items = job->items;
         gpuos__qdesc *d = &g->desc[k];
         if (job->dev_kernel < 0) { st = GPUOS_ERR_UNSUPPORTED; break; }
-        switch (job->kind) {
-        case GPUOS__KIND_EW: plan_bytes = sizeof(gpuos__ew_plan); break;
-        case GPUOS__KIND_REDUCE: plan_bytes = sizeof(gpuos__reduce_plan); break;
-        case GPUOS__KIND_ROWS: plan_bytes = sizeof(gpuos__rows_plan); break;
-        default: plan_bytes = sizeof(gpuos__matmul_plan);
-        }
+        plan_bytes = cuda_plan_bytes(job->kind);
         cuda_tiling(c, job, &tile, &n_tiles);
         no = cuda_operands(job, ops);
         for (q = 0; q < no; q++) {
@@ -4266,16 +4254,17 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
         if (n_deps > (int)GPUOS__MAX_DEPS - 1 || c->serialize) all = 1; /* one left for the external one */
         {
             gpuos__matmul_plan mp;
-            int64_t dummy;
-            st = cuda_plan_id(ctx, c, job, cuda_device_plan(c, job, &mp, &dummy), plan_bytes, &g->plan_ids[k], &epoch);
+            st = cuda_plan_id(ctx, c, job, cuda_device_plan(c, job, &mp, &n_items), plan_bytes, &g->plan_ids[k],
+                              &epoch);
         }
         if (st != GPUOS_OK) break;
         c->plans[g->plan_ids[k]].pins++;
+        g->n_pinned = k + 1;
         memset(d, 0, sizeof *d);
         d->kind = GPUOS__SLOT_TASK | epoch << 8;
         d->kernel_id = job->dev_kernel;
         d->plan_id = g->plan_ids[k];
-        d->n_items = job->items * cuda_matmul_cb(c, job);
+        d->n_items = n_items;
         d->tile_items = tile;
         d->n_tiles = (uint32_t)n_tiles;
         d->base = base;
@@ -4288,9 +4277,6 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
         }
     }
     if (st != GPUOS_OK) {
-        for (j = 0; j < k && j < n; j++) c->plans[g->plan_ids[j]].pins--;
-        free(g->plan_ids);
-        g->plan_ids = NULL;
         gpuos__cuda_graph_free_locked(ctx, g);
         return st;
     }
@@ -6791,9 +6777,7 @@ static gpuos_status graph_view(gpuos_context *ctx, const gpuos_tensor *t, gpuos_
 static void graph_node_free(gpuos_context *ctx, graph_node *nd) {
     int k;
     if (nd->tmpl) {
-        gpuos__rt_release(ctx, nd->tmpl->rt);
-        nd->tmpl->rt = NULL;
-        gpuos__job_free(ctx, nd->tmpl);
+        gpuos__job_free(ctx, nd->tmpl); /* drops its run-time operator version's reference */
         nd->tmpl = NULL;
     }
     gpuos_tensor_release(nd->task.out);
@@ -6915,6 +6899,16 @@ static int graph_is(const graph_node *nd, int k, const gpuos_tensor *r) {
     return r && nd->orig[k] == r && nd->orig_uid[k] == r->uid;
 }
 
+/* Whether job runs a run-time operator version that is no longer the operator's current one. */
+static int graph_rt_stale(gpuos_context *ctx, const gpuos__job *job) {
+    int stale;
+    if (!job->rt) return 0;
+    pthread_mutex_lock(&ctx->mu);
+    stale = ctx->rt_cur[job->rt->index] != job->rt;
+    pthread_mutex_unlock(&ctx->mu);
+    return stale;
+}
+
 static int graph_same_layout(const gpuos_tensor *a, const gpuos_tensor *b) {
     int k;
     if (a->dtype != b->dtype || a->rank != b->rank) return 0;
@@ -6969,14 +6963,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
     /* GPU, nothing bound: the nodes were encoded once; a launch is a copy of their slots */
     if (ctx->cuda && n_binds == 0 && n_scalars == 0 && !g->cg_refused) {
         int fresh_needed = 0;
-        for (i = 0; i < g->n && !fresh_needed; i++) {
-            const gpuos__job *t = g->nodes[i].tmpl;
-            if (t->rt) {
-                pthread_mutex_lock(&ctx->mu);
-                fresh_needed = ctx->rt_cur[t->rt->index] != t->rt;
-                pthread_mutex_unlock(&ctx->mu);
-            }
-        }
+        for (i = 0; i < g->n && !fresh_needed; i++) fresh_needed = graph_rt_stale(ctx, g->nodes[i].tmpl);
         if (!fresh_needed) {
             gpuos__job *job = gpuos__job_alloc(ctx);
             if (!job) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: no memory", fn);
@@ -7015,22 +7002,14 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
     for (i = 0; i < g->n && s == GPUOS_OK; i++) {
         graph_node *nd = &g->nodes[g->order[i]];
         int bound = 0;
-        if (nd->tmpl->rt) { /* a run-time operator redefined (or removed) since: plan again */
-            int stale;
-            pthread_mutex_lock(&ctx->mu);
-            stale = ctx->rt_cur[nd->tmpl->rt->index] != nd->tmpl->rt;
-            pthread_mutex_unlock(&ctx->mu);
-            if (stale) {
-                gpuos__job *fresh;
-                s = gpuos__plan_task(ctx, &nd->task, &fresh);
-                if (s != GPUOS_OK) break;
-                gpuos__rt_release(ctx, nd->tmpl->rt);
-                nd->tmpl->rt = NULL;
-                gpuos__job_free(ctx, nd->tmpl);
-                nd->tmpl = fresh;
-                graph_drop_cg(g); /* its kernel ids changed */
-                g->cg_refused = 0;
-            }
+        if (graph_rt_stale(ctx, nd->tmpl)) { /* a run-time operator redefined (or removed) since: plan again */
+            gpuos__job *fresh;
+            s = gpuos__plan_task(ctx, &nd->task, &fresh);
+            if (s != GPUOS_OK) break;
+            gpuos__job_free(ctx, nd->tmpl); /* drops its version's reference */
+            nd->tmpl = fresh;
+            graph_drop_cg(g); /* its kernel ids changed */
+            g->cg_refused = 0;
         }
         for (j = 0; j < n_binds && !bound; j++)
             for (k = 0; k <= GPUOS_MAX_INPUTS; k++)
@@ -8733,18 +8712,6 @@ void gpuos__rt_release(gpuos_context *ctx, gpuos__rt_version *v) {
 }
 
 /* ---------------------------------------------------------------- the host executor */
-static void rt_fail(gpuos_context *ctx, const char *fmt, const char *a, const char *b) {
-    pthread_mutex_lock(&ctx->mu);
-    if (ctx->sticky == GPUOS_OK) {
-        ctx->sticky = GPUOS_ERR_DEVICE_LOST;
-        snprintf(ctx->sticky_msg, sizeof ctx->sticky_msg, fmt, a, b);
-        gpuos__set_error(ctx, GPUOS_ERR_DEVICE_LOST, "%s", ctx->sticky_msg);
-        pthread_cond_broadcast(&ctx->cv_done);
-        pthread_cond_broadcast(&ctx->cv_room);
-    }
-    pthread_mutex_unlock(&ctx->mu);
-}
-
 static void rt_load(gpuos_dtype d, const char *p, gpuos__ex_value *v) {
     switch (d) {
     case GPUOS_BOOL: v->i = *(const uint8_t *)p != 0; break;
@@ -8802,7 +8769,9 @@ void gpuos__rt_host_run(const gpuos__job *job, int64_t begin, int64_t end) {
         for (q = 0; q < v->n_in; q++) rt_load(v->in_dtype[q], p->ptr[1 + q] + off[1 + q], &vars[1 + q]);
         for (q = 0; q < v->n_scalars; q++) vars[1 + v->n_in + q].d = p->scalar[q];
         if (gpuos__ex_run(v->prog, vars, err, sizeof err) != 0) {
-            rt_fail(v->ctx, "run-time operator '%s' failed on the host executor: %s", v->name, err);
+            pthread_mutex_lock(&v->ctx->mu);
+            gpuos__fail_locked(v->ctx, "run-time operator '%s' failed on the host executor: %s", v->name, err);
+            pthread_mutex_unlock(&v->ctx->mu);
             return;
         }
         rt_store(v->out_dtype, p->ptr[0] + off[0], &vars[0]);
@@ -9276,6 +9245,21 @@ const char *gpuos_last_error(const gpuos_context *ctx) {
     s = e->msg[e->cur];
     pthread_mutex_unlock(&e->mu);
     return s;
+}
+
+/* Makes the context fail for good (ctx->mu held): the sticky status GPUOS_ERR_DEVICE_LOST,
+   its detail kept for every later error to repeat; wakes every waiter. A second failure
+   keeps the first one's detail. */
+void gpuos__fail_locked(gpuos_context *ctx, const char *fmt, ...) {
+    va_list ap;
+    if (ctx->sticky != GPUOS_OK) return;
+    ctx->sticky = GPUOS_ERR_DEVICE_LOST;
+    va_start(ap, fmt);
+    vsnprintf(ctx->sticky_msg, sizeof ctx->sticky_msg, fmt, ap);
+    va_end(ap);
+    gpuos__set_error(ctx, GPUOS_ERR_DEVICE_LOST, "%s", ctx->sticky_msg);
+    pthread_cond_broadcast(&ctx->cv_done);
+    pthread_cond_broadcast(&ctx->cv_room);
 }
 /*** End of src/status.c ***/
 

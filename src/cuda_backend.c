@@ -206,20 +206,6 @@ static const char *cuda_errname(const gpuos__cuda_api *cu, gpuos__CUresult r) {
 
 static uint64_t cuda_load_acquire(const volatile uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 
-/* Makes the context fail for good (ctx->mu held): the sticky status, and its detail kept
-   for every later error to repeat. Wakes every waiter. */
-static void cuda_fail_locked(gpuos_context *ctx, const char *fmt, ...) {
-    va_list ap;
-    if (ctx->sticky != GPUOS_OK) return;
-    ctx->sticky = GPUOS_ERR_DEVICE_LOST;
-    va_start(ap, fmt);
-    vsnprintf(ctx->sticky_msg, sizeof ctx->sticky_msg, fmt, ap);
-    va_end(ap);
-    gpuos__set_error(ctx, GPUOS_ERR_DEVICE_LOST, "%s", ctx->sticky_msg);
-    pthread_cond_broadcast(&ctx->cv_done);
-    pthread_cond_broadcast(&ctx->cv_room);
-}
-
 /* ---------------------------------------------------------------- module: compile or load from cache */
 /* The cache directory: config, $GPUOS_CACHE_DIR, $XDG_CACHE_HOME/gpuos, ~/.cache/gpuos.
    Created if missing; "" when none can be had (then nothing is cached). */
@@ -792,11 +778,11 @@ static void cuda_stop_kernel_locked(gpuos_context *ctx) {
     c->running = 0;
     if (r == CU_ERROR_NOT_READY) { /* still running: its memory stays allocated, nothing waits on it */
         c->stuck = 1;
-        cuda_fail_locked(ctx, "the persistent kernel did not stop within wait_timeout_ms = %u ms",
+        gpuos__fail_locked(ctx, "the persistent kernel did not stop within wait_timeout_ms = %u ms",
                          (unsigned)ctx->cfg.wait_timeout_ms);
         return;
     }
-    if (r != CU_SUCCESS) cuda_fail_locked(ctx, "the persistent kernel failed: %s (%d)", cuda_errname(c->cu, r), (int)r);
+    if (r != CU_SUCCESS) gpuos__fail_locked(ctx, "the persistent kernel failed: %s (%d)", cuda_errname(c->cu, r), (int)r);
     c->retired_seen = c->dseq - 1;
     if (c->old_mod && c->old_mod != c->mod) c->cu->cuModuleUnload(c->old_mod); /* a swapped-out generation */
     c->old_mod = NULL;
@@ -1016,6 +1002,16 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
 
 /* Tiling: small element-wise tasks in tiles of 1024 items (one warp-pass each for 256
    threads x 4); large ones in about four tiles per worker. */
+/* Bytes of a job's plan. */
+static uint32_t cuda_plan_bytes(int kind) {
+    switch (kind) {
+    case GPUOS__KIND_EW: return sizeof(gpuos__ew_plan);
+    case GPUOS__KIND_REDUCE: return sizeof(gpuos__reduce_plan);
+    case GPUOS__KIND_ROWS: return sizeof(gpuos__rows_plan);
+    default: return sizeof(gpuos__matmul_plan);
+    }
+}
+
 /* Matmul column blocks (gpuos__matmul_plan.n_cb): a matmul of few output rows (8 rows are
    one 32-row tile: one block for the whole product) is also split by columns, so that about
    half the workers share it. 1: not split. */
@@ -1094,18 +1090,13 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     uint64_t deps[2 * GPUOS__MAX_PTR * (CUDA__LOG_LEN + 1)], floor = 0;
     int n_deps = 0, all = 0, n, k, j;
     uint32_t plan_bytes, plan_id = 0, plan_epoch = 0, tile, base = UINT32_MAX;
-    int64_t n_tiles;
+    int64_t n_tiles, n_items = job->items;
     const void *plan = &job->plan;
     gpuos__qdesc d;
     gpuos_status st;
     const uint64_t me = c->dseq;
 
-    switch (job->kind) {
-    case GPUOS__KIND_EW: plan_bytes = sizeof(gpuos__ew_plan); break;
-    case GPUOS__KIND_REDUCE: plan_bytes = sizeof(gpuos__reduce_plan); break;
-    case GPUOS__KIND_ROWS: plan_bytes = sizeof(gpuos__rows_plan); break;
-    default: plan_bytes = sizeof(gpuos__matmul_plan);
-    }
+    plan_bytes = cuda_plan_bytes(job->kind);
     if (job->dev_kernel < 0)
         return gpuos__set_error(ctx, GPUOS_ERR_UNSUPPORTED, "gpuos_submit: no device code for %s on this dtype",
                                 gpuos_op_name(job->op));
@@ -1181,8 +1172,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     }
     {
         gpuos__matmul_plan mp;
-        int64_t dummy;
-        plan = cuda_device_plan(c, job, &mp, &dummy);
+        plan = cuda_device_plan(c, job, &mp, &n_items);
         st = cuda_plan_id(ctx, c, job, plan, plan_bytes, &plan_id, &plan_epoch);
     }
     if (st != GPUOS_OK) return st;
@@ -1193,7 +1183,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     d.kind = GPUOS__SLOT_TASK | plan_epoch << 8;
     d.kernel_id = job->dev_kernel;
     d.plan_id = plan_id;
-    d.n_items = job->items * cuda_matmul_cb(c, job);
+    d.n_items = n_items;
     d.tile_items = tile;
     d.n_tiles = (uint32_t)n_tiles;
     d.base = base;
@@ -1278,10 +1268,10 @@ static void cuda_check_fault_locked(gpuos_context *ctx) {
     if (r == CU_ERROR_NOT_READY) return;
     c->running = 0;
     if (r == CU_SUCCESS)
-        cuda_fail_locked(ctx, "the persistent kernel stopped unexpectedly (retired %llu of %llu device tasks)",
+        gpuos__fail_locked(ctx, "the persistent kernel stopped unexpectedly (retired %llu of %llu device tasks)",
                          (unsigned long long)cuda_load_acquire(&c->ctl->retired), (unsigned long long)(c->dseq - 1));
     else
-        cuda_fail_locked(ctx, "the GPU reported a fault while running tasks: %s (%d); the context is lost",
+        gpuos__fail_locked(ctx, "the GPU reported a fault while running tasks: %s (%d); the context is lost",
                          cuda_errname(c->cu, r), (int)r);
 }
 
@@ -1603,7 +1593,8 @@ struct gpuos__cuda_graph {
     gpuos__qdesc *desc;   /* per node; stamp = 1: the node waits for the launch's external dependency */
     uint32_t *base_rel;   /* per node */
     uint32_t n_rel;
-    uint32_t *plan_ids;   /* pinned rows, one per node */
+    uint32_t *plan_ids;   /* the nodes' rows; the first n_pinned are pinned */
+    int n_pinned;
     cuda__gacc *acc;      /* every operand access, in node order */
     int n_acc;
     gpuos__storage **st;  /* distinct storages (the launch job's references) */
@@ -1615,8 +1606,8 @@ int gpuos__cuda_graph_storages(const struct gpuos__cuda_graph *g) { return g->n_
 void gpuos__cuda_graph_free_locked(gpuos_context *ctx, struct gpuos__cuda_graph *g) {
     int k;
     if (!g) return;
-    if (ctx->cuda && g->plan_ids)
-        for (k = 0; k < g->n; k++) ctx->cuda->plans[g->plan_ids[k]].pins--;
+    if (ctx->cuda)
+        for (k = 0; k < g->n_pinned; k++) ctx->cuda->plans[g->plan_ids[k]].pins--;
     free(g->desc);
     free(g->base_rel);
     free(g->plan_ids);
@@ -1645,14 +1636,10 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
     g->acc = (cuda__gacc *)calloc((size_t)n * GPUOS__MAX_PTR, sizeof *g->acc);
     g->st = (gpuos__storage **)calloc((size_t)n * GPUOS__MAX_PTR, sizeof *g->st);
     if (!g->desc || !g->base_rel || !g->plan_ids || !g->acc || !g->st) {
-        free(g->plan_ids);
-        g->plan_ids = NULL;
         gpuos__cuda_graph_free_locked(ctx, g);
         return GPUOS_ERR_OUT_OF_MEMORY;
     }
     if (!c->running && (st = cuda_launch_locked(ctx, c)) != GPUOS_OK) { /* plan chunks go to the ring */
-        free(g->plan_ids);
-        g->plan_ids = NULL;
         gpuos__cuda_graph_free_locked(ctx, g);
         return st;
     }
@@ -1662,15 +1649,10 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
         uint64_t deps[GPUOS__MAX_PTR * 64];
         int n_deps = 0, all = 0, m, a, b, no, ext = 0;
         uint32_t base = UINT32_MAX, plan_bytes, tile, epoch = 0;
-        int64_t n_tiles;
+        int64_t n_tiles, n_items = job->items;
         gpuos__qdesc *d = &g->desc[k];
         if (job->dev_kernel < 0) { st = GPUOS_ERR_UNSUPPORTED; break; }
-        switch (job->kind) {
-        case GPUOS__KIND_EW: plan_bytes = sizeof(gpuos__ew_plan); break;
-        case GPUOS__KIND_REDUCE: plan_bytes = sizeof(gpuos__reduce_plan); break;
-        case GPUOS__KIND_ROWS: plan_bytes = sizeof(gpuos__rows_plan); break;
-        default: plan_bytes = sizeof(gpuos__matmul_plan);
-        }
+        plan_bytes = cuda_plan_bytes(job->kind);
         cuda_tiling(c, job, &tile, &n_tiles);
         no = cuda_operands(job, ops);
         for (q = 0; q < no; q++) {
@@ -1734,16 +1716,17 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
         if (n_deps > (int)GPUOS__MAX_DEPS - 1 || c->serialize) all = 1; /* one left for the external one */
         {
             gpuos__matmul_plan mp;
-            int64_t dummy;
-            st = cuda_plan_id(ctx, c, job, cuda_device_plan(c, job, &mp, &dummy), plan_bytes, &g->plan_ids[k], &epoch);
+            st = cuda_plan_id(ctx, c, job, cuda_device_plan(c, job, &mp, &n_items), plan_bytes, &g->plan_ids[k],
+                              &epoch);
         }
         if (st != GPUOS_OK) break;
         c->plans[g->plan_ids[k]].pins++;
+        g->n_pinned = k + 1;
         memset(d, 0, sizeof *d);
         d->kind = GPUOS__SLOT_TASK | epoch << 8;
         d->kernel_id = job->dev_kernel;
         d->plan_id = g->plan_ids[k];
-        d->n_items = job->items * cuda_matmul_cb(c, job);
+        d->n_items = n_items;
         d->tile_items = tile;
         d->n_tiles = (uint32_t)n_tiles;
         d->base = base;
@@ -1756,9 +1739,6 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
         }
     }
     if (st != GPUOS_OK) {
-        for (j = 0; j < k && j < n; j++) c->plans[g->plan_ids[j]].pins--;
-        free(g->plan_ids);
-        g->plan_ids = NULL;
         gpuos__cuda_graph_free_locked(ctx, g);
         return st;
     }

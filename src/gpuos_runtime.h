@@ -167,6 +167,12 @@ gpuos_status gpuos__set_error(const gpuos_context *ctx, gpuos_status status, con
 #endif
     ;
 gpuos_status gpuos__set_errorv(const gpuos_context *ctx, gpuos_status status, const char *fmt, va_list ap);
+/* The context fails for good with GPUOS_ERR_DEVICE_LOST (ctx->mu held); every waiter wakes. */
+void gpuos__fail_locked(gpuos_context *ctx, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 int gpuos__errbuf_init(gpuos__errbuf *e);
 void gpuos__errbuf_fini(gpuos__errbuf *e);
 /* Short name of a status ("GPUOS_ERR_AXIS"). */

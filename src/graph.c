@@ -63,9 +63,7 @@ static gpuos_status graph_view(gpuos_context *ctx, const gpuos_tensor *t, gpuos_
 static void graph_node_free(gpuos_context *ctx, graph_node *nd) {
     int k;
     if (nd->tmpl) {
-        gpuos__rt_release(ctx, nd->tmpl->rt);
-        nd->tmpl->rt = NULL;
-        gpuos__job_free(ctx, nd->tmpl);
+        gpuos__job_free(ctx, nd->tmpl); /* drops its run-time operator version's reference */
         nd->tmpl = NULL;
     }
     gpuos_tensor_release(nd->task.out);
@@ -187,6 +185,16 @@ static int graph_is(const graph_node *nd, int k, const gpuos_tensor *r) {
     return r && nd->orig[k] == r && nd->orig_uid[k] == r->uid;
 }
 
+/* Whether job runs a run-time operator version that is no longer the operator's current one. */
+static int graph_rt_stale(gpuos_context *ctx, const gpuos__job *job) {
+    int stale;
+    if (!job->rt) return 0;
+    pthread_mutex_lock(&ctx->mu);
+    stale = ctx->rt_cur[job->rt->index] != job->rt;
+    pthread_mutex_unlock(&ctx->mu);
+    return stale;
+}
+
 static int graph_same_layout(const gpuos_tensor *a, const gpuos_tensor *b) {
     int k;
     if (a->dtype != b->dtype || a->rank != b->rank) return 0;
@@ -241,14 +249,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
     /* GPU, nothing bound: the nodes were encoded once; a launch is a copy of their slots */
     if (ctx->cuda && n_binds == 0 && n_scalars == 0 && !g->cg_refused) {
         int fresh_needed = 0;
-        for (i = 0; i < g->n && !fresh_needed; i++) {
-            const gpuos__job *t = g->nodes[i].tmpl;
-            if (t->rt) {
-                pthread_mutex_lock(&ctx->mu);
-                fresh_needed = ctx->rt_cur[t->rt->index] != t->rt;
-                pthread_mutex_unlock(&ctx->mu);
-            }
-        }
+        for (i = 0; i < g->n && !fresh_needed; i++) fresh_needed = graph_rt_stale(ctx, g->nodes[i].tmpl);
         if (!fresh_needed) {
             gpuos__job *job = gpuos__job_alloc(ctx);
             if (!job) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: no memory", fn);
@@ -287,22 +288,14 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
     for (i = 0; i < g->n && s == GPUOS_OK; i++) {
         graph_node *nd = &g->nodes[g->order[i]];
         int bound = 0;
-        if (nd->tmpl->rt) { /* a run-time operator redefined (or removed) since: plan again */
-            int stale;
-            pthread_mutex_lock(&ctx->mu);
-            stale = ctx->rt_cur[nd->tmpl->rt->index] != nd->tmpl->rt;
-            pthread_mutex_unlock(&ctx->mu);
-            if (stale) {
-                gpuos__job *fresh;
-                s = gpuos__plan_task(ctx, &nd->task, &fresh);
-                if (s != GPUOS_OK) break;
-                gpuos__rt_release(ctx, nd->tmpl->rt);
-                nd->tmpl->rt = NULL;
-                gpuos__job_free(ctx, nd->tmpl);
-                nd->tmpl = fresh;
-                graph_drop_cg(g); /* its kernel ids changed */
-                g->cg_refused = 0;
-            }
+        if (graph_rt_stale(ctx, nd->tmpl)) { /* a run-time operator redefined (or removed) since: plan again */
+            gpuos__job *fresh;
+            s = gpuos__plan_task(ctx, &nd->task, &fresh);
+            if (s != GPUOS_OK) break;
+            gpuos__job_free(ctx, nd->tmpl); /* drops its version's reference */
+            nd->tmpl = fresh;
+            graph_drop_cg(g); /* its kernel ids changed */
+            g->cg_refused = 0;
         }
         for (j = 0; j < n_binds && !bound; j++)
             for (k = 0; k <= GPUOS_MAX_INPUTS; k++)

@@ -131,18 +131,6 @@ void gpuos__rt_release(gpuos_context *ctx, gpuos__rt_version *v) {
 }
 
 /* ---------------------------------------------------------------- the host executor */
-static void rt_fail(gpuos_context *ctx, const char *fmt, const char *a, const char *b) {
-    pthread_mutex_lock(&ctx->mu);
-    if (ctx->sticky == GPUOS_OK) {
-        ctx->sticky = GPUOS_ERR_DEVICE_LOST;
-        snprintf(ctx->sticky_msg, sizeof ctx->sticky_msg, fmt, a, b);
-        gpuos__set_error(ctx, GPUOS_ERR_DEVICE_LOST, "%s", ctx->sticky_msg);
-        pthread_cond_broadcast(&ctx->cv_done);
-        pthread_cond_broadcast(&ctx->cv_room);
-    }
-    pthread_mutex_unlock(&ctx->mu);
-}
-
 static void rt_load(gpuos_dtype d, const char *p, gpuos__ex_value *v) {
     switch (d) {
     case GPUOS_BOOL: v->i = *(const uint8_t *)p != 0; break;
@@ -200,7 +188,9 @@ void gpuos__rt_host_run(const gpuos__job *job, int64_t begin, int64_t end) {
         for (q = 0; q < v->n_in; q++) rt_load(v->in_dtype[q], p->ptr[1 + q] + off[1 + q], &vars[1 + q]);
         for (q = 0; q < v->n_scalars; q++) vars[1 + v->n_in + q].d = p->scalar[q];
         if (gpuos__ex_run(v->prog, vars, err, sizeof err) != 0) {
-            rt_fail(v->ctx, "run-time operator '%s' failed on the host executor: %s", v->name, err);
+            pthread_mutex_lock(&v->ctx->mu);
+            gpuos__fail_locked(v->ctx, "run-time operator '%s' failed on the host executor: %s", v->name, err);
+            pthread_mutex_unlock(&v->ctx->mu);
             return;
         }
         rt_store(v->out_dtype, p->ptr[0] + off[0], &vars[0]);

@@ -155,3 +155,18 @@ const char *gpuos_last_error(const gpuos_context *ctx) {
     pthread_mutex_unlock(&e->mu);
     return s;
 }
+
+/* Makes the context fail for good (ctx->mu held): the sticky status GPUOS_ERR_DEVICE_LOST,
+   its detail kept for every later error to repeat; wakes every waiter. A second failure
+   keeps the first one's detail. */
+void gpuos__fail_locked(gpuos_context *ctx, const char *fmt, ...) {
+    va_list ap;
+    if (ctx->sticky != GPUOS_OK) return;
+    ctx->sticky = GPUOS_ERR_DEVICE_LOST;
+    va_start(ap, fmt);
+    vsnprintf(ctx->sticky_msg, sizeof ctx->sticky_msg, fmt, ap);
+    va_end(ap);
+    gpuos__set_error(ctx, GPUOS_ERR_DEVICE_LOST, "%s", ctx->sticky_msg);
+    pthread_cond_broadcast(&ctx->cv_done);
+    pthread_cond_broadcast(&ctx->cv_room);
+}

@@ -62,7 +62,7 @@ $(BUILD)/probe_submit: tests/gpu/probe_submit.c gpuos.h $(BUILD)/gpuos.o | $(BUI
 
 # Where a chain's and independent tasks' time goes in the worker blocks (not a test; device
 # cycle counters, GPUOS_CUDA_TIMESTAMPS).
-$(BUILD)/probe_chain: tests/gpu/probe_chain.c gpuos.c gpuos.h | $(BUILD)
+$(BUILD)/probe_chain: tests/gpu/probe_chain.c tests/gpu/probe_prof.h gpuos.c gpuos.h | $(BUILD)
 	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_chain.c -o $@ $(LDLIBS)
 
 # A run-time operator on a transposed view, for compute-sanitizer (not a test).
@@ -78,5 +78,5 @@ $(BUILD)/probe_create: tests/gpu/probe_create.c gpuos.c gpuos.h | $(BUILD)
 	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_create.c -o $@ $(LDLIBS)
 
 # Where a branchy graph launch spends its time in the workers (not a test; GPUOS_CUDA_TIMESTAMPS).
-$(BUILD)/probe_graph: tests/gpu/probe_graph.c gpuos.c gpuos.h | $(BUILD)
+$(BUILD)/probe_graph: tests/gpu/probe_graph.c tests/gpu/probe_prof.h gpuos.c gpuos.h | $(BUILD)
 	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_graph.c -o $@ $(LDLIBS)

@@ -6,31 +6,12 @@
 #include "../../gpuos.c"
 #include <stdio.h>
 
+#include "probe_prof.h"
+
 static double now_us(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-
-static void prof_read(gpuos_context *ctx, unsigned long long *v) {
-    /* on the copy stream: the persistent kernel keeps running */
-    if (gpuos__cuda_memcpy(ctx, v, ctx->cuda->P.prof, GPUOS__PROF_N * 8, 0) != GPUOS_OK)
-        printf("probe_chain: reading the counters: %s\n", gpuos_last_error(ctx));
-}
-
-static void report(const char *name, const unsigned long long *a, const unsigned long long *b, double us, int ops) {
-    static const char *ph[] = {"wait", "start", "deps", "plan", "run", "sync", "flush"};
-    unsigned long long d[GPUOS__PROF_N];
-    int k;
-    for (k = 0; k < GPUOS__PROF_N; k++) d[k] = b[k] - a[k];
-    printf("%s: %.3f us/op (host clock); worker entries %llu, batches %llu (%.1f entries/batch), tiles %llu, plan copies %llu\n",
-           name, us / ops, d[GPUOS__PROF_TASKS], d[GPUOS__PROF_BATCHES],
-           d[GPUOS__PROF_BATCHES] ? (double)d[GPUOS__PROF_TASKS] / d[GPUOS__PROF_BATCHES] : 0.0, d[GPUOS__PROF_TILES],
-           d[GPUOS__PROF_PLANS]);
-    printf("  cycles per worker entry (thread 0, summed over workers):");
-    for (k = 0; k <= GPUOS__PROF_FLUSH; k++)
-        printf(" %s %.0f", ph[k], d[GPUOS__PROF_TASKS] ? (double)d[k] / d[GPUOS__PROF_TASKS] : 0.0);
-    printf("\n");
 }
 
 int main(void) {
@@ -66,7 +47,7 @@ int main(void) {
         gpuos_wait(ctx, 10000);
         t0 = now_us() - t0;
         prof_read(ctx, p1);
-        report("chain", p0, p1, t0, 1000);
+        prof_report("chain", p0, p1, t0, 1000, "op");
     }
     for (r = 0; r < 3; r++) {
         double t0;
@@ -76,7 +57,7 @@ int main(void) {
         gpuos_wait(ctx, 10000);
         t0 = now_us() - t0;
         prof_read(ctx, p1);
-        report("independent", p0, p1, t0, 20000);
+        prof_report("independent", p0, p1, t0, 20000, "op");
     }
     printf("status: %s\n", gpuos_last_error(ctx));
     gpuos_destroy(ctx);

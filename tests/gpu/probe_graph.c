@@ -4,26 +4,12 @@
 #include "../../gpuos.c"
 #include <stdio.h>
 
+#include "probe_prof.h"
+
 static double now_us(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-
-static void prof(gpuos_context *ctx, unsigned long long *v) {
-    gpuos__cuda_memcpy(ctx, v, ctx->cuda->P.prof, GPUOS__PROF_N * 8, 0);
-}
-
-static void report(const char *name, const unsigned long long *a, const unsigned long long *b, double us, int launches) {
-    static const char *ph[] = {"wait", "start", "deps", "plan", "run", "sync", "flush"};
-    unsigned long long d[GPUOS__PROF_N];
-    int k;
-    for (k = 0; k < GPUOS__PROF_N; k++) d[k] = b[k] - a[k];
-    printf("%s: %.1f us per launch; entries %llu, batches %llu, plan copies %llu; cycles per entry:", name, us / launches,
-           d[GPUOS__PROF_TASKS], d[GPUOS__PROF_BATCHES], d[GPUOS__PROF_PLANS]);
-    for (k = 0; k <= GPUOS__PROF_FLUSH; k++)
-        printf(" %s %.0f", ph[k], d[GPUOS__PROF_TASKS] ? (double)d[k] / d[GPUOS__PROF_TASKS] : 0.0);
-    printf("\n");
 }
 
 int main(void) {
@@ -54,15 +40,15 @@ int main(void) {
         uint64_t seq;
         gpuos_graph_launch(g, NULL, 0, NULL, 0, &seq);
         gpuos_wait(ctx, 10000);
-        prof(ctx, p0);
+        prof_read(ctx, p0);
         t0 = now_us();
         for (r = 0; r < R; r++) {
             gpuos_graph_launch(g, NULL, 0, NULL, 0, &seq);
             gpuos_wait_fence(ctx, seq, 10000);
         }
         t0 = now_us() - t0;
-        prof(ctx, p1);
-        report("graph", p0, p1, t0, R);
+        prof_read(ctx, p1);
+        prof_report("graph", p0, p1, t0, R, "launch");
         {
             struct gpuos__cuda_graph *cg = g->cg;
             int deps = 0, all = 0, ext = 0;
@@ -72,7 +58,7 @@ int main(void) {
             }
             printf("  pre-encoded: %s; %d explicit deps, %d wait-for-all, %d external, %u bases\n", cg ? "yes" : "no", deps, all, ext, cg ? cg->n_rel : 0);
         }
-        prof(ctx, p0);
+        prof_read(ctx, p0);
         t0 = now_us();
         for (r = 0; r < R; r++) {
             for (c = 0; c < C; c++) for (i = 0; i < L; i++) gpuos_add(ctx, x[c], x[c], one);
@@ -81,8 +67,8 @@ int main(void) {
             gpuos_wait(ctx, 10000);
         }
         t0 = now_us() - t0;
-        prof(ctx, p1);
-        report("eager", p0, p1, t0, R);
+        prof_read(ctx, p1);
+        prof_report("eager", p0, p1, t0, R, "launch");
     }
     printf("status: %s\n", gpuos_last_error(ctx));
     gpuos_graph_release(g);
