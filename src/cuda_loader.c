@@ -395,7 +395,7 @@ char *gpuos__device_source_joined(size_t *length) {
 
 gpuos_status gpuos_compile_device_code(int arch_major, int arch_minor, char *log, size_t log_size) {
     char arch[64];
-    const char *options[4];
+    const char *options[5];
     char *src, *nlog = NULL;
     void *code = NULL;
     size_t code_size = 0;
@@ -413,13 +413,14 @@ gpuos_status gpuos_compile_device_code(int arch_major, int arch_minor, char *log
     options[1] = "-default-device";
     options[2] = "--std=c++17";
     options[3] = "-rdc=true";
+    options[4] = "--maxrregcount=128"; /* as the runtime: the kernel's launch bounds allow 128 */
     src = gpuos__device_source_joined(NULL);
     if (!src) {
         st = gpuos__set_error(NULL, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_compile_device_code: no memory for the source");
         loader_copy(log, log_size, gpuos_last_error(NULL));
         return st;
     }
-    st = gpuos__nvrtc_compile(NULL, src, "gpuos_device.cu", options, 4, 1, &code, &code_size, &nlog);
+    st = gpuos__nvrtc_compile(NULL, src, "gpuos_device.cu", options, 5, 1, &code, &code_size, &nlog);
     if (st != GPUOS_OK) loader_copy(log, log_size, nlog && nlog[0] ? nlog : gpuos_last_error(NULL));
     free(code);
     free(nlog);

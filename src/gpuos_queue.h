@@ -102,6 +102,12 @@ enum {
     GPUOS__PROF_TASKS,   /* inbox entries run */
     GPUOS__PROF_TILES,
     GPUOS__PROF_PLANS,   /* plan copies */
+    /* the fetcher (thread 0 of the scheduler block) */
+    GPUOS__PROF_F_POLL,  /* cycles of polls that found nothing */
+    GPUOS__PROF_F_BATCH, /* cycles of polls that found slots, until they are pushed */
+    GPUOS__PROF_F_EMPTY, /* polls that found nothing */
+    GPUOS__PROF_F_FULL,  /* polls that found slots */
+    GPUOS__PROF_F_SLOTS, /* slots fetched */
     GPUOS__PROF_N = 16
 };
 

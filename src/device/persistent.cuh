@@ -103,7 +103,13 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
     }
     gpuos__fetch_bar();
     int width = 1; /* slots polled per round trip: 1 while idle */
+#ifdef GPUOS__PK_TIMESTAMPS
+    unsigned long long fprof[GPUOS__PROF_N] = {0};
+#endif
     while (!s_exit) {
+#ifdef GPUOS__PK_TIMESTAMPS
+        const long long t_poll = clock64();
+#endif
         const int64_t room = (int64_t)(gpuos__sh_load(s_limit) - s_seq); /* free task-ring entries */
         /* Eight threads per slot, one 8-byte volatile read each: one PCIe round trip
            both detects and delivers the slot (measured on the H100: one 8-byte read
@@ -262,6 +268,16 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
 #endif
         }
         width = n ? GPUOS__FETCH_SLOTS : 1;
+#ifdef GPUOS__PK_TIMESTAMPS
+        if (tid == 0) {
+            fprof[n ? GPUOS__PROF_F_BATCH : GPUOS__PROF_F_POLL] += (unsigned long long)(clock64() - t_poll);
+            fprof[n ? GPUOS__PROF_F_FULL : GPUOS__PROF_F_EMPTY]++;
+            fprof[GPUOS__PROF_F_SLOTS] += (unsigned long long)n;
+            if (n || fprof[GPUOS__PROF_F_EMPTY] >= 1024)
+                for (int k = GPUOS__PROF_F_POLL; k <= GPUOS__PROF_F_SLOTS; k++)
+                    if (fprof[k]) atomicAdd(&P.prof[k], fprof[k]), fprof[k] = 0;
+        }
+#endif
         if (n == 0 && tid == 0) gpuos__nanosleep(32);
         gpuos__fetch_bar();
     }
@@ -351,6 +367,11 @@ static __device__ __forceinline__ int gpuos__pk_dep_done(const gpuos__pk_params 
 #define GPUOS__PROF_ADD(acc, k, t0) (void)0
 #endif
 
+#if defined(GPUOS__PROBE_RUN) && GPUOS__PROBE_RUN == 4
+static __device__ __noinline__ int64_t gpuos__probe_v9(const gpuos__ew_plan *p, int64_t b, int64_t e, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg9>(p, b, e, cs);
+}
+#endif
 /* Runs the tasks of this block's inbox in order, reading up to 32 entries per
    parallel read of its own (uncontended) inbox lines. Finished-tile counts are
    published in batches: one fence for a batch, and always before waiting on another
@@ -366,6 +387,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
     const gpuos__dtask *inbox = P.inbox + (size_t)me * P.inbox_cap;
     uint32_t head = P.wpos[me];
     uint32_t plan_row = 0xffffffffu, plan_epoch = 0; /* the plan s_plan holds (same in every thread) */
+    int vec_kid = -1, vec_state = -1; /* gpuos__d_ew_inline's check of that plan, for kernel vec_kid */
 #ifdef GPUOS__PK_TIMESTAMPS
     unsigned long long prof[GPUOS__PROF_N] = {0};
 #endif
@@ -403,7 +425,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
         GPUOS__PROF_ADD(prof, GPUOS__PROF_START, t_start);
         const int n = s_n;
         int stop = 0, flushed = 0;
-        if (s_stale) plan_row = 0xffffffffu;
+        if (s_stale) plan_row = 0xffffffffu, vec_state = -1;
         for (int i = 0; i < n; i++) {
             const gpuos__qdesc *d = &s_d[i];
             if (GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT) { stop = 1; break; }
@@ -454,6 +476,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
                     s_plan[k] = src[k];
                 plan_row = d->plan_id;
                 plan_epoch = pkey;
+                vec_state = -1;
                 __syncthreads();
                 GPUOS__PROF_ADD(prof, GPUOS__PROF_PLAN, t_plan);
 #ifdef GPUOS__PK_TIMESTAMPS
@@ -468,7 +491,47 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
                 int64_t e = b + d->tile_items;
                 if (e > d->n_items) e = d->n_items;
                 GPUOS__PROF_T0(t_run);
+#if defined(GPUOS__PROBE_RUN) && GPUOS__PROBE_RUN == 1
+                /* probe only (tests/gpu/probe_chain.c): every task as out = a + b[0] in f32,
+                   inline, contiguous: the floor of a tile inside this loop */
+                if (((const gpuos__ew_plan *)s_plan)->n_ptr != 3 || ((const gpuos__ew_plan *)s_plan)->rank != 1)
+                    gpuos__d_run(d->kernel_id, plan, b, e);
+                else {
+                    const gpuos__ew_plan *pp = (const gpuos__ew_plan *)s_plan;
+                    float *po = (float *)pp->ptr[0];
+                    const float *pa = (const float *)pp->ptr[1];
+                    const float bb = *(const float *)pp->ptr[2];
+                    for (int64_t q = b + 4 * tid; q + 4 <= e; q += 4 * (int64_t)blockDim.x) {
+                        float4 v = *(const float4 *)(pa + q);
+                        v.x += bb; v.y += bb; v.z += bb; v.w += bb;
+                        *(float4 *)(po + q) = v;
+                    }
+                }
+#elif defined(GPUOS__PROBE_RUN) && GPUOS__PROBE_RUN == 2
+                (void)plan; /* probe only: no tile work, the loop's own cost */
+#elif defined(GPUOS__PROBE_RUN) && (GPUOS__PROBE_RUN == 3 || GPUOS__PROBE_RUN == 4)
+                /* probe only: 4-byte binary ops (group 9) straight to the vector template,
+                   3: inline, 4: through one call */
+                if (((const gpuos__ew_plan *)s_plan)->n_ptr != 3 || ((const gpuos__ew_plan *)s_plan)->rank != 1)
+                    gpuos__d_run(d->kernel_id, plan, b, e);
+                else
+#if GPUOS__PROBE_RUN == 3
+                    gpuos__d_ew_vec<gpuos__d_ewg9>((const gpuos__ew_plan *)s_plan, b, e, gpuos__d_kernels[d->kernel_id][1]);
+#else
+                    gpuos__probe_v9((const gpuos__ew_plan *)s_plan, b, e, gpuos__d_kernels[d->kernel_id][1]);
+#endif
+#elif GPUOS__D_EW_SPLIT && GPUOS__D_EW_INLINE
+                {
+                    /* element-wise vector passes inline, the rest (or any other kernel) called */
+                    if (d->kernel_id != vec_kid) vec_kid = d->kernel_id, vec_state = -1;
+                    const int64_t r = d->kernel_id < GPUOS__RT_KERNEL_BASE
+                                          ? gpuos__d_ew_inline(d->kernel_id, (const gpuos__ew_plan *)s_plan, b, e, &vec_state)
+                                          : b;
+                    if (r < e) gpuos__d_run(d->kernel_id, plan, r, e);
+                }
+#else
                 gpuos__d_run(d->kernel_id, plan, b, e);
+#endif
                 GPUOS__PROF_ADD(prof, GPUOS__PROF_RUN, t_run);
                 GPUOS__PROF_T0(t_sync);
                 __syncthreads(); /* kernels may reuse static shared memory; next task reads our writes */
@@ -507,7 +570,15 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
     }
 }
 
-extern "C" __global__ void __launch_bounds__(GPUOS__PK_THREADS) gpuos__pk_main(gpuos__pk_params P) {
+/* Two blocks per multiprocessor: caps the kernel at 128 registers (the element-wise
+   vector mode inlined into the worker loop would take ~150). __launch_bounds__ wins over
+   --maxrregcount for the kernel, so the called functions must be compiled with a cap no
+   higher (the runtime passes --maxrregcount=128; with GPUOS_CUDA_MAXRREG above 128 it
+   passes -DGPUOS__PK_MIN_BLOCKS=1). */
+#ifndef GPUOS__PK_MIN_BLOCKS
+#define GPUOS__PK_MIN_BLOCKS 2
+#endif
+extern "C" __global__ void __launch_bounds__(GPUOS__PK_THREADS, GPUOS__PK_MIN_BLOCKS) gpuos__pk_main(gpuos__pk_params P) {
     if (blockIdx.x == 0)
         gpuos__pk_schedule(P);
     else

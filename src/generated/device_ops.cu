@@ -5967,6 +5967,141 @@ __device__ void gpuos__d_run(int kernel_id, const void *plan, int64_t begin, int
     }
 }
 
+/* The element-wise vector mode inline in the persistent kernel's worker loop, for the
+   plan it holds in shared memory: no call, no generic loads of the plan. Measured on the
+   H100 (tests/gpu/probe_chain.c, one 1024-item tile of a 4-byte add, worker cycles):
+   2400 through gpuos__d_run -> group function -> vector function, 1270 through one
+   call, 905 inline. Returns the first item it left to gpuos__d_run: `begin` when the
+   kernel is not element-wise or the operands are not vector-able, else the items after
+   the whole passes (fewer than U * blockDim.x). GPUOS__D_EW_INLINE=0 turns it off. */
+#ifndef GPUOS__D_EW_INLINE
+#define GPUOS__D_EW_INLINE 1
+#endif
+/* Which groups (by their operand sizes: inputs_out_in...): 4-byte unary, binary,
+   comparison and ternary, 2-byte binary, 4-byte fill. Measured with ptxas -v (part 0,
+   128-register cap): these together keep the kernel at 96 registers with no spills and
+   part 0's compile at ~3.3 s against 1.7 s; all 34 groups spill and take 18 s. */
+#ifndef GPUOS__D_EW_INL
+#define GPUOS__D_EW_INL(g) ((g) == 2 || (g) == 8 || (g) == 9 || (g) == 12 || (g) == 16 || (g) == 19 || (g) == 32)
+#endif
+#if GPUOS__D_EW_SPLIT && GPUOS__D_EW_INLINE
+/* *vec caches the check of the plan's operands (contiguous or broadcast, aligned at item
+   0) for this kernel: -1 unknown (the caller resets it when its plan copy or the kernel
+   changes), 0 no, 1 yes; a tile is then vector-able when it starts at a multiple of U. */
+#define GPUOS__D_EW_INLINE_CASE(G)                                                            \
+    if (*vec < 0) *vec = gpuos__d_ew_vec_ok<G>(p, 0);                                          \
+    return *vec && begin % GPUOS__D_EW_U == 0 ? gpuos__d_ew_vec<G>(p, begin, end, cs) : begin
+GPUOS__FN int64_t gpuos__d_ew_inline(int kernel_id, const gpuos__ew_plan *p, int64_t begin, int64_t end, int *vec) {
+    if ((unsigned)kernel_id >= GPUOS__D_N_KERNELS || begin >= end) return begin;
+    const int cs = gpuos__d_kernels[kernel_id][1];
+    switch (gpuos__d_kernels[kernel_id][0]) {
+#if GPUOS__D_EW_INL(0)
+    case 0: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg0);
+#endif
+#if GPUOS__D_EW_INL(1)
+    case 1: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg1);
+#endif
+#if GPUOS__D_EW_INL(2)
+    case 2: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg2);
+#endif
+#if GPUOS__D_EW_INL(3)
+    case 3: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg3);
+#endif
+#if GPUOS__D_EW_INL(4)
+    case 4: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg4);
+#endif
+#if GPUOS__D_EW_INL(5)
+    case 5: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg5);
+#endif
+#if GPUOS__D_EW_INL(6)
+    case 6: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg6);
+#endif
+#if GPUOS__D_EW_INL(7)
+    case 7: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg7);
+#endif
+#if GPUOS__D_EW_INL(8)
+    case 8: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg8);
+#endif
+#if GPUOS__D_EW_INL(9)
+    case 9: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg9);
+#endif
+#if GPUOS__D_EW_INL(10)
+    case 10: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg10);
+#endif
+#if GPUOS__D_EW_INL(11)
+    case 11: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg11);
+#endif
+#if GPUOS__D_EW_INL(12)
+    case 12: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg12);
+#endif
+#if GPUOS__D_EW_INL(13)
+    case 13: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg13);
+#endif
+#if GPUOS__D_EW_INL(14)
+    case 14: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg14);
+#endif
+#if GPUOS__D_EW_INL(15)
+    case 15: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg15);
+#endif
+#if GPUOS__D_EW_INL(16)
+    case 16: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg16);
+#endif
+#if GPUOS__D_EW_INL(17)
+    case 17: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg17);
+#endif
+#if GPUOS__D_EW_INL(18)
+    case 18: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg18);
+#endif
+#if GPUOS__D_EW_INL(19)
+    case 19: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg19);
+#endif
+#if GPUOS__D_EW_INL(20)
+    case 20: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg20);
+#endif
+#if GPUOS__D_EW_INL(21)
+    case 21: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg21);
+#endif
+#if GPUOS__D_EW_INL(22)
+    case 22: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg22);
+#endif
+#if GPUOS__D_EW_INL(23)
+    case 23: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg23);
+#endif
+#if GPUOS__D_EW_INL(24)
+    case 24: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg24);
+#endif
+#if GPUOS__D_EW_INL(25)
+    case 25: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg25);
+#endif
+#if GPUOS__D_EW_INL(26)
+    case 26: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg26);
+#endif
+#if GPUOS__D_EW_INL(27)
+    case 27: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg27);
+#endif
+#if GPUOS__D_EW_INL(28)
+    case 28: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg28);
+#endif
+#if GPUOS__D_EW_INL(29)
+    case 29: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg29);
+#endif
+#if GPUOS__D_EW_INL(30)
+    case 30: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg30);
+#endif
+#if GPUOS__D_EW_INL(31)
+    case 31: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg31);
+#endif
+#if GPUOS__D_EW_INL(32)
+    case 32: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg32);
+#endif
+#if GPUOS__D_EW_INL(33)
+    case 33: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg33);
+#endif
+    default: return begin;
+    }
+}
+#endif
+
 /* Test entry: [0, n_items) in slices of items_per_block, block b taking slices b,
    b + gridDim.x, ... Any grid; any block size the kernels allow (see the top). */
 extern "C" __global__ void gpuos__d_test_kernel(int kernel_id, const void *plan, int64_t n_items,

@@ -7723,6 +7723,141 @@ __device__ void gpuos__d_run(int kernel_id, const void *plan, int64_t begin, int
     }
 }
 
+/* The element-wise vector mode inline in the persistent kernel's worker loop, for the
+   plan it holds in shared memory: no call, no generic loads of the plan. Measured on the
+   H100 (tests/gpu/probe_chain.c, one 1024-item tile of a 4-byte add, worker cycles):
+   2400 through gpuos__d_run -> group function -> vector function, 1270 through one
+   call, 905 inline. Returns the first item it left to gpuos__d_run: `begin` when the
+   kernel is not element-wise or the operands are not vector-able, else the items after
+   the whole passes (fewer than U * blockDim.x). GPUOS__D_EW_INLINE=0 turns it off. */
+#ifndef GPUOS__D_EW_INLINE
+#define GPUOS__D_EW_INLINE 1
+#endif
+/* Which groups (by their operand sizes: inputs_out_in...): 4-byte unary, binary,
+   comparison and ternary, 2-byte binary, 4-byte fill. Measured with ptxas -v (part 0,
+   128-register cap): these together keep the kernel at 96 registers with no spills and
+   part 0's compile at ~3.3 s against 1.7 s; all 34 groups spill and take 18 s. */
+#ifndef GPUOS__D_EW_INL
+#define GPUOS__D_EW_INL(g) ((g) == 2 || (g) == 8 || (g) == 9 || (g) == 12 || (g) == 16 || (g) == 19 || (g) == 32)
+#endif
+#if GPUOS__D_EW_SPLIT && GPUOS__D_EW_INLINE
+/* *vec caches the check of the plan's operands (contiguous or broadcast, aligned at item
+   0) for this kernel: -1 unknown (the caller resets it when its plan copy or the kernel
+   changes), 0 no, 1 yes; a tile is then vector-able when it starts at a multiple of U. */
+#define GPUOS__D_EW_INLINE_CASE(G)                                                            \
+    if (*vec < 0) *vec = gpuos__d_ew_vec_ok<G>(p, 0);                                          \
+    return *vec && begin % GPUOS__D_EW_U == 0 ? gpuos__d_ew_vec<G>(p, begin, end, cs) : begin
+GPUOS__FN int64_t gpuos__d_ew_inline(int kernel_id, const gpuos__ew_plan *p, int64_t begin, int64_t end, int *vec) {
+    if ((unsigned)kernel_id >= GPUOS__D_N_KERNELS || begin >= end) return begin;
+    const int cs = gpuos__d_kernels[kernel_id][1];
+    switch (gpuos__d_kernels[kernel_id][0]) {
+#if GPUOS__D_EW_INL(0)
+    case 0: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg0);
+#endif
+#if GPUOS__D_EW_INL(1)
+    case 1: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg1);
+#endif
+#if GPUOS__D_EW_INL(2)
+    case 2: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg2);
+#endif
+#if GPUOS__D_EW_INL(3)
+    case 3: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg3);
+#endif
+#if GPUOS__D_EW_INL(4)
+    case 4: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg4);
+#endif
+#if GPUOS__D_EW_INL(5)
+    case 5: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg5);
+#endif
+#if GPUOS__D_EW_INL(6)
+    case 6: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg6);
+#endif
+#if GPUOS__D_EW_INL(7)
+    case 7: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg7);
+#endif
+#if GPUOS__D_EW_INL(8)
+    case 8: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg8);
+#endif
+#if GPUOS__D_EW_INL(9)
+    case 9: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg9);
+#endif
+#if GPUOS__D_EW_INL(10)
+    case 10: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg10);
+#endif
+#if GPUOS__D_EW_INL(11)
+    case 11: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg11);
+#endif
+#if GPUOS__D_EW_INL(12)
+    case 12: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg12);
+#endif
+#if GPUOS__D_EW_INL(13)
+    case 13: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg13);
+#endif
+#if GPUOS__D_EW_INL(14)
+    case 14: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg14);
+#endif
+#if GPUOS__D_EW_INL(15)
+    case 15: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg15);
+#endif
+#if GPUOS__D_EW_INL(16)
+    case 16: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg16);
+#endif
+#if GPUOS__D_EW_INL(17)
+    case 17: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg17);
+#endif
+#if GPUOS__D_EW_INL(18)
+    case 18: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg18);
+#endif
+#if GPUOS__D_EW_INL(19)
+    case 19: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg19);
+#endif
+#if GPUOS__D_EW_INL(20)
+    case 20: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg20);
+#endif
+#if GPUOS__D_EW_INL(21)
+    case 21: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg21);
+#endif
+#if GPUOS__D_EW_INL(22)
+    case 22: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg22);
+#endif
+#if GPUOS__D_EW_INL(23)
+    case 23: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg23);
+#endif
+#if GPUOS__D_EW_INL(24)
+    case 24: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg24);
+#endif
+#if GPUOS__D_EW_INL(25)
+    case 25: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg25);
+#endif
+#if GPUOS__D_EW_INL(26)
+    case 26: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg26);
+#endif
+#if GPUOS__D_EW_INL(27)
+    case 27: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg27);
+#endif
+#if GPUOS__D_EW_INL(28)
+    case 28: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg28);
+#endif
+#if GPUOS__D_EW_INL(29)
+    case 29: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg29);
+#endif
+#if GPUOS__D_EW_INL(30)
+    case 30: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg30);
+#endif
+#if GPUOS__D_EW_INL(31)
+    case 31: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg31);
+#endif
+#if GPUOS__D_EW_INL(32)
+    case 32: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg32);
+#endif
+#if GPUOS__D_EW_INL(33)
+    case 33: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg33);
+#endif
+    default: return begin;
+    }
+}
+#endif
+
 /* Test entry: [0, n_items) in slices of items_per_block, block b taking slices b,
    b + gridDim.x, ... Any grid; any block size the kernels allow (see the top). */
 extern "C" __global__ void gpuos__d_test_kernel(int kernel_id, const void *plan, int64_t n_items,
@@ -7839,6 +7974,12 @@ enum {
     GPUOS__PROF_TASKS,   /* inbox entries run */
     GPUOS__PROF_TILES,
     GPUOS__PROF_PLANS,   /* plan copies */
+    /* the fetcher (thread 0 of the scheduler block) */
+    GPUOS__PROF_F_POLL,  /* cycles of polls that found nothing */
+    GPUOS__PROF_F_BATCH, /* cycles of polls that found slots, until they are pushed */
+    GPUOS__PROF_F_EMPTY, /* polls that found nothing */
+    GPUOS__PROF_F_FULL,  /* polls that found slots */
+    GPUOS__PROF_F_SLOTS, /* slots fetched */
     GPUOS__PROF_N = 16
 };
 
@@ -7970,7 +8111,13 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
     }
     gpuos__fetch_bar();
     int width = 1; /* slots polled per round trip: 1 while idle */
+#ifdef GPUOS__PK_TIMESTAMPS
+    unsigned long long fprof[GPUOS__PROF_N] = {0};
+#endif
     while (!s_exit) {
+#ifdef GPUOS__PK_TIMESTAMPS
+        const long long t_poll = clock64();
+#endif
         const int64_t room = (int64_t)(gpuos__sh_load(s_limit) - s_seq); /* free task-ring entries */
         /* Eight threads per slot, one 8-byte volatile read each: one PCIe round trip
            both detects and delivers the slot (measured on the H100: one 8-byte read
@@ -8129,6 +8276,16 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
 #endif
         }
         width = n ? GPUOS__FETCH_SLOTS : 1;
+#ifdef GPUOS__PK_TIMESTAMPS
+        if (tid == 0) {
+            fprof[n ? GPUOS__PROF_F_BATCH : GPUOS__PROF_F_POLL] += (unsigned long long)(clock64() - t_poll);
+            fprof[n ? GPUOS__PROF_F_FULL : GPUOS__PROF_F_EMPTY]++;
+            fprof[GPUOS__PROF_F_SLOTS] += (unsigned long long)n;
+            if (n || fprof[GPUOS__PROF_F_EMPTY] >= 1024)
+                for (int k = GPUOS__PROF_F_POLL; k <= GPUOS__PROF_F_SLOTS; k++)
+                    if (fprof[k]) atomicAdd(&P.prof[k], fprof[k]), fprof[k] = 0;
+        }
+#endif
         if (n == 0 && tid == 0) gpuos__nanosleep(32);
         gpuos__fetch_bar();
     }
@@ -8218,6 +8375,11 @@ static __device__ __forceinline__ int gpuos__pk_dep_done(const gpuos__pk_params 
 #define GPUOS__PROF_ADD(acc, k, t0) (void)0
 #endif
 
+#if defined(GPUOS__PROBE_RUN) && GPUOS__PROBE_RUN == 4
+static __device__ __noinline__ int64_t gpuos__probe_v9(const gpuos__ew_plan *p, int64_t b, int64_t e, int cs) {
+    return gpuos__d_ew_vec<gpuos__d_ewg9>(p, b, e, cs);
+}
+#endif
 /* Runs the tasks of this block's inbox in order, reading up to 32 entries per
    parallel read of its own (uncontended) inbox lines. Finished-tile counts are
    published in batches: one fence for a batch, and always before waiting on another
@@ -8233,6 +8395,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
     const gpuos__dtask *inbox = P.inbox + (size_t)me * P.inbox_cap;
     uint32_t head = P.wpos[me];
     uint32_t plan_row = 0xffffffffu, plan_epoch = 0; /* the plan s_plan holds (same in every thread) */
+    int vec_kid = -1, vec_state = -1; /* gpuos__d_ew_inline's check of that plan, for kernel vec_kid */
 #ifdef GPUOS__PK_TIMESTAMPS
     unsigned long long prof[GPUOS__PROF_N] = {0};
 #endif
@@ -8270,7 +8433,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
         GPUOS__PROF_ADD(prof, GPUOS__PROF_START, t_start);
         const int n = s_n;
         int stop = 0, flushed = 0;
-        if (s_stale) plan_row = 0xffffffffu;
+        if (s_stale) plan_row = 0xffffffffu, vec_state = -1;
         for (int i = 0; i < n; i++) {
             const gpuos__qdesc *d = &s_d[i];
             if (GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT) { stop = 1; break; }
@@ -8321,6 +8484,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
                     s_plan[k] = src[k];
                 plan_row = d->plan_id;
                 plan_epoch = pkey;
+                vec_state = -1;
                 __syncthreads();
                 GPUOS__PROF_ADD(prof, GPUOS__PROF_PLAN, t_plan);
 #ifdef GPUOS__PK_TIMESTAMPS
@@ -8335,7 +8499,47 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
                 int64_t e = b + d->tile_items;
                 if (e > d->n_items) e = d->n_items;
                 GPUOS__PROF_T0(t_run);
+#if defined(GPUOS__PROBE_RUN) && GPUOS__PROBE_RUN == 1
+                /* probe only (tests/gpu/probe_chain.c): every task as out = a + b[0] in f32,
+                   inline, contiguous: the floor of a tile inside this loop */
+                if (((const gpuos__ew_plan *)s_plan)->n_ptr != 3 || ((const gpuos__ew_plan *)s_plan)->rank != 1)
+                    gpuos__d_run(d->kernel_id, plan, b, e);
+                else {
+                    const gpuos__ew_plan *pp = (const gpuos__ew_plan *)s_plan;
+                    float *po = (float *)pp->ptr[0];
+                    const float *pa = (const float *)pp->ptr[1];
+                    const float bb = *(const float *)pp->ptr[2];
+                    for (int64_t q = b + 4 * tid; q + 4 <= e; q += 4 * (int64_t)blockDim.x) {
+                        float4 v = *(const float4 *)(pa + q);
+                        v.x += bb; v.y += bb; v.z += bb; v.w += bb;
+                        *(float4 *)(po + q) = v;
+                    }
+                }
+#elif defined(GPUOS__PROBE_RUN) && GPUOS__PROBE_RUN == 2
+                (void)plan; /* probe only: no tile work, the loop's own cost */
+#elif defined(GPUOS__PROBE_RUN) && (GPUOS__PROBE_RUN == 3 || GPUOS__PROBE_RUN == 4)
+                /* probe only: 4-byte binary ops (group 9) straight to the vector template,
+                   3: inline, 4: through one call */
+                if (((const gpuos__ew_plan *)s_plan)->n_ptr != 3 || ((const gpuos__ew_plan *)s_plan)->rank != 1)
+                    gpuos__d_run(d->kernel_id, plan, b, e);
+                else
+#if GPUOS__PROBE_RUN == 3
+                    gpuos__d_ew_vec<gpuos__d_ewg9>((const gpuos__ew_plan *)s_plan, b, e, gpuos__d_kernels[d->kernel_id][1]);
+#else
+                    gpuos__probe_v9((const gpuos__ew_plan *)s_plan, b, e, gpuos__d_kernels[d->kernel_id][1]);
+#endif
+#elif GPUOS__D_EW_SPLIT && GPUOS__D_EW_INLINE
+                {
+                    /* element-wise vector passes inline, the rest (or any other kernel) called */
+                    if (d->kernel_id != vec_kid) vec_kid = d->kernel_id, vec_state = -1;
+                    const int64_t r = d->kernel_id < GPUOS__RT_KERNEL_BASE
+                                          ? gpuos__d_ew_inline(d->kernel_id, (const gpuos__ew_plan *)s_plan, b, e, &vec_state)
+                                          : b;
+                    if (r < e) gpuos__d_run(d->kernel_id, plan, r, e);
+                }
+#else
                 gpuos__d_run(d->kernel_id, plan, b, e);
+#endif
                 GPUOS__PROF_ADD(prof, GPUOS__PROF_RUN, t_run);
                 GPUOS__PROF_T0(t_sync);
                 __syncthreads(); /* kernels may reuse static shared memory; next task reads our writes */
@@ -8374,7 +8578,15 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
     }
 }
 
-extern "C" __global__ void __launch_bounds__(GPUOS__PK_THREADS) gpuos__pk_main(gpuos__pk_params P) {
+/* Two blocks per multiprocessor: caps the kernel at 128 registers (the element-wise
+   vector mode inlined into the worker loop would take ~150). __launch_bounds__ wins over
+   --maxrregcount for the kernel, so the called functions must be compiled with a cap no
+   higher (the runtime passes --maxrregcount=128; with GPUOS_CUDA_MAXRREG above 128 it
+   passes -DGPUOS__PK_MIN_BLOCKS=1). */
+#ifndef GPUOS__PK_MIN_BLOCKS
+#define GPUOS__PK_MIN_BLOCKS 2
+#endif
+extern "C" __global__ void __launch_bounds__(GPUOS__PK_THREADS, GPUOS__PK_MIN_BLOCKS) gpuos__pk_main(gpuos__pk_params P) {
     if (blockIdx.x == 0)
         gpuos__pk_schedule(P);
     else

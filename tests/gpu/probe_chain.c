@@ -49,6 +49,25 @@ int main(void) {
         prof_read(ctx, p1);
         prof_report("chain", p0, p1, t0, 1000, "op");
     }
+    { /* the same chain as one recorded graph: no host encoding per task */
+        gpuos_graph *g;
+        gpuos_task t = GPUOS_TASK_INIT;
+        uint64_t seq;
+        if (gpuos_graph_create(ctx, &g) != GPUOS_OK) return 1;
+        t.op = GPUOS_OP_ADD, t.out = x, t.in[0] = x, t.in[1] = one;
+        for (i = 0; i < 1000; i++) gpuos_graph_add(g, &t, NULL);
+        for (r = 0; r < 4; r++) {
+            double t0;
+            prof_read(ctx, p0);
+            t0 = now_us();
+            gpuos_graph_launch(g, NULL, 0, NULL, 0, &seq);
+            gpuos_wait_fence(ctx, seq, 10000);
+            t0 = now_us() - t0;
+            prof_read(ctx, p1);
+            prof_report("chain graph", p0, p1, t0, 1000, "op");
+        }
+        gpuos_graph_release(g);
+    }
     for (r = 0; r < 3; r++) {
         double t0;
         prof_read(ctx, p0);

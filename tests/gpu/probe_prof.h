@@ -27,5 +27,9 @@ static void prof_report(const char *name, const unsigned long long *a, const uns
     for (k = 0; k <= GPUOS__PROF_FLUSH; k++)
         printf(" %s %.0f", ph[k], d[GPUOS__PROF_TASKS] ? (double)d[k] / d[GPUOS__PROF_TASKS] : 0.0);
     printf("\n");
+    printf("  fetcher: %llu polls with slots (%.1f slots each, %.0f cycles each), %llu empty polls (%.0f cycles each)\n",
+           d[GPUOS__PROF_F_FULL], d[GPUOS__PROF_F_FULL] ? (double)d[GPUOS__PROF_F_SLOTS] / d[GPUOS__PROF_F_FULL] : 0.0,
+           d[GPUOS__PROF_F_FULL] ? (double)d[GPUOS__PROF_F_BATCH] / d[GPUOS__PROF_F_FULL] : 0.0, d[GPUOS__PROF_F_EMPTY],
+           d[GPUOS__PROF_F_EMPTY] ? (double)d[GPUOS__PROF_F_POLL] / d[GPUOS__PROF_F_EMPTY] : 0.0);
 }
 #endif
