@@ -393,6 +393,8 @@ typedef struct gpuos__storage {
     uint64_t last_use; /* sequence number of the last job that uses it; under ctx->mu */
     void *cuda_log;    /* CUDA backend: recent accesses, for dependencies (cuda_backend.c) */
     int on_device;     /* data is a device address (CUDA backend) */
+    void *pinned;      /* gpuos_tensor_new_pinned: the host address of data (mapped pinned memory on GPU
+                          contexts, data itself on host contexts); NULL otherwise */
 } gpuos__storage;
 
 struct gpuos_tensor {
@@ -619,6 +621,9 @@ void gpuos__cuda_close(gpuos_context *ctx);
 gpuos_status gpuos__cuda_alloc(gpuos_context *ctx, size_t bytes, void **out);
 /* Frees device memory now, or when the kernel stops if it is running (ctx->mu held). */
 void gpuos__cuda_free_locked(gpuos_context *ctx, void *p);
+/* Mapped pinned host memory: *host for the program, *dev for tasks (cuMemHostAlloc). */
+gpuos_status gpuos__cuda_alloc_pinned(gpuos_context *ctx, size_t bytes, void **host, void **dev);
+void gpuos__cuda_free_pinned_locked(gpuos_context *ctx, void *host);
 /* Synchronous copy between host and device memory on the copy stream. */
 gpuos_status gpuos__cuda_memcpy(gpuos_context *ctx, void *dst, const void *src, size_t bytes, int to_device);
 /* Sends queued jobs not yet on the device (ctx->mu held). */
@@ -3021,6 +3026,15 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
 }
 
 /* ---------------------------------------------------------------- open and close */
+/* Frees device memory, or mapped pinned host memory when the address carries bit 0
+   (deferred entries; pinned blocks are page-aligned). */
+static void cuda_free_now(struct gpuos__cuda *c, void *p) {
+    if ((uintptr_t)p & 1u)
+        c->cu->cuMemFreeHost((void *)((uintptr_t)p & ~(uintptr_t)1u));
+    else
+        c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)p);
+}
+
 static void *cuda_reaper_main(void *arg);
 
 static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) {
@@ -3174,7 +3188,7 @@ void gpuos__cuda_close(gpuos_context *ctx) {
     pthread_mutex_unlock(&ctx->mu);
     if (c->cuctx && !c->stuck) { /* freeing under a running kernel would block: a stuck one keeps it all */
         c->cu->cuCtxSetCurrent(c->cuctx);
-        for (i = 0; i < c->n_deferred; i++) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->deferred[i]);
+        for (i = 0; i < c->n_deferred; i++) cuda_free_now(c, c->deferred[i]);
         if (c->P.tasks) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.tasks);
         if (c->P.done) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.done);
         if (c->P.retired) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.retired);
@@ -3214,6 +3228,30 @@ gpuos_status gpuos__cuda_alloc(gpuos_context *ctx, size_t bytes, void **out) {
     return GPUOS_OK;
 }
 
+gpuos_status gpuos__cuda_alloc_pinned(gpuos_context *ctx, size_t bytes, void **host, void **dev) {
+    struct gpuos__cuda *c = ctx->cuda;
+    gpuos__CUdeviceptr d = 0;
+    void *h = NULL;
+    gpuos__CUresult r;
+    c->cu->cuCtxSetCurrent(c->cuctx);
+    r = c->cu->cuMemHostAlloc(&h, bytes ? bytes : 1, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+    if (r != CU_SUCCESS)
+        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "cuMemHostAlloc(%zu bytes) failed: %s", bytes,
+                                cuda_errname(c->cu, r));
+    r = c->cu->cuMemHostGetDevicePointer(&d, h, 0);
+    if (r != CU_SUCCESS) {
+        c->cu->cuMemFreeHost(h);
+        return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "cuMemHostGetDevicePointer failed: %s", cuda_errname(c->cu, r));
+    }
+    *host = h;
+    *dev = (void *)(uintptr_t)d;
+    return GPUOS_OK;
+}
+
+void gpuos__cuda_free_pinned_locked(gpuos_context *ctx, void *host) {
+    if (host) gpuos__cuda_free_locked(ctx, (void *)((uintptr_t)host | 1u));
+}
+
 /* cuMemFree synchronises the device, which would wait for the persistent kernel:
    while it runs, frees are deferred until it stops (idle exit or destroy). */
 void gpuos__cuda_free_locked(gpuos_context *ctx, void *p) {
@@ -3221,7 +3259,7 @@ void gpuos__cuda_free_locked(gpuos_context *ctx, void *p) {
     if (!p || c->stuck) return; /* a stuck kernel may still use it */
     if (!c->running) {
         c->cu->cuCtxSetCurrent(c->cuctx);
-        c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)p);
+        cuda_free_now(c, p);
         return;
     }
     if (c->n_deferred == c->cap_deferred) {
@@ -3332,7 +3370,7 @@ static void cuda_stop_kernel_locked(gpuos_context *ctx) {
     c->retired_seen = c->dseq - 1;
     if (c->old_mod && c->old_mod != c->mod) c->cu->cuModuleUnload(c->old_mod); /* a swapped-out generation */
     c->old_mod = NULL;
-    for (i = 0; i < c->n_deferred; i++) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->deferred[i]);
+    for (i = 0; i < c->n_deferred; i++) cuda_free_now(c, c->deferred[i]);
     c->n_deferred = 0;
 }
 
@@ -9398,7 +9436,12 @@ int gpuos__storage_release_locked(gpuos__storage *st) {
     gpuos_context *ctx = st->ctx;
     if (--st->refs > 0) return 0;
     if (st->on_device && st->owned) {
-        if (ctx->cuda) gpuos__cuda_free_locked(ctx, st->data); /* after destroy: left to the driver */
+        if (ctx->cuda) { /* after destroy: left to the driver */
+            if (st->pinned)
+                gpuos__cuda_free_pinned_locked(ctx, st->pinned);
+            else
+                gpuos__cuda_free_locked(ctx, st->data);
+        }
     } else {
         free(st->block);
     }
@@ -9407,8 +9450,10 @@ int gpuos__storage_release_locked(gpuos__storage *st) {
     return --ctx->refs == 0;
 }
 
-/* A storage with one reference (the caller's), holding one on ctx. */
-static gpuos_status tensor_storage_new(gpuos_context *ctx, size_t bytes, void *wrap, gpuos__storage **out) {
+/* A storage with one reference (the caller's), holding one on ctx; pinned: mapped pinned
+   host memory on GPU contexts (ordinary memory on host contexts). */
+static gpuos_status tensor_storage_new(gpuos_context *ctx, size_t bytes, void *wrap, int pinned,
+                                       gpuos__storage **out) {
     gpuos__storage *st = (gpuos__storage *)malloc(sizeof *st);
     if (!st) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "no memory for a tensor");
     st->ctx = ctx;
@@ -9417,6 +9462,7 @@ static gpuos_status tensor_storage_new(gpuos_context *ctx, size_t bytes, void *w
     st->last_use = 0;
     st->cuda_log = NULL;
     st->on_device = ctx->cuda != NULL;
+    st->pinned = NULL;
     if (wrap) {
         st->owned = 0;
         st->block = NULL;
@@ -9430,9 +9476,10 @@ static gpuos_status tensor_storage_new(gpuos_context *ctx, size_t bytes, void *w
                                     (unsigned long long)bytes);
         }
         st->owned = 1;
-        if (ctx->cuda) { /* device memory, 256-byte aligned by the driver */
+        if (ctx->cuda) { /* device memory, 256-byte aligned by the driver; pinned: page-aligned */
             void *d = NULL;
-            gpuos_status s = gpuos__cuda_alloc(ctx, bytes, &d);
+            gpuos_status s = pinned ? gpuos__cuda_alloc_pinned(ctx, bytes, &st->pinned, &d)
+                                    : gpuos__cuda_alloc(ctx, bytes, &d);
             if (s != GPUOS_OK) {
                 free(st);
                 return s;
@@ -9449,6 +9496,7 @@ static gpuos_status tensor_storage_new(gpuos_context *ctx, size_t bytes, void *w
         }
         p = ((uintptr_t)st->block + 63u) & ~(uintptr_t)63u;
         st->data = (char *)p;
+        if (pinned) st->pinned = st->data;
     }
 done:
     pthread_mutex_lock(&ctx->mu);
@@ -9515,24 +9563,39 @@ static void tensor_contiguous_strides(int rank, const int64_t *shape, int64_t *s
 }
 
 /* ---------------------------------------------------------------- creation */
-gpuos_status gpuos_tensor_new(gpuos_context *ctx, gpuos_dtype dtype, int rank, const int64_t *shape,
-                              gpuos_tensor **out) {
+static gpuos_status tensor_new(const char *fn, gpuos_context *ctx, gpuos_dtype dtype, int rank,
+                               const int64_t *shape, int pinned, gpuos_tensor **out) {
     int64_t numel, bytes, strides[GPUOS_MAX_RANK];
     gpuos__storage *st;
     gpuos_status s;
     if (out) *out = NULL;
-    if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_tensor_new: ctx is NULL");
-    if (!out) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_tensor_new: out is NULL");
-    if ((s = tensor_check_dtype_rank(ctx, "gpuos_tensor_new", dtype, rank, shape)) != GPUOS_OK) return s;
-    if ((s = gpuos__shape_numel(ctx, "gpuos_tensor_new", rank, shape, &numel)) != GPUOS_OK) return s;
+    if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "%s: ctx is NULL", fn);
+    if (!out) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "%s: out is NULL", fn);
+    if ((s = tensor_check_dtype_rank(ctx, fn, dtype, rank, shape)) != GPUOS_OK) return s;
+    if ((s = gpuos__shape_numel(ctx, fn, rank, shape, &numel)) != GPUOS_OK) return s;
     if (!gpuos__mul64(numel, (int64_t)gpuos__elsize(dtype), &bytes) || (uint64_t)bytes > (uint64_t)SIZE_MAX / 2)
-        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_tensor_new: %lld elements are too many",
+        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: %lld elements are too many", fn,
                                 (long long)numel);
     tensor_contiguous_strides(rank, shape, strides);
-    if ((s = tensor_storage_new(ctx, (size_t)bytes, NULL, &st)) != GPUOS_OK) return s;
+    if ((s = tensor_storage_new(ctx, (size_t)bytes, NULL, pinned, &st)) != GPUOS_OK) return s;
     s = gpuos__tensor_make(ctx, st, dtype, rank, shape, strides, 0, out);
     tensor_storage_drop(st); /* the handle holds the storage now (or nothing does) */
     return s;
+}
+
+gpuos_status gpuos_tensor_new(gpuos_context *ctx, gpuos_dtype dtype, int rank, const int64_t *shape,
+                              gpuos_tensor **out) {
+    return tensor_new("gpuos_tensor_new", ctx, dtype, rank, shape, 0, out);
+}
+
+gpuos_status gpuos_tensor_new_pinned(gpuos_context *ctx, gpuos_dtype dtype, int rank, const int64_t *shape,
+                                     gpuos_tensor **out) {
+    return tensor_new("gpuos_tensor_new_pinned", ctx, dtype, rank, shape, 1, out);
+}
+
+void *gpuos_tensor_host_data(const gpuos_tensor *t) {
+    if (!t || !t->st->pinned) return NULL;
+    return (char *)t->st->pinned + t->offset * (int64_t)gpuos__elsize(t->dtype);
 }
 
 void gpuos__store_f64(gpuos_dtype dtype, double v, void *dst) {
@@ -9603,7 +9666,7 @@ gpuos_status gpuos_tensor_wrap(gpuos_context *ctx, void *data, size_t bytes, gpu
     }
     s = gpuos__check_in_storage(ctx, "gpuos_tensor_wrap", bytes, elsize, rank, shape, strides, 0);
     if (s != GPUOS_OK) return s;
-    if ((s = tensor_storage_new(ctx, bytes, data, &st)) != GPUOS_OK) return s;
+    if ((s = tensor_storage_new(ctx, bytes, data, 0, &st)) != GPUOS_OK) return s;
     s = gpuos__tensor_make(ctx, st, dtype, rank, shape, strides, 0, out);
     tensor_storage_drop(st);
     return s;

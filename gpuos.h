@@ -316,6 +316,18 @@ typedef struct gpuos_tensor_info {
 /* A new row-major contiguous tensor, memory owned by gpuos (contents undefined). */
 GPUOS_API gpuos_status gpuos_tensor_new(gpuos_context *ctx, gpuos_dtype dtype, int rank,
                                         const int64_t *shape, gpuos_tensor **out);
+/* A new row-major contiguous tensor in page-locked host memory that tasks read and
+   write directly over the bus (mapped pinned memory on GPU contexts; ordinary memory on
+   host contexts): the copy-in and copy-out of queued work, e.g. gpuos_copy(ctx, dev, pin)
+   then gpuos_copy(ctx, pin, dev), with no blocking gpuos_upload/gpuos_download. The
+   program reads and writes it through gpuos_tensor_host_data while no queued task uses
+   it (after a fence that covers them). Tasks on it run at bus speed: stage, then compute
+   on device tensors. */
+GPUOS_API gpuos_status gpuos_tensor_new_pinned(gpuos_context *ctx, gpuos_dtype dtype, int rank,
+                                               const int64_t *shape, gpuos_tensor **out);
+/* The host address of element 0 of a view of a pinned tensor (gpuos_tensor_new_pinned);
+   NULL for other tensors and for NULL. */
+GPUOS_API void *gpuos_tensor_host_data(const gpuos_tensor *t);
 /* A 0-d tensor holding value converted to dtype (as gpuos_cast would). */
 GPUOS_API gpuos_status gpuos_tensor_scalar(gpuos_context *ctx, gpuos_dtype dtype, double value,
                                            gpuos_tensor **out);

@@ -570,10 +570,60 @@ struct bench_row {
     const char *name;
     int (*fn)();
 };
+// ------------------------------------------------------------------ pipeline_jobs
+// A stream of independent jobs, each: copy-in of 4096 floats from pinned host memory, 20
+// dependent in-place adds, copy-out to pinned host memory; a CUDA graph per job slot (8
+// slots, each on its own stream, so up to 8 jobs in flight): jobs/s over PIPE_JOBS jobs.
+enum { PIPE_SLOTS = 8, PIPE_OPS = 20 };
+static int row_pipeline_jobs() {
+    cur_row = "pipeline_jobs/cuda_graph_per_job";
+    float *hin[PIPE_SLOTS], *hout[PIPE_SLOTS], *dx[PIPE_SLOTS];
+    cudaStream_t st[PIPE_SLOTS];
+    cudaGraphExec_t ge[PIPE_SLOTS];
+    const int jobs = reps(4000, 400), R = reps(5, 2);
+    const size_t bytes = SMALL_N * sizeof(float);
+    for (int s = 0; s < PIPE_SLOTS; s++) {
+        CK(cudaHostAlloc(&hin[s], bytes, cudaHostAllocDefault));
+        CK(cudaHostAlloc(&hout[s], bytes, cudaHostAllocDefault));
+        CK(cudaMalloc(&dx[s], bytes));
+        CK(cudaStreamCreateWithFlags(&st[s], cudaStreamNonBlocking));
+        for (int i = 0; i < SMALL_N; i++) hin[s][i] = (float)(s + i % 97);
+        cudaGraph_t g;
+        CK(cudaStreamBeginCapture(st[s], cudaStreamCaptureModeGlobal));
+        cudaMemcpyAsync(dx[s], hin[s], bytes, cudaMemcpyHostToDevice, st[s]);
+        for (int k = 0; k < PIPE_OPS; k++) add_scalar<<<SMALL_GRID, TPB, 0, st[s]>>>(dx[s], dx[s], d_one, SMALL_N);
+        cudaMemcpyAsync(hout[s], dx[s], bytes, cudaMemcpyDeviceToHost, st[s]);
+        CK(cudaStreamEndCapture(st[s], &g));
+        CK(cudaGraphInstantiate(&ge[s], g, 0));
+        CK(cudaGraphUpload(ge[s], st[s]));
+        CK(cudaGraphDestroy(g));
+    }
+    std::vector<double> t;
+    for (int r = 0; r < R + 1; r++) { // the first run warms up
+        double t0 = now_s();
+        for (int j = 0; j < jobs; j++) CK(cudaGraphLaunch(ge[j % PIPE_SLOTS], st[j % PIPE_SLOTS]));
+        for (int s = 0; s < PIPE_SLOTS; s++) CK(cudaStreamSynchronize(st[s]));
+        double t1 = now_s();
+        if (r > 0) t.push_back((t1 - t0) / jobs);
+    }
+    for (int s = 0; s < PIPE_SLOTS; s++)
+        for (int i = 0; i < SMALL_N; i++)
+            if (hout[s][i] != (float)(s + i % 97) + PIPE_OPS) return failmsg("pipeline_jobs: wrong result");
+    row_out("pipeline_jobs", "cuda_graph_per_job", "jobs/s", 1.0 / median_info("pipeline_jobs.cuda_graph_per_job", t, 1e6));
+    for (int s = 0; s < PIPE_SLOTS; s++) {
+        cudaGraphExecDestroy(ge[s]);
+        cudaStreamDestroy(st[s]);
+        cudaFreeHost(hin[s]);
+        cudaFreeHost(hout[s]);
+        cudaFree(dx[s]);
+    }
+    return 0;
+}
+
 static const bench_row ROWS[] = {
     {"roundtrip", row_roundtrip}, {"roundtrip_download", row_roundtrip_download}, {"independent", row_independent},
     {"chain", row_chain},         {"large_elementwise", row_large},
-    {"branchy_dag", row_branchy_dag}, {"tiny_mlp", row_tiny_mlp},
+    {"branchy_dag", row_branchy_dag}, {"tiny_mlp", row_tiny_mlp}, {"pipeline_jobs", row_pipeline_jobs},
 };
 
 static bool row_selected(const char *name) {

@@ -93,6 +93,8 @@ ROWS = {
                         target=Target("<=", 0.5, of="cuda_graph_seq")),
     "tiny_mlp": dict(unit="us", what="8 layers of matmul 8x256x256, bias, gelu, residual, layernorm: one forward",
                      target=Target("<=", 25.0)),
+    "pipeline_jobs": dict(unit="jobs/s", what="jobs of copy-in, 20 adds on 4096 floats, copy-out; 8 in flight",
+                          target=Target(">=", 1.5, of="cuda_graph_per_job")),
 }
 
 

@@ -252,8 +252,24 @@ static int row_chain(void) {
         if (r >= warm) t[r - warm] = (t1 - t0) / len;
     }
     double med = median_info("chain", t, R, 1e6);
+    { /* the same chain as one recorded graph (INFO; the row is eager submission) */
+        gpuos_graph *g;
+        gpuos_task k = GPUOS_TASK_INIT;
+        CK(ctx, gpuos_graph_create(ctx, &g));
+        k.op = GPUOS_OP_ADD, k.out = x, k.in[0] = x, k.in[1] = one;
+        for (int i = 0; i < len; i++) CK(ctx, gpuos_graph_add(g, &k, NULL));
+        for (int r = 0; r < warm + R; r++) {
+            uint64_t seq;
+            double t0 = now_s();
+            CK(ctx, gpuos_graph_launch(g, NULL, 0, NULL, 0, &seq));
+            CK(ctx, gpuos_wait_fence(ctx, seq, WAIT_MS));
+            if (r >= warm) t[r - warm] = (now_s() - t0) / len;
+        }
+        printf("INFO chain.graph_us_op %.4f\n", median_info("chain.graph", t, R, 1e6) * 1e6);
+        gpuos_graph_release(g);
+    }
     free(t);
-    if (check_filled(ctx, x, n, 1.0f, (double)(warm + R) * len)) return -1;
+    if (check_filled(ctx, x, n, 1.0f, (double)(warm + R) * len * 2)) return -1;
     printf("INFO chain.length %d\n", len);
     row_out("chain", "us/op", med * 1e6);
     gpuos_tensor_release(x);
@@ -1031,6 +1047,66 @@ static int row_tiny_mlp(void) {
 }
 
 /* ------------------------------------------------------------------ the table */
+/* ------------------------------------------------------------------ pipeline_jobs */
+/* A stream of independent jobs, each: copy-in of 4096 floats from a pinned tensor, 20
+   dependent in-place adds, copy-out to a pinned tensor (gpuos_tensor_new_pinned; the
+   copies are tasks, no blocking upload or download); one recorded graph per job slot, 8
+   slots, a slot reused once its previous job's fence is done: jobs/s. */
+static int row_pipeline_jobs(void) {
+    enum { S = 8, OPS = 20 };
+    gpuos_context *ctx = g_ctx;
+    gpuos_tensor *pin_in[S], *pin_out[S], *x[S], *one;
+    gpuos_graph *g[S];
+    uint64_t fence[S];
+    int64_t n = SMALL_N;
+    const int jobs = reps(4000, 400), R = reps(5, 2);
+    double *t = (double *)malloc((size_t)R * sizeof(double));
+    if (!t) return failmsg("out of host memory");
+    CK(ctx, gpuos_tensor_scalar(ctx, GPUOS_F32, 1.0, &one));
+    for (int s = 0; s < S; s++) {
+        gpuos_task k = GPUOS_TASK_INIT;
+        CK(ctx, gpuos_tensor_new_pinned(ctx, GPUOS_F32, 1, &n, &pin_in[s]));
+        CK(ctx, gpuos_tensor_new_pinned(ctx, GPUOS_F32, 1, &n, &pin_out[s]));
+        CK(ctx, gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &x[s]));
+        float *h = (float *)gpuos_tensor_host_data(pin_in[s]);
+        for (int i = 0; i < SMALL_N; i++) h[i] = (float)(s + i % 97);
+        CK(ctx, gpuos_graph_create(ctx, &g[s]));
+        k.op = GPUOS_OP_COPY, k.out = x[s], k.in[0] = pin_in[s];
+        CK(ctx, gpuos_graph_add(g[s], &k, NULL));
+        k.op = GPUOS_OP_ADD, k.out = x[s], k.in[0] = x[s], k.in[1] = one;
+        for (int i = 0; i < OPS; i++) CK(ctx, gpuos_graph_add(g[s], &k, NULL));
+        k.op = GPUOS_OP_COPY, k.out = pin_out[s], k.in[0] = x[s], k.in[1] = NULL;
+        CK(ctx, gpuos_graph_add(g[s], &k, NULL));
+        fence[s] = 0;
+    }
+    for (int r = 0; r < R + 1; r++) { /* the first run warms up */
+        double t0 = now_s();
+        for (int j = 0; j < jobs; j++) {
+            const int s = j % S;
+            if (j >= S) CK(ctx, gpuos_wait_fence(ctx, fence[s], WAIT_MS));
+            CK(ctx, gpuos_graph_launch(g[s], NULL, 0, NULL, 0, &fence[s]));
+        }
+        CK(ctx, gpuos_wait(ctx, WAIT_MS));
+        if (r > 0) t[r - 1] = (now_s() - t0) / jobs;
+    }
+    for (int s = 0; s < S; s++) {
+        const float *h = (const float *)gpuos_tensor_host_data(pin_out[s]);
+        for (int i = 0; i < SMALL_N; i++)
+            if (h[i] != (float)(s + i % 97) + OPS) return failmsg("pipeline_jobs: wrong result");
+    }
+    double med = median_info("pipeline_jobs", t, R, 1e6);
+    free(t);
+    row_out("pipeline_jobs", "jobs/s", 1.0 / med);
+    for (int s = 0; s < S; s++) {
+        gpuos_graph_release(g[s]);
+        gpuos_tensor_release(pin_in[s]);
+        gpuos_tensor_release(pin_out[s]);
+        gpuos_tensor_release(x[s]);
+    }
+    gpuos_tensor_release(one);
+    return 0;
+}
+
 typedef struct {
     const char *name, *unit;
     int needs_ctx; /* runs on the shared warm context */
@@ -1051,6 +1127,7 @@ static const bench_row ROWS[] = {
     {"swap_lost_tasks", "tasks", 1, row_swap_lost},
     {"branchy_dag", "us", 1, row_branchy_dag},
     {"tiny_mlp", "us", 1, row_tiny_mlp},
+    {"pipeline_jobs", "jobs/s", 1, row_pipeline_jobs},
 };
 #define N_ROWS ((int)(sizeof ROWS / sizeof ROWS[0]))
 

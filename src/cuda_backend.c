@@ -477,6 +477,15 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
 }
 
 /* ---------------------------------------------------------------- open and close */
+/* Frees device memory, or mapped pinned host memory when the address carries bit 0
+   (deferred entries; pinned blocks are page-aligned). */
+static void cuda_free_now(struct gpuos__cuda *c, void *p) {
+    if ((uintptr_t)p & 1u)
+        c->cu->cuMemFreeHost((void *)((uintptr_t)p & ~(uintptr_t)1u));
+    else
+        c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)p);
+}
+
 static void *cuda_reaper_main(void *arg);
 
 static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) {
@@ -630,7 +639,7 @@ void gpuos__cuda_close(gpuos_context *ctx) {
     pthread_mutex_unlock(&ctx->mu);
     if (c->cuctx && !c->stuck) { /* freeing under a running kernel would block: a stuck one keeps it all */
         c->cu->cuCtxSetCurrent(c->cuctx);
-        for (i = 0; i < c->n_deferred; i++) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->deferred[i]);
+        for (i = 0; i < c->n_deferred; i++) cuda_free_now(c, c->deferred[i]);
         if (c->P.tasks) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.tasks);
         if (c->P.done) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.done);
         if (c->P.retired) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.retired);
@@ -670,6 +679,30 @@ gpuos_status gpuos__cuda_alloc(gpuos_context *ctx, size_t bytes, void **out) {
     return GPUOS_OK;
 }
 
+gpuos_status gpuos__cuda_alloc_pinned(gpuos_context *ctx, size_t bytes, void **host, void **dev) {
+    struct gpuos__cuda *c = ctx->cuda;
+    gpuos__CUdeviceptr d = 0;
+    void *h = NULL;
+    gpuos__CUresult r;
+    c->cu->cuCtxSetCurrent(c->cuctx);
+    r = c->cu->cuMemHostAlloc(&h, bytes ? bytes : 1, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+    if (r != CU_SUCCESS)
+        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "cuMemHostAlloc(%zu bytes) failed: %s", bytes,
+                                cuda_errname(c->cu, r));
+    r = c->cu->cuMemHostGetDevicePointer(&d, h, 0);
+    if (r != CU_SUCCESS) {
+        c->cu->cuMemFreeHost(h);
+        return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "cuMemHostGetDevicePointer failed: %s", cuda_errname(c->cu, r));
+    }
+    *host = h;
+    *dev = (void *)(uintptr_t)d;
+    return GPUOS_OK;
+}
+
+void gpuos__cuda_free_pinned_locked(gpuos_context *ctx, void *host) {
+    if (host) gpuos__cuda_free_locked(ctx, (void *)((uintptr_t)host | 1u));
+}
+
 /* cuMemFree synchronises the device, which would wait for the persistent kernel:
    while it runs, frees are deferred until it stops (idle exit or destroy). */
 void gpuos__cuda_free_locked(gpuos_context *ctx, void *p) {
@@ -677,7 +710,7 @@ void gpuos__cuda_free_locked(gpuos_context *ctx, void *p) {
     if (!p || c->stuck) return; /* a stuck kernel may still use it */
     if (!c->running) {
         c->cu->cuCtxSetCurrent(c->cuctx);
-        c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)p);
+        cuda_free_now(c, p);
         return;
     }
     if (c->n_deferred == c->cap_deferred) {
@@ -788,7 +821,7 @@ static void cuda_stop_kernel_locked(gpuos_context *ctx) {
     c->retired_seen = c->dseq - 1;
     if (c->old_mod && c->old_mod != c->mod) c->cu->cuModuleUnload(c->old_mod); /* a swapped-out generation */
     c->old_mod = NULL;
-    for (i = 0; i < c->n_deferred; i++) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->deferred[i]);
+    for (i = 0; i < c->n_deferred; i++) cuda_free_now(c, c->deferred[i]);
     c->n_deferred = 0;
 }
 

@@ -40,6 +40,8 @@ typedef struct gpuos__storage {
     uint64_t last_use; /* sequence number of the last job that uses it; under ctx->mu */
     void *cuda_log;    /* CUDA backend: recent accesses, for dependencies (cuda_backend.c) */
     int on_device;     /* data is a device address (CUDA backend) */
+    void *pinned;      /* gpuos_tensor_new_pinned: the host address of data (mapped pinned memory on GPU
+                          contexts, data itself on host contexts); NULL otherwise */
 } gpuos__storage;
 
 struct gpuos_tensor {
@@ -266,6 +268,9 @@ void gpuos__cuda_close(gpuos_context *ctx);
 gpuos_status gpuos__cuda_alloc(gpuos_context *ctx, size_t bytes, void **out);
 /* Frees device memory now, or when the kernel stops if it is running (ctx->mu held). */
 void gpuos__cuda_free_locked(gpuos_context *ctx, void *p);
+/* Mapped pinned host memory: *host for the program, *dev for tasks (cuMemHostAlloc). */
+gpuos_status gpuos__cuda_alloc_pinned(gpuos_context *ctx, size_t bytes, void **host, void **dev);
+void gpuos__cuda_free_pinned_locked(gpuos_context *ctx, void *host);
 /* Synchronous copy between host and device memory on the copy stream. */
 gpuos_status gpuos__cuda_memcpy(gpuos_context *ctx, void *dst, const void *src, size_t bytes, int to_device);
 /* Sends queued jobs not yet on the device (ctx->mu held). */

@@ -123,7 +123,12 @@ int gpuos__storage_release_locked(gpuos__storage *st) {
     gpuos_context *ctx = st->ctx;
     if (--st->refs > 0) return 0;
     if (st->on_device && st->owned) {
-        if (ctx->cuda) gpuos__cuda_free_locked(ctx, st->data); /* after destroy: left to the driver */
+        if (ctx->cuda) { /* after destroy: left to the driver */
+            if (st->pinned)
+                gpuos__cuda_free_pinned_locked(ctx, st->pinned);
+            else
+                gpuos__cuda_free_locked(ctx, st->data);
+        }
     } else {
         free(st->block);
     }
@@ -132,8 +137,10 @@ int gpuos__storage_release_locked(gpuos__storage *st) {
     return --ctx->refs == 0;
 }
 
-/* A storage with one reference (the caller's), holding one on ctx. */
-static gpuos_status tensor_storage_new(gpuos_context *ctx, size_t bytes, void *wrap, gpuos__storage **out) {
+/* A storage with one reference (the caller's), holding one on ctx; pinned: mapped pinned
+   host memory on GPU contexts (ordinary memory on host contexts). */
+static gpuos_status tensor_storage_new(gpuos_context *ctx, size_t bytes, void *wrap, int pinned,
+                                       gpuos__storage **out) {
     gpuos__storage *st = (gpuos__storage *)malloc(sizeof *st);
     if (!st) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "no memory for a tensor");
     st->ctx = ctx;
@@ -142,6 +149,7 @@ static gpuos_status tensor_storage_new(gpuos_context *ctx, size_t bytes, void *w
     st->last_use = 0;
     st->cuda_log = NULL;
     st->on_device = ctx->cuda != NULL;
+    st->pinned = NULL;
     if (wrap) {
         st->owned = 0;
         st->block = NULL;
@@ -155,9 +163,10 @@ static gpuos_status tensor_storage_new(gpuos_context *ctx, size_t bytes, void *w
                                     (unsigned long long)bytes);
         }
         st->owned = 1;
-        if (ctx->cuda) { /* device memory, 256-byte aligned by the driver */
+        if (ctx->cuda) { /* device memory, 256-byte aligned by the driver; pinned: page-aligned */
             void *d = NULL;
-            gpuos_status s = gpuos__cuda_alloc(ctx, bytes, &d);
+            gpuos_status s = pinned ? gpuos__cuda_alloc_pinned(ctx, bytes, &st->pinned, &d)
+                                    : gpuos__cuda_alloc(ctx, bytes, &d);
             if (s != GPUOS_OK) {
                 free(st);
                 return s;
@@ -174,6 +183,7 @@ static gpuos_status tensor_storage_new(gpuos_context *ctx, size_t bytes, void *w
         }
         p = ((uintptr_t)st->block + 63u) & ~(uintptr_t)63u;
         st->data = (char *)p;
+        if (pinned) st->pinned = st->data;
     }
 done:
     pthread_mutex_lock(&ctx->mu);
@@ -240,24 +250,39 @@ static void tensor_contiguous_strides(int rank, const int64_t *shape, int64_t *s
 }
 
 /* ---------------------------------------------------------------- creation */
-gpuos_status gpuos_tensor_new(gpuos_context *ctx, gpuos_dtype dtype, int rank, const int64_t *shape,
-                              gpuos_tensor **out) {
+static gpuos_status tensor_new(const char *fn, gpuos_context *ctx, gpuos_dtype dtype, int rank,
+                               const int64_t *shape, int pinned, gpuos_tensor **out) {
     int64_t numel, bytes, strides[GPUOS_MAX_RANK];
     gpuos__storage *st;
     gpuos_status s;
     if (out) *out = NULL;
-    if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_tensor_new: ctx is NULL");
-    if (!out) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_tensor_new: out is NULL");
-    if ((s = tensor_check_dtype_rank(ctx, "gpuos_tensor_new", dtype, rank, shape)) != GPUOS_OK) return s;
-    if ((s = gpuos__shape_numel(ctx, "gpuos_tensor_new", rank, shape, &numel)) != GPUOS_OK) return s;
+    if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "%s: ctx is NULL", fn);
+    if (!out) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "%s: out is NULL", fn);
+    if ((s = tensor_check_dtype_rank(ctx, fn, dtype, rank, shape)) != GPUOS_OK) return s;
+    if ((s = gpuos__shape_numel(ctx, fn, rank, shape, &numel)) != GPUOS_OK) return s;
     if (!gpuos__mul64(numel, (int64_t)gpuos__elsize(dtype), &bytes) || (uint64_t)bytes > (uint64_t)SIZE_MAX / 2)
-        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_tensor_new: %lld elements are too many",
+        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: %lld elements are too many", fn,
                                 (long long)numel);
     tensor_contiguous_strides(rank, shape, strides);
-    if ((s = tensor_storage_new(ctx, (size_t)bytes, NULL, &st)) != GPUOS_OK) return s;
+    if ((s = tensor_storage_new(ctx, (size_t)bytes, NULL, pinned, &st)) != GPUOS_OK) return s;
     s = gpuos__tensor_make(ctx, st, dtype, rank, shape, strides, 0, out);
     tensor_storage_drop(st); /* the handle holds the storage now (or nothing does) */
     return s;
+}
+
+gpuos_status gpuos_tensor_new(gpuos_context *ctx, gpuos_dtype dtype, int rank, const int64_t *shape,
+                              gpuos_tensor **out) {
+    return tensor_new("gpuos_tensor_new", ctx, dtype, rank, shape, 0, out);
+}
+
+gpuos_status gpuos_tensor_new_pinned(gpuos_context *ctx, gpuos_dtype dtype, int rank, const int64_t *shape,
+                                     gpuos_tensor **out) {
+    return tensor_new("gpuos_tensor_new_pinned", ctx, dtype, rank, shape, 1, out);
+}
+
+void *gpuos_tensor_host_data(const gpuos_tensor *t) {
+    if (!t || !t->st->pinned) return NULL;
+    return (char *)t->st->pinned + t->offset * (int64_t)gpuos__elsize(t->dtype);
 }
 
 void gpuos__store_f64(gpuos_dtype dtype, double v, void *dst) {
@@ -328,7 +353,7 @@ gpuos_status gpuos_tensor_wrap(gpuos_context *ctx, void *data, size_t bytes, gpu
     }
     s = gpuos__check_in_storage(ctx, "gpuos_tensor_wrap", bytes, elsize, rank, shape, strides, 0);
     if (s != GPUOS_OK) return s;
-    if ((s = tensor_storage_new(ctx, bytes, data, &st)) != GPUOS_OK) return s;
+    if ((s = tensor_storage_new(ctx, bytes, data, 0, &st)) != GPUOS_OK) return s;
     s = gpuos__tensor_make(ctx, st, dtype, rank, shape, strides, 0, out);
     tensor_storage_drop(st);
     return s;

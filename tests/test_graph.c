@@ -310,6 +310,98 @@ static void test_interleaved(gpuos_context *ctx) {
     gpuos_tensor_release(two);
 }
 
+/* Jobs staged through pinned tensors, 8 in flight: copy-in (a task reading pinned host
+   memory), y = x * x + x, |y|, copy-out (a task writing pinned host memory); the host
+   refills a slot's input and reads its output only after that slot's previous job's
+   fence. One graph per slot (no bindings: the pre-encoded path on a GPU) and one graph
+   with bindings (the general path). */
+static void test_pinned_pipeline(gpuos_context *ctx) {
+    enum { S = 8, J = 40 };
+    gpuos_graph *g[S], *gb;
+    gpuos_tensor *pin_in[S], *pin_out[S], *x[S], *y[S];
+    uint64_t fence[S] = {0};
+    int job_of[S];
+    int64_t n = N;
+    int s, j, i, bad = 0, checked = 0;
+    static float want[S][N];
+    CHECK(gpuos_tensor_host_data(NULL) == NULL, "host data of NULL");
+    for (s = 0; s < S; s++) {
+        gpuos_task t = GPUOS_TASK_INIT;
+        CHECK(gpuos_tensor_new_pinned(ctx, GPUOS_F32, 1, &n, &pin_in[s]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_tensor_new_pinned(ctx, GPUOS_F32, 1, &n, &pin_out[s]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        x[s] = vec(ctx, N), y[s] = vec(ctx, N);
+        CHECK(gpuos_tensor_host_data(pin_in[s]) != NULL, "pinned tensors have host data");
+        CHECK(gpuos_tensor_host_data(x[s]) == NULL, "only pinned tensors have host data");
+        CHECK(gpuos_graph_create(ctx, &g[s]) == GPUOS_OK, "create");
+        t.op = GPUOS_OP_COPY, t.out = x[s], t.in[0] = pin_in[s];
+        CHECK(gpuos_graph_add(g[s], &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        t.op = GPUOS_OP_MUL, t.out = y[s], t.in[0] = x[s], t.in[1] = x[s];
+        CHECK(gpuos_graph_add(g[s], &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        t.op = GPUOS_OP_ADD, t.out = y[s], t.in[0] = y[s], t.in[1] = x[s];
+        CHECK(gpuos_graph_add(g[s], &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        t.op = GPUOS_OP_ABS, t.out = y[s], t.in[0] = y[s], t.in[1] = NULL;
+        CHECK(gpuos_graph_add(g[s], &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        t.op = GPUOS_OP_COPY, t.out = pin_out[s], t.in[0] = y[s];
+        CHECK(gpuos_graph_add(g[s], &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        job_of[s] = -1;
+    }
+    gb = g[0]; /* the same program with bindings: slot s's tensors in place of slot 0's */
+    for (j = 0; j < J; j++) {
+        float *in, *out;
+        s = j % S;
+        if (job_of[s] >= 0) { /* the slot's previous job: wait, check its output */
+            CHECK(gpuos_wait_fence(ctx, fence[s], 20000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+            out = (float *)gpuos_tensor_host_data(pin_out[s]);
+            for (i = 0; i < N; i++) bad += out[i] != want[s][i];
+            checked++;
+        }
+        in = (float *)gpuos_tensor_host_data(pin_in[s]);
+        for (i = 0; i < N; i++) {
+            float v = frand() * 4.0f;
+            in[i] = v;
+            want[s][i] = fabsf(v * v + v);
+        }
+        if (j % 3 == 2) {
+            gpuos_graph_bind b[4];
+            b[0].recorded = pin_in[0], b[0].actual = pin_in[s];
+            b[1].recorded = pin_out[0], b[1].actual = pin_out[s];
+            b[2].recorded = x[0], b[2].actual = x[s];
+            b[3].recorded = y[0], b[3].actual = y[s];
+            CHECK(gpuos_graph_launch(gb, b, 4, NULL, 0, &fence[s]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        } else {
+            CHECK(gpuos_graph_launch(g[s], NULL, 0, NULL, 0, &fence[s]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        }
+        job_of[s] = j;
+    }
+    CHECK(gpuos_wait(ctx, 20000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (s = 0; s < S; s++) {
+        float *out = (float *)gpuos_tensor_host_data(pin_out[s]);
+        for (i = 0; i < N; i++) bad += out[i] != want[s][i];
+        checked++;
+    }
+    CHECK(bad == 0 && checked == J, "pinned pipeline: %d elements wrong over %d jobs", bad, checked);
+    {   /* a view's host data starts at its first element; pinned tensors work eagerly too */
+        gpuos_tensor *v = NULL;
+        int64_t start = 10;
+        CHECK(gpuos_view_slice(pin_in[0], 0, start, GPUOS_SLICE_END, 1, &v) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK((char *)gpuos_tensor_host_data(v) == (char *)gpuos_tensor_host_data(pin_in[0]) + 40, "view host data");
+        CHECK(gpuos_neg(ctx, pin_out[0], pin_in[0]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_wait(ctx, 20000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        bad = 0;
+        for (i = 0; i < N; i++)
+            bad += ((float *)gpuos_tensor_host_data(pin_out[0]))[i] != -((float *)gpuos_tensor_host_data(pin_in[0]))[i];
+        CHECK(bad == 0, "eager neg on pinned tensors: %d elements wrong", bad);
+        gpuos_tensor_release(v);
+    }
+    for (s = 0; s < S; s++) {
+        gpuos_graph_release(g[s]);
+        gpuos_tensor_release(pin_in[s]);
+        gpuos_tensor_release(pin_out[s]);
+        gpuos_tensor_release(x[s]);
+        gpuos_tensor_release(y[s]);
+    }
+}
+
 int main(void) {
     gpuos_config cfg = GPUOS_CONFIG_INIT;
     gpuos_context *ctx;
@@ -324,6 +416,7 @@ int main(void) {
     test_deps_and_errors(ctx);
     test_runtime_op(ctx);
     test_interleaved(ctx);
+    test_pinned_pipeline(ctx);
     CHECK(gpuos_context_status(ctx) == GPUOS_OK, "healthy: %s", gpuos_last_error(ctx));
     gpuos_destroy(ctx);
     return ctest_summary("test_graph");
