@@ -456,6 +456,12 @@ typedef struct gpuos__job {
 } gpuos__job;
 
 /* ---------------------------------------------------------------- context */
+/* The register cap of the device code (--maxrregcount): the persistent kernel's launch
+   bounds (two 256-thread blocks per multiprocessor) allow 128, and __launch_bounds__
+   overrides the option for the kernel, so the functions it calls get the same cap. */
+#define GPUOS__MAXRREG 128
+#define GPUOS__STR_(x) #x
+#define GPUOS__STR(x) GPUOS__STR_(x)
 #define GPUOS__ERR_SLOTS 4
 #define GPUOS__ERR_LEN 4096
 #define GPUOS__MAX_HOST_THREADS 16
@@ -2902,11 +2908,12 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
        allows one 256-thread block per multiprocessor; 128 allows two. */
     {
         const char *e = getenv("GPUOS_CUDA_MAXRREG"); /* tuning knob: 32..255 */
-        int r = e ? atoi(e) : 128;
-        snprintf(maxrreg, sizeof maxrreg, "--maxrregcount=%d", r >= 32 && r <= 255 ? r : 128);
+        int r = e ? atoi(e) : GPUOS__MAXRREG;
+        if (r < 32 || r > 255) r = GPUOS__MAXRREG;
+        snprintf(maxrreg, sizeof maxrreg, "--maxrregcount=%d", r);
         opts[n_opts++] = maxrreg;
         /* the kernel's launch bounds ask for two blocks per multiprocessor (128 registers) */
-        if (r > 128 && r <= 255) opts[n_opts++] = "-DGPUOS__PK_MIN_BLOCKS=1";
+        if (r > GPUOS__MAXRREG) opts[n_opts++] = "-DGPUOS__PK_MIN_BLOCKS=1";
     }
     /* diagnostic: the kernel stamps %globaltimer into gpuos__pk_ctl.pad_ (fetched, a
        worker's done, retired) for latency probes (tests/gpu/probe_latency.c) */
@@ -4821,7 +4828,7 @@ gpuos_status gpuos_compile_device_code(int arch_major, int arch_minor, char *log
     options[1] = "-default-device";
     options[2] = "--std=c++17";
     options[3] = "-rdc=true";
-    options[4] = "--maxrregcount=128"; /* as the runtime: the kernel's launch bounds allow 128 */
+    options[4] = "--maxrregcount=" GPUOS__STR(GPUOS__MAXRREG); /* as the runtime: the kernel's launch bounds */
     src = gpuos__device_source_joined(NULL);
     if (!src) {
         st = gpuos__set_error(NULL, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_compile_device_code: no memory for the source");
@@ -19495,11 +19502,6 @@ const char *const gpuos__device_source[] = {
     "#define GPUOS__PROF_ADD(acc, k, t0) (void)0\n",
     "#endif\n",
     "\n",
-    "#if defined(GPUOS__PROBE_RUN) && GPUOS__PROBE_RUN == 4\n",
-    "static __device__ __noinline__ int64_t gpuos__probe_v9(const gpuos__ew_plan *p, int64_t b, int64_t e, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg9>(p, b, e, cs);\n",
-    "}\n",
-    "#endif\n",
     "/* Runs the tasks of this block's inbox in order, reading up to 32 entries per\n",
     "   parallel read of its own (uncontended) inbox lines. Finished-tile counts are\n",
     "   published in batches: one fence for a batch, and always before waiting on another\n",
@@ -19619,12 +19621,12 @@ const char *const gpuos__device_source[] = {
     "                int64_t e = b + d->tile_items;\n",
     "                if (e > d->n_items) e = d->n_items;\n",
     "                GPUOS__PROF_T0(t_run);\n",
-    "#if defined(GPUOS__PROBE_RUN) && GPUOS__PROBE_RUN == 1\n",
-    "                /* probe only (tests/gpu/probe_chain.c): every task as out = a + b[0] in f32,\n",
-    "                   inline, contiguous: the floor of a tile inside this loop */\n",
-    "                if (((const gpuos__ew_plan *)s_plan)->n_ptr != 3 || ((const gpuos__ew_plan *)s_plan)->rank != 1)\n",
-    "                    gpuos__d_run(d->kernel_id, plan, b, e);\n",
-    "                else {\n",
+    "#if defined(GPUOS__PROBE_RUN)\n",
+    "                /* probe only (tests/gpu/probe_chain.c): the floors of a tile inside this loop.\n",
+    "                   1: every rank-1 three-operand task as out = a + b[0] in f32, hand-written\n",
+    "                   inline; 2: no tile work at all */\n",
+    "                if (GPUOS__PROBE_RUN == 1 && ((const gpuos__ew_plan *)s_plan)->n_ptr == 3 &&\n",
+    "                    ((const gpuos__ew_plan *)s_plan)->rank == 1) {\n",
     "                    const gpuos__ew_plan *pp = (const gpuos__ew_plan *)s_plan;\n",
     "                    float *po = (float *)pp->ptr[0];\n",
     "                    const float *pa = (const float *)pp->ptr[1];\n",
@@ -19634,20 +19636,9 @@ const char *const gpuos__device_source[] = {
     "                        v.x += bb; v.y += bb; v.z += bb; v.w += bb;\n",
     "                        *(float4 *)(po + q) = v;\n",
     "                    }\n",
-    "                }\n",
-    "#elif defined(GPUOS__PROBE_RUN) && GPUOS__PROBE_RUN == 2\n",
-    "                (void)plan; /* probe only: no tile work, the loop's own cost */\n",
-    "#elif defined(GPUOS__PROBE_RUN) && (GPUOS__PROBE_RUN == 3 || GPUOS__PROBE_RUN == 4)\n",
-    "                /* probe only: 4-byte binary ops (group 9) straight to the vector template,\n",
-    "                   3: inline, 4: through one call */\n",
-    "                if (((const gpuos__ew_plan *)s_plan)->n_ptr != 3 || ((const gpuos__ew_plan *)s_plan)->rank != 1)\n",
+    "                } else if (GPUOS__PROBE_RUN != 2) {\n",
     "                    gpuos__d_run(d->kernel_id, plan, b, e);\n",
-    "                else\n",
-    "#if GPUOS__PROBE_RUN == 3\n",
-    "                    gpuos__d_ew_vec<gpuos__d_ewg9>((const gpuos__ew_plan *)s_plan, b, e, gpuos__d_kernels[d->kernel_id][1]);\n",
-    "#else\n",
-    "                    gpuos__probe_v9((const gpuos__ew_plan *)s_plan, b, e, gpuos__d_kernels[d->kernel_id][1]);\n",
-    "#endif\n",
+    "                }\n",
     "#elif GPUOS__D_EW_SPLIT && GPUOS__D_EW_INLINE\n",
     "                {\n",
     "                    /* element-wise vector passes inline, the rest (or any other kernel) called */\n",

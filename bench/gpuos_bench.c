@@ -232,6 +232,19 @@ static int row_roundtrip_download(void) {
     return 0;
 }
 
+/* Times warm + R launches of a graph without bindings, each until its fence is done:
+   t[0..R) the last R, divided by per (the graph's ops, or 1). 0, or -1 after failmsg. */
+static int time_graph(gpuos_context *ctx, gpuos_graph *g, int warm, int R, double per, double *t) {
+    for (int r = 0; r < warm + R; r++) {
+        uint64_t seq;
+        double t0 = now_s();
+        CK(ctx, gpuos_graph_launch(g, NULL, 0, NULL, 0, &seq));
+        CK(ctx, gpuos_wait_fence(ctx, seq, WAIT_MS));
+        if (r >= warm) t[r - warm] = (now_s() - t0) / per;
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------------ chain */
 static int row_chain(void) {
     gpuos_context *ctx = g_ctx;
@@ -258,13 +271,7 @@ static int row_chain(void) {
         CK(ctx, gpuos_graph_create(ctx, &g));
         k.op = GPUOS_OP_ADD, k.out = x, k.in[0] = x, k.in[1] = one;
         for (int i = 0; i < len; i++) CK(ctx, gpuos_graph_add(g, &k, NULL));
-        for (int r = 0; r < warm + R; r++) {
-            uint64_t seq;
-            double t0 = now_s();
-            CK(ctx, gpuos_graph_launch(g, NULL, 0, NULL, 0, &seq));
-            CK(ctx, gpuos_wait_fence(ctx, seq, WAIT_MS));
-            if (r >= warm) t[r - warm] = (now_s() - t0) / len;
-        }
+        if (time_graph(ctx, g, warm, R, len, t)) return -1;
         printf("INFO chain.graph_us_op %.4f\n", median_info("chain.graph", t, R, 1e6) * 1e6);
         gpuos_graph_release(g);
     }
@@ -889,14 +896,7 @@ static int row_branchy_dag(void) {
         t.out = out, t.in[0] = out, t.in[1] = x[c];
         CK(ctx, gpuos_graph_add(g, &t, NULL));
     }
-    for (int r = 0; r < warm + R; r++) {
-        uint64_t seq;
-        double t0 = now_s();
-        CK(ctx, gpuos_graph_launch(g, NULL, 0, NULL, 0, &seq));
-        CK(ctx, gpuos_wait_fence(ctx, seq, WAIT_MS));
-        double t1 = now_s();
-        if (r >= warm) tm[r - warm] = t1 - t0;
-    }
+    if (time_graph(ctx, g, warm, R, 1, tm)) return -1;
     /* eager: the same tasks through gpuos_submit */
     for (int r = 0; r < warm + R; r++) {
         double t0 = now_s();
@@ -981,13 +981,7 @@ static int row_tiny_mlp(void) {
         t.op = GPUOS_OP_LAYERNORM, t.out = x[l + 1], t.in[0] = h[l], t.in[1] = NULL, t.scalar[0] = 1e-5;
         CK(ctx, gpuos_graph_add(g, &t, NULL));
     }
-    for (int r = 0; r < warm + R; r++) {
-        uint64_t seq;
-        double t0 = now_s();
-        CK(ctx, gpuos_graph_launch(g, NULL, 0, NULL, 0, &seq));
-        CK(ctx, gpuos_wait_fence(ctx, seq, WAIT_MS));
-        if (r >= warm) tm[r - warm] = now_s() - t0;
-    }
+    if (time_graph(ctx, g, warm, R, 1, tm)) return -1;
     for (int r = 0; r < warm + R; r++) {
         double t0 = now_s();
         for (int l = 0; l < NL; l++) {

@@ -413,7 +413,7 @@ gpuos_status gpuos_compile_device_code(int arch_major, int arch_minor, char *log
     options[1] = "-default-device";
     options[2] = "--std=c++17";
     options[3] = "-rdc=true";
-    options[4] = "--maxrregcount=128"; /* as the runtime: the kernel's launch bounds allow 128 */
+    options[4] = "--maxrregcount=" GPUOS__STR(GPUOS__MAXRREG); /* as the runtime: the kernel's launch bounds */
     src = gpuos__device_source_joined(NULL);
     if (!src) {
         st = gpuos__set_error(NULL, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_compile_device_code: no memory for the source");

@@ -103,6 +103,12 @@ typedef struct gpuos__job {
 } gpuos__job;
 
 /* ---------------------------------------------------------------- context */
+/* The register cap of the device code (--maxrregcount): the persistent kernel's launch
+   bounds (two 256-thread blocks per multiprocessor) allow 128, and __launch_bounds__
+   overrides the option for the kernel, so the functions it calls get the same cap. */
+#define GPUOS__MAXRREG 128
+#define GPUOS__STR_(x) #x
+#define GPUOS__STR(x) GPUOS__STR_(x)
 #define GPUOS__ERR_SLOTS 4
 #define GPUOS__ERR_LEN 4096
 #define GPUOS__MAX_HOST_THREADS 16

@@ -367,11 +367,6 @@ static __device__ __forceinline__ int gpuos__pk_dep_done(const gpuos__pk_params 
 #define GPUOS__PROF_ADD(acc, k, t0) (void)0
 #endif
 
-#if defined(GPUOS__PROBE_RUN) && GPUOS__PROBE_RUN == 4
-static __device__ __noinline__ int64_t gpuos__probe_v9(const gpuos__ew_plan *p, int64_t b, int64_t e, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg9>(p, b, e, cs);
-}
-#endif
 /* Runs the tasks of this block's inbox in order, reading up to 32 entries per
    parallel read of its own (uncontended) inbox lines. Finished-tile counts are
    published in batches: one fence for a batch, and always before waiting on another
@@ -491,12 +486,12 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
                 int64_t e = b + d->tile_items;
                 if (e > d->n_items) e = d->n_items;
                 GPUOS__PROF_T0(t_run);
-#if defined(GPUOS__PROBE_RUN) && GPUOS__PROBE_RUN == 1
-                /* probe only (tests/gpu/probe_chain.c): every task as out = a + b[0] in f32,
-                   inline, contiguous: the floor of a tile inside this loop */
-                if (((const gpuos__ew_plan *)s_plan)->n_ptr != 3 || ((const gpuos__ew_plan *)s_plan)->rank != 1)
-                    gpuos__d_run(d->kernel_id, plan, b, e);
-                else {
+#if defined(GPUOS__PROBE_RUN)
+                /* probe only (tests/gpu/probe_chain.c): the floors of a tile inside this loop.
+                   1: every rank-1 three-operand task as out = a + b[0] in f32, hand-written
+                   inline; 2: no tile work at all */
+                if (GPUOS__PROBE_RUN == 1 && ((const gpuos__ew_plan *)s_plan)->n_ptr == 3 &&
+                    ((const gpuos__ew_plan *)s_plan)->rank == 1) {
                     const gpuos__ew_plan *pp = (const gpuos__ew_plan *)s_plan;
                     float *po = (float *)pp->ptr[0];
                     const float *pa = (const float *)pp->ptr[1];
@@ -506,20 +501,9 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
                         v.x += bb; v.y += bb; v.z += bb; v.w += bb;
                         *(float4 *)(po + q) = v;
                     }
-                }
-#elif defined(GPUOS__PROBE_RUN) && GPUOS__PROBE_RUN == 2
-                (void)plan; /* probe only: no tile work, the loop's own cost */
-#elif defined(GPUOS__PROBE_RUN) && (GPUOS__PROBE_RUN == 3 || GPUOS__PROBE_RUN == 4)
-                /* probe only: 4-byte binary ops (group 9) straight to the vector template,
-                   3: inline, 4: through one call */
-                if (((const gpuos__ew_plan *)s_plan)->n_ptr != 3 || ((const gpuos__ew_plan *)s_plan)->rank != 1)
+                } else if (GPUOS__PROBE_RUN != 2) {
                     gpuos__d_run(d->kernel_id, plan, b, e);
-                else
-#if GPUOS__PROBE_RUN == 3
-                    gpuos__d_ew_vec<gpuos__d_ewg9>((const gpuos__ew_plan *)s_plan, b, e, gpuos__d_kernels[d->kernel_id][1]);
-#else
-                    gpuos__probe_v9((const gpuos__ew_plan *)s_plan, b, e, gpuos__d_kernels[d->kernel_id][1]);
-#endif
+                }
 #elif GPUOS__D_EW_SPLIT && GPUOS__D_EW_INLINE
                 {
                     /* element-wise vector passes inline, the rest (or any other kernel) called */
