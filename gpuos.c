@@ -243,6 +243,16 @@ int gpuos__device_kernel_id(gpuos_op op, gpuos_dtype key, gpuos_dtype out);
 #define GPUOS__MAX_DEPS 4u       /* explicit dependencies per task */
 #define GPUOS__DEPS_ALL 0xffffffffu /* n_deps value: wait until every earlier task retired */
 #define GPUOS__DEP_RETIRED 0x80000000u /* dep_delta flag: wait until every task up to that one retired */
+/* dep_delta flag of a normal-lane task: wait until the high lane retired task X, where the
+   low 30 bits are X mod 2^30 (compared modulo 2^30: the lanes never drift that far apart) */
+#define GPUOS__DEP_HI 0x40000000u
+#define GPUOS__DEP_HI_MASK 0x3fffffffu
+/* Lanes: two independent queues (ring, sequence numbers, task ring, done counters,
+   retirement, worker inboxes) that share the workers. Lane 0 carries normal work, lane 1
+   high-priority work, which workers run first: between tiles, between tasks, and while
+   normal work waits for dependencies. A lane-1 task never depends on lane-0 work (the host
+   sends such a task on lane 0); a lane-0 task may wait for lane 1 (GPUOS__DEP_HI). */
+#define GPUOS__LANES 2
 #define GPUOS__PK_THREADS 256    /* threads per block of the persistent kernel */
 
 /* A task as the device sees it (56 bytes). */
@@ -289,7 +299,7 @@ typedef struct gpuos__dtask {
 } gpuos__dtask;
 
 #define GPUOS__PUSH_CHUNK 256u /* inbox entries the scheduler writes before one fence and their stamps */
-#define GPUOS__MAX_WORKERS 2048 /* worker blocks the scheduler can track */
+#define GPUOS__MAX_WORKERS 1024 /* worker blocks the scheduler can track (per lane: shared memory) */
 
 /* Device -> host progress, in mapped host memory. */
 typedef struct gpuos__pk_ctl {
@@ -298,7 +308,9 @@ typedef struct gpuos__pk_ctl {
     uint64_t exit_seq; /* after EXIT: the sequence number the next launch starts at */
     uint64_t alive;    /* 1 while the kernel runs (set at start, cleared at exit) */
     uint64_t fetched;  /* ring positions below this have been copied: the host may reuse them */
-    uint64_t pad_[3];
+    uint64_t retired_hi; /* lane 1 (high priority): as retired */
+    uint64_t fetched_hi; /* lane 1: as fetched */
+    uint64_t pad_;
     /* GPUOS__PK_TIMESTAMPS builds only (latency probes): %globaltimer when the fetcher
        saw a batch [0] and had pushed it [1], a worker saw an inbox entry [2], finished
        its tiles [3] and flushed its done counts [4], the retirer retired [5] */
@@ -328,22 +340,23 @@ enum {
     GPUOS__PROF_N = 16
 };
 
-/* Parameters of the persistent kernel (passed by value). */
+/* Parameters of the persistent kernel (passed by value).
+   Arrays [GPUOS__LANES] are per lane. */
 typedef struct gpuos__pk_params {
-    gpuos__qslot *ring;     /* mapped pinned host memory, ring_slots slots */
-    gpuos__pk_ctl *ctl;     /* mapped pinned host memory */
-    gpuos__dtask *tasks;    /* device, task_cap entries */
-    uint32_t *done;         /* device, task_cap tile counters */
-    uint64_t *retired;      /* device copy of ctl->retired, for dependency checks */
-    char *plans;            /* device, plan_cap * GPUOS__PLAN_BYTES */
-    gpuos__dtask *inbox;    /* device, n_workers * inbox_cap entries: each worker's tasks, in order */
-    uint32_t *wpos;         /* device, per worker: inbox entries it has consumed */
+    gpuos__qslot *ring[GPUOS__LANES];  /* mapped pinned host memory, ring_slots slots */
+    gpuos__pk_ctl *ctl;                /* mapped pinned host memory */
+    gpuos__dtask *tasks[GPUOS__LANES]; /* device, task_cap entries */
+    uint32_t *done[GPUOS__LANES];      /* device, task_cap tile counters */
+    uint64_t *retired;                 /* device, [lane]: copies of ctl's retired words, for dependency checks */
+    char *plans;                       /* device, plan_cap * GPUOS__PLAN_BYTES (both lanes) */
+    gpuos__dtask *inbox[GPUOS__LANES]; /* device, n_workers * inbox_cap entries: each worker's tasks, in order */
+    uint32_t *wpos[GPUOS__LANES];      /* device, per worker: inbox entries it has consumed */
     uint32_t inbox_cap;     /* power of two, >= GPUOS__PUSH_CHUNK */
     uint32_t ring_log2;     /* log2(ring_slots) */
     uint64_t ring_slots;    /* power of two */
     uint64_t task_cap;      /* power of two */
-    uint64_t start_pos;     /* first ring position to read */
-    uint64_t start_seq;     /* first task sequence number (>= 1) */
+    uint64_t start_pos[GPUOS__LANES]; /* first ring position to read */
+    uint64_t start_seq[GPUOS__LANES]; /* first task sequence number (>= 1) */
     unsigned long long *prof; /* device, GPUOS__PROF_N counters (GPUOS__PK_TIMESTAMPS builds) */
 } gpuos__pk_params;
 
@@ -452,8 +465,14 @@ typedef struct gpuos__job {
     gpuos__rt_version *rt;              /* run-time operator: the version it runs (a reference) */
     gpuos__storage **xst;               /* a graph launch's job: its storages (malloc'd, owned) */
     int n_xst;
+    int prio;                           /* GPUOS_PRIORITY_*: > 0 asks for lane 1 */
+    int lane;                           /* the lane it runs in: 1 (high priority) only when it need not
+                                           wait for earlier lane-0 work; set when queued (host) or encoded */
+    int state;                          /* host executor: GPUOS__JOB_QUEUED, _TAKEN, _DONE */
     struct gpuos__job *next_free;
 } gpuos__job;
+
+enum { GPUOS__JOB_QUEUED = 0, GPUOS__JOB_TAKEN = 1, GPUOS__JOB_DONE = 2 };
 
 /* ---------------------------------------------------------------- context */
 /* The register cap of the device code (--maxrregcount): the persistent kernel's launch
@@ -485,10 +504,14 @@ struct gpuos_context {
     pthread_cond_t cv_work; /* work, unpause or stop (the dispatcher waits) */
     pthread_cond_t cv_done; /* a job finished (waits) */
 
-    gpuos__job **ring;     /* ring of queued jobs; grows up to capacity */
+    gpuos__job **ring;     /* ring of unfinished jobs in sequence order; grows up to capacity */
     uint32_t ring_size;    /* allocated slots, a power of two */
-    uint32_t ring_head;    /* index of the oldest queued job */
-    uint32_t ring_count;   /* queued jobs (not counting the running one) */
+    uint32_t ring_head;    /* index of the oldest unfinished job */
+    uint32_t ring_count;   /* unfinished jobs: queued, running, or finished out of order behind an
+                              older one (lane 1); they retire from the head, in order */
+    uint32_t host_queued;  /* host executor: jobs not yet taken by the dispatcher */
+    uint32_t host_hi;      /* host executor: lane-1 jobs among them */
+    uint64_t host_hi_next; /* host executor: lane-1 jobs below this seq were all taken */
     uint32_t capacity;     /* cfg.queue_capacity */
     uint64_t submitted;    /* sequence number of the last queued job */
     uint64_t completed;    /* every job up to this one has finished */
@@ -598,7 +621,7 @@ struct gpuos__cuda_graph;
 gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const *jobs, int n,
                                            struct gpuos__cuda_graph **out);
 gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__cuda_graph *g, gpuos__job *job,
-                                             uint64_t *seq);
+                                             int prio, uint64_t *seq);
 void gpuos__cuda_graph_free_locked(gpuos_context *ctx, struct gpuos__cuda_graph *g);
 int gpuos__cuda_graph_storages(const struct gpuos__cuda_graph *g);
 /* n jobs in order under one lock; *n_queued of them went in; the rest are freed on error. */
@@ -610,8 +633,10 @@ void gpuos__queue_done(gpuos_context *ctx, gpuos__job *job);
 /* Retires a finished job (ctx->mu held): releases its storages, advances ctx->completed.
    The caller broadcasts cv_done. */
 void gpuos__queue_done_locked(gpuos_context *ctx, gpuos__job *job);
-/* Waits until every job up to seq has finished, at most timeout_ms. */
-gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms, const char *what);
+/* Waits until every job up to seq has finished (one: job seq itself), at most timeout_ms. */
+gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, int one, uint32_t timeout_ms, const char *what);
+/* ctx->mu held: job seq has finished (one), or every job up to it (!one). */
+int gpuos__seq_done_locked(gpuos_context *ctx, uint64_t seq, int one);
 
 /* ---------------------------------------------------------------- host_exec.c */
 gpuos_status gpuos__host_start(gpuos_context *ctx);
@@ -636,8 +661,11 @@ gpuos_status gpuos__cuda_memcpy(gpuos_context *ctx, void *dst, const void *src, 
 gpuos_status gpuos__cuda_pump_locked(gpuos_context *ctx);
 /* Retires finished jobs (ctx->mu held); 1 if any. */
 int gpuos__cuda_reap_locked(gpuos_context *ctx);
-/* Waits for job seq with low latency (ctx->mu held); GPUOS_ERR_TIMEOUT after timeout_ms. */
-gpuos_status gpuos__cuda_wait_locked(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms);
+/* Waits for job seq (one) or every job up to it with low latency (ctx->mu held);
+   GPUOS_ERR_TIMEOUT after timeout_ms. */
+gpuos_status gpuos__cuda_wait_locked(gpuos_context *ctx, uint64_t seq, int one, uint32_t timeout_ms);
+/* job, at ring index `index` from the head, has finished on the device (ctx->mu held). */
+int gpuos__cuda_job_done_locked(gpuos_context *ctx, const gpuos__job *job, uint32_t index);
 const char *gpuos__cuda_device_name(const gpuos_context *ctx);
 
 /* ---------------------------------------------------------------- cuda_loader.c */
@@ -2508,7 +2536,7 @@ void gpuos_destroy(gpuos_context *ctx) {
     pthread_mutex_unlock(&ctx->mu);
 
     /* Let queued work finish (at most wait_timeout_ms); what is left is dropped. */
-    (void)gpuos__wait_seq(ctx, last, ctx->cfg.wait_timeout_ms, "gpuos_destroy");
+    (void)gpuos__wait_seq(ctx, last, 0, ctx->cfg.wait_timeout_ms, "gpuos_destroy");
     if (ctx->cuda) {
         gpuos__queue_fini(ctx); /* storages of dropped jobs go back while the GPU is still open */
         gpuos__cuda_close(ctx);
@@ -2613,6 +2641,7 @@ typedef struct cuda__access {
     uint64_t sig;    /* element map of an element-wise operand; 0 = none */
     uint32_t base;
     int write;
+    int lane;        /* the task's lane (dseq is in its sequence) */
 } cuda__access;
 
 typedef struct cuda__log {
@@ -2620,13 +2649,15 @@ typedef struct cuda__log {
     /* Accesses forgotten for room: every forgotten write (read) has a seq <= floor_w
        (floor_r). A later reader waits until floor_w retired, a later writer until both
        did (GPUOS__DEP_RETIRED): waiting for the floor task alone would miss older ones. */
-    uint64_t floor_w, floor_r;
+    uint64_t floor_w[GPUOS__LANES], floor_r[GPUOS__LANES]; /* per lane */
     cuda__access a[CUDA__LOG_LEN];
 } cuda__log;
 
 typedef struct cuda__plan_entry {
     uint64_t key;
-    uint64_t last_dseq; /* the last task using it; reusable once retired */
+    uint64_t last_dseq[GPUOS__LANES]; /* the last task of each lane using it; reusable once retired */
+    uint64_t wpos;      /* ring position after its chunks were last written, in lane wlane */
+    int wlane;
     uint32_t bytes;
     uint32_t epoch;     /* plan writes numbering (24 bits): workers reuse their copy of a row of the same epoch */
     int used;
@@ -2648,13 +2679,14 @@ struct gpuos__cuda {
     double compile_ms;           /* 0 when the module came from the cache */
     int from_cache;
 
-    gpuos__qslot *ring;          /* pinned, mapped */
-    gpuos__pk_ctl *ctl;          /* pinned, mapped */
-    gpuos__pk_params P;          /* device addresses */
-    uint64_t pos;                /* next ring position */
-    uint64_t dseq;               /* next device sequence number */
-    uint64_t fetched_seen;       /* cached ctl->fetched */
-    uint64_t retired_seen;       /* cached ctl->retired */
+    /* per lane (gpuos_queue.h): 0 normal, 1 high priority */
+    gpuos__qslot *ring[GPUOS__LANES];         /* pinned, mapped */
+    gpuos__pk_ctl *ctl;                       /* pinned, mapped */
+    gpuos__pk_params P;                       /* device addresses */
+    uint64_t pos[GPUOS__LANES];               /* next ring position */
+    uint64_t dseq[GPUOS__LANES];              /* next device sequence number */
+    uint64_t fetched_seen[GPUOS__LANES];      /* cached ctl->fetched, fetched_hi */
+    uint64_t retired_seen[GPUOS__LANES];      /* cached ctl->retired, retired_hi */
     int running;
     int stuck;                   /* the kernel did not stop in time: free nothing the driver would wait on */
     uint32_t next_base;          /* round robin for unaligned tasks */
@@ -2760,6 +2792,20 @@ static const char *cuda_errname(const gpuos__cuda_api *cu, gpuos__CUresult r) {
     } while (0)
 
 static uint64_t cuda_load_acquire(const volatile uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+/* The device's progress words of a lane, in mapped memory. */
+static const volatile uint64_t *cuda_ctl_retired(const struct gpuos__cuda *c, int lane) {
+    return lane ? &c->ctl->retired_hi : &c->ctl->retired;
+}
+static const volatile uint64_t *cuda_ctl_fetched(const struct gpuos__cuda *c, int lane) {
+    return lane ? &c->ctl->fetched_hi : &c->ctl->fetched;
+}
+static void cuda_refresh_retired(struct gpuos__cuda *c) {
+    int l;
+    for (l = 0; l < GPUOS__LANES; l++) {
+        uint64_t r = cuda_load_acquire(cuda_ctl_retired(c, l));
+        if (r > c->retired_seen[l]) c->retired_seen[l] = r;
+    }
+}
 
 /* ---------------------------------------------------------------- module: compile or load from cache */
 /* The cache directory: config, $GPUOS_CACHE_DIR, $XDG_CACHE_HOME/gpuos, ~/.cache/gpuos.
@@ -3048,48 +3094,50 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     gpuos__CUdeviceptr d;
     size_t inbox_bytes;
     void *h;
+    int l;
     c->P.ring_slots = CUDA__RING_SLOTS;
     for (c->P.ring_log2 = 0; (1ull << c->P.ring_log2) < CUDA__RING_SLOTS; c->P.ring_log2++) {
     }
     c->P.task_cap = CUDA__TASK_CAP;
     c->P.inbox_cap = CUDA__INBOX_CAP;
-    CUDA_TRY(ctx, c->cu->cuMemHostAlloc(&h, CUDA__RING_SLOTS * sizeof(gpuos__qslot),
-                                        CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
-             "cuMemHostAlloc (task ring)");
-    c->ring = (gpuos__qslot *)h;
-    memset(c->ring, 0, CUDA__RING_SLOTS * sizeof(gpuos__qslot));
-    CUDA_TRY(ctx, c->cu->cuMemHostGetDevicePointer(&d, h, 0), "cuMemHostGetDevicePointer (task ring)");
-    c->P.ring = (gpuos__qslot *)(uintptr_t)d;
     CUDA_TRY(ctx, c->cu->cuMemHostAlloc(&h, sizeof(gpuos__pk_ctl), CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
              "cuMemHostAlloc (control block)");
     c->ctl = (gpuos__pk_ctl *)h;
     memset(c->ctl, 0, sizeof *c->ctl);
     CUDA_TRY(ctx, c->cu->cuMemHostGetDevicePointer(&d, h, 0), "cuMemHostGetDevicePointer (control block)");
     c->P.ctl = (gpuos__pk_ctl *)(uintptr_t)d;
-
-    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, CUDA__TASK_CAP * sizeof(gpuos__dtask)), "cuMemAlloc (tasks)");
-    CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0xff, CUDA__TASK_CAP * sizeof(gpuos__dtask)), "cuMemsetD8 (tasks)");
-    c->P.tasks = (gpuos__dtask *)(uintptr_t)d;
-    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, CUDA__TASK_CAP * sizeof(uint32_t)), "cuMemAlloc (done counters)");
-    CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, CUDA__TASK_CAP * sizeof(uint32_t)), "cuMemsetD8 (done counters)");
-    c->P.done = (uint32_t *)(uintptr_t)d;
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, 64 + GPUOS__PROF_N * 8), "cuMemAlloc (retired)");
     CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, 64 + GPUOS__PROF_N * 8), "cuMemsetD8 (retired)");
-    c->P.retired = (uint64_t *)(uintptr_t)d;
+    c->P.retired = (uint64_t *)(uintptr_t)d; /* [lane] */
     c->P.prof = (unsigned long long *)(uintptr_t)(d + 64); /* probe builds' counters */
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__PLAN_CAP * GPUOS__PLAN_BYTES), "cuMemAlloc (plans)");
     c->P.plans = (char *)(uintptr_t)d;
     inbox_bytes = (size_t)c->n_workers * CUDA__INBOX_CAP * sizeof(gpuos__dtask);
-    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, inbox_bytes), "cuMemAlloc (inboxes)");
-    CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, inbox_bytes), "cuMemsetD8 (inboxes)");
-    c->P.inbox = (gpuos__dtask *)(uintptr_t)d;
-    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)c->n_workers * sizeof(uint32_t)), "cuMemAlloc (worker positions)");
-    CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, (size_t)c->n_workers * sizeof(uint32_t)), "cuMemsetD8 (worker positions)");
-    c->P.wpos = (uint32_t *)(uintptr_t)d;
+    for (l = 0; l < GPUOS__LANES; l++) {
+        CUDA_TRY(ctx, c->cu->cuMemHostAlloc(&h, CUDA__RING_SLOTS * sizeof(gpuos__qslot),
+                                            CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
+                 "cuMemHostAlloc (task ring)");
+        c->ring[l] = (gpuos__qslot *)h;
+        memset(c->ring[l], 0, CUDA__RING_SLOTS * sizeof(gpuos__qslot));
+        CUDA_TRY(ctx, c->cu->cuMemHostGetDevicePointer(&d, h, 0), "cuMemHostGetDevicePointer (task ring)");
+        c->P.ring[l] = (gpuos__qslot *)(uintptr_t)d;
+        CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, CUDA__TASK_CAP * sizeof(gpuos__dtask)), "cuMemAlloc (tasks)");
+        CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0xff, CUDA__TASK_CAP * sizeof(gpuos__dtask)), "cuMemsetD8 (tasks)");
+        c->P.tasks[l] = (gpuos__dtask *)(uintptr_t)d;
+        CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, CUDA__TASK_CAP * sizeof(uint32_t)), "cuMemAlloc (done counters)");
+        CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, CUDA__TASK_CAP * sizeof(uint32_t)), "cuMemsetD8 (done counters)");
+        c->P.done[l] = (uint32_t *)(uintptr_t)d;
+        CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, inbox_bytes), "cuMemAlloc (inboxes)");
+        CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, inbox_bytes), "cuMemsetD8 (inboxes)");
+        c->P.inbox[l] = (gpuos__dtask *)(uintptr_t)d;
+        CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)c->n_workers * sizeof(uint32_t)), "cuMemAlloc (worker positions)");
+        CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, (size_t)c->n_workers * sizeof(uint32_t)), "cuMemsetD8 (worker positions)");
+        c->P.wpos[l] = (uint32_t *)(uintptr_t)d;
+        c->pos[l] = 0;
+        c->dseq[l] = 1;
+    }
     c->plans = (cuda__plan_entry *)calloc(CUDA__PLAN_CAP, sizeof(cuda__plan_entry));
     if (!c->plans) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the plan cache");
-    c->pos = 0;
-    c->dseq = 1;
     return GPUOS_OK;
 }
 
@@ -3196,13 +3244,15 @@ void gpuos__cuda_close(gpuos_context *ctx) {
     if (c->cuctx && !c->stuck) { /* freeing under a running kernel would block: a stuck one keeps it all */
         c->cu->cuCtxSetCurrent(c->cuctx);
         for (i = 0; i < c->n_deferred; i++) cuda_free_now(c, c->deferred[i]);
-        if (c->P.tasks) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.tasks);
-        if (c->P.done) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.done);
+        for (i = 0; i < GPUOS__LANES; i++) {
+            if (c->P.tasks[i]) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.tasks[i]);
+            if (c->P.done[i]) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.done[i]);
+            if (c->P.inbox[i]) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.inbox[i]);
+            if (c->P.wpos[i]) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.wpos[i]);
+            if (c->ring[i]) c->cu->cuMemFreeHost(c->ring[i]);
+        }
         if (c->P.retired) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.retired);
         if (c->P.plans) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.plans);
-        if (c->P.inbox) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.inbox);
-        if (c->P.wpos) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.wpos);
-        if (c->ring) c->cu->cuMemFreeHost(c->ring);
         if (c->ctl) c->cu->cuMemFreeHost(c->ctl);
         if (c->stream) c->cu->cuStreamDestroy(c->stream);
         if (c->copy_stream) c->cu->cuStreamDestroy(c->copy_stream);
@@ -3298,12 +3348,12 @@ gpuos_status gpuos__cuda_memcpy(gpuos_context *ctx, void *dst, const void *src, 
 }
 
 /* ---------------------------------------------------------------- the ring */
-/* Waits (submit_timeout_ms) until `need` more slots fit (ctx->mu held). */
-static gpuos_status cuda_ring_room(gpuos_context *ctx, struct gpuos__cuda *c, uint64_t need) {
+/* Waits (submit_timeout_ms) until `need` more slots fit in lane's ring (ctx->mu held). */
+static gpuos_status cuda_ring_room(gpuos_context *ctx, struct gpuos__cuda *c, int lane, uint64_t need) {
     uint64_t t0 = 0;
-    while (c->pos + need - c->fetched_seen > c->P.ring_slots) {
-        c->fetched_seen = cuda_load_acquire(&c->ctl->fetched);
-        if (c->pos + need - c->fetched_seen <= c->P.ring_slots) break;
+    while (c->pos[lane] + need - c->fetched_seen[lane] > c->P.ring_slots) {
+        c->fetched_seen[lane] = cuda_load_acquire(cuda_ctl_fetched(c, lane));
+        if (c->pos[lane] + need - c->fetched_seen[lane] <= c->P.ring_slots) break;
         if (!t0) t0 = cuda_now_ns();
         if (cuda_now_ns() - t0 > (uint64_t)(ctx->cfg.submit_timeout_ms + 1) * 1000000ull)
             return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL,
@@ -3314,12 +3364,12 @@ static gpuos_status cuda_ring_room(gpuos_context *ctx, struct gpuos__cuda *c, ui
     return GPUOS_OK;
 }
 
-/* Writes a 56-byte body into the next slot as 8 self-tagged words (gpuos_queue.h):
+/* Writes a 56-byte body into lane's next slot as 8 self-tagged words (gpuos_queue.h):
    each word is one aligned 8-byte store, in any order, so no fence is needed. */
-static void cuda_put(struct gpuos__cuda *c, const void *body) {
-    volatile uint64_t *w = c->ring[c->pos & (c->P.ring_slots - 1)].w;
+static void cuda_put(struct gpuos__cuda *c, int lane, const void *body) {
+    volatile uint64_t *w = c->ring[lane][c->pos[lane] & (c->P.ring_slots - 1)].w;
     const unsigned char *b = (const unsigned char *)body;
-    const uint64_t tag = GPUOS__LAP_TAG(c->pos, c->P.ring_log2) << 56;
+    const uint64_t tag = GPUOS__LAP_TAG(c->pos[lane], c->P.ring_log2) << 56;
     int k;
     for (k = 0; k < 8; k++) {
         uint64_t v = 0;
@@ -3327,14 +3377,17 @@ static void cuda_put(struct gpuos__cuda *c, const void *body) {
         for (j = 6; j >= 0; j--) v = (v << 8) | b[7 * k + j]; /* little-endian, whatever the host's order */
         __atomic_store_n(&w[k], v | tag, __ATOMIC_RELAXED);
     }
-    c->pos++;
+    c->pos[lane]++;
 }
 
 static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c) {
     void *args[1];
     gpuos__CUresult r;
-    c->P.start_pos = c->pos;
-    c->P.start_seq = c->dseq;
+    int l;
+    for (l = 0; l < GPUOS__LANES; l++) {
+        c->P.start_pos[l] = c->pos[l];
+        c->P.start_seq[l] = c->dseq[l];
+    }
     c->ctl->alive = 1;
     args[0] = &c->P;
     c->cu->cuCtxSetCurrent(c->cuctx);
@@ -3353,19 +3406,23 @@ static void cuda_stop_kernel_locked(gpuos_context *ctx) {
     gpuos__qdesc d;
     gpuos__CUresult r;
     int i;
+    const uint64_t t0 = cuda_now_ns(), limit = (uint64_t)ctx->cfg.wait_timeout_ms * 1000000ull;
     if (!c->running) return;
+    c->cu->cuCtxSetCurrent(c->cuctx);
+    /* EXIT goes on lane 0 and ends lane 1 with it: lane 1 must have retired everything first
+       (lane-1 tasks never wait for lane 0, so this finishes unless the kernel failed) */
+    while (cuda_load_acquire(&c->ctl->retired_hi) + 1 < c->dseq[1] && cuda_now_ns() - t0 <= limit &&
+           c->cu->cuStreamQuery(c->stream) == CU_ERROR_NOT_READY)
+        cuda_sleep_ns(5000);
     memset(&d, 0, sizeof d);
     d.kind = GPUOS__SLOT_EXIT;
-    if (cuda_ring_room(ctx, c, 1) == GPUOS_OK) {
-        cuda_put(c, &d);
-        c->dseq++;
+    if (cuda_ring_room(ctx, c, 0, 1) == GPUOS_OK) {
+        cuda_put(c, 0, &d);
+        c->dseq[0]++;
     }
-    c->cu->cuCtxSetCurrent(c->cuctx);
-    { /* the kernel leaves once EXIT retired (or at a fault); waited for with a timeout */
-        const uint64_t t0 = cuda_now_ns(), limit = (uint64_t)ctx->cfg.wait_timeout_ms * 1000000ull;
-        while ((r = c->cu->cuStreamQuery(c->stream)) == CU_ERROR_NOT_READY && cuda_now_ns() - t0 <= limit)
-            cuda_sleep_ns(20000);
-    }
+    /* the kernel leaves once EXIT retired (or at a fault); waited for with a timeout */
+    while ((r = c->cu->cuStreamQuery(c->stream)) == CU_ERROR_NOT_READY && cuda_now_ns() - t0 <= limit)
+        cuda_sleep_ns(20000);
     c->running = 0;
     if (r == CU_ERROR_NOT_READY) { /* still running: its memory stays allocated, nothing waits on it */
         c->stuck = 1;
@@ -3374,7 +3431,7 @@ static void cuda_stop_kernel_locked(gpuos_context *ctx) {
         return;
     }
     if (r != CU_SUCCESS) gpuos__fail_locked(ctx, "the persistent kernel failed: %s (%d)", cuda_errname(c->cu, r), (int)r);
-    c->retired_seen = c->dseq - 1;
+    for (i = 0; i < GPUOS__LANES; i++) c->retired_seen[i] = c->dseq[i] - 1;
     if (c->old_mod && c->old_mod != c->mod) c->cu->cuModuleUnload(c->old_mod); /* a swapped-out generation */
     c->old_mod = NULL;
     for (i = 0; i < c->n_deferred; i++) cuda_free_now(c, c->deferred[i]);
@@ -3537,9 +3594,32 @@ static gpuos__storage *cuda_storage_of(const gpuos__job *job, uint64_t lo, uint6
     return NULL;
 }
 
-/* Finds or sends the plan; returns its id (ctx->mu held). */
+/* Writes plan row e (id) into lane's ring as PLAN slots. */
+static void cuda_plan_send(struct gpuos__cuda *c, cuda__plan_entry *e, uint32_t id, int lane) {
+    uint32_t chunk;
+    for (chunk = 0; chunk * GPUOS__SLOT_PAYLOAD < e->bytes; chunk++) {
+        gpuos__qplan q;
+        memset(&q, 0, sizeof q);
+        q.kind = GPUOS__SLOT_PLAN;
+        q.plan_id = id;
+        q.chunk = chunk;
+        memcpy(q.payload, e->plan + chunk * GPUOS__SLOT_PAYLOAD, GPUOS__SLOT_PAYLOAD);
+        cuda_put(c, lane, &q);
+    }
+    e->wlane = lane;
+    e->wpos = c->pos[lane];
+}
+
+/* Has the device copied row e into its plan table? */
+static int cuda_plan_fetched(struct gpuos__cuda *c, const cuda__plan_entry *e) {
+    if (e->wpos <= c->fetched_seen[e->wlane]) return 1;
+    c->fetched_seen[e->wlane] = cuda_load_acquire(cuda_ctl_fetched(c, e->wlane));
+    return e->wpos <= c->fetched_seen[e->wlane];
+}
+
+/* Finds or sends the plan for a task of `lane`; returns its id (ctx->mu held). */
 static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, const gpuos__job *job, const void *plan,
-                                 uint32_t bytes, uint32_t *id, uint32_t *epoch) {
+                                 uint32_t bytes, int lane, uint32_t *id, uint32_t *epoch) {
     uint64_t key = cuda_plan_hash(CUDA__HASH0 ^ (uint64_t)(uint32_t)job->dev_kernel, plan, bytes);
     uint32_t h = (uint32_t)(key ^ (key >> 32)), i, victim = UINT32_MAX;
     uint64_t t0 = 0;
@@ -3548,16 +3628,26 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
             uint32_t s = (h + i) & (CUDA__PLAN_CAP - 1);
             cuda__plan_entry *e = &c->plans[s];
             if (e->used && e->key == key && e->bytes == bytes && memcmp(e->plan, plan, bytes) == 0) {
-                e->last_dseq = c->dseq;
+                /* written through the other lane's ring and not fetched yet: this lane's
+                   fetcher may come first, so it gets the (same) bytes through its own ring */
+                if (e->wlane != lane && !cuda_plan_fetched(c, e)) {
+                    gpuos_status st = cuda_ring_room(ctx, c, lane, GPUOS__PLAN_SLOTS);
+                    if (st != GPUOS_OK) return st;
+                    cuda_plan_send(c, e, s, lane);
+                }
+                e->last_dseq[lane] = c->dseq[lane];
                 *id = s;
                 *epoch = e->epoch;
                 return GPUOS_OK;
             }
-            if (victim == UINT32_MAX && (!e->used || (e->last_dseq <= c->retired_seen && e->pins == 0))) victim = s;
+            if (victim == UINT32_MAX &&
+                (!e->used || (e->last_dseq[0] <= c->retired_seen[0] && e->last_dseq[1] <= c->retired_seen[1] &&
+                              e->pins == 0)))
+                victim = s;
         }
         if (victim != UINT32_MAX) break;
         /* every candidate is in use by queued tasks: wait for some to retire */
-        c->retired_seen = cuda_load_acquire(&c->ctl->retired);
+        cuda_refresh_retired(c);
         if (!t0) t0 = cuda_now_ns();
         if (cuda_now_ns() - t0 > (uint64_t)(ctx->cfg.submit_timeout_ms + 1) * 1000000ull)
             return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL, "gpuos_submit: no free plan slot for %u ms",
@@ -3566,25 +3656,17 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
     }
     {
         cuda__plan_entry *e = &c->plans[victim];
-        gpuos_status st = cuda_ring_room(ctx, c, GPUOS__PLAN_SLOTS);
-        uint32_t chunk;
+        gpuos_status st = cuda_ring_room(ctx, c, lane, GPUOS__PLAN_SLOTS);
         if (st != GPUOS_OK) return st;
         e->used = 1;
         e->key = key;
         e->bytes = bytes;
         memset(e->plan, 0, sizeof e->plan);
         memcpy(e->plan, plan, bytes);
-        e->last_dseq = c->dseq;
+        e->last_dseq[0] = e->last_dseq[1] = 0;
+        e->last_dseq[lane] = c->dseq[lane];
         e->epoch = ++c->plan_epoch & 0xffffffu;
-        for (chunk = 0; chunk * GPUOS__SLOT_PAYLOAD < bytes; chunk++) {
-            gpuos__qplan q;
-            memset(&q, 0, sizeof q);
-            q.kind = GPUOS__SLOT_PLAN;
-            q.plan_id = victim;
-            q.chunk = chunk;
-            memcpy(q.payload, e->plan + chunk * GPUOS__SLOT_PAYLOAD, GPUOS__SLOT_PAYLOAD);
-            cuda_put(c, &q);
-        }
+        cuda_plan_send(c, e, victim, lane);
         *id = victim;
         *epoch = e->epoch;
     }
@@ -3656,7 +3738,10 @@ static void cuda_log_record(const struct gpuos__cuda *c, cuda__log *lg, const cu
     int j;
     for (j = 0; j < lg->n;) {
         const cuda__access *o = &lg->a[j];
-        if (o->dseq <= c->retired_seen || (a->write && o->lo >= a->lo && o->hi <= a->hi && o->dseq < a->dseq))
+        /* covered: a runs after every earlier access it overlaps (a dependency or, for a
+           lane-1 access, a lane-0 task's wait for lane 1); o is earlier unless it is a's own */
+        if (o->dseq <= c->retired_seen[o->lane] ||
+            (a->write && o->lo >= a->lo && o->hi <= a->hi && (o->lane != a->lane || o->dseq < a->dseq)))
             lg->a[j] = lg->a[--lg->n];
         else
             j++;
@@ -3665,27 +3750,52 @@ static void cuda_log_record(const struct gpuos__cuda *c, cuda__log *lg, const cu
         int oldest = 0;
         for (j = 1; j < lg->n; j++)
             if (lg->a[j].dseq < lg->a[oldest].dseq) oldest = j;
-        if (lg->a[oldest].write) {
-            if (lg->a[oldest].dseq > lg->floor_w) lg->floor_w = lg->a[oldest].dseq;
-        } else if (lg->a[oldest].dseq > lg->floor_r) {
-            lg->floor_r = lg->a[oldest].dseq;
+        {
+            const cuda__access *o = &lg->a[oldest];
+            uint64_t *f = o->write ? &lg->floor_w[o->lane] : &lg->floor_r[o->lane];
+            if (o->dseq > *f) *f = o->dseq;
         }
         lg->a[oldest] = lg->a[--lg->n];
     }
     lg->a[lg->n++] = *a;
 }
 
-/* Encodes one job into the ring (ctx->mu held). */
+/* Can a task that touches ops[0..n) go on lane 1? Not when it conflicts with unretired
+   lane-0 work (it would wait for lane 0, which runs after lane 1), nor with tasks the
+   host has not encoded yet. (ctx->mu held; retired marks fresh) */
+static int cuda_lane1_ok(const struct gpuos__cuda *c, const gpuos__job *job, const cuda__operand *ops, int n) {
+    int k, j;
+    for (k = 0; k < n; k++) {
+        uint64_t lo, hi;
+        const gpuos__storage *s;
+        const cuda__log *lg;
+        cuda_operand_range(&ops[k], &lo, &hi);
+        if (lo == hi) continue;
+        s = cuda_storage_of(job, lo, hi);
+        if (!s) return 0;
+        lg = (const cuda__log *)s->cuda_log;
+        if (!lg) continue;
+        if (lg->floor_w[0] > c->retired_seen[0] || (ops[k].write && lg->floor_r[0] > c->retired_seen[0])) return 0;
+        for (j = 0; j < lg->n; j++) {
+            const cuda__access *a = &lg->a[j];
+            if (a->lane == 0 && a->dseq > c->retired_seen[0] && a->hi > lo && hi > a->lo && (a->write || ops[k].write))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* Encodes one job into its lane's ring (ctx->mu held). job->prio > 0 asks for lane 1. */
 static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos__job *job) {
     cuda__operand ops[GPUOS__MAX_PTR];
-    uint64_t deps[2 * GPUOS__MAX_PTR * (CUDA__LOG_LEN + 1)], floor = 0;
-    int n_deps = 0, all = 0, n, k, j;
+    uint64_t deps[2 * GPUOS__MAX_PTR * (CUDA__LOG_LEN + 1)], floor = 0, hi_max = 0;
+    int n_deps = 0, all = 0, n, k, j, lane = 0;
     uint32_t plan_bytes, plan_id = 0, plan_epoch = 0, tile, base = UINT32_MAX;
     int64_t n_tiles, n_items = job->items;
     const void *plan = &job->plan;
     gpuos__qdesc d;
     gpuos_status st;
-    const uint64_t me = c->dseq;
+    uint64_t me;
 
     plan_bytes = cuda_plan_bytes(job->kind);
     if (job->dev_kernel < 0)
@@ -3697,13 +3807,21 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     /* Dependencies from each operand's storage log. The retired mark is the line the
        GPU keeps writing: reading it costs a cache miss, so it is refreshed once in 64
        submissions (a stale mark only adds dependencies on finished tasks, which the
-       device sees as done at once). */
+       device sees as done at once), and for every high-priority task (a stale mark
+       would send it to lane 0). */
     n = cuda_operands(job, ops);
-    if ((c->dseq & 63) == 0) c->retired_seen = cuda_load_acquire(&c->ctl->retired);
+    if (job->prio > 0 && !c->serialize) {
+        cuda_refresh_retired(c);
+        lane = cuda_lane1_ok(c, job, ops, n);
+    } else if ((c->dseq[0] & 63) == 0) {
+        cuda_refresh_retired(c);
+    }
+    me = c->dseq[lane];
     for (k = 0; k < n; k++) {
         uint64_t lo, hi;
         gpuos__storage *s;
         cuda__log *lg;
+        int l;
         cuda_operand_range(&ops[k], &lo, &hi);
         if (lo == hi) continue;
         s = cuda_storage_of(job, lo, hi);
@@ -3716,11 +3834,24 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
             if (!s->cuda_log) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_submit: no memory");
         }
         lg = (cuda__log *)s->cuda_log;
-        if (lg->floor_w > c->retired_seen && lg->floor_w > floor) floor = lg->floor_w;
-        if (ops[k].write && lg->floor_r > c->retired_seen && lg->floor_r > floor) floor = lg->floor_r;
+        for (l = 0; l < GPUOS__LANES; l++) { /* forgotten accesses (lane 1 never sees lane 0's here) */
+            uint64_t f = lg->floor_w[l];
+            if (ops[k].write && lg->floor_r[l] > f) f = lg->floor_r[l];
+            if (f <= c->retired_seen[l]) continue;
+            if (l == lane) {
+                if (f > floor) floor = f;
+            } else if (f > hi_max) {
+                hi_max = f;
+            }
+        }
         for (j = 0; j < lg->n; j++) {
             const cuda__access *a = &lg->a[j];
-            if (a->dseq <= c->retired_seen || a->hi <= lo || hi <= a->lo || !(a->write || ops[k].write)) continue;
+            if (a->dseq <= c->retired_seen[a->lane] || a->hi <= lo || hi <= a->lo || !(a->write || ops[k].write))
+                continue;
+            if (a->lane != lane) { /* lane 0 waiting for lane 1 */
+                if (a->dseq > hi_max) hi_max = a->dseq;
+                continue;
+            }
             /* tile-aligned: same item->element map, same tiling: the same worker runs both */
             if (c->align && job->kind == GPUOS__KIND_EW && a->sig && a->sig == ops[k].sig &&
                 (base == UINT32_MAX || base == a->base)) {
@@ -3752,7 +3883,14 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
                 if (deps[a] > floor) deps[m++] = deps[a];
             n_deps = m;
         }
-        if (n_deps + (floor != 0) > (int)GPUOS__MAX_DEPS || c->serialize) all = 1;
+        if (n_deps + (floor != 0) + (hi_max != 0) > (int)GPUOS__MAX_DEPS || c->serialize) all = 1;
+    }
+    /* lane 1 waits for all only within lane 1: it may not while lane 0 has unretired work */
+    if (all && lane == 1 && c->dseq[0] - 1 > c->retired_seen[0]) {
+        job->prio = 0; /* encode it again on lane 0 */
+        st = cuda_encode(ctx, c, job);
+        job->prio = 1;
+        return st;
     }
 
     /* Launch first: the kernel starts reading the ring at the current position, so it
@@ -3764,10 +3902,10 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     {
         gpuos__matmul_plan mp;
         plan = cuda_device_plan(c, job, &mp, &n_items);
-        st = cuda_plan_id(ctx, c, job, plan, plan_bytes, &plan_id, &plan_epoch);
+        st = cuda_plan_id(ctx, c, job, plan, plan_bytes, lane, &plan_id, &plan_epoch);
     }
     if (st != GPUOS_OK) return st;
-    st = cuda_ring_room(ctx, c, 1);
+    st = cuda_ring_room(ctx, c, lane, 1);
     if (st != GPUOS_OK) return st;
 
     memset(&d, 0, sizeof d);
@@ -3780,14 +3918,18 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     d.base = base;
     if (all) {
         d.n_deps = GPUOS__DEPS_ALL;
+        if (lane == 0 && c->dseq[1] - 1 > c->retired_seen[1]) /* and every earlier lane-1 task */
+            d.dep_delta[0] = GPUOS__DEP_HI | (uint32_t)((c->dseq[1] - 1) & GPUOS__DEP_HI_MASK);
     } else {
         d.n_deps = (uint32_t)n_deps;
         for (k = 0; k < n_deps; k++) d.dep_delta[k] = (uint32_t)(me - deps[k]);
         if (floor) d.dep_delta[d.n_deps++] = (uint32_t)(me - floor) | GPUOS__DEP_RETIRED;
+        if (hi_max) d.dep_delta[d.n_deps++] = GPUOS__DEP_HI | (uint32_t)(hi_max & GPUOS__DEP_HI_MASK);
     }
-    cuda_put(c, &d);
+    cuda_put(c, lane, &d);
     job->dseq = me;
-    c->dseq++;
+    job->lane = lane;
+    c->dseq[lane]++;
 
     /* Record this task's accesses. */
     for (k = 0; k < n; k++) {
@@ -3806,6 +3948,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         a.sig = job->kind == GPUOS__KIND_EW ? ops[k].sig : 0;
         a.base = base;
         a.write = ops[k].write;
+        a.lane = lane;
         cuda_log_record(c, lg, &a);
     }
     return GPUOS_OK;
@@ -3830,11 +3973,10 @@ gpuos_status gpuos__cuda_pump_locked(gpuos_context *ctx) {
 int gpuos__cuda_reap_locked(gpuos_context *ctx) {
     struct gpuos__cuda *c = ctx->cuda;
     int any = 0;
-    uint64_t r = cuda_load_acquire(&c->ctl->retired);
-    if (r > c->retired_seen) c->retired_seen = r;
+    cuda_refresh_retired(c);
     while (ctx->cuda_sent > 0) {
         gpuos__job *job = ctx->ring[ctx->ring_head];
-        if (job->dseq > c->retired_seen) break;
+        if (job->dseq > c->retired_seen[job->lane]) break;
         ctx->ring[ctx->ring_head] = NULL;
         ctx->ring_head = (ctx->ring_head + 1u) & (ctx->ring_size - 1u);
         ctx->ring_count--;
@@ -3849,6 +3991,14 @@ int gpuos__cuda_reap_locked(gpuos_context *ctx) {
     return any;
 }
 
+int gpuos__cuda_job_done_locked(gpuos_context *ctx, const gpuos__job *job, uint32_t index) {
+    struct gpuos__cuda *c = ctx->cuda;
+    if (index >= ctx->cuda_sent) return 0; /* not on the device yet */
+    if (job->dseq <= c->retired_seen[job->lane]) return 1;
+    cuda_refresh_retired(c);
+    return job->dseq <= c->retired_seen[job->lane];
+}
+
 /* The device's sticky error, if the kernel stopped by itself (ctx->mu held). */
 static void cuda_check_fault_locked(gpuos_context *ctx) {
     struct gpuos__cuda *c = ctx->cuda;
@@ -3860,29 +4010,31 @@ static void cuda_check_fault_locked(gpuos_context *ctx) {
     c->running = 0;
     if (r == CU_SUCCESS)
         gpuos__fail_locked(ctx, "the persistent kernel stopped unexpectedly (retired %llu of %llu device tasks)",
-                         (unsigned long long)cuda_load_acquire(&c->ctl->retired), (unsigned long long)(c->dseq - 1));
+                         (unsigned long long)cuda_load_acquire(&c->ctl->retired), (unsigned long long)(c->dseq[0] - 1));
     else
         gpuos__fail_locked(ctx, "the GPU reported a fault while running tasks: %s (%d); the context is lost",
                          cuda_errname(c->cu, r), (int)r);
 }
 
-/* Waits for job seq with low latency: spins on the mapped progress word for a
-   while, then sleeps in short steps (ctx->mu held on entry and exit). */
-gpuos_status gpuos__cuda_wait_locked(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms) {
+/* Waits for job seq (one: that task alone, else every task up to it) with low latency:
+   spins on the mapped progress words for a while, then sleeps in short steps (ctx->mu
+   held on entry and exit). */
+gpuos_status gpuos__cuda_wait_locked(gpuos_context *ctx, uint64_t seq, int one, uint32_t timeout_ms) {
     struct gpuos__cuda *c = ctx->cuda;
     const uint64_t t0 = cuda_now_ns(), limit = (uint64_t)timeout_ms * 1000000ull;
     uint64_t spins = 0;
     for (;;) {
         gpuos__cuda_reap_locked(ctx);
-        if (ctx->completed >= seq || ctx->sticky != GPUOS_OK || ctx->stopping) return GPUOS_OK;
+        if (gpuos__seq_done_locked(ctx, seq, one) || ctx->sticky != GPUOS_OK || ctx->stopping) return GPUOS_OK;
         if (cuda_now_ns() - t0 > limit) return GPUOS_ERR_TIMEOUT;
         if (ctx->cuda_sent < ctx->ring_count && !ctx->paused)
             (void)gpuos__cuda_pump_locked(ctx); /* a full ring: retried on the next pass */
         {
-            const uint64_t seen = c->retired_seen;
+            const uint64_t seen0 = c->retired_seen[0], seen1 = c->retired_seen[1];
             pthread_mutex_unlock(&ctx->mu);
-            if (spins < 20000) { /* about 20-50 us of spinning on one cached word */
-                while (cuda_load_acquire(&c->ctl->retired) == seen && ++spins % 256) {
+            if (spins < 20000) { /* about 20-50 us of spinning on two cached words */
+                while (cuda_load_acquire(&c->ctl->retired) == seen0 && cuda_load_acquire(&c->ctl->retired_hi) == seen1 &&
+                       ++spins % 256) {
                 }
             } else {
                 cuda_sleep_ns(20000);
@@ -3904,8 +4056,8 @@ static void *cuda_reaper_main(void *arg) {
         if (ctx->cuda_sent < ctx->ring_count && !ctx->paused) (void)gpuos__cuda_pump_locked(ctx);
         /* idle: nothing queued and nothing submitted for idle_ms: let the kernel go
            (activity is noticed here, every 200 us, not timed at every submission) */
-        if (c->dseq != c->idle_dseq) {
-            c->idle_dseq = c->dseq;
+        if (c->dseq[0] + c->dseq[1] != c->idle_dseq) {
+            c->idle_dseq = c->dseq[0] + c->dseq[1];
             c->last_activity_ns = cuda_now_ns();
         }
         if (c->running && ctx->ring_count == 0 &&
@@ -4307,7 +4459,7 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
         if (n_deps > (int)GPUOS__MAX_DEPS - 1 || c->serialize) all = 1; /* one left for the external one */
         {
             gpuos__matmul_plan mp;
-            st = cuda_plan_id(ctx, c, job, cuda_device_plan(c, job, &mp, &n_items), plan_bytes, &g->plan_ids[k],
+            st = cuda_plan_id(ctx, c, job, cuda_device_plan(c, job, &mp, &n_items), plan_bytes, 0, &g->plan_ids[k],
                               &epoch);
         }
         if (st != GPUOS_OK) break;
@@ -4337,14 +4489,49 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
     return GPUOS_OK;
 }
 
+/* The external dependency of a launch of g on `lane`: the newest unretired conflicting
+   access outside the graph in that lane (*same), and in lane 1 for a lane-0 launch (*hi).
+   0 (and nothing set) when a lane-1 launch would wait for lane 0. (ctx->mu held) */
+static int cuda_graph_ext(const struct gpuos__cuda *c, const struct gpuos__cuda_graph *g, int lane, uint64_t *same,
+                          uint64_t *hi) {
+    uint64_t ext[GPUOS__LANES] = {0, 0};
+    int k, j, l;
+    for (k = 0; k < g->n_acc; k++) {
+        const cuda__gacc *e = &g->acc[k];
+        const cuda__log *lg = (const cuda__log *)e->st->cuda_log;
+        if (!g->desc[e->node].stamp || !lg) continue;
+        for (l = 0; l < GPUOS__LANES; l++) {
+            uint64_t f = lg->floor_w[l];
+            if (e->write && lg->floor_r[l] > f) f = lg->floor_r[l];
+            if (f > c->retired_seen[l] && f > ext[l]) ext[l] = f;
+        }
+        for (j = 0; j < lg->n; j++) {
+            const cuda__access *a = &lg->a[j];
+            if (a->dseq <= c->retired_seen[a->lane] || a->hi <= e->lo || e->hi <= a->lo || !(a->write || e->write)) continue;
+            if (a->dseq > ext[a->lane]) ext[a->lane] = a->dseq;
+        }
+    }
+    if (lane == 1) {
+        if (ext[0]) return 0;
+        for (k = 0; k < g->n; k++) /* waiting for all earlier tasks includes lane 0 */
+            if (g->desc[k].n_deps == GPUOS__DEPS_ALL && c->dseq[0] - 1 > c->retired_seen[0]) return 0;
+        for (k = 0; k < g->n_pinned; k++) /* its plans came through lane 0's ring */
+            if (!cuda_plan_fetched((struct gpuos__cuda *)c, &c->plans[g->plan_ids[k]])) return 0;
+    }
+    *same = ext[lane];
+    *hi = lane == 0 ? ext[1] : 0;
+    return 1;
+}
+
 /* Queues one launch of g (ctx->mu held): job is the launch's host job (no plan) with room
-   for g's storages in job->xst; it is queued as already sent to the device. */
+   for g's storages in job->xst; it is queued as already sent to the device. prio > 0 asks
+   for lane 1 (granted unless the launch would wait for lane-0 work). */
 gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__cuda_graph *g, gpuos__job *job,
-                                             uint64_t *seq) {
+                                             int prio, uint64_t *seq) {
     struct gpuos__cuda *c = ctx->cuda;
-    uint64_t s0, ext_max = 0;
+    uint64_t s0, ext_max = 0, hi_max = 0;
     uint32_t base0;
-    int k, j;
+    int k, lane = 0;
     gpuos_status st;
     /* everything queued before goes to the device first: ring order is sequence order */
     if ((st = gpuos__queue_wait_room_locked(ctx)) != GPUOS_OK) return st; /* room for the launch's job */
@@ -4352,22 +4539,13 @@ gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__c
     if (ctx->cuda_sent < ctx->ring_count)
         return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL, "gpuos_graph_launch: earlier tasks could not be sent");
     if (!c->running && (st = cuda_launch_locked(ctx, c)) != GPUOS_OK) return st;
-    if ((st = cuda_ring_room(ctx, c, (uint64_t)g->n)) != GPUOS_OK) return st;
-    /* the external dependency: the newest unretired conflicting access outside the graph */
-    c->retired_seen = cuda_load_acquire(&c->ctl->retired);
-    for (k = 0; k < g->n_acc; k++) {
-        const cuda__gacc *e = &g->acc[k];
-        const cuda__log *lg = (const cuda__log *)e->st->cuda_log;
-        if (!g->desc[e->node].stamp || !lg) continue;
-        if (lg->floor_w > c->retired_seen && lg->floor_w > ext_max) ext_max = lg->floor_w;
-        if (e->write && lg->floor_r > c->retired_seen && lg->floor_r > ext_max) ext_max = lg->floor_r;
-        for (j = 0; j < lg->n; j++) {
-            const cuda__access *a = &lg->a[j];
-            if (a->dseq <= c->retired_seen || a->hi <= e->lo || e->hi <= a->lo || !(a->write || e->write)) continue;
-            if (a->dseq > ext_max) ext_max = a->dseq;
-        }
-    }
-    s0 = c->dseq;
+    cuda_refresh_retired(c);
+    if (!(prio > 0 && !c->serialize && cuda_graph_ext(c, g, 1, &ext_max, &hi_max)))
+        (void)cuda_graph_ext(c, g, 0, &ext_max, &hi_max);
+    else
+        lane = 1;
+    if ((st = cuda_ring_room(ctx, c, lane, (uint64_t)g->n)) != GPUOS_OK) return st;
+    s0 = c->dseq[lane];
     base0 = c->next_base;
     c->next_base += g->n_rel;
     for (k = 0; k < g->n; k++) {
@@ -4375,18 +4553,20 @@ gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__c
         const int ext = (int)d.stamp;
         d.stamp = 0;
         d.base += base0;
-        if (ext && ext_max) {
-            if (d.n_deps == GPUOS__DEPS_ALL) {
-            } else if (d.n_deps < GPUOS__MAX_DEPS) {
-                d.dep_delta[d.n_deps++] = (uint32_t)(s0 + (uint64_t)k - ext_max) | GPUOS__DEP_RETIRED;
-            } else {
+        if (ext && (ext_max || hi_max) && d.n_deps != GPUOS__DEPS_ALL) {
+            if (d.n_deps + (ext_max != 0) + (hi_max != 0) > GPUOS__MAX_DEPS) {
                 d.n_deps = GPUOS__DEPS_ALL;
+            } else {
+                if (ext_max) d.dep_delta[d.n_deps++] = (uint32_t)(s0 + (uint64_t)k - ext_max) | GPUOS__DEP_RETIRED;
+                if (hi_max) d.dep_delta[d.n_deps++] = GPUOS__DEP_HI | (uint32_t)(hi_max & GPUOS__DEP_HI_MASK);
             }
         }
-        cuda_put(c, &d);
-        c->plans[d.plan_id].last_dseq = s0 + (uint64_t)k;
+        if (d.n_deps == GPUOS__DEPS_ALL && lane == 0 && c->dseq[1] - 1 > c->retired_seen[1]) /* and lane 1 */
+            d.dep_delta[0] = GPUOS__DEP_HI | (uint32_t)((c->dseq[1] - 1) & GPUOS__DEP_HI_MASK);
+        cuda_put(c, lane, &d);
+        c->plans[d.plan_id].last_dseq[lane] = s0 + (uint64_t)k;
     }
-    c->dseq += (uint64_t)g->n;
+    c->dseq[lane] += (uint64_t)g->n;
     /* the storages' logs: the launch's accesses that later tasks must see (the live ones) */
     for (k = 0; k < g->n_acc; k++) {
         const cuda__gacc *e = &g->acc[k];
@@ -4400,12 +4580,14 @@ gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__c
         a.sig = e->sig;
         a.base = base0 + g->base_rel[e->node];
         a.write = e->write;
+        a.lane = lane;
         cuda_log_record(c, lg, &a);
     }
     /* one host job for the launch: it holds the storages and retires with the last node */
     memcpy(job->xst, g->st, (size_t)g->n_st * sizeof *g->st);
     job->n_xst = g->n_st;
     job->dseq = s0 + (uint64_t)g->n - 1;
+    job->lane = lane;
     c->last_activity_ns = cuda_now_ns();
     gpuos__queue_push_sent_locked(ctx, job, seq);
     return GPUOS_OK;
@@ -6798,6 +6980,7 @@ struct gpuos_graph {
     int order_ok;
     struct gpuos__cuda_graph *cg; /* GPU: the nodes encoded once (cuda_backend.c); NULL until a launch makes it */
     int cg_refused;               /* the CUDA backend cannot pre-encode this graph: per-node launches */
+    int priority;                 /* of its launches (gpuos_graph_set_priority) */
 };
 
 static void graph_drop_cg(gpuos_graph *g) {
@@ -6821,6 +7004,17 @@ gpuos_status gpuos_graph_create(gpuos_context *ctx, gpuos_graph **graph) {
 }
 
 int gpuos_graph_size(const gpuos_graph *graph) { return graph ? graph->n : 0; }
+
+gpuos_status gpuos_graph_set_priority(gpuos_graph *g, int priority) {
+    if (!g) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_graph_set_priority: graph is NULL");
+    if (priority != GPUOS_PRIORITY_NORMAL && priority != GPUOS_PRIORITY_HIGH)
+        return gpuos__set_error(g->ctx, GPUOS_ERR_INVALID_ARGUMENT,
+                                "gpuos_graph_set_priority: priority is %d; use GPUOS_PRIORITY_NORMAL (0) or "
+                                "GPUOS_PRIORITY_HIGH (1)",
+                                priority);
+    g->priority = priority;
+    return GPUOS_OK;
+}
 
 static gpuos_status graph_view(gpuos_context *ctx, const gpuos_tensor *t, gpuos_tensor **out) {
     *out = NULL;
@@ -7035,7 +7229,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
             }
             if (g->cg) {
                 job->xst = (gpuos__storage **)malloc((size_t)gpuos__cuda_graph_storages(g->cg) * sizeof *job->xst + 1);
-                s = job->xst ? gpuos__cuda_graph_launch_locked(ctx, g->cg, job, seq) : GPUOS_ERR_OUT_OF_MEMORY;
+                s = job->xst ? gpuos__cuda_graph_launch_locked(ctx, g->cg, job, g->priority, seq) : GPUOS_ERR_OUT_OF_MEMORY;
                 if (s == GPUOS_OK) job = NULL; /* queued */
             }
             pthread_mutex_unlock(&ctx->mu);
@@ -7107,6 +7301,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
         free(jobs);
         return s;
     }
+    for (i = 0; i < g->n; i++) jobs[i]->prio = g->priority;
     s = gpuos__queue_push_batch(ctx, jobs, g->n, seq, &queued);
     if (s != GPUOS_OK && queued > 0)
         gpuos__set_error(ctx, s, "%s: %s; %d of the launch's %d tasks were queued before it", fn, gpuos_status_string(s),
@@ -8142,6 +8337,11 @@ static gpuos_status plan_check_task(plan_state *ps) {
                                 "gpuos_submit: task->struct_size is %zu but this library's gpuos_task is %zu bytes; "
                                 "start from GPUOS_TASK_INIT",
                                 task->struct_size, sizeof(gpuos_task));
+    if (task->priority != GPUOS_PRIORITY_NORMAL && task->priority != GPUOS_PRIORITY_HIGH)
+        return gpuos__set_error(ps->ctx, GPUOS_ERR_INVALID_ARGUMENT,
+                                "gpuos_submit: task->priority is %d; use GPUOS_PRIORITY_NORMAL (0) or "
+                                "GPUOS_PRIORITY_HIGH (1)",
+                                task->priority);
     if ((long)task->op >= GPUOS_OP_RUNTIME_BASE) return plan_check_rt(ps);
     if ((unsigned)task->op >= (unsigned)GPUOS_OP_COUNT)
         return gpuos__set_error(ps->ctx, GPUOS_ERR_UNKNOWN_OP, "gpuos_submit: op %d is not an operator (0..%d)",
@@ -8240,6 +8440,7 @@ gpuos_status gpuos__plan_task(gpuos_context *ctx, const gpuos_task *task, gpuos_
     }
     ps.job->op = ps.op;
     ps.job->kind = ps.info->kind;
+    ps.job->prio = task->priority;
     switch (ps.info->kind) {
     case GPUOS__KIND_EW: s = plan_ew(&ps); break;
     case GPUOS__KIND_REDUCE: s = plan_reduce(&ps); break;
@@ -8285,12 +8486,20 @@ gpuos_status gpuos_submit(gpuos_context *ctx, const gpuos_task *task, uint64_t *
 /*** Begin file src/queue.c ***/
 /* queue.c - the context's bounded task queue, sequence numbers, fences and waits.
 
-   A ring of job pointers guarded by ctx->mu. The ring starts small and doubles up to
-   the configured capacity (so a capacity of 1 << 24 costs nothing until used).
-   Submitters wait on cv_room for at most submit_timeout_ms; the dispatcher waits on
-   cv_work; fences wait on cv_done. Jobs run strictly in order, so "every job up to
-   seq has finished" is simply ctx->completed >= seq. All condition variables use
-   CLOCK_MONOTONIC so that a wall-clock change cannot stretch or cut a timeout. */
+   A ring of job pointers guarded by ctx->mu, in sequence order. The ring starts small
+   and doubles up to the configured capacity (so a capacity of 1 << 24 costs nothing
+   until used). Submitters wait on cv_room for at most submit_timeout_ms; the dispatcher
+   waits on cv_work; fences wait on cv_done. All condition variables use CLOCK_MONOTONIC
+   so that a wall-clock change cannot stretch or cut a timeout.
+
+   Priorities: a job that asks for high priority (gpuos_task.priority) runs in lane 1
+   when it need not wait for earlier normal work (no memory conflict with an unfinished
+   lane-0 job); lane 1 is taken first. A job stays in the ring until it and every older
+   one finished, so "every job up to seq has finished" is ctx->completed >= seq, and a
+   lane-1 job that finished early is found by its place in the ring (seqs are
+   contiguous from the head). On the host executor the dispatcher takes the oldest
+   lane-1 job when there is one, else the oldest queued job; on the GPU each lane has its
+   own device queue (cuda_backend.c). */
 // #include "gpuos_runtime.h" (inlined above)
 
 #include <errno.h>  /* ETIMEDOUT, EINTR */
@@ -8462,9 +8671,44 @@ fail:
     return st;
 }
 
+/* Host executor: does job a write memory that job b uses (storage ranges; a job writes
+   its output's storage, st[0], and a graph launch's job may write any of its xst)? */
+static int queue_st_overlap(const gpuos__storage *x, const gpuos__storage *y) {
+    return x == y || (x->data < y->data + y->bytes && y->data < x->data + x->bytes);
+}
+static int queue_writes_into(const gpuos__job *a, const gpuos__job *b) {
+    int i, j;
+    for (i = 0; i < a->n_st + a->n_xst; i++) {
+        const gpuos__storage *w = i < a->n_st ? a->st[i] : a->xst[i - a->n_st];
+        if (i > 0 && i < a->n_st) continue; /* inputs */
+        for (j = 0; j < b->n_st + b->n_xst; j++)
+            if (queue_st_overlap(w, j < b->n_st ? b->st[j] : b->xst[j - b->n_st])) return 1;
+    }
+    return 0;
+}
+
+/* Host executor: lane 1 for a high-priority job that conflicts with no unfinished
+   lane-0 job (ctx->mu held). */
+static int queue_host_lane(const gpuos_context *ctx, const gpuos__job *job) {
+    uint32_t i;
+    if (job->prio <= 0) return 0;
+    for (i = 0; i < ctx->ring_count; i++) {
+        const gpuos__job *o = ctx->ring[(ctx->ring_head + i) & (ctx->ring_size - 1u)];
+        if (o->lane == 0 && o->state != GPUOS__JOB_DONE && (queue_writes_into(o, job) || queue_writes_into(job, o)))
+            return 0;
+    }
+    return 1;
+}
+
 /* ctx->mu held, room there: the job joins the ring (storage references, sequence number). */
 static void queue_insert_locked(gpuos_context *ctx, gpuos__job *job, uint64_t *seq) {
     int i;
+    job->state = GPUOS__JOB_QUEUED;
+    if (!ctx->cuda) { /* the CUDA backend picks the lane when it encodes the job */
+        job->lane = queue_host_lane(ctx, job);
+        ctx->host_queued++;
+        if (job->lane) ctx->host_hi++;
+    }
     job->seq = ++ctx->submitted;
     for (i = 0; i < job->n_st; i++) {
         gpuos__storage_retain_locked(job->st[i]);
@@ -8537,19 +8781,36 @@ gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs
 }
 
 /* ---------------------------------------------------------------- dispatcher side */
+static gpuos__job *queue_at(const gpuos_context *ctx, uint32_t i) {
+    return ctx->ring[(ctx->ring_head + i) & (ctx->ring_size - 1u)];
+}
+
 gpuos__job *gpuos__queue_pop(gpuos_context *ctx) {
-    gpuos__job *job;
+    gpuos__job *job = NULL;
+    uint32_t i = 0;
     pthread_mutex_lock(&ctx->mu);
-    while (!ctx->stopping && (ctx->paused || ctx->ring_count == 0)) pthread_cond_wait(&ctx->cv_work, &ctx->mu);
+    while (!ctx->stopping && (ctx->paused || ctx->host_queued == 0)) pthread_cond_wait(&ctx->cv_work, &ctx->mu);
     if (ctx->stopping) {
         pthread_mutex_unlock(&ctx->mu);
         return NULL;
     }
-    job = ctx->ring[ctx->ring_head];
-    ctx->ring[ctx->ring_head] = NULL;
-    ctx->ring_head = (ctx->ring_head + 1u) & (ctx->ring_size - 1u);
-    ctx->ring_count--;
-    pthread_cond_signal(&ctx->cv_room);
+    if (ctx->host_hi > 0) { /* the oldest lane-1 job: lane-1 jobs are taken in order */
+        const uint64_t head_seq = queue_at(ctx, 0)->seq;
+        if (ctx->host_hi_next > head_seq) i = (uint32_t)(ctx->host_hi_next - head_seq);
+        for (; i < ctx->ring_count; i++) {
+            job = queue_at(ctx, i);
+            if (job->lane == 1 && job->state == GPUOS__JOB_QUEUED) break;
+        }
+        ctx->host_hi--;
+        ctx->host_hi_next = job->seq + 1;
+    } else { /* the oldest queued job (older ones are running or finished) */
+        for (; i < ctx->ring_count; i++) {
+            job = queue_at(ctx, i);
+            if (job->state == GPUOS__JOB_QUEUED) break;
+        }
+    }
+    job->state = GPUOS__JOB_TAKEN;
+    ctx->host_queued--;
     pthread_mutex_unlock(&ctx->mu);
     return job;
 }
@@ -8561,13 +8822,32 @@ void gpuos__queue_done_locked(gpuos_context *ctx, gpuos__job *job) {
 
 void gpuos__queue_done(gpuos_context *ctx, gpuos__job *job) {
     pthread_mutex_lock(&ctx->mu);
-    gpuos__queue_done_locked(ctx, job);
+    job->state = GPUOS__JOB_DONE;
+    while (ctx->ring_count > 0 && (job = queue_at(ctx, 0))->state == GPUOS__JOB_DONE) { /* retire in order */
+        ctx->ring[ctx->ring_head] = NULL;
+        ctx->ring_head = (ctx->ring_head + 1u) & (ctx->ring_size - 1u);
+        ctx->ring_count--;
+        gpuos__queue_done_locked(ctx, job);
+    }
     pthread_cond_broadcast(&ctx->cv_done);
+    pthread_cond_signal(&ctx->cv_room);
     pthread_mutex_unlock(&ctx->mu);
 }
 
+int gpuos__seq_done_locked(gpuos_context *ctx, uint64_t seq, int one) {
+    uint64_t off;
+    const gpuos__job *job;
+    if (ctx->completed >= seq) return 1;
+    if (!one || ctx->ring_count == 0) return 0;
+    off = seq - queue_at(ctx, 0)->seq;
+    if (off >= ctx->ring_count) return 0;
+    job = queue_at(ctx, (uint32_t)off);
+    if (ctx->cuda) return gpuos__cuda_job_done_locked(ctx, job, (uint32_t)off);
+    return job->state == GPUOS__JOB_DONE;
+}
+
 /* ---------------------------------------------------------------- fences and waits */
-gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms, const char *what) {
+gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, int one, uint32_t timeout_ms, const char *what) {
     gpuos_status st = GPUOS_OK;
     pthread_mutex_lock(&ctx->mu);
     if (ctx->stopping) { /* after gpuos_destroy: nothing will run any more */
@@ -8576,18 +8856,18 @@ gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, uint32_t timeout_
         st = gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT,
                               "%s: sequence number %llu was never issued (the last task is %llu)", what,
                               (unsigned long long)seq, (unsigned long long)ctx->submitted);
-    } else if (ctx->completed < seq && ctx->sticky == GPUOS_OK) {
-        if (ctx->cuda) { /* spins on the GPU's progress word, then sleeps in short steps */
-            (void)gpuos__cuda_wait_locked(ctx, seq, timeout_ms);
+    } else if (!gpuos__seq_done_locked(ctx, seq, one) && ctx->sticky == GPUOS_OK) {
+        if (ctx->cuda) { /* spins on the GPU's progress words, then sleeps in short steps */
+            (void)gpuos__cuda_wait_locked(ctx, seq, one, timeout_ms);
         } else {
             struct timespec deadline;
             gpuos__deadline(timeout_ms, &deadline);
-            while (ctx->completed < seq && ctx->sticky == GPUOS_OK && !ctx->stopping)
+            while (!gpuos__seq_done_locked(ctx, seq, one) && ctx->sticky == GPUOS_OK && !ctx->stopping)
                 if (gpuos__cond_wait_until(&ctx->cv_done, &ctx->mu, &deadline) == ETIMEDOUT) break;
         }
-        if (ctx->stopping && ctx->completed < seq)
+        if (ctx->stopping && !gpuos__seq_done_locked(ctx, seq, one))
             st = gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "%s: the context was destroyed", what);
-        else if (ctx->completed < seq && ctx->sticky == GPUOS_OK)
+        else if (!gpuos__seq_done_locked(ctx, seq, one) && ctx->sticky == GPUOS_OK)
             st = gpuos__set_error(ctx, GPUOS_ERR_TIMEOUT,
                                   "%s: timed out after %u ms waiting for task %llu (tasks up to %llu of %llu are "
                                   "done%s); the work is still queued",
@@ -8623,12 +8903,27 @@ int gpuos_fence_done(gpuos_context *ctx, uint64_t seq) {
 
 gpuos_status gpuos_wait_fence(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms) {
     if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_wait_fence: ctx is NULL");
-    return gpuos__wait_seq(ctx, seq, timeout_ms, "gpuos_wait_fence");
+    return gpuos__wait_seq(ctx, seq, 0, timeout_ms, "gpuos_wait_fence");
 }
 
 gpuos_status gpuos_wait(gpuos_context *ctx, uint32_t timeout_ms) {
     if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_wait: ctx is NULL");
-    return gpuos__wait_seq(ctx, gpuos_fence(ctx), timeout_ms, "gpuos_wait");
+    return gpuos__wait_seq(ctx, gpuos_fence(ctx), 0, timeout_ms, "gpuos_wait");
+}
+
+int gpuos_task_done(gpuos_context *ctx, uint64_t seq) {
+    int done;
+    if (!ctx) return 0;
+    pthread_mutex_lock(&ctx->mu);
+    if (ctx->cuda) gpuos__cuda_reap_locked(ctx);
+    done = seq <= ctx->submitted && gpuos__seq_done_locked(ctx, seq, 1);
+    pthread_mutex_unlock(&ctx->mu);
+    return done;
+}
+
+gpuos_status gpuos_wait_task(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms) {
+    if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_wait_task: ctx is NULL");
+    return gpuos__wait_seq(ctx, seq, 1, timeout_ms, "gpuos_wait_task");
 }
 /*** End of src/queue.c ***/
 
@@ -9810,7 +10105,7 @@ static gpuos_status tensor_transfer(gpuos_context *ctx, const gpuos_tensor *t, v
     pthread_mutex_lock(&ctx->mu);
     last_use = t->st->last_use;
     pthread_mutex_unlock(&ctx->mu);
-    if ((s = gpuos__wait_seq(ctx, last_use, ctx->cfg.wait_timeout_ms, fn)) != GPUOS_OK) return s;
+    if ((s = gpuos__wait_seq(ctx, last_use, 0, ctx->cfg.wait_timeout_ms, fn)) != GPUOS_OK) return s;
     if (t->numel == 0) return GPUOS_OK;
     if (t->st->on_device) return tensor_transfer_device(ctx, t, host, bytes, to_view);
     tensor_copy_strided(t->st->data + t->offset * (int64_t)elsize, elsize, t->rank, t->shape, t->strides,
@@ -19025,6 +19320,16 @@ const char *const gpuos__device_source[] = {
     "#define GPUOS__MAX_DEPS 4u       /* explicit dependencies per task */\n",
     "#define GPUOS__DEPS_ALL 0xffffffffu /* n_deps value: wait until every earlier task retired */\n",
     "#define GPUOS__DEP_RETIRED 0x80000000u /* dep_delta flag: wait until every task up to that one retired */\n",
+    "/* dep_delta flag of a normal-lane task: wait until the high lane retired task X, where the\n",
+    "   low 30 bits are X mod 2^30 (compared modulo 2^30: the lanes never drift that far apart) */\n",
+    "#define GPUOS__DEP_HI 0x40000000u\n",
+    "#define GPUOS__DEP_HI_MASK 0x3fffffffu\n",
+    "/* Lanes: two independent queues (ring, sequence numbers, task ring, done counters,\n",
+    "   retirement, worker inboxes) that share the workers. Lane 0 carries normal work, lane 1\n",
+    "   high-priority work, which workers run first: between tiles, between tasks, and while\n",
+    "   normal work waits for dependencies. A lane-1 task never depends on lane-0 work (the host\n",
+    "   sends such a task on lane 0); a lane-0 task may wait for lane 1 (GPUOS__DEP_HI). */\n",
+    "#define GPUOS__LANES 2\n",
     "#define GPUOS__PK_THREADS 256    /* threads per block of the persistent kernel */\n",
     "\n",
     "/* A task as the device sees it (56 bytes). */\n",
@@ -19071,7 +19376,7 @@ const char *const gpuos__device_source[] = {
     "} gpuos__dtask;\n",
     "\n",
     "#define GPUOS__PUSH_CHUNK 256u /* inbox entries the scheduler writes before one fence and their stamps */\n",
-    "#define GPUOS__MAX_WORKERS 2048 /* worker blocks the scheduler can track */\n",
+    "#define GPUOS__MAX_WORKERS 1024 /* worker blocks the scheduler can track (per lane: shared memory) */\n",
     "\n",
     "/* Device -> host progress, in mapped host memory. */\n",
     "typedef struct gpuos__pk_ctl {\n",
@@ -19080,7 +19385,9 @@ const char *const gpuos__device_source[] = {
     "    uint64_t exit_seq; /* after EXIT: the sequence number the next launch starts at */\n",
     "    uint64_t alive;    /* 1 while the kernel runs (set at start, cleared at exit) */\n",
     "    uint64_t fetched;  /* ring positions below this have been copied: the host may reuse them */\n",
-    "    uint64_t pad_[3];\n",
+    "    uint64_t retired_hi; /* lane 1 (high priority): as retired */\n",
+    "    uint64_t fetched_hi; /* lane 1: as fetched */\n",
+    "    uint64_t pad_;\n",
     "    /* GPUOS__PK_TIMESTAMPS builds only (latency probes): %globaltimer when the fetcher\n",
     "       saw a batch [0] and had pushed it [1], a worker saw an inbox entry [2], finished\n",
     "       its tiles [3] and flushed its done counts [4], the retirer retired [5] */\n",
@@ -19110,22 +19417,23 @@ const char *const gpuos__device_source[] = {
     "    GPUOS__PROF_N = 16\n",
     "};\n",
     "\n",
-    "/* Parameters of the persistent kernel (passed by value). */\n",
+    "/* Parameters of the persistent kernel (passed by value).\n",
+    "   Arrays [GPUOS__LANES] are per lane. */\n",
     "typedef struct gpuos__pk_params {\n",
-    "    gpuos__qslot *ring;     /* mapped pinned host memory, ring_slots slots */\n",
-    "    gpuos__pk_ctl *ctl;     /* mapped pinned host memory */\n",
-    "    gpuos__dtask *tasks;    /* device, task_cap entries */\n",
-    "    uint32_t *done;         /* device, task_cap tile counters */\n",
-    "    uint64_t *retired;      /* device copy of ctl->retired, for dependency checks */\n",
-    "    char *plans;            /* device, plan_cap * GPUOS__PLAN_BYTES */\n",
-    "    gpuos__dtask *inbox;    /* device, n_workers * inbox_cap entries: each worker's tasks, in order */\n",
-    "    uint32_t *wpos;         /* device, per worker: inbox entries it has consumed */\n",
+    "    gpuos__qslot *ring[GPUOS__LANES];  /* mapped pinned host memory, ring_slots slots */\n",
+    "    gpuos__pk_ctl *ctl;                /* mapped pinned host memory */\n",
+    "    gpuos__dtask *tasks[GPUOS__LANES]; /* device, task_cap entries */\n",
+    "    uint32_t *done[GPUOS__LANES];      /* device, task_cap tile counters */\n",
+    "    uint64_t *retired;                 /* device, [lane]: copies of ctl's retired words, for dependency checks */\n",
+    "    char *plans;                       /* device, plan_cap * GPUOS__PLAN_BYTES (both lanes) */\n",
+    "    gpuos__dtask *inbox[GPUOS__LANES]; /* device, n_workers * inbox_cap entries: each worker's tasks, in order */\n",
+    "    uint32_t *wpos[GPUOS__LANES];      /* device, per worker: inbox entries it has consumed */\n",
     "    uint32_t inbox_cap;     /* power of two, >= GPUOS__PUSH_CHUNK */\n",
     "    uint32_t ring_log2;     /* log2(ring_slots) */\n",
     "    uint64_t ring_slots;    /* power of two */\n",
     "    uint64_t task_cap;      /* power of two */\n",
-    "    uint64_t start_pos;     /* first ring position to read */\n",
-    "    uint64_t start_seq;     /* first task sequence number (>= 1) */\n",
+    "    uint64_t start_pos[GPUOS__LANES]; /* first ring position to read */\n",
+    "    uint64_t start_seq[GPUOS__LANES]; /* first task sequence number (>= 1) */\n",
     "    unsigned long long *prof; /* device, GPUOS__PROF_N counters (GPUOS__PK_TIMESTAMPS builds) */\n",
     "} gpuos__pk_params;\n",
     "\n",
@@ -19200,52 +19508,64 @@ const char *const gpuos__device_source[] = {
     "}\n",
     "\n",
     "/* ---------------------------------------------------------------- the scheduler block */\n",
-    "/* Warp-specialised. Warps 0-3 fetch: poll the host ring (one slot while idle, 16 once\n",
-    "   busy, eight threads per slot, one PCIe round trip per poll), copy plan chunks into the plan table and\n",
-    "   descriptors into the task ring, and push each task, in sequence order, into the\n",
-    "   inbox of every worker that owns one of its tiles. Warp 4 retires: it advances\n",
-    "   `retired` over finished tasks in order (32 per parallel read) and tells the host\n",
-    "   with one posted write. The roles meet only through volatile shared words, so\n",
-    "   retirement never waits for a PCIe poll. */\n",
-    "#ifndef GPUOS__FETCH_THREADS /* a multiple of 32, at most GPUOS__PK_THREADS - 32 (the retirer warp) */\n",
-    "#define GPUOS__FETCH_THREADS 128\n",
-    "#endif\n",
-    "#define GPUOS__FETCH_SLOTS (GPUOS__FETCH_THREADS / 8) /* slots per poll: eight threads read one */\n",
+    "/* Warp-specialised, one fetcher and one retirer per lane (gpuos_queue.h). Warps 0-3 fetch\n",
+    "   lane 0, warp 5 lane 1: each polls its host ring (one slot while idle, all its slots once\n",
+    "   busy, eight threads per slot, one PCIe round trip per poll), copies plan chunks into the\n",
+    "   plan table and descriptors into its task ring, and pushes each task, in sequence order,\n",
+    "   into its lane's inbox of every worker that owns one of its tiles. Warps 4 and 6 retire:\n",
+    "   each advances its lane's `retired` over finished tasks in order (32 per parallel read)\n",
+    "   and tells the host with one posted write. The roles meet only through shared words\n",
+    "   (atomics), so retirement never waits for a PCIe poll, and a full lane-0 inbox never\n",
+    "   holds up lane 1. */\n",
+    "#define GPUOS__FETCH_THREADS 128 /* lane 0's fetcher: 16 slots per poll */\n",
+    "#define GPUOS__FETCH_THREADS_HI 32 /* lane 1's: 4 slots per poll */\n",
+    "#define GPUOS__FETCH_FIRST_HI 160  /* lane 1's fetcher is warp 5 */\n",
+    "template <int LANE, int NT>\n",
     "static __device__ __forceinline__ void gpuos__fetch_bar(void) {\n",
-    "    asm volatile(\"bar.sync 1, %0;\" ::\"n\"(GPUOS__FETCH_THREADS) : \"memory\");\n",
+    "    asm volatile(\"bar.sync %0, %1;\" ::\"n\"(1 + LANE), \"n\"(NT) : \"memory\");\n",
     "}\n",
     "\n",
+    "/* LANE's fetcher: NT threads (a multiple of 32). s_limit, s_stop: shared with the retirers. */\n",
+    "template <int LANE, int NT>\n",
     "static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_limit, uint64_t *s_stop) {\n",
-    "    __shared__ uint32_t s_ballot[GPUOS__FETCH_THREADS / 32];\n",
+    "    enum { SLOTS = NT / 8 }; /* slots per poll: eight threads read one */\n",
+    "    __shared__ uint32_t s_ballot[NT / 32];\n",
     "    __shared__ uint32_t s_wtail[GPUOS__MAX_WORKERS]; /* inbox entries written, per worker */\n",
     "    __shared__ uint32_t s_wseen[GPUOS__MAX_WORKERS]; /* last seen consumption, per worker */\n",
-    "    __shared__ gpuos__qdesc s_d[GPUOS__FETCH_THREADS];\n",
-    "    __shared__ uint32_t s_off[GPUOS__FETCH_THREADS + 1];\n",
+    "    __shared__ gpuos__qdesc s_d[SLOTS];\n",
+    "    __shared__ uint32_t s_off[SLOTS + 1];\n",
     "    __shared__ uint64_t s_push[GPUOS__PUSH_CHUNK]; /* (worker, inbox index) of a chunk's entries */\n",
-    "    __shared__ gpuos__qbody s_body[GPUOS__FETCH_SLOTS];\n",
+    "    __shared__ gpuos__qbody s_body[SLOTS];\n",
     "    __shared__ uint64_t s_pos, s_seq;\n",
     "    __shared__ int s_exit;\n",
-    "    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;\n",
+    "    const int tid = (int)threadIdx.x - (LANE \? GPUOS__FETCH_FIRST_HI : 0), lane = tid & 31, warp = tid >> 5;\n",
     "    const uint32_t nw = gridDim.x - 1;\n",
-    "    for (uint32_t w = tid; w < nw; w += GPUOS__FETCH_THREADS) {\n",
-    "        s_wtail[w] = P.wpos[w]; /* the host left each inbox empty: tail == consumed */\n",
+    "    gpuos__qslot *const ring = P.ring[LANE];\n",
+    "    gpuos__dtask *const tasks = P.tasks[LANE];\n",
+    "    gpuos__dtask *const inbox = P.inbox[LANE];\n",
+    "    uint32_t *const done = P.done[LANE];\n",
+    "    uint32_t *const wpos = P.wpos[LANE];\n",
+    "    for (uint32_t w = tid; w < nw; w += NT) {\n",
+    "        s_wtail[w] = wpos[w]; /* the host left each inbox empty: tail == consumed */\n",
     "        s_wseen[w] = s_wtail[w];\n",
     "    }\n",
     "    if (tid == 0) {\n",
-    "        s_pos = P.start_pos;\n",
-    "        s_seq = P.start_seq;\n",
+    "        s_pos = P.start_pos[LANE];\n",
+    "        s_seq = P.start_seq[LANE];\n",
     "        s_exit = 0;\n",
     "    }\n",
-    "    gpuos__fetch_bar();\n",
+    "    gpuos__fetch_bar<LANE, NT>();\n",
     "    int width = 1; /* slots polled per round trip: 1 while idle */\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
     "    unsigned long long fprof[GPUOS__PROF_N] = {0};\n",
     "#endif\n",
     "    while (!s_exit) {\n",
+    "        /* lane 1 ends with lane 0: the host sends EXIT (on lane 0) only once lane 1 retired everything */\n",
+    "        if (LANE == 1 && __shfl_sync(0xffffffffu, (threadIdx.x & 31) == 0 \? (int)gpuos__sh_load(s_stop) : 0, 0)) break;\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
     "        const long long t_poll = clock64();\n",
     "#endif\n",
-    "        const int64_t room = (int64_t)(gpuos__sh_load(s_limit) - s_seq); /* free task-ring entries */\n",
+    "        const int64_t room = (int64_t)(gpuos__sh_load(&s_limit[LANE]) - s_seq); /* free task-ring entries */\n",
     "        /* Eight threads per slot, one 8-byte volatile read each: one PCIe round trip\n",
     "           both detects and delivers the slot (measured on the H100: one 8-byte read\n",
     "           ~0.33 us; four 16-byte reads from ONE thread are serialised, ~3.7 us). */\n",
@@ -19254,7 +19574,7 @@ const char *const gpuos__device_source[] = {
     "        uint64_t wv = 0;\n",
     "        int ok = 0;\n",
     "        if (g < width && g < room) {\n",
-    "            asm volatile(\"ld.volatile.global.u64 %0, [%1];\" : \"=l\"(wv) : \"l\"(&P.ring[spos & (P.ring_slots - 1)].w[k]) : \"memory\");\n",
+    "            asm volatile(\"ld.volatile.global.u64 %0, [%1];\" : \"=l\"(wv) : \"l\"(&ring[spos & (P.ring_slots - 1)].w[k]) : \"memory\");\n",
     "            ok = (wv >> 56) == GPUOS__LAP_TAG(spos, P.ring_log2);\n",
     "        }\n",
     "        const uint64_t nx = __shfl_down_sync(0xffffffffu, wv, 1);\n",
@@ -19264,7 +19584,7 @@ const char *const gpuos__device_source[] = {
     "            s_body[g].w[k] = ((wv & m) >> (8 * k)) | ((nx & m) << (56 - 8 * k));\n",
     "        }\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
-    "        if (tid == 0 && ok) P.ctl->stamp[0] = gpuos__globaltimer();\n",
+    "        if (LANE == 0 && tid == 0 && ok) P.ctl->stamp[0] = gpuos__globaltimer();\n",
     "#endif\n",
     "        if (lane == 0) {\n",
     "            uint32_t r = 0;\n",
@@ -19272,15 +19592,15 @@ const char *const gpuos__device_source[] = {
     "                if (((okb >> (8 * q)) & 0xffu) == 0xffu) r |= 1u << q;\n",
     "            s_ballot[warp] = r;\n",
     "        }\n",
-    "        gpuos__fetch_bar();\n",
+    "        gpuos__fetch_bar<LANE, NT>();\n",
     "        int n = 0;\n",
-    "        for (int w = 0; w < GPUOS__FETCH_THREADS / 32; w++) {\n",
+    "        for (int w = 0; w < NT / 32; w++) {\n",
     "            uint32_t x = s_ballot[w];\n",
     "            if (x == 0xfu) { n += 4; continue; }\n",
     "            n += __ffs(~x) - 1;\n",
     "            break;\n",
     "        }\n",
-    "        gpuos__fetch_bar();\n",
+    "        gpuos__fetch_bar<LANE, NT>();\n",
     "        gpuos__qbody body;\n",
     "        if (tid < n) body = s_body[tid];\n",
     "        uint32_t b;\n",
@@ -19289,10 +19609,10 @@ const char *const gpuos__device_source[] = {
     "        const int is_task = tid < n && kind != GPUOS__SLOT_PLAN;\n",
     "        b = __ballot_sync(0xffffffffu, is_task);\n",
     "        if (lane == 0) s_ballot[warp] = b;\n",
-    "        gpuos__fetch_bar();\n",
+    "        gpuos__fetch_bar<LANE, NT>();\n",
     "        uint32_t rank = __popc(b & ((1u << lane) - 1)); /* index among this batch's tasks */\n",
     "        uint32_t n_tasks = 0;\n",
-    "        for (int w = 0; w < GPUOS__FETCH_THREADS / 32; w++) {\n",
+    "        for (int w = 0; w < NT / 32; w++) {\n",
     "            if (w < warp) rank += __popc(s_ballot[w]);\n",
     "            n_tasks += __popc(s_ballot[w]);\n",
     "        }\n",
@@ -19306,9 +19626,9 @@ const char *const gpuos__device_source[] = {
     "                gpuos__qdesc d = body.d;\n",
     "                if (kind == GPUOS__SLOT_EXIT) d.n_tiles = 0;\n",
     "                s_d[rank] = d;\n",
-    "                gpuos__dtask *t = &P.tasks[seq & (P.task_cap - 1)];\n",
+    "                gpuos__dtask *t = &tasks[seq & (P.task_cap - 1)];\n",
     "                t->d = d;\n",
-    "                P.done[seq & (P.task_cap - 1)] = 0;\n",
+    "                done[seq & (P.task_cap - 1)] = 0;\n",
     "            }\n",
     "        }\n",
     "        /* s_d and the task-ring entries are complete for every fetch thread after this\n",
@@ -19317,7 +19637,7 @@ const char *const gpuos__device_source[] = {
     "           barrier orders them before that fence, which orders them before the relaxed\n",
     "           stores of their seq and of the inbox stamps (one fence a batch instead of one\n",
     "           per writing thread, one per release and one per chunk). */\n",
-    "        gpuos__fetch_bar();\n",
+    "        gpuos__fetch_bar<LANE, NT>();\n",
     "        /* Push each task, in order, to the inboxes of the workers owning its tiles:\n",
     "           the batch as (task, owner) pairs in sequence order, 32 pairs per round on\n",
     "           warp 0; lanes naming the same worker take consecutive inbox entries in lane\n",
@@ -19331,13 +19651,13 @@ const char *const gpuos__device_source[] = {
     "            }\n",
     "            s_off[n_tasks] = off;\n",
     "        }\n",
-    "        gpuos__fetch_bar();\n",
+    "        gpuos__fetch_bar<LANE, NT>();\n",
     "        if (warp == 0) {\n",
     "            const uint32_t pairs = s_off[n_tasks];\n",
     "            if (pairs == 0) { /* plan chunks only, or tasks with no tiles: still one fence */\n",
     "                __threadfence();\n",
     "                for (uint32_t i = lane; i < n_tasks; i += 32)\n",
-    "                    asm volatile(\"st.relaxed.gpu.global.u64 [%0], %1;\" ::\"l\"(&P.tasks[(s_seq + i) & (P.task_cap - 1)].seq), \"l\"(s_seq + i) : \"memory\");\n",
+    "                    asm volatile(\"st.relaxed.gpu.global.u64 [%0], %1;\" ::\"l\"(&tasks[(s_seq + i) & (P.task_cap - 1)].seq), \"l\"(s_seq + i) : \"memory\");\n",
     "            }\n",
     "            for (uint32_t c0 = 0; c0 < pairs; c0 += GPUOS__PUSH_CHUNK) {\n",
     "                /* a chunk's entries first (plain stores), then ONE fence, then their stamps:\n",
@@ -19364,11 +19684,11 @@ const char *const gpuos__device_source[] = {
     "                    if (active) {\n",
     "                        const uint32_t k = tail + rank;\n",
     "                        while (k - s_wseen[w] >= P.inbox_cap) { /* inbox full: wait for the worker */\n",
-    "                            uint32_t c = gpuos__ld_acquire_gpu_u32(&P.wpos[w]);\n",
+    "                            uint32_t c = gpuos__ld_acquire_gpu_u32(&wpos[w]);\n",
     "                            if (k - c >= P.inbox_cap) gpuos__nanosleep(64);\n",
     "                            else s_wseen[w] = c;\n",
     "                        }\n",
-    "                        gpuos__dtask *e = &P.inbox[(size_t)w * P.inbox_cap + (k & (P.inbox_cap - 1))];\n",
+    "                        gpuos__dtask *e = &inbox[(size_t)w * P.inbox_cap + (k & (P.inbox_cap - 1))];\n",
     "                        gpuos__qdesc dd = s_d[i];\n",
     "                        dd.stamp = 0;\n",
     "                        e->d = dd;\n",
@@ -19382,29 +19702,29 @@ const char *const gpuos__device_source[] = {
     "                __syncwarp();\n",
     "                if (c0 == 0) /* the batch's task-ring entries: written before the barrier above */\n",
     "                    for (uint32_t i = lane; i < n_tasks; i += 32)\n",
-    "                        asm volatile(\"st.relaxed.gpu.global.u64 [%0], %1;\" ::\"l\"(&P.tasks[(s_seq + i) & (P.task_cap - 1)].seq), \"l\"(s_seq + i) : \"memory\");\n",
+    "                        asm volatile(\"st.relaxed.gpu.global.u64 [%0], %1;\" ::\"l\"(&tasks[(s_seq + i) & (P.task_cap - 1)].seq), \"l\"(s_seq + i) : \"memory\");\n",
     "                for (uint32_t p = c0 + lane; p < c1; p += 32) {\n",
     "                    const uint64_t wk = s_push[p - c0];\n",
     "                    const uint32_t w = (uint32_t)(wk >> 32), k = (uint32_t)wk;\n",
-    "                    gpuos__dtask *e = &P.inbox[(size_t)w * P.inbox_cap + (k & (P.inbox_cap - 1))];\n",
+    "                    gpuos__dtask *e = &inbox[(size_t)w * P.inbox_cap + (k & (P.inbox_cap - 1))];\n",
     "                    asm volatile(\"st.relaxed.gpu.global.u32 [%0], %1;\" ::\"l\"(&e->d.stamp), \"r\"(k + 1) : \"memory\");\n",
     "                }\n",
     "                __syncwarp();\n",
     "            }\n",
     "        }\n",
     "        if (tid == 0) for (uint32_t i = 0; i < n_tasks; i++) if (GPUOS__KIND(s_d[i].kind) == GPUOS__SLOT_EXIT) s_exit = 1;\n",
-    "        gpuos__fetch_bar();\n",
+    "        gpuos__fetch_bar<LANE, NT>();\n",
     "        if (tid == 0 && n) {\n",
     "            s_pos += n;\n",
     "            s_seq += n_tasks;\n",
-    "            gpuos__st_relaxed_sys_u64(&P.ctl->fetched, s_pos);\n",
+    "            gpuos__st_relaxed_sys_u64(LANE \? &P.ctl->fetched_hi : &P.ctl->fetched, s_pos);\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
-    "            if (n_tasks) P.ctl->stamp[1] = gpuos__globaltimer();\n",
+    "            if (LANE == 0 && n_tasks) P.ctl->stamp[1] = gpuos__globaltimer();\n",
     "#endif\n",
     "        }\n",
-    "        width = n \? GPUOS__FETCH_SLOTS : 1;\n",
+    "        width = n \? SLOTS : 1;\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
-    "        if (tid == 0) {\n",
+    "        if (LANE == 0 && tid == 0) {\n",
     "            fprof[n \? GPUOS__PROF_F_BATCH : GPUOS__PROF_F_POLL] += (unsigned long long)(clock64() - t_poll);\n",
     "            fprof[n \? GPUOS__PROF_F_FULL : GPUOS__PROF_F_EMPTY]++;\n",
     "            fprof[GPUOS__PROF_F_SLOTS] += (unsigned long long)n;\n",
@@ -19414,31 +19734,36 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "#endif\n",
     "        if (n == 0 && tid == 0) gpuos__nanosleep(32);\n",
-    "        gpuos__fetch_bar();\n",
+    "        gpuos__fetch_bar<LANE, NT>();\n",
     "    }\n",
-    "    if (tid == 0) {\n",
+    "    if (LANE == 0 && tid == 0) {\n",
     "        while (!gpuos__sh_load(s_stop)) gpuos__nanosleep(100); /* the retirer retired everything up to EXIT */\n",
     "        gpuos__st_relaxed_sys_u64(&P.ctl->exit_pos, s_pos);\n",
     "        gpuos__st_relaxed_sys_u64(&P.ctl->exit_seq, s_seq);\n",
     "    }\n",
     "}\n",
     "\n",
+    "/* LANE's retirer (one warp). Lane 0 stops at EXIT and then raises s_stop; lane 1 stops at s_stop. */\n",
+    "template <int LANE>\n",
     "static __device__ void gpuos__pk_retire(const gpuos__pk_params &P, uint64_t *s_limit, uint64_t *s_stop) {\n",
     "    const int lane = threadIdx.x & 31;\n",
-    "    uint64_t r = P.start_seq - 1;\n",
-    "    if (lane == 0) gpuos__sh_store(s_limit, r + 1 + P.task_cap);\n",
+    "    const gpuos__dtask *const tasks = P.tasks[LANE];\n",
+    "    const uint32_t *const done = P.done[LANE];\n",
+    "    uint64_t r = P.start_seq[LANE] - 1;\n",
+    "    if (lane == 0) gpuos__sh_store(&s_limit[LANE], r + 1 + P.task_cap);\n",
     "    for (;;) {\n",
     "        int hit_exit = 0;\n",
+    "        if (LANE == 1 && __shfl_sync(0xffffffffu, (threadIdx.x & 31) == 0 \? (int)gpuos__sh_load(s_stop) : 0, 0)) break;\n",
     "        for (;;) {\n",
     "            const uint64_t nx = r + 1 + lane;\n",
     "            int fin = 0, is_exit = 0;\n",
-    "            const gpuos__dtask *t = &P.tasks[nx & (P.task_cap - 1)];\n",
+    "            const gpuos__dtask *t = &tasks[nx & (P.task_cap - 1)];\n",
     "            if (gpuos__ld_acquire_gpu_u64(&t->seq) == nx) {\n",
     "                uint32_t kind, n_tiles;\n",
     "                asm volatile(\"ld.relaxed.gpu.global.u32 %0, [%1];\" : \"=r\"(kind) : \"l\"(&t->d.kind) : \"memory\");\n",
     "                asm volatile(\"ld.relaxed.gpu.global.u32 %0, [%1];\" : \"=r\"(n_tiles) : \"l\"(&t->d.n_tiles) : \"memory\");\n",
     "                is_exit = GPUOS__KIND(kind) == GPUOS__SLOT_EXIT;\n",
-    "                fin = is_exit || gpuos__ld_acquire_gpu_u32(&P.done[nx & (P.task_cap - 1)]) >= n_tiles;\n",
+    "                fin = is_exit || gpuos__ld_acquire_gpu_u32(&done[nx & (P.task_cap - 1)]) >= n_tiles;\n",
     "            }\n",
     "            uint32_t fb = __ballot_sync(0xffffffffu, fin);\n",
     "            int k = fb == 0xffffffffu \? 32 : __ffs(~fb) - 1;\n",
@@ -19450,33 +19775,39 @@ const char *const gpuos__device_source[] = {
     "            if (k == 0) break;\n",
     "            r += k;\n",
     "            if (lane == 0) {\n",
-    "                gpuos__st_release_gpu_u64(P.retired, r);\n",
+    "                gpuos__st_release_gpu_u64(&P.retired[LANE], r);\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
-    "                P.ctl->stamp[5] = gpuos__globaltimer();\n",
+    "                if (LANE == 0) P.ctl->stamp[5] = gpuos__globaltimer();\n",
     "#endif\n",
-    "                gpuos__st_relaxed_sys_u64(&P.ctl->retired, r);\n",
-    "                gpuos__sh_store(s_limit, r + 1 + P.task_cap); /* a task-ring entry is reused once retired */\n",
+    "                gpuos__st_relaxed_sys_u64(LANE \? &P.ctl->retired_hi : &P.ctl->retired, r);\n",
+    "                gpuos__sh_store(&s_limit[LANE], r + 1 + P.task_cap); /* a task-ring entry is reused once retired */\n",
     "            }\n",
     "            if (hit_exit || k < 32) break;\n",
     "        }\n",
     "        if (hit_exit) break;\n",
     "        gpuos__nanosleep(20);\n",
     "    }\n",
-    "    if (lane == 0) gpuos__sh_store(s_stop, 1);\n",
+    "    if (LANE == 0 && lane == 0) gpuos__sh_store(s_stop, 1);\n",
     "}\n",
     "\n",
     "static __device__ void gpuos__pk_schedule(const gpuos__pk_params &P) {\n",
-    "    __shared__ uint64_t s_limit, s_stop;\n",
+    "    __shared__ uint64_t s_limit[GPUOS__LANES], s_stop;\n",
     "    if (threadIdx.x == 0) {\n",
-    "        s_limit = P.start_seq + P.task_cap;\n",
+    "        s_limit[0] = P.start_seq[0] + P.task_cap;\n",
+    "        s_limit[1] = P.start_seq[1] + P.task_cap;\n",
     "        s_stop = 0;\n",
     "        gpuos__st_relaxed_sys_u64(&P.ctl->alive, 1);\n",
     "    }\n",
     "    __syncthreads();\n",
+    "    const int warp = threadIdx.x >> 5;\n",
     "    if (threadIdx.x < GPUOS__FETCH_THREADS)\n",
-    "        gpuos__pk_fetch(P, &s_limit, &s_stop);\n",
-    "    else if (threadIdx.x < GPUOS__FETCH_THREADS + 32)\n",
-    "        gpuos__pk_retire(P, &s_limit, &s_stop);\n",
+    "        gpuos__pk_fetch<0, GPUOS__FETCH_THREADS>(P, s_limit, &s_stop);\n",
+    "    else if (warp == 4)\n",
+    "        gpuos__pk_retire<0>(P, s_limit, &s_stop);\n",
+    "    else if (warp == 5)\n",
+    "        gpuos__pk_fetch<1, GPUOS__FETCH_THREADS_HI>(P, s_limit, &s_stop);\n",
+    "    else if (warp == 6)\n",
+    "        gpuos__pk_retire<1>(P, s_limit, &s_stop);\n",
     "    __syncthreads();\n",
     "    if (threadIdx.x == 0) {\n",
     "        __threadfence_system();\n",
@@ -19485,13 +19816,124 @@ const char *const gpuos__device_source[] = {
     "}\n",
     "\n",
     "/* ---------------------------------------------------------------- worker blocks */\n",
-    "static __device__ __forceinline__ int gpuos__pk_dep_done(const gpuos__pk_params &P, uint64_t dep) {\n",
-    "    if (gpuos__ld_acquire_gpu_u64(P.retired) >= dep) return 1;\n",
-    "    const gpuos__dtask *t = &P.tasks[dep & (P.task_cap - 1)];\n",
+    "static __device__ __forceinline__ int gpuos__pk_dep_done(const gpuos__pk_params &P, int lane, uint64_t dep) {\n",
+    "    if (gpuos__ld_acquire_gpu_u64(&P.retired[lane]) >= dep) return 1;\n",
+    "    const gpuos__dtask *t = &P.tasks[lane][dep & (P.task_cap - 1)];\n",
     "    uint32_t n_tiles;\n",
     "    if (gpuos__ld_acquire_gpu_u64(&t->seq) != dep) return 1; /* entry reused: dep retired long ago */\n",
     "    asm volatile(\"ld.relaxed.gpu.global.u32 %0, [%1];\" : \"=r\"(n_tiles) : \"l\"(&t->d.n_tiles) : \"memory\");\n",
-    "    return gpuos__ld_acquire_gpu_u32(&P.done[dep & (P.task_cap - 1)]) >= n_tiles;\n",
+    "    return gpuos__ld_acquire_gpu_u32(&P.done[lane][dep & (P.task_cap - 1)]) >= n_tiles;\n",
+    "}\n",
+    "\n",
+    "/* Lane 1 retired task x (x mod 2^30, GPUOS__DEP_HI)\? */\n",
+    "static __device__ __forceinline__ int gpuos__pk_hi_retired(const gpuos__pk_params &P, uint32_t x) {\n",
+    "    const uint32_t r = (uint32_t)gpuos__ld_acquire_gpu_u64(&P.retired[1]);\n",
+    "    return ((r - x) & GPUOS__DEP_HI_MASK) < (GPUOS__DEP_HI_MASK >> 1);\n",
+    "}\n",
+    "\n",
+    "/* Are task seq's dependencies (lane `lane`) satisfied\? One check, no waiting. */\n",
+    "static __device__ int gpuos__pk_deps_ready(const gpuos__pk_params &P, int lane, const gpuos__qdesc *d, uint64_t seq) {\n",
+    "    if (d->n_deps == GPUOS__DEPS_ALL) {\n",
+    "        if (gpuos__ld_acquire_gpu_u64(&P.retired[lane]) < seq - 1) return 0;\n",
+    "        /* lane 0: every earlier task of lane 1 too (the host puts it in dep_delta[0]) */\n",
+    "        return lane != 0 || !(d->dep_delta[0] & GPUOS__DEP_HI) ||\n",
+    "               gpuos__pk_hi_retired(P, d->dep_delta[0] & GPUOS__DEP_HI_MASK);\n",
+    "    }\n",
+    "    for (uint32_t k = 0; k < d->n_deps; k++) {\n",
+    "        const uint32_t dd = d->dep_delta[k];\n",
+    "        if (dd & GPUOS__DEP_HI) {\n",
+    "            if (!gpuos__pk_hi_retired(P, dd & GPUOS__DEP_HI_MASK)) return 0;\n",
+    "            continue;\n",
+    "        }\n",
+    "        const uint64_t dep = seq - (dd & ~GPUOS__DEP_RETIRED);\n",
+    "        if (dd & GPUOS__DEP_RETIRED) {\n",
+    "            if (gpuos__ld_acquire_gpu_u64(&P.retired[lane]) < dep) return 0;\n",
+    "        } else if (!gpuos__pk_dep_done(P, lane, dep)) {\n",
+    "            return 0;\n",
+    "        }\n",
+    "    }\n",
+    "    return 1;\n",
+    "}\n",
+    "\n",
+    "/* Lane 1 work waiting in this worker's inbox (a hint: the drain reads it properly)\? */\n",
+    "static __device__ __forceinline__ uint32_t gpuos__pk_hi_stamp(const gpuos__pk_params &P, uint32_t me, uint32_t hhead) {\n",
+    "    uint32_t v;\n",
+    "    const gpuos__dtask *e = &P.inbox[1][(size_t)me * P.inbox_cap + (hhead & (P.inbox_cap - 1))];\n",
+    "    asm volatile(\"ld.relaxed.gpu.global.u32 %0, [%1];\" : \"=r\"(v) : \"l\"(&e->d.stamp) : \"memory\");\n",
+    "    return v;\n",
+    "}\n",
+    "\n",
+    "/* Runs every lane-1 (high-priority) task in this worker's inbox, until it is empty. Called\n",
+    "   by every thread of the block at a tile boundary of lane-0 work (nothing of it is in\n",
+    "   flight in shared memory) or while lane-0 work waits for a dependency. Lane-1 tasks wait\n",
+    "   only for lane-1 tasks, which every worker runs first, so this always finishes. Plans go\n",
+    "   through their own shared buffer: the lane-0 task's copy stays valid. */\n",
+    "static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint32_t me, uint32_t nw,\n",
+    "                                                  uint32_t *s_hhead) {\n",
+    "    __shared__ gpuos__qdesc s_d[32];\n",
+    "    __shared__ uint64_t s_seq[32];\n",
+    "    __shared__ uint32_t s_mine[32];\n",
+    "    __shared__ uint64_t s_plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8];\n",
+    "    __shared__ int s_n;\n",
+    "    const int tid = threadIdx.x, lane = tid & 31;\n",
+    "    const gpuos__dtask *inbox = P.inbox[1] + (size_t)me * P.inbox_cap;\n",
+    "    for (;;) {\n",
+    "        const uint32_t head = *s_hhead;\n",
+    "        if (tid < 32) {\n",
+    "            const gpuos__dtask *e = &inbox[(head + lane) & (P.inbox_cap - 1)];\n",
+    "            int ok = gpuos__ld_acquire_gpu_u32(&e->d.stamp) == head + lane + 1;\n",
+    "            if (ok) {\n",
+    "                gpuos__ld_desc(&s_d[lane], &e->d);\n",
+    "                asm volatile(\"ld.relaxed.gpu.global.u64 %0, [%1];\" : \"=l\"(s_seq[lane]) : \"l\"(&e->seq) : \"memory\");\n",
+    "            }\n",
+    "            s_mine[lane] = 0;\n",
+    "            uint32_t b = __ballot_sync(0xffffffffu, ok);\n",
+    "            if (lane == 0) s_n = b == 0xffffffffu \? 32 : __ffs(~b) - 1;\n",
+    "        }\n",
+    "        __syncthreads();\n",
+    "        const int n = s_n;\n",
+    "        if (n == 0) break;\n",
+    "        int flushed = 0;\n",
+    "        for (int i = 0; i < n; i++) {\n",
+    "            const gpuos__qdesc *d = &s_d[i];\n",
+    "            const uint64_t seq = s_seq[i];\n",
+    "            if (d->n_deps) {\n",
+    "                if (tid == 0) {\n",
+    "                    __threadfence();\n",
+    "                    for (int k = flushed; k < i; k++)\n",
+    "                        if (s_mine[k]) atomicAdd(&P.done[1][s_seq[k] & (P.task_cap - 1)], s_mine[k]);\n",
+    "                    unsigned spin = 0;\n",
+    "                    while (!gpuos__pk_deps_ready(P, 1, d, seq))\n",
+    "                        if (++spin > 16) gpuos__nanosleep(32);\n",
+    "                }\n",
+    "                flushed = i;\n",
+    "                __syncthreads();\n",
+    "                asm volatile(\"fence.acq_rel.gpu;\" ::: \"memory\");\n",
+    "            }\n",
+    "            const uint64_t *src = (const uint64_t *)(P.plans + (size_t)d->plan_id * GPUOS__PLAN_BYTES);\n",
+    "            for (int k = tid; k < (int)(GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8); k += blockDim.x) s_plan[k] = src[k];\n",
+    "            __syncthreads();\n",
+    "            const uint32_t first = (me + nw - (d->base % nw)) % nw;\n",
+    "            uint32_t mine = 0;\n",
+    "            for (uint32_t t = first; t < d->n_tiles; t += nw) {\n",
+    "                int64_t b = (int64_t)t * d->tile_items;\n",
+    "                int64_t e = b + d->tile_items;\n",
+    "                if (e > d->n_items) e = d->n_items;\n",
+    "                gpuos__d_run(d->kernel_id, s_plan, b, e);\n",
+    "                __syncthreads();\n",
+    "                mine++;\n",
+    "            }\n",
+    "            if (tid == 0) s_mine[i] = mine;\n",
+    "        }\n",
+    "        if (tid == 0) {\n",
+    "            __threadfence();\n",
+    "            for (int k = flushed; k < n; k++)\n",
+    "                if (s_mine[k]) atomicAdd(&P.done[1][s_seq[k] & (P.task_cap - 1)], s_mine[k]);\n",
+    "            gpuos__st_release_gpu_u32(&P.wpos[1][me], head + n);\n",
+    "            *s_hhead = head + n;\n",
+    "        }\n",
+    "        __syncthreads();\n",
+    "    }\n",
     "}\n",
     "\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
@@ -19511,24 +19953,35 @@ const char *const gpuos__device_source[] = {
     "    __shared__ uint64_t s_seq[32];\n",
     "    __shared__ uint32_t s_mine[32];\n",
     "    __shared__ uint64_t s_plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8];\n",
-    "    __shared__ int s_n, s_stale;\n",
+    "    __shared__ int s_n, s_stale, s_ready;\n",
+    "    __shared__ uint32_t s_hhead;   /* lane 1: inbox entries consumed (gpuos__pk_hi) */\n",
+    "    __shared__ int s_hflag[2];     /* lane 1 work seen at a tile boundary (alternate checks) */\n",
     "    const int tid = threadIdx.x, lane = tid & 31;\n",
     "    const uint32_t me = blockIdx.x - 1, nw = gridDim.x - 1;\n",
-    "    const gpuos__dtask *inbox = P.inbox + (size_t)me * P.inbox_cap;\n",
-    "    uint32_t head = P.wpos[me];\n",
+    "    const gpuos__dtask *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;\n",
+    "    uint32_t head = P.wpos[0][me];\n",
+    "    int hpar = 0; /* which s_hflag the next tile boundary uses */\n",
     "    uint32_t plan_row = 0xffffffffu, plan_epoch = 0; /* the plan s_plan holds (same in every thread) */\n",
     "    int vec_kid = -1, vec_state = -1; /* gpuos__d_ew_inline's check of that plan, for kernel vec_kid */\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
     "    unsigned long long prof[GPUOS__PROF_N] = {0};\n",
     "#endif\n",
-    "    if (tid == 0) s_stale = 0;\n",
+    "    if (tid == 0) s_stale = 0, s_hhead = P.wpos[1][me];\n",
+    "    __syncthreads();\n",
     "    for (;;) {\n",
     "        GPUOS__PROF_T0(t_wait);\n",
     "        if (tid < 32) {\n",
     "            unsigned spin = 0;\n",
     "            for (;;) {\n",
+    "                const uint32_t hh = s_hhead;\n",
+    "                const uint32_t hs = lane == 0 \? gpuos__pk_hi_stamp(P, me, hh) : 0u;\n",
     "                const gpuos__dtask *e = &inbox[(head + lane) & (P.inbox_cap - 1)];\n",
     "                int ok = gpuos__ld_acquire_gpu_u32(&e->d.stamp) == head + lane + 1;\n",
+    "                /* lane 1 first: an empty lane-0 batch (s_n = 0) sends the block to it */\n",
+    "                if (__shfl_sync(0xffffffffu, (int)(hs == hh + 1), 0)) {\n",
+    "                    if (lane == 0) s_n = 0;\n",
+    "                    break;\n",
+    "                }\n",
     "                if (ok) {\n",
     "                    gpuos__ld_desc(&s_d[lane], &e->d);\n",
     "                    asm volatile(\"ld.relaxed.gpu.global.u64 %0, [%1];\" : \"=l\"(s_seq[lane]) : \"l\"(&e->seq) : \"memory\");\n",
@@ -19556,6 +20009,10 @@ const char *const gpuos__device_source[] = {
     "        const int n = s_n;\n",
     "        int stop = 0, flushed = 0;\n",
     "        if (s_stale) plan_row = 0xffffffffu, vec_state = -1;\n",
+    "        if (n == 0) { /* lane 1 work: run it, then look again */\n",
+    "            gpuos__pk_hi(P, me, nw, &s_hhead);\n",
+    "            continue;\n",
+    "        }\n",
     "        for (int i = 0; i < n; i++) {\n",
     "            const gpuos__qdesc *d = &s_d[i];\n",
     "            if (GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT) { stop = 1; break; }\n",
@@ -19566,28 +20023,25 @@ const char *const gpuos__device_source[] = {
     "                    /* publish our finished tiles first: the producer may wait on them */\n",
     "                    __threadfence();\n",
     "                    for (int k = flushed; k < i; k++)\n",
-    "                        if (s_mine[k]) atomicAdd(&P.done[s_seq[k] & (P.task_cap - 1)], s_mine[k]);\n",
-    "                    if (d->n_deps == GPUOS__DEPS_ALL) {\n",
-    "                        unsigned spin = 0;\n",
-    "                        while (gpuos__ld_acquire_gpu_u64(P.retired) < seq - 1)\n",
-    "                            if (++spin > 16) gpuos__nanosleep(64);\n",
-    "                    } else {\n",
-    "                        for (uint32_t k = 0; k < d->n_deps; k++) {\n",
-    "                            const uint32_t dd = d->dep_delta[k];\n",
-    "                            const uint64_t dep = seq - (dd & ~GPUOS__DEP_RETIRED);\n",
-    "                            unsigned spin = 0;\n",
-    "                            if (dd & GPUOS__DEP_RETIRED) {\n",
-    "                                while (gpuos__ld_acquire_gpu_u64(P.retired) < dep)\n",
-    "                                    if (++spin > 16) gpuos__nanosleep(64);\n",
-    "                            } else {\n",
-    "                                while (!gpuos__pk_dep_done(P, dep))\n",
-    "                                    if (++spin > 16) gpuos__nanosleep(32);\n",
-    "                            }\n",
-    "                        }\n",
-    "                    }\n",
+    "                        if (s_mine[k]) atomicAdd(&P.done[0][s_seq[k] & (P.task_cap - 1)], s_mine[k]);\n",
     "                }\n",
     "                flushed = i;\n",
-    "                __syncthreads();\n",
+    "                /* wait, running lane-1 work that arrives meanwhile (a lane-0 task may wait for it) */\n",
+    "                for (;;) {\n",
+    "                    if (tid == 0) {\n",
+    "                        unsigned spin = 0;\n",
+    "                        int r;\n",
+    "                        while (!(r = gpuos__pk_deps_ready(P, 0, d, seq))) {\n",
+    "                            if (gpuos__pk_hi_stamp(P, me, s_hhead) == s_hhead + 1) break;\n",
+    "                            if (++spin > 16) gpuos__nanosleep(32);\n",
+    "                        }\n",
+    "                        s_ready = r;\n",
+    "                    }\n",
+    "                    __syncthreads();\n",
+    "                    if (s_ready) break;\n",
+    "                    gpuos__pk_hi(P, me, nw, &s_hhead); /* its barriers order s_ready's next write */\n",
+    "                }\n",
+    "                __syncthreads(); /* s_ready is read by all before thread 0 writes it again */\n",
     "                /* every thread acquires: its loads must see the producers' writes, not\n",
     "                   lines its multiprocessor cached before */\n",
     "                asm volatile(\"fence.acq_rel.gpu;\" ::: \"memory\");\n",
@@ -19620,6 +20074,8 @@ const char *const gpuos__device_source[] = {
     "                int64_t b = (int64_t)t * d->tile_items;\n",
     "                int64_t e = b + d->tile_items;\n",
     "                if (e > d->n_items) e = d->n_items;\n",
+    "                /* lane 1 is checked at every tile boundary: the load issues now, is used after the tile */\n",
+    "                const uint32_t hstamp = tid == 0 \? gpuos__pk_hi_stamp(P, me, s_hhead) : 0u;\n",
     "                GPUOS__PROF_T0(t_run);\n",
     "#if defined(GPUOS__PROBE_RUN)\n",
     "                /* probe only (tests/gpu/probe_chain.c): the floors of a tile inside this loop.\n",
@@ -19653,9 +20109,13 @@ const char *const gpuos__device_source[] = {
     "#endif\n",
     "                GPUOS__PROF_ADD(prof, GPUOS__PROF_RUN, t_run);\n",
     "                GPUOS__PROF_T0(t_sync);\n",
+    "                if (tid == 0) s_hflag[hpar] = hstamp == s_hhead + 1;\n",
     "                __syncthreads(); /* kernels may reuse static shared memory; next task reads our writes */\n",
     "                GPUOS__PROF_ADD(prof, GPUOS__PROF_SYNC, t_sync);\n",
     "                mine++;\n",
+    "                /* s_hflag[hpar] is written again two boundaries on, after a barrier every thread passed */\n",
+    "                if (s_hflag[hpar]) gpuos__pk_hi(P, me, nw, &s_hhead);\n",
+    "                hpar ^= 1;\n",
     "            }\n",
     "            if (tid == 0) s_mine[i] = mine;\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
@@ -19670,11 +20130,11 @@ const char *const gpuos__device_source[] = {
     "#endif\n",
     "            __threadfence();\n",
     "            for (int k = flushed; k < n; k++)\n",
-    "                if (s_mine[k]) atomicAdd(&P.done[s_seq[k] & (P.task_cap - 1)], s_mine[k]);\n",
+    "                if (s_mine[k]) atomicAdd(&P.done[0][s_seq[k] & (P.task_cap - 1)], s_mine[k]);\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
     "            if (s_mine[n - 1]) P.ctl->stamp[4] = gpuos__globaltimer();\n",
     "#endif\n",
-    "            gpuos__st_release_gpu_u32(&P.wpos[me], head + n); /* on EXIT, n ends at it */\n",
+    "            gpuos__st_release_gpu_u32(&P.wpos[0][me], head + n); /* on EXIT, n ends at it */\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
     "            GPUOS__PROF_ADD(prof, GPUOS__PROF_FLUSH, t_flush);\n",
     "            prof[GPUOS__PROF_BATCHES]++;\n",
@@ -19697,7 +20157,7 @@ const char *const gpuos__device_source[] = {
     "#ifndef GPUOS__PK_MIN_BLOCKS\n",
     "#define GPUOS__PK_MIN_BLOCKS 2\n",
     "#endif\n",
-    "extern \"C\" __global__ void __launch_bounds__(GPUOS__PK_THREADS, GPUOS__PK_MIN_BLOCKS) gpuos__pk_main(gpuos__pk_params P) {\n",
+    "extern \"C\" __global__ void __launch_bounds__(GPUOS__PK_THREADS, GPUOS__PK_MIN_BLOCKS) gpuos__pk_main(const __grid_constant__ gpuos__pk_params P) {\n",
     "    if (blockIdx.x == 0)\n",
     "        gpuos__pk_schedule(P);\n",
     "    else\n",

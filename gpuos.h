@@ -390,11 +390,22 @@ typedef struct gpuos_task {
     int axis;                           /* softmax, log_softmax: the axis (negative from the end) */
     int keepdim;                        /* reductions: keep reduced axes with size 1 */
     int correction;                     /* var, std: divide by N - correction */
+    int priority;                       /* GPUOS_PRIORITY_NORMAL or GPUOS_PRIORITY_HIGH (below) */
 } gpuos_task;
 
 #define GPUOS_TASK_INIT                                                                       \
     { sizeof(gpuos_task), GPUOS_OP_COUNT, NULL, { NULL, NULL, NULL, NULL }, { 0.0, 0.0 },     \
-      GPUOS_AXES_ALL, -1, 0, 0 }
+      GPUOS_AXES_ALL, -1, 0, 0, 0 }
+
+/* Priorities. A high-priority task runs before normal work queued earlier, whenever it
+   does not touch memory that earlier unfinished normal work writes, or write memory it
+   uses (then it keeps program order: it runs after that work, and so does everything
+   that depends on it). On the GPU, workers take high-priority work between tiles and
+   while normal work waits for a dependency, so a short high-priority job submitted behind
+   a long normal one finishes first; use gpuos_wait_task / gpuos_task_done to wait for it
+   alone (a fence waits for everything before it too). Two levels; deadlines are not
+   supported. */
+typedef enum gpuos_priority { GPUOS_PRIORITY_NORMAL = 0, GPUOS_PRIORITY_HIGH = 1 } gpuos_priority;
 
 /* Validates and queues a task. On success *seq (if not NULL) is the task's sequence
    number, usable as a fence. On error nothing is queued. */
@@ -409,6 +420,11 @@ GPUOS_API int gpuos_fence_done(gpuos_context *ctx, uint64_t seq);
 GPUOS_API gpuos_status gpuos_wait_fence(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms);
 /* Waits for everything submitted so far. */
 GPUOS_API gpuos_status gpuos_wait(gpuos_context *ctx, uint32_t timeout_ms);
+/* 1 if task seq itself has finished (and with it everything it depends on), whatever
+   older tasks are still running: for high-priority work. */
+GPUOS_API int gpuos_task_done(gpuos_context *ctx, uint64_t seq);
+/* Waits until task seq itself has finished, at most timeout_ms (GPUOS_ERR_TIMEOUT). */
+GPUOS_API gpuos_status gpuos_wait_task(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms);
 
 /* ---------------------------------------------------------------- graphs */
 /* A graph records tasks once and launches them many times, each launch one call. Recording
@@ -444,6 +460,10 @@ GPUOS_API gpuos_status gpuos_graph_add_dep(gpuos_graph *graph, int before, int a
    for the whole launch). Bindings and scalars are checked before anything is queued. */
 GPUOS_API gpuos_status gpuos_graph_launch(gpuos_graph *graph, const gpuos_graph_bind *binds, int n_binds,
                                           const gpuos_graph_scalar *scalars, int n_scalars, uint64_t *seq);
+/* The priority of the graph's later launches (GPUOS_PRIORITY_NORMAL by default; the
+   recorded tasks' own priority fields are not used). A launch's seq then works with
+   gpuos_wait_task: the last node finishes after every other node of the launch. */
+GPUOS_API gpuos_status gpuos_graph_set_priority(gpuos_graph *graph, int priority);
 /* Number of nodes. */
 GPUOS_API int gpuos_graph_size(const gpuos_graph *graph);
 /* NULL is allowed. Launched work keeps running. */

@@ -171,7 +171,7 @@ void gpuos_destroy(gpuos_context *ctx) {
     pthread_mutex_unlock(&ctx->mu);
 
     /* Let queued work finish (at most wait_timeout_ms); what is left is dropped. */
-    (void)gpuos__wait_seq(ctx, last, ctx->cfg.wait_timeout_ms, "gpuos_destroy");
+    (void)gpuos__wait_seq(ctx, last, 0, ctx->cfg.wait_timeout_ms, "gpuos_destroy");
     if (ctx->cuda) {
         gpuos__queue_fini(ctx); /* storages of dropped jobs go back while the GPU is still open */
         gpuos__cuda_close(ctx);

@@ -58,6 +58,7 @@ typedef struct cuda__access {
     uint64_t sig;    /* element map of an element-wise operand; 0 = none */
     uint32_t base;
     int write;
+    int lane;        /* the task's lane (dseq is in its sequence) */
 } cuda__access;
 
 typedef struct cuda__log {
@@ -65,13 +66,15 @@ typedef struct cuda__log {
     /* Accesses forgotten for room: every forgotten write (read) has a seq <= floor_w
        (floor_r). A later reader waits until floor_w retired, a later writer until both
        did (GPUOS__DEP_RETIRED): waiting for the floor task alone would miss older ones. */
-    uint64_t floor_w, floor_r;
+    uint64_t floor_w[GPUOS__LANES], floor_r[GPUOS__LANES]; /* per lane */
     cuda__access a[CUDA__LOG_LEN];
 } cuda__log;
 
 typedef struct cuda__plan_entry {
     uint64_t key;
-    uint64_t last_dseq; /* the last task using it; reusable once retired */
+    uint64_t last_dseq[GPUOS__LANES]; /* the last task of each lane using it; reusable once retired */
+    uint64_t wpos;      /* ring position after its chunks were last written, in lane wlane */
+    int wlane;
     uint32_t bytes;
     uint32_t epoch;     /* plan writes numbering (24 bits): workers reuse their copy of a row of the same epoch */
     int used;
@@ -93,13 +96,14 @@ struct gpuos__cuda {
     double compile_ms;           /* 0 when the module came from the cache */
     int from_cache;
 
-    gpuos__qslot *ring;          /* pinned, mapped */
-    gpuos__pk_ctl *ctl;          /* pinned, mapped */
-    gpuos__pk_params P;          /* device addresses */
-    uint64_t pos;                /* next ring position */
-    uint64_t dseq;               /* next device sequence number */
-    uint64_t fetched_seen;       /* cached ctl->fetched */
-    uint64_t retired_seen;       /* cached ctl->retired */
+    /* per lane (gpuos_queue.h): 0 normal, 1 high priority */
+    gpuos__qslot *ring[GPUOS__LANES];         /* pinned, mapped */
+    gpuos__pk_ctl *ctl;                       /* pinned, mapped */
+    gpuos__pk_params P;                       /* device addresses */
+    uint64_t pos[GPUOS__LANES];               /* next ring position */
+    uint64_t dseq[GPUOS__LANES];              /* next device sequence number */
+    uint64_t fetched_seen[GPUOS__LANES];      /* cached ctl->fetched, fetched_hi */
+    uint64_t retired_seen[GPUOS__LANES];      /* cached ctl->retired, retired_hi */
     int running;
     int stuck;                   /* the kernel did not stop in time: free nothing the driver would wait on */
     uint32_t next_base;          /* round robin for unaligned tasks */
@@ -205,6 +209,20 @@ static const char *cuda_errname(const gpuos__cuda_api *cu, gpuos__CUresult r) {
     } while (0)
 
 static uint64_t cuda_load_acquire(const volatile uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+/* The device's progress words of a lane, in mapped memory. */
+static const volatile uint64_t *cuda_ctl_retired(const struct gpuos__cuda *c, int lane) {
+    return lane ? &c->ctl->retired_hi : &c->ctl->retired;
+}
+static const volatile uint64_t *cuda_ctl_fetched(const struct gpuos__cuda *c, int lane) {
+    return lane ? &c->ctl->fetched_hi : &c->ctl->fetched;
+}
+static void cuda_refresh_retired(struct gpuos__cuda *c) {
+    int l;
+    for (l = 0; l < GPUOS__LANES; l++) {
+        uint64_t r = cuda_load_acquire(cuda_ctl_retired(c, l));
+        if (r > c->retired_seen[l]) c->retired_seen[l] = r;
+    }
+}
 
 /* ---------------------------------------------------------------- module: compile or load from cache */
 /* The cache directory: config, $GPUOS_CACHE_DIR, $XDG_CACHE_HOME/gpuos, ~/.cache/gpuos.
@@ -493,48 +511,50 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     gpuos__CUdeviceptr d;
     size_t inbox_bytes;
     void *h;
+    int l;
     c->P.ring_slots = CUDA__RING_SLOTS;
     for (c->P.ring_log2 = 0; (1ull << c->P.ring_log2) < CUDA__RING_SLOTS; c->P.ring_log2++) {
     }
     c->P.task_cap = CUDA__TASK_CAP;
     c->P.inbox_cap = CUDA__INBOX_CAP;
-    CUDA_TRY(ctx, c->cu->cuMemHostAlloc(&h, CUDA__RING_SLOTS * sizeof(gpuos__qslot),
-                                        CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
-             "cuMemHostAlloc (task ring)");
-    c->ring = (gpuos__qslot *)h;
-    memset(c->ring, 0, CUDA__RING_SLOTS * sizeof(gpuos__qslot));
-    CUDA_TRY(ctx, c->cu->cuMemHostGetDevicePointer(&d, h, 0), "cuMemHostGetDevicePointer (task ring)");
-    c->P.ring = (gpuos__qslot *)(uintptr_t)d;
     CUDA_TRY(ctx, c->cu->cuMemHostAlloc(&h, sizeof(gpuos__pk_ctl), CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
              "cuMemHostAlloc (control block)");
     c->ctl = (gpuos__pk_ctl *)h;
     memset(c->ctl, 0, sizeof *c->ctl);
     CUDA_TRY(ctx, c->cu->cuMemHostGetDevicePointer(&d, h, 0), "cuMemHostGetDevicePointer (control block)");
     c->P.ctl = (gpuos__pk_ctl *)(uintptr_t)d;
-
-    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, CUDA__TASK_CAP * sizeof(gpuos__dtask)), "cuMemAlloc (tasks)");
-    CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0xff, CUDA__TASK_CAP * sizeof(gpuos__dtask)), "cuMemsetD8 (tasks)");
-    c->P.tasks = (gpuos__dtask *)(uintptr_t)d;
-    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, CUDA__TASK_CAP * sizeof(uint32_t)), "cuMemAlloc (done counters)");
-    CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, CUDA__TASK_CAP * sizeof(uint32_t)), "cuMemsetD8 (done counters)");
-    c->P.done = (uint32_t *)(uintptr_t)d;
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, 64 + GPUOS__PROF_N * 8), "cuMemAlloc (retired)");
     CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, 64 + GPUOS__PROF_N * 8), "cuMemsetD8 (retired)");
-    c->P.retired = (uint64_t *)(uintptr_t)d;
+    c->P.retired = (uint64_t *)(uintptr_t)d; /* [lane] */
     c->P.prof = (unsigned long long *)(uintptr_t)(d + 64); /* probe builds' counters */
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__PLAN_CAP * GPUOS__PLAN_BYTES), "cuMemAlloc (plans)");
     c->P.plans = (char *)(uintptr_t)d;
     inbox_bytes = (size_t)c->n_workers * CUDA__INBOX_CAP * sizeof(gpuos__dtask);
-    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, inbox_bytes), "cuMemAlloc (inboxes)");
-    CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, inbox_bytes), "cuMemsetD8 (inboxes)");
-    c->P.inbox = (gpuos__dtask *)(uintptr_t)d;
-    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)c->n_workers * sizeof(uint32_t)), "cuMemAlloc (worker positions)");
-    CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, (size_t)c->n_workers * sizeof(uint32_t)), "cuMemsetD8 (worker positions)");
-    c->P.wpos = (uint32_t *)(uintptr_t)d;
+    for (l = 0; l < GPUOS__LANES; l++) {
+        CUDA_TRY(ctx, c->cu->cuMemHostAlloc(&h, CUDA__RING_SLOTS * sizeof(gpuos__qslot),
+                                            CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
+                 "cuMemHostAlloc (task ring)");
+        c->ring[l] = (gpuos__qslot *)h;
+        memset(c->ring[l], 0, CUDA__RING_SLOTS * sizeof(gpuos__qslot));
+        CUDA_TRY(ctx, c->cu->cuMemHostGetDevicePointer(&d, h, 0), "cuMemHostGetDevicePointer (task ring)");
+        c->P.ring[l] = (gpuos__qslot *)(uintptr_t)d;
+        CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, CUDA__TASK_CAP * sizeof(gpuos__dtask)), "cuMemAlloc (tasks)");
+        CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0xff, CUDA__TASK_CAP * sizeof(gpuos__dtask)), "cuMemsetD8 (tasks)");
+        c->P.tasks[l] = (gpuos__dtask *)(uintptr_t)d;
+        CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, CUDA__TASK_CAP * sizeof(uint32_t)), "cuMemAlloc (done counters)");
+        CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, CUDA__TASK_CAP * sizeof(uint32_t)), "cuMemsetD8 (done counters)");
+        c->P.done[l] = (uint32_t *)(uintptr_t)d;
+        CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, inbox_bytes), "cuMemAlloc (inboxes)");
+        CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, inbox_bytes), "cuMemsetD8 (inboxes)");
+        c->P.inbox[l] = (gpuos__dtask *)(uintptr_t)d;
+        CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)c->n_workers * sizeof(uint32_t)), "cuMemAlloc (worker positions)");
+        CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, (size_t)c->n_workers * sizeof(uint32_t)), "cuMemsetD8 (worker positions)");
+        c->P.wpos[l] = (uint32_t *)(uintptr_t)d;
+        c->pos[l] = 0;
+        c->dseq[l] = 1;
+    }
     c->plans = (cuda__plan_entry *)calloc(CUDA__PLAN_CAP, sizeof(cuda__plan_entry));
     if (!c->plans) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the plan cache");
-    c->pos = 0;
-    c->dseq = 1;
     return GPUOS_OK;
 }
 
@@ -641,13 +661,15 @@ void gpuos__cuda_close(gpuos_context *ctx) {
     if (c->cuctx && !c->stuck) { /* freeing under a running kernel would block: a stuck one keeps it all */
         c->cu->cuCtxSetCurrent(c->cuctx);
         for (i = 0; i < c->n_deferred; i++) cuda_free_now(c, c->deferred[i]);
-        if (c->P.tasks) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.tasks);
-        if (c->P.done) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.done);
+        for (i = 0; i < GPUOS__LANES; i++) {
+            if (c->P.tasks[i]) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.tasks[i]);
+            if (c->P.done[i]) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.done[i]);
+            if (c->P.inbox[i]) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.inbox[i]);
+            if (c->P.wpos[i]) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.wpos[i]);
+            if (c->ring[i]) c->cu->cuMemFreeHost(c->ring[i]);
+        }
         if (c->P.retired) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.retired);
         if (c->P.plans) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.plans);
-        if (c->P.inbox) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.inbox);
-        if (c->P.wpos) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.wpos);
-        if (c->ring) c->cu->cuMemFreeHost(c->ring);
         if (c->ctl) c->cu->cuMemFreeHost(c->ctl);
         if (c->stream) c->cu->cuStreamDestroy(c->stream);
         if (c->copy_stream) c->cu->cuStreamDestroy(c->copy_stream);
@@ -743,12 +765,12 @@ gpuos_status gpuos__cuda_memcpy(gpuos_context *ctx, void *dst, const void *src, 
 }
 
 /* ---------------------------------------------------------------- the ring */
-/* Waits (submit_timeout_ms) until `need` more slots fit (ctx->mu held). */
-static gpuos_status cuda_ring_room(gpuos_context *ctx, struct gpuos__cuda *c, uint64_t need) {
+/* Waits (submit_timeout_ms) until `need` more slots fit in lane's ring (ctx->mu held). */
+static gpuos_status cuda_ring_room(gpuos_context *ctx, struct gpuos__cuda *c, int lane, uint64_t need) {
     uint64_t t0 = 0;
-    while (c->pos + need - c->fetched_seen > c->P.ring_slots) {
-        c->fetched_seen = cuda_load_acquire(&c->ctl->fetched);
-        if (c->pos + need - c->fetched_seen <= c->P.ring_slots) break;
+    while (c->pos[lane] + need - c->fetched_seen[lane] > c->P.ring_slots) {
+        c->fetched_seen[lane] = cuda_load_acquire(cuda_ctl_fetched(c, lane));
+        if (c->pos[lane] + need - c->fetched_seen[lane] <= c->P.ring_slots) break;
         if (!t0) t0 = cuda_now_ns();
         if (cuda_now_ns() - t0 > (uint64_t)(ctx->cfg.submit_timeout_ms + 1) * 1000000ull)
             return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL,
@@ -759,12 +781,12 @@ static gpuos_status cuda_ring_room(gpuos_context *ctx, struct gpuos__cuda *c, ui
     return GPUOS_OK;
 }
 
-/* Writes a 56-byte body into the next slot as 8 self-tagged words (gpuos_queue.h):
+/* Writes a 56-byte body into lane's next slot as 8 self-tagged words (gpuos_queue.h):
    each word is one aligned 8-byte store, in any order, so no fence is needed. */
-static void cuda_put(struct gpuos__cuda *c, const void *body) {
-    volatile uint64_t *w = c->ring[c->pos & (c->P.ring_slots - 1)].w;
+static void cuda_put(struct gpuos__cuda *c, int lane, const void *body) {
+    volatile uint64_t *w = c->ring[lane][c->pos[lane] & (c->P.ring_slots - 1)].w;
     const unsigned char *b = (const unsigned char *)body;
-    const uint64_t tag = GPUOS__LAP_TAG(c->pos, c->P.ring_log2) << 56;
+    const uint64_t tag = GPUOS__LAP_TAG(c->pos[lane], c->P.ring_log2) << 56;
     int k;
     for (k = 0; k < 8; k++) {
         uint64_t v = 0;
@@ -772,14 +794,17 @@ static void cuda_put(struct gpuos__cuda *c, const void *body) {
         for (j = 6; j >= 0; j--) v = (v << 8) | b[7 * k + j]; /* little-endian, whatever the host's order */
         __atomic_store_n(&w[k], v | tag, __ATOMIC_RELAXED);
     }
-    c->pos++;
+    c->pos[lane]++;
 }
 
 static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c) {
     void *args[1];
     gpuos__CUresult r;
-    c->P.start_pos = c->pos;
-    c->P.start_seq = c->dseq;
+    int l;
+    for (l = 0; l < GPUOS__LANES; l++) {
+        c->P.start_pos[l] = c->pos[l];
+        c->P.start_seq[l] = c->dseq[l];
+    }
     c->ctl->alive = 1;
     args[0] = &c->P;
     c->cu->cuCtxSetCurrent(c->cuctx);
@@ -798,19 +823,23 @@ static void cuda_stop_kernel_locked(gpuos_context *ctx) {
     gpuos__qdesc d;
     gpuos__CUresult r;
     int i;
+    const uint64_t t0 = cuda_now_ns(), limit = (uint64_t)ctx->cfg.wait_timeout_ms * 1000000ull;
     if (!c->running) return;
+    c->cu->cuCtxSetCurrent(c->cuctx);
+    /* EXIT goes on lane 0 and ends lane 1 with it: lane 1 must have retired everything first
+       (lane-1 tasks never wait for lane 0, so this finishes unless the kernel failed) */
+    while (cuda_load_acquire(&c->ctl->retired_hi) + 1 < c->dseq[1] && cuda_now_ns() - t0 <= limit &&
+           c->cu->cuStreamQuery(c->stream) == CU_ERROR_NOT_READY)
+        cuda_sleep_ns(5000);
     memset(&d, 0, sizeof d);
     d.kind = GPUOS__SLOT_EXIT;
-    if (cuda_ring_room(ctx, c, 1) == GPUOS_OK) {
-        cuda_put(c, &d);
-        c->dseq++;
+    if (cuda_ring_room(ctx, c, 0, 1) == GPUOS_OK) {
+        cuda_put(c, 0, &d);
+        c->dseq[0]++;
     }
-    c->cu->cuCtxSetCurrent(c->cuctx);
-    { /* the kernel leaves once EXIT retired (or at a fault); waited for with a timeout */
-        const uint64_t t0 = cuda_now_ns(), limit = (uint64_t)ctx->cfg.wait_timeout_ms * 1000000ull;
-        while ((r = c->cu->cuStreamQuery(c->stream)) == CU_ERROR_NOT_READY && cuda_now_ns() - t0 <= limit)
-            cuda_sleep_ns(20000);
-    }
+    /* the kernel leaves once EXIT retired (or at a fault); waited for with a timeout */
+    while ((r = c->cu->cuStreamQuery(c->stream)) == CU_ERROR_NOT_READY && cuda_now_ns() - t0 <= limit)
+        cuda_sleep_ns(20000);
     c->running = 0;
     if (r == CU_ERROR_NOT_READY) { /* still running: its memory stays allocated, nothing waits on it */
         c->stuck = 1;
@@ -819,7 +848,7 @@ static void cuda_stop_kernel_locked(gpuos_context *ctx) {
         return;
     }
     if (r != CU_SUCCESS) gpuos__fail_locked(ctx, "the persistent kernel failed: %s (%d)", cuda_errname(c->cu, r), (int)r);
-    c->retired_seen = c->dseq - 1;
+    for (i = 0; i < GPUOS__LANES; i++) c->retired_seen[i] = c->dseq[i] - 1;
     if (c->old_mod && c->old_mod != c->mod) c->cu->cuModuleUnload(c->old_mod); /* a swapped-out generation */
     c->old_mod = NULL;
     for (i = 0; i < c->n_deferred; i++) cuda_free_now(c, c->deferred[i]);
@@ -982,9 +1011,32 @@ static gpuos__storage *cuda_storage_of(const gpuos__job *job, uint64_t lo, uint6
     return NULL;
 }
 
-/* Finds or sends the plan; returns its id (ctx->mu held). */
+/* Writes plan row e (id) into lane's ring as PLAN slots. */
+static void cuda_plan_send(struct gpuos__cuda *c, cuda__plan_entry *e, uint32_t id, int lane) {
+    uint32_t chunk;
+    for (chunk = 0; chunk * GPUOS__SLOT_PAYLOAD < e->bytes; chunk++) {
+        gpuos__qplan q;
+        memset(&q, 0, sizeof q);
+        q.kind = GPUOS__SLOT_PLAN;
+        q.plan_id = id;
+        q.chunk = chunk;
+        memcpy(q.payload, e->plan + chunk * GPUOS__SLOT_PAYLOAD, GPUOS__SLOT_PAYLOAD);
+        cuda_put(c, lane, &q);
+    }
+    e->wlane = lane;
+    e->wpos = c->pos[lane];
+}
+
+/* Has the device copied row e into its plan table? */
+static int cuda_plan_fetched(struct gpuos__cuda *c, const cuda__plan_entry *e) {
+    if (e->wpos <= c->fetched_seen[e->wlane]) return 1;
+    c->fetched_seen[e->wlane] = cuda_load_acquire(cuda_ctl_fetched(c, e->wlane));
+    return e->wpos <= c->fetched_seen[e->wlane];
+}
+
+/* Finds or sends the plan for a task of `lane`; returns its id (ctx->mu held). */
 static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, const gpuos__job *job, const void *plan,
-                                 uint32_t bytes, uint32_t *id, uint32_t *epoch) {
+                                 uint32_t bytes, int lane, uint32_t *id, uint32_t *epoch) {
     uint64_t key = cuda_plan_hash(CUDA__HASH0 ^ (uint64_t)(uint32_t)job->dev_kernel, plan, bytes);
     uint32_t h = (uint32_t)(key ^ (key >> 32)), i, victim = UINT32_MAX;
     uint64_t t0 = 0;
@@ -993,16 +1045,26 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
             uint32_t s = (h + i) & (CUDA__PLAN_CAP - 1);
             cuda__plan_entry *e = &c->plans[s];
             if (e->used && e->key == key && e->bytes == bytes && memcmp(e->plan, plan, bytes) == 0) {
-                e->last_dseq = c->dseq;
+                /* written through the other lane's ring and not fetched yet: this lane's
+                   fetcher may come first, so it gets the (same) bytes through its own ring */
+                if (e->wlane != lane && !cuda_plan_fetched(c, e)) {
+                    gpuos_status st = cuda_ring_room(ctx, c, lane, GPUOS__PLAN_SLOTS);
+                    if (st != GPUOS_OK) return st;
+                    cuda_plan_send(c, e, s, lane);
+                }
+                e->last_dseq[lane] = c->dseq[lane];
                 *id = s;
                 *epoch = e->epoch;
                 return GPUOS_OK;
             }
-            if (victim == UINT32_MAX && (!e->used || (e->last_dseq <= c->retired_seen && e->pins == 0))) victim = s;
+            if (victim == UINT32_MAX &&
+                (!e->used || (e->last_dseq[0] <= c->retired_seen[0] && e->last_dseq[1] <= c->retired_seen[1] &&
+                              e->pins == 0)))
+                victim = s;
         }
         if (victim != UINT32_MAX) break;
         /* every candidate is in use by queued tasks: wait for some to retire */
-        c->retired_seen = cuda_load_acquire(&c->ctl->retired);
+        cuda_refresh_retired(c);
         if (!t0) t0 = cuda_now_ns();
         if (cuda_now_ns() - t0 > (uint64_t)(ctx->cfg.submit_timeout_ms + 1) * 1000000ull)
             return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL, "gpuos_submit: no free plan slot for %u ms",
@@ -1011,25 +1073,17 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
     }
     {
         cuda__plan_entry *e = &c->plans[victim];
-        gpuos_status st = cuda_ring_room(ctx, c, GPUOS__PLAN_SLOTS);
-        uint32_t chunk;
+        gpuos_status st = cuda_ring_room(ctx, c, lane, GPUOS__PLAN_SLOTS);
         if (st != GPUOS_OK) return st;
         e->used = 1;
         e->key = key;
         e->bytes = bytes;
         memset(e->plan, 0, sizeof e->plan);
         memcpy(e->plan, plan, bytes);
-        e->last_dseq = c->dseq;
+        e->last_dseq[0] = e->last_dseq[1] = 0;
+        e->last_dseq[lane] = c->dseq[lane];
         e->epoch = ++c->plan_epoch & 0xffffffu;
-        for (chunk = 0; chunk * GPUOS__SLOT_PAYLOAD < bytes; chunk++) {
-            gpuos__qplan q;
-            memset(&q, 0, sizeof q);
-            q.kind = GPUOS__SLOT_PLAN;
-            q.plan_id = victim;
-            q.chunk = chunk;
-            memcpy(q.payload, e->plan + chunk * GPUOS__SLOT_PAYLOAD, GPUOS__SLOT_PAYLOAD);
-            cuda_put(c, &q);
-        }
+        cuda_plan_send(c, e, victim, lane);
         *id = victim;
         *epoch = e->epoch;
     }
@@ -1101,7 +1155,10 @@ static void cuda_log_record(const struct gpuos__cuda *c, cuda__log *lg, const cu
     int j;
     for (j = 0; j < lg->n;) {
         const cuda__access *o = &lg->a[j];
-        if (o->dseq <= c->retired_seen || (a->write && o->lo >= a->lo && o->hi <= a->hi && o->dseq < a->dseq))
+        /* covered: a runs after every earlier access it overlaps (a dependency or, for a
+           lane-1 access, a lane-0 task's wait for lane 1); o is earlier unless it is a's own */
+        if (o->dseq <= c->retired_seen[o->lane] ||
+            (a->write && o->lo >= a->lo && o->hi <= a->hi && (o->lane != a->lane || o->dseq < a->dseq)))
             lg->a[j] = lg->a[--lg->n];
         else
             j++;
@@ -1110,27 +1167,52 @@ static void cuda_log_record(const struct gpuos__cuda *c, cuda__log *lg, const cu
         int oldest = 0;
         for (j = 1; j < lg->n; j++)
             if (lg->a[j].dseq < lg->a[oldest].dseq) oldest = j;
-        if (lg->a[oldest].write) {
-            if (lg->a[oldest].dseq > lg->floor_w) lg->floor_w = lg->a[oldest].dseq;
-        } else if (lg->a[oldest].dseq > lg->floor_r) {
-            lg->floor_r = lg->a[oldest].dseq;
+        {
+            const cuda__access *o = &lg->a[oldest];
+            uint64_t *f = o->write ? &lg->floor_w[o->lane] : &lg->floor_r[o->lane];
+            if (o->dseq > *f) *f = o->dseq;
         }
         lg->a[oldest] = lg->a[--lg->n];
     }
     lg->a[lg->n++] = *a;
 }
 
-/* Encodes one job into the ring (ctx->mu held). */
+/* Can a task that touches ops[0..n) go on lane 1? Not when it conflicts with unretired
+   lane-0 work (it would wait for lane 0, which runs after lane 1), nor with tasks the
+   host has not encoded yet. (ctx->mu held; retired marks fresh) */
+static int cuda_lane1_ok(const struct gpuos__cuda *c, const gpuos__job *job, const cuda__operand *ops, int n) {
+    int k, j;
+    for (k = 0; k < n; k++) {
+        uint64_t lo, hi;
+        const gpuos__storage *s;
+        const cuda__log *lg;
+        cuda_operand_range(&ops[k], &lo, &hi);
+        if (lo == hi) continue;
+        s = cuda_storage_of(job, lo, hi);
+        if (!s) return 0;
+        lg = (const cuda__log *)s->cuda_log;
+        if (!lg) continue;
+        if (lg->floor_w[0] > c->retired_seen[0] || (ops[k].write && lg->floor_r[0] > c->retired_seen[0])) return 0;
+        for (j = 0; j < lg->n; j++) {
+            const cuda__access *a = &lg->a[j];
+            if (a->lane == 0 && a->dseq > c->retired_seen[0] && a->hi > lo && hi > a->lo && (a->write || ops[k].write))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* Encodes one job into its lane's ring (ctx->mu held). job->prio > 0 asks for lane 1. */
 static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos__job *job) {
     cuda__operand ops[GPUOS__MAX_PTR];
-    uint64_t deps[2 * GPUOS__MAX_PTR * (CUDA__LOG_LEN + 1)], floor = 0;
-    int n_deps = 0, all = 0, n, k, j;
+    uint64_t deps[2 * GPUOS__MAX_PTR * (CUDA__LOG_LEN + 1)], floor = 0, hi_max = 0;
+    int n_deps = 0, all = 0, n, k, j, lane = 0;
     uint32_t plan_bytes, plan_id = 0, plan_epoch = 0, tile, base = UINT32_MAX;
     int64_t n_tiles, n_items = job->items;
     const void *plan = &job->plan;
     gpuos__qdesc d;
     gpuos_status st;
-    const uint64_t me = c->dseq;
+    uint64_t me;
 
     plan_bytes = cuda_plan_bytes(job->kind);
     if (job->dev_kernel < 0)
@@ -1142,13 +1224,21 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     /* Dependencies from each operand's storage log. The retired mark is the line the
        GPU keeps writing: reading it costs a cache miss, so it is refreshed once in 64
        submissions (a stale mark only adds dependencies on finished tasks, which the
-       device sees as done at once). */
+       device sees as done at once), and for every high-priority task (a stale mark
+       would send it to lane 0). */
     n = cuda_operands(job, ops);
-    if ((c->dseq & 63) == 0) c->retired_seen = cuda_load_acquire(&c->ctl->retired);
+    if (job->prio > 0 && !c->serialize) {
+        cuda_refresh_retired(c);
+        lane = cuda_lane1_ok(c, job, ops, n);
+    } else if ((c->dseq[0] & 63) == 0) {
+        cuda_refresh_retired(c);
+    }
+    me = c->dseq[lane];
     for (k = 0; k < n; k++) {
         uint64_t lo, hi;
         gpuos__storage *s;
         cuda__log *lg;
+        int l;
         cuda_operand_range(&ops[k], &lo, &hi);
         if (lo == hi) continue;
         s = cuda_storage_of(job, lo, hi);
@@ -1161,11 +1251,24 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
             if (!s->cuda_log) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_submit: no memory");
         }
         lg = (cuda__log *)s->cuda_log;
-        if (lg->floor_w > c->retired_seen && lg->floor_w > floor) floor = lg->floor_w;
-        if (ops[k].write && lg->floor_r > c->retired_seen && lg->floor_r > floor) floor = lg->floor_r;
+        for (l = 0; l < GPUOS__LANES; l++) { /* forgotten accesses (lane 1 never sees lane 0's here) */
+            uint64_t f = lg->floor_w[l];
+            if (ops[k].write && lg->floor_r[l] > f) f = lg->floor_r[l];
+            if (f <= c->retired_seen[l]) continue;
+            if (l == lane) {
+                if (f > floor) floor = f;
+            } else if (f > hi_max) {
+                hi_max = f;
+            }
+        }
         for (j = 0; j < lg->n; j++) {
             const cuda__access *a = &lg->a[j];
-            if (a->dseq <= c->retired_seen || a->hi <= lo || hi <= a->lo || !(a->write || ops[k].write)) continue;
+            if (a->dseq <= c->retired_seen[a->lane] || a->hi <= lo || hi <= a->lo || !(a->write || ops[k].write))
+                continue;
+            if (a->lane != lane) { /* lane 0 waiting for lane 1 */
+                if (a->dseq > hi_max) hi_max = a->dseq;
+                continue;
+            }
             /* tile-aligned: same item->element map, same tiling: the same worker runs both */
             if (c->align && job->kind == GPUOS__KIND_EW && a->sig && a->sig == ops[k].sig &&
                 (base == UINT32_MAX || base == a->base)) {
@@ -1197,7 +1300,14 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
                 if (deps[a] > floor) deps[m++] = deps[a];
             n_deps = m;
         }
-        if (n_deps + (floor != 0) > (int)GPUOS__MAX_DEPS || c->serialize) all = 1;
+        if (n_deps + (floor != 0) + (hi_max != 0) > (int)GPUOS__MAX_DEPS || c->serialize) all = 1;
+    }
+    /* lane 1 waits for all only within lane 1: it may not while lane 0 has unretired work */
+    if (all && lane == 1 && c->dseq[0] - 1 > c->retired_seen[0]) {
+        job->prio = 0; /* encode it again on lane 0 */
+        st = cuda_encode(ctx, c, job);
+        job->prio = 1;
+        return st;
     }
 
     /* Launch first: the kernel starts reading the ring at the current position, so it
@@ -1209,10 +1319,10 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     {
         gpuos__matmul_plan mp;
         plan = cuda_device_plan(c, job, &mp, &n_items);
-        st = cuda_plan_id(ctx, c, job, plan, plan_bytes, &plan_id, &plan_epoch);
+        st = cuda_plan_id(ctx, c, job, plan, plan_bytes, lane, &plan_id, &plan_epoch);
     }
     if (st != GPUOS_OK) return st;
-    st = cuda_ring_room(ctx, c, 1);
+    st = cuda_ring_room(ctx, c, lane, 1);
     if (st != GPUOS_OK) return st;
 
     memset(&d, 0, sizeof d);
@@ -1225,14 +1335,18 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     d.base = base;
     if (all) {
         d.n_deps = GPUOS__DEPS_ALL;
+        if (lane == 0 && c->dseq[1] - 1 > c->retired_seen[1]) /* and every earlier lane-1 task */
+            d.dep_delta[0] = GPUOS__DEP_HI | (uint32_t)((c->dseq[1] - 1) & GPUOS__DEP_HI_MASK);
     } else {
         d.n_deps = (uint32_t)n_deps;
         for (k = 0; k < n_deps; k++) d.dep_delta[k] = (uint32_t)(me - deps[k]);
         if (floor) d.dep_delta[d.n_deps++] = (uint32_t)(me - floor) | GPUOS__DEP_RETIRED;
+        if (hi_max) d.dep_delta[d.n_deps++] = GPUOS__DEP_HI | (uint32_t)(hi_max & GPUOS__DEP_HI_MASK);
     }
-    cuda_put(c, &d);
+    cuda_put(c, lane, &d);
     job->dseq = me;
-    c->dseq++;
+    job->lane = lane;
+    c->dseq[lane]++;
 
     /* Record this task's accesses. */
     for (k = 0; k < n; k++) {
@@ -1251,6 +1365,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         a.sig = job->kind == GPUOS__KIND_EW ? ops[k].sig : 0;
         a.base = base;
         a.write = ops[k].write;
+        a.lane = lane;
         cuda_log_record(c, lg, &a);
     }
     return GPUOS_OK;
@@ -1275,11 +1390,10 @@ gpuos_status gpuos__cuda_pump_locked(gpuos_context *ctx) {
 int gpuos__cuda_reap_locked(gpuos_context *ctx) {
     struct gpuos__cuda *c = ctx->cuda;
     int any = 0;
-    uint64_t r = cuda_load_acquire(&c->ctl->retired);
-    if (r > c->retired_seen) c->retired_seen = r;
+    cuda_refresh_retired(c);
     while (ctx->cuda_sent > 0) {
         gpuos__job *job = ctx->ring[ctx->ring_head];
-        if (job->dseq > c->retired_seen) break;
+        if (job->dseq > c->retired_seen[job->lane]) break;
         ctx->ring[ctx->ring_head] = NULL;
         ctx->ring_head = (ctx->ring_head + 1u) & (ctx->ring_size - 1u);
         ctx->ring_count--;
@@ -1294,6 +1408,14 @@ int gpuos__cuda_reap_locked(gpuos_context *ctx) {
     return any;
 }
 
+int gpuos__cuda_job_done_locked(gpuos_context *ctx, const gpuos__job *job, uint32_t index) {
+    struct gpuos__cuda *c = ctx->cuda;
+    if (index >= ctx->cuda_sent) return 0; /* not on the device yet */
+    if (job->dseq <= c->retired_seen[job->lane]) return 1;
+    cuda_refresh_retired(c);
+    return job->dseq <= c->retired_seen[job->lane];
+}
+
 /* The device's sticky error, if the kernel stopped by itself (ctx->mu held). */
 static void cuda_check_fault_locked(gpuos_context *ctx) {
     struct gpuos__cuda *c = ctx->cuda;
@@ -1305,29 +1427,31 @@ static void cuda_check_fault_locked(gpuos_context *ctx) {
     c->running = 0;
     if (r == CU_SUCCESS)
         gpuos__fail_locked(ctx, "the persistent kernel stopped unexpectedly (retired %llu of %llu device tasks)",
-                         (unsigned long long)cuda_load_acquire(&c->ctl->retired), (unsigned long long)(c->dseq - 1));
+                         (unsigned long long)cuda_load_acquire(&c->ctl->retired), (unsigned long long)(c->dseq[0] - 1));
     else
         gpuos__fail_locked(ctx, "the GPU reported a fault while running tasks: %s (%d); the context is lost",
                          cuda_errname(c->cu, r), (int)r);
 }
 
-/* Waits for job seq with low latency: spins on the mapped progress word for a
-   while, then sleeps in short steps (ctx->mu held on entry and exit). */
-gpuos_status gpuos__cuda_wait_locked(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms) {
+/* Waits for job seq (one: that task alone, else every task up to it) with low latency:
+   spins on the mapped progress words for a while, then sleeps in short steps (ctx->mu
+   held on entry and exit). */
+gpuos_status gpuos__cuda_wait_locked(gpuos_context *ctx, uint64_t seq, int one, uint32_t timeout_ms) {
     struct gpuos__cuda *c = ctx->cuda;
     const uint64_t t0 = cuda_now_ns(), limit = (uint64_t)timeout_ms * 1000000ull;
     uint64_t spins = 0;
     for (;;) {
         gpuos__cuda_reap_locked(ctx);
-        if (ctx->completed >= seq || ctx->sticky != GPUOS_OK || ctx->stopping) return GPUOS_OK;
+        if (gpuos__seq_done_locked(ctx, seq, one) || ctx->sticky != GPUOS_OK || ctx->stopping) return GPUOS_OK;
         if (cuda_now_ns() - t0 > limit) return GPUOS_ERR_TIMEOUT;
         if (ctx->cuda_sent < ctx->ring_count && !ctx->paused)
             (void)gpuos__cuda_pump_locked(ctx); /* a full ring: retried on the next pass */
         {
-            const uint64_t seen = c->retired_seen;
+            const uint64_t seen0 = c->retired_seen[0], seen1 = c->retired_seen[1];
             pthread_mutex_unlock(&ctx->mu);
-            if (spins < 20000) { /* about 20-50 us of spinning on one cached word */
-                while (cuda_load_acquire(&c->ctl->retired) == seen && ++spins % 256) {
+            if (spins < 20000) { /* about 20-50 us of spinning on two cached words */
+                while (cuda_load_acquire(&c->ctl->retired) == seen0 && cuda_load_acquire(&c->ctl->retired_hi) == seen1 &&
+                       ++spins % 256) {
                 }
             } else {
                 cuda_sleep_ns(20000);
@@ -1349,8 +1473,8 @@ static void *cuda_reaper_main(void *arg) {
         if (ctx->cuda_sent < ctx->ring_count && !ctx->paused) (void)gpuos__cuda_pump_locked(ctx);
         /* idle: nothing queued and nothing submitted for idle_ms: let the kernel go
            (activity is noticed here, every 200 us, not timed at every submission) */
-        if (c->dseq != c->idle_dseq) {
-            c->idle_dseq = c->dseq;
+        if (c->dseq[0] + c->dseq[1] != c->idle_dseq) {
+            c->idle_dseq = c->dseq[0] + c->dseq[1];
             c->last_activity_ns = cuda_now_ns();
         }
         if (c->running && ctx->ring_count == 0 &&
@@ -1752,7 +1876,7 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
         if (n_deps > (int)GPUOS__MAX_DEPS - 1 || c->serialize) all = 1; /* one left for the external one */
         {
             gpuos__matmul_plan mp;
-            st = cuda_plan_id(ctx, c, job, cuda_device_plan(c, job, &mp, &n_items), plan_bytes, &g->plan_ids[k],
+            st = cuda_plan_id(ctx, c, job, cuda_device_plan(c, job, &mp, &n_items), plan_bytes, 0, &g->plan_ids[k],
                               &epoch);
         }
         if (st != GPUOS_OK) break;
@@ -1782,14 +1906,49 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
     return GPUOS_OK;
 }
 
+/* The external dependency of a launch of g on `lane`: the newest unretired conflicting
+   access outside the graph in that lane (*same), and in lane 1 for a lane-0 launch (*hi).
+   0 (and nothing set) when a lane-1 launch would wait for lane 0. (ctx->mu held) */
+static int cuda_graph_ext(const struct gpuos__cuda *c, const struct gpuos__cuda_graph *g, int lane, uint64_t *same,
+                          uint64_t *hi) {
+    uint64_t ext[GPUOS__LANES] = {0, 0};
+    int k, j, l;
+    for (k = 0; k < g->n_acc; k++) {
+        const cuda__gacc *e = &g->acc[k];
+        const cuda__log *lg = (const cuda__log *)e->st->cuda_log;
+        if (!g->desc[e->node].stamp || !lg) continue;
+        for (l = 0; l < GPUOS__LANES; l++) {
+            uint64_t f = lg->floor_w[l];
+            if (e->write && lg->floor_r[l] > f) f = lg->floor_r[l];
+            if (f > c->retired_seen[l] && f > ext[l]) ext[l] = f;
+        }
+        for (j = 0; j < lg->n; j++) {
+            const cuda__access *a = &lg->a[j];
+            if (a->dseq <= c->retired_seen[a->lane] || a->hi <= e->lo || e->hi <= a->lo || !(a->write || e->write)) continue;
+            if (a->dseq > ext[a->lane]) ext[a->lane] = a->dseq;
+        }
+    }
+    if (lane == 1) {
+        if (ext[0]) return 0;
+        for (k = 0; k < g->n; k++) /* waiting for all earlier tasks includes lane 0 */
+            if (g->desc[k].n_deps == GPUOS__DEPS_ALL && c->dseq[0] - 1 > c->retired_seen[0]) return 0;
+        for (k = 0; k < g->n_pinned; k++) /* its plans came through lane 0's ring */
+            if (!cuda_plan_fetched((struct gpuos__cuda *)c, &c->plans[g->plan_ids[k]])) return 0;
+    }
+    *same = ext[lane];
+    *hi = lane == 0 ? ext[1] : 0;
+    return 1;
+}
+
 /* Queues one launch of g (ctx->mu held): job is the launch's host job (no plan) with room
-   for g's storages in job->xst; it is queued as already sent to the device. */
+   for g's storages in job->xst; it is queued as already sent to the device. prio > 0 asks
+   for lane 1 (granted unless the launch would wait for lane-0 work). */
 gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__cuda_graph *g, gpuos__job *job,
-                                             uint64_t *seq) {
+                                             int prio, uint64_t *seq) {
     struct gpuos__cuda *c = ctx->cuda;
-    uint64_t s0, ext_max = 0;
+    uint64_t s0, ext_max = 0, hi_max = 0;
     uint32_t base0;
-    int k, j;
+    int k, lane = 0;
     gpuos_status st;
     /* everything queued before goes to the device first: ring order is sequence order */
     if ((st = gpuos__queue_wait_room_locked(ctx)) != GPUOS_OK) return st; /* room for the launch's job */
@@ -1797,22 +1956,13 @@ gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__c
     if (ctx->cuda_sent < ctx->ring_count)
         return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL, "gpuos_graph_launch: earlier tasks could not be sent");
     if (!c->running && (st = cuda_launch_locked(ctx, c)) != GPUOS_OK) return st;
-    if ((st = cuda_ring_room(ctx, c, (uint64_t)g->n)) != GPUOS_OK) return st;
-    /* the external dependency: the newest unretired conflicting access outside the graph */
-    c->retired_seen = cuda_load_acquire(&c->ctl->retired);
-    for (k = 0; k < g->n_acc; k++) {
-        const cuda__gacc *e = &g->acc[k];
-        const cuda__log *lg = (const cuda__log *)e->st->cuda_log;
-        if (!g->desc[e->node].stamp || !lg) continue;
-        if (lg->floor_w > c->retired_seen && lg->floor_w > ext_max) ext_max = lg->floor_w;
-        if (e->write && lg->floor_r > c->retired_seen && lg->floor_r > ext_max) ext_max = lg->floor_r;
-        for (j = 0; j < lg->n; j++) {
-            const cuda__access *a = &lg->a[j];
-            if (a->dseq <= c->retired_seen || a->hi <= e->lo || e->hi <= a->lo || !(a->write || e->write)) continue;
-            if (a->dseq > ext_max) ext_max = a->dseq;
-        }
-    }
-    s0 = c->dseq;
+    cuda_refresh_retired(c);
+    if (!(prio > 0 && !c->serialize && cuda_graph_ext(c, g, 1, &ext_max, &hi_max)))
+        (void)cuda_graph_ext(c, g, 0, &ext_max, &hi_max);
+    else
+        lane = 1;
+    if ((st = cuda_ring_room(ctx, c, lane, (uint64_t)g->n)) != GPUOS_OK) return st;
+    s0 = c->dseq[lane];
     base0 = c->next_base;
     c->next_base += g->n_rel;
     for (k = 0; k < g->n; k++) {
@@ -1820,18 +1970,20 @@ gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__c
         const int ext = (int)d.stamp;
         d.stamp = 0;
         d.base += base0;
-        if (ext && ext_max) {
-            if (d.n_deps == GPUOS__DEPS_ALL) {
-            } else if (d.n_deps < GPUOS__MAX_DEPS) {
-                d.dep_delta[d.n_deps++] = (uint32_t)(s0 + (uint64_t)k - ext_max) | GPUOS__DEP_RETIRED;
-            } else {
+        if (ext && (ext_max || hi_max) && d.n_deps != GPUOS__DEPS_ALL) {
+            if (d.n_deps + (ext_max != 0) + (hi_max != 0) > GPUOS__MAX_DEPS) {
                 d.n_deps = GPUOS__DEPS_ALL;
+            } else {
+                if (ext_max) d.dep_delta[d.n_deps++] = (uint32_t)(s0 + (uint64_t)k - ext_max) | GPUOS__DEP_RETIRED;
+                if (hi_max) d.dep_delta[d.n_deps++] = GPUOS__DEP_HI | (uint32_t)(hi_max & GPUOS__DEP_HI_MASK);
             }
         }
-        cuda_put(c, &d);
-        c->plans[d.plan_id].last_dseq = s0 + (uint64_t)k;
+        if (d.n_deps == GPUOS__DEPS_ALL && lane == 0 && c->dseq[1] - 1 > c->retired_seen[1]) /* and lane 1 */
+            d.dep_delta[0] = GPUOS__DEP_HI | (uint32_t)((c->dseq[1] - 1) & GPUOS__DEP_HI_MASK);
+        cuda_put(c, lane, &d);
+        c->plans[d.plan_id].last_dseq[lane] = s0 + (uint64_t)k;
     }
-    c->dseq += (uint64_t)g->n;
+    c->dseq[lane] += (uint64_t)g->n;
     /* the storages' logs: the launch's accesses that later tasks must see (the live ones) */
     for (k = 0; k < g->n_acc; k++) {
         const cuda__gacc *e = &g->acc[k];
@@ -1845,12 +1997,14 @@ gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__c
         a.sig = e->sig;
         a.base = base0 + g->base_rel[e->node];
         a.write = e->write;
+        a.lane = lane;
         cuda_log_record(c, lg, &a);
     }
     /* one host job for the launch: it holds the storages and retires with the last node */
     memcpy(job->xst, g->st, (size_t)g->n_st * sizeof *g->st);
     job->n_xst = g->n_st;
     job->dseq = s0 + (uint64_t)g->n - 1;
+    job->lane = lane;
     c->last_activity_ns = cuda_now_ns();
     gpuos__queue_push_sent_locked(ctx, job, seq);
     return GPUOS_OK;

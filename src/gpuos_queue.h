@@ -26,6 +26,16 @@
 #define GPUOS__MAX_DEPS 4u       /* explicit dependencies per task */
 #define GPUOS__DEPS_ALL 0xffffffffu /* n_deps value: wait until every earlier task retired */
 #define GPUOS__DEP_RETIRED 0x80000000u /* dep_delta flag: wait until every task up to that one retired */
+/* dep_delta flag of a normal-lane task: wait until the high lane retired task X, where the
+   low 30 bits are X mod 2^30 (compared modulo 2^30: the lanes never drift that far apart) */
+#define GPUOS__DEP_HI 0x40000000u
+#define GPUOS__DEP_HI_MASK 0x3fffffffu
+/* Lanes: two independent queues (ring, sequence numbers, task ring, done counters,
+   retirement, worker inboxes) that share the workers. Lane 0 carries normal work, lane 1
+   high-priority work, which workers run first: between tiles, between tasks, and while
+   normal work waits for dependencies. A lane-1 task never depends on lane-0 work (the host
+   sends such a task on lane 0); a lane-0 task may wait for lane 1 (GPUOS__DEP_HI). */
+#define GPUOS__LANES 2
 #define GPUOS__PK_THREADS 256    /* threads per block of the persistent kernel */
 
 /* A task as the device sees it (56 bytes). */
@@ -72,7 +82,7 @@ typedef struct gpuos__dtask {
 } gpuos__dtask;
 
 #define GPUOS__PUSH_CHUNK 256u /* inbox entries the scheduler writes before one fence and their stamps */
-#define GPUOS__MAX_WORKERS 2048 /* worker blocks the scheduler can track */
+#define GPUOS__MAX_WORKERS 1024 /* worker blocks the scheduler can track (per lane: shared memory) */
 
 /* Device -> host progress, in mapped host memory. */
 typedef struct gpuos__pk_ctl {
@@ -81,7 +91,9 @@ typedef struct gpuos__pk_ctl {
     uint64_t exit_seq; /* after EXIT: the sequence number the next launch starts at */
     uint64_t alive;    /* 1 while the kernel runs (set at start, cleared at exit) */
     uint64_t fetched;  /* ring positions below this have been copied: the host may reuse them */
-    uint64_t pad_[3];
+    uint64_t retired_hi; /* lane 1 (high priority): as retired */
+    uint64_t fetched_hi; /* lane 1: as fetched */
+    uint64_t pad_;
     /* GPUOS__PK_TIMESTAMPS builds only (latency probes): %globaltimer when the fetcher
        saw a batch [0] and had pushed it [1], a worker saw an inbox entry [2], finished
        its tiles [3] and flushed its done counts [4], the retirer retired [5] */
@@ -111,22 +123,23 @@ enum {
     GPUOS__PROF_N = 16
 };
 
-/* Parameters of the persistent kernel (passed by value). */
+/* Parameters of the persistent kernel (passed by value).
+   Arrays [GPUOS__LANES] are per lane. */
 typedef struct gpuos__pk_params {
-    gpuos__qslot *ring;     /* mapped pinned host memory, ring_slots slots */
-    gpuos__pk_ctl *ctl;     /* mapped pinned host memory */
-    gpuos__dtask *tasks;    /* device, task_cap entries */
-    uint32_t *done;         /* device, task_cap tile counters */
-    uint64_t *retired;      /* device copy of ctl->retired, for dependency checks */
-    char *plans;            /* device, plan_cap * GPUOS__PLAN_BYTES */
-    gpuos__dtask *inbox;    /* device, n_workers * inbox_cap entries: each worker's tasks, in order */
-    uint32_t *wpos;         /* device, per worker: inbox entries it has consumed */
+    gpuos__qslot *ring[GPUOS__LANES];  /* mapped pinned host memory, ring_slots slots */
+    gpuos__pk_ctl *ctl;                /* mapped pinned host memory */
+    gpuos__dtask *tasks[GPUOS__LANES]; /* device, task_cap entries */
+    uint32_t *done[GPUOS__LANES];      /* device, task_cap tile counters */
+    uint64_t *retired;                 /* device, [lane]: copies of ctl's retired words, for dependency checks */
+    char *plans;                       /* device, plan_cap * GPUOS__PLAN_BYTES (both lanes) */
+    gpuos__dtask *inbox[GPUOS__LANES]; /* device, n_workers * inbox_cap entries: each worker's tasks, in order */
+    uint32_t *wpos[GPUOS__LANES];      /* device, per worker: inbox entries it has consumed */
     uint32_t inbox_cap;     /* power of two, >= GPUOS__PUSH_CHUNK */
     uint32_t ring_log2;     /* log2(ring_slots) */
     uint64_t ring_slots;    /* power of two */
     uint64_t task_cap;      /* power of two */
-    uint64_t start_pos;     /* first ring position to read */
-    uint64_t start_seq;     /* first task sequence number (>= 1) */
+    uint64_t start_pos[GPUOS__LANES]; /* first ring position to read */
+    uint64_t start_seq[GPUOS__LANES]; /* first task sequence number (>= 1) */
     unsigned long long *prof; /* device, GPUOS__PROF_N counters (GPUOS__PK_TIMESTAMPS builds) */
 } gpuos__pk_params;
 

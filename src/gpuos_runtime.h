@@ -99,8 +99,14 @@ typedef struct gpuos__job {
     gpuos__rt_version *rt;              /* run-time operator: the version it runs (a reference) */
     gpuos__storage **xst;               /* a graph launch's job: its storages (malloc'd, owned) */
     int n_xst;
+    int prio;                           /* GPUOS_PRIORITY_*: > 0 asks for lane 1 */
+    int lane;                           /* the lane it runs in: 1 (high priority) only when it need not
+                                           wait for earlier lane-0 work; set when queued (host) or encoded */
+    int state;                          /* host executor: GPUOS__JOB_QUEUED, _TAKEN, _DONE */
     struct gpuos__job *next_free;
 } gpuos__job;
+
+enum { GPUOS__JOB_QUEUED = 0, GPUOS__JOB_TAKEN = 1, GPUOS__JOB_DONE = 2 };
 
 /* ---------------------------------------------------------------- context */
 /* The register cap of the device code (--maxrregcount): the persistent kernel's launch
@@ -132,10 +138,14 @@ struct gpuos_context {
     pthread_cond_t cv_work; /* work, unpause or stop (the dispatcher waits) */
     pthread_cond_t cv_done; /* a job finished (waits) */
 
-    gpuos__job **ring;     /* ring of queued jobs; grows up to capacity */
+    gpuos__job **ring;     /* ring of unfinished jobs in sequence order; grows up to capacity */
     uint32_t ring_size;    /* allocated slots, a power of two */
-    uint32_t ring_head;    /* index of the oldest queued job */
-    uint32_t ring_count;   /* queued jobs (not counting the running one) */
+    uint32_t ring_head;    /* index of the oldest unfinished job */
+    uint32_t ring_count;   /* unfinished jobs: queued, running, or finished out of order behind an
+                              older one (lane 1); they retire from the head, in order */
+    uint32_t host_queued;  /* host executor: jobs not yet taken by the dispatcher */
+    uint32_t host_hi;      /* host executor: lane-1 jobs among them */
+    uint64_t host_hi_next; /* host executor: lane-1 jobs below this seq were all taken */
     uint32_t capacity;     /* cfg.queue_capacity */
     uint64_t submitted;    /* sequence number of the last queued job */
     uint64_t completed;    /* every job up to this one has finished */
@@ -245,7 +255,7 @@ struct gpuos__cuda_graph;
 gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const *jobs, int n,
                                            struct gpuos__cuda_graph **out);
 gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__cuda_graph *g, gpuos__job *job,
-                                             uint64_t *seq);
+                                             int prio, uint64_t *seq);
 void gpuos__cuda_graph_free_locked(gpuos_context *ctx, struct gpuos__cuda_graph *g);
 int gpuos__cuda_graph_storages(const struct gpuos__cuda_graph *g);
 /* n jobs in order under one lock; *n_queued of them went in; the rest are freed on error. */
@@ -257,8 +267,10 @@ void gpuos__queue_done(gpuos_context *ctx, gpuos__job *job);
 /* Retires a finished job (ctx->mu held): releases its storages, advances ctx->completed.
    The caller broadcasts cv_done. */
 void gpuos__queue_done_locked(gpuos_context *ctx, gpuos__job *job);
-/* Waits until every job up to seq has finished, at most timeout_ms. */
-gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms, const char *what);
+/* Waits until every job up to seq has finished (one: job seq itself), at most timeout_ms. */
+gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, int one, uint32_t timeout_ms, const char *what);
+/* ctx->mu held: job seq has finished (one), or every job up to it (!one). */
+int gpuos__seq_done_locked(gpuos_context *ctx, uint64_t seq, int one);
 
 /* ---------------------------------------------------------------- host_exec.c */
 gpuos_status gpuos__host_start(gpuos_context *ctx);
@@ -283,8 +295,11 @@ gpuos_status gpuos__cuda_memcpy(gpuos_context *ctx, void *dst, const void *src, 
 gpuos_status gpuos__cuda_pump_locked(gpuos_context *ctx);
 /* Retires finished jobs (ctx->mu held); 1 if any. */
 int gpuos__cuda_reap_locked(gpuos_context *ctx);
-/* Waits for job seq with low latency (ctx->mu held); GPUOS_ERR_TIMEOUT after timeout_ms. */
-gpuos_status gpuos__cuda_wait_locked(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms);
+/* Waits for job seq (one) or every job up to it with low latency (ctx->mu held);
+   GPUOS_ERR_TIMEOUT after timeout_ms. */
+gpuos_status gpuos__cuda_wait_locked(gpuos_context *ctx, uint64_t seq, int one, uint32_t timeout_ms);
+/* job, at ring index `index` from the head, has finished on the device (ctx->mu held). */
+int gpuos__cuda_job_done_locked(gpuos_context *ctx, const gpuos__job *job, uint32_t index);
 const char *gpuos__cuda_device_name(const gpuos_context *ctx);
 
 /* ---------------------------------------------------------------- cuda_loader.c */

@@ -30,6 +30,7 @@ struct gpuos_graph {
     int order_ok;
     struct gpuos__cuda_graph *cg; /* GPU: the nodes encoded once (cuda_backend.c); NULL until a launch makes it */
     int cg_refused;               /* the CUDA backend cannot pre-encode this graph: per-node launches */
+    int priority;                 /* of its launches (gpuos_graph_set_priority) */
 };
 
 static void graph_drop_cg(gpuos_graph *g) {
@@ -53,6 +54,17 @@ gpuos_status gpuos_graph_create(gpuos_context *ctx, gpuos_graph **graph) {
 }
 
 int gpuos_graph_size(const gpuos_graph *graph) { return graph ? graph->n : 0; }
+
+gpuos_status gpuos_graph_set_priority(gpuos_graph *g, int priority) {
+    if (!g) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_graph_set_priority: graph is NULL");
+    if (priority != GPUOS_PRIORITY_NORMAL && priority != GPUOS_PRIORITY_HIGH)
+        return gpuos__set_error(g->ctx, GPUOS_ERR_INVALID_ARGUMENT,
+                                "gpuos_graph_set_priority: priority is %d; use GPUOS_PRIORITY_NORMAL (0) or "
+                                "GPUOS_PRIORITY_HIGH (1)",
+                                priority);
+    g->priority = priority;
+    return GPUOS_OK;
+}
 
 static gpuos_status graph_view(gpuos_context *ctx, const gpuos_tensor *t, gpuos_tensor **out) {
     *out = NULL;
@@ -267,7 +279,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
             }
             if (g->cg) {
                 job->xst = (gpuos__storage **)malloc((size_t)gpuos__cuda_graph_storages(g->cg) * sizeof *job->xst + 1);
-                s = job->xst ? gpuos__cuda_graph_launch_locked(ctx, g->cg, job, seq) : GPUOS_ERR_OUT_OF_MEMORY;
+                s = job->xst ? gpuos__cuda_graph_launch_locked(ctx, g->cg, job, g->priority, seq) : GPUOS_ERR_OUT_OF_MEMORY;
                 if (s == GPUOS_OK) job = NULL; /* queued */
             }
             pthread_mutex_unlock(&ctx->mu);
@@ -339,6 +351,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
         free(jobs);
         return s;
     }
+    for (i = 0; i < g->n; i++) jobs[i]->prio = g->priority;
     s = gpuos__queue_push_batch(ctx, jobs, g->n, seq, &queued);
     if (s != GPUOS_OK && queued > 0)
         gpuos__set_error(ctx, s, "%s: %s; %d of the launch's %d tasks were queued before it", fn, gpuos_status_string(s),

@@ -677,6 +677,11 @@ static gpuos_status plan_check_task(plan_state *ps) {
                                 "gpuos_submit: task->struct_size is %zu but this library's gpuos_task is %zu bytes; "
                                 "start from GPUOS_TASK_INIT",
                                 task->struct_size, sizeof(gpuos_task));
+    if (task->priority != GPUOS_PRIORITY_NORMAL && task->priority != GPUOS_PRIORITY_HIGH)
+        return gpuos__set_error(ps->ctx, GPUOS_ERR_INVALID_ARGUMENT,
+                                "gpuos_submit: task->priority is %d; use GPUOS_PRIORITY_NORMAL (0) or "
+                                "GPUOS_PRIORITY_HIGH (1)",
+                                task->priority);
     if ((long)task->op >= GPUOS_OP_RUNTIME_BASE) return plan_check_rt(ps);
     if ((unsigned)task->op >= (unsigned)GPUOS_OP_COUNT)
         return gpuos__set_error(ps->ctx, GPUOS_ERR_UNKNOWN_OP, "gpuos_submit: op %d is not an operator (0..%d)",
@@ -775,6 +780,7 @@ gpuos_status gpuos__plan_task(gpuos_context *ctx, const gpuos_task *task, gpuos_
     }
     ps.job->op = ps.op;
     ps.job->kind = ps.info->kind;
+    ps.job->prio = task->priority;
     switch (ps.info->kind) {
     case GPUOS__KIND_EW: s = plan_ew(&ps); break;
     case GPUOS__KIND_REDUCE: s = plan_reduce(&ps); break;

@@ -1,11 +1,19 @@
 /* queue.c - the context's bounded task queue, sequence numbers, fences and waits.
 
-   A ring of job pointers guarded by ctx->mu. The ring starts small and doubles up to
-   the configured capacity (so a capacity of 1 << 24 costs nothing until used).
-   Submitters wait on cv_room for at most submit_timeout_ms; the dispatcher waits on
-   cv_work; fences wait on cv_done. Jobs run strictly in order, so "every job up to
-   seq has finished" is simply ctx->completed >= seq. All condition variables use
-   CLOCK_MONOTONIC so that a wall-clock change cannot stretch or cut a timeout. */
+   A ring of job pointers guarded by ctx->mu, in sequence order. The ring starts small
+   and doubles up to the configured capacity (so a capacity of 1 << 24 costs nothing
+   until used). Submitters wait on cv_room for at most submit_timeout_ms; the dispatcher
+   waits on cv_work; fences wait on cv_done. All condition variables use CLOCK_MONOTONIC
+   so that a wall-clock change cannot stretch or cut a timeout.
+
+   Priorities: a job that asks for high priority (gpuos_task.priority) runs in lane 1
+   when it need not wait for earlier normal work (no memory conflict with an unfinished
+   lane-0 job); lane 1 is taken first. A job stays in the ring until it and every older
+   one finished, so "every job up to seq has finished" is ctx->completed >= seq, and a
+   lane-1 job that finished early is found by its place in the ring (seqs are
+   contiguous from the head). On the host executor the dispatcher takes the oldest
+   lane-1 job when there is one, else the oldest queued job; on the GPU each lane has its
+   own device queue (cuda_backend.c). */
 #include "gpuos_runtime.h"
 
 #include <errno.h>  /* ETIMEDOUT, EINTR */
@@ -177,9 +185,44 @@ fail:
     return st;
 }
 
+/* Host executor: does job a write memory that job b uses (storage ranges; a job writes
+   its output's storage, st[0], and a graph launch's job may write any of its xst)? */
+static int queue_st_overlap(const gpuos__storage *x, const gpuos__storage *y) {
+    return x == y || (x->data < y->data + y->bytes && y->data < x->data + x->bytes);
+}
+static int queue_writes_into(const gpuos__job *a, const gpuos__job *b) {
+    int i, j;
+    for (i = 0; i < a->n_st + a->n_xst; i++) {
+        const gpuos__storage *w = i < a->n_st ? a->st[i] : a->xst[i - a->n_st];
+        if (i > 0 && i < a->n_st) continue; /* inputs */
+        for (j = 0; j < b->n_st + b->n_xst; j++)
+            if (queue_st_overlap(w, j < b->n_st ? b->st[j] : b->xst[j - b->n_st])) return 1;
+    }
+    return 0;
+}
+
+/* Host executor: lane 1 for a high-priority job that conflicts with no unfinished
+   lane-0 job (ctx->mu held). */
+static int queue_host_lane(const gpuos_context *ctx, const gpuos__job *job) {
+    uint32_t i;
+    if (job->prio <= 0) return 0;
+    for (i = 0; i < ctx->ring_count; i++) {
+        const gpuos__job *o = ctx->ring[(ctx->ring_head + i) & (ctx->ring_size - 1u)];
+        if (o->lane == 0 && o->state != GPUOS__JOB_DONE && (queue_writes_into(o, job) || queue_writes_into(job, o)))
+            return 0;
+    }
+    return 1;
+}
+
 /* ctx->mu held, room there: the job joins the ring (storage references, sequence number). */
 static void queue_insert_locked(gpuos_context *ctx, gpuos__job *job, uint64_t *seq) {
     int i;
+    job->state = GPUOS__JOB_QUEUED;
+    if (!ctx->cuda) { /* the CUDA backend picks the lane when it encodes the job */
+        job->lane = queue_host_lane(ctx, job);
+        ctx->host_queued++;
+        if (job->lane) ctx->host_hi++;
+    }
     job->seq = ++ctx->submitted;
     for (i = 0; i < job->n_st; i++) {
         gpuos__storage_retain_locked(job->st[i]);
@@ -252,19 +295,36 @@ gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs
 }
 
 /* ---------------------------------------------------------------- dispatcher side */
+static gpuos__job *queue_at(const gpuos_context *ctx, uint32_t i) {
+    return ctx->ring[(ctx->ring_head + i) & (ctx->ring_size - 1u)];
+}
+
 gpuos__job *gpuos__queue_pop(gpuos_context *ctx) {
-    gpuos__job *job;
+    gpuos__job *job = NULL;
+    uint32_t i = 0;
     pthread_mutex_lock(&ctx->mu);
-    while (!ctx->stopping && (ctx->paused || ctx->ring_count == 0)) pthread_cond_wait(&ctx->cv_work, &ctx->mu);
+    while (!ctx->stopping && (ctx->paused || ctx->host_queued == 0)) pthread_cond_wait(&ctx->cv_work, &ctx->mu);
     if (ctx->stopping) {
         pthread_mutex_unlock(&ctx->mu);
         return NULL;
     }
-    job = ctx->ring[ctx->ring_head];
-    ctx->ring[ctx->ring_head] = NULL;
-    ctx->ring_head = (ctx->ring_head + 1u) & (ctx->ring_size - 1u);
-    ctx->ring_count--;
-    pthread_cond_signal(&ctx->cv_room);
+    if (ctx->host_hi > 0) { /* the oldest lane-1 job: lane-1 jobs are taken in order */
+        const uint64_t head_seq = queue_at(ctx, 0)->seq;
+        if (ctx->host_hi_next > head_seq) i = (uint32_t)(ctx->host_hi_next - head_seq);
+        for (; i < ctx->ring_count; i++) {
+            job = queue_at(ctx, i);
+            if (job->lane == 1 && job->state == GPUOS__JOB_QUEUED) break;
+        }
+        ctx->host_hi--;
+        ctx->host_hi_next = job->seq + 1;
+    } else { /* the oldest queued job (older ones are running or finished) */
+        for (; i < ctx->ring_count; i++) {
+            job = queue_at(ctx, i);
+            if (job->state == GPUOS__JOB_QUEUED) break;
+        }
+    }
+    job->state = GPUOS__JOB_TAKEN;
+    ctx->host_queued--;
     pthread_mutex_unlock(&ctx->mu);
     return job;
 }
@@ -276,13 +336,32 @@ void gpuos__queue_done_locked(gpuos_context *ctx, gpuos__job *job) {
 
 void gpuos__queue_done(gpuos_context *ctx, gpuos__job *job) {
     pthread_mutex_lock(&ctx->mu);
-    gpuos__queue_done_locked(ctx, job);
+    job->state = GPUOS__JOB_DONE;
+    while (ctx->ring_count > 0 && (job = queue_at(ctx, 0))->state == GPUOS__JOB_DONE) { /* retire in order */
+        ctx->ring[ctx->ring_head] = NULL;
+        ctx->ring_head = (ctx->ring_head + 1u) & (ctx->ring_size - 1u);
+        ctx->ring_count--;
+        gpuos__queue_done_locked(ctx, job);
+    }
     pthread_cond_broadcast(&ctx->cv_done);
+    pthread_cond_signal(&ctx->cv_room);
     pthread_mutex_unlock(&ctx->mu);
 }
 
+int gpuos__seq_done_locked(gpuos_context *ctx, uint64_t seq, int one) {
+    uint64_t off;
+    const gpuos__job *job;
+    if (ctx->completed >= seq) return 1;
+    if (!one || ctx->ring_count == 0) return 0;
+    off = seq - queue_at(ctx, 0)->seq;
+    if (off >= ctx->ring_count) return 0;
+    job = queue_at(ctx, (uint32_t)off);
+    if (ctx->cuda) return gpuos__cuda_job_done_locked(ctx, job, (uint32_t)off);
+    return job->state == GPUOS__JOB_DONE;
+}
+
 /* ---------------------------------------------------------------- fences and waits */
-gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms, const char *what) {
+gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, int one, uint32_t timeout_ms, const char *what) {
     gpuos_status st = GPUOS_OK;
     pthread_mutex_lock(&ctx->mu);
     if (ctx->stopping) { /* after gpuos_destroy: nothing will run any more */
@@ -291,18 +370,18 @@ gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, uint32_t timeout_
         st = gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT,
                               "%s: sequence number %llu was never issued (the last task is %llu)", what,
                               (unsigned long long)seq, (unsigned long long)ctx->submitted);
-    } else if (ctx->completed < seq && ctx->sticky == GPUOS_OK) {
-        if (ctx->cuda) { /* spins on the GPU's progress word, then sleeps in short steps */
-            (void)gpuos__cuda_wait_locked(ctx, seq, timeout_ms);
+    } else if (!gpuos__seq_done_locked(ctx, seq, one) && ctx->sticky == GPUOS_OK) {
+        if (ctx->cuda) { /* spins on the GPU's progress words, then sleeps in short steps */
+            (void)gpuos__cuda_wait_locked(ctx, seq, one, timeout_ms);
         } else {
             struct timespec deadline;
             gpuos__deadline(timeout_ms, &deadline);
-            while (ctx->completed < seq && ctx->sticky == GPUOS_OK && !ctx->stopping)
+            while (!gpuos__seq_done_locked(ctx, seq, one) && ctx->sticky == GPUOS_OK && !ctx->stopping)
                 if (gpuos__cond_wait_until(&ctx->cv_done, &ctx->mu, &deadline) == ETIMEDOUT) break;
         }
-        if (ctx->stopping && ctx->completed < seq)
+        if (ctx->stopping && !gpuos__seq_done_locked(ctx, seq, one))
             st = gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "%s: the context was destroyed", what);
-        else if (ctx->completed < seq && ctx->sticky == GPUOS_OK)
+        else if (!gpuos__seq_done_locked(ctx, seq, one) && ctx->sticky == GPUOS_OK)
             st = gpuos__set_error(ctx, GPUOS_ERR_TIMEOUT,
                                   "%s: timed out after %u ms waiting for task %llu (tasks up to %llu of %llu are "
                                   "done%s); the work is still queued",
@@ -338,10 +417,25 @@ int gpuos_fence_done(gpuos_context *ctx, uint64_t seq) {
 
 gpuos_status gpuos_wait_fence(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms) {
     if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_wait_fence: ctx is NULL");
-    return gpuos__wait_seq(ctx, seq, timeout_ms, "gpuos_wait_fence");
+    return gpuos__wait_seq(ctx, seq, 0, timeout_ms, "gpuos_wait_fence");
 }
 
 gpuos_status gpuos_wait(gpuos_context *ctx, uint32_t timeout_ms) {
     if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_wait: ctx is NULL");
-    return gpuos__wait_seq(ctx, gpuos_fence(ctx), timeout_ms, "gpuos_wait");
+    return gpuos__wait_seq(ctx, gpuos_fence(ctx), 0, timeout_ms, "gpuos_wait");
+}
+
+int gpuos_task_done(gpuos_context *ctx, uint64_t seq) {
+    int done;
+    if (!ctx) return 0;
+    pthread_mutex_lock(&ctx->mu);
+    if (ctx->cuda) gpuos__cuda_reap_locked(ctx);
+    done = seq <= ctx->submitted && gpuos__seq_done_locked(ctx, seq, 1);
+    pthread_mutex_unlock(&ctx->mu);
+    return done;
+}
+
+gpuos_status gpuos_wait_task(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms) {
+    if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_wait_task: ctx is NULL");
+    return gpuos__wait_seq(ctx, seq, 1, timeout_ms, "gpuos_wait_task");
 }

@@ -490,7 +490,7 @@ static gpuos_status tensor_transfer(gpuos_context *ctx, const gpuos_tensor *t, v
     pthread_mutex_lock(&ctx->mu);
     last_use = t->st->last_use;
     pthread_mutex_unlock(&ctx->mu);
-    if ((s = gpuos__wait_seq(ctx, last_use, ctx->cfg.wait_timeout_ms, fn)) != GPUOS_OK) return s;
+    if ((s = gpuos__wait_seq(ctx, last_use, 0, ctx->cfg.wait_timeout_ms, fn)) != GPUOS_OK) return s;
     if (t->numel == 0) return GPUOS_OK;
     if (t->st->on_device) return tensor_transfer_device(ctx, t, host, bytes, to_view);
     tensor_copy_strided(t->st->data + t->offset * (int64_t)elsize, elsize, t->rank, t->shape, t->strides,

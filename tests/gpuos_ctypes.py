@@ -89,7 +89,8 @@ class TensorInfo(Structure):
 class Task(Structure):
     _fields_ = [("struct_size", c_size_t), ("op", c_int), ("out", c_void_p), ("in_", c_void_p * MAX_INPUTS),
                 ("scalar", c_double * 2), ("axes", c_uint32), ("axis", c_int), ("keepdim", c_int),
-                ("correction", c_int)]
+                ("correction", c_int),
+                ("priority", c_int)]
 
 
 def version_number(major, minor, patch):
@@ -153,6 +154,8 @@ _SIGNATURES = {
     "gpuos_fence": (c_uint64, [_P]),
     "gpuos_fence_done": (c_int, [_P, c_uint64]),
     "gpuos_wait_fence": (c_int, [_P, c_uint64, c_uint32]),
+    "gpuos_task_done": (c_int, [_P, c_uint64]),
+    "gpuos_wait_task": (c_int, [_P, c_uint64, c_uint32]),
     "gpuos_wait": (c_int, [_P, c_uint32]),
     "gpuos_compile_device_code": (c_int, [c_int, c_int, c_char_p, c_size_t]),
     "gpuos_debug_pause": (c_int, [_P, c_int]),
@@ -436,6 +439,12 @@ class Context:
 
     def wait_fence(self, seq, timeout_ms=10000):
         return self.lib.gpuos_wait_fence(self.ptr, seq, timeout_ms)
+
+    def task_done(self, seq):
+        return self.lib.gpuos_task_done(self.ptr, seq)
+
+    def wait_task(self, seq, timeout_ms=10000):
+        return self.lib.gpuos_wait_task(self.ptr, seq, timeout_ms)
 
     def wait(self, timeout_ms=10000):
         return self.lib.gpuos_wait(self.ptr, timeout_ms)

@@ -27,7 +27,7 @@ def test_version():
 def test_struct_layouts_lp64():
     if ctypes.sizeof(ctypes.c_void_p) != 8:
         pytest.skip("layout numbers are for LP64")
-    assert ctypes.sizeof(Task) == 88 and ctypes.sizeof(Config) == 48 and ctypes.sizeof(TensorInfo) == 160
+    assert ctypes.sizeof(Task) == 96 and ctypes.sizeof(Config) == 48 and ctypes.sizeof(TensorInfo) == 160
 
 
 def test_names_and_ids():

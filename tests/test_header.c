@@ -87,7 +87,8 @@ int main(void) {
           "GPUOS_TASK_INIT");
     /* the layout tests/gpuos_ctypes.py mirrors (LP64) */
     if (sizeof(void *) == 8) {
-        CHECK(sizeof(gpuos_task) == 88 && offsetof(gpuos_task, scalar) == 56 && offsetof(gpuos_task, correction) == 84,
+        CHECK(sizeof(gpuos_task) == 96 && offsetof(gpuos_task, scalar) == 56 && offsetof(gpuos_task, correction) == 84 &&
+                  offsetof(gpuos_task, priority) == 88,
               "gpuos_task layout: size %d", (int)sizeof(gpuos_task));
         CHECK(sizeof(gpuos_config) == 48 && offsetof(gpuos_config, cache_dir) == 32, "gpuos_config layout: size %d",
               (int)sizeof(gpuos_config));

@@ -7900,6 +7900,16 @@ extern "C" __global__ void gpuos__d_test_kernel(int kernel_id, const void *plan,
 #define GPUOS__MAX_DEPS 4u       /* explicit dependencies per task */
 #define GPUOS__DEPS_ALL 0xffffffffu /* n_deps value: wait until every earlier task retired */
 #define GPUOS__DEP_RETIRED 0x80000000u /* dep_delta flag: wait until every task up to that one retired */
+/* dep_delta flag of a normal-lane task: wait until the high lane retired task X, where the
+   low 30 bits are X mod 2^30 (compared modulo 2^30: the lanes never drift that far apart) */
+#define GPUOS__DEP_HI 0x40000000u
+#define GPUOS__DEP_HI_MASK 0x3fffffffu
+/* Lanes: two independent queues (ring, sequence numbers, task ring, done counters,
+   retirement, worker inboxes) that share the workers. Lane 0 carries normal work, lane 1
+   high-priority work, which workers run first: between tiles, between tasks, and while
+   normal work waits for dependencies. A lane-1 task never depends on lane-0 work (the host
+   sends such a task on lane 0); a lane-0 task may wait for lane 1 (GPUOS__DEP_HI). */
+#define GPUOS__LANES 2
 #define GPUOS__PK_THREADS 256    /* threads per block of the persistent kernel */
 
 /* A task as the device sees it (56 bytes). */
@@ -7946,7 +7956,7 @@ typedef struct gpuos__dtask {
 } gpuos__dtask;
 
 #define GPUOS__PUSH_CHUNK 256u /* inbox entries the scheduler writes before one fence and their stamps */
-#define GPUOS__MAX_WORKERS 2048 /* worker blocks the scheduler can track */
+#define GPUOS__MAX_WORKERS 1024 /* worker blocks the scheduler can track (per lane: shared memory) */
 
 /* Device -> host progress, in mapped host memory. */
 typedef struct gpuos__pk_ctl {
@@ -7955,7 +7965,9 @@ typedef struct gpuos__pk_ctl {
     uint64_t exit_seq; /* after EXIT: the sequence number the next launch starts at */
     uint64_t alive;    /* 1 while the kernel runs (set at start, cleared at exit) */
     uint64_t fetched;  /* ring positions below this have been copied: the host may reuse them */
-    uint64_t pad_[3];
+    uint64_t retired_hi; /* lane 1 (high priority): as retired */
+    uint64_t fetched_hi; /* lane 1: as fetched */
+    uint64_t pad_;
     /* GPUOS__PK_TIMESTAMPS builds only (latency probes): %globaltimer when the fetcher
        saw a batch [0] and had pushed it [1], a worker saw an inbox entry [2], finished
        its tiles [3] and flushed its done counts [4], the retirer retired [5] */
@@ -7985,22 +7997,23 @@ enum {
     GPUOS__PROF_N = 16
 };
 
-/* Parameters of the persistent kernel (passed by value). */
+/* Parameters of the persistent kernel (passed by value).
+   Arrays [GPUOS__LANES] are per lane. */
 typedef struct gpuos__pk_params {
-    gpuos__qslot *ring;     /* mapped pinned host memory, ring_slots slots */
-    gpuos__pk_ctl *ctl;     /* mapped pinned host memory */
-    gpuos__dtask *tasks;    /* device, task_cap entries */
-    uint32_t *done;         /* device, task_cap tile counters */
-    uint64_t *retired;      /* device copy of ctl->retired, for dependency checks */
-    char *plans;            /* device, plan_cap * GPUOS__PLAN_BYTES */
-    gpuos__dtask *inbox;    /* device, n_workers * inbox_cap entries: each worker's tasks, in order */
-    uint32_t *wpos;         /* device, per worker: inbox entries it has consumed */
+    gpuos__qslot *ring[GPUOS__LANES];  /* mapped pinned host memory, ring_slots slots */
+    gpuos__pk_ctl *ctl;                /* mapped pinned host memory */
+    gpuos__dtask *tasks[GPUOS__LANES]; /* device, task_cap entries */
+    uint32_t *done[GPUOS__LANES];      /* device, task_cap tile counters */
+    uint64_t *retired;                 /* device, [lane]: copies of ctl's retired words, for dependency checks */
+    char *plans;                       /* device, plan_cap * GPUOS__PLAN_BYTES (both lanes) */
+    gpuos__dtask *inbox[GPUOS__LANES]; /* device, n_workers * inbox_cap entries: each worker's tasks, in order */
+    uint32_t *wpos[GPUOS__LANES];      /* device, per worker: inbox entries it has consumed */
     uint32_t inbox_cap;     /* power of two, >= GPUOS__PUSH_CHUNK */
     uint32_t ring_log2;     /* log2(ring_slots) */
     uint64_t ring_slots;    /* power of two */
     uint64_t task_cap;      /* power of two */
-    uint64_t start_pos;     /* first ring position to read */
-    uint64_t start_seq;     /* first task sequence number (>= 1) */
+    uint64_t start_pos[GPUOS__LANES]; /* first ring position to read */
+    uint64_t start_seq[GPUOS__LANES]; /* first task sequence number (>= 1) */
     unsigned long long *prof; /* device, GPUOS__PROF_N counters (GPUOS__PK_TIMESTAMPS builds) */
 } gpuos__pk_params;
 
@@ -8075,52 +8088,64 @@ static __device__ __forceinline__ void gpuos__sh_store(uint64_t *p, uint64_t v) 
 }
 
 /* ---------------------------------------------------------------- the scheduler block */
-/* Warp-specialised. Warps 0-3 fetch: poll the host ring (one slot while idle, 16 once
-   busy, eight threads per slot, one PCIe round trip per poll), copy plan chunks into the plan table and
-   descriptors into the task ring, and push each task, in sequence order, into the
-   inbox of every worker that owns one of its tiles. Warp 4 retires: it advances
-   `retired` over finished tasks in order (32 per parallel read) and tells the host
-   with one posted write. The roles meet only through volatile shared words, so
-   retirement never waits for a PCIe poll. */
-#ifndef GPUOS__FETCH_THREADS /* a multiple of 32, at most GPUOS__PK_THREADS - 32 (the retirer warp) */
-#define GPUOS__FETCH_THREADS 128
-#endif
-#define GPUOS__FETCH_SLOTS (GPUOS__FETCH_THREADS / 8) /* slots per poll: eight threads read one */
+/* Warp-specialised, one fetcher and one retirer per lane (gpuos_queue.h). Warps 0-3 fetch
+   lane 0, warp 5 lane 1: each polls its host ring (one slot while idle, all its slots once
+   busy, eight threads per slot, one PCIe round trip per poll), copies plan chunks into the
+   plan table and descriptors into its task ring, and pushes each task, in sequence order,
+   into its lane's inbox of every worker that owns one of its tiles. Warps 4 and 6 retire:
+   each advances its lane's `retired` over finished tasks in order (32 per parallel read)
+   and tells the host with one posted write. The roles meet only through shared words
+   (atomics), so retirement never waits for a PCIe poll, and a full lane-0 inbox never
+   holds up lane 1. */
+#define GPUOS__FETCH_THREADS 128 /* lane 0's fetcher: 16 slots per poll */
+#define GPUOS__FETCH_THREADS_HI 32 /* lane 1's: 4 slots per poll */
+#define GPUOS__FETCH_FIRST_HI 160  /* lane 1's fetcher is warp 5 */
+template <int LANE, int NT>
 static __device__ __forceinline__ void gpuos__fetch_bar(void) {
-    asm volatile("bar.sync 1, %0;" ::"n"(GPUOS__FETCH_THREADS) : "memory");
+    asm volatile("bar.sync %0, %1;" ::"n"(1 + LANE), "n"(NT) : "memory");
 }
 
+/* LANE's fetcher: NT threads (a multiple of 32). s_limit, s_stop: shared with the retirers. */
+template <int LANE, int NT>
 static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_limit, uint64_t *s_stop) {
-    __shared__ uint32_t s_ballot[GPUOS__FETCH_THREADS / 32];
+    enum { SLOTS = NT / 8 }; /* slots per poll: eight threads read one */
+    __shared__ uint32_t s_ballot[NT / 32];
     __shared__ uint32_t s_wtail[GPUOS__MAX_WORKERS]; /* inbox entries written, per worker */
     __shared__ uint32_t s_wseen[GPUOS__MAX_WORKERS]; /* last seen consumption, per worker */
-    __shared__ gpuos__qdesc s_d[GPUOS__FETCH_THREADS];
-    __shared__ uint32_t s_off[GPUOS__FETCH_THREADS + 1];
+    __shared__ gpuos__qdesc s_d[SLOTS];
+    __shared__ uint32_t s_off[SLOTS + 1];
     __shared__ uint64_t s_push[GPUOS__PUSH_CHUNK]; /* (worker, inbox index) of a chunk's entries */
-    __shared__ gpuos__qbody s_body[GPUOS__FETCH_SLOTS];
+    __shared__ gpuos__qbody s_body[SLOTS];
     __shared__ uint64_t s_pos, s_seq;
     __shared__ int s_exit;
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int tid = (int)threadIdx.x - (LANE ? GPUOS__FETCH_FIRST_HI : 0), lane = tid & 31, warp = tid >> 5;
     const uint32_t nw = gridDim.x - 1;
-    for (uint32_t w = tid; w < nw; w += GPUOS__FETCH_THREADS) {
-        s_wtail[w] = P.wpos[w]; /* the host left each inbox empty: tail == consumed */
+    gpuos__qslot *const ring = P.ring[LANE];
+    gpuos__dtask *const tasks = P.tasks[LANE];
+    gpuos__dtask *const inbox = P.inbox[LANE];
+    uint32_t *const done = P.done[LANE];
+    uint32_t *const wpos = P.wpos[LANE];
+    for (uint32_t w = tid; w < nw; w += NT) {
+        s_wtail[w] = wpos[w]; /* the host left each inbox empty: tail == consumed */
         s_wseen[w] = s_wtail[w];
     }
     if (tid == 0) {
-        s_pos = P.start_pos;
-        s_seq = P.start_seq;
+        s_pos = P.start_pos[LANE];
+        s_seq = P.start_seq[LANE];
         s_exit = 0;
     }
-    gpuos__fetch_bar();
+    gpuos__fetch_bar<LANE, NT>();
     int width = 1; /* slots polled per round trip: 1 while idle */
 #ifdef GPUOS__PK_TIMESTAMPS
     unsigned long long fprof[GPUOS__PROF_N] = {0};
 #endif
     while (!s_exit) {
+        /* lane 1 ends with lane 0: the host sends EXIT (on lane 0) only once lane 1 retired everything */
+        if (LANE == 1 && __shfl_sync(0xffffffffu, (threadIdx.x & 31) == 0 ? (int)gpuos__sh_load(s_stop) : 0, 0)) break;
 #ifdef GPUOS__PK_TIMESTAMPS
         const long long t_poll = clock64();
 #endif
-        const int64_t room = (int64_t)(gpuos__sh_load(s_limit) - s_seq); /* free task-ring entries */
+        const int64_t room = (int64_t)(gpuos__sh_load(&s_limit[LANE]) - s_seq); /* free task-ring entries */
         /* Eight threads per slot, one 8-byte volatile read each: one PCIe round trip
            both detects and delivers the slot (measured on the H100: one 8-byte read
            ~0.33 us; four 16-byte reads from ONE thread are serialised, ~3.7 us). */
@@ -8129,7 +8154,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
         uint64_t wv = 0;
         int ok = 0;
         if (g < width && g < room) {
-            asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(wv) : "l"(&P.ring[spos & (P.ring_slots - 1)].w[k]) : "memory");
+            asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(wv) : "l"(&ring[spos & (P.ring_slots - 1)].w[k]) : "memory");
             ok = (wv >> 56) == GPUOS__LAP_TAG(spos, P.ring_log2);
         }
         const uint64_t nx = __shfl_down_sync(0xffffffffu, wv, 1);
@@ -8139,7 +8164,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
             s_body[g].w[k] = ((wv & m) >> (8 * k)) | ((nx & m) << (56 - 8 * k));
         }
 #ifdef GPUOS__PK_TIMESTAMPS
-        if (tid == 0 && ok) P.ctl->stamp[0] = gpuos__globaltimer();
+        if (LANE == 0 && tid == 0 && ok) P.ctl->stamp[0] = gpuos__globaltimer();
 #endif
         if (lane == 0) {
             uint32_t r = 0;
@@ -8147,15 +8172,15 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
                 if (((okb >> (8 * q)) & 0xffu) == 0xffu) r |= 1u << q;
             s_ballot[warp] = r;
         }
-        gpuos__fetch_bar();
+        gpuos__fetch_bar<LANE, NT>();
         int n = 0;
-        for (int w = 0; w < GPUOS__FETCH_THREADS / 32; w++) {
+        for (int w = 0; w < NT / 32; w++) {
             uint32_t x = s_ballot[w];
             if (x == 0xfu) { n += 4; continue; }
             n += __ffs(~x) - 1;
             break;
         }
-        gpuos__fetch_bar();
+        gpuos__fetch_bar<LANE, NT>();
         gpuos__qbody body;
         if (tid < n) body = s_body[tid];
         uint32_t b;
@@ -8164,10 +8189,10 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
         const int is_task = tid < n && kind != GPUOS__SLOT_PLAN;
         b = __ballot_sync(0xffffffffu, is_task);
         if (lane == 0) s_ballot[warp] = b;
-        gpuos__fetch_bar();
+        gpuos__fetch_bar<LANE, NT>();
         uint32_t rank = __popc(b & ((1u << lane) - 1)); /* index among this batch's tasks */
         uint32_t n_tasks = 0;
-        for (int w = 0; w < GPUOS__FETCH_THREADS / 32; w++) {
+        for (int w = 0; w < NT / 32; w++) {
             if (w < warp) rank += __popc(s_ballot[w]);
             n_tasks += __popc(s_ballot[w]);
         }
@@ -8181,9 +8206,9 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
                 gpuos__qdesc d = body.d;
                 if (kind == GPUOS__SLOT_EXIT) d.n_tiles = 0;
                 s_d[rank] = d;
-                gpuos__dtask *t = &P.tasks[seq & (P.task_cap - 1)];
+                gpuos__dtask *t = &tasks[seq & (P.task_cap - 1)];
                 t->d = d;
-                P.done[seq & (P.task_cap - 1)] = 0;
+                done[seq & (P.task_cap - 1)] = 0;
             }
         }
         /* s_d and the task-ring entries are complete for every fetch thread after this
@@ -8192,7 +8217,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
            barrier orders them before that fence, which orders them before the relaxed
            stores of their seq and of the inbox stamps (one fence a batch instead of one
            per writing thread, one per release and one per chunk). */
-        gpuos__fetch_bar();
+        gpuos__fetch_bar<LANE, NT>();
         /* Push each task, in order, to the inboxes of the workers owning its tiles:
            the batch as (task, owner) pairs in sequence order, 32 pairs per round on
            warp 0; lanes naming the same worker take consecutive inbox entries in lane
@@ -8206,13 +8231,13 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
             }
             s_off[n_tasks] = off;
         }
-        gpuos__fetch_bar();
+        gpuos__fetch_bar<LANE, NT>();
         if (warp == 0) {
             const uint32_t pairs = s_off[n_tasks];
             if (pairs == 0) { /* plan chunks only, or tasks with no tiles: still one fence */
                 __threadfence();
                 for (uint32_t i = lane; i < n_tasks; i += 32)
-                    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&P.tasks[(s_seq + i) & (P.task_cap - 1)].seq), "l"(s_seq + i) : "memory");
+                    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&tasks[(s_seq + i) & (P.task_cap - 1)].seq), "l"(s_seq + i) : "memory");
             }
             for (uint32_t c0 = 0; c0 < pairs; c0 += GPUOS__PUSH_CHUNK) {
                 /* a chunk's entries first (plain stores), then ONE fence, then their stamps:
@@ -8239,11 +8264,11 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
                     if (active) {
                         const uint32_t k = tail + rank;
                         while (k - s_wseen[w] >= P.inbox_cap) { /* inbox full: wait for the worker */
-                            uint32_t c = gpuos__ld_acquire_gpu_u32(&P.wpos[w]);
+                            uint32_t c = gpuos__ld_acquire_gpu_u32(&wpos[w]);
                             if (k - c >= P.inbox_cap) gpuos__nanosleep(64);
                             else s_wseen[w] = c;
                         }
-                        gpuos__dtask *e = &P.inbox[(size_t)w * P.inbox_cap + (k & (P.inbox_cap - 1))];
+                        gpuos__dtask *e = &inbox[(size_t)w * P.inbox_cap + (k & (P.inbox_cap - 1))];
                         gpuos__qdesc dd = s_d[i];
                         dd.stamp = 0;
                         e->d = dd;
@@ -8257,29 +8282,29 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
                 __syncwarp();
                 if (c0 == 0) /* the batch's task-ring entries: written before the barrier above */
                     for (uint32_t i = lane; i < n_tasks; i += 32)
-                        asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&P.tasks[(s_seq + i) & (P.task_cap - 1)].seq), "l"(s_seq + i) : "memory");
+                        asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&tasks[(s_seq + i) & (P.task_cap - 1)].seq), "l"(s_seq + i) : "memory");
                 for (uint32_t p = c0 + lane; p < c1; p += 32) {
                     const uint64_t wk = s_push[p - c0];
                     const uint32_t w = (uint32_t)(wk >> 32), k = (uint32_t)wk;
-                    gpuos__dtask *e = &P.inbox[(size_t)w * P.inbox_cap + (k & (P.inbox_cap - 1))];
+                    gpuos__dtask *e = &inbox[(size_t)w * P.inbox_cap + (k & (P.inbox_cap - 1))];
                     asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(&e->d.stamp), "r"(k + 1) : "memory");
                 }
                 __syncwarp();
             }
         }
         if (tid == 0) for (uint32_t i = 0; i < n_tasks; i++) if (GPUOS__KIND(s_d[i].kind) == GPUOS__SLOT_EXIT) s_exit = 1;
-        gpuos__fetch_bar();
+        gpuos__fetch_bar<LANE, NT>();
         if (tid == 0 && n) {
             s_pos += n;
             s_seq += n_tasks;
-            gpuos__st_relaxed_sys_u64(&P.ctl->fetched, s_pos);
+            gpuos__st_relaxed_sys_u64(LANE ? &P.ctl->fetched_hi : &P.ctl->fetched, s_pos);
 #ifdef GPUOS__PK_TIMESTAMPS
-            if (n_tasks) P.ctl->stamp[1] = gpuos__globaltimer();
+            if (LANE == 0 && n_tasks) P.ctl->stamp[1] = gpuos__globaltimer();
 #endif
         }
-        width = n ? GPUOS__FETCH_SLOTS : 1;
+        width = n ? SLOTS : 1;
 #ifdef GPUOS__PK_TIMESTAMPS
-        if (tid == 0) {
+        if (LANE == 0 && tid == 0) {
             fprof[n ? GPUOS__PROF_F_BATCH : GPUOS__PROF_F_POLL] += (unsigned long long)(clock64() - t_poll);
             fprof[n ? GPUOS__PROF_F_FULL : GPUOS__PROF_F_EMPTY]++;
             fprof[GPUOS__PROF_F_SLOTS] += (unsigned long long)n;
@@ -8289,31 +8314,36 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
         }
 #endif
         if (n == 0 && tid == 0) gpuos__nanosleep(32);
-        gpuos__fetch_bar();
+        gpuos__fetch_bar<LANE, NT>();
     }
-    if (tid == 0) {
+    if (LANE == 0 && tid == 0) {
         while (!gpuos__sh_load(s_stop)) gpuos__nanosleep(100); /* the retirer retired everything up to EXIT */
         gpuos__st_relaxed_sys_u64(&P.ctl->exit_pos, s_pos);
         gpuos__st_relaxed_sys_u64(&P.ctl->exit_seq, s_seq);
     }
 }
 
+/* LANE's retirer (one warp). Lane 0 stops at EXIT and then raises s_stop; lane 1 stops at s_stop. */
+template <int LANE>
 static __device__ void gpuos__pk_retire(const gpuos__pk_params &P, uint64_t *s_limit, uint64_t *s_stop) {
     const int lane = threadIdx.x & 31;
-    uint64_t r = P.start_seq - 1;
-    if (lane == 0) gpuos__sh_store(s_limit, r + 1 + P.task_cap);
+    const gpuos__dtask *const tasks = P.tasks[LANE];
+    const uint32_t *const done = P.done[LANE];
+    uint64_t r = P.start_seq[LANE] - 1;
+    if (lane == 0) gpuos__sh_store(&s_limit[LANE], r + 1 + P.task_cap);
     for (;;) {
         int hit_exit = 0;
+        if (LANE == 1 && __shfl_sync(0xffffffffu, (threadIdx.x & 31) == 0 ? (int)gpuos__sh_load(s_stop) : 0, 0)) break;
         for (;;) {
             const uint64_t nx = r + 1 + lane;
             int fin = 0, is_exit = 0;
-            const gpuos__dtask *t = &P.tasks[nx & (P.task_cap - 1)];
+            const gpuos__dtask *t = &tasks[nx & (P.task_cap - 1)];
             if (gpuos__ld_acquire_gpu_u64(&t->seq) == nx) {
                 uint32_t kind, n_tiles;
                 asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(kind) : "l"(&t->d.kind) : "memory");
                 asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(n_tiles) : "l"(&t->d.n_tiles) : "memory");
                 is_exit = GPUOS__KIND(kind) == GPUOS__SLOT_EXIT;
-                fin = is_exit || gpuos__ld_acquire_gpu_u32(&P.done[nx & (P.task_cap - 1)]) >= n_tiles;
+                fin = is_exit || gpuos__ld_acquire_gpu_u32(&done[nx & (P.task_cap - 1)]) >= n_tiles;
             }
             uint32_t fb = __ballot_sync(0xffffffffu, fin);
             int k = fb == 0xffffffffu ? 32 : __ffs(~fb) - 1;
@@ -8325,33 +8355,39 @@ static __device__ void gpuos__pk_retire(const gpuos__pk_params &P, uint64_t *s_l
             if (k == 0) break;
             r += k;
             if (lane == 0) {
-                gpuos__st_release_gpu_u64(P.retired, r);
+                gpuos__st_release_gpu_u64(&P.retired[LANE], r);
 #ifdef GPUOS__PK_TIMESTAMPS
-                P.ctl->stamp[5] = gpuos__globaltimer();
+                if (LANE == 0) P.ctl->stamp[5] = gpuos__globaltimer();
 #endif
-                gpuos__st_relaxed_sys_u64(&P.ctl->retired, r);
-                gpuos__sh_store(s_limit, r + 1 + P.task_cap); /* a task-ring entry is reused once retired */
+                gpuos__st_relaxed_sys_u64(LANE ? &P.ctl->retired_hi : &P.ctl->retired, r);
+                gpuos__sh_store(&s_limit[LANE], r + 1 + P.task_cap); /* a task-ring entry is reused once retired */
             }
             if (hit_exit || k < 32) break;
         }
         if (hit_exit) break;
         gpuos__nanosleep(20);
     }
-    if (lane == 0) gpuos__sh_store(s_stop, 1);
+    if (LANE == 0 && lane == 0) gpuos__sh_store(s_stop, 1);
 }
 
 static __device__ void gpuos__pk_schedule(const gpuos__pk_params &P) {
-    __shared__ uint64_t s_limit, s_stop;
+    __shared__ uint64_t s_limit[GPUOS__LANES], s_stop;
     if (threadIdx.x == 0) {
-        s_limit = P.start_seq + P.task_cap;
+        s_limit[0] = P.start_seq[0] + P.task_cap;
+        s_limit[1] = P.start_seq[1] + P.task_cap;
         s_stop = 0;
         gpuos__st_relaxed_sys_u64(&P.ctl->alive, 1);
     }
     __syncthreads();
+    const int warp = threadIdx.x >> 5;
     if (threadIdx.x < GPUOS__FETCH_THREADS)
-        gpuos__pk_fetch(P, &s_limit, &s_stop);
-    else if (threadIdx.x < GPUOS__FETCH_THREADS + 32)
-        gpuos__pk_retire(P, &s_limit, &s_stop);
+        gpuos__pk_fetch<0, GPUOS__FETCH_THREADS>(P, s_limit, &s_stop);
+    else if (warp == 4)
+        gpuos__pk_retire<0>(P, s_limit, &s_stop);
+    else if (warp == 5)
+        gpuos__pk_fetch<1, GPUOS__FETCH_THREADS_HI>(P, s_limit, &s_stop);
+    else if (warp == 6)
+        gpuos__pk_retire<1>(P, s_limit, &s_stop);
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence_system();
@@ -8360,13 +8396,124 @@ static __device__ void gpuos__pk_schedule(const gpuos__pk_params &P) {
 }
 
 /* ---------------------------------------------------------------- worker blocks */
-static __device__ __forceinline__ int gpuos__pk_dep_done(const gpuos__pk_params &P, uint64_t dep) {
-    if (gpuos__ld_acquire_gpu_u64(P.retired) >= dep) return 1;
-    const gpuos__dtask *t = &P.tasks[dep & (P.task_cap - 1)];
+static __device__ __forceinline__ int gpuos__pk_dep_done(const gpuos__pk_params &P, int lane, uint64_t dep) {
+    if (gpuos__ld_acquire_gpu_u64(&P.retired[lane]) >= dep) return 1;
+    const gpuos__dtask *t = &P.tasks[lane][dep & (P.task_cap - 1)];
     uint32_t n_tiles;
     if (gpuos__ld_acquire_gpu_u64(&t->seq) != dep) return 1; /* entry reused: dep retired long ago */
     asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(n_tiles) : "l"(&t->d.n_tiles) : "memory");
-    return gpuos__ld_acquire_gpu_u32(&P.done[dep & (P.task_cap - 1)]) >= n_tiles;
+    return gpuos__ld_acquire_gpu_u32(&P.done[lane][dep & (P.task_cap - 1)]) >= n_tiles;
+}
+
+/* Lane 1 retired task x (x mod 2^30, GPUOS__DEP_HI)? */
+static __device__ __forceinline__ int gpuos__pk_hi_retired(const gpuos__pk_params &P, uint32_t x) {
+    const uint32_t r = (uint32_t)gpuos__ld_acquire_gpu_u64(&P.retired[1]);
+    return ((r - x) & GPUOS__DEP_HI_MASK) < (GPUOS__DEP_HI_MASK >> 1);
+}
+
+/* Are task seq's dependencies (lane `lane`) satisfied? One check, no waiting. */
+static __device__ int gpuos__pk_deps_ready(const gpuos__pk_params &P, int lane, const gpuos__qdesc *d, uint64_t seq) {
+    if (d->n_deps == GPUOS__DEPS_ALL) {
+        if (gpuos__ld_acquire_gpu_u64(&P.retired[lane]) < seq - 1) return 0;
+        /* lane 0: every earlier task of lane 1 too (the host puts it in dep_delta[0]) */
+        return lane != 0 || !(d->dep_delta[0] & GPUOS__DEP_HI) ||
+               gpuos__pk_hi_retired(P, d->dep_delta[0] & GPUOS__DEP_HI_MASK);
+    }
+    for (uint32_t k = 0; k < d->n_deps; k++) {
+        const uint32_t dd = d->dep_delta[k];
+        if (dd & GPUOS__DEP_HI) {
+            if (!gpuos__pk_hi_retired(P, dd & GPUOS__DEP_HI_MASK)) return 0;
+            continue;
+        }
+        const uint64_t dep = seq - (dd & ~GPUOS__DEP_RETIRED);
+        if (dd & GPUOS__DEP_RETIRED) {
+            if (gpuos__ld_acquire_gpu_u64(&P.retired[lane]) < dep) return 0;
+        } else if (!gpuos__pk_dep_done(P, lane, dep)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Lane 1 work waiting in this worker's inbox (a hint: the drain reads it properly)? */
+static __device__ __forceinline__ uint32_t gpuos__pk_hi_stamp(const gpuos__pk_params &P, uint32_t me, uint32_t hhead) {
+    uint32_t v;
+    const gpuos__dtask *e = &P.inbox[1][(size_t)me * P.inbox_cap + (hhead & (P.inbox_cap - 1))];
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(&e->d.stamp) : "memory");
+    return v;
+}
+
+/* Runs every lane-1 (high-priority) task in this worker's inbox, until it is empty. Called
+   by every thread of the block at a tile boundary of lane-0 work (nothing of it is in
+   flight in shared memory) or while lane-0 work waits for a dependency. Lane-1 tasks wait
+   only for lane-1 tasks, which every worker runs first, so this always finishes. Plans go
+   through their own shared buffer: the lane-0 task's copy stays valid. */
+static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint32_t me, uint32_t nw,
+                                                  uint32_t *s_hhead) {
+    __shared__ gpuos__qdesc s_d[32];
+    __shared__ uint64_t s_seq[32];
+    __shared__ uint32_t s_mine[32];
+    __shared__ uint64_t s_plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8];
+    __shared__ int s_n;
+    const int tid = threadIdx.x, lane = tid & 31;
+    const gpuos__dtask *inbox = P.inbox[1] + (size_t)me * P.inbox_cap;
+    for (;;) {
+        const uint32_t head = *s_hhead;
+        if (tid < 32) {
+            const gpuos__dtask *e = &inbox[(head + lane) & (P.inbox_cap - 1)];
+            int ok = gpuos__ld_acquire_gpu_u32(&e->d.stamp) == head + lane + 1;
+            if (ok) {
+                gpuos__ld_desc(&s_d[lane], &e->d);
+                asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(s_seq[lane]) : "l"(&e->seq) : "memory");
+            }
+            s_mine[lane] = 0;
+            uint32_t b = __ballot_sync(0xffffffffu, ok);
+            if (lane == 0) s_n = b == 0xffffffffu ? 32 : __ffs(~b) - 1;
+        }
+        __syncthreads();
+        const int n = s_n;
+        if (n == 0) break;
+        int flushed = 0;
+        for (int i = 0; i < n; i++) {
+            const gpuos__qdesc *d = &s_d[i];
+            const uint64_t seq = s_seq[i];
+            if (d->n_deps) {
+                if (tid == 0) {
+                    __threadfence();
+                    for (int k = flushed; k < i; k++)
+                        if (s_mine[k]) atomicAdd(&P.done[1][s_seq[k] & (P.task_cap - 1)], s_mine[k]);
+                    unsigned spin = 0;
+                    while (!gpuos__pk_deps_ready(P, 1, d, seq))
+                        if (++spin > 16) gpuos__nanosleep(32);
+                }
+                flushed = i;
+                __syncthreads();
+                asm volatile("fence.acq_rel.gpu;" ::: "memory");
+            }
+            const uint64_t *src = (const uint64_t *)(P.plans + (size_t)d->plan_id * GPUOS__PLAN_BYTES);
+            for (int k = tid; k < (int)(GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8); k += blockDim.x) s_plan[k] = src[k];
+            __syncthreads();
+            const uint32_t first = (me + nw - (d->base % nw)) % nw;
+            uint32_t mine = 0;
+            for (uint32_t t = first; t < d->n_tiles; t += nw) {
+                int64_t b = (int64_t)t * d->tile_items;
+                int64_t e = b + d->tile_items;
+                if (e > d->n_items) e = d->n_items;
+                gpuos__d_run(d->kernel_id, s_plan, b, e);
+                __syncthreads();
+                mine++;
+            }
+            if (tid == 0) s_mine[i] = mine;
+        }
+        if (tid == 0) {
+            __threadfence();
+            for (int k = flushed; k < n; k++)
+                if (s_mine[k]) atomicAdd(&P.done[1][s_seq[k] & (P.task_cap - 1)], s_mine[k]);
+            gpuos__st_release_gpu_u32(&P.wpos[1][me], head + n);
+            *s_hhead = head + n;
+        }
+        __syncthreads();
+    }
 }
 
 #ifdef GPUOS__PK_TIMESTAMPS
@@ -8386,24 +8533,35 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
     __shared__ uint64_t s_seq[32];
     __shared__ uint32_t s_mine[32];
     __shared__ uint64_t s_plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8];
-    __shared__ int s_n, s_stale;
+    __shared__ int s_n, s_stale, s_ready;
+    __shared__ uint32_t s_hhead;   /* lane 1: inbox entries consumed (gpuos__pk_hi) */
+    __shared__ int s_hflag[2];     /* lane 1 work seen at a tile boundary (alternate checks) */
     const int tid = threadIdx.x, lane = tid & 31;
     const uint32_t me = blockIdx.x - 1, nw = gridDim.x - 1;
-    const gpuos__dtask *inbox = P.inbox + (size_t)me * P.inbox_cap;
-    uint32_t head = P.wpos[me];
+    const gpuos__dtask *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;
+    uint32_t head = P.wpos[0][me];
+    int hpar = 0; /* which s_hflag the next tile boundary uses */
     uint32_t plan_row = 0xffffffffu, plan_epoch = 0; /* the plan s_plan holds (same in every thread) */
     int vec_kid = -1, vec_state = -1; /* gpuos__d_ew_inline's check of that plan, for kernel vec_kid */
 #ifdef GPUOS__PK_TIMESTAMPS
     unsigned long long prof[GPUOS__PROF_N] = {0};
 #endif
-    if (tid == 0) s_stale = 0;
+    if (tid == 0) s_stale = 0, s_hhead = P.wpos[1][me];
+    __syncthreads();
     for (;;) {
         GPUOS__PROF_T0(t_wait);
         if (tid < 32) {
             unsigned spin = 0;
             for (;;) {
+                const uint32_t hh = s_hhead;
+                const uint32_t hs = lane == 0 ? gpuos__pk_hi_stamp(P, me, hh) : 0u;
                 const gpuos__dtask *e = &inbox[(head + lane) & (P.inbox_cap - 1)];
                 int ok = gpuos__ld_acquire_gpu_u32(&e->d.stamp) == head + lane + 1;
+                /* lane 1 first: an empty lane-0 batch (s_n = 0) sends the block to it */
+                if (__shfl_sync(0xffffffffu, (int)(hs == hh + 1), 0)) {
+                    if (lane == 0) s_n = 0;
+                    break;
+                }
                 if (ok) {
                     gpuos__ld_desc(&s_d[lane], &e->d);
                     asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(s_seq[lane]) : "l"(&e->seq) : "memory");
@@ -8431,6 +8589,10 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
         const int n = s_n;
         int stop = 0, flushed = 0;
         if (s_stale) plan_row = 0xffffffffu, vec_state = -1;
+        if (n == 0) { /* lane 1 work: run it, then look again */
+            gpuos__pk_hi(P, me, nw, &s_hhead);
+            continue;
+        }
         for (int i = 0; i < n; i++) {
             const gpuos__qdesc *d = &s_d[i];
             if (GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT) { stop = 1; break; }
@@ -8441,28 +8603,25 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
                     /* publish our finished tiles first: the producer may wait on them */
                     __threadfence();
                     for (int k = flushed; k < i; k++)
-                        if (s_mine[k]) atomicAdd(&P.done[s_seq[k] & (P.task_cap - 1)], s_mine[k]);
-                    if (d->n_deps == GPUOS__DEPS_ALL) {
-                        unsigned spin = 0;
-                        while (gpuos__ld_acquire_gpu_u64(P.retired) < seq - 1)
-                            if (++spin > 16) gpuos__nanosleep(64);
-                    } else {
-                        for (uint32_t k = 0; k < d->n_deps; k++) {
-                            const uint32_t dd = d->dep_delta[k];
-                            const uint64_t dep = seq - (dd & ~GPUOS__DEP_RETIRED);
-                            unsigned spin = 0;
-                            if (dd & GPUOS__DEP_RETIRED) {
-                                while (gpuos__ld_acquire_gpu_u64(P.retired) < dep)
-                                    if (++spin > 16) gpuos__nanosleep(64);
-                            } else {
-                                while (!gpuos__pk_dep_done(P, dep))
-                                    if (++spin > 16) gpuos__nanosleep(32);
-                            }
-                        }
-                    }
+                        if (s_mine[k]) atomicAdd(&P.done[0][s_seq[k] & (P.task_cap - 1)], s_mine[k]);
                 }
                 flushed = i;
-                __syncthreads();
+                /* wait, running lane-1 work that arrives meanwhile (a lane-0 task may wait for it) */
+                for (;;) {
+                    if (tid == 0) {
+                        unsigned spin = 0;
+                        int r;
+                        while (!(r = gpuos__pk_deps_ready(P, 0, d, seq))) {
+                            if (gpuos__pk_hi_stamp(P, me, s_hhead) == s_hhead + 1) break;
+                            if (++spin > 16) gpuos__nanosleep(32);
+                        }
+                        s_ready = r;
+                    }
+                    __syncthreads();
+                    if (s_ready) break;
+                    gpuos__pk_hi(P, me, nw, &s_hhead); /* its barriers order s_ready's next write */
+                }
+                __syncthreads(); /* s_ready is read by all before thread 0 writes it again */
                 /* every thread acquires: its loads must see the producers' writes, not
                    lines its multiprocessor cached before */
                 asm volatile("fence.acq_rel.gpu;" ::: "memory");
@@ -8495,6 +8654,8 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
                 int64_t b = (int64_t)t * d->tile_items;
                 int64_t e = b + d->tile_items;
                 if (e > d->n_items) e = d->n_items;
+                /* lane 1 is checked at every tile boundary: the load issues now, is used after the tile */
+                const uint32_t hstamp = tid == 0 ? gpuos__pk_hi_stamp(P, me, s_hhead) : 0u;
                 GPUOS__PROF_T0(t_run);
 #if defined(GPUOS__PROBE_RUN)
                 /* probe only (tests/gpu/probe_chain.c): the floors of a tile inside this loop.
@@ -8528,9 +8689,13 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
 #endif
                 GPUOS__PROF_ADD(prof, GPUOS__PROF_RUN, t_run);
                 GPUOS__PROF_T0(t_sync);
+                if (tid == 0) s_hflag[hpar] = hstamp == s_hhead + 1;
                 __syncthreads(); /* kernels may reuse static shared memory; next task reads our writes */
                 GPUOS__PROF_ADD(prof, GPUOS__PROF_SYNC, t_sync);
                 mine++;
+                /* s_hflag[hpar] is written again two boundaries on, after a barrier every thread passed */
+                if (s_hflag[hpar]) gpuos__pk_hi(P, me, nw, &s_hhead);
+                hpar ^= 1;
             }
             if (tid == 0) s_mine[i] = mine;
 #ifdef GPUOS__PK_TIMESTAMPS
@@ -8545,11 +8710,11 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
 #endif
             __threadfence();
             for (int k = flushed; k < n; k++)
-                if (s_mine[k]) atomicAdd(&P.done[s_seq[k] & (P.task_cap - 1)], s_mine[k]);
+                if (s_mine[k]) atomicAdd(&P.done[0][s_seq[k] & (P.task_cap - 1)], s_mine[k]);
 #ifdef GPUOS__PK_TIMESTAMPS
             if (s_mine[n - 1]) P.ctl->stamp[4] = gpuos__globaltimer();
 #endif
-            gpuos__st_release_gpu_u32(&P.wpos[me], head + n); /* on EXIT, n ends at it */
+            gpuos__st_release_gpu_u32(&P.wpos[0][me], head + n); /* on EXIT, n ends at it */
 #ifdef GPUOS__PK_TIMESTAMPS
             GPUOS__PROF_ADD(prof, GPUOS__PROF_FLUSH, t_flush);
             prof[GPUOS__PROF_BATCHES]++;
@@ -8572,7 +8737,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
 #ifndef GPUOS__PK_MIN_BLOCKS
 #define GPUOS__PK_MIN_BLOCKS 2
 #endif
-extern "C" __global__ void __launch_bounds__(GPUOS__PK_THREADS, GPUOS__PK_MIN_BLOCKS) gpuos__pk_main(gpuos__pk_params P) {
+extern "C" __global__ void __launch_bounds__(GPUOS__PK_THREADS, GPUOS__PK_MIN_BLOCKS) gpuos__pk_main(const __grid_constant__ gpuos__pk_params P) {
     if (blockIdx.x == 0)
         gpuos__pk_schedule(P);
     else
