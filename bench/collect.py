@@ -95,6 +95,8 @@ ROWS = {
                      target=Target("<=", 25.0)),
     "pipeline_jobs": dict(unit="jobs/s", what="jobs of copy-in, 20 adds on 4096 floats, copy-out; 8 in flight",
                           target=Target(">=", 1.5, of="cuda_graph_per_job")),
+    "priority_latency": dict(unit="us", what="5 high-priority adds on 4096 floats behind 3000 normal adds on 1M floats",
+                             target=Target("<=", 2.0, of="alone")),
 }
 
 

@@ -1101,6 +1101,99 @@ static int row_pipeline_jobs(void) {
     return 0;
 }
 
+/* ------------------------------------------------------------------ priority_latency */
+/* A short high-priority job (5 dependent adds on 4096 floats, eager tasks at
+   GPUOS_PRIORITY_HIGH) submitted while a long normal job runs (LONG dependent adds on 1M
+   floats, several ms of work): latency from its first submission until gpuos_wait_task
+   sees its last task done; `alone`: the same job on an otherwise idle device. INFO: the
+   short job at normal priority behind the long one. */
+static uint64_t prio_short(gpuos_context *ctx, gpuos_tensor *y, gpuos_tensor *one, int prio, gpuos_status *st) {
+    uint64_t seq = 0;
+    for (int i = 0; i < 5 && *st == GPUOS_OK; i++) {
+        gpuos_task k = GPUOS_TASK_INIT;
+        k.op = GPUOS_OP_ADD, k.out = y, k.in[0] = y, k.in[1] = one, k.priority = prio;
+        *st = gpuos_submit(ctx, &k, &seq);
+    }
+    return seq;
+}
+
+static int prio_sleep_us(int us) {
+    struct timespec ts = {0, (long)us * 1000L};
+    return nanosleep(&ts, NULL);
+}
+
+static int row_priority_latency(void) {
+    gpuos_context *ctx = g_ctx;
+    gpuos_tensor *x, *y, *one;
+    const int64_t big = O.host ? (1 << 18) : (1 << 20);
+    const int LONG = O.host ? 400 : 3000, R = reps(15, 4);
+    double *ta = (double *)malloc((size_t)R * sizeof(double)), *tl = (double *)malloc((size_t)R * sizeof(double));
+    double long_s = 0, normal_s = 0;
+    float yv = 0.f, xv = 0.f;
+    gpuos_status st = GPUOS_OK;
+    if (!ta || !tl) return failmsg("out of host memory");
+    if (new_filled(ctx, big, 0.f, &x) || new_filled(ctx, SMALL_N, 0.f, &y)) return -1;
+    CK(ctx, gpuos_tensor_scalar(ctx, GPUOS_F32, 1.0, &one));
+    CK(ctx, gpuos_wait(ctx, WAIT_MS));
+    for (int r = 0; r < R + 1; r++) { /* alone, then behind the long job, alternately; the first round warms up */
+        double t0 = now_s();
+        uint64_t s = prio_short(ctx, y, one, GPUOS_PRIORITY_HIGH, &st);
+        if (st != GPUOS_OK) return fail(ctx, "gpuos_submit", st);
+        CK(ctx, gpuos_wait_task(ctx, s, WAIT_MS));
+        if (r > 0) ta[r - 1] = now_s() - t0;
+        yv += 5.f;
+        t0 = now_s();
+        for (int i = 0; i < LONG; i++) {
+            gpuos_task k = GPUOS_TASK_INIT;
+            k.op = GPUOS_OP_ADD, k.out = x, k.in[0] = x, k.in[1] = one;
+            CK(ctx, gpuos_submit(ctx, &k, NULL));
+        }
+        xv += (float)LONG;
+        if (r == 0) { /* the long job alone, for the record */
+            CK(ctx, gpuos_wait(ctx, WAIT_MS));
+            long_s = now_s() - t0;
+            continue;
+        }
+        prio_sleep_us(300); /* the long job is running */
+        double t1 = now_s();
+        s = prio_short(ctx, y, one, GPUOS_PRIORITY_HIGH, &st);
+        if (st != GPUOS_OK) return fail(ctx, "gpuos_submit", st);
+        CK(ctx, gpuos_wait_task(ctx, s, WAIT_MS));
+        tl[r - 1] = now_s() - t1;
+        yv += 5.f;
+        if (gpuos_fence_done(ctx, gpuos_fence(ctx) - 5)) printf("INFO priority_latency.note the long job had finished\n");
+        CK(ctx, gpuos_wait(ctx, WAIT_MS));
+    }
+    { /* the short job at normal priority behind the long one, once */
+        for (int i = 0; i < LONG; i++) {
+            gpuos_task k = GPUOS_TASK_INIT;
+            k.op = GPUOS_OP_ADD, k.out = x, k.in[0] = x, k.in[1] = one;
+            CK(ctx, gpuos_submit(ctx, &k, NULL));
+        }
+        xv += (float)LONG;
+        prio_sleep_us(300);
+        double t1 = now_s();
+        uint64_t s = prio_short(ctx, y, one, GPUOS_PRIORITY_NORMAL, &st);
+        if (st != GPUOS_OK) return fail(ctx, "gpuos_submit", st);
+        CK(ctx, gpuos_wait_task(ctx, s, WAIT_MS));
+        normal_s = now_s() - t1;
+        yv += 5.f;
+    }
+    CK(ctx, gpuos_wait(ctx, WAIT_MS));
+    if (check_filled(ctx, y, SMALL_N, 0.f, yv) || check_filled(ctx, x, big, 0.f, xv)) return -1;
+    printf("INFO priority_latency.long_job_us %.1f\n", long_s * 1e6);
+    printf("INFO priority_latency.normal_priority_us %.1f\n", normal_s * 1e6);
+    double ma = median_info("priority_latency.alone", ta, R, 1e6), ml = median_info("priority_latency", tl, R, 1e6);
+    printf("ROW priority_latency/alone us %.6g\n", ma * 1e6);
+    row_out("priority_latency", "us", ml * 1e6);
+    free(ta);
+    free(tl);
+    gpuos_tensor_release(x);
+    gpuos_tensor_release(y);
+    gpuos_tensor_release(one);
+    return 0;
+}
+
 typedef struct {
     const char *name, *unit;
     int needs_ctx; /* runs on the shared warm context */
@@ -1122,6 +1215,7 @@ static const bench_row ROWS[] = {
     {"branchy_dag", "us", 1, row_branchy_dag},
     {"tiny_mlp", "us", 1, row_tiny_mlp},
     {"pipeline_jobs", "jobs/s", 1, row_pipeline_jobs},
+    {"priority_latency", "us", 1, row_priority_latency},
 };
 #define N_ROWS ((int)(sizeof ROWS / sizeof ROWS[0]))
 

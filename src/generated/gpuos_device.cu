@@ -8313,7 +8313,10 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
                     if (fprof[k]) atomicAdd(&P.prof[k], fprof[k]), fprof[k] = 0;
         }
 #endif
-        if (n == 0 && tid == 0) gpuos__nanosleep(32);
+#ifndef GPUOS__HI_IDLE_NS
+#define GPUOS__HI_IDLE_NS 32
+#endif
+        if (n == 0 && tid == 0) gpuos__nanosleep(LANE ? GPUOS__HI_IDLE_NS : 32);
         gpuos__fetch_bar<LANE, NT>();
     }
     if (LANE == 0 && tid == 0) {
@@ -8554,7 +8557,10 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
             unsigned spin = 0;
             for (;;) {
                 const uint32_t hh = s_hhead;
-                const uint32_t hs = lane == 0 ? gpuos__pk_hi_stamp(P, me, hh) : 0u;
+#ifndef GPUOS__HI_POLL_IDLE
+#define GPUOS__HI_POLL_IDLE 1
+#endif
+                const uint32_t hs = GPUOS__HI_POLL_IDLE && lane == 0 ? gpuos__pk_hi_stamp(P, me, hh) : 0u;
                 const gpuos__dtask *e = &inbox[(head + lane) & (P.inbox_cap - 1)];
                 int ok = gpuos__ld_acquire_gpu_u32(&e->d.stamp) == head + lane + 1;
                 /* lane 1 first: an empty lane-0 batch (s_n = 0) sends the block to it */
@@ -8655,7 +8661,10 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
                 int64_t e = b + d->tile_items;
                 if (e > d->n_items) e = d->n_items;
                 /* lane 1 is checked at every tile boundary: the load issues now, is used after the tile */
-                const uint32_t hstamp = tid == 0 ? gpuos__pk_hi_stamp(P, me, s_hhead) : 0u;
+#ifndef GPUOS__HI_TILE_CHECK
+#define GPUOS__HI_TILE_CHECK 1
+#endif
+                const uint32_t hstamp = GPUOS__HI_TILE_CHECK && tid == 0 ? gpuos__pk_hi_stamp(P, me, s_hhead) : 0u;
                 GPUOS__PROF_T0(t_run);
 #if defined(GPUOS__PROBE_RUN)
                 /* probe only (tests/gpu/probe_chain.c): the floors of a tile inside this loop.
@@ -8689,7 +8698,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
 #endif
                 GPUOS__PROF_ADD(prof, GPUOS__PROF_RUN, t_run);
                 GPUOS__PROF_T0(t_sync);
-                if (tid == 0) s_hflag[hpar] = hstamp == s_hhead + 1;
+                if (tid == 0) s_hflag[hpar] = GPUOS__HI_TILE_CHECK && hstamp == s_hhead + 1;
                 __syncthreads(); /* kernels may reuse static shared memory; next task reads our writes */
                 GPUOS__PROF_ADD(prof, GPUOS__PROF_SYNC, t_sync);
                 mine++;
