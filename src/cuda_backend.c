@@ -110,6 +110,7 @@ struct gpuos__cuda {
     uint32_t plan_epoch;         /* plans written so far */
     int align;                   /* tile-local alignment on (GPUOS_CUDA_ALIGN=0 turns it off) */
     int serialize;               /* every task waits for all earlier ones (GPUOS_CUDA_SERIALIZE=1) */
+    int hi_used;                 /* a task asked for high priority: lane-0 tasks get GPUOS__KIND_HICHECK */
     uint64_t last_activity_ns;   /* the reaper's last sight of a new task (or the launch) */
     uint64_t idle_dseq;          /* dseq at that sight */
 
@@ -1227,6 +1228,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
        device sees as done at once), and for every high-priority task (a stale mark
        would send it to lane 0). */
     n = cuda_operands(job, ops);
+    if (job->prio > 0) c->hi_used = 1;
     if (job->prio > 0 && !c->serialize) {
         cuda_refresh_retired(c);
         lane = cuda_lane1_ok(c, job, ops, n);
@@ -1326,7 +1328,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     if (st != GPUOS_OK) return st;
 
     memset(&d, 0, sizeof d);
-    d.kind = GPUOS__SLOT_TASK | plan_epoch << 8;
+    d.kind = GPUOS__SLOT_TASK | plan_epoch << 8 | (lane == 0 && c->hi_used ? GPUOS__KIND_HICHECK : 0u);
     d.kernel_id = job->dev_kernel;
     d.plan_id = plan_id;
     d.n_items = n_items;
@@ -1957,6 +1959,7 @@ gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__c
         return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL, "gpuos_graph_launch: earlier tasks could not be sent");
     if (!c->running && (st = cuda_launch_locked(ctx, c)) != GPUOS_OK) return st;
     cuda_refresh_retired(c);
+    if (prio > 0) c->hi_used = 1;
     if (!(prio > 0 && !c->serialize && cuda_graph_ext(c, g, 1, &ext_max, &hi_max)))
         (void)cuda_graph_ext(c, g, 0, &ext_max, &hi_max);
     else
@@ -1970,6 +1973,7 @@ gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__c
         const int ext = (int)d.stamp;
         d.stamp = 0;
         d.base += base0;
+        if (lane == 0 && c->hi_used) d.kind |= GPUOS__KIND_HICHECK;
         if (ext && (ext_max || hi_max) && d.n_deps != GPUOS__DEPS_ALL) {
             if (d.n_deps + (ext_max != 0) + (hi_max != 0) > GPUOS__MAX_DEPS) {
                 d.n_deps = GPUOS__DEPS_ALL;

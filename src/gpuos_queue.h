@@ -18,7 +18,8 @@
 #define GPUOS__SLOT_TASK 1u
 #define GPUOS__SLOT_PLAN 2u
 #define GPUOS__SLOT_EXIT 3u
-#define GPUOS__KIND(k) ((k) & 0xffu) /* qdesc.kind: the slot kind; bits 8..31: the plan's epoch */
+#define GPUOS__KIND(k) ((k) & 0x7fu) /* qdesc.kind: the slot kind; bits 8..31: the plan's epoch */
+#define GPUOS__KIND_HICHECK 0x80u    /* qdesc.kind flag of a lane-0 task: look for lane-1 work between its tiles */
 
 #define GPUOS__SLOT_PAYLOAD 40u  /* plan bytes per PLAN slot */
 #define GPUOS__PLAN_SLOTS 12u    /* PLAN slots per plan: 12 * 40 = 480 bytes */

@@ -7892,7 +7892,8 @@ extern "C" __global__ void gpuos__d_test_kernel(int kernel_id, const void *plan,
 #define GPUOS__SLOT_TASK 1u
 #define GPUOS__SLOT_PLAN 2u
 #define GPUOS__SLOT_EXIT 3u
-#define GPUOS__KIND(k) ((k) & 0xffu) /* qdesc.kind: the slot kind; bits 8..31: the plan's epoch */
+#define GPUOS__KIND(k) ((k) & 0x7fu) /* qdesc.kind: the slot kind; bits 8..31: the plan's epoch */
+#define GPUOS__KIND_HICHECK 0x80u    /* qdesc.kind flag of a lane-0 task: look for lane-1 work between its tiles */
 
 #define GPUOS__SLOT_PAYLOAD 40u  /* plan bytes per PLAN slot */
 #define GPUOS__PLAN_SLOTS 12u    /* PLAN slots per plan: 12 * 40 = 480 bytes */
@@ -8438,11 +8439,13 @@ static __device__ int gpuos__pk_deps_ready(const gpuos__pk_params &P, int lane, 
     return 1;
 }
 
-/* Lane 1 work waiting in this worker's inbox (a hint: the drain reads it properly)? */
+/* Lane 1 work waiting in this worker's inbox (a hint: the drain reads it properly)? No
+   "memory" clobber: the hint orders nothing, and a clobber would make the compiler reload
+   the tile loop's values from shared memory after it. */
 static __device__ __forceinline__ uint32_t gpuos__pk_hi_stamp(const gpuos__pk_params &P, uint32_t me, uint32_t hhead) {
     uint32_t v;
     const gpuos__dtask *e = &P.inbox[1][(size_t)me * P.inbox_cap + (hhead & (P.inbox_cap - 1))];
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(&e->d.stamp) : "memory");
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(&e->d.stamp));
     return v;
 }
 
@@ -8527,6 +8530,10 @@ static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint
 #define GPUOS__PROF_ADD(acc, k, t0) (void)0
 #endif
 
+#ifndef GPUOS__HI_BATCH_TILES
+#define GPUOS__HI_BATCH_TILES 8
+#endif
+
 /* Runs the tasks of this block's inbox in order, reading up to 32 entries per
    parallel read of its own (uncontended) inbox lines. Finished-tile counts are
    published in batches: one fence for a batch, and always before waiting on another
@@ -8538,12 +8545,11 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
     __shared__ uint64_t s_plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8];
     __shared__ int s_n, s_stale, s_ready;
     __shared__ uint32_t s_hhead;   /* lane 1: inbox entries consumed (gpuos__pk_hi) */
-    __shared__ int s_hflag[2];     /* lane 1 work seen at a tile boundary (alternate checks) */
     const int tid = threadIdx.x, lane = tid & 31;
     const uint32_t me = blockIdx.x - 1, nw = gridDim.x - 1;
     const gpuos__dtask *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;
     uint32_t head = P.wpos[0][me];
-    int hpar = 0; /* which s_hflag the next tile boundary uses */
+
     uint32_t plan_row = 0xffffffffu, plan_epoch = 0; /* the plan s_plan holds (same in every thread) */
     int vec_kid = -1, vec_state = -1; /* gpuos__d_ew_inline's check of that plan, for kernel vec_kid */
 #ifdef GPUOS__PK_TIMESTAMPS
@@ -8592,8 +8598,9 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
         GPUOS__PROF_T0(t_start);
         __syncthreads();
         GPUOS__PROF_ADD(prof, GPUOS__PROF_START, t_start);
-        const int n = s_n;
+        int n = s_n;
         int stop = 0, flushed = 0;
+        uint32_t btiles = 0; /* tiles run in this batch */
         if (s_stale) plan_row = 0xffffffffu, vec_state = -1;
         if (n == 0) { /* lane 1 work: run it, then look again */
             gpuos__pk_hi(P, me, nw, &s_hhead);
@@ -8602,6 +8609,15 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
         for (int i = 0; i < n; i++) {
             const gpuos__qdesc *d = &s_d[i];
             if (GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT) { stop = 1; break; }
+            /* Lane 1 is looked for when a batch starts and while a task waits. Once the
+               context has used priorities (the host marks lane-0 tasks), a batch also ends
+               after GPUOS__HI_BATCH_TILES tiles, so the next poll sees lane-1 work soon; the
+               rest of the batch is read again. (A check between tiles cost a chain of small
+               tasks 15% even when never taken: chain 1.2 -> 1.4 us/op.) */
+            if (btiles >= GPUOS__HI_BATCH_TILES && (d->kind & GPUOS__KIND_HICHECK)) {
+                n = i;
+                break;
+            }
             const uint64_t seq = s_seq[i];
             GPUOS__PROF_T0(t_deps);
             if (d->n_deps) {
@@ -8660,11 +8676,6 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
                 int64_t b = (int64_t)t * d->tile_items;
                 int64_t e = b + d->tile_items;
                 if (e > d->n_items) e = d->n_items;
-                /* lane 1 is checked at every tile boundary: the load issues now, is used after the tile */
-#ifndef GPUOS__HI_TILE_CHECK
-#define GPUOS__HI_TILE_CHECK 1
-#endif
-                const uint32_t hstamp = GPUOS__HI_TILE_CHECK && tid == 0 ? gpuos__pk_hi_stamp(P, me, s_hhead) : 0u;
                 GPUOS__PROF_T0(t_run);
 #if defined(GPUOS__PROBE_RUN)
                 /* probe only (tests/gpu/probe_chain.c): the floors of a tile inside this loop.
@@ -8698,15 +8709,12 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
 #endif
                 GPUOS__PROF_ADD(prof, GPUOS__PROF_RUN, t_run);
                 GPUOS__PROF_T0(t_sync);
-                if (tid == 0) s_hflag[hpar] = GPUOS__HI_TILE_CHECK && hstamp == s_hhead + 1;
                 __syncthreads(); /* kernels may reuse static shared memory; next task reads our writes */
                 GPUOS__PROF_ADD(prof, GPUOS__PROF_SYNC, t_sync);
                 mine++;
-                /* s_hflag[hpar] is written again two boundaries on, after a barrier every thread passed */
-                if (s_hflag[hpar]) gpuos__pk_hi(P, me, nw, &s_hhead);
-                hpar ^= 1;
             }
             if (tid == 0) s_mine[i] = mine;
+            btiles += mine;
 #ifdef GPUOS__PK_TIMESTAMPS
             prof[GPUOS__PROF_TILES] += mine;
             prof[GPUOS__PROF_TASKS]++;
