@@ -1073,16 +1073,24 @@ static int row_pipeline_jobs(void) {
         CK(ctx, gpuos_graph_add(g[s], &k, NULL));
         fence[s] = 0;
     }
+    double t_launch = 0, t_wait = 0; /* host time inside the calls, last run */
     for (int r = 0; r < R + 1; r++) { /* the first run warms up */
         double t0 = now_s();
+        t_launch = t_wait = 0;
         for (int j = 0; j < jobs; j++) {
             const int s = j % S;
+            double a = now_s();
             if (j >= S) CK(ctx, gpuos_wait_fence(ctx, fence[s], WAIT_MS));
+            double b = now_s();
             CK(ctx, gpuos_graph_launch(g[s], NULL, 0, NULL, 0, &fence[s]));
+            t_wait += b - a;
+            t_launch += now_s() - b;
         }
         CK(ctx, gpuos_wait(ctx, WAIT_MS));
         if (r > 0) t[r - 1] = (now_s() - t0) / jobs;
     }
+    printf("INFO pipeline_jobs.launch_us %.2f\nINFO pipeline_jobs.wait_us %.2f\n", t_launch / jobs * 1e6,
+           t_wait / jobs * 1e6);
     for (int s = 0; s < S; s++) {
         const float *h = (const float *)gpuos_tensor_host_data(pin_out[s]);
         for (int i = 0; i < SMALL_N; i++)
