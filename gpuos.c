@@ -235,7 +235,6 @@ int gpuos__device_kernel_id(gpuos_op op, gpuos_dtype key, gpuos_dtype out);
 #define GPUOS__SLOT_TASK 1u
 #define GPUOS__SLOT_PLAN 2u
 #define GPUOS__SLOT_EXIT 3u
-#define GPUOS__SLOT_GRAPH 4u /* a graph launch: the fetcher expands it into the graph's tasks */
 #define GPUOS__KIND(k) ((k) & 0x7fu) /* qdesc.kind: the slot kind; bits 8..31: the plan's epoch */
 #define GPUOS__KIND_HICHECK 0x80u    /* qdesc.kind flag of a lane-0 task: look for lane-1 work between its tiles */
 
@@ -280,24 +279,9 @@ typedef struct gpuos__qplan {
     uint64_t payload[GPUOS__SLOT_PAYLOAD / 8];
 } gpuos__qplan;
 
-/* A launch of a recorded graph (48 bytes): ONE slot; the fetcher reads the n descriptors
-   from device memory and queues them as tasks seq, seq+1, ... (node k: base += base0; a
-   descriptor with stamp 1 also waits for ext and hi, as the host would have added). */
-typedef struct gpuos__qgraph {
-    uint32_t kind;    /* GPUOS__SLOT_GRAPH, | GPUOS__KIND_HICHECK for the tasks */
-    uint32_t n;       /* nodes */
-    uint32_t base0;   /* added to every node's base */
-    uint32_t all_hi;  /* 0, or dep_delta[0] for nodes that wait for every earlier task (GPUOS__DEP_HI | x) */
-    uint64_t desc;    /* device address of n gpuos__qdesc */
-    uint64_t ext;     /* 0, or the external dependency: retired up to this task of the lane */
-    uint32_t hi;      /* 0, or GPUOS__DEP_HI | lane-1 task mod 2^30 (lane-0 launches) */
-    uint32_t pad_[3];
-} gpuos__qgraph;
-
 typedef union gpuos__qbody {
     gpuos__qdesc d;
     gpuos__qplan p;
-    gpuos__qgraph g;
     uint64_t w[7];
 } gpuos__qbody;
 
@@ -4353,7 +4337,6 @@ typedef struct cuda__gacc {
 struct gpuos__cuda_graph {
     int n;
     gpuos__qdesc *desc;   /* per node; stamp = 1: the node waits for the launch's external dependency */
-    void *dev_desc;       /* the same in device memory: a launch is ONE ring slot (GPUOS__SLOT_GRAPH); NULL: n slots */
     uint32_t *base_rel;   /* per node */
     uint32_t n_rel;
     uint32_t *plan_ids;   /* the nodes' rows; the first n_pinned are pinned */
@@ -4369,10 +4352,8 @@ int gpuos__cuda_graph_storages(const struct gpuos__cuda_graph *g) { return g->n_
 void gpuos__cuda_graph_free_locked(gpuos_context *ctx, struct gpuos__cuda_graph *g) {
     int k;
     if (!g) return;
-    if (ctx->cuda) {
+    if (ctx->cuda)
         for (k = 0; k < g->n_pinned; k++) ctx->cuda->plans[g->plan_ids[k]].pins--;
-        if (g->dev_desc) gpuos__cuda_free_locked(ctx, g->dev_desc); /* after the kernel stops: a launch may be expanding */
-    }
     free(g->desc);
     free(g->base_rel);
     free(g->plan_ids);
@@ -4507,12 +4488,6 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
         gpuos__cuda_graph_free_locked(ctx, g);
         return st;
     }
-    /* the descriptors in device memory, for launches of one slot (without: n slots) */
-    if (!getenv("GPUOS_CUDA_GRAPH_SLOTS") && gpuos__cuda_alloc(ctx, (size_t)n * sizeof(gpuos__qdesc), &g->dev_desc) == GPUOS_OK &&
-        gpuos__cuda_memcpy(ctx, g->dev_desc, g->desc, (size_t)n * sizeof(gpuos__qdesc), 1) != GPUOS_OK) {
-        gpuos__cuda_free_locked(ctx, g->dev_desc);
-        g->dev_desc = NULL;
-    }
     *out = g;
     return GPUOS_OK;
 }
@@ -4573,25 +4548,11 @@ gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__c
         (void)cuda_graph_ext(c, g, 0, &ext_max, &hi_max);
     else
         lane = 1;
-    if ((st = cuda_ring_room(ctx, c, lane, g->dev_desc ? 1u : (uint64_t)g->n)) != GPUOS_OK) return st;
+    if ((st = cuda_ring_room(ctx, c, lane, (uint64_t)g->n)) != GPUOS_OK) return st;
     s0 = c->dseq[lane];
     base0 = c->next_base;
     c->next_base += g->n_rel;
-    if (g->dev_desc) { /* one slot; the fetcher applies what the loop below does */
-        gpuos__qbody b;
-        memset(&b, 0, sizeof b);
-        b.g.kind = GPUOS__SLOT_GRAPH | (lane == 0 && c->hi_used ? GPUOS__KIND_HICHECK : 0u);
-        b.g.n = (uint32_t)g->n;
-        b.g.base0 = base0;
-        if (lane == 0 && c->dseq[1] - 1 > c->retired_seen[1])
-            b.g.all_hi = GPUOS__DEP_HI | (uint32_t)((c->dseq[1] - 1) & GPUOS__DEP_HI_MASK);
-        b.g.desc = (uint64_t)(uintptr_t)g->dev_desc;
-        b.g.ext = ext_max;
-        b.g.hi = hi_max ? GPUOS__DEP_HI | (uint32_t)(hi_max & GPUOS__DEP_HI_MASK) : 0u;
-        cuda_put(c, lane, &b);
-        for (k = 0; k < g->n; k++) c->plans[g->desc[k].plan_id].last_dseq[lane] = s0 + (uint64_t)k;
-    }
-    for (k = 0; k < g->n && !g->dev_desc; k++) {
+    for (k = 0; k < g->n; k++) {
         gpuos__qdesc d = g->desc[k];
         const int ext = (int)d.stamp;
         d.stamp = 0;
@@ -19356,7 +19317,6 @@ const char *const gpuos__device_source[] = {
     "#define GPUOS__SLOT_TASK 1u\n",
     "#define GPUOS__SLOT_PLAN 2u\n",
     "#define GPUOS__SLOT_EXIT 3u\n",
-    "#define GPUOS__SLOT_GRAPH 4u /* a graph launch: the fetcher expands it into the graph's tasks */\n",
     "#define GPUOS__KIND(k) ((k) & 0x7fu) /* qdesc.kind: the slot kind; bits 8..31: the plan's epoch */\n",
     "#define GPUOS__KIND_HICHECK 0x80u    /* qdesc.kind flag of a lane-0 task: look for lane-1 work between its tiles */\n",
     "\n",
@@ -19401,24 +19361,9 @@ const char *const gpuos__device_source[] = {
     "    uint64_t payload[GPUOS__SLOT_PAYLOAD / 8];\n",
     "} gpuos__qplan;\n",
     "\n",
-    "/* A launch of a recorded graph (48 bytes): ONE slot; the fetcher reads the n descriptors\n",
-    "   from device memory and queues them as tasks seq, seq+1, ... (node k: base += base0; a\n",
-    "   descriptor with stamp 1 also waits for ext and hi, as the host would have added). */\n",
-    "typedef struct gpuos__qgraph {\n",
-    "    uint32_t kind;    /* GPUOS__SLOT_GRAPH, | GPUOS__KIND_HICHECK for the tasks */\n",
-    "    uint32_t n;       /* nodes */\n",
-    "    uint32_t base0;   /* added to every node's base */\n",
-    "    uint32_t all_hi;  /* 0, or dep_delta[0] for nodes that wait for every earlier task (GPUOS__DEP_HI | x) */\n",
-    "    uint64_t desc;    /* device address of n gpuos__qdesc */\n",
-    "    uint64_t ext;     /* 0, or the external dependency: retired up to this task of the lane */\n",
-    "    uint32_t hi;      /* 0, or GPUOS__DEP_HI | lane-1 task mod 2^30 (lane-0 launches) */\n",
-    "    uint32_t pad_[3];\n",
-    "} gpuos__qgraph;\n",
-    "\n",
     "typedef union gpuos__qbody {\n",
     "    gpuos__qdesc d;\n",
     "    gpuos__qplan p;\n",
-    "    gpuos__qgraph g;\n",
     "    uint64_t w[7];\n",
     "} gpuos__qbody;\n",
     "\n",
@@ -19589,15 +19534,12 @@ const char *const gpuos__device_source[] = {
     "/* LANE's fetcher: NT threads (a multiple of 32). s_limit, s_stop: shared with the retirers. */\n",
     "template <int LANE, int NT>\n",
     "static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_limit, uint64_t *s_stop) {\n",
-    "    enum { SLOTS = NT / 8,  /* slots per poll: eight threads read one */\n",
-    "           EXP = NT / 2 };  /* tasks per round while expanding a graph launch */\n",
-    "    __shared__ uint32_t s_ballot[NT / 32], s_gball[NT / 32];\n",
-    "    __shared__ gpuos__qgraph s_g; /* the graph launch being expanded */\n",
-    "    __shared__ uint32_t s_gleft, s_gnext, s_gcount;\n",
+    "    enum { SLOTS = NT / 8 }; /* slots per poll: eight threads read one */\n",
+    "    __shared__ uint32_t s_ballot[NT / 32];\n",
     "    __shared__ uint32_t s_wtail[GPUOS__MAX_WORKERS]; /* inbox entries written, per worker */\n",
     "    __shared__ uint32_t s_wseen[GPUOS__MAX_WORKERS]; /* last seen consumption, per worker */\n",
-    "    __shared__ gpuos__qdesc s_d[EXP];\n",
-    "    __shared__ uint32_t s_off[EXP + 1];\n",
+    "    __shared__ gpuos__qdesc s_d[SLOTS];\n",
+    "    __shared__ uint32_t s_off[SLOTS + 1];\n",
     "    __shared__ uint64_t s_push[GPUOS__PUSH_CHUNK]; /* (worker, inbox index) of a chunk's entries */\n",
     "    __shared__ gpuos__qbody s_body[SLOTS];\n",
     "    __shared__ uint64_t s_pos, s_seq;\n",
@@ -19617,7 +19559,6 @@ const char *const gpuos__device_source[] = {
     "        s_pos = P.start_pos[LANE];\n",
     "        s_seq = P.start_seq[LANE];\n",
     "        s_exit = 0;\n",
-    "        s_gleft = 0;\n",
     "    }\n",
     "    gpuos__fetch_bar<LANE, NT>();\n",
     "    int width = 1; /* slots polled per round trip: 1 while idle */\n",
@@ -19630,45 +19571,6 @@ const char *const gpuos__device_source[] = {
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
     "        const long long t_poll = clock64();\n",
     "#endif\n",
-    "        int n = 0;           /* ring slots consumed this round */\n",
-    "        uint32_t n_tasks = 0; /* tasks queued this round */\n",
-    "        if (s_gleft) {\n",
-    "        /* Expanding a graph launch: its descriptors from device memory (no PCIe), EXP a\n",
-    "           round, with the launch's base and external dependencies applied. */\n",
-    "        if (tid == 0) { /* one thread reads the room: every thread must agree on the count */\n",
-    "            const int64_t room = (int64_t)(gpuos__sh_load(&s_limit[LANE]) - s_seq);\n",
-    "            uint32_t c = s_gleft < (uint32_t)EXP \? s_gleft : (uint32_t)EXP;\n",
-    "            if ((int64_t)c > room) c = room > 0 \? (uint32_t)room : 0u;\n",
-    "            s_gcount = c;\n",
-    "        }\n",
-    "        gpuos__fetch_bar<LANE, NT>();\n",
-    "        n_tasks = s_gcount;\n",
-    "        if ((uint32_t)tid < n_tasks) {\n",
-    "            const uint64_t seq = s_seq + tid;\n",
-    "            const uint64_t *src = (const uint64_t *)(s_g.desc + (uint64_t)(s_gnext + tid) * sizeof(gpuos__qdesc));\n",
-    "            gpuos__qbody u;\n",
-    "#pragma unroll\n",
-    "            for (int q = 0; q < (int)(sizeof(gpuos__qdesc) / 8); q++) u.w[q] = __ldcg((const unsigned long long *)src + q);\n",
-    "            gpuos__qdesc *d = &s_d[tid]; /* edited in shared memory: dep_delta is indexed */\n",
-    "            *d = u.d;\n",
-    "            const int ext = d->stamp != 0;\n",
-    "            d->stamp = 0;\n",
-    "            d->base += s_g.base0;\n",
-    "            if (ext && (s_g.ext || s_g.hi) && d->n_deps != GPUOS__DEPS_ALL) {\n",
-    "                if (d->n_deps + (s_g.ext != 0) + (s_g.hi != 0) > GPUOS__MAX_DEPS) {\n",
-    "                    d->n_deps = GPUOS__DEPS_ALL;\n",
-    "                } else {\n",
-    "                    if (s_g.ext) d->dep_delta[d->n_deps++] = (uint32_t)(seq - s_g.ext) | GPUOS__DEP_RETIRED;\n",
-    "                    if (s_g.hi) d->dep_delta[d->n_deps++] = s_g.hi;\n",
-    "                }\n",
-    "            }\n",
-    "            if (d->n_deps == GPUOS__DEPS_ALL && s_g.all_hi) d->dep_delta[0] = s_g.all_hi;\n",
-    "            d->kind |= s_g.kind & GPUOS__KIND_HICHECK;\n",
-    "            gpuos__dtask *t = &tasks[seq & (P.task_cap - 1)];\n",
-    "            t->d = *d;\n",
-    "            done[seq & (P.task_cap - 1)] = 0;\n",
-    "        }\n",
-    "        } else {\n",
     "        const int64_t room = (int64_t)(gpuos__sh_load(&s_limit[LANE]) - s_seq); /* free task-ring entries */\n",
     "        /* Eight threads per slot, one 8-byte volatile read each: one PCIe round trip\n",
     "           both detects and delivers the slot (measured on the H100: one 8-byte read\n",
@@ -19697,7 +19599,7 @@ const char *const gpuos__device_source[] = {
     "            s_ballot[warp] = r;\n",
     "        }\n",
     "        gpuos__fetch_bar<LANE, NT>();\n",
-    "        n = 0;\n",
+    "        int n = 0;\n",
     "        for (int w = 0; w < NT / 32; w++) {\n",
     "            uint32_t x = s_ballot[w];\n",
     "            if (x == 0xfu) { n += 4; continue; }\n",
@@ -19710,33 +19612,18 @@ const char *const gpuos__device_source[] = {
     "        uint32_t b;\n",
     "        /* Thread t now handles slot t of the batch (complete: every word carried the tag). */\n",
     "        uint32_t kind = tid < n \? GPUOS__KIND(body.d.kind) : 0;\n",
-    "        /* a graph launch ends the batch: its tasks follow this batch's */\n",
-    "        const uint32_t gb = __ballot_sync(0xffffffffu, kind == GPUOS__SLOT_GRAPH);\n",
-    "        if (lane == 0) s_gball[warp] = gb;\n",
-    "        gpuos__fetch_bar<LANE, NT>();\n",
-    "        for (int w = 0; w < NT / 32; w++)\n",
-    "            if (s_gball[w]) {\n",
-    "                n = w * 32 + __ffs(s_gball[w]); /* up to and including the first graph slot */\n",
-    "                break;\n",
-    "            }\n",
-    "        if (tid >= n) kind = 0;\n",
-    "        if (tid < n && kind == GPUOS__SLOT_GRAPH) { /* the batch's last slot: expanded from the next round */\n",
-    "            s_g = body.g;\n",
-    "            s_gleft = body.g.n;\n",
-    "            s_gnext = 0;\n",
-    "        }\n",
-    "        const int is_task = tid < n && kind != GPUOS__SLOT_PLAN && kind != GPUOS__SLOT_GRAPH;\n",
+    "        const int is_task = tid < n && kind != GPUOS__SLOT_PLAN;\n",
     "        b = __ballot_sync(0xffffffffu, is_task);\n",
     "        if (lane == 0) s_ballot[warp] = b;\n",
     "        gpuos__fetch_bar<LANE, NT>();\n",
     "        uint32_t rank = __popc(b & ((1u << lane) - 1)); /* index among this batch's tasks */\n",
-    "        n_tasks = 0;\n",
+    "        uint32_t n_tasks = 0;\n",
     "        for (int w = 0; w < NT / 32; w++) {\n",
     "            if (w < warp) rank += __popc(s_ballot[w]);\n",
     "            n_tasks += __popc(s_ballot[w]);\n",
     "        }\n",
     "        const uint64_t seq = s_seq + rank;\n",
-    "        if (tid < n && kind != GPUOS__SLOT_GRAPH) {\n",
+    "        if (tid < n) {\n",
     "            if (kind == GPUOS__SLOT_PLAN) {\n",
     "                uint64_t *dst = (uint64_t *)(P.plans + (size_t)body.p.plan_id * GPUOS__PLAN_BYTES +\n",
     "                                             (size_t)body.p.chunk * GPUOS__SLOT_PAYLOAD);\n",
@@ -19749,7 +19636,6 @@ const char *const gpuos__device_source[] = {
     "                t->d = d;\n",
     "                done[seq & (P.task_cap - 1)] = 0;\n",
     "            }\n",
-    "        }\n",
     "        }\n",
     "        /* s_d and the task-ring entries are complete for every fetch thread after this\n",
     "           barrier. The task-ring entries (plain stores by these threads) are published by\n",
@@ -19834,11 +19720,6 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "        if (tid == 0) for (uint32_t i = 0; i < n_tasks; i++) if (GPUOS__KIND(s_d[i].kind) == GPUOS__SLOT_EXIT) s_exit = 1;\n",
     "        gpuos__fetch_bar<LANE, NT>();\n",
-    "        if (tid == 0 && s_gleft && !n) { /* an expansion round */\n",
-    "            s_gnext += n_tasks;\n",
-    "            s_gleft -= n_tasks;\n",
-    "            s_seq += n_tasks;\n",
-    "        }\n",
     "        if (tid == 0 && n) {\n",
     "            s_pos += n;\n",
     "            s_seq += n_tasks;\n",
@@ -19847,7 +19728,7 @@ const char *const gpuos__device_source[] = {
     "            if (LANE == 0 && n_tasks) P.ctl->stamp[1] = gpuos__globaltimer();\n",
     "#endif\n",
     "        }\n",
-    "        width = n || n_tasks \? SLOTS : 1;\n",
+    "        width = n \? SLOTS : 1;\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
     "        if (LANE == 0 && tid == 0) {\n",
     "            fprof[n \? GPUOS__PROF_F_BATCH : GPUOS__PROF_F_POLL] += (unsigned long long)(clock64() - t_poll);\n",
@@ -19861,7 +19742,7 @@ const char *const gpuos__device_source[] = {
     "#ifndef GPUOS__HI_IDLE_NS\n",
     "#define GPUOS__HI_IDLE_NS 32\n",
     "#endif\n",
-    "        if (n == 0 && n_tasks == 0 && tid == 0) gpuos__nanosleep(LANE \? GPUOS__HI_IDLE_NS : 32);\n",
+    "        if (n == 0 && tid == 0) gpuos__nanosleep(LANE \? GPUOS__HI_IDLE_NS : 32);\n",
     "        gpuos__fetch_bar<LANE, NT>();\n",
     "    }\n",
     "    if (LANE == 0 && tid == 0) {\n",

@@ -1753,7 +1753,6 @@ typedef struct cuda__gacc {
 struct gpuos__cuda_graph {
     int n;
     gpuos__qdesc *desc;   /* per node; stamp = 1: the node waits for the launch's external dependency */
-    void *dev_desc;       /* the same in device memory: a launch is ONE ring slot (GPUOS__SLOT_GRAPH); NULL: n slots */
     uint32_t *base_rel;   /* per node */
     uint32_t n_rel;
     uint32_t *plan_ids;   /* the nodes' rows; the first n_pinned are pinned */
@@ -1769,10 +1768,8 @@ int gpuos__cuda_graph_storages(const struct gpuos__cuda_graph *g) { return g->n_
 void gpuos__cuda_graph_free_locked(gpuos_context *ctx, struct gpuos__cuda_graph *g) {
     int k;
     if (!g) return;
-    if (ctx->cuda) {
+    if (ctx->cuda)
         for (k = 0; k < g->n_pinned; k++) ctx->cuda->plans[g->plan_ids[k]].pins--;
-        if (g->dev_desc) gpuos__cuda_free_locked(ctx, g->dev_desc); /* after the kernel stops: a launch may be expanding */
-    }
     free(g->desc);
     free(g->base_rel);
     free(g->plan_ids);
@@ -1907,12 +1904,6 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
         gpuos__cuda_graph_free_locked(ctx, g);
         return st;
     }
-    /* the descriptors in device memory, for launches of one slot (without: n slots) */
-    if (!getenv("GPUOS_CUDA_GRAPH_SLOTS") && gpuos__cuda_alloc(ctx, (size_t)n * sizeof(gpuos__qdesc), &g->dev_desc) == GPUOS_OK &&
-        gpuos__cuda_memcpy(ctx, g->dev_desc, g->desc, (size_t)n * sizeof(gpuos__qdesc), 1) != GPUOS_OK) {
-        gpuos__cuda_free_locked(ctx, g->dev_desc);
-        g->dev_desc = NULL;
-    }
     *out = g;
     return GPUOS_OK;
 }
@@ -1973,25 +1964,11 @@ gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__c
         (void)cuda_graph_ext(c, g, 0, &ext_max, &hi_max);
     else
         lane = 1;
-    if ((st = cuda_ring_room(ctx, c, lane, g->dev_desc ? 1u : (uint64_t)g->n)) != GPUOS_OK) return st;
+    if ((st = cuda_ring_room(ctx, c, lane, (uint64_t)g->n)) != GPUOS_OK) return st;
     s0 = c->dseq[lane];
     base0 = c->next_base;
     c->next_base += g->n_rel;
-    if (g->dev_desc) { /* one slot; the fetcher applies what the loop below does */
-        gpuos__qbody b;
-        memset(&b, 0, sizeof b);
-        b.g.kind = GPUOS__SLOT_GRAPH | (lane == 0 && c->hi_used ? GPUOS__KIND_HICHECK : 0u);
-        b.g.n = (uint32_t)g->n;
-        b.g.base0 = base0;
-        if (lane == 0 && c->dseq[1] - 1 > c->retired_seen[1])
-            b.g.all_hi = GPUOS__DEP_HI | (uint32_t)((c->dseq[1] - 1) & GPUOS__DEP_HI_MASK);
-        b.g.desc = (uint64_t)(uintptr_t)g->dev_desc;
-        b.g.ext = ext_max;
-        b.g.hi = hi_max ? GPUOS__DEP_HI | (uint32_t)(hi_max & GPUOS__DEP_HI_MASK) : 0u;
-        cuda_put(c, lane, &b);
-        for (k = 0; k < g->n; k++) c->plans[g->desc[k].plan_id].last_dseq[lane] = s0 + (uint64_t)k;
-    }
-    for (k = 0; k < g->n && !g->dev_desc; k++) {
+    for (k = 0; k < g->n; k++) {
         gpuos__qdesc d = g->desc[k];
         const int ext = (int)d.stamp;
         d.stamp = 0;

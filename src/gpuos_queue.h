@@ -18,7 +18,6 @@
 #define GPUOS__SLOT_TASK 1u
 #define GPUOS__SLOT_PLAN 2u
 #define GPUOS__SLOT_EXIT 3u
-#define GPUOS__SLOT_GRAPH 4u /* a graph launch: the fetcher expands it into the graph's tasks */
 #define GPUOS__KIND(k) ((k) & 0x7fu) /* qdesc.kind: the slot kind; bits 8..31: the plan's epoch */
 #define GPUOS__KIND_HICHECK 0x80u    /* qdesc.kind flag of a lane-0 task: look for lane-1 work between its tiles */
 
@@ -63,24 +62,9 @@ typedef struct gpuos__qplan {
     uint64_t payload[GPUOS__SLOT_PAYLOAD / 8];
 } gpuos__qplan;
 
-/* A launch of a recorded graph (48 bytes): ONE slot; the fetcher reads the n descriptors
-   from device memory and queues them as tasks seq, seq+1, ... (node k: base += base0; a
-   descriptor with stamp 1 also waits for ext and hi, as the host would have added). */
-typedef struct gpuos__qgraph {
-    uint32_t kind;    /* GPUOS__SLOT_GRAPH, | GPUOS__KIND_HICHECK for the tasks */
-    uint32_t n;       /* nodes */
-    uint32_t base0;   /* added to every node's base */
-    uint32_t all_hi;  /* 0, or dep_delta[0] for nodes that wait for every earlier task (GPUOS__DEP_HI | x) */
-    uint64_t desc;    /* device address of n gpuos__qdesc */
-    uint64_t ext;     /* 0, or the external dependency: retired up to this task of the lane */
-    uint32_t hi;      /* 0, or GPUOS__DEP_HI | lane-1 task mod 2^30 (lane-0 launches) */
-    uint32_t pad_[3];
-} gpuos__qgraph;
-
 typedef union gpuos__qbody {
     gpuos__qdesc d;
     gpuos__qplan p;
-    gpuos__qgraph g;
     uint64_t w[7];
 } gpuos__qbody;
 

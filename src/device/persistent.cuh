@@ -85,15 +85,12 @@ static __device__ __forceinline__ void gpuos__fetch_bar(void) {
 /* LANE's fetcher: NT threads (a multiple of 32). s_limit, s_stop: shared with the retirers. */
 template <int LANE, int NT>
 static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_limit, uint64_t *s_stop) {
-    enum { SLOTS = NT / 8,  /* slots per poll: eight threads read one */
-           EXP = NT / 2 };  /* tasks per round while expanding a graph launch */
-    __shared__ uint32_t s_ballot[NT / 32], s_gball[NT / 32];
-    __shared__ gpuos__qgraph s_g; /* the graph launch being expanded */
-    __shared__ uint32_t s_gleft, s_gnext, s_gcount;
+    enum { SLOTS = NT / 8 }; /* slots per poll: eight threads read one */
+    __shared__ uint32_t s_ballot[NT / 32];
     __shared__ uint32_t s_wtail[GPUOS__MAX_WORKERS]; /* inbox entries written, per worker */
     __shared__ uint32_t s_wseen[GPUOS__MAX_WORKERS]; /* last seen consumption, per worker */
-    __shared__ gpuos__qdesc s_d[EXP];
-    __shared__ uint32_t s_off[EXP + 1];
+    __shared__ gpuos__qdesc s_d[SLOTS];
+    __shared__ uint32_t s_off[SLOTS + 1];
     __shared__ uint64_t s_push[GPUOS__PUSH_CHUNK]; /* (worker, inbox index) of a chunk's entries */
     __shared__ gpuos__qbody s_body[SLOTS];
     __shared__ uint64_t s_pos, s_seq;
@@ -113,7 +110,6 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
         s_pos = P.start_pos[LANE];
         s_seq = P.start_seq[LANE];
         s_exit = 0;
-        s_gleft = 0;
     }
     gpuos__fetch_bar<LANE, NT>();
     int width = 1; /* slots polled per round trip: 1 while idle */
@@ -126,45 +122,6 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
 #ifdef GPUOS__PK_TIMESTAMPS
         const long long t_poll = clock64();
 #endif
-        int n = 0;           /* ring slots consumed this round */
-        uint32_t n_tasks = 0; /* tasks queued this round */
-        if (s_gleft) {
-        /* Expanding a graph launch: its descriptors from device memory (no PCIe), EXP a
-           round, with the launch's base and external dependencies applied. */
-        if (tid == 0) { /* one thread reads the room: every thread must agree on the count */
-            const int64_t room = (int64_t)(gpuos__sh_load(&s_limit[LANE]) - s_seq);
-            uint32_t c = s_gleft < (uint32_t)EXP ? s_gleft : (uint32_t)EXP;
-            if ((int64_t)c > room) c = room > 0 ? (uint32_t)room : 0u;
-            s_gcount = c;
-        }
-        gpuos__fetch_bar<LANE, NT>();
-        n_tasks = s_gcount;
-        if ((uint32_t)tid < n_tasks) {
-            const uint64_t seq = s_seq + tid;
-            const uint64_t *src = (const uint64_t *)(s_g.desc + (uint64_t)(s_gnext + tid) * sizeof(gpuos__qdesc));
-            gpuos__qbody u;
-#pragma unroll
-            for (int q = 0; q < (int)(sizeof(gpuos__qdesc) / 8); q++) u.w[q] = __ldcg((const unsigned long long *)src + q);
-            gpuos__qdesc *d = &s_d[tid]; /* edited in shared memory: dep_delta is indexed */
-            *d = u.d;
-            const int ext = d->stamp != 0;
-            d->stamp = 0;
-            d->base += s_g.base0;
-            if (ext && (s_g.ext || s_g.hi) && d->n_deps != GPUOS__DEPS_ALL) {
-                if (d->n_deps + (s_g.ext != 0) + (s_g.hi != 0) > GPUOS__MAX_DEPS) {
-                    d->n_deps = GPUOS__DEPS_ALL;
-                } else {
-                    if (s_g.ext) d->dep_delta[d->n_deps++] = (uint32_t)(seq - s_g.ext) | GPUOS__DEP_RETIRED;
-                    if (s_g.hi) d->dep_delta[d->n_deps++] = s_g.hi;
-                }
-            }
-            if (d->n_deps == GPUOS__DEPS_ALL && s_g.all_hi) d->dep_delta[0] = s_g.all_hi;
-            d->kind |= s_g.kind & GPUOS__KIND_HICHECK;
-            gpuos__dtask *t = &tasks[seq & (P.task_cap - 1)];
-            t->d = *d;
-            done[seq & (P.task_cap - 1)] = 0;
-        }
-        } else {
         const int64_t room = (int64_t)(gpuos__sh_load(&s_limit[LANE]) - s_seq); /* free task-ring entries */
         /* Eight threads per slot, one 8-byte volatile read each: one PCIe round trip
            both detects and delivers the slot (measured on the H100: one 8-byte read
@@ -193,7 +150,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
             s_ballot[warp] = r;
         }
         gpuos__fetch_bar<LANE, NT>();
-        n = 0;
+        int n = 0;
         for (int w = 0; w < NT / 32; w++) {
             uint32_t x = s_ballot[w];
             if (x == 0xfu) { n += 4; continue; }
@@ -206,33 +163,18 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
         uint32_t b;
         /* Thread t now handles slot t of the batch (complete: every word carried the tag). */
         uint32_t kind = tid < n ? GPUOS__KIND(body.d.kind) : 0;
-        /* a graph launch ends the batch: its tasks follow this batch's */
-        const uint32_t gb = __ballot_sync(0xffffffffu, kind == GPUOS__SLOT_GRAPH);
-        if (lane == 0) s_gball[warp] = gb;
-        gpuos__fetch_bar<LANE, NT>();
-        for (int w = 0; w < NT / 32; w++)
-            if (s_gball[w]) {
-                n = w * 32 + __ffs(s_gball[w]); /* up to and including the first graph slot */
-                break;
-            }
-        if (tid >= n) kind = 0;
-        if (tid < n && kind == GPUOS__SLOT_GRAPH) { /* the batch's last slot: expanded from the next round */
-            s_g = body.g;
-            s_gleft = body.g.n;
-            s_gnext = 0;
-        }
-        const int is_task = tid < n && kind != GPUOS__SLOT_PLAN && kind != GPUOS__SLOT_GRAPH;
+        const int is_task = tid < n && kind != GPUOS__SLOT_PLAN;
         b = __ballot_sync(0xffffffffu, is_task);
         if (lane == 0) s_ballot[warp] = b;
         gpuos__fetch_bar<LANE, NT>();
         uint32_t rank = __popc(b & ((1u << lane) - 1)); /* index among this batch's tasks */
-        n_tasks = 0;
+        uint32_t n_tasks = 0;
         for (int w = 0; w < NT / 32; w++) {
             if (w < warp) rank += __popc(s_ballot[w]);
             n_tasks += __popc(s_ballot[w]);
         }
         const uint64_t seq = s_seq + rank;
-        if (tid < n && kind != GPUOS__SLOT_GRAPH) {
+        if (tid < n) {
             if (kind == GPUOS__SLOT_PLAN) {
                 uint64_t *dst = (uint64_t *)(P.plans + (size_t)body.p.plan_id * GPUOS__PLAN_BYTES +
                                              (size_t)body.p.chunk * GPUOS__SLOT_PAYLOAD);
@@ -245,7 +187,6 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
                 t->d = d;
                 done[seq & (P.task_cap - 1)] = 0;
             }
-        }
         }
         /* s_d and the task-ring entries are complete for every fetch thread after this
            barrier. The task-ring entries (plain stores by these threads) are published by
@@ -330,11 +271,6 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
         }
         if (tid == 0) for (uint32_t i = 0; i < n_tasks; i++) if (GPUOS__KIND(s_d[i].kind) == GPUOS__SLOT_EXIT) s_exit = 1;
         gpuos__fetch_bar<LANE, NT>();
-        if (tid == 0 && s_gleft && !n) { /* an expansion round */
-            s_gnext += n_tasks;
-            s_gleft -= n_tasks;
-            s_seq += n_tasks;
-        }
         if (tid == 0 && n) {
             s_pos += n;
             s_seq += n_tasks;
@@ -343,7 +279,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
             if (LANE == 0 && n_tasks) P.ctl->stamp[1] = gpuos__globaltimer();
 #endif
         }
-        width = n || n_tasks ? SLOTS : 1;
+        width = n ? SLOTS : 1;
 #ifdef GPUOS__PK_TIMESTAMPS
         if (LANE == 0 && tid == 0) {
             fprof[n ? GPUOS__PROF_F_BATCH : GPUOS__PROF_F_POLL] += (unsigned long long)(clock64() - t_poll);
@@ -357,7 +293,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
 #ifndef GPUOS__HI_IDLE_NS
 #define GPUOS__HI_IDLE_NS 32
 #endif
-        if (n == 0 && n_tasks == 0 && tid == 0) gpuos__nanosleep(LANE ? GPUOS__HI_IDLE_NS : 32);
+        if (n == 0 && tid == 0) gpuos__nanosleep(LANE ? GPUOS__HI_IDLE_NS : 32);
         gpuos__fetch_bar<LANE, NT>();
     }
     if (LANE == 0 && tid == 0) {
