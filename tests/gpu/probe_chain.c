@@ -2,7 +2,8 @@
    worker blocks (not a test). Runs with GPUOS_CUDA_TIMESTAMPS=1, whose kernel sums clock64
    cycles per phase over every worker (gpuos__pk_params.prof), and prints them per task:
    the bench's `chain` (1000 in-place x = x + 1 on 4096 floats), then `independent`
-   (out_k = in_k + 1 over 256 tensors), each submitted from one thread. */
+   (out_k = in_k + 1 over 256 tensors), each submitted from one thread, then the bench's
+   `pipeline_jobs` (graphs of copy-in from pinned memory, 20 adds, copy-out; 8 in flight). */
 #include "../../gpuos.c"
 #include <stdio.h>
 
@@ -77,6 +78,60 @@ int main(void) {
         t0 = now_us() - t0;
         prof_read(ctx, p1);
         prof_report("independent", p0, p1, t0, 20000, "op");
+    }
+    { /* pipeline_jobs: 8 slots, each a graph of copy-in, 20 in-place adds, copy-out */
+        enum { S = 8, OPS = 20, JOBS = 2000 };
+        gpuos_tensor *pin_in[S], *pin_out[S], *xs[S];
+        gpuos_graph *g[S];
+        uint64_t fence[S];
+        double tl = 0, tw = 0;
+        for (i = 0; i < S; i++) {
+            gpuos_task k = GPUOS_TASK_INIT;
+            int j;
+            gpuos_tensor_new_pinned(ctx, GPUOS_F32, 1, &n, &pin_in[i]);
+            gpuos_tensor_new_pinned(ctx, GPUOS_F32, 1, &n, &pin_out[i]);
+            gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &xs[i]);
+            gpuos_graph_create(ctx, &g[i]);
+            k.op = GPUOS_OP_COPY, k.out = xs[i], k.in[0] = pin_in[i];
+            gpuos_graph_add(g[i], &k, NULL);
+            k.op = GPUOS_OP_ADD, k.out = xs[i], k.in[0] = xs[i], k.in[1] = one;
+            for (j = 0; j < OPS; j++) gpuos_graph_add(g[i], &k, NULL);
+            k.op = GPUOS_OP_COPY, k.out = pin_out[i], k.in[0] = xs[i], k.in[1] = NULL;
+            gpuos_graph_add(g[i], &k, NULL);
+        }
+        for (r = 0; r < 3; r++) {
+            double t0, a, b;
+            prof_read(ctx, p0);
+            t0 = now_us();
+            tl = tw = 0;
+            for (i = 0; i < JOBS; i++) {
+                a = now_us();
+                if (i >= S) gpuos_wait_fence(ctx, fence[i % S], 10000);
+                b = now_us();
+                gpuos_graph_launch(g[i % S], NULL, 0, NULL, 0, &fence[i % S]);
+                tw += b - a;
+                tl += now_us() - b;
+            }
+            gpuos_wait(ctx, 10000);
+            t0 = now_us() - t0;
+            prof_read(ctx, p1);
+            printf("pipeline: host per job: launch %.2f us, wait %.2f us\n", tl / JOBS, tw / JOBS);
+            prof_report("pipeline", p0, p1, t0, JOBS, "job");
+        }
+        { /* one job alone: its latency */
+            double t0 = now_us();
+            for (r = 0; r < 200; r++) {
+                gpuos_graph_launch(g[0], NULL, 0, NULL, 0, &fence[0]);
+                gpuos_wait_fence(ctx, fence[0], 10000);
+            }
+            printf("pipeline: one job at a time: %.2f us per job\n", (now_us() - t0) / 200);
+        }
+        for (i = 0; i < S; i++) {
+            gpuos_graph_release(g[i]);
+            gpuos_tensor_release(pin_in[i]);
+            gpuos_tensor_release(pin_out[i]);
+            gpuos_tensor_release(xs[i]);
+        }
     }
     printf("status: %s\n", gpuos_last_error(ctx));
     gpuos_destroy(ctx);
