@@ -290,10 +290,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
                     if (fprof[k]) atomicAdd(&P.prof[k], fprof[k]), fprof[k] = 0;
         }
 #endif
-#ifndef GPUOS__HI_IDLE_NS
-#define GPUOS__HI_IDLE_NS 32
-#endif
-        if (n == 0 && tid == 0) gpuos__nanosleep(LANE ? GPUOS__HI_IDLE_NS : 32);
+        if (n == 0 && tid == 0) gpuos__nanosleep(32);
         gpuos__fetch_bar<LANE, NT>();
     }
     if (LANE == 0 && tid == 0) {
@@ -416,8 +413,7 @@ static __device__ int gpuos__pk_deps_ready(const gpuos__pk_params &P, int lane, 
 }
 
 /* Lane 1 work waiting in this worker's inbox (a hint: the drain reads it properly)? No
-   "memory" clobber: the hint orders nothing, and a clobber would make the compiler reload
-   the tile loop's values from shared memory after it. */
+   "memory" clobber: the hint orders nothing. */
 static __device__ __forceinline__ uint32_t gpuos__pk_hi_stamp(const gpuos__pk_params &P, uint32_t me, uint32_t hhead) {
     uint32_t v;
     const gpuos__dtask *e = &P.inbox[1][(size_t)me * P.inbox_cap + (hhead & (P.inbox_cap - 1))];
@@ -506,9 +502,7 @@ static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint
 #define GPUOS__PROF_ADD(acc, k, t0) (void)0
 #endif
 
-#ifndef GPUOS__HI_BATCH_TILES
-#define GPUOS__HI_BATCH_TILES 8
-#endif
+#define GPUOS__HI_BATCH_TILES 8 /* a marked batch ends after this many tiles (lane-1 latency) */
 
 /* Runs the tasks of this block's inbox in order, reading up to 32 entries per
    parallel read of its own (uncontended) inbox lines. Finished-tile counts are
@@ -539,10 +533,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
             unsigned spin = 0;
             for (;;) {
                 const uint32_t hh = s_hhead;
-#ifndef GPUOS__HI_POLL_IDLE
-#define GPUOS__HI_POLL_IDLE 1
-#endif
-                const uint32_t hs = GPUOS__HI_POLL_IDLE && lane == 0 ? gpuos__pk_hi_stamp(P, me, hh) : 0u;
+                const uint32_t hs = lane == 0 ? gpuos__pk_hi_stamp(P, me, hh) : 0u;
                 const gpuos__dtask *e = &inbox[(head + lane) & (P.inbox_cap - 1)];
                 int ok = gpuos__ld_acquire_gpu_u32(&e->d.stamp) == head + lane + 1;
                 /* lane 1 first: an empty lane-0 batch (s_n = 0) sends the block to it */
