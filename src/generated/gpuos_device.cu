@@ -1766,7 +1766,7 @@ GPUOS__FN double gpuos__r_std_f64_final(gpuos__racc_std_f64 acc, int64_t n, int3
    ALL threads of a block with the same arguments (it may use __syncthreads).
    blockDim.x: a multiple of 32 from 32 to 1024 (the persistent kernel uses 256);
    blockDim.y = blockDim.z = 1. Static shared memory: gpuos__d_red_smem (1 KB,
-   prelude) and gpuos__d_mm_smem (8.25 KB, matmul tiles).
+   prelude) and gpuos__d_mm_smem (16.25 KB, matmul tiles).
 
    Structure, chosen for NVRTC time (measured: 500 small functions, or one function
    holding 500 loops, cost 8 s and 38 s; one loop around a 500-way switch, 1 s):
@@ -2270,44 +2270,47 @@ template <class D, int OP> GPUOS__FN void gpuos__d_rows(const gpuos__rows_plan *
 }
 
 /* ================================================================ matmul */
-/* Output tiles of tm rows x tn columns, K in steps of 16, both operands staged in
-   shared memory in the accumulation type (12.25 KB). Thread t owns column t % tn and
+/* Output tiles of tm rows x tn columns, K in steps of 32, both operands staged in
+   shared memory in the accumulation type (16.25 KB), in one pass per step (the A and B
+   loads of a step are in flight together: a step costs one memory latency, not two;
+   8x256 @ 256x256 took ~36 us as a dependent task with two passes of 16). Thread t owns column t % tn and
    rows t / tn + j * (blockDim / tn), j < 4 (four accumulators per thread). tn is 32,
    64 or 128 (64 at most for 8-byte types), the widest whose tm = min(32, 4 blockDim /
    tn) still covers the rows at hand, so a few rows (M = 8, or a range of one row)
-   keep every thread busy. Tile loads are issued 4 at a time per thread (raw bits,
+   keep every thread busy. Tile loads are issued 8 at a time per thread (raw bits,
    all in flight) before they are converted into shared memory. Rows of a tile never
    cross a batch boundary. Any strides, any block size the device code allows. D:
    the group's dtypes with accumulation type D::T (f32 for f16/bf16/f32, f64,
    uint64_t for integers: 64-bit sums that wrap), raw bits R, R raw(case, const char *),
    T cvt(case, R), st(case, char *, T). */
 #define GPUOS__D_MM_TM 32
-#define GPUOS__D_MM_TK 16
+#define GPUOS__D_MM_TK 32
 #define GPUOS__D_MM_RPT 4
-#define GPUOS__D_MM_BBYTES 8192 /* B tile: 16 x 128 4-byte or 16 x 64 8-byte values */
+#define GPUOS__D_MM_BBYTES 8192 /* B tile: 32 x 64 4-byte or 32 x 32 8-byte values */
+#define GPUOS__D_MM_INFLIGHT 8  /* tile loads in flight per thread */
 static __shared__ __align__(16) unsigned char
     gpuos__d_mm_smem[GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1) * 8 + GPUOS__D_MM_BBYTES];
 
-/* Loads the elements e < total of a tile, e = tid + q * blockDim, 4 per thread at a
-   time: at(e) gives the address (NULL: outside the matrix, stored as 0), put(e, v) the
-   shared-memory slot. */
+/* Loads the elements e < total of a tile, e = tid + q * blockDim, GPUOS__D_MM_INFLIGHT
+   per thread at a time: at(e) gives the address (NULL: outside the matrix, stored as 0),
+   put(e, v) the shared-memory slot. */
 template <class D, class AT, class PUT>
 GPUOS__FN void gpuos__d_mm_stage(int cs, int total, AT at, PUT put) {
     typedef typename D::R R;
     typedef typename D::T T;
     const int tid = gpuos__d_tid(), nt = gpuos__d_nthreads();
 #pragma unroll 1
-    for (int e0 = tid; e0 < total; e0 += 4 * nt) {
-        R v[4];
-        bool in[4];
+    for (int e0 = tid; e0 < total; e0 += GPUOS__D_MM_INFLIGHT * nt) {
+        R v[GPUOS__D_MM_INFLIGHT];
+        bool in[GPUOS__D_MM_INFLIGHT];
 #pragma unroll
-        for (int q = 0; q < 4; ++q) {
+        for (int q = 0; q < GPUOS__D_MM_INFLIGHT; ++q) {
             const char *a = e0 + q * nt < total ? at(e0 + q * nt) : NULL;
             in[q] = a != NULL;
             v[q] = a ? D::raw(cs, a) : (R)0;
         }
 #pragma unroll
-        for (int q = 0; q < 4; ++q)
+        for (int q = 0; q < GPUOS__D_MM_INFLIGHT; ++q)
             if (e0 + q * nt < total) put(e0 + q * nt, in[q] ? D::cvt(cs, v[q]) : (T)0);
     }
 }
@@ -2357,23 +2360,24 @@ template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, i
             for (int j = 0; j < GPUOS__D_MM_RPT; ++j) acc[j] = 0;
 #pragma unroll 1
             for (int64_t k0 = 0; k0 < K; k0 += GPUOS__D_MM_TK) {
+                const int na = rows * GPUOS__D_MM_TK; /* A's elements first, then B's, one pass */
                 gpuos__d_mm_stage<D>(
-                    cs, rows * GPUOS__D_MM_TK,
+                    cs, na + GPUOS__D_MM_TK * tn,
                     [&](int e) -> const char * {
-                        const int r = e / GPUOS__D_MM_TK, kk = e % GPUOS__D_MM_TK;
-                        return k0 + kk < K ? A + r * a_m + (k0 + kk) * a_k : (const char *)NULL;
-                    },
-                    [&](int e, T v) { As[e / GPUOS__D_MM_TK][e % GPUOS__D_MM_TK] = v; });
-                gpuos__d_mm_stage<D>(
-                    cs, GPUOS__D_MM_TK * tn,
-                    [&](int e) -> const char * {
-                        const int kk = e / tn, c = e % tn;
+                        if (e < na) {
+                            const int r = e / GPUOS__D_MM_TK, kk = e % GPUOS__D_MM_TK;
+                            return k0 + kk < K ? A + r * a_m + (k0 + kk) * a_k : (const char *)NULL;
+                        }
+                        const int kk = (e - na) / tn, c = (e - na) % tn;
                         return (k0 + kk < K && n0 + c < nend) ? B + (k0 + kk) * b_k + (n0 + c) * b_n : (const char *)NULL;
                     },
-                    [&](int e, T v) { Bs[e] = v; });
+                    [&](int e, T v) {
+                        if (e < na) As[e / GPUOS__D_MM_TK][e % GPUOS__D_MM_TK] = v;
+                        else Bs[e - na] = v;
+                    });
                 __syncthreads();
                 if (rbase < rstep) {
-#pragma unroll 4
+#pragma unroll 8
                     for (int kk = 0; kk < GPUOS__D_MM_TK; ++kk) {
                         const T bv = Bs[kk * tn + col];
 #pragma unroll

@@ -65,6 +65,10 @@ $(BUILD)/probe_submit: tests/gpu/probe_submit.c gpuos.h $(BUILD)/gpuos.o | $(BUI
 $(BUILD)/probe_chain: tests/gpu/probe_chain.c tests/gpu/probe_prof.h gpuos.c gpuos.h | $(BUILD)
 	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_chain.c -o $@ $(LDLIBS)
 
+# what each kind of tiny_mlp task costs (not a test)
+$(BUILD)/probe_mlp: tests/gpu/probe_mlp.c gpuos.c gpuos.h | $(BUILD)
+	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_mlp.c -o $@ $(LDLIBS)
+
 # A run-time operator on a transposed view, for compute-sanitizer (not a test).
 $(BUILD)/probe_rtview: tests/gpu/probe_rtview.c gpuos.c gpuos.h | $(BUILD)
 	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_rtview.c -o $@ $(LDLIBS)
