@@ -629,11 +629,12 @@ int gpuos__cuda_graph_storages(const struct gpuos__cuda_graph *g);
 gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs, int n, uint64_t *seq, int *n_queued);
 /* Dispatcher side: the next job, or NULL when stopping. Waits while paused or empty. */
 gpuos__job *gpuos__queue_pop(gpuos_context *ctx);
-/* Dispatcher side: job has finished; releases its storages, advances ctx->completed. */
+/* Dispatcher side: job has finished; retires it and every finished job behind it in order
+   (storages released, ctx->completed advanced). */
 void gpuos__queue_done(gpuos_context *ctx, gpuos__job *job);
-/* Retires a finished job (ctx->mu held): releases its storages, advances ctx->completed.
-   The caller broadcasts cv_done. */
-void gpuos__queue_done_locked(gpuos_context *ctx, gpuos__job *job);
+/* Retires the ring's head job, which has finished (ctx->mu held): takes it off the ring,
+   advances ctx->completed, releases its storages. The caller broadcasts cv_done. */
+void gpuos__queue_retire_head_locked(gpuos_context *ctx);
 /* Waits until every job up to seq has finished (one: job seq itself), at most timeout_ms. */
 gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, int one, uint32_t timeout_ms, const char *what);
 /* ctx->mu held: job seq has finished (one), or every job up to it (!one). */
@@ -786,6 +787,8 @@ gpuos_status gpuos__nvjitlink_link(const gpuos_context *ctx, const char *const *
 char *gpuos__device_source_joined(size_t *length);
 
 /* ---------------------------------------------------------------- plan.c */
+/* GPUOS_OK for a valid priority, else GPUOS_ERR_INVALID_ARGUMENT ("<fn>: <what> is ..."). */
+gpuos_status gpuos__check_priority(const gpuos_context *ctx, const char *fn, const char *what, int priority);
 /* Validates task and builds its job, not queued (push it, or gpuos__job_free it). */
 gpuos_status gpuos__plan_task(gpuos_context *ctx, const gpuos_task *task, gpuos__job **out);
 
@@ -3766,27 +3769,49 @@ static void cuda_log_record(const struct gpuos__cuda *c, cuda__log *lg, const cu
     lg->a[lg->n++] = *a;
 }
 
+/* The unretired floor of lane l that an access (write or read) of lg's storage must wait
+   for, or 0: a reader waits for the forgotten writes, a writer for forgotten reads too. */
+static uint64_t cuda_log_floor(const struct gpuos__cuda *c, const cuda__log *lg, int l, int write) {
+    uint64_t f = lg->floor_w[l];
+    if (write && lg->floor_r[l] > f) f = lg->floor_r[l];
+    return f > c->retired_seen[l] ? f : 0;
+}
+
+/* Does an access of [lo, hi) (write or read) conflict with the remembered access a, which
+   has not retired? */
+static int cuda_conflicts(const struct gpuos__cuda *c, const cuda__access *a, uint64_t lo, uint64_t hi, int write) {
+    return a->dseq > c->retired_seen[a->lane] && a->hi > lo && hi > a->lo && (a->write || write);
+}
+
+/* newest[l]: the newest unretired task of lane l (floors included) that an access of
+   [lo, hi) must follow, raised to it when later than what newest[l] holds. */
+static void cuda_log_newest(const struct gpuos__cuda *c, const cuda__log *lg, uint64_t lo, uint64_t hi, int write,
+                            uint64_t newest[GPUOS__LANES]) {
+    int l, j;
+    for (l = 0; l < GPUOS__LANES; l++) {
+        const uint64_t f = cuda_log_floor(c, lg, l, write);
+        if (f > newest[l]) newest[l] = f;
+    }
+    for (j = 0; j < lg->n; j++)
+        if (cuda_conflicts(c, &lg->a[j], lo, hi, write) && lg->a[j].dseq > newest[lg->a[j].lane])
+            newest[lg->a[j].lane] = lg->a[j].dseq;
+}
+
 /* Can a task that touches ops[0..n) go on lane 1? Not when it conflicts with unretired
    lane-0 work (it would wait for lane 0, which runs after lane 1), nor with tasks the
    host has not encoded yet. (ctx->mu held; retired marks fresh) */
 static int cuda_lane1_ok(const struct gpuos__cuda *c, const gpuos__job *job, const cuda__operand *ops, int n) {
-    int k, j;
+    int k;
     for (k = 0; k < n; k++) {
-        uint64_t lo, hi;
+        uint64_t lo, hi, newest[GPUOS__LANES] = {0, 0};
         const gpuos__storage *s;
-        const cuda__log *lg;
         cuda_operand_range(&ops[k], &lo, &hi);
         if (lo == hi) continue;
         s = cuda_storage_of(job, lo, hi);
         if (!s) return 0;
-        lg = (const cuda__log *)s->cuda_log;
-        if (!lg) continue;
-        if (lg->floor_w[0] > c->retired_seen[0] || (ops[k].write && lg->floor_r[0] > c->retired_seen[0])) return 0;
-        for (j = 0; j < lg->n; j++) {
-            const cuda__access *a = &lg->a[j];
-            if (a->lane == 0 && a->dseq > c->retired_seen[0] && a->hi > lo && hi > a->lo && (a->write || ops[k].write))
-                return 0;
-        }
+        if (!s->cuda_log) continue;
+        cuda_log_newest(c, (const cuda__log *)s->cuda_log, lo, hi, ops[k].write, newest);
+        if (newest[0]) return 0;
     }
     return 1;
 }
@@ -3842,9 +3867,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         }
         lg = (cuda__log *)s->cuda_log;
         for (l = 0; l < GPUOS__LANES; l++) { /* forgotten accesses (lane 1 never sees lane 0's here) */
-            uint64_t f = lg->floor_w[l];
-            if (ops[k].write && lg->floor_r[l] > f) f = lg->floor_r[l];
-            if (f <= c->retired_seen[l]) continue;
+            const uint64_t f = cuda_log_floor(c, lg, l, ops[k].write);
             if (l == lane) {
                 if (f > floor) floor = f;
             } else if (f > hi_max) {
@@ -3853,8 +3876,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         }
         for (j = 0; j < lg->n; j++) {
             const cuda__access *a = &lg->a[j];
-            if (a->dseq <= c->retired_seen[a->lane] || a->hi <= lo || hi <= a->lo || !(a->write || ops[k].write))
-                continue;
+            if (!cuda_conflicts(c, a, lo, hi, ops[k].write)) continue;
             if (a->lane != lane) { /* lane 0 waiting for lane 1 */
                 if (a->dseq > hi_max) hi_max = a->dseq;
                 continue;
@@ -3982,13 +4004,10 @@ int gpuos__cuda_reap_locked(gpuos_context *ctx) {
     int any = 0;
     cuda_refresh_retired(c);
     while (ctx->cuda_sent > 0) {
-        gpuos__job *job = ctx->ring[ctx->ring_head];
+        const gpuos__job *job = ctx->ring[ctx->ring_head];
         if (job->dseq > c->retired_seen[job->lane]) break;
-        ctx->ring[ctx->ring_head] = NULL;
-        ctx->ring_head = (ctx->ring_head + 1u) & (ctx->ring_size - 1u);
-        ctx->ring_count--;
+        gpuos__queue_retire_head_locked(ctx);
         ctx->cuda_sent--;
-        gpuos__queue_done_locked(ctx, job);
         any = 1;
     }
     if (any) {
@@ -4496,37 +4515,27 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
     return GPUOS_OK;
 }
 
-/* The external dependency of a launch of g on `lane`: the newest unretired conflicting
-   access outside the graph in that lane (*same), and in lane 1 for a lane-0 launch (*hi).
-   0 (and nothing set) when a lane-1 launch would wait for lane 0. (ctx->mu held) */
-static int cuda_graph_ext(const struct gpuos__cuda *c, const struct gpuos__cuda_graph *g, int lane, uint64_t *same,
-                          uint64_t *hi) {
-    uint64_t ext[GPUOS__LANES] = {0, 0};
-    int k, j, l;
+/* The external dependencies of a launch of g: per lane, the newest unretired access
+   outside the graph that a node flagged as touching outside memory must follow. */
+static void cuda_graph_ext(const struct gpuos__cuda *c, const struct gpuos__cuda_graph *g, uint64_t ext[GPUOS__LANES]) {
+    int k;
+    ext[0] = ext[1] = 0;
     for (k = 0; k < g->n_acc; k++) {
         const cuda__gacc *e = &g->acc[k];
-        const cuda__log *lg = (const cuda__log *)e->st->cuda_log;
-        if (!g->desc[e->node].stamp || !lg) continue;
-        for (l = 0; l < GPUOS__LANES; l++) {
-            uint64_t f = lg->floor_w[l];
-            if (e->write && lg->floor_r[l] > f) f = lg->floor_r[l];
-            if (f > c->retired_seen[l] && f > ext[l]) ext[l] = f;
-        }
-        for (j = 0; j < lg->n; j++) {
-            const cuda__access *a = &lg->a[j];
-            if (a->dseq <= c->retired_seen[a->lane] || a->hi <= e->lo || e->hi <= a->lo || !(a->write || e->write)) continue;
-            if (a->dseq > ext[a->lane]) ext[a->lane] = a->dseq;
-        }
+        if (g->desc[e->node].stamp && e->st->cuda_log)
+            cuda_log_newest(c, (const cuda__log *)e->st->cuda_log, e->lo, e->hi, e->write, ext);
     }
-    if (lane == 1) {
-        if (ext[0]) return 0;
-        for (k = 0; k < g->n; k++) /* waiting for all earlier tasks includes lane 0 */
-            if (g->desc[k].n_deps == GPUOS__DEPS_ALL && c->dseq[0] - 1 > c->retired_seen[0]) return 0;
-        for (k = 0; k < g->n_pinned; k++) /* its plans came through lane 0's ring */
-            if (!cuda_plan_fetched((struct gpuos__cuda *)c, &c->plans[g->plan_ids[k]])) return 0;
-    }
-    *same = ext[lane];
-    *hi = lane == 0 ? ext[1] : 0;
+}
+
+/* May a launch of g with external dependencies ext go on lane 1? Not when it would wait
+   for lane-0 work, nor when its plans (sent through lane 0's ring) are not fetched yet. */
+static int cuda_graph_lane1_ok(struct gpuos__cuda *c, const struct gpuos__cuda_graph *g, const uint64_t *ext) {
+    int k;
+    if (ext[0]) return 0;
+    for (k = 0; k < g->n; k++) /* waiting for all earlier tasks includes lane 0 */
+        if (g->desc[k].n_deps == GPUOS__DEPS_ALL && c->dseq[0] - 1 > c->retired_seen[0]) return 0;
+    for (k = 0; k < g->n_pinned; k++)
+        if (!cuda_plan_fetched(c, &c->plans[g->plan_ids[k]])) return 0;
     return 1;
 }
 
@@ -4536,7 +4545,7 @@ static int cuda_graph_ext(const struct gpuos__cuda *c, const struct gpuos__cuda_
 gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__cuda_graph *g, gpuos__job *job,
                                              int prio, uint64_t *seq) {
     struct gpuos__cuda *c = ctx->cuda;
-    uint64_t s0, ext_max = 0, hi_max = 0;
+    uint64_t s0, ext[GPUOS__LANES], ext_max, hi_max;
     uint32_t base0;
     int k, lane = 0;
     gpuos_status st;
@@ -4548,10 +4557,10 @@ gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__c
     if (!c->running && (st = cuda_launch_locked(ctx, c)) != GPUOS_OK) return st;
     cuda_refresh_retired(c);
     if (prio > 0) c->hi_used = 1;
-    if (!(prio > 0 && !c->serialize && cuda_graph_ext(c, g, 1, &ext_max, &hi_max)))
-        (void)cuda_graph_ext(c, g, 0, &ext_max, &hi_max);
-    else
-        lane = 1;
+    cuda_graph_ext(c, g, ext);
+    if (prio > 0 && !c->serialize && cuda_graph_lane1_ok(c, g, ext)) lane = 1;
+    ext_max = ext[lane];
+    hi_max = lane == 0 ? ext[1] : 0;
     if ((st = cuda_ring_room(ctx, c, lane, (uint64_t)g->n)) != GPUOS_OK) return st;
     s0 = c->dseq[lane];
     base0 = c->next_base;
@@ -7016,11 +7025,8 @@ int gpuos_graph_size(const gpuos_graph *graph) { return graph ? graph->n : 0; }
 
 gpuos_status gpuos_graph_set_priority(gpuos_graph *g, int priority) {
     if (!g) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_graph_set_priority: graph is NULL");
-    if (priority != GPUOS_PRIORITY_NORMAL && priority != GPUOS_PRIORITY_HIGH)
-        return gpuos__set_error(g->ctx, GPUOS_ERR_INVALID_ARGUMENT,
-                                "gpuos_graph_set_priority: priority is %d; use GPUOS_PRIORITY_NORMAL (0) or "
-                                "GPUOS_PRIORITY_HIGH (1)",
-                                priority);
+    if (gpuos__check_priority(g->ctx, "gpuos_graph_set_priority", "priority", priority) != GPUOS_OK)
+        return GPUOS_ERR_INVALID_ARGUMENT;
     g->priority = priority;
     return GPUOS_OK;
 }
@@ -8334,6 +8340,12 @@ static gpuos_status plan_check_rt(plan_state *ps) {
     return GPUOS_OK;
 }
 
+gpuos_status gpuos__check_priority(const gpuos_context *ctx, const char *fn, const char *what, int priority) {
+    if (priority == GPUOS_PRIORITY_NORMAL || priority == GPUOS_PRIORITY_HIGH) return GPUOS_OK;
+    return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT,
+                            "%s: %s is %d; use GPUOS_PRIORITY_NORMAL (0) or GPUOS_PRIORITY_HIGH (1)", fn, what, priority);
+}
+
 static gpuos_status plan_check_task(plan_state *ps) {
     const gpuos_task *task = ps->task;
     const gpuos__op_info *info;
@@ -8346,11 +8358,8 @@ static gpuos_status plan_check_task(plan_state *ps) {
                                 "gpuos_submit: task->struct_size is %zu but this library's gpuos_task is %zu bytes; "
                                 "start from GPUOS_TASK_INIT",
                                 task->struct_size, sizeof(gpuos_task));
-    if (task->priority != GPUOS_PRIORITY_NORMAL && task->priority != GPUOS_PRIORITY_HIGH)
-        return gpuos__set_error(ps->ctx, GPUOS_ERR_INVALID_ARGUMENT,
-                                "gpuos_submit: task->priority is %d; use GPUOS_PRIORITY_NORMAL (0) or "
-                                "GPUOS_PRIORITY_HIGH (1)",
-                                task->priority);
+    if (gpuos__check_priority(ps->ctx, "gpuos_submit", "task->priority", task->priority) != GPUOS_OK)
+        return GPUOS_ERR_INVALID_ARGUMENT;
     if ((long)task->op >= GPUOS_OP_RUNTIME_BASE) return plan_check_rt(ps);
     if ((unsigned)task->op >= (unsigned)GPUOS_OP_COUNT)
         return gpuos__set_error(ps->ctx, GPUOS_ERR_UNKNOWN_OP, "gpuos_submit: op %d is not an operator (0..%d)",
@@ -8680,6 +8689,11 @@ fail:
     return st;
 }
 
+/* The job i places behind the ring's head (ctx->mu held). */
+static gpuos__job *queue_at(const gpuos_context *ctx, uint32_t i) {
+    return ctx->ring[(ctx->ring_head + i) & (ctx->ring_size - 1u)];
+}
+
 /* Host executor: does job a write memory that job b uses (storage ranges; a job writes
    its output's storage, st[0], and a graph launch's job may write any of its xst)? */
 static int queue_st_overlap(const gpuos__storage *x, const gpuos__storage *y) {
@@ -8702,7 +8716,7 @@ static int queue_host_lane(const gpuos_context *ctx, const gpuos__job *job) {
     uint32_t i;
     if (job->prio <= 0) return 0;
     for (i = 0; i < ctx->ring_count; i++) {
-        const gpuos__job *o = ctx->ring[(ctx->ring_head + i) & (ctx->ring_size - 1u)];
+        const gpuos__job *o = queue_at(ctx, i);
         if (o->lane == 0 && o->state != GPUOS__JOB_DONE && (queue_writes_into(o, job) || queue_writes_into(job, o)))
             return 0;
     }
@@ -8790,10 +8804,6 @@ gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs
 }
 
 /* ---------------------------------------------------------------- dispatcher side */
-static gpuos__job *queue_at(const gpuos_context *ctx, uint32_t i) {
-    return ctx->ring[(ctx->ring_head + i) & (ctx->ring_size - 1u)];
-}
-
 gpuos__job *gpuos__queue_pop(gpuos_context *ctx) {
     gpuos__job *job = NULL;
     uint32_t i = 0;
@@ -8824,7 +8834,11 @@ gpuos__job *gpuos__queue_pop(gpuos_context *ctx) {
     return job;
 }
 
-void gpuos__queue_done_locked(gpuos_context *ctx, gpuos__job *job) {
+void gpuos__queue_retire_head_locked(gpuos_context *ctx) {
+    gpuos__job *job = ctx->ring[ctx->ring_head];
+    ctx->ring[ctx->ring_head] = NULL;
+    ctx->ring_head = (ctx->ring_head + 1u) & (ctx->ring_size - 1u);
+    ctx->ring_count--;
     ctx->completed = job->seq;
     queue_retire_locked(ctx, job);
 }
@@ -8832,12 +8846,8 @@ void gpuos__queue_done_locked(gpuos_context *ctx, gpuos__job *job) {
 void gpuos__queue_done(gpuos_context *ctx, gpuos__job *job) {
     pthread_mutex_lock(&ctx->mu);
     job->state = GPUOS__JOB_DONE;
-    while (ctx->ring_count > 0 && (job = queue_at(ctx, 0))->state == GPUOS__JOB_DONE) { /* retire in order */
-        ctx->ring[ctx->ring_head] = NULL;
-        ctx->ring_head = (ctx->ring_head + 1u) & (ctx->ring_size - 1u);
-        ctx->ring_count--;
-        gpuos__queue_done_locked(ctx, job);
-    }
+    while (ctx->ring_count > 0 && queue_at(ctx, 0)->state == GPUOS__JOB_DONE) /* retire in order */
+        gpuos__queue_retire_head_locked(ctx);
     pthread_cond_broadcast(&ctx->cv_done);
     pthread_cond_signal(&ctx->cv_room);
     pthread_mutex_unlock(&ctx->mu);
@@ -9256,6 +9266,17 @@ static gpuos_status rt_make(gpuos_context *ctx, const char *fn, const gpuos_op_d
    a gpuos__d_ew group for an element-wise body (the vector mode and the general loop of
    the built-in operators), or a gpuos_tile wrapper around a full function; both behind
    extern "C" gpuos__rt_<hash>, whose address gpuos__rt_ptr_<hash> holds. */
+/* Grows the buffer *s of *cap bytes to hold need bytes (with room to spare); on failure
+   frees it and returns 0. */
+static int rt_reserve(char **s, size_t *cap, size_t need) {
+    char *t;
+    if (need <= *cap) return 1;
+    t = (char *)realloc(*s, *cap = need + 4096);
+    if (!t) free(*s);
+    *s = t;
+    return t != NULL;
+}
+
 char *gpuos__rt_device_code(const gpuos__rt_version *v, uint64_t hash) {
     size_t cap = strlen(v->source) + 8192, n = 0;
     char *s = (char *)malloc(cap), ld[160], st[160], x[64];
@@ -9281,14 +9302,7 @@ char *gpuos__rt_device_code(const gpuos__rt_version *v, uint64_t hash) {
         for (k = 0; k < v->n_scalars; k++) RT_PUT("            const double %s = gpuos_s%d;\n", v->var[1 + v->n_in + k], k);
         RT_PUT("            %s %s = %s();\n", rt_var_ctype(v->out_dtype), v->var[0], rt_var_ctype(v->out_dtype));
         RT_PUT("            auto gpuos_body = [&]() {\n#line 1 \"%s\"\n", v->name);
-        if (n + strlen(v->source) + 4096 > cap) {
-            char *t = (char *)realloc(s, cap = n + strlen(v->source) + 8192);
-            if (!t) {
-                free(s);
-                return NULL;
-            }
-            s = t;
-        }
+        if (!rt_reserve(&s, &cap, n + strlen(v->source) + 4096)) return NULL;
         RT_PUT("%s\n", v->source);
         rt_store_expr(v->out_dtype, v->var[0], st, sizeof st);
         RT_PUT("            };\n            gpuos_body();\n            gpuos_r[gpuos_e] = %s;\n        }\n    }\n};\n", st);
@@ -9310,14 +9324,7 @@ char *gpuos__rt_device_code(const gpuos__rt_version *v, uint64_t hash) {
                "        for (int d = rank - 1; d > 0; --d) { const long long sh = shape[d], x = i %% sh; i /= sh; off += x * stride[q][d]; }\n"
                "        if (rank > 0) off += i * stride[q][0];\n        return p[q] + off;\n    }\n};\n",
                1 + GPUOS_RUNTIME_MAX_INPUTS, 1 + GPUOS_RUNTIME_MAX_INPUTS);
-        if (n + strlen(v->source) + 4096 > cap) {
-            char *t = (char *)realloc(s, cap = n + strlen(v->source) + 8192);
-            if (!t) {
-                free(s);
-                return NULL;
-            }
-            s = t;
-        }
+        if (!rt_reserve(&s, &cap, n + strlen(v->source) + 4096)) return NULL;
         RT_PUT("#line 1 \"%s\"\n%s\n", v->name, v->source);
         RT_PUT("extern \"C\" __device__ void gpuos__rt_%016llx(const void *gpuos_plan, long long gpuos_b, long long gpuos_end) {\n"
                "    const gpuos__ew_plan *p = (const gpuos__ew_plan *)gpuos_plan;\n"

@@ -1125,6 +1125,16 @@ static uint64_t prio_short(gpuos_context *ctx, gpuos_tensor *y, gpuos_tensor *on
     return seq;
 }
 
+/* The long normal job: n dependent adds x = x + 1. */
+static int prio_long(gpuos_context *ctx, gpuos_tensor *x, gpuos_tensor *one, int n) {
+    for (int i = 0; i < n; i++) {
+        gpuos_task k = GPUOS_TASK_INIT;
+        k.op = GPUOS_OP_ADD, k.out = x, k.in[0] = x, k.in[1] = one;
+        CK(ctx, gpuos_submit(ctx, &k, NULL));
+    }
+    return 0;
+}
+
 static int prio_sleep_us(int us) {
     struct timespec ts = {0, (long)us * 1000L};
     return nanosleep(&ts, NULL);
@@ -1151,11 +1161,7 @@ static int row_priority_latency(void) {
         if (r > 0) ta[r - 1] = now_s() - t0;
         yv += 5.f;
         t0 = now_s();
-        for (int i = 0; i < LONG; i++) {
-            gpuos_task k = GPUOS_TASK_INIT;
-            k.op = GPUOS_OP_ADD, k.out = x, k.in[0] = x, k.in[1] = one;
-            CK(ctx, gpuos_submit(ctx, &k, NULL));
-        }
+        if (prio_long(ctx, x, one, LONG)) return -1;
         xv += (float)LONG;
         if (r == 0) { /* the long job alone, for the record */
             CK(ctx, gpuos_wait(ctx, WAIT_MS));
@@ -1173,11 +1179,7 @@ static int row_priority_latency(void) {
         CK(ctx, gpuos_wait(ctx, WAIT_MS));
     }
     { /* the short job at normal priority behind the long one, once */
-        for (int i = 0; i < LONG; i++) {
-            gpuos_task k = GPUOS_TASK_INIT;
-            k.op = GPUOS_OP_ADD, k.out = x, k.in[0] = x, k.in[1] = one;
-            CK(ctx, gpuos_submit(ctx, &k, NULL));
-        }
+        if (prio_long(ctx, x, one, LONG)) return -1;
         xv += (float)LONG;
         prio_sleep_us(300);
         double t1 = now_s();

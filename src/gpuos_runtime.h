@@ -262,11 +262,12 @@ int gpuos__cuda_graph_storages(const struct gpuos__cuda_graph *g);
 gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs, int n, uint64_t *seq, int *n_queued);
 /* Dispatcher side: the next job, or NULL when stopping. Waits while paused or empty. */
 gpuos__job *gpuos__queue_pop(gpuos_context *ctx);
-/* Dispatcher side: job has finished; releases its storages, advances ctx->completed. */
+/* Dispatcher side: job has finished; retires it and every finished job behind it in order
+   (storages released, ctx->completed advanced). */
 void gpuos__queue_done(gpuos_context *ctx, gpuos__job *job);
-/* Retires a finished job (ctx->mu held): releases its storages, advances ctx->completed.
-   The caller broadcasts cv_done. */
-void gpuos__queue_done_locked(gpuos_context *ctx, gpuos__job *job);
+/* Retires the ring's head job, which has finished (ctx->mu held): takes it off the ring,
+   advances ctx->completed, releases its storages. The caller broadcasts cv_done. */
+void gpuos__queue_retire_head_locked(gpuos_context *ctx);
 /* Waits until every job up to seq has finished (one: job seq itself), at most timeout_ms. */
 gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, int one, uint32_t timeout_ms, const char *what);
 /* ctx->mu held: job seq has finished (one), or every job up to it (!one). */
@@ -419,6 +420,8 @@ gpuos_status gpuos__nvjitlink_link(const gpuos_context *ctx, const char *const *
 char *gpuos__device_source_joined(size_t *length);
 
 /* ---------------------------------------------------------------- plan.c */
+/* GPUOS_OK for a valid priority, else GPUOS_ERR_INVALID_ARGUMENT ("<fn>: <what> is ..."). */
+gpuos_status gpuos__check_priority(const gpuos_context *ctx, const char *fn, const char *what, int priority);
 /* Validates task and builds its job, not queued (push it, or gpuos__job_free it). */
 gpuos_status gpuos__plan_task(gpuos_context *ctx, const gpuos_task *task, gpuos__job **out);
 

@@ -57,11 +57,8 @@ int gpuos_graph_size(const gpuos_graph *graph) { return graph ? graph->n : 0; }
 
 gpuos_status gpuos_graph_set_priority(gpuos_graph *g, int priority) {
     if (!g) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_graph_set_priority: graph is NULL");
-    if (priority != GPUOS_PRIORITY_NORMAL && priority != GPUOS_PRIORITY_HIGH)
-        return gpuos__set_error(g->ctx, GPUOS_ERR_INVALID_ARGUMENT,
-                                "gpuos_graph_set_priority: priority is %d; use GPUOS_PRIORITY_NORMAL (0) or "
-                                "GPUOS_PRIORITY_HIGH (1)",
-                                priority);
+    if (gpuos__check_priority(g->ctx, "gpuos_graph_set_priority", "priority", priority) != GPUOS_OK)
+        return GPUOS_ERR_INVALID_ARGUMENT;
     g->priority = priority;
     return GPUOS_OK;
 }

@@ -665,6 +665,12 @@ static gpuos_status plan_check_rt(plan_state *ps) {
     return GPUOS_OK;
 }
 
+gpuos_status gpuos__check_priority(const gpuos_context *ctx, const char *fn, const char *what, int priority) {
+    if (priority == GPUOS_PRIORITY_NORMAL || priority == GPUOS_PRIORITY_HIGH) return GPUOS_OK;
+    return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT,
+                            "%s: %s is %d; use GPUOS_PRIORITY_NORMAL (0) or GPUOS_PRIORITY_HIGH (1)", fn, what, priority);
+}
+
 static gpuos_status plan_check_task(plan_state *ps) {
     const gpuos_task *task = ps->task;
     const gpuos__op_info *info;
@@ -677,11 +683,8 @@ static gpuos_status plan_check_task(plan_state *ps) {
                                 "gpuos_submit: task->struct_size is %zu but this library's gpuos_task is %zu bytes; "
                                 "start from GPUOS_TASK_INIT",
                                 task->struct_size, sizeof(gpuos_task));
-    if (task->priority != GPUOS_PRIORITY_NORMAL && task->priority != GPUOS_PRIORITY_HIGH)
-        return gpuos__set_error(ps->ctx, GPUOS_ERR_INVALID_ARGUMENT,
-                                "gpuos_submit: task->priority is %d; use GPUOS_PRIORITY_NORMAL (0) or "
-                                "GPUOS_PRIORITY_HIGH (1)",
-                                task->priority);
+    if (gpuos__check_priority(ps->ctx, "gpuos_submit", "task->priority", task->priority) != GPUOS_OK)
+        return GPUOS_ERR_INVALID_ARGUMENT;
     if ((long)task->op >= GPUOS_OP_RUNTIME_BASE) return plan_check_rt(ps);
     if ((unsigned)task->op >= (unsigned)GPUOS_OP_COUNT)
         return gpuos__set_error(ps->ctx, GPUOS_ERR_UNKNOWN_OP, "gpuos_submit: op %d is not an operator (0..%d)",

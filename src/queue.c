@@ -185,6 +185,11 @@ fail:
     return st;
 }
 
+/* The job i places behind the ring's head (ctx->mu held). */
+static gpuos__job *queue_at(const gpuos_context *ctx, uint32_t i) {
+    return ctx->ring[(ctx->ring_head + i) & (ctx->ring_size - 1u)];
+}
+
 /* Host executor: does job a write memory that job b uses (storage ranges; a job writes
    its output's storage, st[0], and a graph launch's job may write any of its xst)? */
 static int queue_st_overlap(const gpuos__storage *x, const gpuos__storage *y) {
@@ -207,7 +212,7 @@ static int queue_host_lane(const gpuos_context *ctx, const gpuos__job *job) {
     uint32_t i;
     if (job->prio <= 0) return 0;
     for (i = 0; i < ctx->ring_count; i++) {
-        const gpuos__job *o = ctx->ring[(ctx->ring_head + i) & (ctx->ring_size - 1u)];
+        const gpuos__job *o = queue_at(ctx, i);
         if (o->lane == 0 && o->state != GPUOS__JOB_DONE && (queue_writes_into(o, job) || queue_writes_into(job, o)))
             return 0;
     }
@@ -295,10 +300,6 @@ gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs
 }
 
 /* ---------------------------------------------------------------- dispatcher side */
-static gpuos__job *queue_at(const gpuos_context *ctx, uint32_t i) {
-    return ctx->ring[(ctx->ring_head + i) & (ctx->ring_size - 1u)];
-}
-
 gpuos__job *gpuos__queue_pop(gpuos_context *ctx) {
     gpuos__job *job = NULL;
     uint32_t i = 0;
@@ -329,7 +330,11 @@ gpuos__job *gpuos__queue_pop(gpuos_context *ctx) {
     return job;
 }
 
-void gpuos__queue_done_locked(gpuos_context *ctx, gpuos__job *job) {
+void gpuos__queue_retire_head_locked(gpuos_context *ctx) {
+    gpuos__job *job = ctx->ring[ctx->ring_head];
+    ctx->ring[ctx->ring_head] = NULL;
+    ctx->ring_head = (ctx->ring_head + 1u) & (ctx->ring_size - 1u);
+    ctx->ring_count--;
     ctx->completed = job->seq;
     queue_retire_locked(ctx, job);
 }
@@ -337,12 +342,8 @@ void gpuos__queue_done_locked(gpuos_context *ctx, gpuos__job *job) {
 void gpuos__queue_done(gpuos_context *ctx, gpuos__job *job) {
     pthread_mutex_lock(&ctx->mu);
     job->state = GPUOS__JOB_DONE;
-    while (ctx->ring_count > 0 && (job = queue_at(ctx, 0))->state == GPUOS__JOB_DONE) { /* retire in order */
-        ctx->ring[ctx->ring_head] = NULL;
-        ctx->ring_head = (ctx->ring_head + 1u) & (ctx->ring_size - 1u);
-        ctx->ring_count--;
-        gpuos__queue_done_locked(ctx, job);
-    }
+    while (ctx->ring_count > 0 && queue_at(ctx, 0)->state == GPUOS__JOB_DONE) /* retire in order */
+        gpuos__queue_retire_head_locked(ctx);
     pthread_cond_broadcast(&ctx->cv_done);
     pthread_cond_signal(&ctx->cv_room);
     pthread_mutex_unlock(&ctx->mu);
