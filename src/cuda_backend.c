@@ -1182,27 +1182,49 @@ static void cuda_log_record(const struct gpuos__cuda *c, cuda__log *lg, const cu
     lg->a[lg->n++] = *a;
 }
 
+/* The unretired floor of lane l that an access (write or read) of lg's storage must wait
+   for, or 0: a reader waits for the forgotten writes, a writer for forgotten reads too. */
+static uint64_t cuda_log_floor(const struct gpuos__cuda *c, const cuda__log *lg, int l, int write) {
+    uint64_t f = lg->floor_w[l];
+    if (write && lg->floor_r[l] > f) f = lg->floor_r[l];
+    return f > c->retired_seen[l] ? f : 0;
+}
+
+/* Does an access of [lo, hi) (write or read) conflict with the remembered access a, which
+   has not retired? */
+static int cuda_conflicts(const struct gpuos__cuda *c, const cuda__access *a, uint64_t lo, uint64_t hi, int write) {
+    return a->dseq > c->retired_seen[a->lane] && a->hi > lo && hi > a->lo && (a->write || write);
+}
+
+/* newest[l]: the newest unretired task of lane l (floors included) that an access of
+   [lo, hi) must follow, raised to it when later than what newest[l] holds. */
+static void cuda_log_newest(const struct gpuos__cuda *c, const cuda__log *lg, uint64_t lo, uint64_t hi, int write,
+                            uint64_t newest[GPUOS__LANES]) {
+    int l, j;
+    for (l = 0; l < GPUOS__LANES; l++) {
+        const uint64_t f = cuda_log_floor(c, lg, l, write);
+        if (f > newest[l]) newest[l] = f;
+    }
+    for (j = 0; j < lg->n; j++)
+        if (cuda_conflicts(c, &lg->a[j], lo, hi, write) && lg->a[j].dseq > newest[lg->a[j].lane])
+            newest[lg->a[j].lane] = lg->a[j].dseq;
+}
+
 /* Can a task that touches ops[0..n) go on lane 1? Not when it conflicts with unretired
    lane-0 work (it would wait for lane 0, which runs after lane 1), nor with tasks the
    host has not encoded yet. (ctx->mu held; retired marks fresh) */
 static int cuda_lane1_ok(const struct gpuos__cuda *c, const gpuos__job *job, const cuda__operand *ops, int n) {
-    int k, j;
+    int k;
     for (k = 0; k < n; k++) {
-        uint64_t lo, hi;
+        uint64_t lo, hi, newest[GPUOS__LANES] = {0, 0};
         const gpuos__storage *s;
-        const cuda__log *lg;
         cuda_operand_range(&ops[k], &lo, &hi);
         if (lo == hi) continue;
         s = cuda_storage_of(job, lo, hi);
         if (!s) return 0;
-        lg = (const cuda__log *)s->cuda_log;
-        if (!lg) continue;
-        if (lg->floor_w[0] > c->retired_seen[0] || (ops[k].write && lg->floor_r[0] > c->retired_seen[0])) return 0;
-        for (j = 0; j < lg->n; j++) {
-            const cuda__access *a = &lg->a[j];
-            if (a->lane == 0 && a->dseq > c->retired_seen[0] && a->hi > lo && hi > a->lo && (a->write || ops[k].write))
-                return 0;
-        }
+        if (!s->cuda_log) continue;
+        cuda_log_newest(c, (const cuda__log *)s->cuda_log, lo, hi, ops[k].write, newest);
+        if (newest[0]) return 0;
     }
     return 1;
 }
@@ -1258,9 +1280,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         }
         lg = (cuda__log *)s->cuda_log;
         for (l = 0; l < GPUOS__LANES; l++) { /* forgotten accesses (lane 1 never sees lane 0's here) */
-            uint64_t f = lg->floor_w[l];
-            if (ops[k].write && lg->floor_r[l] > f) f = lg->floor_r[l];
-            if (f <= c->retired_seen[l]) continue;
+            const uint64_t f = cuda_log_floor(c, lg, l, ops[k].write);
             if (l == lane) {
                 if (f > floor) floor = f;
             } else if (f > hi_max) {
@@ -1269,8 +1289,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         }
         for (j = 0; j < lg->n; j++) {
             const cuda__access *a = &lg->a[j];
-            if (a->dseq <= c->retired_seen[a->lane] || a->hi <= lo || hi <= a->lo || !(a->write || ops[k].write))
-                continue;
+            if (!cuda_conflicts(c, a, lo, hi, ops[k].write)) continue;
             if (a->lane != lane) { /* lane 0 waiting for lane 1 */
                 if (a->dseq > hi_max) hi_max = a->dseq;
                 continue;
@@ -1398,13 +1417,10 @@ int gpuos__cuda_reap_locked(gpuos_context *ctx) {
     int any = 0;
     cuda_refresh_retired(c);
     while (ctx->cuda_sent > 0) {
-        gpuos__job *job = ctx->ring[ctx->ring_head];
+        const gpuos__job *job = ctx->ring[ctx->ring_head];
         if (job->dseq > c->retired_seen[job->lane]) break;
-        ctx->ring[ctx->ring_head] = NULL;
-        ctx->ring_head = (ctx->ring_head + 1u) & (ctx->ring_size - 1u);
-        ctx->ring_count--;
+        gpuos__queue_retire_head_locked(ctx);
         ctx->cuda_sent--;
-        gpuos__queue_done_locked(ctx, job);
         any = 1;
     }
     if (any) {
@@ -1912,37 +1928,27 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
     return GPUOS_OK;
 }
 
-/* The external dependency of a launch of g on `lane`: the newest unretired conflicting
-   access outside the graph in that lane (*same), and in lane 1 for a lane-0 launch (*hi).
-   0 (and nothing set) when a lane-1 launch would wait for lane 0. (ctx->mu held) */
-static int cuda_graph_ext(const struct gpuos__cuda *c, const struct gpuos__cuda_graph *g, int lane, uint64_t *same,
-                          uint64_t *hi) {
-    uint64_t ext[GPUOS__LANES] = {0, 0};
-    int k, j, l;
+/* The external dependencies of a launch of g: per lane, the newest unretired access
+   outside the graph that a node flagged as touching outside memory must follow. */
+static void cuda_graph_ext(const struct gpuos__cuda *c, const struct gpuos__cuda_graph *g, uint64_t ext[GPUOS__LANES]) {
+    int k;
+    ext[0] = ext[1] = 0;
     for (k = 0; k < g->n_acc; k++) {
         const cuda__gacc *e = &g->acc[k];
-        const cuda__log *lg = (const cuda__log *)e->st->cuda_log;
-        if (!g->desc[e->node].stamp || !lg) continue;
-        for (l = 0; l < GPUOS__LANES; l++) {
-            uint64_t f = lg->floor_w[l];
-            if (e->write && lg->floor_r[l] > f) f = lg->floor_r[l];
-            if (f > c->retired_seen[l] && f > ext[l]) ext[l] = f;
-        }
-        for (j = 0; j < lg->n; j++) {
-            const cuda__access *a = &lg->a[j];
-            if (a->dseq <= c->retired_seen[a->lane] || a->hi <= e->lo || e->hi <= a->lo || !(a->write || e->write)) continue;
-            if (a->dseq > ext[a->lane]) ext[a->lane] = a->dseq;
-        }
+        if (g->desc[e->node].stamp && e->st->cuda_log)
+            cuda_log_newest(c, (const cuda__log *)e->st->cuda_log, e->lo, e->hi, e->write, ext);
     }
-    if (lane == 1) {
-        if (ext[0]) return 0;
-        for (k = 0; k < g->n; k++) /* waiting for all earlier tasks includes lane 0 */
-            if (g->desc[k].n_deps == GPUOS__DEPS_ALL && c->dseq[0] - 1 > c->retired_seen[0]) return 0;
-        for (k = 0; k < g->n_pinned; k++) /* its plans came through lane 0's ring */
-            if (!cuda_plan_fetched((struct gpuos__cuda *)c, &c->plans[g->plan_ids[k]])) return 0;
-    }
-    *same = ext[lane];
-    *hi = lane == 0 ? ext[1] : 0;
+}
+
+/* May a launch of g with external dependencies ext go on lane 1? Not when it would wait
+   for lane-0 work, nor when its plans (sent through lane 0's ring) are not fetched yet. */
+static int cuda_graph_lane1_ok(struct gpuos__cuda *c, const struct gpuos__cuda_graph *g, const uint64_t *ext) {
+    int k;
+    if (ext[0]) return 0;
+    for (k = 0; k < g->n; k++) /* waiting for all earlier tasks includes lane 0 */
+        if (g->desc[k].n_deps == GPUOS__DEPS_ALL && c->dseq[0] - 1 > c->retired_seen[0]) return 0;
+    for (k = 0; k < g->n_pinned; k++)
+        if (!cuda_plan_fetched(c, &c->plans[g->plan_ids[k]])) return 0;
     return 1;
 }
 
@@ -1952,7 +1958,7 @@ static int cuda_graph_ext(const struct gpuos__cuda *c, const struct gpuos__cuda_
 gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__cuda_graph *g, gpuos__job *job,
                                              int prio, uint64_t *seq) {
     struct gpuos__cuda *c = ctx->cuda;
-    uint64_t s0, ext_max = 0, hi_max = 0;
+    uint64_t s0, ext[GPUOS__LANES], ext_max, hi_max;
     uint32_t base0;
     int k, lane = 0;
     gpuos_status st;
@@ -1964,10 +1970,10 @@ gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__c
     if (!c->running && (st = cuda_launch_locked(ctx, c)) != GPUOS_OK) return st;
     cuda_refresh_retired(c);
     if (prio > 0) c->hi_used = 1;
-    if (!(prio > 0 && !c->serialize && cuda_graph_ext(c, g, 1, &ext_max, &hi_max)))
-        (void)cuda_graph_ext(c, g, 0, &ext_max, &hi_max);
-    else
-        lane = 1;
+    cuda_graph_ext(c, g, ext);
+    if (prio > 0 && !c->serialize && cuda_graph_lane1_ok(c, g, ext)) lane = 1;
+    ext_max = ext[lane];
+    hi_max = lane == 0 ? ext[1] : 0;
     if ((st = cuda_ring_room(ctx, c, lane, (uint64_t)g->n)) != GPUOS_OK) return st;
     s0 = c->dseq[lane];
     base0 = c->next_base;

@@ -265,9 +265,9 @@ gpuos__job *gpuos__queue_pop(gpuos_context *ctx);
 /* Dispatcher side: job has finished; retires it and every finished job behind it in order
    (storages released, ctx->completed advanced). */
 void gpuos__queue_done(gpuos_context *ctx, gpuos__job *job);
-/* Retires a finished job (ctx->mu held): releases its storages, advances ctx->completed.
-   The caller broadcasts cv_done. */
-void gpuos__queue_done_locked(gpuos_context *ctx, gpuos__job *job);
+/* Retires the ring's head job, which has finished (ctx->mu held): takes it off the ring,
+   advances ctx->completed, releases its storages. The caller broadcasts cv_done. */
+void gpuos__queue_retire_head_locked(gpuos_context *ctx);
 /* Waits until every job up to seq has finished (one: job seq itself), at most timeout_ms. */
 gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, int one, uint32_t timeout_ms, const char *what);
 /* ctx->mu held: job seq has finished (one), or every job up to it (!one). */

@@ -330,7 +330,11 @@ gpuos__job *gpuos__queue_pop(gpuos_context *ctx) {
     return job;
 }
 
-void gpuos__queue_done_locked(gpuos_context *ctx, gpuos__job *job) {
+void gpuos__queue_retire_head_locked(gpuos_context *ctx) {
+    gpuos__job *job = ctx->ring[ctx->ring_head];
+    ctx->ring[ctx->ring_head] = NULL;
+    ctx->ring_head = (ctx->ring_head + 1u) & (ctx->ring_size - 1u);
+    ctx->ring_count--;
     ctx->completed = job->seq;
     queue_retire_locked(ctx, job);
 }
@@ -338,12 +342,8 @@ void gpuos__queue_done_locked(gpuos_context *ctx, gpuos__job *job) {
 void gpuos__queue_done(gpuos_context *ctx, gpuos__job *job) {
     pthread_mutex_lock(&ctx->mu);
     job->state = GPUOS__JOB_DONE;
-    while (ctx->ring_count > 0 && (job = queue_at(ctx, 0))->state == GPUOS__JOB_DONE) { /* retire in order */
-        ctx->ring[ctx->ring_head] = NULL;
-        ctx->ring_head = (ctx->ring_head + 1u) & (ctx->ring_size - 1u);
-        ctx->ring_count--;
-        gpuos__queue_done_locked(ctx, job);
-    }
+    while (ctx->ring_count > 0 && queue_at(ctx, 0)->state == GPUOS__JOB_DONE) /* retire in order */
+        gpuos__queue_retire_head_locked(ctx);
     pthread_cond_broadcast(&ctx->cv_done);
     pthread_cond_signal(&ctx->cv_room);
     pthread_mutex_unlock(&ctx->mu);

@@ -317,6 +317,17 @@ static gpuos_status rt_make(gpuos_context *ctx, const char *fn, const gpuos_op_d
    a gpuos__d_ew group for an element-wise body (the vector mode and the general loop of
    the built-in operators), or a gpuos_tile wrapper around a full function; both behind
    extern "C" gpuos__rt_<hash>, whose address gpuos__rt_ptr_<hash> holds. */
+/* Grows the buffer *s of *cap bytes to hold need bytes (with room to spare); on failure
+   frees it and returns 0. */
+static int rt_reserve(char **s, size_t *cap, size_t need) {
+    char *t;
+    if (need <= *cap) return 1;
+    t = (char *)realloc(*s, *cap = need + 4096);
+    if (!t) free(*s);
+    *s = t;
+    return t != NULL;
+}
+
 char *gpuos__rt_device_code(const gpuos__rt_version *v, uint64_t hash) {
     size_t cap = strlen(v->source) + 8192, n = 0;
     char *s = (char *)malloc(cap), ld[160], st[160], x[64];
@@ -342,14 +353,7 @@ char *gpuos__rt_device_code(const gpuos__rt_version *v, uint64_t hash) {
         for (k = 0; k < v->n_scalars; k++) RT_PUT("            const double %s = gpuos_s%d;\n", v->var[1 + v->n_in + k], k);
         RT_PUT("            %s %s = %s();\n", rt_var_ctype(v->out_dtype), v->var[0], rt_var_ctype(v->out_dtype));
         RT_PUT("            auto gpuos_body = [&]() {\n#line 1 \"%s\"\n", v->name);
-        if (n + strlen(v->source) + 4096 > cap) {
-            char *t = (char *)realloc(s, cap = n + strlen(v->source) + 8192);
-            if (!t) {
-                free(s);
-                return NULL;
-            }
-            s = t;
-        }
+        if (!rt_reserve(&s, &cap, n + strlen(v->source) + 4096)) return NULL;
         RT_PUT("%s\n", v->source);
         rt_store_expr(v->out_dtype, v->var[0], st, sizeof st);
         RT_PUT("            };\n            gpuos_body();\n            gpuos_r[gpuos_e] = %s;\n        }\n    }\n};\n", st);
@@ -371,14 +375,7 @@ char *gpuos__rt_device_code(const gpuos__rt_version *v, uint64_t hash) {
                "        for (int d = rank - 1; d > 0; --d) { const long long sh = shape[d], x = i %% sh; i /= sh; off += x * stride[q][d]; }\n"
                "        if (rank > 0) off += i * stride[q][0];\n        return p[q] + off;\n    }\n};\n",
                1 + GPUOS_RUNTIME_MAX_INPUTS, 1 + GPUOS_RUNTIME_MAX_INPUTS);
-        if (n + strlen(v->source) + 4096 > cap) {
-            char *t = (char *)realloc(s, cap = n + strlen(v->source) + 8192);
-            if (!t) {
-                free(s);
-                return NULL;
-            }
-            s = t;
-        }
+        if (!rt_reserve(&s, &cap, n + strlen(v->source) + 4096)) return NULL;
         RT_PUT("#line 1 \"%s\"\n%s\n", v->name, v->source);
         RT_PUT("extern \"C\" __device__ void gpuos__rt_%016llx(const void *gpuos_plan, long long gpuos_b, long long gpuos_end) {\n"
                "    const gpuos__ew_plan *p = (const gpuos__ew_plan *)gpuos_plan;\n"
