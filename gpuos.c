@@ -632,9 +632,9 @@ gpuos__job *gpuos__queue_pop(gpuos_context *ctx);
 /* Dispatcher side: job has finished; retires it and every finished job behind it in order
    (storages released, ctx->completed advanced). */
 void gpuos__queue_done(gpuos_context *ctx, gpuos__job *job);
-/* Retires a finished job (ctx->mu held): releases its storages, advances ctx->completed.
-   The caller broadcasts cv_done. */
-void gpuos__queue_done_locked(gpuos_context *ctx, gpuos__job *job);
+/* Retires the ring's head job, which has finished (ctx->mu held): takes it off the ring,
+   advances ctx->completed, releases its storages. The caller broadcasts cv_done. */
+void gpuos__queue_retire_head_locked(gpuos_context *ctx);
 /* Waits until every job up to seq has finished (one: job seq itself), at most timeout_ms. */
 gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, int one, uint32_t timeout_ms, const char *what);
 /* ctx->mu held: job seq has finished (one), or every job up to it (!one). */
@@ -3769,27 +3769,49 @@ static void cuda_log_record(const struct gpuos__cuda *c, cuda__log *lg, const cu
     lg->a[lg->n++] = *a;
 }
 
+/* The unretired floor of lane l that an access (write or read) of lg's storage must wait
+   for, or 0: a reader waits for the forgotten writes, a writer for forgotten reads too. */
+static uint64_t cuda_log_floor(const struct gpuos__cuda *c, const cuda__log *lg, int l, int write) {
+    uint64_t f = lg->floor_w[l];
+    if (write && lg->floor_r[l] > f) f = lg->floor_r[l];
+    return f > c->retired_seen[l] ? f : 0;
+}
+
+/* Does an access of [lo, hi) (write or read) conflict with the remembered access a, which
+   has not retired? */
+static int cuda_conflicts(const struct gpuos__cuda *c, const cuda__access *a, uint64_t lo, uint64_t hi, int write) {
+    return a->dseq > c->retired_seen[a->lane] && a->hi > lo && hi > a->lo && (a->write || write);
+}
+
+/* newest[l]: the newest unretired task of lane l (floors included) that an access of
+   [lo, hi) must follow, raised to it when later than what newest[l] holds. */
+static void cuda_log_newest(const struct gpuos__cuda *c, const cuda__log *lg, uint64_t lo, uint64_t hi, int write,
+                            uint64_t newest[GPUOS__LANES]) {
+    int l, j;
+    for (l = 0; l < GPUOS__LANES; l++) {
+        const uint64_t f = cuda_log_floor(c, lg, l, write);
+        if (f > newest[l]) newest[l] = f;
+    }
+    for (j = 0; j < lg->n; j++)
+        if (cuda_conflicts(c, &lg->a[j], lo, hi, write) && lg->a[j].dseq > newest[lg->a[j].lane])
+            newest[lg->a[j].lane] = lg->a[j].dseq;
+}
+
 /* Can a task that touches ops[0..n) go on lane 1? Not when it conflicts with unretired
    lane-0 work (it would wait for lane 0, which runs after lane 1), nor with tasks the
    host has not encoded yet. (ctx->mu held; retired marks fresh) */
 static int cuda_lane1_ok(const struct gpuos__cuda *c, const gpuos__job *job, const cuda__operand *ops, int n) {
-    int k, j;
+    int k;
     for (k = 0; k < n; k++) {
-        uint64_t lo, hi;
+        uint64_t lo, hi, newest[GPUOS__LANES] = {0, 0};
         const gpuos__storage *s;
-        const cuda__log *lg;
         cuda_operand_range(&ops[k], &lo, &hi);
         if (lo == hi) continue;
         s = cuda_storage_of(job, lo, hi);
         if (!s) return 0;
-        lg = (const cuda__log *)s->cuda_log;
-        if (!lg) continue;
-        if (lg->floor_w[0] > c->retired_seen[0] || (ops[k].write && lg->floor_r[0] > c->retired_seen[0])) return 0;
-        for (j = 0; j < lg->n; j++) {
-            const cuda__access *a = &lg->a[j];
-            if (a->lane == 0 && a->dseq > c->retired_seen[0] && a->hi > lo && hi > a->lo && (a->write || ops[k].write))
-                return 0;
-        }
+        if (!s->cuda_log) continue;
+        cuda_log_newest(c, (const cuda__log *)s->cuda_log, lo, hi, ops[k].write, newest);
+        if (newest[0]) return 0;
     }
     return 1;
 }
@@ -3845,9 +3867,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         }
         lg = (cuda__log *)s->cuda_log;
         for (l = 0; l < GPUOS__LANES; l++) { /* forgotten accesses (lane 1 never sees lane 0's here) */
-            uint64_t f = lg->floor_w[l];
-            if (ops[k].write && lg->floor_r[l] > f) f = lg->floor_r[l];
-            if (f <= c->retired_seen[l]) continue;
+            const uint64_t f = cuda_log_floor(c, lg, l, ops[k].write);
             if (l == lane) {
                 if (f > floor) floor = f;
             } else if (f > hi_max) {
@@ -3856,8 +3876,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         }
         for (j = 0; j < lg->n; j++) {
             const cuda__access *a = &lg->a[j];
-            if (a->dseq <= c->retired_seen[a->lane] || a->hi <= lo || hi <= a->lo || !(a->write || ops[k].write))
-                continue;
+            if (!cuda_conflicts(c, a, lo, hi, ops[k].write)) continue;
             if (a->lane != lane) { /* lane 0 waiting for lane 1 */
                 if (a->dseq > hi_max) hi_max = a->dseq;
                 continue;
@@ -3985,13 +4004,10 @@ int gpuos__cuda_reap_locked(gpuos_context *ctx) {
     int any = 0;
     cuda_refresh_retired(c);
     while (ctx->cuda_sent > 0) {
-        gpuos__job *job = ctx->ring[ctx->ring_head];
+        const gpuos__job *job = ctx->ring[ctx->ring_head];
         if (job->dseq > c->retired_seen[job->lane]) break;
-        ctx->ring[ctx->ring_head] = NULL;
-        ctx->ring_head = (ctx->ring_head + 1u) & (ctx->ring_size - 1u);
-        ctx->ring_count--;
+        gpuos__queue_retire_head_locked(ctx);
         ctx->cuda_sent--;
-        gpuos__queue_done_locked(ctx, job);
         any = 1;
     }
     if (any) {
@@ -4499,37 +4515,27 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
     return GPUOS_OK;
 }
 
-/* The external dependency of a launch of g on `lane`: the newest unretired conflicting
-   access outside the graph in that lane (*same), and in lane 1 for a lane-0 launch (*hi).
-   0 (and nothing set) when a lane-1 launch would wait for lane 0. (ctx->mu held) */
-static int cuda_graph_ext(const struct gpuos__cuda *c, const struct gpuos__cuda_graph *g, int lane, uint64_t *same,
-                          uint64_t *hi) {
-    uint64_t ext[GPUOS__LANES] = {0, 0};
-    int k, j, l;
+/* The external dependencies of a launch of g: per lane, the newest unretired access
+   outside the graph that a node flagged as touching outside memory must follow. */
+static void cuda_graph_ext(const struct gpuos__cuda *c, const struct gpuos__cuda_graph *g, uint64_t ext[GPUOS__LANES]) {
+    int k;
+    ext[0] = ext[1] = 0;
     for (k = 0; k < g->n_acc; k++) {
         const cuda__gacc *e = &g->acc[k];
-        const cuda__log *lg = (const cuda__log *)e->st->cuda_log;
-        if (!g->desc[e->node].stamp || !lg) continue;
-        for (l = 0; l < GPUOS__LANES; l++) {
-            uint64_t f = lg->floor_w[l];
-            if (e->write && lg->floor_r[l] > f) f = lg->floor_r[l];
-            if (f > c->retired_seen[l] && f > ext[l]) ext[l] = f;
-        }
-        for (j = 0; j < lg->n; j++) {
-            const cuda__access *a = &lg->a[j];
-            if (a->dseq <= c->retired_seen[a->lane] || a->hi <= e->lo || e->hi <= a->lo || !(a->write || e->write)) continue;
-            if (a->dseq > ext[a->lane]) ext[a->lane] = a->dseq;
-        }
+        if (g->desc[e->node].stamp && e->st->cuda_log)
+            cuda_log_newest(c, (const cuda__log *)e->st->cuda_log, e->lo, e->hi, e->write, ext);
     }
-    if (lane == 1) {
-        if (ext[0]) return 0;
-        for (k = 0; k < g->n; k++) /* waiting for all earlier tasks includes lane 0 */
-            if (g->desc[k].n_deps == GPUOS__DEPS_ALL && c->dseq[0] - 1 > c->retired_seen[0]) return 0;
-        for (k = 0; k < g->n_pinned; k++) /* its plans came through lane 0's ring */
-            if (!cuda_plan_fetched((struct gpuos__cuda *)c, &c->plans[g->plan_ids[k]])) return 0;
-    }
-    *same = ext[lane];
-    *hi = lane == 0 ? ext[1] : 0;
+}
+
+/* May a launch of g with external dependencies ext go on lane 1? Not when it would wait
+   for lane-0 work, nor when its plans (sent through lane 0's ring) are not fetched yet. */
+static int cuda_graph_lane1_ok(struct gpuos__cuda *c, const struct gpuos__cuda_graph *g, const uint64_t *ext) {
+    int k;
+    if (ext[0]) return 0;
+    for (k = 0; k < g->n; k++) /* waiting for all earlier tasks includes lane 0 */
+        if (g->desc[k].n_deps == GPUOS__DEPS_ALL && c->dseq[0] - 1 > c->retired_seen[0]) return 0;
+    for (k = 0; k < g->n_pinned; k++)
+        if (!cuda_plan_fetched(c, &c->plans[g->plan_ids[k]])) return 0;
     return 1;
 }
 
@@ -4539,7 +4545,7 @@ static int cuda_graph_ext(const struct gpuos__cuda *c, const struct gpuos__cuda_
 gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__cuda_graph *g, gpuos__job *job,
                                              int prio, uint64_t *seq) {
     struct gpuos__cuda *c = ctx->cuda;
-    uint64_t s0, ext_max = 0, hi_max = 0;
+    uint64_t s0, ext[GPUOS__LANES], ext_max, hi_max;
     uint32_t base0;
     int k, lane = 0;
     gpuos_status st;
@@ -4551,10 +4557,10 @@ gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__c
     if (!c->running && (st = cuda_launch_locked(ctx, c)) != GPUOS_OK) return st;
     cuda_refresh_retired(c);
     if (prio > 0) c->hi_used = 1;
-    if (!(prio > 0 && !c->serialize && cuda_graph_ext(c, g, 1, &ext_max, &hi_max)))
-        (void)cuda_graph_ext(c, g, 0, &ext_max, &hi_max);
-    else
-        lane = 1;
+    cuda_graph_ext(c, g, ext);
+    if (prio > 0 && !c->serialize && cuda_graph_lane1_ok(c, g, ext)) lane = 1;
+    ext_max = ext[lane];
+    hi_max = lane == 0 ? ext[1] : 0;
     if ((st = cuda_ring_room(ctx, c, lane, (uint64_t)g->n)) != GPUOS_OK) return st;
     s0 = c->dseq[lane];
     base0 = c->next_base;
@@ -8828,7 +8834,11 @@ gpuos__job *gpuos__queue_pop(gpuos_context *ctx) {
     return job;
 }
 
-void gpuos__queue_done_locked(gpuos_context *ctx, gpuos__job *job) {
+void gpuos__queue_retire_head_locked(gpuos_context *ctx) {
+    gpuos__job *job = ctx->ring[ctx->ring_head];
+    ctx->ring[ctx->ring_head] = NULL;
+    ctx->ring_head = (ctx->ring_head + 1u) & (ctx->ring_size - 1u);
+    ctx->ring_count--;
     ctx->completed = job->seq;
     queue_retire_locked(ctx, job);
 }
@@ -8836,12 +8846,8 @@ void gpuos__queue_done_locked(gpuos_context *ctx, gpuos__job *job) {
 void gpuos__queue_done(gpuos_context *ctx, gpuos__job *job) {
     pthread_mutex_lock(&ctx->mu);
     job->state = GPUOS__JOB_DONE;
-    while (ctx->ring_count > 0 && (job = queue_at(ctx, 0))->state == GPUOS__JOB_DONE) { /* retire in order */
-        ctx->ring[ctx->ring_head] = NULL;
-        ctx->ring_head = (ctx->ring_head + 1u) & (ctx->ring_size - 1u);
-        ctx->ring_count--;
-        gpuos__queue_done_locked(ctx, job);
-    }
+    while (ctx->ring_count > 0 && queue_at(ctx, 0)->state == GPUOS__JOB_DONE) /* retire in order */
+        gpuos__queue_retire_head_locked(ctx);
     pthread_cond_broadcast(&ctx->cv_done);
     pthread_cond_signal(&ctx->cv_room);
     pthread_mutex_unlock(&ctx->mu);
@@ -9260,6 +9266,17 @@ static gpuos_status rt_make(gpuos_context *ctx, const char *fn, const gpuos_op_d
    a gpuos__d_ew group for an element-wise body (the vector mode and the general loop of
    the built-in operators), or a gpuos_tile wrapper around a full function; both behind
    extern "C" gpuos__rt_<hash>, whose address gpuos__rt_ptr_<hash> holds. */
+/* Grows the buffer *s of *cap bytes to hold need bytes (with room to spare); on failure
+   frees it and returns 0. */
+static int rt_reserve(char **s, size_t *cap, size_t need) {
+    char *t;
+    if (need <= *cap) return 1;
+    t = (char *)realloc(*s, *cap = need + 4096);
+    if (!t) free(*s);
+    *s = t;
+    return t != NULL;
+}
+
 char *gpuos__rt_device_code(const gpuos__rt_version *v, uint64_t hash) {
     size_t cap = strlen(v->source) + 8192, n = 0;
     char *s = (char *)malloc(cap), ld[160], st[160], x[64];
@@ -9285,14 +9302,7 @@ char *gpuos__rt_device_code(const gpuos__rt_version *v, uint64_t hash) {
         for (k = 0; k < v->n_scalars; k++) RT_PUT("            const double %s = gpuos_s%d;\n", v->var[1 + v->n_in + k], k);
         RT_PUT("            %s %s = %s();\n", rt_var_ctype(v->out_dtype), v->var[0], rt_var_ctype(v->out_dtype));
         RT_PUT("            auto gpuos_body = [&]() {\n#line 1 \"%s\"\n", v->name);
-        if (n + strlen(v->source) + 4096 > cap) {
-            char *t = (char *)realloc(s, cap = n + strlen(v->source) + 8192);
-            if (!t) {
-                free(s);
-                return NULL;
-            }
-            s = t;
-        }
+        if (!rt_reserve(&s, &cap, n + strlen(v->source) + 4096)) return NULL;
         RT_PUT("%s\n", v->source);
         rt_store_expr(v->out_dtype, v->var[0], st, sizeof st);
         RT_PUT("            };\n            gpuos_body();\n            gpuos_r[gpuos_e] = %s;\n        }\n    }\n};\n", st);
@@ -9314,14 +9324,7 @@ char *gpuos__rt_device_code(const gpuos__rt_version *v, uint64_t hash) {
                "        for (int d = rank - 1; d > 0; --d) { const long long sh = shape[d], x = i %% sh; i /= sh; off += x * stride[q][d]; }\n"
                "        if (rank > 0) off += i * stride[q][0];\n        return p[q] + off;\n    }\n};\n",
                1 + GPUOS_RUNTIME_MAX_INPUTS, 1 + GPUOS_RUNTIME_MAX_INPUTS);
-        if (n + strlen(v->source) + 4096 > cap) {
-            char *t = (char *)realloc(s, cap = n + strlen(v->source) + 8192);
-            if (!t) {
-                free(s);
-                return NULL;
-            }
-            s = t;
-        }
+        if (!rt_reserve(&s, &cap, n + strlen(v->source) + 4096)) return NULL;
         RT_PUT("#line 1 \"%s\"\n%s\n", v->name, v->source);
         RT_PUT("extern \"C\" __device__ void gpuos__rt_%016llx(const void *gpuos_plan, long long gpuos_b, long long gpuos_end) {\n"
                "    const gpuos__ew_plan *p = (const gpuos__ew_plan *)gpuos_plan;\n"
@@ -13567,6 +13570,66 @@ const char *const gpuos__device_source[] = {
     "    return b0;\n",
     "}\n",
     "\n",
+    "/* The vector mode for rank 2 (after the runtime merged what it could: a row broadcast\n",
+    "   such as x[8,256] + bias[256], or rows of a wider tensor): the output's rows\n",
+    "   contiguous and aligned, shape[1] a multiple of U; each input's rows contiguous and\n",
+    "   aligned, or constant along a row (stride 0: one load, splat). One division per U\n",
+    "   items; returns the first item it left. Only in the group functions, not inline in\n",
+    "   the worker loop (which keeps the rank-1 mode alone). */\n",
+    "GPUOS__FN bool gpuos__d_vec2_ok(const char *ptr, const int64_t *stride, int64_t size, bool out) {\n",
+    "    if (stride[1] == 0) return !out;\n",
+    "    return stride[1] == size && stride[0] % (GPUOS__D_EW_U * size) == 0 &&\n",
+    "           ((uintptr_t)ptr & (uintptr_t)(GPUOS__D_EW_U * size - 1)) == 0;\n",
+    "}\n",
+    "template <class G> GPUOS__FN bool gpuos__d_ew_vec2_ok(const gpuos__ew_plan *p, int64_t begin) {\n",
+    "    if (p->rank != 2 || p->shape[1] % GPUOS__D_EW_U != 0 || begin % GPUOS__D_EW_U != 0 ||\n",
+    "        !gpuos__d_vec2_ok(p->ptr[0], p->stride[0], sizeof(typename G::O), true))\n",
+    "        return false;\n",
+    "    if (G::NIN >= 1 && !gpuos__d_vec2_ok(p->ptr[1], p->stride[1], sizeof(typename G::A), false)) return false;\n",
+    "    if (G::NIN >= 2 && !gpuos__d_vec2_ok(p->ptr[2], p->stride[2], sizeof(typename G::B), false)) return false;\n",
+    "    if (G::NIN >= 3 && !gpuos__d_vec2_ok(p->ptr[3], p->stride[3], sizeof(typename G::C), false)) return false;\n",
+    "    return true;\n",
+    "}\n",
+    "template <class T> GPUOS__FN gpuos__d_vec<T> gpuos__d_vec2_ld(const char *ptr, const int64_t *stride, int64_t row,\n",
+    "                                                               int64_t col) {\n",
+    "    gpuos__d_vec<T> v;\n",
+    "    if (stride[1] == 0) {\n",
+    "        const T x = *(const T *)(ptr + row * stride[0]);\n",
+    "#pragma unroll\n",
+    "        for (int e = 0; e < GPUOS__D_EW_U; ++e) v.v[e] = x;\n",
+    "    } else {\n",
+    "        v = *(const gpuos__d_vec<T> *)(ptr + row * stride[0] + col * (int64_t)sizeof(T));\n",
+    "    }\n",
+    "    return v;\n",
+    "}\n",
+    "template <class G> GPUOS__FN int64_t gpuos__d_ew_vec2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    typedef typename G::O O;\n",
+    "    typedef typename G::A A;\n",
+    "    typedef typename G::B B;\n",
+    "    typedef typename G::C C;\n",
+    "    enum { NIN = G::NIN, U = GPUOS__D_EW_U };\n",
+    "    const double s0 = p->scalar[0], s1 = p->scalar[1];\n",
+    "    const int64_t n1 = p->shape[1];\n",
+    "    const int nt = gpuos__d_nthreads(), tid = gpuos__d_tid();\n",
+    "    const int64_t whole = begin + (end - begin) / U * U;\n",
+    "#pragma unroll 1\n",
+    "    for (int64_t b0 = begin; b0 < whole; b0 += (int64_t)U * nt) {\n",
+    "        const int64_t i = b0 + (int64_t)U * tid;\n",
+    "        if (i >= whole) break;\n",
+    "        const int64_t row = gpuos__d_div(i, n1), col = i - row * n1;\n",
+    "        gpuos__d_vec<A> va;\n",
+    "        gpuos__d_vec<B> vb;\n",
+    "        gpuos__d_vec<C> vc;\n",
+    "        if constexpr (NIN >= 1) va = gpuos__d_vec2_ld<A>(p->ptr[1], p->stride[1], row, col);\n",
+    "        if constexpr (NIN >= 2) vb = gpuos__d_vec2_ld<B>(p->ptr[2], p->stride[2], row, col);\n",
+    "        if constexpr (NIN >= 3) vc = gpuos__d_vec2_ld<C>(p->ptr[3], p->stride[3], row, col);\n",
+    "        gpuos__d_vec<O> vo;\n",
+    "        G::batch(cs, va.v, vb.v, vc.v, i, 1, s0, s1, vo.v);\n",
+    "        *(gpuos__d_vec<O> *)(p->ptr[0] + row * p->stride[0][0] + col * (int64_t)sizeof(O)) = vo;\n",
+    "    }\n",
+    "    return whole;\n",
+    "}\n",
+    "\n",
     "/* ================================================================ reductions */\n",
     "/* Items [begin, end) of a reduction plan: output elements. Groups of 1, 32 or all\n",
     "   threads per output (gpuos__d_group); each thread folds the elements j = lane,\n",
@@ -13624,6 +13687,104 @@ const char *const gpuos__device_source[] = {
     "\n",
     "enum { GPUOS__D_SOFTMAX = 0, GPUOS__D_LOG_SOFTMAX = 1, GPUOS__D_LAYERNORM = 2, GPUOS__D_RMSNORM = 3 };\n",
     "\n",
+    "/* gpuos__d_rows for rows of n <= g * GPUOS__D_ROWS_C elements: element j = lane + c * g\n",
+    "   of a row is x[c] of its thread, from one load, written back by the same thread. */\n",
+    "#define GPUOS__D_ROWS_C 8\n",
+    "template <class D, int OP, int cs> /* per dtype case (no switch per load), out of line */\n",
+    "static __device__ __noinline__ void gpuos__d_rows_cached(const gpuos__rows_plan *p, int64_t begin, int64_t end, int g) {\n",
+    "    typedef typename D::T T;\n",
+    "    enum { C = GPUOS__D_ROWS_C };\n",
+    "    const int64_t n = p->n, si = p->in_stride, so = p->out_stride;\n",
+    "    const int tid = gpuos__d_tid(), lane = tid % g;\n",
+    "    const int64_t per_pass = gpuos__d_nthreads() / g;\n",
+    "    const char *const w = p->weight, *const bi = p->bias;\n",
+    "    const int64_t ws = p->weight_stride, bs = p->bias_stride;\n",
+    "    const T eps = (T)p->eps;\n",
+    "    const T ninf = (T)-INFINITY;\n",
+    "#pragma unroll 1\n",
+    "    for (int64_t r0 = begin; r0 < end; r0 += per_pass) {\n",
+    "        const int64_t r = r0 + tid / g;\n",
+    "        const bool active = r < end;\n",
+    "        int64_t ioff = 0, ooff = 0;\n",
+    "        if (active)\n",
+    "            gpuos__d_offset2(p->outer_shape, p->outer_in_stride, p->outer_out_stride, p->outer_rank, r, &ioff,\n",
+    "                             &ooff);\n",
+    "        const char *in = p->in + ioff;\n",
+    "        char *out = p->out + ooff;\n",
+    "        const int64_t nn = active \? n : 0;\n",
+    "        const int64_t left = nn - lane; /* element c of this thread exists when c * g < left */\n",
+    "        T x[C];\n",
+    "#pragma unroll\n",
+    "        for (int c = 0; c < C; ++c) x[c] = c * g < left \? D::ld(cs, in + (lane + (int64_t)c * g) * si) : (T)0;\n",
+    "        if constexpr (OP == GPUOS__D_SOFTMAX || OP == GPUOS__D_LOG_SOFTMAX) {\n",
+    "            const gpuos__d_nanmax mx = gpuos__d_nanmax();\n",
+    "            T m = ninf;\n",
+    "#pragma unroll\n",
+    "            for (int c = 0; c < C; ++c)\n",
+    "                if (c * g < left) m = mx.merge(m, x[c]);\n",
+    "            m = gpuos__d_group_reduce(mx, m, g, ninf);\n",
+    "            T s = 0;\n",
+    "#pragma unroll\n",
+    "            for (int c = 0; c < C; ++c)\n",
+    "                if (c * g < left) s += gpuos__d_exp(x[c] - m);\n",
+    "            s = gpuos__d_group_reduce(gpuos__d_sum(), s, g, (T)0);\n",
+    "            const T ls = OP == GPUOS__D_LOG_SOFTMAX \? gpuos__d_log(s) : (T)0;\n",
+    "#pragma unroll\n",
+    "            for (int c = 0; c < C; ++c) {\n",
+    "                if (c * g >= left) continue;\n",
+    "                const int64_t j = lane + (int64_t)c * g;\n",
+    "                if constexpr (OP == GPUOS__D_SOFTMAX) D::st(cs, out + j * so, gpuos__d_exp(x[c] - m) / s);\n",
+    "                else D::st(cs, out + j * so, x[c] - m - ls);\n",
+    "            }\n",
+    "        } else if constexpr (OP == GPUOS__D_LAYERNORM) {\n",
+    "            T s = 0;\n",
+    "#pragma unroll\n",
+    "            for (int c = 0; c < C; ++c) s += x[c]; /* 0 where !ok */\n",
+    "            s = gpuos__d_group_reduce(gpuos__d_sum(), s, g, (T)0);\n",
+    "            const T mean = s / (T)n;\n",
+    "            T v = 0;\n",
+    "#pragma unroll\n",
+    "            for (int c = 0; c < C; ++c) {\n",
+    "                const T d = c * g < left \? x[c] - mean : (T)0;\n",
+    "                v += d * d;\n",
+    "            }\n",
+    "            v = gpuos__d_group_reduce(gpuos__d_sum(), v, g, (T)0);\n",
+    "            const T den = gpuos__d_sqrt(v / (T)n + eps); /* divided by, as the host does */\n",
+    "#pragma unroll\n",
+    "            for (int c = 0; c < C; ++c) {\n",
+    "                if (c * g >= left) continue;\n",
+    "                const int64_t j = lane + (int64_t)c * g;\n",
+    "                T y = (x[c] - mean) / den;\n",
+    "                if (w) y = y * D::ld(cs, w + j * ws);\n",
+    "                if (bi) y = y + D::ld(cs, bi + j * bs);\n",
+    "                D::st(cs, out + j * so, y);\n",
+    "            }\n",
+    "        } else { /* rmsnorm */\n",
+    "            T s = 0;\n",
+    "#pragma unroll\n",
+    "            for (int c = 0; c < C; ++c) s += x[c] * x[c];\n",
+    "            s = gpuos__d_group_reduce(gpuos__d_sum(), s, g, (T)0);\n",
+    "            const T den = gpuos__d_sqrt(s / (T)n + eps);\n",
+    "#pragma unroll\n",
+    "            for (int c = 0; c < C; ++c) {\n",
+    "                if (c * g >= left) continue;\n",
+    "                const int64_t j = lane + (int64_t)c * g;\n",
+    "                T y = x[c] / den;\n",
+    "                if (w) y = y * D::ld(cs, w + j * ws);\n",
+    "                D::st(cs, out + j * so, y);\n",
+    "            }\n",
+    "        }\n",
+    "    }\n",
+    "}\n",
+    "\n",
+    "template <class D, int OP, int CS = 0>\n",
+    "GPUOS__FN void gpuos__d_rows_cached_cs(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs, int g) {\n",
+    "    if constexpr (CS < D::NCS) {\n",
+    "        if (cs == CS) gpuos__d_rows_cached<D, OP, CS>(p, begin, end, g);\n",
+    "        else gpuos__d_rows_cached_cs<D, OP, CS + 1>(p, begin, end, cs, g);\n",
+    "    }\n",
+    "}\n",
+    "\n",
     "/* Rows [begin, end): groups of 1, 32 or all threads per row (gpuos__d_group).\n",
     "   The statistics of a row are complete (a group reduction, which synchronises the\n",
     "   group) before any of its outputs is written, and each output element is written\n",
@@ -13634,7 +13795,15 @@ const char *const gpuos__device_source[] = {
     "    typedef typename D::T T;\n",
     "    if (begin >= end) return;\n",
     "    const int64_t n = p->n, si = p->in_stride, so = p->out_stride;\n",
-    "    const int g = gpuos__d_group(end - begin, n * 3);\n",
+    "    /* rows of at most GPUOS__D_ROWS_C elements per thread of a group are read once, into\n",
+    "       registers, all loads in flight (layernorm of 8x256 as a dependent task: 6.7 us\n",
+    "       with three passes over memory); the cost model then sees one pass */\n",
+    "    const int g0 = gpuos__d_group(end - begin, n);\n",
+    "    const int g = n <= (int64_t)g0 * GPUOS__D_ROWS_C \? g0 : gpuos__d_group(end - begin, n * 3);\n",
+    "    if (n <= (int64_t)g * GPUOS__D_ROWS_C) {\n",
+    "        gpuos__d_rows_cached_cs<D, OP>(p, begin, end, cs, g);\n",
+    "        return;\n",
+    "    }\n",
     "    const int tid = gpuos__d_tid();\n",
     "    const int lane = tid % g;\n",
     "    const int64_t per_pass = gpuos__d_nthreads() / g;\n",
@@ -13748,6 +13917,106 @@ const char *const gpuos__device_source[] = {
     "    }\n",
     "}\n",
     "\n",
+    "/* Byte offset of batch item bi in operand which (0 a, 1 b, 2 out). */\n",
+    "GPUOS__FN int64_t gpuos__d_mm_batch_offset(const gpuos__matmul_plan *p, int64_t bi, int which) {\n",
+    "    const int64_t *st = which == 0 \? p->batch_a_stride : which == 1 \? p->batch_b_stride : p->batch_out_stride;\n",
+    "    int64_t off = 0;\n",
+    "#pragma unroll 1\n",
+    "    for (int d = p->batch_rank - 1; d >= 0; --d) {\n",
+    "        const int64_t q = d > 0 \? gpuos__d_div(bi, p->batch_shape[d]) : 0;\n",
+    "        off += (bi - q * p->batch_shape[d]) * st[d];\n",
+    "        bi = q;\n",
+    "    }\n",
+    "    return off;\n",
+    "}\n",
+    "\n",
+    "/* Few rows (rows <= 8, e.g. a batch of 8 activations): output tiles of rows x 32 columns,\n",
+    "   K split over the block's warps instead of walked in steps (8x256 @ 256x256 walked in\n",
+    "   steps of 32 cost eight dependent memory latencies and 16 barriers per tile: 29 us as a\n",
+    "   dependent task on the H100). Per K chunk of KC (A's rows x KC fill the shared buffer):\n",
+    "   A staged in shared memory; warp w reads B rows k of its slice of the chunk, lane l\n",
+    "   column n0 + l (128-byte rows), 16 loads in flight, the next 16 issued before the\n",
+    "   current ones are used; each thread sums its column for every row; then the warps'\n",
+    "   partial sums meet in shared memory and rows x 32 threads store. Needs blockDim a\n",
+    "   multiple of 32 and at most 256 (the partial sums fill 8 warps x 8 x 32 values). */\n",
+    "#define GPUOS__D_MM_SR 8\n",
+    "#ifndef GPUOS__D_MM_SG\n",
+    "#define GPUOS__D_MM_SG 16 /* B loads in flight per thread */\n",
+    "#endif\n",
+    "#define GPUOS__D_MM_SMEM (GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1) * 8 + GPUOS__D_MM_BBYTES)\n",
+    "template <class D, int cs> /* per dtype case (no switch in the loops), out of line: its own registers */\n",
+    "static __device__ __noinline__ void gpuos__d_mm_skinny(const char *A, const char *B, char *O, int rows, int64_t n0,\n",
+    "                                                       int64_t nend, int64_t K, int64_t a_m, int64_t a_k, int64_t b_k,\n",
+    "                                                       int64_t b_n, int64_t o_m, int64_t o_n) {\n",
+    "    typedef typename D::T T;\n",
+    "    typedef typename D::R R;\n",
+    "    const int tid = gpuos__d_tid(), nw = gpuos__d_nthreads() / 32, w = tid / 32, l = tid % 32;\n",
+    "    const int KC = (int)(GPUOS__D_MM_SMEM / (GPUOS__D_MM_SR * sizeof(T))) / 32 * 32;\n",
+    "    T *As = (T *)gpuos__d_mm_smem; /* [rows][kc] */\n",
+    "    const bool col_ok = n0 + l < nend;\n",
+    "    const char *Bc = B + (n0 + l) * b_n;\n",
+    "    T acc[GPUOS__D_MM_SR];\n",
+    "#pragma unroll\n",
+    "    for (int r = 0; r < GPUOS__D_MM_SR; ++r) acc[r] = 0;\n",
+    "#pragma unroll 1\n",
+    "    for (int64_t k0 = 0; k0 < K; k0 += KC) {\n",
+    "        const int kc = (int)gpuos__d_min<int64_t>(KC, K - k0);\n",
+    "        const int ks = (kc + nw - 1) / nw, kb = w * ks, ke = kb + ks < kc \? kb + ks : kc; /* this warp's slice */\n",
+    "        R v[GPUOS__D_MM_SG];\n",
+    "#pragma unroll\n",
+    "        for (int q = 0; q < GPUOS__D_MM_SG; ++q) /* the first loads of B fly during A's staging */\n",
+    "            v[q] = col_ok && kb + q < ke \? D::raw(cs, Bc + (k0 + kb + q) * b_k) : (R)0;\n",
+    "        gpuos__d_mm_stage<D>(\n",
+    "            cs, rows * kc,\n",
+    "            [&](int e) -> const char * {\n",
+    "                const int r = e / kc, kk = e - r * kc;\n",
+    "                return A + r * a_m + (k0 + kk) * a_k;\n",
+    "            },\n",
+    "            [&](int e, T x) { As[e] = x; });\n",
+    "        __syncthreads();\n",
+    "#pragma unroll 1\n",
+    "        for (int k = kb; k < ke; k += GPUOS__D_MM_SG) {\n",
+    "            T b[GPUOS__D_MM_SG];\n",
+    "#pragma unroll\n",
+    "            for (int q = 0; q < GPUOS__D_MM_SG; ++q) b[q] = D::cvt(cs, v[q]);\n",
+    "#pragma unroll\n",
+    "            for (int q = 0; q < GPUOS__D_MM_SG; ++q) /* the next group in flight */\n",
+    "                v[q] = col_ok && k + GPUOS__D_MM_SG + q < ke \? D::raw(cs, Bc + (k0 + k + GPUOS__D_MM_SG + q) * b_k) : (R)0;\n",
+    "#pragma unroll\n",
+    "            for (int q = 0; q < GPUOS__D_MM_SG; ++q) {\n",
+    "                if (k + q < ke) {\n",
+    "#pragma unroll\n",
+    "                    for (int r = 0; r < GPUOS__D_MM_SR; ++r)\n",
+    "                        if (r < rows) acc[r] += As[r * kc + k + q] * b[q];\n",
+    "                }\n",
+    "            }\n",
+    "        }\n",
+    "        __syncthreads();\n",
+    "    }\n",
+    "    T *red = (T *)gpuos__d_mm_smem; /* [warp][row][lane] */\n",
+    "#pragma unroll\n",
+    "    for (int r = 0; r < GPUOS__D_MM_SR; ++r)\n",
+    "        if (r < rows) red[(w * GPUOS__D_MM_SR + r) * 32 + l] = acc[r];\n",
+    "    __syncthreads();\n",
+    "    if (tid < rows * 32 && n0 + tid % 32 < nend) {\n",
+    "        const int r = tid / 32, c = tid % 32;\n",
+    "        T s = 0;\n",
+    "#pragma unroll 1\n",
+    "        for (int q = 0; q < nw; ++q) s += red[(q * GPUOS__D_MM_SR + r) * 32 + c];\n",
+    "        D::st(cs, O + r * o_m + (n0 + c) * o_n, s);\n",
+    "    }\n",
+    "    __syncthreads();\n",
+    "}\n",
+    "template <class D, int CS = 0>\n",
+    "GPUOS__FN void gpuos__d_mm_skinny_cs(int cs, const char *A, const char *B, char *O, int rows, int64_t n0, int64_t nend,\n",
+    "                                     int64_t K, int64_t a_m, int64_t a_k, int64_t b_k, int64_t b_n, int64_t o_m,\n",
+    "                                     int64_t o_n) {\n",
+    "    if constexpr (CS < D::NCS) {\n",
+    "        if (cs == CS) gpuos__d_mm_skinny<D, CS>(A, B, O, rows, n0, nend, K, a_m, a_k, b_k, b_n, o_m, o_n);\n",
+    "        else gpuos__d_mm_skinny_cs<D, CS + 1>(cs, A, B, O, rows, n0, nend, K, a_m, a_k, b_k, b_n, o_m, o_n);\n",
+    "    }\n",
+    "}\n",
+    "\n",
     "template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    typedef typename D::T T;\n",
     "    const int64_t M = p->M, N = p->N, K = p->K;\n",
@@ -13765,24 +14034,23 @@ const char *const gpuos__device_source[] = {
     "        const int64_t bi = gpuos__d_div(row, M), m0 = row - bi * M;\n",
     "        const int64_t nbeg = cb * CB, nend = gpuos__d_min<int64_t>(N, nbeg + CB);\n",
     "        const int avail = (int)gpuos__d_min<int64_t>(GPUOS__D_MM_TM, gpuos__d_min<int64_t>(end - r0, M - m0));\n",
+    "        if (avail <= GPUOS__D_MM_SR && nt <= 256 && nt % 32 == 0) { /* few rows: K over the warps */\n",
+    "            const int64_t oa = gpuos__d_mm_batch_offset(p, bi, 0), ob = gpuos__d_mm_batch_offset(p, bi, 1),\n",
+    "                          oo = gpuos__d_mm_batch_offset(p, bi, 2);\n",
+    "#pragma unroll 1\n",
+    "            for (int64_t n0 = nbeg; n0 < nend; n0 += 32)\n",
+    "                gpuos__d_mm_skinny_cs<D>(cs, p->a + oa + m0 * a_m, p->b + ob, p->out + oo + m0 * o_m, avail, n0, nend,\n",
+    "                                         K, a_m, a_k, b_k, b_n, o_m, o_n);\n",
+    "            r0 += avail;\n",
+    "            continue;\n",
+    "        }\n",
     "        int tn = 32; /* the widest tile whose rows still cover avail */\n",
     "        while (tn * 2 <= tn_max && tn * 2 <= nt && tn * 2 <= CB && 4 * (nt / (tn * 2)) >= avail) tn *= 2;\n",
     "        const int rstep = nt / tn, col = tid % tn, rbase = tid / tn;\n",
     "        const int tm = 4 * rstep < GPUOS__D_MM_TM \? 4 * rstep : GPUOS__D_MM_TM;\n",
     "        const int rows = avail < tm \? avail : tm;\n",
-    "        int64_t oa = 0, ob = 0, oo = 0;\n",
-    "        {\n",
-    "            int64_t i = bi;\n",
-    "#pragma unroll 1\n",
-    "            for (int d = p->batch_rank - 1; d >= 0; --d) {\n",
-    "                const int64_t q = d > 0 \? gpuos__d_div(i, p->batch_shape[d]) : 0;\n",
-    "                const int64_t x = i - q * p->batch_shape[d];\n",
-    "                oa += x * p->batch_a_stride[d];\n",
-    "                ob += x * p->batch_b_stride[d];\n",
-    "                oo += x * p->batch_out_stride[d];\n",
-    "                i = q;\n",
-    "            }\n",
-    "        }\n",
+    "        const int64_t oa = gpuos__d_mm_batch_offset(p, bi, 0), ob = gpuos__d_mm_batch_offset(p, bi, 1),\n",
+    "                      oo = gpuos__d_mm_batch_offset(p, bi, 2);\n",
     "        const char *A = p->a + oa + m0 * a_m;\n",
     "        const char *B = p->b + ob;\n",
     "        char *O = p->out + oo + m0 * o_m;\n",
@@ -13972,8 +14240,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg0, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg0>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg0>(p, begin)) begin = gpuos__d_ew_v0(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg0>(p, begin)) begin = gpuos__d_ew_w0(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s0(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -14321,8 +14593,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg1, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg1>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg1>(p, begin)) begin = gpuos__d_ew_v1(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg1>(p, begin)) begin = gpuos__d_ew_w1(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s1(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -14526,8 +14802,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg2, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg2>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg2>(p, begin)) begin = gpuos__d_ew_v2(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg2>(p, begin)) begin = gpuos__d_ew_w2(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s2(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -14731,8 +15011,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg3, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg3>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg3>(p, begin)) begin = gpuos__d_ew_v3(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg3>(p, begin)) begin = gpuos__d_ew_w3(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s3(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -14840,8 +15124,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg4, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg4>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg4>(p, begin)) begin = gpuos__d_ew_v4(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg4>(p, begin)) begin = gpuos__d_ew_w4(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s4(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -14921,8 +15209,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg5, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg5>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg5>(p, begin)) begin = gpuos__d_ew_v5(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg5>(p, begin)) begin = gpuos__d_ew_w5(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s5(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -15002,8 +15294,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg6, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg6>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg6>(p, begin)) begin = gpuos__d_ew_v6(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg6>(p, begin)) begin = gpuos__d_ew_w6(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s6(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -15287,8 +15583,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg7, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg7>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg7>(p, begin)) begin = gpuos__d_ew_v7(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg7>(p, begin)) begin = gpuos__d_ew_w7(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s7(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -15474,8 +15774,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg8, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg8>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg8>(p, begin)) begin = gpuos__d_ew_v8(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg8>(p, begin)) begin = gpuos__d_ew_w8(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s8(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -15616,8 +15920,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg9, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg9>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg9>(p, begin)) begin = gpuos__d_ew_v9(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg9>(p, begin)) begin = gpuos__d_ew_w9(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s9(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -15758,8 +16066,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg10, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg10>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg10>(p, begin)) begin = gpuos__d_ew_v10(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg10>(p, begin)) begin = gpuos__d_ew_w10(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s10(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -15903,8 +16215,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg11, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg11>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg11>(p, begin)) begin = gpuos__d_ew_v11(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg11>(p, begin)) begin = gpuos__d_ew_w11(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s11(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -16012,8 +16328,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg12, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg12>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg12>(p, begin)) begin = gpuos__d_ew_v12(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg12>(p, begin)) begin = gpuos__d_ew_w12(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s12(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -16121,8 +16441,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg13, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg13>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg13>(p, begin)) begin = gpuos__d_ew_v13(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg13>(p, begin)) begin = gpuos__d_ew_w13(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s13(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -16186,8 +16510,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg14, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg14>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg14>(p, begin)) begin = gpuos__d_ew_v14(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg14>(p, begin)) begin = gpuos__d_ew_w14(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s14(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -16235,8 +16563,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg15, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg15>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg15>(p, begin)) begin = gpuos__d_ew_v15(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg15>(p, begin)) begin = gpuos__d_ew_w15(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s15(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -16280,8 +16612,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg16, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg16>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg16>(p, begin)) begin = gpuos__d_ew_v16(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg16>(p, begin)) begin = gpuos__d_ew_w16(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s16(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -16325,8 +16661,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg17, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg17>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg17>(p, begin)) begin = gpuos__d_ew_v17(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg17>(p, begin)) begin = gpuos__d_ew_w17(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s17(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -16394,8 +16734,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg18, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg18>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg18>(p, begin)) begin = gpuos__d_ew_v18(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg18>(p, begin)) begin = gpuos__d_ew_w18(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s18(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -16451,8 +16795,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg19, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg19>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg19>(p, begin)) begin = gpuos__d_ew_v19(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg19>(p, begin)) begin = gpuos__d_ew_w19(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s19(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -16508,8 +16856,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg20, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg20>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg20>(p, begin)) begin = gpuos__d_ew_v20(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg20>(p, begin)) begin = gpuos__d_ew_w20(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s20(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -16581,8 +16933,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg21, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg21>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg21>(p, begin)) begin = gpuos__d_ew_v21(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg21>(p, begin)) begin = gpuos__d_ew_w21(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s21(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -16642,8 +16998,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg22, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg22>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg22>(p, begin)) begin = gpuos__d_ew_v22(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg22>(p, begin)) begin = gpuos__d_ew_w22(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s22(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -16703,8 +17063,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg23, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg23>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg23>(p, begin)) begin = gpuos__d_ew_v23(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg23>(p, begin)) begin = gpuos__d_ew_w23(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s23(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -16764,8 +17128,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg24, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg24>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg24>(p, begin)) begin = gpuos__d_ew_v24(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg24>(p, begin)) begin = gpuos__d_ew_w24(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s24(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -16825,8 +17193,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg25, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg25>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg25>(p, begin)) begin = gpuos__d_ew_v25(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg25>(p, begin)) begin = gpuos__d_ew_w25(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s25(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -16886,8 +17258,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg26, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg26>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg26>(p, begin)) begin = gpuos__d_ew_v26(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg26>(p, begin)) begin = gpuos__d_ew_w26(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s26(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -16939,8 +17315,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg27, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg27>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg27>(p, begin)) begin = gpuos__d_ew_v27(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg27>(p, begin)) begin = gpuos__d_ew_w27(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s27(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -17000,8 +17380,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg28, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg28>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg28>(p, begin)) begin = gpuos__d_ew_v28(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg28>(p, begin)) begin = gpuos__d_ew_w28(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s28(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -17053,8 +17437,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg29, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg29>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg29>(p, begin)) begin = gpuos__d_ew_v29(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg29>(p, begin)) begin = gpuos__d_ew_w29(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s29(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -17110,8 +17498,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg30, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg30>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg30>(p, begin)) begin = gpuos__d_ew_v30(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg30>(p, begin)) begin = gpuos__d_ew_w30(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s30(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -17171,8 +17563,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg31, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg31>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg31>(p, begin)) begin = gpuos__d_ew_v31(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg31>(p, begin)) begin = gpuos__d_ew_w31(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s31(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -17224,8 +17620,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg32, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg32>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg32>(p, begin)) begin = gpuos__d_ew_v32(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg32>(p, begin)) begin = gpuos__d_ew_w32(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s32(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -17277,8 +17677,12 @@ const char *const gpuos__device_source[] = {
     "static __device__ __noinline__ void gpuos__d_ew_s33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg33, false>(p, begin, end, cs);\n",
     "}\n",
+    "static __device__ __noinline__ int64_t gpuos__d_ew_w33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "    return gpuos__d_ew_vec2<gpuos__d_ewg33>(p, begin, end, cs);\n",
+    "}\n",
     "__device__ __noinline__ void gpuos__d_ew_g33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg33>(p, begin)) begin = gpuos__d_ew_v33(p, begin, end, cs);\n",
+    "    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg33>(p, begin)) begin = gpuos__d_ew_w33(p, begin, end, cs);\n",
     "    if (begin < end) gpuos__d_ew_s33(p, begin, end, cs);\n",
     "}\n",
     "#else\n",
@@ -18221,6 +18625,7 @@ const char *const gpuos__device_source[] = {
     "/* group 46: accumulation in uint64_t */\n",
     "struct gpuos__d_mmg0 {\n",
     "    typedef uint64_t T;\n",
+    "    enum { NCS = 5 };\n",
     "    typedef uint64_t R;\n",
     "    static __device__ __forceinline__ R raw(int cs, const char *p) {\n",
     "        switch (cs) {\n",
@@ -18264,6 +18669,7 @@ const char *const gpuos__device_source[] = {
     "/* group 47: accumulation in float */\n",
     "struct gpuos__d_mmg1 {\n",
     "    typedef float T;\n",
+    "    enum { NCS = 3 };\n",
     "    typedef uint32_t R;\n",
     "    static __device__ __forceinline__ R raw(int cs, const char *p) {\n",
     "        switch (cs) {\n",
@@ -18301,6 +18707,7 @@ const char *const gpuos__device_source[] = {
     "/* group 48: accumulation in double */\n",
     "struct gpuos__d_mmg2 {\n",
     "    typedef double T;\n",
+    "    enum { NCS = 1 };\n",
     "    typedef uint64_t R;\n",
     "    static __device__ __forceinline__ R raw(int cs, const char *p) {\n",
     "        switch (cs) {\n",
@@ -18333,6 +18740,7 @@ const char *const gpuos__device_source[] = {
     "/* dtypes of compute type float */\n",
     "struct gpuos__d_rowsd0 {\n",
     "    typedef float T;\n",
+    "    enum { NCS = 3 };\n",
     "    static __device__ __forceinline__ T ld(int cs, const char *p) {\n",
     "        switch (cs) {\n",
     "        case 0: return gpuos__f16_to_f32(*(const uint16_t *)p); /* f16 */\n",
@@ -18353,6 +18761,7 @@ const char *const gpuos__device_source[] = {
     "/* dtypes of compute type double */\n",
     "struct gpuos__d_rowsd1 {\n",
     "    typedef double T;\n",
+    "    enum { NCS = 1 };\n",
     "    static __device__ __forceinline__ T ld(int cs, const char *p) {\n",
     "        switch (cs) {\n",
     "        case 0: return (*(const double *)p); /* f64 */\n",

@@ -98,6 +98,7 @@ def test_large_softmax(ctx, rng, seed, op, dtype, shape, axis):
 
 
 @pytest.mark.parametrize("op,dtype,shape", [("layernorm", "f16", (1024, 128)), ("layernorm", "f32", (64, 4096)),
+                                            ("layernorm", "f32", (8, 256)), ("layernorm", "f64", (3, 2049)),
                                             ("rmsnorm", "bf16", (2048, 64)), ("rmsnorm", "f64", (300, 300))])
 def test_large_norm(ctx, rng, seed, op, dtype, shape):
     n = shape[-1]
@@ -120,7 +121,10 @@ def test_large_norm(ctx, rng, seed, op, dtype, shape):
                                                    ("bf16", (2, 1, 100, 50), (3, 50, 70)), ("f64", (300, 200), (200,)),
                                                    ("i8", (5000,), (5000, 9)),
                                                    # a few rows, many columns: the GPU splits them by column blocks
-                                                   ("f32", (8, 256), (256, 256)), ("i64", (3, 2, 8, 40), (40, 300))])
+                                                   ("f32", (8, 256), (256, 256)), ("i64", (3, 2, 8, 40), (40, 300)),
+                                                   # K in several chunks of the few-rows path
+                                                   ("f32", (3, 1100), (1100, 65)), ("f64", (8, 700), (700, 100)),
+                                                   ("f16", (2, 5, 600), (600, 31))])
 def test_large_matmul(ctx, rng, seed, dtype, a_shape, b_shape):
     T.matmul_once(ctx, rng, seed, dtype, a_shape, b_shape, "contig", "contig", "contig", "large")
     T.matmul_once(ctx, rng, seed, dtype, a_shape, b_shape, "permuted", "negative", "strided", "large, views")

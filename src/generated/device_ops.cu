@@ -378,6 +378,66 @@ template <class G> GPUOS__FN int64_t gpuos__d_ew_vec(const gpuos__ew_plan *p, in
     return b0;
 }
 
+/* The vector mode for rank 2 (after the runtime merged what it could: a row broadcast
+   such as x[8,256] + bias[256], or rows of a wider tensor): the output's rows
+   contiguous and aligned, shape[1] a multiple of U; each input's rows contiguous and
+   aligned, or constant along a row (stride 0: one load, splat). One division per U
+   items; returns the first item it left. Only in the group functions, not inline in
+   the worker loop (which keeps the rank-1 mode alone). */
+GPUOS__FN bool gpuos__d_vec2_ok(const char *ptr, const int64_t *stride, int64_t size, bool out) {
+    if (stride[1] == 0) return !out;
+    return stride[1] == size && stride[0] % (GPUOS__D_EW_U * size) == 0 &&
+           ((uintptr_t)ptr & (uintptr_t)(GPUOS__D_EW_U * size - 1)) == 0;
+}
+template <class G> GPUOS__FN bool gpuos__d_ew_vec2_ok(const gpuos__ew_plan *p, int64_t begin) {
+    if (p->rank != 2 || p->shape[1] % GPUOS__D_EW_U != 0 || begin % GPUOS__D_EW_U != 0 ||
+        !gpuos__d_vec2_ok(p->ptr[0], p->stride[0], sizeof(typename G::O), true))
+        return false;
+    if (G::NIN >= 1 && !gpuos__d_vec2_ok(p->ptr[1], p->stride[1], sizeof(typename G::A), false)) return false;
+    if (G::NIN >= 2 && !gpuos__d_vec2_ok(p->ptr[2], p->stride[2], sizeof(typename G::B), false)) return false;
+    if (G::NIN >= 3 && !gpuos__d_vec2_ok(p->ptr[3], p->stride[3], sizeof(typename G::C), false)) return false;
+    return true;
+}
+template <class T> GPUOS__FN gpuos__d_vec<T> gpuos__d_vec2_ld(const char *ptr, const int64_t *stride, int64_t row,
+                                                               int64_t col) {
+    gpuos__d_vec<T> v;
+    if (stride[1] == 0) {
+        const T x = *(const T *)(ptr + row * stride[0]);
+#pragma unroll
+        for (int e = 0; e < GPUOS__D_EW_U; ++e) v.v[e] = x;
+    } else {
+        v = *(const gpuos__d_vec<T> *)(ptr + row * stride[0] + col * (int64_t)sizeof(T));
+    }
+    return v;
+}
+template <class G> GPUOS__FN int64_t gpuos__d_ew_vec2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    typedef typename G::O O;
+    typedef typename G::A A;
+    typedef typename G::B B;
+    typedef typename G::C C;
+    enum { NIN = G::NIN, U = GPUOS__D_EW_U };
+    const double s0 = p->scalar[0], s1 = p->scalar[1];
+    const int64_t n1 = p->shape[1];
+    const int nt = gpuos__d_nthreads(), tid = gpuos__d_tid();
+    const int64_t whole = begin + (end - begin) / U * U;
+#pragma unroll 1
+    for (int64_t b0 = begin; b0 < whole; b0 += (int64_t)U * nt) {
+        const int64_t i = b0 + (int64_t)U * tid;
+        if (i >= whole) break;
+        const int64_t row = gpuos__d_div(i, n1), col = i - row * n1;
+        gpuos__d_vec<A> va;
+        gpuos__d_vec<B> vb;
+        gpuos__d_vec<C> vc;
+        if constexpr (NIN >= 1) va = gpuos__d_vec2_ld<A>(p->ptr[1], p->stride[1], row, col);
+        if constexpr (NIN >= 2) vb = gpuos__d_vec2_ld<B>(p->ptr[2], p->stride[2], row, col);
+        if constexpr (NIN >= 3) vc = gpuos__d_vec2_ld<C>(p->ptr[3], p->stride[3], row, col);
+        gpuos__d_vec<O> vo;
+        G::batch(cs, va.v, vb.v, vc.v, i, 1, s0, s1, vo.v);
+        *(gpuos__d_vec<O> *)(p->ptr[0] + row * p->stride[0][0] + col * (int64_t)sizeof(O)) = vo;
+    }
+    return whole;
+}
+
 /* ================================================================ reductions */
 /* Items [begin, end) of a reduction plan: output elements. Groups of 1, 32 or all
    threads per output (gpuos__d_group); each thread folds the elements j = lane,
@@ -435,6 +495,104 @@ GPUOS__FN double gpuos__d_sqrt(double x) { return sqrt(x); }
 
 enum { GPUOS__D_SOFTMAX = 0, GPUOS__D_LOG_SOFTMAX = 1, GPUOS__D_LAYERNORM = 2, GPUOS__D_RMSNORM = 3 };
 
+/* gpuos__d_rows for rows of n <= g * GPUOS__D_ROWS_C elements: element j = lane + c * g
+   of a row is x[c] of its thread, from one load, written back by the same thread. */
+#define GPUOS__D_ROWS_C 8
+template <class D, int OP, int cs> /* per dtype case (no switch per load), out of line */
+static __device__ __noinline__ void gpuos__d_rows_cached(const gpuos__rows_plan *p, int64_t begin, int64_t end, int g) {
+    typedef typename D::T T;
+    enum { C = GPUOS__D_ROWS_C };
+    const int64_t n = p->n, si = p->in_stride, so = p->out_stride;
+    const int tid = gpuos__d_tid(), lane = tid % g;
+    const int64_t per_pass = gpuos__d_nthreads() / g;
+    const char *const w = p->weight, *const bi = p->bias;
+    const int64_t ws = p->weight_stride, bs = p->bias_stride;
+    const T eps = (T)p->eps;
+    const T ninf = (T)-INFINITY;
+#pragma unroll 1
+    for (int64_t r0 = begin; r0 < end; r0 += per_pass) {
+        const int64_t r = r0 + tid / g;
+        const bool active = r < end;
+        int64_t ioff = 0, ooff = 0;
+        if (active)
+            gpuos__d_offset2(p->outer_shape, p->outer_in_stride, p->outer_out_stride, p->outer_rank, r, &ioff,
+                             &ooff);
+        const char *in = p->in + ioff;
+        char *out = p->out + ooff;
+        const int64_t nn = active ? n : 0;
+        const int64_t left = nn - lane; /* element c of this thread exists when c * g < left */
+        T x[C];
+#pragma unroll
+        for (int c = 0; c < C; ++c) x[c] = c * g < left ? D::ld(cs, in + (lane + (int64_t)c * g) * si) : (T)0;
+        if constexpr (OP == GPUOS__D_SOFTMAX || OP == GPUOS__D_LOG_SOFTMAX) {
+            const gpuos__d_nanmax mx = gpuos__d_nanmax();
+            T m = ninf;
+#pragma unroll
+            for (int c = 0; c < C; ++c)
+                if (c * g < left) m = mx.merge(m, x[c]);
+            m = gpuos__d_group_reduce(mx, m, g, ninf);
+            T s = 0;
+#pragma unroll
+            for (int c = 0; c < C; ++c)
+                if (c * g < left) s += gpuos__d_exp(x[c] - m);
+            s = gpuos__d_group_reduce(gpuos__d_sum(), s, g, (T)0);
+            const T ls = OP == GPUOS__D_LOG_SOFTMAX ? gpuos__d_log(s) : (T)0;
+#pragma unroll
+            for (int c = 0; c < C; ++c) {
+                if (c * g >= left) continue;
+                const int64_t j = lane + (int64_t)c * g;
+                if constexpr (OP == GPUOS__D_SOFTMAX) D::st(cs, out + j * so, gpuos__d_exp(x[c] - m) / s);
+                else D::st(cs, out + j * so, x[c] - m - ls);
+            }
+        } else if constexpr (OP == GPUOS__D_LAYERNORM) {
+            T s = 0;
+#pragma unroll
+            for (int c = 0; c < C; ++c) s += x[c]; /* 0 where !ok */
+            s = gpuos__d_group_reduce(gpuos__d_sum(), s, g, (T)0);
+            const T mean = s / (T)n;
+            T v = 0;
+#pragma unroll
+            for (int c = 0; c < C; ++c) {
+                const T d = c * g < left ? x[c] - mean : (T)0;
+                v += d * d;
+            }
+            v = gpuos__d_group_reduce(gpuos__d_sum(), v, g, (T)0);
+            const T den = gpuos__d_sqrt(v / (T)n + eps); /* divided by, as the host does */
+#pragma unroll
+            for (int c = 0; c < C; ++c) {
+                if (c * g >= left) continue;
+                const int64_t j = lane + (int64_t)c * g;
+                T y = (x[c] - mean) / den;
+                if (w) y = y * D::ld(cs, w + j * ws);
+                if (bi) y = y + D::ld(cs, bi + j * bs);
+                D::st(cs, out + j * so, y);
+            }
+        } else { /* rmsnorm */
+            T s = 0;
+#pragma unroll
+            for (int c = 0; c < C; ++c) s += x[c] * x[c];
+            s = gpuos__d_group_reduce(gpuos__d_sum(), s, g, (T)0);
+            const T den = gpuos__d_sqrt(s / (T)n + eps);
+#pragma unroll
+            for (int c = 0; c < C; ++c) {
+                if (c * g >= left) continue;
+                const int64_t j = lane + (int64_t)c * g;
+                T y = x[c] / den;
+                if (w) y = y * D::ld(cs, w + j * ws);
+                D::st(cs, out + j * so, y);
+            }
+        }
+    }
+}
+
+template <class D, int OP, int CS = 0>
+GPUOS__FN void gpuos__d_rows_cached_cs(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs, int g) {
+    if constexpr (CS < D::NCS) {
+        if (cs == CS) gpuos__d_rows_cached<D, OP, CS>(p, begin, end, g);
+        else gpuos__d_rows_cached_cs<D, OP, CS + 1>(p, begin, end, cs, g);
+    }
+}
+
 /* Rows [begin, end): groups of 1, 32 or all threads per row (gpuos__d_group).
    The statistics of a row are complete (a group reduction, which synchronises the
    group) before any of its outputs is written, and each output element is written
@@ -445,7 +603,15 @@ template <class D, int OP> GPUOS__FN void gpuos__d_rows(const gpuos__rows_plan *
     typedef typename D::T T;
     if (begin >= end) return;
     const int64_t n = p->n, si = p->in_stride, so = p->out_stride;
-    const int g = gpuos__d_group(end - begin, n * 3);
+    /* rows of at most GPUOS__D_ROWS_C elements per thread of a group are read once, into
+       registers, all loads in flight (layernorm of 8x256 as a dependent task: 6.7 us
+       with three passes over memory); the cost model then sees one pass */
+    const int g0 = gpuos__d_group(end - begin, n);
+    const int g = n <= (int64_t)g0 * GPUOS__D_ROWS_C ? g0 : gpuos__d_group(end - begin, n * 3);
+    if (n <= (int64_t)g * GPUOS__D_ROWS_C) {
+        gpuos__d_rows_cached_cs<D, OP>(p, begin, end, cs, g);
+        return;
+    }
     const int tid = gpuos__d_tid();
     const int lane = tid % g;
     const int64_t per_pass = gpuos__d_nthreads() / g;
@@ -559,6 +725,106 @@ GPUOS__FN void gpuos__d_mm_stage(int cs, int total, AT at, PUT put) {
     }
 }
 
+/* Byte offset of batch item bi in operand which (0 a, 1 b, 2 out). */
+GPUOS__FN int64_t gpuos__d_mm_batch_offset(const gpuos__matmul_plan *p, int64_t bi, int which) {
+    const int64_t *st = which == 0 ? p->batch_a_stride : which == 1 ? p->batch_b_stride : p->batch_out_stride;
+    int64_t off = 0;
+#pragma unroll 1
+    for (int d = p->batch_rank - 1; d >= 0; --d) {
+        const int64_t q = d > 0 ? gpuos__d_div(bi, p->batch_shape[d]) : 0;
+        off += (bi - q * p->batch_shape[d]) * st[d];
+        bi = q;
+    }
+    return off;
+}
+
+/* Few rows (rows <= 8, e.g. a batch of 8 activations): output tiles of rows x 32 columns,
+   K split over the block's warps instead of walked in steps (8x256 @ 256x256 walked in
+   steps of 32 cost eight dependent memory latencies and 16 barriers per tile: 29 us as a
+   dependent task on the H100). Per K chunk of KC (A's rows x KC fill the shared buffer):
+   A staged in shared memory; warp w reads B rows k of its slice of the chunk, lane l
+   column n0 + l (128-byte rows), 16 loads in flight, the next 16 issued before the
+   current ones are used; each thread sums its column for every row; then the warps'
+   partial sums meet in shared memory and rows x 32 threads store. Needs blockDim a
+   multiple of 32 and at most 256 (the partial sums fill 8 warps x 8 x 32 values). */
+#define GPUOS__D_MM_SR 8
+#ifndef GPUOS__D_MM_SG
+#define GPUOS__D_MM_SG 16 /* B loads in flight per thread */
+#endif
+#define GPUOS__D_MM_SMEM (GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1) * 8 + GPUOS__D_MM_BBYTES)
+template <class D, int cs> /* per dtype case (no switch in the loops), out of line: its own registers */
+static __device__ __noinline__ void gpuos__d_mm_skinny(const char *A, const char *B, char *O, int rows, int64_t n0,
+                                                       int64_t nend, int64_t K, int64_t a_m, int64_t a_k, int64_t b_k,
+                                                       int64_t b_n, int64_t o_m, int64_t o_n) {
+    typedef typename D::T T;
+    typedef typename D::R R;
+    const int tid = gpuos__d_tid(), nw = gpuos__d_nthreads() / 32, w = tid / 32, l = tid % 32;
+    const int KC = (int)(GPUOS__D_MM_SMEM / (GPUOS__D_MM_SR * sizeof(T))) / 32 * 32;
+    T *As = (T *)gpuos__d_mm_smem; /* [rows][kc] */
+    const bool col_ok = n0 + l < nend;
+    const char *Bc = B + (n0 + l) * b_n;
+    T acc[GPUOS__D_MM_SR];
+#pragma unroll
+    for (int r = 0; r < GPUOS__D_MM_SR; ++r) acc[r] = 0;
+#pragma unroll 1
+    for (int64_t k0 = 0; k0 < K; k0 += KC) {
+        const int kc = (int)gpuos__d_min<int64_t>(KC, K - k0);
+        const int ks = (kc + nw - 1) / nw, kb = w * ks, ke = kb + ks < kc ? kb + ks : kc; /* this warp's slice */
+        R v[GPUOS__D_MM_SG];
+#pragma unroll
+        for (int q = 0; q < GPUOS__D_MM_SG; ++q) /* the first loads of B fly during A's staging */
+            v[q] = col_ok && kb + q < ke ? D::raw(cs, Bc + (k0 + kb + q) * b_k) : (R)0;
+        gpuos__d_mm_stage<D>(
+            cs, rows * kc,
+            [&](int e) -> const char * {
+                const int r = e / kc, kk = e - r * kc;
+                return A + r * a_m + (k0 + kk) * a_k;
+            },
+            [&](int e, T x) { As[e] = x; });
+        __syncthreads();
+#pragma unroll 1
+        for (int k = kb; k < ke; k += GPUOS__D_MM_SG) {
+            T b[GPUOS__D_MM_SG];
+#pragma unroll
+            for (int q = 0; q < GPUOS__D_MM_SG; ++q) b[q] = D::cvt(cs, v[q]);
+#pragma unroll
+            for (int q = 0; q < GPUOS__D_MM_SG; ++q) /* the next group in flight */
+                v[q] = col_ok && k + GPUOS__D_MM_SG + q < ke ? D::raw(cs, Bc + (k0 + k + GPUOS__D_MM_SG + q) * b_k) : (R)0;
+#pragma unroll
+            for (int q = 0; q < GPUOS__D_MM_SG; ++q) {
+                if (k + q < ke) {
+#pragma unroll
+                    for (int r = 0; r < GPUOS__D_MM_SR; ++r)
+                        if (r < rows) acc[r] += As[r * kc + k + q] * b[q];
+                }
+            }
+        }
+        __syncthreads();
+    }
+    T *red = (T *)gpuos__d_mm_smem; /* [warp][row][lane] */
+#pragma unroll
+    for (int r = 0; r < GPUOS__D_MM_SR; ++r)
+        if (r < rows) red[(w * GPUOS__D_MM_SR + r) * 32 + l] = acc[r];
+    __syncthreads();
+    if (tid < rows * 32 && n0 + tid % 32 < nend) {
+        const int r = tid / 32, c = tid % 32;
+        T s = 0;
+#pragma unroll 1
+        for (int q = 0; q < nw; ++q) s += red[(q * GPUOS__D_MM_SR + r) * 32 + c];
+        D::st(cs, O + r * o_m + (n0 + c) * o_n, s);
+    }
+    __syncthreads();
+}
+template <class D, int CS = 0>
+GPUOS__FN void gpuos__d_mm_skinny_cs(int cs, const char *A, const char *B, char *O, int rows, int64_t n0, int64_t nend,
+                                     int64_t K, int64_t a_m, int64_t a_k, int64_t b_k, int64_t b_n, int64_t o_m,
+                                     int64_t o_n) {
+    if constexpr (CS < D::NCS) {
+        if (cs == CS) gpuos__d_mm_skinny<D, CS>(A, B, O, rows, n0, nend, K, a_m, a_k, b_k, b_n, o_m, o_n);
+        else gpuos__d_mm_skinny_cs<D, CS + 1>(cs, A, B, O, rows, n0, nend, K, a_m, a_k, b_k, b_n, o_m, o_n);
+    }
+}
+
 template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     typedef typename D::T T;
     const int64_t M = p->M, N = p->N, K = p->K;
@@ -576,24 +842,23 @@ template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, i
         const int64_t bi = gpuos__d_div(row, M), m0 = row - bi * M;
         const int64_t nbeg = cb * CB, nend = gpuos__d_min<int64_t>(N, nbeg + CB);
         const int avail = (int)gpuos__d_min<int64_t>(GPUOS__D_MM_TM, gpuos__d_min<int64_t>(end - r0, M - m0));
+        if (avail <= GPUOS__D_MM_SR && nt <= 256 && nt % 32 == 0) { /* few rows: K over the warps */
+            const int64_t oa = gpuos__d_mm_batch_offset(p, bi, 0), ob = gpuos__d_mm_batch_offset(p, bi, 1),
+                          oo = gpuos__d_mm_batch_offset(p, bi, 2);
+#pragma unroll 1
+            for (int64_t n0 = nbeg; n0 < nend; n0 += 32)
+                gpuos__d_mm_skinny_cs<D>(cs, p->a + oa + m0 * a_m, p->b + ob, p->out + oo + m0 * o_m, avail, n0, nend,
+                                         K, a_m, a_k, b_k, b_n, o_m, o_n);
+            r0 += avail;
+            continue;
+        }
         int tn = 32; /* the widest tile whose rows still cover avail */
         while (tn * 2 <= tn_max && tn * 2 <= nt && tn * 2 <= CB && 4 * (nt / (tn * 2)) >= avail) tn *= 2;
         const int rstep = nt / tn, col = tid % tn, rbase = tid / tn;
         const int tm = 4 * rstep < GPUOS__D_MM_TM ? 4 * rstep : GPUOS__D_MM_TM;
         const int rows = avail < tm ? avail : tm;
-        int64_t oa = 0, ob = 0, oo = 0;
-        {
-            int64_t i = bi;
-#pragma unroll 1
-            for (int d = p->batch_rank - 1; d >= 0; --d) {
-                const int64_t q = d > 0 ? gpuos__d_div(i, p->batch_shape[d]) : 0;
-                const int64_t x = i - q * p->batch_shape[d];
-                oa += x * p->batch_a_stride[d];
-                ob += x * p->batch_b_stride[d];
-                oo += x * p->batch_out_stride[d];
-                i = q;
-            }
-        }
+        const int64_t oa = gpuos__d_mm_batch_offset(p, bi, 0), ob = gpuos__d_mm_batch_offset(p, bi, 1),
+                      oo = gpuos__d_mm_batch_offset(p, bi, 2);
         const char *A = p->a + oa + m0 * a_m;
         const char *B = p->b + ob;
         char *O = p->out + oo + m0 * o_m;
@@ -783,8 +1048,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v0(const gpuos__ew_plan *p, i
 static __device__ __noinline__ void gpuos__d_ew_s0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg0, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg0>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg0>(p, begin)) begin = gpuos__d_ew_v0(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg0>(p, begin)) begin = gpuos__d_ew_w0(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s0(p, begin, end, cs);
 }
 #else
@@ -1132,8 +1401,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v1(const gpuos__ew_plan *p, i
 static __device__ __noinline__ void gpuos__d_ew_s1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg1, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg1>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg1>(p, begin)) begin = gpuos__d_ew_v1(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg1>(p, begin)) begin = gpuos__d_ew_w1(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s1(p, begin, end, cs);
 }
 #else
@@ -1337,8 +1610,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v2(const gpuos__ew_plan *p, i
 static __device__ __noinline__ void gpuos__d_ew_s2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg2, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg2>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg2>(p, begin)) begin = gpuos__d_ew_v2(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg2>(p, begin)) begin = gpuos__d_ew_w2(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s2(p, begin, end, cs);
 }
 #else
@@ -1542,8 +1819,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v3(const gpuos__ew_plan *p, i
 static __device__ __noinline__ void gpuos__d_ew_s3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg3, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg3>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg3>(p, begin)) begin = gpuos__d_ew_v3(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg3>(p, begin)) begin = gpuos__d_ew_w3(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s3(p, begin, end, cs);
 }
 #else
@@ -1651,8 +1932,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v4(const gpuos__ew_plan *p, i
 static __device__ __noinline__ void gpuos__d_ew_s4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg4, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg4>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg4>(p, begin)) begin = gpuos__d_ew_v4(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg4>(p, begin)) begin = gpuos__d_ew_w4(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s4(p, begin, end, cs);
 }
 #else
@@ -1732,8 +2017,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v5(const gpuos__ew_plan *p, i
 static __device__ __noinline__ void gpuos__d_ew_s5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg5, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg5>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg5>(p, begin)) begin = gpuos__d_ew_v5(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg5>(p, begin)) begin = gpuos__d_ew_w5(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s5(p, begin, end, cs);
 }
 #else
@@ -1813,8 +2102,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v6(const gpuos__ew_plan *p, i
 static __device__ __noinline__ void gpuos__d_ew_s6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg6, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg6>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg6>(p, begin)) begin = gpuos__d_ew_v6(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg6>(p, begin)) begin = gpuos__d_ew_w6(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s6(p, begin, end, cs);
 }
 #else
@@ -2098,8 +2391,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v7(const gpuos__ew_plan *p, i
 static __device__ __noinline__ void gpuos__d_ew_s7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg7, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg7>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg7>(p, begin)) begin = gpuos__d_ew_v7(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg7>(p, begin)) begin = gpuos__d_ew_w7(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s7(p, begin, end, cs);
 }
 #else
@@ -2285,8 +2582,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v8(const gpuos__ew_plan *p, i
 static __device__ __noinline__ void gpuos__d_ew_s8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg8, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg8>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg8>(p, begin)) begin = gpuos__d_ew_v8(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg8>(p, begin)) begin = gpuos__d_ew_w8(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s8(p, begin, end, cs);
 }
 #else
@@ -2427,8 +2728,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v9(const gpuos__ew_plan *p, i
 static __device__ __noinline__ void gpuos__d_ew_s9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg9, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg9>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg9>(p, begin)) begin = gpuos__d_ew_v9(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg9>(p, begin)) begin = gpuos__d_ew_w9(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s9(p, begin, end, cs);
 }
 #else
@@ -2569,8 +2874,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v10(const gpuos__ew_plan *p, 
 static __device__ __noinline__ void gpuos__d_ew_s10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg10, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg10>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg10>(p, begin)) begin = gpuos__d_ew_v10(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg10>(p, begin)) begin = gpuos__d_ew_w10(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s10(p, begin, end, cs);
 }
 #else
@@ -2714,8 +3023,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v11(const gpuos__ew_plan *p, 
 static __device__ __noinline__ void gpuos__d_ew_s11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg11, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg11>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg11>(p, begin)) begin = gpuos__d_ew_v11(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg11>(p, begin)) begin = gpuos__d_ew_w11(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s11(p, begin, end, cs);
 }
 #else
@@ -2823,8 +3136,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v12(const gpuos__ew_plan *p, 
 static __device__ __noinline__ void gpuos__d_ew_s12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg12, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg12>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg12>(p, begin)) begin = gpuos__d_ew_v12(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg12>(p, begin)) begin = gpuos__d_ew_w12(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s12(p, begin, end, cs);
 }
 #else
@@ -2932,8 +3249,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v13(const gpuos__ew_plan *p, 
 static __device__ __noinline__ void gpuos__d_ew_s13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg13, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg13>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg13>(p, begin)) begin = gpuos__d_ew_v13(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg13>(p, begin)) begin = gpuos__d_ew_w13(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s13(p, begin, end, cs);
 }
 #else
@@ -2997,8 +3318,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v14(const gpuos__ew_plan *p, 
 static __device__ __noinline__ void gpuos__d_ew_s14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg14, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg14>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg14>(p, begin)) begin = gpuos__d_ew_v14(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg14>(p, begin)) begin = gpuos__d_ew_w14(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s14(p, begin, end, cs);
 }
 #else
@@ -3046,8 +3371,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v15(const gpuos__ew_plan *p, 
 static __device__ __noinline__ void gpuos__d_ew_s15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg15, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg15>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg15>(p, begin)) begin = gpuos__d_ew_v15(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg15>(p, begin)) begin = gpuos__d_ew_w15(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s15(p, begin, end, cs);
 }
 #else
@@ -3091,8 +3420,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v16(const gpuos__ew_plan *p, 
 static __device__ __noinline__ void gpuos__d_ew_s16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg16, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg16>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg16>(p, begin)) begin = gpuos__d_ew_v16(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg16>(p, begin)) begin = gpuos__d_ew_w16(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s16(p, begin, end, cs);
 }
 #else
@@ -3136,8 +3469,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v17(const gpuos__ew_plan *p, 
 static __device__ __noinline__ void gpuos__d_ew_s17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg17, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg17>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg17>(p, begin)) begin = gpuos__d_ew_v17(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg17>(p, begin)) begin = gpuos__d_ew_w17(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s17(p, begin, end, cs);
 }
 #else
@@ -3205,8 +3542,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v18(const gpuos__ew_plan *p, 
 static __device__ __noinline__ void gpuos__d_ew_s18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg18, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg18>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg18>(p, begin)) begin = gpuos__d_ew_v18(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg18>(p, begin)) begin = gpuos__d_ew_w18(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s18(p, begin, end, cs);
 }
 #else
@@ -3262,8 +3603,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v19(const gpuos__ew_plan *p, 
 static __device__ __noinline__ void gpuos__d_ew_s19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg19, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg19>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg19>(p, begin)) begin = gpuos__d_ew_v19(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg19>(p, begin)) begin = gpuos__d_ew_w19(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s19(p, begin, end, cs);
 }
 #else
@@ -3319,8 +3664,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v20(const gpuos__ew_plan *p, 
 static __device__ __noinline__ void gpuos__d_ew_s20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg20, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg20>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg20>(p, begin)) begin = gpuos__d_ew_v20(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg20>(p, begin)) begin = gpuos__d_ew_w20(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s20(p, begin, end, cs);
 }
 #else
@@ -3392,8 +3741,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v21(const gpuos__ew_plan *p, 
 static __device__ __noinline__ void gpuos__d_ew_s21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg21, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg21>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg21>(p, begin)) begin = gpuos__d_ew_v21(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg21>(p, begin)) begin = gpuos__d_ew_w21(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s21(p, begin, end, cs);
 }
 #else
@@ -3453,8 +3806,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v22(const gpuos__ew_plan *p, 
 static __device__ __noinline__ void gpuos__d_ew_s22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg22, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg22>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg22>(p, begin)) begin = gpuos__d_ew_v22(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg22>(p, begin)) begin = gpuos__d_ew_w22(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s22(p, begin, end, cs);
 }
 #else
@@ -3514,8 +3871,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v23(const gpuos__ew_plan *p, 
 static __device__ __noinline__ void gpuos__d_ew_s23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg23, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg23>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg23>(p, begin)) begin = gpuos__d_ew_v23(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg23>(p, begin)) begin = gpuos__d_ew_w23(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s23(p, begin, end, cs);
 }
 #else
@@ -3575,8 +3936,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v24(const gpuos__ew_plan *p, 
 static __device__ __noinline__ void gpuos__d_ew_s24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg24, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg24>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg24>(p, begin)) begin = gpuos__d_ew_v24(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg24>(p, begin)) begin = gpuos__d_ew_w24(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s24(p, begin, end, cs);
 }
 #else
@@ -3636,8 +4001,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v25(const gpuos__ew_plan *p, 
 static __device__ __noinline__ void gpuos__d_ew_s25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg25, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg25>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg25>(p, begin)) begin = gpuos__d_ew_v25(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg25>(p, begin)) begin = gpuos__d_ew_w25(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s25(p, begin, end, cs);
 }
 #else
@@ -3697,8 +4066,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v26(const gpuos__ew_plan *p, 
 static __device__ __noinline__ void gpuos__d_ew_s26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg26, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg26>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg26>(p, begin)) begin = gpuos__d_ew_v26(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg26>(p, begin)) begin = gpuos__d_ew_w26(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s26(p, begin, end, cs);
 }
 #else
@@ -3750,8 +4123,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v27(const gpuos__ew_plan *p, 
 static __device__ __noinline__ void gpuos__d_ew_s27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg27, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg27>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg27>(p, begin)) begin = gpuos__d_ew_v27(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg27>(p, begin)) begin = gpuos__d_ew_w27(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s27(p, begin, end, cs);
 }
 #else
@@ -3811,8 +4188,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v28(const gpuos__ew_plan *p, 
 static __device__ __noinline__ void gpuos__d_ew_s28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg28, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg28>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg28>(p, begin)) begin = gpuos__d_ew_v28(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg28>(p, begin)) begin = gpuos__d_ew_w28(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s28(p, begin, end, cs);
 }
 #else
@@ -3864,8 +4245,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v29(const gpuos__ew_plan *p, 
 static __device__ __noinline__ void gpuos__d_ew_s29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg29, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg29>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg29>(p, begin)) begin = gpuos__d_ew_v29(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg29>(p, begin)) begin = gpuos__d_ew_w29(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s29(p, begin, end, cs);
 }
 #else
@@ -3921,8 +4306,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v30(const gpuos__ew_plan *p, 
 static __device__ __noinline__ void gpuos__d_ew_s30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg30, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg30>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg30>(p, begin)) begin = gpuos__d_ew_v30(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg30>(p, begin)) begin = gpuos__d_ew_w30(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s30(p, begin, end, cs);
 }
 #else
@@ -3982,8 +4371,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v31(const gpuos__ew_plan *p, 
 static __device__ __noinline__ void gpuos__d_ew_s31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg31, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg31>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg31>(p, begin)) begin = gpuos__d_ew_v31(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg31>(p, begin)) begin = gpuos__d_ew_w31(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s31(p, begin, end, cs);
 }
 #else
@@ -4035,8 +4428,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v32(const gpuos__ew_plan *p, 
 static __device__ __noinline__ void gpuos__d_ew_s32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg32, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg32>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg32>(p, begin)) begin = gpuos__d_ew_v32(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg32>(p, begin)) begin = gpuos__d_ew_w32(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s32(p, begin, end, cs);
 }
 #else
@@ -4088,8 +4485,12 @@ static __device__ __noinline__ int64_t gpuos__d_ew_v33(const gpuos__ew_plan *p, 
 static __device__ __noinline__ void gpuos__d_ew_s33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg33, false>(p, begin, end, cs);
 }
+static __device__ __noinline__ int64_t gpuos__d_ew_w33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+    return gpuos__d_ew_vec2<gpuos__d_ewg33>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_ew_g33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     if (begin < end && gpuos__d_ew_vec_ok<gpuos__d_ewg33>(p, begin)) begin = gpuos__d_ew_v33(p, begin, end, cs);
+    else if (begin < end && gpuos__d_ew_vec2_ok<gpuos__d_ewg33>(p, begin)) begin = gpuos__d_ew_w33(p, begin, end, cs);
     if (begin < end) gpuos__d_ew_s33(p, begin, end, cs);
 }
 #else
@@ -5032,6 +5433,7 @@ __device__ void gpuos__d_reduce_std(const gpuos__reduce_plan *p, int64_t begin, 
 /* group 46: accumulation in uint64_t */
 struct gpuos__d_mmg0 {
     typedef uint64_t T;
+    enum { NCS = 5 };
     typedef uint64_t R;
     static __device__ __forceinline__ R raw(int cs, const char *p) {
         switch (cs) {
@@ -5075,6 +5477,7 @@ __device__ void gpuos__d_matmul_g0(const gpuos__matmul_plan *p, int64_t begin, i
 /* group 47: accumulation in float */
 struct gpuos__d_mmg1 {
     typedef float T;
+    enum { NCS = 3 };
     typedef uint32_t R;
     static __device__ __forceinline__ R raw(int cs, const char *p) {
         switch (cs) {
@@ -5112,6 +5515,7 @@ __device__ void gpuos__d_matmul_g1(const gpuos__matmul_plan *p, int64_t begin, i
 /* group 48: accumulation in double */
 struct gpuos__d_mmg2 {
     typedef double T;
+    enum { NCS = 1 };
     typedef uint64_t R;
     static __device__ __forceinline__ R raw(int cs, const char *p) {
         switch (cs) {
@@ -5144,6 +5548,7 @@ __device__ void gpuos__d_matmul_g2(const gpuos__matmul_plan *p, int64_t begin, i
 /* dtypes of compute type float */
 struct gpuos__d_rowsd0 {
     typedef float T;
+    enum { NCS = 3 };
     static __device__ __forceinline__ T ld(int cs, const char *p) {
         switch (cs) {
         case 0: return gpuos__f16_to_f32(*(const uint16_t *)p); /* f16 */
@@ -5164,6 +5569,7 @@ struct gpuos__d_rowsd0 {
 /* dtypes of compute type double */
 struct gpuos__d_rowsd1 {
     typedef double T;
+    enum { NCS = 1 };
     static __device__ __forceinline__ T ld(int cs, const char *p) {
         switch (cs) {
         case 0: return (*(const double *)p); /* f64 */
