@@ -2253,7 +2253,9 @@ enum { GPUOS__D_SOFTMAX = 0, GPUOS__D_LOG_SOFTMAX = 1, GPUOS__D_LAYERNORM = 2, G
 
 /* gpuos__d_rows for rows of n <= g * GPUOS__D_ROWS_C elements: element j = lane + c * g
    of a row is x[c] of its thread, from one load, written back by the same thread. */
-#define GPUOS__D_ROWS_C 8
+#ifndef GPUOS__D_ROWS_C
+#define GPUOS__D_ROWS_C 8 /* 0: always the passes over memory */
+#endif
 template <class D, int OP, int cs> /* per dtype case (no switch per load), out of line */
 static __device__ __noinline__ void gpuos__d_rows_cached(const gpuos__rows_plan *p, int64_t begin, int64_t end, int g) {
     typedef typename D::T T;
@@ -2504,6 +2506,9 @@ GPUOS__FN int64_t gpuos__d_mm_batch_offset(const gpuos__matmul_plan *p, int64_t 
    partial sums meet in shared memory and rows x 32 threads store. Needs blockDim a
    multiple of 32 and at most 256 (the partial sums fill 8 warps x 8 x 32 values). */
 #define GPUOS__D_MM_SR 8
+#ifndef GPUOS__D_MM_SKINNY
+#define GPUOS__D_MM_SKINNY 1 /* 0: few rows take the general path too */
+#endif
 #ifndef GPUOS__D_MM_SG
 #define GPUOS__D_MM_SG 16 /* B loads in flight per thread */
 #endif
@@ -2598,7 +2603,7 @@ template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, i
         const int64_t bi = gpuos__d_div(row, M), m0 = row - bi * M;
         const int64_t nbeg = cb * CB, nend = gpuos__d_min<int64_t>(N, nbeg + CB);
         const int avail = (int)gpuos__d_min<int64_t>(GPUOS__D_MM_TM, gpuos__d_min<int64_t>(end - r0, M - m0));
-        if (avail <= GPUOS__D_MM_SR && nt <= 256 && nt % 32 == 0) { /* few rows: K over the warps */
+        if (GPUOS__D_MM_SKINNY && avail <= GPUOS__D_MM_SR && nt <= 256 && nt % 32 == 0) { /* few rows: K over the warps */
             const int64_t oa = gpuos__d_mm_batch_offset(p, bi, 0), ob = gpuos__d_mm_batch_offset(p, bi, 1),
                           oo = gpuos__d_mm_batch_offset(p, bi, 2);
 #pragma unroll 1

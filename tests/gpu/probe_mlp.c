@@ -3,7 +3,9 @@
    256x256 weights), dependent (each task reads the previous one's output) or independent,
    timed launch to fence; then the full 8-layer forward for reference. */
 #include "../../gpuos.c"
+#include "probe_prof.h"
 #include <stdio.h>
+#include <stdlib.h>
 
 static double now_us(void) {
     struct timespec t;
@@ -33,6 +35,8 @@ int main(void) {
     const int N = 200;
     int i, kind;
     static const char *names[] = {"matmul 8x256x256", "add bias (broadcast)", "gelu", "add (residual)", "layernorm"};
+    const int prof = getenv("PROBE_PROF") && atoi(getenv("PROBE_PROF")) > 0; /* worker cycle counters */
+    if (prof) setenv("GPUOS_CUDA_TIMESTAMPS", "1", 1);
     cfg.device = 0;
     if (gpuos_create(&cfg, &ctx) != GPUOS_OK) {
         printf("probe_mlp: %s\n", gpuos_last_error(NULL));
@@ -67,7 +71,17 @@ int main(void) {
                 }
                 if (gpuos_graph_add(g, &t, NULL) != GPUOS_OK) printf("add: %s\n", gpuos_last_error(ctx));
             }
-            printf("%-22s %-11s %8.2f us/task\n", names[kind], dep ? "dependent" : "independent", time_graph(ctx, g, N));
+            {
+                unsigned long long p0[GPUOS__PROF_N], p1[GPUOS__PROF_N];
+                double us;
+                if (prof) prof_read(ctx, p0);
+                us = time_graph(ctx, g, N);
+                printf("%-22s %-11s %8.2f us/task\n", names[kind], dep ? "dependent" : "independent", us);
+                if (prof) {
+                    prof_read(ctx, p1);
+                    prof_report(names[kind], p0, p1, us * N * 6, N * 6, "task (6 launches)");
+                }
+            }
             gpuos_graph_release(g);
         }
     }
