@@ -2279,7 +2279,7 @@ static __device__ __noinline__ void gpuos__d_rows_cached(const gpuos__rows_plan 
         char *out = p->out + ooff;
         const int64_t nn = active ? n : 0;
         const int64_t left = nn - lane; /* element c of this thread exists when c * g < left */
-        T x[C];
+        T x[C > 0 ? C : 1];
 #pragma unroll
         for (int c = 0; c < C; ++c) x[c] = c * g < left ? D::ld(cs, in + (lane + (int64_t)c * g) * si) : (T)0;
         if constexpr (OP == GPUOS__D_SOFTMAX || OP == GPUOS__D_LOG_SOFTMAX) {
@@ -2361,12 +2361,13 @@ template <class D, int OP> GPUOS__FN void gpuos__d_rows(const gpuos__rows_plan *
     typedef typename D::T T;
     if (begin >= end) return;
     const int64_t n = p->n, si = p->in_stride, so = p->out_stride;
-    /* rows of at most GPUOS__D_ROWS_C elements per thread of a group are read once, into
-       registers, all loads in flight (layernorm of 8x256 as a dependent task: 6.7 us
-       with three passes over memory); the cost model then sees one pass */
-    const int g0 = gpuos__d_group(end - begin, n);
-    const int g = n <= (int64_t)g0 * GPUOS__D_ROWS_C ? g0 : gpuos__d_group(end - begin, n * 3);
-    if (n <= (int64_t)g * GPUOS__D_ROWS_C) {
+    /* rows of at most GPUOS__D_ROWS_C elements per thread of the group are read once, into
+       registers, all loads in flight. The group size stays the three-pass model's: one
+       row of 256 per tile on a warp (the one-pass model's choice) took 6.1 us in a
+       one-block chain on the H100, on the whole block 3.1 (5.6 with the cached code,
+       whose unrolled elements cost instructions even when predicated off) */
+    const int g = gpuos__d_group(end - begin, n * 3);
+    if (n > g && n <= (int64_t)g * GPUOS__D_ROWS_C) { /* one element per thread: the passes are as cheap */
         gpuos__d_rows_cached_cs<D, OP>(p, begin, end, cs, g);
         return;
     }
@@ -2519,44 +2520,53 @@ static __device__ __noinline__ void gpuos__d_mm_skinny(const char *A, const char
                                                        int64_t b_n, int64_t o_m, int64_t o_n) {
     typedef typename D::T T;
     typedef typename D::R R;
+    enum { SR = GPUOS__D_MM_SR, SG = GPUOS__D_MM_SG };
     const int tid = gpuos__d_tid(), nw = gpuos__d_nthreads() / 32, w = tid / 32, l = tid % 32;
-    const int KC = (int)(GPUOS__D_MM_SMEM / (GPUOS__D_MM_SR * sizeof(T))) / 32 * 32;
-    T *As = (T *)gpuos__d_mm_smem; /* [rows][kc] */
+    const int KC = (int)(GPUOS__D_MM_SMEM / (SR * sizeof(T))) / 32 * 32;
+    T *As = (T *)gpuos__d_mm_smem; /* [kk][SR]: the rows of one k side by side, missing rows 0 */
+    const gpuos__d_vec<T> *Av = (const gpuos__d_vec<T> *)gpuos__d_mm_smem;
     const bool col_ok = n0 + l < nend;
     const char *Bc = B + (n0 + l) * b_n;
-    T acc[GPUOS__D_MM_SR];
+    T acc[SR];
 #pragma unroll
-    for (int r = 0; r < GPUOS__D_MM_SR; ++r) acc[r] = 0;
+    for (int r = 0; r < SR; ++r) acc[r] = 0;
 #pragma unroll 1
     for (int64_t k0 = 0; k0 < K; k0 += KC) {
-        const int kc = (int)gpuos__d_min<int64_t>(KC, K - k0);
-        const int ks = (kc + nw - 1) / nw, kb = w * ks, ke = kb + ks < kc ? kb + ks : kc; /* this warp's slice */
-        R v[GPUOS__D_MM_SG];
+        /* the chunk padded to whole groups (A's padding 0, B's loads predicated off);
+           every warp's slice is whole groups, so the inner loop has no bounds checks */
+        const int kc = (int)gpuos__d_min<int64_t>(KC, K - k0), kcp = (kc + SG - 1) / SG * SG;
+        const int ks = ((kcp + nw - 1) / nw + SG - 1) / SG * SG, kb = w * ks, ke = kb + ks < kcp ? kb + ks : kcp;
+        const char *Bk = Bc + (k0 + kb) * b_k;
+        R v[SG];
 #pragma unroll
-        for (int q = 0; q < GPUOS__D_MM_SG; ++q) /* the first loads of B fly during A's staging */
-            v[q] = col_ok && kb + q < ke ? D::raw(cs, Bc + (k0 + kb + q) * b_k) : (R)0;
-        gpuos__d_mm_stage<D>(
-            cs, rows * kc,
-            [&](int e) -> const char * {
-                const int r = e / kc, kk = e - r * kc;
-                return A + r * a_m + (k0 + kk) * a_k;
-            },
-            [&](int e, T x) { As[e] = x; });
+        for (int q = 0; q < SG; ++q) /* the first loads of B fly during A's staging */
+            v[q] = col_ok && kb + q < kc && kb + q < ke ? D::raw(cs, Bk + q * b_k) : (R)0;
+#pragma unroll 1
+        for (int kk = tid; kk < kcp; kk += gpuos__d_nthreads()) { /* A: SR loads in flight, no division */
+            const char *a = A + (k0 + kk) * a_k;
+            R x[SR];
+#pragma unroll
+            for (int r = 0; r < SR; ++r) x[r] = r < rows && kk < kc ? D::raw(cs, a + r * a_m) : (R)0;
+#pragma unroll
+            for (int r = 0; r < SR; ++r) As[kk * SR + r] = r < rows && kk < kc ? D::cvt(cs, x[r]) : (T)0;
+        }
         __syncthreads();
 #pragma unroll 1
-        for (int k = kb; k < ke; k += GPUOS__D_MM_SG) {
-            T b[GPUOS__D_MM_SG];
+        for (int k = kb; k < ke; k += SG) {
+            T b[SG];
 #pragma unroll
-            for (int q = 0; q < GPUOS__D_MM_SG; ++q) b[q] = D::cvt(cs, v[q]);
+            for (int q = 0; q < SG; ++q) b[q] = D::cvt(cs, v[q]);
+            Bk += SG * b_k;
 #pragma unroll
-            for (int q = 0; q < GPUOS__D_MM_SG; ++q) /* the next group in flight */
-                v[q] = col_ok && k + GPUOS__D_MM_SG + q < ke ? D::raw(cs, Bc + (k0 + k + GPUOS__D_MM_SG + q) * b_k) : (R)0;
+            for (int q = 0; q < SG; ++q) /* the next group in flight */
+                v[q] = col_ok && k + SG + q < kc && k + SG + q < ke ? D::raw(cs, Bk + q * b_k) : (R)0;
 #pragma unroll
-            for (int q = 0; q < GPUOS__D_MM_SG; ++q) {
-                if (k + q < ke) {
+            for (int q = 0; q < SG; ++q) {
 #pragma unroll
-                    for (int r = 0; r < GPUOS__D_MM_SR; ++r)
-                        if (r < rows) acc[r] += As[r * kc + k + q] * b[q];
+                for (int h = 0; h < SR / GPUOS__D_EW_U; ++h) { /* SR values of k + q: SR / 4 vector loads */
+                    const gpuos__d_vec<T> a = Av[(k + q) * (SR / GPUOS__D_EW_U) + h];
+#pragma unroll
+                    for (int e = 0; e < GPUOS__D_EW_U; ++e) acc[h * GPUOS__D_EW_U + e] += a.v[e] * b[q];
                 }
             }
         }
@@ -2564,14 +2574,14 @@ static __device__ __noinline__ void gpuos__d_mm_skinny(const char *A, const char
     }
     T *red = (T *)gpuos__d_mm_smem; /* [warp][row][lane] */
 #pragma unroll
-    for (int r = 0; r < GPUOS__D_MM_SR; ++r)
-        if (r < rows) red[(w * GPUOS__D_MM_SR + r) * 32 + l] = acc[r];
+    for (int r = 0; r < SR; ++r)
+        if (r < rows) red[(w * SR + r) * 32 + l] = acc[r];
     __syncthreads();
     if (tid < rows * 32 && n0 + tid % 32 < nend) {
         const int r = tid / 32, c = tid % 32;
         T s = 0;
 #pragma unroll 1
-        for (int q = 0; q < nw; ++q) s += red[(q * GPUOS__D_MM_SR + r) * 32 + c];
+        for (int q = 0; q < nw; ++q) s += red[(q * SR + r) * 32 + c];
         D::st(cs, O + r * o_m + (n0 + c) * o_n, s);
     }
     __syncthreads();

@@ -6,7 +6,7 @@
       threads: 0.57 us/op).
    2. throughput: gpuos__d_test_kernel over a large tensor with many blocks: GB/s.
 
-   nvcc -arch=sm_90 -O2 -std=c++17 -maxrregcount=64 -I. tests/gpu/devbench.cu build/gpuos.o \
+   nvcc -arch=sm_90 -O2 -std=c++17 -rdc=true -maxrregcount=128 -I. tests/gpu/devbench.cu build/gpuos.o \
         -o build/devbench -ldl -lpthread                      (`make bench-gpu-dev`) */
 #include "../../src/generated/gpuos_device.cu"
 
@@ -153,6 +153,8 @@ int main(void) {
         printf("  %-22s %7.3f us/task\n", "softmax f32 [8,256]", time_ms(run_chain, &c));
         c.id = gpuos__device_kernel_id(OP_LAYERNORM, DT_F32, DT_F32);
         printf("  %-22s %7.3f us/task\n", "layernorm f32 [8,256]", time_ms(run_chain, &c));
+        c.n = 1; /* one row: the persistent kernel's tile of this task */
+        printf("  %-22s %7.3f us/task\n", "layernorm f32 1 row 256", time_ms(run_chain, &c));
     }
     for (int sz = 0; sz < 2; ++sz) { /* matmul [8,256]@[256,256] and [256,256]@[256,256] f32 */
         const int64_t M = sz ? 256 : 8, K = 256, N = 256;
@@ -176,6 +178,11 @@ int main(void) {
         const float ms = time_ms(run_chain, &c) / c.reps;
         printf("  matmul f32 %lldx%lldx%lld one block %8.3f us/task (%.1f GFLOP/s)\n", (long long)M, (long long)K,
                (long long)N, ms * 1000.0f, 2.0 * M * N * K / (ms * 1e6));
+        if (!sz) { /* one column block of 32: the persistent kernel's tile of this task (n_cb = 8) */
+            p.n_cb = 8;
+            ChainArg c1 = {c.id, to_device(p), M, 1000, 256};
+            printf("  matmul f32 8x256x256 one 32-column tile %8.3f us/task\n", time_ms(run_chain, &c1));
+        }
         if (sz) {
             WideArg w = {c.id, dp, M, 32, 8, 10};
             const float ms2 = time_ms(run_wide, &w) / w.reps;
