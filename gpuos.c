@@ -466,7 +466,9 @@ typedef struct gpuos__job {
     gpuos__rt_version *rt;              /* run-time operator: the version it runs (a reference) */
     gpuos__storage **xst;               /* a graph launch's job: its storages (malloc'd, owned) */
     int n_xst;
-    int prio;                           /* GPUOS_PRIORITY_*: > 0 asks for lane 1 */
+    int prio;                           /* GPUOS_PRIORITY_*: > 0 asks for lane 1 (so does a deadline) */
+    uint64_t deadline_ns;               /* CLOCK_MONOTONIC time it should finish by; 0: none */
+    int dl_open;                        /* counts in gpuos_deadline_stats and is not counted yet */
     int lane;                           /* the lane it runs in: 1 (high priority) only when it need not
                                            wait for earlier lane-0 work; set when queued (host) or encoded */
     int state;                          /* host executor: GPUOS__JOB_QUEUED, _TAKEN, _DONE */
@@ -513,6 +515,9 @@ struct gpuos_context {
     uint32_t host_queued;  /* host executor: jobs not yet taken by the dispatcher */
     uint32_t host_hi;      /* host executor: lane-1 jobs among them */
     uint64_t host_hi_next; /* host executor: lane-1 jobs below this seq were all taken */
+    uint32_t host_dl;      /* host executor: queued lane-1 jobs with a deadline (earliest first) */
+    uint32_t dl_open;      /* jobs whose deadline is not counted yet (job->dl_open) */
+    uint64_t dl_met, dl_missed; /* gpuos_deadline_stats */
     uint32_t capacity;     /* cfg.queue_capacity */
     uint64_t submitted;    /* sequence number of the last queued job */
     uint64_t completed;    /* every job up to this one has finished */
@@ -789,6 +794,11 @@ char *gpuos__device_source_joined(size_t *length);
 /* ---------------------------------------------------------------- plan.c */
 /* GPUOS_OK for a valid priority, else GPUOS_ERR_INVALID_ARGUMENT ("<fn>: <what> is ..."). */
 gpuos_status gpuos__check_priority(const gpuos_context *ctx, const char *fn, const char *what, int priority);
+/* CLOCK_MONOTONIC in ns; the absolute deadline deadline_us from now (0: none). */
+uint64_t gpuos__now_ns(void);
+uint64_t gpuos__deadline_at(uint32_t deadline_us);
+/* Counts a finished job's deadline, if it has one not counted yet (ctx->mu held). */
+void gpuos__deadline_count_locked(gpuos_context *ctx, gpuos__job *job, uint64_t now_ns);
 /* Validates task and builds its job, not queued (push it, or gpuos__job_free it). */
 gpuos_status gpuos__plan_task(gpuos_context *ctx, const gpuos_task *task, gpuos__job **out);
 
@@ -4003,6 +4013,14 @@ int gpuos__cuda_reap_locked(gpuos_context *ctx) {
     struct gpuos__cuda *c = ctx->cuda;
     int any = 0;
     cuda_refresh_retired(c);
+    if (ctx->dl_open > 0) { /* deadlines of jobs finished ahead of older ones (lane 1) */
+        const uint64_t now = cuda_now_ns();
+        uint32_t i;
+        for (i = 0; i < ctx->cuda_sent && i < 1024; i++) { /* deeper ones: counted when they retire */
+            gpuos__job *job = ctx->ring[(ctx->ring_head + i) & (ctx->ring_size - 1u)];
+            if (job->dl_open && job->dseq <= c->retired_seen[job->lane]) gpuos__deadline_count_locked(ctx, job, now);
+        }
+    }
     while (ctx->cuda_sent > 0) {
         const gpuos__job *job = ctx->ring[ctx->ring_head];
         if (job->dseq > c->retired_seen[job->lane]) break;
@@ -6999,6 +7017,7 @@ struct gpuos_graph {
     struct gpuos__cuda_graph *cg; /* GPU: the nodes encoded once (cuda_backend.c); NULL until a launch makes it */
     int cg_refused;               /* the CUDA backend cannot pre-encode this graph: per-node launches */
     int priority;                 /* of its launches (gpuos_graph_set_priority) */
+    uint32_t deadline_us;         /* of its launches (gpuos_graph_set_deadline); 0: none */
 };
 
 static void graph_drop_cg(gpuos_graph *g) {
@@ -7022,6 +7041,12 @@ gpuos_status gpuos_graph_create(gpuos_context *ctx, gpuos_graph **graph) {
 }
 
 int gpuos_graph_size(const gpuos_graph *graph) { return graph ? graph->n : 0; }
+
+gpuos_status gpuos_graph_set_deadline(gpuos_graph *g, uint32_t deadline_us) {
+    if (!g) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_graph_set_deadline: graph is NULL");
+    g->deadline_us = deadline_us;
+    return GPUOS_OK;
+}
 
 gpuos_status gpuos_graph_set_priority(gpuos_graph *g, int priority) {
     if (!g) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_graph_set_priority: graph is NULL");
@@ -7244,7 +7269,11 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
             }
             if (g->cg) {
                 job->xst = (gpuos__storage **)malloc((size_t)gpuos__cuda_graph_storages(g->cg) * sizeof *job->xst + 1);
-                s = job->xst ? gpuos__cuda_graph_launch_locked(ctx, g->cg, job, g->priority, seq) : GPUOS_ERR_OUT_OF_MEMORY;
+                job->deadline_ns = gpuos__deadline_at(g->deadline_us);
+                job->dl_open = g->deadline_us != 0;
+                s = job->xst ? gpuos__cuda_graph_launch_locked(ctx, g->cg, job,
+                                                               g->priority || g->deadline_us ? GPUOS_PRIORITY_HIGH : g->priority, seq)
+                             : GPUOS_ERR_OUT_OF_MEMORY;
                 if (s == GPUOS_OK) job = NULL; /* queued */
             }
             pthread_mutex_unlock(&ctx->mu);
@@ -7316,7 +7345,14 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
         free(jobs);
         return s;
     }
-    for (i = 0; i < g->n; i++) jobs[i]->prio = g->priority;
+    {
+        const uint64_t dl = gpuos__deadline_at(g->deadline_us);
+        for (i = 0; i < g->n; i++) {
+            jobs[i]->prio = g->priority || g->deadline_us ? GPUOS_PRIORITY_HIGH : g->priority;
+            jobs[i]->deadline_ns = dl;
+        }
+        if (g->n > 0) jobs[g->n - 1]->dl_open = g->deadline_us != 0; /* the launch counts once, by its last task */
+    }
     s = gpuos__queue_push_batch(ctx, jobs, g->n, seq, &queued);
     if (s != GPUOS_OK && queued > 0)
         gpuos__set_error(ctx, s, "%s: %s; %d of the launch's %d tasks were queued before it", fn, gpuos_status_string(s),
@@ -8340,6 +8376,16 @@ static gpuos_status plan_check_rt(plan_state *ps) {
     return GPUOS_OK;
 }
 
+uint64_t gpuos__now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t gpuos__deadline_at(uint32_t deadline_us) {
+    return deadline_us ? gpuos__now_ns() + (uint64_t)deadline_us * 1000u : 0;
+}
+
 gpuos_status gpuos__check_priority(const gpuos_context *ctx, const char *fn, const char *what, int priority) {
     if (priority == GPUOS_PRIORITY_NORMAL || priority == GPUOS_PRIORITY_HIGH) return GPUOS_OK;
     return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT,
@@ -8458,7 +8504,9 @@ gpuos_status gpuos__plan_task(gpuos_context *ctx, const gpuos_task *task, gpuos_
     }
     ps.job->op = ps.op;
     ps.job->kind = ps.info->kind;
-    ps.job->prio = task->priority;
+    ps.job->prio = task->priority || task->deadline_us ? GPUOS_PRIORITY_HIGH : GPUOS_PRIORITY_NORMAL;
+    ps.job->deadline_ns = gpuos__deadline_at(task->deadline_us);
+    ps.job->dl_open = task->deadline_us != 0;
     switch (ps.info->kind) {
     case GPUOS__KIND_EW: s = plan_ew(&ps); break;
     case GPUOS__KIND_REDUCE: s = plan_reduce(&ps); break;
@@ -8731,7 +8779,9 @@ static void queue_insert_locked(gpuos_context *ctx, gpuos__job *job, uint64_t *s
         job->lane = queue_host_lane(ctx, job);
         ctx->host_queued++;
         if (job->lane) ctx->host_hi++;
+        if (job->lane && job->deadline_ns) ctx->host_dl++;
     }
+    if (job->dl_open) ctx->dl_open++;
     job->seq = ++ctx->submitted;
     for (i = 0; i < job->n_st; i++) {
         gpuos__storage_retain_locked(job->st[i]);
@@ -8804,6 +8854,48 @@ gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs
 }
 
 /* ---------------------------------------------------------------- dispatcher side */
+/* Host executor, lane-1 jobs with deadlines queued: the queued lane-1 job with the earliest
+   deadline (none: latest; ties: the older) among those that overlap no older queued lane-1
+   job's memory where either writes (those keep program order). The oldest queued lane-1
+   job always qualifies (the dispatcher runs one job at a time: everything older in lane 1
+   finished). Looks at up to QUEUE_EDF_SCAN lane-1 jobs (ctx->mu held). */
+#define QUEUE_EDF_SCAN 64
+static gpuos__job *queue_pop_edf(gpuos_context *ctx) {
+    gpuos__job *older[QUEUE_EDF_SCAN];
+    gpuos__job *best = NULL;
+    int n = 0, j;
+    uint32_t i;
+    for (i = 0; i < ctx->ring_count && n < QUEUE_EDF_SCAN; i++) {
+        gpuos__job *job = queue_at(ctx, i);
+        int ok = 1;
+        if (job->lane != 1 || job->state != GPUOS__JOB_QUEUED) continue;
+        for (j = 0; j < n && ok; j++) ok = !queue_writes_into(older[j], job) && !queue_writes_into(job, older[j]);
+        if (ok && (!best || (job->deadline_ns ? job->deadline_ns : UINT64_MAX) <
+                                (best->deadline_ns ? best->deadline_ns : UINT64_MAX)))
+            best = job;
+        older[n++] = job;
+    }
+    return best;
+}
+
+void gpuos__deadline_count_locked(gpuos_context *ctx, gpuos__job *job, uint64_t now_ns) {
+    if (!job->dl_open) return;
+    job->dl_open = 0;
+    ctx->dl_open--;
+    if (now_ns > job->deadline_ns) ctx->dl_missed++;
+    else ctx->dl_met++;
+}
+
+gpuos_status gpuos_deadline_stats(gpuos_context *ctx, uint64_t *met, uint64_t *missed) {
+    if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_deadline_stats: ctx is NULL");
+    pthread_mutex_lock(&ctx->mu);
+    if (ctx->cuda) (void)gpuos__cuda_reap_locked(ctx); /* what finished by now */
+    if (met) *met = ctx->dl_met;
+    if (missed) *missed = ctx->dl_missed;
+    pthread_mutex_unlock(&ctx->mu);
+    return GPUOS_OK;
+}
+
 gpuos__job *gpuos__queue_pop(gpuos_context *ctx) {
     gpuos__job *job = NULL;
     uint32_t i = 0;
@@ -8813,7 +8905,12 @@ gpuos__job *gpuos__queue_pop(gpuos_context *ctx) {
         pthread_mutex_unlock(&ctx->mu);
         return NULL;
     }
-    if (ctx->host_hi > 0) { /* the oldest lane-1 job: lane-1 jobs are taken in order */
+    if (ctx->host_dl > 0) { /* lane 1 by deadline */
+        job = queue_pop_edf(ctx);
+        ctx->host_hi--;
+        ctx->host_dl -= job->deadline_ns != 0;
+        ctx->host_hi_next = 0; /* taken out of order: the next pick scans from the head */
+    } else if (ctx->host_hi > 0) { /* the oldest lane-1 job: lane-1 jobs are taken in order */
         const uint64_t head_seq = queue_at(ctx, 0)->seq;
         if (ctx->host_hi_next > head_seq) i = (uint32_t)(ctx->host_hi_next - head_seq);
         for (; i < ctx->ring_count; i++) {
@@ -8836,6 +8933,7 @@ gpuos__job *gpuos__queue_pop(gpuos_context *ctx) {
 
 void gpuos__queue_retire_head_locked(gpuos_context *ctx) {
     gpuos__job *job = ctx->ring[ctx->ring_head];
+    if (job->dl_open) gpuos__deadline_count_locked(ctx, job, gpuos__now_ns()); /* the GPU's, seen now */
     ctx->ring[ctx->ring_head] = NULL;
     ctx->ring_head = (ctx->ring_head + 1u) & (ctx->ring_size - 1u);
     ctx->ring_count--;
@@ -8844,8 +8942,10 @@ void gpuos__queue_retire_head_locked(gpuos_context *ctx) {
 }
 
 void gpuos__queue_done(gpuos_context *ctx, gpuos__job *job) {
+    const uint64_t now = job->dl_open ? gpuos__now_ns() : 0;
     pthread_mutex_lock(&ctx->mu);
     job->state = GPUOS__JOB_DONE;
+    gpuos__deadline_count_locked(ctx, job, now);
     while (ctx->ring_count > 0 && queue_at(ctx, 0)->state == GPUOS__JOB_DONE) /* retire in order */
         gpuos__queue_retire_head_locked(ctx);
     pthread_cond_broadcast(&ctx->cv_done);

@@ -391,11 +391,12 @@ typedef struct gpuos_task {
     int keepdim;                        /* reductions: keep reduced axes with size 1 */
     int correction;                     /* var, std: divide by N - correction */
     int priority;                       /* GPUOS_PRIORITY_NORMAL or GPUOS_PRIORITY_HIGH (below) */
+    uint32_t deadline_us;               /* 0: none; else finish within this many us of submission (below) */
 } gpuos_task;
 
 #define GPUOS_TASK_INIT                                                                       \
     { sizeof(gpuos_task), GPUOS_OP_COUNT, NULL, { NULL, NULL, NULL, NULL }, { 0.0, 0.0 },     \
-      GPUOS_AXES_ALL, -1, 0, 0, 0 }
+      GPUOS_AXES_ALL, -1, 0, 0, 0, 0 }
 
 /* Priorities. A high-priority task runs before normal work queued earlier, whenever it
    does not touch memory that earlier unfinished normal work writes, or write memory it
@@ -403,9 +404,21 @@ typedef struct gpuos_task {
    that depends on it). On the GPU, workers take high-priority work between tiles and
    while normal work waits for a dependency, so a short high-priority job submitted behind
    a long normal one finishes first; use gpuos_wait_task / gpuos_task_done to wait for it
-   alone (a fence waits for everything before it too). Two levels; deadlines are not
-   supported. */
+   alone (a fence waits for everything before it too). Two levels.
+
+   Deadlines (gpuos_task.deadline_us, gpuos_graph_set_deadline): a task with a deadline is
+   urgent, as a high-priority one is, and among urgent work ready to run the earliest
+   deadline goes first (then urgent work without a deadline, in submission order); the
+   same memory rule keeps program order. The host executor picks urgent work in that
+   order; on the GPU urgent work runs in submission order in its lane. Whether each
+   deadline was met is counted (gpuos_deadline_stats) when the library sees the task
+   finish: on the host executor at once, on the GPU when its poller notices (every
+   0.2 ms at most, or at once in a wait), so a miss can be counted up to that late. */
 typedef enum gpuos_priority { GPUOS_PRIORITY_NORMAL = 0, GPUOS_PRIORITY_HIGH = 1 } gpuos_priority;
+
+/* Tasks (or graph launches) with a deadline that finished so far: *met in time, *missed
+   late (either may be NULL). */
+GPUOS_API gpuos_status gpuos_deadline_stats(gpuos_context *ctx, uint64_t *met, uint64_t *missed);
 
 /* Validates and queues a task. On success *seq (if not NULL) is the task's sequence
    number, usable as a fence. On error nothing is queued. */
@@ -464,6 +477,10 @@ GPUOS_API gpuos_status gpuos_graph_launch(gpuos_graph *graph, const gpuos_graph_
    recorded tasks' own priority fields are not used). A launch's seq then works with
    gpuos_wait_task: the last node finishes after every other node of the launch. */
 GPUOS_API gpuos_status gpuos_graph_set_priority(gpuos_graph *graph, int priority);
+/* The deadline of the graph's later launches: each launch should finish within
+   deadline_us of the gpuos_graph_launch call (0: none, the default). Counted once per
+   launch in gpuos_deadline_stats. */
+GPUOS_API gpuos_status gpuos_graph_set_deadline(gpuos_graph *graph, uint32_t deadline_us);
 /* Number of nodes. */
 GPUOS_API int gpuos_graph_size(const gpuos_graph *graph);
 /* NULL is allowed. Launched work keeps running. */

@@ -1416,6 +1416,14 @@ int gpuos__cuda_reap_locked(gpuos_context *ctx) {
     struct gpuos__cuda *c = ctx->cuda;
     int any = 0;
     cuda_refresh_retired(c);
+    if (ctx->dl_open > 0) { /* deadlines of jobs finished ahead of older ones (lane 1) */
+        const uint64_t now = cuda_now_ns();
+        uint32_t i;
+        for (i = 0; i < ctx->cuda_sent && i < 1024; i++) { /* deeper ones: counted when they retire */
+            gpuos__job *job = ctx->ring[(ctx->ring_head + i) & (ctx->ring_size - 1u)];
+            if (job->dl_open && job->dseq <= c->retired_seen[job->lane]) gpuos__deadline_count_locked(ctx, job, now);
+        }
+    }
     while (ctx->cuda_sent > 0) {
         const gpuos__job *job = ctx->ring[ctx->ring_head];
         if (job->dseq > c->retired_seen[job->lane]) break;

@@ -99,7 +99,9 @@ typedef struct gpuos__job {
     gpuos__rt_version *rt;              /* run-time operator: the version it runs (a reference) */
     gpuos__storage **xst;               /* a graph launch's job: its storages (malloc'd, owned) */
     int n_xst;
-    int prio;                           /* GPUOS_PRIORITY_*: > 0 asks for lane 1 */
+    int prio;                           /* GPUOS_PRIORITY_*: > 0 asks for lane 1 (so does a deadline) */
+    uint64_t deadline_ns;               /* CLOCK_MONOTONIC time it should finish by; 0: none */
+    int dl_open;                        /* counts in gpuos_deadline_stats and is not counted yet */
     int lane;                           /* the lane it runs in: 1 (high priority) only when it need not
                                            wait for earlier lane-0 work; set when queued (host) or encoded */
     int state;                          /* host executor: GPUOS__JOB_QUEUED, _TAKEN, _DONE */
@@ -146,6 +148,9 @@ struct gpuos_context {
     uint32_t host_queued;  /* host executor: jobs not yet taken by the dispatcher */
     uint32_t host_hi;      /* host executor: lane-1 jobs among them */
     uint64_t host_hi_next; /* host executor: lane-1 jobs below this seq were all taken */
+    uint32_t host_dl;      /* host executor: queued lane-1 jobs with a deadline (earliest first) */
+    uint32_t dl_open;      /* jobs whose deadline is not counted yet (job->dl_open) */
+    uint64_t dl_met, dl_missed; /* gpuos_deadline_stats */
     uint32_t capacity;     /* cfg.queue_capacity */
     uint64_t submitted;    /* sequence number of the last queued job */
     uint64_t completed;    /* every job up to this one has finished */
@@ -422,6 +427,11 @@ char *gpuos__device_source_joined(size_t *length);
 /* ---------------------------------------------------------------- plan.c */
 /* GPUOS_OK for a valid priority, else GPUOS_ERR_INVALID_ARGUMENT ("<fn>: <what> is ..."). */
 gpuos_status gpuos__check_priority(const gpuos_context *ctx, const char *fn, const char *what, int priority);
+/* CLOCK_MONOTONIC in ns; the absolute deadline deadline_us from now (0: none). */
+uint64_t gpuos__now_ns(void);
+uint64_t gpuos__deadline_at(uint32_t deadline_us);
+/* Counts a finished job's deadline, if it has one not counted yet (ctx->mu held). */
+void gpuos__deadline_count_locked(gpuos_context *ctx, gpuos__job *job, uint64_t now_ns);
 /* Validates task and builds its job, not queued (push it, or gpuos__job_free it). */
 gpuos_status gpuos__plan_task(gpuos_context *ctx, const gpuos_task *task, gpuos__job **out);
 

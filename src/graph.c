@@ -31,6 +31,7 @@ struct gpuos_graph {
     struct gpuos__cuda_graph *cg; /* GPU: the nodes encoded once (cuda_backend.c); NULL until a launch makes it */
     int cg_refused;               /* the CUDA backend cannot pre-encode this graph: per-node launches */
     int priority;                 /* of its launches (gpuos_graph_set_priority) */
+    uint32_t deadline_us;         /* of its launches (gpuos_graph_set_deadline); 0: none */
 };
 
 static void graph_drop_cg(gpuos_graph *g) {
@@ -54,6 +55,12 @@ gpuos_status gpuos_graph_create(gpuos_context *ctx, gpuos_graph **graph) {
 }
 
 int gpuos_graph_size(const gpuos_graph *graph) { return graph ? graph->n : 0; }
+
+gpuos_status gpuos_graph_set_deadline(gpuos_graph *g, uint32_t deadline_us) {
+    if (!g) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_graph_set_deadline: graph is NULL");
+    g->deadline_us = deadline_us;
+    return GPUOS_OK;
+}
 
 gpuos_status gpuos_graph_set_priority(gpuos_graph *g, int priority) {
     if (!g) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_graph_set_priority: graph is NULL");
@@ -276,7 +283,11 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
             }
             if (g->cg) {
                 job->xst = (gpuos__storage **)malloc((size_t)gpuos__cuda_graph_storages(g->cg) * sizeof *job->xst + 1);
-                s = job->xst ? gpuos__cuda_graph_launch_locked(ctx, g->cg, job, g->priority, seq) : GPUOS_ERR_OUT_OF_MEMORY;
+                job->deadline_ns = gpuos__deadline_at(g->deadline_us);
+                job->dl_open = g->deadline_us != 0;
+                s = job->xst ? gpuos__cuda_graph_launch_locked(ctx, g->cg, job,
+                                                               g->priority || g->deadline_us ? GPUOS_PRIORITY_HIGH : g->priority, seq)
+                             : GPUOS_ERR_OUT_OF_MEMORY;
                 if (s == GPUOS_OK) job = NULL; /* queued */
             }
             pthread_mutex_unlock(&ctx->mu);
@@ -348,7 +359,14 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
         free(jobs);
         return s;
     }
-    for (i = 0; i < g->n; i++) jobs[i]->prio = g->priority;
+    {
+        const uint64_t dl = gpuos__deadline_at(g->deadline_us);
+        for (i = 0; i < g->n; i++) {
+            jobs[i]->prio = g->priority || g->deadline_us ? GPUOS_PRIORITY_HIGH : g->priority;
+            jobs[i]->deadline_ns = dl;
+        }
+        if (g->n > 0) jobs[g->n - 1]->dl_open = g->deadline_us != 0; /* the launch counts once, by its last task */
+    }
     s = gpuos__queue_push_batch(ctx, jobs, g->n, seq, &queued);
     if (s != GPUOS_OK && queued > 0)
         gpuos__set_error(ctx, s, "%s: %s; %d of the launch's %d tasks were queued before it", fn, gpuos_status_string(s),

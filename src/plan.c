@@ -665,6 +665,16 @@ static gpuos_status plan_check_rt(plan_state *ps) {
     return GPUOS_OK;
 }
 
+uint64_t gpuos__now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t gpuos__deadline_at(uint32_t deadline_us) {
+    return deadline_us ? gpuos__now_ns() + (uint64_t)deadline_us * 1000u : 0;
+}
+
 gpuos_status gpuos__check_priority(const gpuos_context *ctx, const char *fn, const char *what, int priority) {
     if (priority == GPUOS_PRIORITY_NORMAL || priority == GPUOS_PRIORITY_HIGH) return GPUOS_OK;
     return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT,
@@ -783,7 +793,9 @@ gpuos_status gpuos__plan_task(gpuos_context *ctx, const gpuos_task *task, gpuos_
     }
     ps.job->op = ps.op;
     ps.job->kind = ps.info->kind;
-    ps.job->prio = task->priority;
+    ps.job->prio = task->priority || task->deadline_us ? GPUOS_PRIORITY_HIGH : GPUOS_PRIORITY_NORMAL;
+    ps.job->deadline_ns = gpuos__deadline_at(task->deadline_us);
+    ps.job->dl_open = task->deadline_us != 0;
     switch (ps.info->kind) {
     case GPUOS__KIND_EW: s = plan_ew(&ps); break;
     case GPUOS__KIND_REDUCE: s = plan_reduce(&ps); break;

@@ -227,7 +227,9 @@ static void queue_insert_locked(gpuos_context *ctx, gpuos__job *job, uint64_t *s
         job->lane = queue_host_lane(ctx, job);
         ctx->host_queued++;
         if (job->lane) ctx->host_hi++;
+        if (job->lane && job->deadline_ns) ctx->host_dl++;
     }
+    if (job->dl_open) ctx->dl_open++;
     job->seq = ++ctx->submitted;
     for (i = 0; i < job->n_st; i++) {
         gpuos__storage_retain_locked(job->st[i]);
@@ -300,6 +302,48 @@ gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs
 }
 
 /* ---------------------------------------------------------------- dispatcher side */
+/* Host executor, lane-1 jobs with deadlines queued: the queued lane-1 job with the earliest
+   deadline (none: latest; ties: the older) among those that overlap no older queued lane-1
+   job's memory where either writes (those keep program order). The oldest queued lane-1
+   job always qualifies (the dispatcher runs one job at a time: everything older in lane 1
+   finished). Looks at up to QUEUE_EDF_SCAN lane-1 jobs (ctx->mu held). */
+#define QUEUE_EDF_SCAN 64
+static gpuos__job *queue_pop_edf(gpuos_context *ctx) {
+    gpuos__job *older[QUEUE_EDF_SCAN];
+    gpuos__job *best = NULL;
+    int n = 0, j;
+    uint32_t i;
+    for (i = 0; i < ctx->ring_count && n < QUEUE_EDF_SCAN; i++) {
+        gpuos__job *job = queue_at(ctx, i);
+        int ok = 1;
+        if (job->lane != 1 || job->state != GPUOS__JOB_QUEUED) continue;
+        for (j = 0; j < n && ok; j++) ok = !queue_writes_into(older[j], job) && !queue_writes_into(job, older[j]);
+        if (ok && (!best || (job->deadline_ns ? job->deadline_ns : UINT64_MAX) <
+                                (best->deadline_ns ? best->deadline_ns : UINT64_MAX)))
+            best = job;
+        older[n++] = job;
+    }
+    return best;
+}
+
+void gpuos__deadline_count_locked(gpuos_context *ctx, gpuos__job *job, uint64_t now_ns) {
+    if (!job->dl_open) return;
+    job->dl_open = 0;
+    ctx->dl_open--;
+    if (now_ns > job->deadline_ns) ctx->dl_missed++;
+    else ctx->dl_met++;
+}
+
+gpuos_status gpuos_deadline_stats(gpuos_context *ctx, uint64_t *met, uint64_t *missed) {
+    if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_deadline_stats: ctx is NULL");
+    pthread_mutex_lock(&ctx->mu);
+    if (ctx->cuda) (void)gpuos__cuda_reap_locked(ctx); /* what finished by now */
+    if (met) *met = ctx->dl_met;
+    if (missed) *missed = ctx->dl_missed;
+    pthread_mutex_unlock(&ctx->mu);
+    return GPUOS_OK;
+}
+
 gpuos__job *gpuos__queue_pop(gpuos_context *ctx) {
     gpuos__job *job = NULL;
     uint32_t i = 0;
@@ -309,7 +353,12 @@ gpuos__job *gpuos__queue_pop(gpuos_context *ctx) {
         pthread_mutex_unlock(&ctx->mu);
         return NULL;
     }
-    if (ctx->host_hi > 0) { /* the oldest lane-1 job: lane-1 jobs are taken in order */
+    if (ctx->host_dl > 0) { /* lane 1 by deadline */
+        job = queue_pop_edf(ctx);
+        ctx->host_hi--;
+        ctx->host_dl -= job->deadline_ns != 0;
+        ctx->host_hi_next = 0; /* taken out of order: the next pick scans from the head */
+    } else if (ctx->host_hi > 0) { /* the oldest lane-1 job: lane-1 jobs are taken in order */
         const uint64_t head_seq = queue_at(ctx, 0)->seq;
         if (ctx->host_hi_next > head_seq) i = (uint32_t)(ctx->host_hi_next - head_seq);
         for (; i < ctx->ring_count; i++) {
@@ -332,6 +381,7 @@ gpuos__job *gpuos__queue_pop(gpuos_context *ctx) {
 
 void gpuos__queue_retire_head_locked(gpuos_context *ctx) {
     gpuos__job *job = ctx->ring[ctx->ring_head];
+    if (job->dl_open) gpuos__deadline_count_locked(ctx, job, gpuos__now_ns()); /* the GPU's, seen now */
     ctx->ring[ctx->ring_head] = NULL;
     ctx->ring_head = (ctx->ring_head + 1u) & (ctx->ring_size - 1u);
     ctx->ring_count--;
@@ -340,8 +390,10 @@ void gpuos__queue_retire_head_locked(gpuos_context *ctx) {
 }
 
 void gpuos__queue_done(gpuos_context *ctx, gpuos__job *job) {
+    const uint64_t now = job->dl_open ? gpuos__now_ns() : 0;
     pthread_mutex_lock(&ctx->mu);
     job->state = GPUOS__JOB_DONE;
+    gpuos__deadline_count_locked(ctx, job, now);
     while (ctx->ring_count > 0 && queue_at(ctx, 0)->state == GPUOS__JOB_DONE) /* retire in order */
         gpuos__queue_retire_head_locked(ctx);
     pthread_cond_broadcast(&ctx->cv_done);

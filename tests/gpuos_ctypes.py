@@ -90,7 +90,7 @@ class Task(Structure):
     _fields_ = [("struct_size", c_size_t), ("op", c_int), ("out", c_void_p), ("in_", c_void_p * MAX_INPUTS),
                 ("scalar", c_double * 2), ("axes", c_uint32), ("axis", c_int), ("keepdim", c_int),
                 ("correction", c_int),
-                ("priority", c_int)]
+                ("priority", c_int), ("deadline_us", c_uint32)]
 
 
 def version_number(major, minor, patch):

@@ -4,7 +4,8 @@
    that reads or overwrites what earlier normal work writes or reads waits for it, normal
    work waits for the high-priority work it depends on), checked exactly on random
    programs of mixed priorities over views of shared tensors against a sequential
-   reference; and the API's errors. */
+   reference; deadlines (overtaking, counting met and missed ones, earliest deadline first
+   on the host executor); and the API's errors. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <stdio.h>
@@ -273,6 +274,107 @@ static void test_errors(gpuos_context *ctx) {
     gpuos_tensor_release(a);
 }
 
+/* Deadlines: a task with a deadline overtakes a long normal job as a high-priority one
+   does and its deadline is counted (met when generous, missed when impossible); on the
+   host executor ready urgent work is taken earliest deadline first, except where program
+   order holds it back; a graph launch with a deadline counts once. */
+static void test_deadlines(gpuos_context *ctx) {
+    const int64_t big = is_gpu(ctx) ? (4 << 20) : (1 << 20), n4 = 4 << 20;
+    const int n_long = is_gpu(ctx) ? 400 : 60;
+    gpuos_tensor *x = tensor(ctx, GPUOS_F32, big), *one = NULL, *a = tensor(ctx, GPUOS_F32, 4096);
+    gpuos_tensor *d[3], *s = tensor(ctx, GPUOS_F32, n4), *u = tensor(ctx, GPUOS_F32, n4);
+    gpuos_graph *g = NULL;
+    gpuos_task t = GPUOS_TASK_INIT;
+    uint64_t met0 = 0, missed0 = 0, met = 0, missed = 0, last_long = 0, seq = 0, dseq[3];
+    static float h[4096];
+    int i, k;
+    CHECK(gpuos_tensor_scalar(ctx, GPUOS_F32, 1.0, &one) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_fill(ctx, x, 0.0) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_fill(ctx, a, 5.0) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_wait(ctx, 20000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_deadline_stats(ctx, &met0, &missed0) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    /* a generous deadline, normal priority: it overtakes and is met */
+    for (i = 0; i < n_long; i++) last_long = submit(ctx, GPUOS_OP_ADD, x, x, one, GPUOS_PRIORITY_NORMAL);
+    t.op = GPUOS_OP_ADD, t.out = a, t.in[0] = a, t.in[1] = one, t.deadline_us = 10000000; /* 10 s */
+    CHECK(gpuos_submit(ctx, &t, &seq) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_wait_task(ctx, seq, 20000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(!gpuos_fence_done(ctx, last_long), "the task with a deadline finished before the long job");
+    CHECK(gpuos_download(ctx, a, h, sizeof h) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (i = 0; i < 4096 && h[i] == 6.f; i++) {
+    }
+    CHECK(i == 4096, "a + 1 = 6 at %d: %g", i, (double)h[i % 4096]);
+    CHECK(gpuos_wait(ctx, 60000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_deadline_stats(ctx, &met, &missed) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(met == met0 + 1 && missed == missed0, "generous deadline met: met %llu -> %llu, missed %llu -> %llu",
+          (unsigned long long)met0, (unsigned long long)met, (unsigned long long)missed0, (unsigned long long)missed);
+    /* an impossible one (1 us for 4M elements) is missed */
+    t.out = s, t.in[0] = s, t.deadline_us = 1;
+    CHECK(gpuos_submit(ctx, &t, &seq) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_wait(ctx, 60000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_deadline_stats(ctx, &met0, &missed0) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(met0 == met && missed0 == missed + 1, "impossible deadline missed: met %llu, missed %llu -> %llu",
+          (unsigned long long)met0, (unsigned long long)missed, (unsigned long long)missed0);
+    /* a graph launch with a deadline counts once */
+    CHECK(gpuos_graph_create(ctx, &g) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    t.deadline_us = 0, t.out = a, t.in[0] = a;
+    CHECK(gpuos_graph_add(g, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_graph_add(g, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_graph_set_deadline(g, 10000000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (k = 0; k < 2; k++) CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, &seq) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_wait(ctx, 60000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_deadline_stats(ctx, &met, &missed) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(met == met0 + 2 && missed == missed0, "two graph launches met their deadline: met %llu -> %llu",
+          (unsigned long long)met0, (unsigned long long)met);
+    CHECK(gpuos_download(ctx, a, h, sizeof h) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(h[0] == 10.f && h[4095] == 10.f, "6 + 4 launches' adds = 10: %g %g", (double)h[0], (double)h[4095]);
+    gpuos_graph_release(g);
+    if (!is_gpu(ctx)) {
+        /* earliest deadline first: three independent urgent tasks queued while the
+           executor is paused run in deadline order; a fourth that reads what an earlier
+           urgent task with a later deadline writes still runs after it */
+        static const uint32_t dl[3] = {50000000, 10000000, 30000000};
+        int order[3], n_done = 0;
+        for (k = 0; k < 3; k++) d[k] = tensor(ctx, GPUOS_F32, n4);
+        CHECK(gpuos_fill(ctx, s, 1.0) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_wait(ctx, 20000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        gpuos_debug_pause(ctx, 1);
+        for (k = 0; k < 3; k++) {
+            t.out = d[k], t.in[0] = s, t.in[1] = one, t.deadline_us = dl[k];
+            CHECK(gpuos_submit(ctx, &t, &dseq[k]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        }
+        t.out = u, t.in[0] = d[0], t.in[1] = d[0], t.deadline_us = 1000000; /* u = 2 d0, after d0 */
+        CHECK(gpuos_submit(ctx, &t, &seq) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        gpuos_debug_pause(ctx, 0);
+        while (n_done < 3) { /* each task takes milliseconds: polling sees the order */
+            for (k = 0; k < 3; k++) {
+                int seen = 0, j;
+                for (j = 0; j < n_done; j++) seen |= order[j] == k;
+                if (!seen && gpuos_task_done(ctx, dseq[k])) order[n_done++] = k;
+            }
+        }
+        CHECK(order[0] == 1 && order[1] == 2 && order[2] == 0, "deadline order 10 s, 30 s, 50 s: got tasks %d %d %d",
+              order[0], order[1], order[2]);
+        CHECK(gpuos_wait(ctx, 60000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        {
+            float *hu = (float *)malloc((size_t)n4 * sizeof(float));
+            int64_t j = 0;
+            CHECK(hu && gpuos_download(ctx, u, hu, (size_t)n4 * sizeof(float)) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+            while (hu && j < n4 && hu[j] == 4.f) j++;
+            CHECK(j == n4, "u = 2 * (s + 1) = 4 (after its producer) at %lld: %g", (long long)j,
+                  hu ? (double)hu[j % n4] : 0.0);
+            free(hu);
+        }
+        for (k = 0; k < 3; k++) gpuos_tensor_release(d[k]);
+    }
+    CHECK(gpuos_graph_set_deadline(NULL, 1) == GPUOS_ERR_NULL_POINTER, "NULL graph");
+    CHECK(gpuos_deadline_stats(NULL, &met, &missed) == GPUOS_ERR_NULL_POINTER, "NULL context");
+    gpuos_tensor_release(x);
+    gpuos_tensor_release(one);
+    gpuos_tensor_release(a);
+    gpuos_tensor_release(s);
+    gpuos_tensor_release(u);
+}
+
 static gpuos_context *open_ctx(void) {
     gpuos_config cfg = GPUOS_CONFIG_INIT;
     gpuos_context *ctx = NULL;
@@ -308,6 +410,7 @@ int main(void) {
     for (s = 1; s <= 6; s++) test_random(ctx, 3000, s);
     test_overtakes(ctx);
     test_graph_priority(ctx);
+    test_deadlines(ctx);
     close_ctx(ctx);
     return ctest_summary("test_priority");
 }
