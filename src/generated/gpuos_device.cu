@@ -2251,6 +2251,26 @@ GPUOS__FN double gpuos__d_sqrt(double x) { return sqrt(x); }
 
 enum { GPUOS__D_SOFTMAX = 0, GPUOS__D_LOG_SOFTMAX = 1, GPUOS__D_LAYERNORM = 2, GPUOS__D_RMSNORM = 3 };
 
+/* Calls f(in, out, nn, lane) for each row of [begin, end) that this thread's group of g
+   holds: the row's first input and output elements, nn its length (0 for the threads of
+   a last pass without a row, which still take part in group reductions), lane the
+   thread's place in the group. */
+template <class F>
+GPUOS__FN void gpuos__d_rows_each(const gpuos__rows_plan *p, int64_t begin, int64_t end, int g, F f) {
+    const int tid = gpuos__d_tid(), lane = tid % g;
+    const int64_t per_pass = gpuos__d_nthreads() / g;
+#pragma unroll 1
+    for (int64_t r0 = begin; r0 < end; r0 += per_pass) {
+        const int64_t r = r0 + tid / g;
+        const bool active = r < end;
+        int64_t ioff = 0, ooff = 0;
+        if (active)
+            gpuos__d_offset2(p->outer_shape, p->outer_in_stride, p->outer_out_stride, p->outer_rank, r, &ioff,
+                             &ooff);
+        f(p->in + ioff, p->out + ooff, active ? p->n : (int64_t)0, lane);
+    }
+}
+
 /* gpuos__d_rows for rows of n <= g * GPUOS__D_ROWS_C elements: element j = lane + c * g
    of a row is x[c] of its thread, from one load, written back by the same thread. */
 #ifndef GPUOS__D_ROWS_C
@@ -2261,23 +2281,11 @@ static __device__ __noinline__ void gpuos__d_rows_cached(const gpuos__rows_plan 
     typedef typename D::T T;
     enum { C = GPUOS__D_ROWS_C };
     const int64_t n = p->n, si = p->in_stride, so = p->out_stride;
-    const int tid = gpuos__d_tid(), lane = tid % g;
-    const int64_t per_pass = gpuos__d_nthreads() / g;
     const char *const w = p->weight, *const bi = p->bias;
     const int64_t ws = p->weight_stride, bs = p->bias_stride;
     const T eps = (T)p->eps;
     const T ninf = (T)-INFINITY;
-#pragma unroll 1
-    for (int64_t r0 = begin; r0 < end; r0 += per_pass) {
-        const int64_t r = r0 + tid / g;
-        const bool active = r < end;
-        int64_t ioff = 0, ooff = 0;
-        if (active)
-            gpuos__d_offset2(p->outer_shape, p->outer_in_stride, p->outer_out_stride, p->outer_rank, r, &ioff,
-                             &ooff);
-        const char *in = p->in + ioff;
-        char *out = p->out + ooff;
-        const int64_t nn = active ? n : 0;
+    gpuos__d_rows_each(p, begin, end, g, [&](const char *in, char *out, int64_t nn, int lane) {
         const int64_t left = nn - lane; /* element c of this thread exists when c * g < left */
         T x[C > 0 ? C : 1];
 #pragma unroll
@@ -2340,7 +2348,7 @@ static __device__ __noinline__ void gpuos__d_rows_cached(const gpuos__rows_plan 
                 D::st(cs, out + j * so, y);
             }
         }
-    }
+    });
 }
 
 template <class D, int OP, int CS = 0>
@@ -2371,24 +2379,11 @@ template <class D, int OP> GPUOS__FN void gpuos__d_rows(const gpuos__rows_plan *
         gpuos__d_rows_cached_cs<D, OP>(p, begin, end, cs, g);
         return;
     }
-    const int tid = gpuos__d_tid();
-    const int lane = tid % g;
-    const int64_t per_pass = gpuos__d_nthreads() / g;
     const char *const w = p->weight, *const bi = p->bias;
     const int64_t ws = p->weight_stride, bs = p->bias_stride;
     const T eps = (T)p->eps;
     const T ninf = (T)-INFINITY;
-#pragma unroll 1
-    for (int64_t r0 = begin; r0 < end; r0 += per_pass) {
-        const int64_t r = r0 + tid / g;
-        const bool active = r < end;
-        int64_t ioff = 0, ooff = 0;
-        if (active)
-            gpuos__d_offset2(p->outer_shape, p->outer_in_stride, p->outer_out_stride, p->outer_rank, r, &ioff,
-                             &ooff);
-        const char *in = p->in + ioff;
-        char *out = p->out + ooff;
-        const int64_t nn = active ? n : 0;
+    gpuos__d_rows_each(p, begin, end, g, [&](const char *in, char *out, int64_t nn, int lane) {
         if constexpr (OP == GPUOS__D_SOFTMAX || OP == GPUOS__D_LOG_SOFTMAX) {
             const gpuos__d_nanmax mx = gpuos__d_nanmax();
             T m = ninf;
@@ -2435,7 +2430,7 @@ template <class D, int OP> GPUOS__FN void gpuos__d_rows(const gpuos__rows_plan *
                 D::st(cs, out + j * so, y);
             }
         }
-    }
+    });
 }
 
 /* ================================================================ matmul */
