@@ -794,6 +794,8 @@ char *gpuos__device_source_joined(size_t *length);
 /* ---------------------------------------------------------------- plan.c */
 /* GPUOS_OK for a valid priority, else GPUOS_ERR_INVALID_ARGUMENT ("<fn>: <what> is ..."). */
 gpuos_status gpuos__check_priority(const gpuos_context *ctx, const char *fn, const char *what, int priority);
+/* The priority a submission runs at: a deadline makes it GPUOS_PRIORITY_HIGH. */
+int gpuos__urgency(int priority, uint32_t deadline_us);
 /* CLOCK_MONOTONIC in ns; the absolute deadline deadline_us from now (0: none). */
 uint64_t gpuos__now_ns(void);
 uint64_t gpuos__deadline_at(uint32_t deadline_us);
@@ -7272,7 +7274,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
                 job->deadline_ns = gpuos__deadline_at(g->deadline_us);
                 job->dl_open = g->deadline_us != 0;
                 s = job->xst ? gpuos__cuda_graph_launch_locked(ctx, g->cg, job,
-                                                               g->priority || g->deadline_us ? GPUOS_PRIORITY_HIGH : g->priority, seq)
+                                                               gpuos__urgency(g->priority, g->deadline_us), seq)
                              : GPUOS_ERR_OUT_OF_MEMORY;
                 if (s == GPUOS_OK) job = NULL; /* queued */
             }
@@ -7348,7 +7350,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
     {
         const uint64_t dl = gpuos__deadline_at(g->deadline_us);
         for (i = 0; i < g->n; i++) {
-            jobs[i]->prio = g->priority || g->deadline_us ? GPUOS_PRIORITY_HIGH : g->priority;
+            jobs[i]->prio = gpuos__urgency(g->priority, g->deadline_us);
             jobs[i]->deadline_ns = dl;
         }
         if (g->n > 0) jobs[g->n - 1]->dl_open = g->deadline_us != 0; /* the launch counts once, by its last task */
@@ -8382,6 +8384,10 @@ uint64_t gpuos__now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+int gpuos__urgency(int priority, uint32_t deadline_us) {
+    return deadline_us ? GPUOS_PRIORITY_HIGH : priority;
+}
+
 uint64_t gpuos__deadline_at(uint32_t deadline_us) {
     return deadline_us ? gpuos__now_ns() + (uint64_t)deadline_us * 1000u : 0;
 }
@@ -8504,7 +8510,7 @@ gpuos_status gpuos__plan_task(gpuos_context *ctx, const gpuos_task *task, gpuos_
     }
     ps.job->op = ps.op;
     ps.job->kind = ps.info->kind;
-    ps.job->prio = task->priority || task->deadline_us ? GPUOS_PRIORITY_HIGH : GPUOS_PRIORITY_NORMAL;
+    ps.job->prio = gpuos__urgency(task->priority, task->deadline_us);
     ps.job->deadline_ns = gpuos__deadline_at(task->deadline_us);
     ps.job->dl_open = task->deadline_us != 0;
     switch (ps.info->kind) {
@@ -8757,6 +8763,10 @@ static int queue_writes_into(const gpuos__job *a, const gpuos__job *b) {
     }
     return 0;
 }
+/* Either job writes memory the other uses: they keep program order. */
+static int queue_conflict(const gpuos__job *a, const gpuos__job *b) {
+    return queue_writes_into(a, b) || queue_writes_into(b, a);
+}
 
 /* Host executor: lane 1 for a high-priority job that conflicts with no unfinished
    lane-0 job (ctx->mu held). */
@@ -8765,8 +8775,7 @@ static int queue_host_lane(const gpuos_context *ctx, const gpuos__job *job) {
     if (job->prio <= 0) return 0;
     for (i = 0; i < ctx->ring_count; i++) {
         const gpuos__job *o = queue_at(ctx, i);
-        if (o->lane == 0 && o->state != GPUOS__JOB_DONE && (queue_writes_into(o, job) || queue_writes_into(job, o)))
-            return 0;
+        if (o->lane == 0 && o->state != GPUOS__JOB_DONE && queue_conflict(o, job)) return 0;
     }
     return 1;
 }
@@ -8869,7 +8878,7 @@ static gpuos__job *queue_pop_edf(gpuos_context *ctx) {
         gpuos__job *job = queue_at(ctx, i);
         int ok = 1;
         if (job->lane != 1 || job->state != GPUOS__JOB_QUEUED) continue;
-        for (j = 0; j < n && ok; j++) ok = !queue_writes_into(older[j], job) && !queue_writes_into(job, older[j]);
+        for (j = 0; j < n && ok; j++) ok = !queue_conflict(older[j], job);
         if (ok && (!best || (job->deadline_ns ? job->deadline_ns : UINT64_MAX) <
                                 (best->deadline_ns ? best->deadline_ns : UINT64_MAX)))
             best = job;
@@ -13341,6 +13350,18 @@ const char *const gpuos__device_source[] = {
     "/* ================================================================ common helpers */\n",
     "template <class T> GPUOS__FN T gpuos__d_min(T a, T b) { return a < b \? a : b; }\n",
     "\n",
+    "/* f(gpuos__d_case<cs>()) for the run-time dtype case cs < N: code specialised for one\n",
+    "   case (a compile-time cs, no switch per element), chosen once per call. */\n",
+    "template <int I> struct gpuos__d_case {\n",
+    "    enum { v = I };\n",
+    "};\n",
+    "template <int N, int I = 0, class F> GPUOS__FN void gpuos__d_with_case(int cs, F f) {\n",
+    "    if constexpr (I < N) {\n",
+    "        if (cs == I) f(gpuos__d_case<I>());\n",
+    "        else gpuos__d_with_case<N, I + 1>(cs, f);\n",
+    "    }\n",
+    "}\n",
+    "\n",
     "/* The bits of v as another type of the same size. */\n",
     "template <class T, class R> GPUOS__FN T gpuos__d_as(R v) {\n",
     "    static_assert(sizeof(T) == sizeof(R), \"gpuos__d_as: sizes differ\");\n",
@@ -13849,7 +13870,7 @@ const char *const gpuos__device_source[] = {
     "        } else if constexpr (OP == GPUOS__D_LAYERNORM) {\n",
     "            T s = 0;\n",
     "#pragma unroll\n",
-    "            for (int c = 0; c < C; ++c) s += x[c]; /* 0 where !ok */\n",
+    "            for (int c = 0; c < C; ++c) s += x[c]; /* 0 where the element does not exist */\n",
     "            s = gpuos__d_group_reduce(gpuos__d_sum(), s, g, (T)0);\n",
     "            const T mean = s / (T)n;\n",
     "            T v = 0;\n",
@@ -13887,14 +13908,6 @@ const char *const gpuos__device_source[] = {
     "    });\n",
     "}\n",
     "\n",
-    "template <class D, int OP, int CS = 0>\n",
-    "GPUOS__FN void gpuos__d_rows_cached_cs(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs, int g) {\n",
-    "    if constexpr (CS < D::NCS) {\n",
-    "        if (cs == CS) gpuos__d_rows_cached<D, OP, CS>(p, begin, end, g);\n",
-    "        else gpuos__d_rows_cached_cs<D, OP, CS + 1>(p, begin, end, cs, g);\n",
-    "    }\n",
-    "}\n",
-    "\n",
     "/* Rows [begin, end): groups of 1, 32 or all threads per row (gpuos__d_group).\n",
     "   The statistics of a row are complete (a group reduction, which synchronises the\n",
     "   group) before any of its outputs is written, and each output element is written\n",
@@ -13912,7 +13925,7 @@ const char *const gpuos__device_source[] = {
     "       whose unrolled elements cost instructions even when predicated off) */\n",
     "    const int g = gpuos__d_group(end - begin, n * 3);\n",
     "    if (n > g && n <= (int64_t)g * GPUOS__D_ROWS_C) { /* one element per thread: the passes are as cheap */\n",
-    "        gpuos__d_rows_cached_cs<D, OP>(p, begin, end, cs, g);\n",
+    "        gpuos__d_with_case<D::NCS>(cs, [&](auto c) { gpuos__d_rows_cached<D, OP, decltype(c)::v>(p, begin, end, g); });\n",
     "        return;\n",
     "    }\n",
     "    const char *const w = p->weight, *const bi = p->bias;\n",
@@ -13988,8 +14001,8 @@ const char *const gpuos__device_source[] = {
     "#define GPUOS__D_MM_RPT 4\n",
     "#define GPUOS__D_MM_BBYTES 8192 /* B tile: 32 x 64 4-byte or 32 x 32 8-byte values */\n",
     "#define GPUOS__D_MM_INFLIGHT 8  /* tile loads in flight per thread */\n",
-    "static __shared__ __align__(16) unsigned char\n",
-    "    gpuos__d_mm_smem[GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1) * 8 + GPUOS__D_MM_BBYTES];\n",
+    "#define GPUOS__D_MM_SMEM (GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1) * 8 + GPUOS__D_MM_BBYTES)\n",
+    "static __shared__ __align__(16) unsigned char gpuos__d_mm_smem[GPUOS__D_MM_SMEM];\n",
     "\n",
     "/* Loads the elements e < total of a tile, e = tid + q * blockDim, GPUOS__D_MM_INFLIGHT\n",
     "   per thread at a time: at(e) gives the address (NULL: outside the matrix, stored as 0),\n",
@@ -14015,19 +14028,6 @@ const char *const gpuos__device_source[] = {
     "    }\n",
     "}\n",
     "\n",
-    "/* Byte offset of batch item bi in operand which (0 a, 1 b, 2 out). */\n",
-    "GPUOS__FN int64_t gpuos__d_mm_batch_offset(const gpuos__matmul_plan *p, int64_t bi, int which) {\n",
-    "    const int64_t *st = which == 0 \? p->batch_a_stride : which == 1 \? p->batch_b_stride : p->batch_out_stride;\n",
-    "    int64_t off = 0;\n",
-    "#pragma unroll 1\n",
-    "    for (int d = p->batch_rank - 1; d >= 0; --d) {\n",
-    "        const int64_t q = d > 0 \? gpuos__d_div(bi, p->batch_shape[d]) : 0;\n",
-    "        off += (bi - q * p->batch_shape[d]) * st[d];\n",
-    "        bi = q;\n",
-    "    }\n",
-    "    return off;\n",
-    "}\n",
-    "\n",
     "/* Few rows (rows <= 8, e.g. a batch of 8 activations): output tiles of rows x 32 columns,\n",
     "   K split over the block's warps instead of walked in steps (8x256 @ 256x256 walked in\n",
     "   steps of 32 cost eight dependent memory latencies and 16 barriers per tile: 29 us as a\n",
@@ -14044,7 +14044,6 @@ const char *const gpuos__device_source[] = {
     "#ifndef GPUOS__D_MM_SG\n",
     "#define GPUOS__D_MM_SG 16 /* B loads in flight per thread */\n",
     "#endif\n",
-    "#define GPUOS__D_MM_SMEM (GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1) * 8 + GPUOS__D_MM_BBYTES)\n",
     "template <class D, int cs> /* per dtype case (no switch in the loops), out of line: its own registers */\n",
     "static __device__ __noinline__ void gpuos__d_mm_skinny(const char *A, const char *B, char *O, int rows, int64_t n0,\n",
     "                                                       int64_t nend, int64_t K, int64_t a_m, int64_t a_k, int64_t b_k,\n",
@@ -14117,15 +14116,6 @@ const char *const gpuos__device_source[] = {
     "    }\n",
     "    __syncthreads();\n",
     "}\n",
-    "template <class D, int CS = 0>\n",
-    "GPUOS__FN void gpuos__d_mm_skinny_cs(int cs, const char *A, const char *B, char *O, int rows, int64_t n0, int64_t nend,\n",
-    "                                     int64_t K, int64_t a_m, int64_t a_k, int64_t b_k, int64_t b_n, int64_t o_m,\n",
-    "                                     int64_t o_n) {\n",
-    "    if constexpr (CS < D::NCS) {\n",
-    "        if (cs == CS) gpuos__d_mm_skinny<D, CS>(A, B, O, rows, n0, nend, K, a_m, a_k, b_k, b_n, o_m, o_n);\n",
-    "        else gpuos__d_mm_skinny_cs<D, CS + 1>(cs, A, B, O, rows, n0, nend, K, a_m, a_k, b_k, b_n, o_m, o_n);\n",
-    "    }\n",
-    "}\n",
     "\n",
     "template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    typedef typename D::T T;\n",
@@ -14144,13 +14134,28 @@ const char *const gpuos__device_source[] = {
     "        const int64_t bi = gpuos__d_div(row, M), m0 = row - bi * M;\n",
     "        const int64_t nbeg = cb * CB, nend = gpuos__d_min<int64_t>(N, nbeg + CB);\n",
     "        const int avail = (int)gpuos__d_min<int64_t>(GPUOS__D_MM_TM, gpuos__d_min<int64_t>(end - r0, M - m0));\n",
+    "        int64_t oa = 0, ob = 0, oo = 0;\n",
+    "        {\n",
+    "            int64_t i = bi;\n",
+    "#pragma unroll 1\n",
+    "            for (int d = p->batch_rank - 1; d >= 0; --d) {\n",
+    "                const int64_t q = d > 0 \? gpuos__d_div(i, p->batch_shape[d]) : 0;\n",
+    "                const int64_t x = i - q * p->batch_shape[d];\n",
+    "                oa += x * p->batch_a_stride[d];\n",
+    "                ob += x * p->batch_b_stride[d];\n",
+    "                oo += x * p->batch_out_stride[d];\n",
+    "                i = q;\n",
+    "            }\n",
+    "        }\n",
+    "        const char *A = p->a + oa + m0 * a_m;\n",
+    "        const char *B = p->b + ob;\n",
+    "        char *O = p->out + oo + m0 * o_m;\n",
     "        if (GPUOS__D_MM_SKINNY && avail <= GPUOS__D_MM_SR && nt <= 256 && nt % 32 == 0) { /* few rows: K over the warps */\n",
-    "            const int64_t oa = gpuos__d_mm_batch_offset(p, bi, 0), ob = gpuos__d_mm_batch_offset(p, bi, 1),\n",
-    "                          oo = gpuos__d_mm_batch_offset(p, bi, 2);\n",
     "#pragma unroll 1\n",
     "            for (int64_t n0 = nbeg; n0 < nend; n0 += 32)\n",
-    "                gpuos__d_mm_skinny_cs<D>(cs, p->a + oa + m0 * a_m, p->b + ob, p->out + oo + m0 * o_m, avail, n0, nend,\n",
-    "                                         K, a_m, a_k, b_k, b_n, o_m, o_n);\n",
+    "                gpuos__d_with_case<D::NCS>(cs, [&](auto c) {\n",
+    "                    gpuos__d_mm_skinny<D, decltype(c)::v>(A, B, O, avail, n0, nend, K, a_m, a_k, b_k, b_n, o_m, o_n);\n",
+    "                });\n",
     "            r0 += avail;\n",
     "            continue;\n",
     "        }\n",
@@ -14159,11 +14164,6 @@ const char *const gpuos__device_source[] = {
     "        const int rstep = nt / tn, col = tid % tn, rbase = tid / tn;\n",
     "        const int tm = 4 * rstep < GPUOS__D_MM_TM \? 4 * rstep : GPUOS__D_MM_TM;\n",
     "        const int rows = avail < tm \? avail : tm;\n",
-    "        const int64_t oa = gpuos__d_mm_batch_offset(p, bi, 0), ob = gpuos__d_mm_batch_offset(p, bi, 1),\n",
-    "                      oo = gpuos__d_mm_batch_offset(p, bi, 2);\n",
-    "        const char *A = p->a + oa + m0 * a_m;\n",
-    "        const char *B = p->b + ob;\n",
-    "        char *O = p->out + oo + m0 * o_m;\n",
     "#pragma unroll 1\n",
     "        for (int64_t n0 = nbeg; n0 < nend; n0 += tn) {\n",
     "            T acc[GPUOS__D_MM_RPT];\n",

@@ -427,6 +427,8 @@ char *gpuos__device_source_joined(size_t *length);
 /* ---------------------------------------------------------------- plan.c */
 /* GPUOS_OK for a valid priority, else GPUOS_ERR_INVALID_ARGUMENT ("<fn>: <what> is ..."). */
 gpuos_status gpuos__check_priority(const gpuos_context *ctx, const char *fn, const char *what, int priority);
+/* The priority a submission runs at: a deadline makes it GPUOS_PRIORITY_HIGH. */
+int gpuos__urgency(int priority, uint32_t deadline_us);
 /* CLOCK_MONOTONIC in ns; the absolute deadline deadline_us from now (0: none). */
 uint64_t gpuos__now_ns(void);
 uint64_t gpuos__deadline_at(uint32_t deadline_us);

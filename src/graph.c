@@ -286,7 +286,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
                 job->deadline_ns = gpuos__deadline_at(g->deadline_us);
                 job->dl_open = g->deadline_us != 0;
                 s = job->xst ? gpuos__cuda_graph_launch_locked(ctx, g->cg, job,
-                                                               g->priority || g->deadline_us ? GPUOS_PRIORITY_HIGH : g->priority, seq)
+                                                               gpuos__urgency(g->priority, g->deadline_us), seq)
                              : GPUOS_ERR_OUT_OF_MEMORY;
                 if (s == GPUOS_OK) job = NULL; /* queued */
             }
@@ -362,7 +362,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
     {
         const uint64_t dl = gpuos__deadline_at(g->deadline_us);
         for (i = 0; i < g->n; i++) {
-            jobs[i]->prio = g->priority || g->deadline_us ? GPUOS_PRIORITY_HIGH : g->priority;
+            jobs[i]->prio = gpuos__urgency(g->priority, g->deadline_us);
             jobs[i]->deadline_ns = dl;
         }
         if (g->n > 0) jobs[g->n - 1]->dl_open = g->deadline_us != 0; /* the launch counts once, by its last task */

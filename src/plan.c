@@ -671,6 +671,10 @@ uint64_t gpuos__now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+int gpuos__urgency(int priority, uint32_t deadline_us) {
+    return deadline_us ? GPUOS_PRIORITY_HIGH : priority;
+}
+
 uint64_t gpuos__deadline_at(uint32_t deadline_us) {
     return deadline_us ? gpuos__now_ns() + (uint64_t)deadline_us * 1000u : 0;
 }
@@ -793,7 +797,7 @@ gpuos_status gpuos__plan_task(gpuos_context *ctx, const gpuos_task *task, gpuos_
     }
     ps.job->op = ps.op;
     ps.job->kind = ps.info->kind;
-    ps.job->prio = task->priority || task->deadline_us ? GPUOS_PRIORITY_HIGH : GPUOS_PRIORITY_NORMAL;
+    ps.job->prio = gpuos__urgency(task->priority, task->deadline_us);
     ps.job->deadline_ns = gpuos__deadline_at(task->deadline_us);
     ps.job->dl_open = task->deadline_us != 0;
     switch (ps.info->kind) {

@@ -205,6 +205,10 @@ static int queue_writes_into(const gpuos__job *a, const gpuos__job *b) {
     }
     return 0;
 }
+/* Either job writes memory the other uses: they keep program order. */
+static int queue_conflict(const gpuos__job *a, const gpuos__job *b) {
+    return queue_writes_into(a, b) || queue_writes_into(b, a);
+}
 
 /* Host executor: lane 1 for a high-priority job that conflicts with no unfinished
    lane-0 job (ctx->mu held). */
@@ -213,8 +217,7 @@ static int queue_host_lane(const gpuos_context *ctx, const gpuos__job *job) {
     if (job->prio <= 0) return 0;
     for (i = 0; i < ctx->ring_count; i++) {
         const gpuos__job *o = queue_at(ctx, i);
-        if (o->lane == 0 && o->state != GPUOS__JOB_DONE && (queue_writes_into(o, job) || queue_writes_into(job, o)))
-            return 0;
+        if (o->lane == 0 && o->state != GPUOS__JOB_DONE && queue_conflict(o, job)) return 0;
     }
     return 1;
 }
@@ -317,7 +320,7 @@ static gpuos__job *queue_pop_edf(gpuos_context *ctx) {
         gpuos__job *job = queue_at(ctx, i);
         int ok = 1;
         if (job->lane != 1 || job->state != GPUOS__JOB_QUEUED) continue;
-        for (j = 0; j < n && ok; j++) ok = !queue_writes_into(older[j], job) && !queue_writes_into(job, older[j]);
+        for (j = 0; j < n && ok; j++) ok = !queue_conflict(older[j], job);
         if (ok && (!best || (job->deadline_ns ? job->deadline_ns : UINT64_MAX) <
                                 (best->deadline_ns ? best->deadline_ns : UINT64_MAX)))
             best = job;

@@ -1805,6 +1805,18 @@ GPUOS__FN double gpuos__r_std_f64_final(gpuos__racc_std_f64 acc, int64_t n, int3
 /* ================================================================ common helpers */
 template <class T> GPUOS__FN T gpuos__d_min(T a, T b) { return a < b ? a : b; }
 
+/* f(gpuos__d_case<cs>()) for the run-time dtype case cs < N: code specialised for one
+   case (a compile-time cs, no switch per element), chosen once per call. */
+template <int I> struct gpuos__d_case {
+    enum { v = I };
+};
+template <int N, int I = 0, class F> GPUOS__FN void gpuos__d_with_case(int cs, F f) {
+    if constexpr (I < N) {
+        if (cs == I) f(gpuos__d_case<I>());
+        else gpuos__d_with_case<N, I + 1>(cs, f);
+    }
+}
+
 /* The bits of v as another type of the same size. */
 template <class T, class R> GPUOS__FN T gpuos__d_as(R v) {
     static_assert(sizeof(T) == sizeof(R), "gpuos__d_as: sizes differ");
@@ -2313,7 +2325,7 @@ static __device__ __noinline__ void gpuos__d_rows_cached(const gpuos__rows_plan 
         } else if constexpr (OP == GPUOS__D_LAYERNORM) {
             T s = 0;
 #pragma unroll
-            for (int c = 0; c < C; ++c) s += x[c]; /* 0 where !ok */
+            for (int c = 0; c < C; ++c) s += x[c]; /* 0 where the element does not exist */
             s = gpuos__d_group_reduce(gpuos__d_sum(), s, g, (T)0);
             const T mean = s / (T)n;
             T v = 0;
@@ -2351,14 +2363,6 @@ static __device__ __noinline__ void gpuos__d_rows_cached(const gpuos__rows_plan 
     });
 }
 
-template <class D, int OP, int CS = 0>
-GPUOS__FN void gpuos__d_rows_cached_cs(const gpuos__rows_plan *p, int64_t begin, int64_t end, int cs, int g) {
-    if constexpr (CS < D::NCS) {
-        if (cs == CS) gpuos__d_rows_cached<D, OP, CS>(p, begin, end, g);
-        else gpuos__d_rows_cached_cs<D, OP, CS + 1>(p, begin, end, cs, g);
-    }
-}
-
 /* Rows [begin, end): groups of 1, 32 or all threads per row (gpuos__d_group).
    The statistics of a row are complete (a group reduction, which synchronises the
    group) before any of its outputs is written, and each output element is written
@@ -2376,7 +2380,7 @@ template <class D, int OP> GPUOS__FN void gpuos__d_rows(const gpuos__rows_plan *
        whose unrolled elements cost instructions even when predicated off) */
     const int g = gpuos__d_group(end - begin, n * 3);
     if (n > g && n <= (int64_t)g * GPUOS__D_ROWS_C) { /* one element per thread: the passes are as cheap */
-        gpuos__d_rows_cached_cs<D, OP>(p, begin, end, cs, g);
+        gpuos__d_with_case<D::NCS>(cs, [&](auto c) { gpuos__d_rows_cached<D, OP, decltype(c)::v>(p, begin, end, g); });
         return;
     }
     const char *const w = p->weight, *const bi = p->bias;
@@ -2452,8 +2456,8 @@ template <class D, int OP> GPUOS__FN void gpuos__d_rows(const gpuos__rows_plan *
 #define GPUOS__D_MM_RPT 4
 #define GPUOS__D_MM_BBYTES 8192 /* B tile: 32 x 64 4-byte or 32 x 32 8-byte values */
 #define GPUOS__D_MM_INFLIGHT 8  /* tile loads in flight per thread */
-static __shared__ __align__(16) unsigned char
-    gpuos__d_mm_smem[GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1) * 8 + GPUOS__D_MM_BBYTES];
+#define GPUOS__D_MM_SMEM (GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1) * 8 + GPUOS__D_MM_BBYTES)
+static __shared__ __align__(16) unsigned char gpuos__d_mm_smem[GPUOS__D_MM_SMEM];
 
 /* Loads the elements e < total of a tile, e = tid + q * blockDim, GPUOS__D_MM_INFLIGHT
    per thread at a time: at(e) gives the address (NULL: outside the matrix, stored as 0),
@@ -2479,19 +2483,6 @@ GPUOS__FN void gpuos__d_mm_stage(int cs, int total, AT at, PUT put) {
     }
 }
 
-/* Byte offset of batch item bi in operand which (0 a, 1 b, 2 out). */
-GPUOS__FN int64_t gpuos__d_mm_batch_offset(const gpuos__matmul_plan *p, int64_t bi, int which) {
-    const int64_t *st = which == 0 ? p->batch_a_stride : which == 1 ? p->batch_b_stride : p->batch_out_stride;
-    int64_t off = 0;
-#pragma unroll 1
-    for (int d = p->batch_rank - 1; d >= 0; --d) {
-        const int64_t q = d > 0 ? gpuos__d_div(bi, p->batch_shape[d]) : 0;
-        off += (bi - q * p->batch_shape[d]) * st[d];
-        bi = q;
-    }
-    return off;
-}
-
 /* Few rows (rows <= 8, e.g. a batch of 8 activations): output tiles of rows x 32 columns,
    K split over the block's warps instead of walked in steps (8x256 @ 256x256 walked in
    steps of 32 cost eight dependent memory latencies and 16 barriers per tile: 29 us as a
@@ -2508,7 +2499,6 @@ GPUOS__FN int64_t gpuos__d_mm_batch_offset(const gpuos__matmul_plan *p, int64_t 
 #ifndef GPUOS__D_MM_SG
 #define GPUOS__D_MM_SG 16 /* B loads in flight per thread */
 #endif
-#define GPUOS__D_MM_SMEM (GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1) * 8 + GPUOS__D_MM_BBYTES)
 template <class D, int cs> /* per dtype case (no switch in the loops), out of line: its own registers */
 static __device__ __noinline__ void gpuos__d_mm_skinny(const char *A, const char *B, char *O, int rows, int64_t n0,
                                                        int64_t nend, int64_t K, int64_t a_m, int64_t a_k, int64_t b_k,
@@ -2581,15 +2571,6 @@ static __device__ __noinline__ void gpuos__d_mm_skinny(const char *A, const char
     }
     __syncthreads();
 }
-template <class D, int CS = 0>
-GPUOS__FN void gpuos__d_mm_skinny_cs(int cs, const char *A, const char *B, char *O, int rows, int64_t n0, int64_t nend,
-                                     int64_t K, int64_t a_m, int64_t a_k, int64_t b_k, int64_t b_n, int64_t o_m,
-                                     int64_t o_n) {
-    if constexpr (CS < D::NCS) {
-        if (cs == CS) gpuos__d_mm_skinny<D, CS>(A, B, O, rows, n0, nend, K, a_m, a_k, b_k, b_n, o_m, o_n);
-        else gpuos__d_mm_skinny_cs<D, CS + 1>(cs, A, B, O, rows, n0, nend, K, a_m, a_k, b_k, b_n, o_m, o_n);
-    }
-}
 
 template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     typedef typename D::T T;
@@ -2608,13 +2589,28 @@ template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, i
         const int64_t bi = gpuos__d_div(row, M), m0 = row - bi * M;
         const int64_t nbeg = cb * CB, nend = gpuos__d_min<int64_t>(N, nbeg + CB);
         const int avail = (int)gpuos__d_min<int64_t>(GPUOS__D_MM_TM, gpuos__d_min<int64_t>(end - r0, M - m0));
+        int64_t oa = 0, ob = 0, oo = 0;
+        {
+            int64_t i = bi;
+#pragma unroll 1
+            for (int d = p->batch_rank - 1; d >= 0; --d) {
+                const int64_t q = d > 0 ? gpuos__d_div(i, p->batch_shape[d]) : 0;
+                const int64_t x = i - q * p->batch_shape[d];
+                oa += x * p->batch_a_stride[d];
+                ob += x * p->batch_b_stride[d];
+                oo += x * p->batch_out_stride[d];
+                i = q;
+            }
+        }
+        const char *A = p->a + oa + m0 * a_m;
+        const char *B = p->b + ob;
+        char *O = p->out + oo + m0 * o_m;
         if (GPUOS__D_MM_SKINNY && avail <= GPUOS__D_MM_SR && nt <= 256 && nt % 32 == 0) { /* few rows: K over the warps */
-            const int64_t oa = gpuos__d_mm_batch_offset(p, bi, 0), ob = gpuos__d_mm_batch_offset(p, bi, 1),
-                          oo = gpuos__d_mm_batch_offset(p, bi, 2);
 #pragma unroll 1
             for (int64_t n0 = nbeg; n0 < nend; n0 += 32)
-                gpuos__d_mm_skinny_cs<D>(cs, p->a + oa + m0 * a_m, p->b + ob, p->out + oo + m0 * o_m, avail, n0, nend,
-                                         K, a_m, a_k, b_k, b_n, o_m, o_n);
+                gpuos__d_with_case<D::NCS>(cs, [&](auto c) {
+                    gpuos__d_mm_skinny<D, decltype(c)::v>(A, B, O, avail, n0, nend, K, a_m, a_k, b_k, b_n, o_m, o_n);
+                });
             r0 += avail;
             continue;
         }
@@ -2623,11 +2619,6 @@ template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, i
         const int rstep = nt / tn, col = tid % tn, rbase = tid / tn;
         const int tm = 4 * rstep < GPUOS__D_MM_TM ? 4 * rstep : GPUOS__D_MM_TM;
         const int rows = avail < tm ? avail : tm;
-        const int64_t oa = gpuos__d_mm_batch_offset(p, bi, 0), ob = gpuos__d_mm_batch_offset(p, bi, 1),
-                      oo = gpuos__d_mm_batch_offset(p, bi, 2);
-        const char *A = p->a + oa + m0 * a_m;
-        const char *B = p->b + ob;
-        char *O = p->out + oo + m0 * o_m;
 #pragma unroll 1
         for (int64_t n0 = nbeg; n0 < nend; n0 += tn) {
             T acc[GPUOS__D_MM_RPT];
