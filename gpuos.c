@@ -120,9 +120,14 @@ typedef struct gpuos__matmul_plan {
 
 /* Run-time operators (src/rtops.c) on the device: task kernel ids from
    GPUOS__RT_KERNEL_BASE name physical slots (two per operator: the version queued tasks
-   use and the next one) of the module's gpuos__rt_table. */
+   use and the next one) of the run-time module's gpuos__rt_table. That module is the
+   device source compiled as part GPUOS__D_PART_RT (the worker loop, the run-time
+   dispatcher and the kernel gpuos__pk_rt, none of the built-in groups) linked with the
+   operators' objects (compiled as part GPUOS__D_PART_OP: templates only). */
 #define GPUOS__RT_KERNEL_BASE 30000
 #define GPUOS__RT_SLOTS 128
+#define GPUOS__D_PART_RT 98
+#define GPUOS__D_PART_OP 99
 
 #endif /* GPUOS_PLAN_H */
 /*** End of src/gpuos_plan.h ***/
@@ -265,7 +270,7 @@ typedef struct gpuos__qdesc {
     int64_t n_items;     /* work items of the plan (gpuos_plan.h) */
     uint32_t tile_items; /* items per tile */
     uint32_t n_tiles;
-    uint32_t base;       /* tile t runs on worker (base + t) % n_workers */
+    uint32_t base;       /* tile t runs on worker (base + t) % n (gpuos__pk_params.n_main, n_rt) */
     uint32_t stamp;      /* in a worker inbox: entry index + 1, stored last (release) */
     uint32_t dep_delta[GPUOS__MAX_DEPS];
 } gpuos__qdesc;
@@ -350,7 +355,7 @@ typedef struct gpuos__pk_params {
     uint32_t *done[GPUOS__LANES];      /* device, task_cap tile counters */
     uint64_t *retired;                 /* device, [lane]: copies of ctl's retired words, for dependency checks */
     char *plans;                       /* device, plan_cap * GPUOS__PLAN_BYTES (both lanes) */
-    gpuos__dtask *inbox[GPUOS__LANES]; /* device, n_workers * inbox_cap entries: each worker's tasks, in order */
+    gpuos__dtask *inbox[GPUOS__LANES]; /* device, (n_main + n_rt) * inbox_cap entries: each worker's tasks, in order */
     uint32_t *wpos[GPUOS__LANES];      /* device, per worker: inbox entries it has consumed */
     uint32_t inbox_cap;     /* power of two, >= GPUOS__PUSH_CHUNK */
     uint32_t ring_log2;     /* log2(ring_slots) */
@@ -359,6 +364,16 @@ typedef struct gpuos__pk_params {
     uint64_t start_pos[GPUOS__LANES]; /* first ring position to read */
     uint64_t start_seq[GPUOS__LANES]; /* first task sequence number (>= 1) */
     unsigned long long *prof; /* device, GPUOS__PROF_N counters (GPUOS__PK_TIMESTAMPS builds) */
+    /* Workers: inboxes 0..n_main-1 belong to the persistent kernel's worker blocks (built-in
+       kernels), n_main..n_main+n_rt-1 to the run-time module's kernel gpuos__pk_rt (run-time
+       operators; n_rt = 0 while none is defined). Tile t of a task goes to inbox
+       (base + t) % n_main, or n_main + (base + t) % n_rt for a run-time operator. */
+    uint32_t n_main, n_rt;
+    /* Residency: block b of gpuos__pk_main (b = 0..n_main), and block i of gpuos__pk_rt as
+       n_main + 1 + i, write epoch (the launch's number) to up[...] when they start (mapped
+       host memory): the host sees whether every block became resident. */
+    uint32_t *up;
+    uint32_t epoch;
 } gpuos__pk_params;
 
 #endif /* GPUOS_QUEUE_H */
@@ -710,6 +725,7 @@ typedef struct gpuos__cuda_api {
     gpuos__CUresult (*cuModuleGetGlobal)(gpuos__CUdeviceptr *dptr, size_t *bytes, gpuos__CUmodule hmod,
                                          const char *name);                     /* _v2 */
     gpuos__CUresult (*cuFuncSetAttribute)(gpuos__CUfunction hfunc, int attrib, int value);
+    gpuos__CUresult (*cuFuncGetAttribute)(int *value, int attrib, gpuos__CUfunction hfunc);
     gpuos__CUresult (*cuLaunchKernel)(gpuos__CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                       unsigned by, unsigned bz, unsigned shared_bytes, gpuos__CUstream stream,
                                       void **params, void **extra);
@@ -2653,6 +2669,14 @@ int gpuos_debug_pause(gpuos_context *ctx, int paused) {
 #define CUDA__SPIN_NS 1000000ull
 #define CUDA__TILE_EW 1024           /* element-wise items per tile (small tasks) */
 #define CUDA__MAX_PARTS 8            /* relocatable programs the device code is compiled as, at most */
+#define CUDA__OLD_MODS 16            /* swapped-out run-time modules kept until an idle stop */
+/* A launch whose blocks are not all resident after this long fails the context: the workers
+   wait on each other, so a block that never starts would hang the queue. */
+#define CUDA__RESIDENT_NS 5000000000ull
+#define CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES 1
+#define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
+#define CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT 9
+#define CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR 81
 
 /* One remembered access of a storage (device sequence numbers). */
 typedef struct cuda__access {
@@ -2689,10 +2713,24 @@ struct gpuos__cuda {
     const gpuos__cuda_api *cu;
     gpuos__CUdevice dev;
     gpuos__CUcontext cuctx;
-    gpuos__CUmodule mod;
-    gpuos__CUmodule old_mod;     /* the generation before a swap, unloaded at the next stop */
+    gpuos__CUmodule mod;         /* the built-in code and gpuos__pk_main: loaded once, at gpuos_create */
     gpuos__CUfunction fn;
     gpuos__CUstream stream;      /* the persistent kernel */
+    /* run-time operators: the current generation's module and its kernel gpuos__pk_rt (none
+       while no operator is defined), the one before a swap (unloaded at the next stop) */
+    gpuos__CUmodule rt_mod;
+    gpuos__CUmodule old_rt[CUDA__OLD_MODS]; /* swapped-out generations, unloaded at a stop that is no swap's */
+    int n_old_rt;
+    int swapping;                /* the stop is a swap's: unloading would add to its pause */
+    gpuos__CUfunction rt_fn;
+    gpuos__CUstream rt_stream;
+    int n_rt;                    /* worker blocks of gpuos__pk_rt (0: none); the main kernel has n_workers - n_rt */
+    int carveout;                /* preferred shared-memory carveout (%) of both kernels; -1: not set */
+    int smem_main;               /* gpuos__pk_main's static shared memory (bytes; -1: unknown) */
+    int smem_rt;                 /* gpuos__pk_rt's (the current run-time module's) */
+    uint32_t *up;                /* pinned, mapped: n_blocks words, the blocks' residency (gpuos__pk_params.up) */
+    int all_up;                  /* every block of the current launch was seen started */
+    uint64_t launch_ns;
     gpuos__CUstream copy_stream; /* uploads and downloads */
     char name[128];
     int cc_major, cc_minor, sm_count, n_blocks, n_workers;
@@ -2724,8 +2762,9 @@ struct gpuos__cuda {
     int n_parts;                 /* relocatable programs it was compiled as (0: not relocatable) */
     char *opt_store[8];          /* the NVRTC options it was compiled with (copies) */
     int n_opt_store;
-    void *part_img[CUDA__MAX_PARTS]; /* its relocatable objects, read or compiled on first need */
-    size_t part_size[CUDA__MAX_PARTS];
+    void *rtw_img;               /* the run-time module's own code (part GPUOS__D_PART_RT), relocatable:
+                                    compiled with the built-ins, else read from the cache on first need */
+    size_t rtw_size;
     int generation;              /* modules swapped in so far */
     double last_swap_ms;         /* the last swap's pause: stop, load, table (diagnostics) */
     double last_rt_compile_ms;   /* the last run-time operator's NVRTC time (0: from the cache) */
@@ -2918,35 +2957,43 @@ static void *cuda_part_main(void *arg) {
 }
 
 /* Compiles the device source as n_parts programs, one thread each (part k with
-   -DGPUOS__D_NPARTS=n_parts -DGPUOS__D_PART=k when n_parts > 1). */
+   -DGPUOS__D_NPARTS=n_parts -DGPUOS__D_PART=k when n_parts > 1), then with_rt programs
+   more: the run-time module's own code (-DGPUOS__D_PART=GPUOS__D_PART_RT), in parts[n_parts]. */
 static void cuda_compile_parts(gpuos_context *ctx, const char *src, const char *const *opts, int n_opts, int n_parts,
-                               cuda__part *parts) {
-    pthread_t th[CUDA__MAX_PARTS];
-    int started[CUDA__MAX_PARTS], k, i;
-    memset(parts, 0, sizeof(cuda__part) * (size_t)n_parts);
-    for (k = 0; k < n_parts; k++) {
+                               int with_rt, cuda__part *parts) {
+    pthread_t th[CUDA__MAX_PARTS + 1];
+    int started[CUDA__MAX_PARTS + 1], k, i;
+    const int n = n_parts + (with_rt ? 1 : 0);
+    memset(parts, 0, sizeof(cuda__part) * (size_t)n);
+    for (k = 0; k < n; k++) {
         cuda__part *p = &parts[k];
         p->ctx = ctx;
         p->src = src;
         for (i = 0; i < n_opts; i++) p->opts[p->n_opts++] = opts[i];
-        if (n_parts > 1) {
+        if (k == n_parts) { /* defines none of the built-in groups: NPARTS >= 2 */
+            snprintf(p->def[0], sizeof p->def[0], "-DGPUOS__D_NPARTS=%d", n_parts > 1 ? n_parts : 2);
+            snprintf(p->def[1], sizeof p->def[1], "-DGPUOS__D_PART=%d", GPUOS__D_PART_RT);
+        } else if (n_parts > 1) {
             snprintf(p->def[0], sizeof p->def[0], "-DGPUOS__D_NPARTS=%d", n_parts);
             snprintf(p->def[1], sizeof p->def[1], "-DGPUOS__D_PART=%d", k);
+        }
+        if (p->def[0][0]) {
             p->opts[p->n_opts++] = p->def[0];
             p->opts[p->n_opts++] = p->def[1];
         }
     }
-    for (k = 1; k < n_parts; k++) started[k] = pthread_create(&th[k], NULL, cuda_part_main, &parts[k]) == 0;
+    for (k = 1; k < n; k++) started[k] = pthread_create(&th[k], NULL, cuda_part_main, &parts[k]) == 0;
     cuda_part_main(&parts[0]);
-    for (k = 1; k < n_parts; k++) {
+    for (k = 1; k < n; k++) {
         if (started[k]) pthread_join(th[k], NULL);
         else cuda_part_main(&parts[k]); /* no thread: compile it here */
     }
 }
 
-static void cuda_part_path(const struct gpuos__cuda *c, const char *dir, int k, char *path, size_t n) {
-    snprintf(path, n, "%s/gpuos-%016llx-sm%d%d-part%dof%d.o", dir, (unsigned long long)c->base_key, c->cc_major,
-             c->cc_minor, k, c->n_parts);
+/* The disk-cache file of the run-time module's own code (one per built-in key). */
+static void cuda_rtw_path(const struct gpuos__cuda *c, const char *dir, char *path, size_t n) {
+    snprintf(path, n, "%s/gpuos-%016llx-sm%d%d-rtworker.o", dir, (unsigned long long)c->base_key, c->cc_major,
+             c->cc_minor);
 }
 
 static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c) {
@@ -2960,7 +3007,7 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
     gpuos_status st;
     int i, n_opts = 0, n_parts = 1;
     gpuos__CUresult r;
-    cuda__part parts[CUDA__MAX_PARTS];
+    cuda__part parts[CUDA__MAX_PARTS + 1];
 
     /* Relocatable code linked by nvJitLink: 3x faster to compile than one whole-program
        pass over the whole source (7.7 s against 25 s, measured), and the form that
@@ -3004,7 +3051,7 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
         if (!jl) n_parts = 1;
         key = cuda_hash(key, &n_parts, sizeof n_parts);
     }
-    /* what run-time operators' module generations are built from */
+    /* what run-time operators' module generations are built with */
     c->base_key = key;
     c->n_parts = jl ? n_parts : 0;
     for (i = 0; i < n_opts && c->n_opt_store < 8; i++) {
@@ -3038,8 +3085,10 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
         return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE,
                                 "gpuos_create: NVRTC cannot be loaded (%s), and no compiled device code is cached", why);
     }
+    /* with relocatable code, the run-time module's own code is compiled alongside (one
+       thread more; cached, so that a later gpuos_op_define need not compile it) */
     t_compile0 = cuda_now_ns();
-    cuda_compile_parts(ctx, src, opts, n_opts, n_parts, parts);
+    cuda_compile_parts(ctx, src, opts, n_opts, n_parts, jl != NULL, parts);
     c->compile_ms = (double)(cuda_now_ns() - t_compile0) / 1e6;
     free(src);
     st = GPUOS_OK;
@@ -3047,7 +3096,20 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
         if (parts[i].st != GPUOS_OK)
             st = gpuos__set_error(ctx, parts[i].st, "gpuos_create: compiling the device code for sm_%d%d failed:\n%s",
                                   c->cc_major, c->cc_minor, parts[i].log ? parts[i].log : "");
-    for (i = 0; i < n_parts; i++) free(parts[i].log);
+    for (i = 0; i < n_parts + (jl != NULL); i++) free(parts[i].log);
+    if (jl) { /* the run-time module's code: kept if it compiled (else compiled again on first need) */
+        if (parts[n_parts].st == GPUOS_OK && st == GPUOS_OK) {
+            c->rtw_img = parts[n_parts].cubin;
+            c->rtw_size = parts[n_parts].size;
+            if (dir[0]) {
+                char pp[1200];
+                cuda_rtw_path(c, dir, pp, sizeof pp);
+                cuda_cache_write(pp, key, c->rtw_img, c->rtw_size);
+            }
+        } else {
+            free(parts[n_parts].cubin);
+        }
+    }
     if (st != GPUOS_OK) {
         for (i = 0; i < n_parts; i++) free(parts[i].cubin);
         return st;
@@ -3068,15 +3130,7 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
             types[i] = GPUOS__NVJITLINK_INPUT_CUBIN;
         }
         st = gpuos__nvjitlink_link(ctx, lopts, 1, images, sizes, types, n_parts, &linked, &linked_size, &log);
-        for (i = 0; i < n_parts; i++) { /* kept (and cached) for run-time operators' generations */
-            if (dir[0]) {
-                char pp[1200];
-                cuda_part_path(c, dir, i, pp, sizeof pp);
-                cuda_cache_write(pp, key, parts[i].cubin, parts[i].size);
-            }
-            c->part_img[i] = parts[i].cubin;
-            c->part_size[i] = parts[i].size;
-        }
+        for (i = 0; i < n_parts; i++) free(parts[i].cubin);
         if (st != GPUOS_OK) {
             st = gpuos__set_error(ctx, st, "gpuos_create: linking the device code failed:\n%s", log ? log : "");
             free(log);
@@ -3127,6 +3181,13 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     memset(c->ctl, 0, sizeof *c->ctl);
     CUDA_TRY(ctx, c->cu->cuMemHostGetDevicePointer(&d, h, 0), "cuMemHostGetDevicePointer (control block)");
     c->P.ctl = (gpuos__pk_ctl *)(uintptr_t)d;
+    CUDA_TRY(ctx, c->cu->cuMemHostAlloc(&h, (size_t)c->n_blocks * sizeof(uint32_t),
+                                        CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
+             "cuMemHostAlloc (residency words)");
+    c->up = (uint32_t *)h;
+    memset(c->up, 0, (size_t)c->n_blocks * sizeof(uint32_t));
+    CUDA_TRY(ctx, c->cu->cuMemHostGetDevicePointer(&d, h, 0), "cuMemHostGetDevicePointer (residency words)");
+    c->P.up = (uint32_t *)(uintptr_t)d;
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, 64 + GPUOS__PROF_N * 8), "cuMemAlloc (retired)");
     CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, 64 + GPUOS__PROF_N * 8), "cuMemsetD8 (retired)");
     c->P.retired = (uint64_t *)(uintptr_t)d; /* [lane] */
@@ -3200,11 +3261,32 @@ static gpuos_status cuda_open_device(gpuos_context *ctx, struct gpuos__cuda *c, 
     if (occ < 1) return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: the persistent kernel cannot fit");
     if (occ > 8) occ = 8;
     c->n_blocks = c->sm_count * occ;
+    /* One shared-memory carveout for both kernels (the run-time one sets it too): enough for
+       occ main blocks. A multiprocessor keeps the carveout of the blocks it runs, so with
+       different preferences a main block may not fit beside a run-time block, and a main
+       block that never becomes resident hangs the queue. */
+    c->carveout = -1;
+    c->smem_main = -1;
+    if (c->cu->cuFuncGetAttribute && c->cu->cuFuncSetAttribute) {
+        int smem = 0, per_sm = 0;
+        if (c->cu->cuFuncGetAttribute(&smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, c->fn) == CU_SUCCESS) c->smem_main = smem;
+        if (c->smem_main >= 0 &&
+            c->cu->cuDeviceGetAttribute(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, c->dev) ==
+                CU_SUCCESS &&
+            per_sm > 0) {
+            const long long need = (long long)occ * (smem + 1024);
+            int pct = (int)((100 * need + per_sm - 1) / per_sm);
+            if (pct > 100) pct = 100;
+            if (c->cu->cuFuncSetAttribute(c->fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, pct) == CU_SUCCESS)
+                c->carveout = pct;
+        }
+    }
     if (c->n_blocks - 1 > GPUOS__MAX_WORKERS) c->n_blocks = GPUOS__MAX_WORKERS + 1;
     c->n_workers = c->n_blocks - 1;
     c->open_ns[4] = cuda_now_ns();
     CUDA_TRY(ctx, c->cu->cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     CUDA_TRY(ctx, c->cu->cuStreamCreate(&c->copy_stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    CUDA_TRY(ctx, c->cu->cuStreamCreate(&c->rt_stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     c->open_ns[5] = cuda_now_ns();
     {
         gpuos_status st = cuda_alloc_queue(ctx, c);
@@ -3275,15 +3357,18 @@ void gpuos__cuda_close(gpuos_context *ctx) {
         if (c->P.retired) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.retired);
         if (c->P.plans) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.plans);
         if (c->ctl) c->cu->cuMemFreeHost(c->ctl);
+        if (c->up) c->cu->cuMemFreeHost(c->up);
         if (c->stream) c->cu->cuStreamDestroy(c->stream);
         if (c->copy_stream) c->cu->cuStreamDestroy(c->copy_stream);
+        if (c->rt_stream) c->cu->cuStreamDestroy(c->rt_stream);
         if (c->mod) c->cu->cuModuleUnload(c->mod);
-        if (c->old_mod) c->cu->cuModuleUnload(c->old_mod);
+        if (c->rt_mod) c->cu->cuModuleUnload(c->rt_mod);
+        for (i = 0; i < c->n_old_rt; i++) c->cu->cuModuleUnload(c->old_rt[i]);
         c->cu->cuDevicePrimaryCtxRelease(c->dev);
     }
     {
         int k;
-        for (k = 0; k < CUDA__MAX_PARTS; k++) free(c->part_img[k]);
+        free(c->rtw_img);
         for (k = 0; k < c->n_opt_store; k++) free(c->opt_store[k]);
     }
     free(c->deferred);
@@ -3409,17 +3494,65 @@ static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c
         c->P.start_pos[l] = c->pos[l];
         c->P.start_seq[l] = c->dseq[l];
     }
+    c->P.n_rt = c->rt_fn ? (uint32_t)c->n_rt : 0u;
+    c->P.n_main = (uint32_t)c->n_workers - c->P.n_rt;
+    c->P.epoch++;
+    c->all_up = 0;
+    c->launch_ns = cuda_now_ns();
     c->ctl->alive = 1;
     args[0] = &c->P;
     c->cu->cuCtxSetCurrent(c->cuctx);
-    r = c->cu->cuLaunchKernel(c->fn, (unsigned)c->n_blocks, 1, 1, GPUOS__PK_THREADS, 1, 1, 0, c->stream, args, NULL);
+    /* The run-time operators' workers first, on their own stream: both kernels must be
+       resident together (they wait on each other's tiles), and the main kernel leaves
+       exactly their n_rt block slots free (the swap checked that one of them fits where a
+       main block does). */
+    r = CU_SUCCESS;
+    if (c->P.n_rt) {
+        /* padded with dynamic shared memory to the main kernel's size, so that a
+           multiprocessor set up for one kind of block has room for the other; and the main
+           kernel goes only once every run-time block runs (each block writes its word) */
+        const unsigned pad = c->smem_main > c->smem_rt ? (unsigned)(c->smem_main - c->smem_rt) : 0u;
+        const uint64_t t0 = cuda_now_ns();
+        int up = 0, k;
+        r = c->cu->cuLaunchKernel(c->rt_fn, c->P.n_rt, 1, 1, GPUOS__PK_THREADS, 1, 1, pad, c->rt_stream, args, NULL);
+        while (r == CU_SUCCESS && up < (int)c->P.n_rt && cuda_now_ns() - t0 < CUDA__RESIDENT_NS) {
+            for (k = 0, up = 0; k < (int)c->P.n_rt; k++)
+                up += __atomic_load_n(&c->up[c->P.n_main + 1 + k], __ATOMIC_ACQUIRE) == c->P.epoch;
+            if (up < (int)c->P.n_rt && cuda_now_ns() - t0 > 200000) cuda_sleep_ns(20000);
+        }
+        if (r == CU_SUCCESS && up < (int)c->P.n_rt) {
+            c->ctl->alive = 0;
+            c->stuck = 1;
+            gpuos__fail_locked(ctx, "only %d of the run-time operators' %d worker blocks started within %d s", up,
+                               (int)c->P.n_rt, (int)(CUDA__RESIDENT_NS / 1000000000ull));
+            return GPUOS_ERR_DEVICE_LOST;
+        }
+    }
+    if (r == CU_SUCCESS)
+        r = c->cu->cuLaunchKernel(c->fn, c->P.n_main + 1, 1, 1, GPUOS__PK_THREADS, 1, 1, 0, c->stream, args, NULL);
     if (r != CU_SUCCESS) {
         c->ctl->alive = 0;
+        if (c->P.n_rt && c->cu->cuStreamQuery(c->rt_stream) == CU_ERROR_NOT_READY) {
+            /* the run-time workers run and only EXIT from the scheduler ends them: keep
+               every allocation (as for a kernel that does not stop) and fail the context */
+            c->stuck = 1;
+            gpuos__fail_locked(ctx, "launching the persistent kernel failed: %s (%d)", cuda_errname(c->cu, r), (int)r);
+        }
         return gpuos__set_error(ctx, GPUOS_ERR_DEVICE_LOST, "launching the persistent kernel failed: %s (%d)",
                                 cuda_errname(c->cu, r), (int)r);
     }
     c->running = 1;
     return GPUOS_OK;
+}
+
+/* Both kernels' state: CU_ERROR_NOT_READY while either runs, else the first error, else success. */
+static gpuos__CUresult cuda_kernels_query(const struct gpuos__cuda *c) {
+    gpuos__CUresult r = c->cu->cuStreamQuery(c->stream), r2;
+    if (!c->P.n_rt) return r;
+    r2 = c->cu->cuStreamQuery(c->rt_stream);
+    if (r != CU_SUCCESS && r != CU_ERROR_NOT_READY) return r;
+    if (r2 != CU_SUCCESS && r2 != CU_ERROR_NOT_READY) return r2;
+    return r == CU_ERROR_NOT_READY ? r : r2;
 }
 
 static void cuda_stop_kernel_locked(gpuos_context *ctx) {
@@ -3433,7 +3566,7 @@ static void cuda_stop_kernel_locked(gpuos_context *ctx) {
     /* EXIT goes on lane 0 and ends lane 1 with it: lane 1 must have retired everything first
        (lane-1 tasks never wait for lane 0, so this finishes unless the kernel failed) */
     while (cuda_load_acquire(&c->ctl->retired_hi) + 1 < c->dseq[1] && cuda_now_ns() - t0 <= limit &&
-           c->cu->cuStreamQuery(c->stream) == CU_ERROR_NOT_READY)
+           cuda_kernels_query(c) == CU_ERROR_NOT_READY)
         cuda_sleep_ns(5000);
     memset(&d, 0, sizeof d);
     d.kind = GPUOS__SLOT_EXIT;
@@ -3441,9 +3574,10 @@ static void cuda_stop_kernel_locked(gpuos_context *ctx) {
         cuda_put(c, 0, &d);
         c->dseq[0]++;
     }
-    /* the kernel leaves once EXIT retired (or at a fault); waited for with a timeout */
-    while ((r = c->cu->cuStreamQuery(c->stream)) == CU_ERROR_NOT_READY && cuda_now_ns() - t0 <= limit)
-        cuda_sleep_ns(20000);
+    /* the kernels leave once EXIT retired (or at a fault); waited for with a timeout, polled
+       without sleeping for the first 2 ms (a swap's pause; a 20 us sleep lasts ~70) */
+    while ((r = cuda_kernels_query(c)) == CU_ERROR_NOT_READY && cuda_now_ns() - t0 <= limit)
+        if (cuda_now_ns() - t0 > 2000000) cuda_sleep_ns(20000);
     c->running = 0;
     if (r == CU_ERROR_NOT_READY) { /* still running: its memory stays allocated, nothing waits on it */
         c->stuck = 1;
@@ -3453,8 +3587,10 @@ static void cuda_stop_kernel_locked(gpuos_context *ctx) {
     }
     if (r != CU_SUCCESS) gpuos__fail_locked(ctx, "the persistent kernel failed: %s (%d)", cuda_errname(c->cu, r), (int)r);
     for (i = 0; i < GPUOS__LANES; i++) c->retired_seen[i] = c->dseq[i] - 1;
-    if (c->old_mod && c->old_mod != c->mod) c->cu->cuModuleUnload(c->old_mod); /* a swapped-out generation */
-    c->old_mod = NULL;
+    if (!c->swapping || c->n_old_rt == CUDA__OLD_MODS) { /* swapped-out generations (small) */
+        for (i = 0; i < c->n_old_rt; i++) c->cu->cuModuleUnload(c->old_rt[i]);
+        c->n_old_rt = 0;
+    }
     for (i = 0; i < c->n_deferred; i++) cuda_free_now(c, c->deferred[i]);
     c->n_deferred = 0;
 }
@@ -3522,6 +3658,8 @@ static int cuda_operands(const gpuos__job *job, cuda__operand *ops) {
                                            p->shape, sizeof(int64_t) * (size_t)p->rank),
                                   p->stride[k], sizeof(int64_t) * (size_t)p->rank);
             ops[n].sig ^= (uint64_t)job->elsize[k] << 56;
+            /* run-time operators' tiles run on other worker blocks: never aligned with built-ins' */
+            if (job->dev_kernel >= GPUOS__RT_KERNEL_BASE) ops[n].sig ^= 0x5254000000000000ull;
             if (!ops[n].sig) ops[n].sig = 1;
             n++;
         }
@@ -3706,6 +3844,12 @@ static uint32_t cuda_plan_bytes(int kind) {
     }
 }
 
+/* The worker blocks a job's tiles are spread over: the run-time module's for a run-time
+   operator, else the main kernel's. */
+static int cuda_job_workers(const struct gpuos__cuda *c, const gpuos__job *job) {
+    return job->dev_kernel >= GPUOS__RT_KERNEL_BASE && c->n_rt > 0 ? c->n_rt : c->n_workers - c->n_rt;
+}
+
 /* Matmul column blocks (gpuos__matmul_plan.n_cb): a matmul of few output rows (8 rows are
    one 32-row tile: one block for the whole product) is also split by columns, so that about
    half the workers share it. 1: not split. */
@@ -3714,7 +3858,7 @@ static int64_t cuda_matmul_cb(const struct gpuos__cuda *c, const gpuos__job *job
     int64_t row_tiles, ncb;
     if (job->kind != GPUOS__KIND_MATMUL || job->items <= 0 || p->N < 64) return 1;
     row_tiles = (job->items + 31) / 32;
-    ncb = ((int64_t)c->n_workers / 2) / row_tiles;
+    ncb = ((int64_t)cuda_job_workers(c, job) / 2) / row_tiles;
     if (ncb > (p->N + 31) / 32) ncb = (p->N + 31) / 32;
     return ncb < 1 ? 1 : ncb;
 }
@@ -3741,11 +3885,13 @@ static void cuda_tiling(const struct gpuos__cuda *c, const gpuos__job *job, uint
         return;
     }
     if (job->kind == GPUOS__KIND_EW) {
-        int64_t t = (job->items + 4 * (int64_t)c->n_workers - 1) / (4 * (int64_t)c->n_workers);
+        const int64_t nw = cuda_job_workers(c, job);
+        int64_t t = (job->items + 4 * nw - 1) / (4 * nw);
         tile = (uint32_t)(t < CUDA__TILE_EW ? CUDA__TILE_EW : t > (1 << 30) ? (1 << 30) : t);
         tile = (tile + 255u) & ~255u;
     } else {
-        int64_t t = (job->items + c->n_workers - 1) / c->n_workers;
+        const int64_t nw = cuda_job_workers(c, job);
+        int64_t t = (job->items + nw - 1) / nw;
         tile = (uint32_t)(t < 1 ? 1 : t > (1 << 30) ? (1 << 30) : t);
     }
     *tile_out = tile;
@@ -3843,6 +3989,9 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     plan_bytes = cuda_plan_bytes(job->kind);
     if (job->dev_kernel < 0)
         return gpuos__set_error(ctx, GPUOS_ERR_UNSUPPORTED, "gpuos_submit: no device code for %s on this dtype",
+                                gpuos_op_name(job->op));
+    if (job->dev_kernel >= GPUOS__RT_KERNEL_BASE && c->n_rt == 0) /* cannot happen: a version is installed first */
+        return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "gpuos_submit: no run-time module holds %s",
                                 gpuos_op_name(job->op));
 
     cuda_tiling(c, job, &tile, &n_tiles);
@@ -4045,13 +4194,40 @@ int gpuos__cuda_job_done_locked(gpuos_context *ctx, const gpuos__job *job, uint3
     return job->dseq <= c->retired_seen[job->lane];
 }
 
-/* The device's sticky error, if the kernel stopped by itself (ctx->mu held). */
+/* The device's sticky error, if the kernel stopped by itself, or a launch whose blocks did
+   not all become resident (ctx->mu held). */
 static void cuda_check_fault_locked(gpuos_context *ctx) {
     struct gpuos__cuda *c = ctx->cuda;
     gpuos__CUresult r;
     if (!c->running || ctx->sticky != GPUOS_OK) return;
+    if (!c->all_up) {
+        const int n = (int)(c->P.n_main + 1 + c->P.n_rt);
+        int k, up = 0, up_rt = 0;
+        for (k = 0; k < n; k++) {
+            const int u = __atomic_load_n(&c->up[k], __ATOMIC_RELAXED) == c->P.epoch;
+            up += u;
+            up_rt += u && k > (int)c->P.n_main;
+        }
+        if (up == n) {
+            c->all_up = 1;
+        } else if (cuda_now_ns() - c->launch_ns > CUDA__RESIDENT_NS) {
+            /* the resident blocks cannot be stopped (EXIT needs every worker): keep their memory */
+            c->running = 0;
+            c->stuck = 1;
+            gpuos__fail_locked(ctx,
+                               "only %d of the persistent kernels' %d blocks became resident within %d s (run-time "
+                               "workers: %d of %d): other work on the GPU leaves no room for them (gpuos needs every "
+                               "block resident while it runs)",
+                               up, n, (int)(CUDA__RESIDENT_NS / 1000000000ull), up_rt, (int)c->P.n_rt);
+            return;
+        }
+    }
     c->cu->cuCtxSetCurrent(c->cuctx);
     r = c->cu->cuStreamQuery(c->stream);
+    if (r == CU_ERROR_NOT_READY && c->P.n_rt) { /* a fault in a run-time operator stops its kernel */
+        const gpuos__CUresult r2 = c->cu->cuStreamQuery(c->rt_stream);
+        if (r2 != CU_SUCCESS && r2 != CU_ERROR_NOT_READY) r = r2;
+    }
     if (r == CU_ERROR_NOT_READY) return;
     c->running = 0;
     if (r == CU_SUCCESS)
@@ -4121,47 +4297,37 @@ static void *cuda_reaper_main(void *arg) {
 const char *gpuos__cuda_device_name(const gpuos_context *ctx) { return ctx->cuda ? ctx->cuda->name : ""; }
 
 /* ---------------------------------------------------------------- run-time operators */
-/* The built-in code's relocatable objects: kept since the build, else read from the disk
-   cache, else compiled again (once). */
-static gpuos_status cuda_rt_parts(gpuos_context *ctx, struct gpuos__cuda *c, const char *dir) {
-    cuda__part parts[CUDA__MAX_PARTS];
+/* The run-time module's own code (the worker loop, the run-time dispatcher and
+   gpuos__pk_rt, relocatable): kept since the build, else read from the disk cache, else
+   compiled (once). */
+static gpuos_status cuda_rt_worker(gpuos_context *ctx, struct gpuos__cuda *c, const char *dir) {
+    cuda__part part;
     const char *opts[8];
-    char *src;
+    char pp[1200], *src;
     size_t len;
-    int k, missing = 0;
+    int k;
     gpuos_status st = GPUOS_OK;
-    for (k = 0; k < c->n_parts; k++) {
-        char pp[1200];
-        if (c->part_img[k]) continue;
-        if (dir[0]) {
-            cuda_part_path(c, dir, k, pp, sizeof pp);
-            c->part_img[k] = cuda_cache_read(pp, c->base_key, &c->part_size[k]);
-        }
-        if (!c->part_img[k]) missing = 1;
+    if (c->rtw_img) return GPUOS_OK;
+    if (dir[0]) {
+        cuda_rtw_path(c, dir, pp, sizeof pp);
+        c->rtw_img = cuda_cache_read(pp, c->base_key, &c->rtw_size);
+        if (c->rtw_img) return GPUOS_OK;
     }
-    if (!missing) return GPUOS_OK;
     src = gpuos__device_source_joined(&len);
     if (!src) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_op_define: no memory for the device source");
     for (k = 0; k < c->n_opt_store; k++) opts[k] = c->opt_store[k];
-    cuda_compile_parts(ctx, src, opts, c->n_opt_store, c->n_parts, parts);
+    cuda_compile_parts(ctx, src, opts, c->n_opt_store, 0, 1, &part);
     free(src);
-    for (k = 0; k < c->n_parts; k++) {
-        if (parts[k].st != GPUOS_OK && st == GPUOS_OK)
-            st = gpuos__set_error(ctx, parts[k].st, "gpuos_op_define: compiling the built-in device code failed:\n%s",
-                                  parts[k].log ? parts[k].log : "");
-        free(parts[k].log);
-        if (parts[k].st == GPUOS_OK && !c->part_img[k]) {
-            c->part_img[k] = parts[k].cubin;
-            c->part_size[k] = parts[k].size;
-            if (dir[0]) {
-                char pp[1200];
-                cuda_part_path(c, dir, k, pp, sizeof pp);
-                cuda_cache_write(pp, c->base_key, parts[k].cubin, parts[k].size);
-            }
-        } else {
-            free(parts[k].cubin);
-        }
+    if (part.st != GPUOS_OK) {
+        st = gpuos__set_error(ctx, part.st, "gpuos_op_define: compiling the run-time module's worker code failed:\n%s",
+                              part.log ? part.log : "");
+        free(part.cubin);
+    } else {
+        c->rtw_img = part.cubin;
+        c->rtw_size = part.size;
+        if (dir[0]) cuda_cache_write(pp, c->base_key, c->rtw_img, c->rtw_size);
     }
+    free(part.log);
     return st;
 }
 
@@ -4206,7 +4372,7 @@ static gpuos_status cuda_rt_compile(gpuos_context *ctx, struct gpuos__cuda *c, g
     for (k = 0; k < c->n_opt_store && n_opts < 8; k++)
         if (strncmp(c->opt_store[k], "-DGPUOS__PK_", 12) != 0) opts[n_opts++] = c->opt_store[k];
     snprintf(part[0], sizeof part[0], "-DGPUOS__D_NPARTS=%d", c->n_parts > 1 ? c->n_parts : 2);
-    snprintf(part[1], sizeof part[1], "-DGPUOS__D_PART=%d", 99);
+    snprintf(part[1], sizeof part[1], "-DGPUOS__D_PART=%d", GPUOS__D_PART_OP);
     opts[n_opts++] = part[0];
     opts[n_opts++] = part[1];
     {
@@ -4227,55 +4393,89 @@ static gpuos_status cuda_rt_compile(gpuos_context *ctx, struct gpuos__cuda *c, g
     return GPUOS_OK;
 }
 
-/* Stops the kernel at a task boundary (everything queued before runs to the end), loads
-   the new module and fills its operator table, and lets the next submission relaunch it
-   on the same queue (ctx->mu held). On failure the old module stays. */
+/* Worker blocks of the run-time module's kernel (GPUOS_CUDA_RT_WORKERS: tuning). */
+static int cuda_rt_blocks(const struct gpuos__cuda *c) {
+    const char *e = getenv("GPUOS_CUDA_RT_WORKERS");
+    int n = e && atoi(e) > 0 ? atoi(e) : c->sm_count / 8;
+    if (n > c->n_workers / 2) n = c->n_workers / 2;
+    return n < 1 ? 1 : n;
+}
+
+/* Stops the kernels at a task boundary (everything queued before runs to the end), loads
+   the new run-time module (small: the worker loop and the operators; the built-in module
+   stays loaded) and fills its operator table, and lets the next submission relaunch both
+   kernels on the same queue (ctx->mu held). On failure the old module stays. */
 static gpuos_status cuda_rt_swap_locked(gpuos_context *ctx, struct gpuos__cuda *c, const void *cubin,
                                         gpuos__rt_version *const *vs, int n) {
-    gpuos__CUmodule mod;
-    gpuos__CUfunction fn;
+    gpuos__CUmodule mod = NULL;
+    gpuos__CUfunction fn = NULL;
     gpuos__CUdeviceptr tab, pv;
     size_t tsz, psz;
     void *table[GPUOS__RT_SLOTS];
-    int occ = 0, k;
+    int occ = 0, k, smem_rt = 0;
+    const int occ_main = c->n_blocks / c->sm_count;
     gpuos__CUresult r;
     const uint64_t t0 = cuda_now_ns();
+    c->swapping = 1;
     cuda_stop_kernel_locked(ctx);
+    c->swapping = 0;
     if (ctx->sticky != GPUOS_OK)
         return gpuos__set_error(ctx, ctx->sticky, "gpuos_op_define: the context has failed (%s)", ctx->sticky_msg);
     c->cu->cuCtxSetCurrent(c->cuctx);
-    r = c->cu->cuModuleLoadData(&mod, cubin);
-    if (r != CU_SUCCESS)
-        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_op_define: loading the new module failed: %s (%d)",
-                                cuda_errname(c->cu, r), (int)r);
-    r = c->cu->cuModuleGetFunction(&fn, mod, "gpuos__pk_main");
-    if (r == CU_SUCCESS) r = c->cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fn, GPUOS__PK_THREADS, 0);
-    if (r == CU_SUCCESS && occ * c->sm_count < c->n_blocks) {
-        c->cu->cuModuleUnload(mod);
-        return gpuos__set_error(ctx, GPUOS_ERR_UNSUPPORTED,
-                                "gpuos_op_define: with this operator the persistent kernel fits %d blocks per "
-                                "multiprocessor, not %d (static shared memory?); nothing changed",
-                                occ, c->n_blocks / c->sm_count);
+    if (n > 0) {
+        r = c->cu->cuModuleLoadData(&mod, cubin);
+        if (r != CU_SUCCESS)
+            return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY,
+                                    "gpuos_op_define: loading the new module failed: %s (%d)", cuda_errname(c->cu, r),
+                                    (int)r);
+        r = c->cu->cuModuleGetFunction(&fn, mod, "gpuos__pk_rt");
+        if (r == CU_SUCCESS && c->carveout >= 0) /* the main kernel's carveout (cuda_open_device) */
+            r = c->cu->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, c->carveout);
+        if (r == CU_SUCCESS) r = c->cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fn, GPUOS__PK_THREADS, 0);
+        if (r == CU_SUCCESS && c->smem_main >= 0) {
+            if (c->cu->cuFuncGetAttribute(&smem_rt, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn) != CU_SUCCESS)
+                smem_rt = c->smem_main;
+            if (smem_rt > c->smem_main) occ = 0; /* could not take a main block's place */
+            else if (smem_rt < c->smem_main) /* padded to the main kernel's size at launch */
+                r = c->cu->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, c->smem_main - smem_rt);
+            if (r == CU_SUCCESS)
+                r = c->cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fn, GPUOS__PK_THREADS,
+                                                                       (size_t)(c->smem_main - smem_rt));
+        }
+        /* a run-time block takes the slot of a main block: it must fit wherever one does */
+        if (r == CU_SUCCESS && occ < occ_main) {
+            c->cu->cuModuleUnload(mod);
+            return gpuos__set_error(ctx, GPUOS_ERR_UNSUPPORTED,
+                                    "gpuos_op_define: with this operator the run-time kernel fits %d blocks per "
+                                    "multiprocessor, not %d (static shared memory?); nothing changed",
+                                    occ, occ_main);
+        }
+        memset(table, 0, sizeof table);
+        if (r == CU_SUCCESS) r = c->cu->cuModuleGetGlobal(&tab, &tsz, mod, "gpuos__rt_table");
+        for (k = 0; k < n && r == CU_SUCCESS; k++) {
+            char sym[64];
+            snprintf(sym, sizeof sym, "gpuos__rt_ptr_%016llx", (unsigned long long)vs[k]->hash);
+            r = c->cu->cuModuleGetGlobal(&pv, &psz, mod, sym);
+            if (r == CU_SUCCESS) r = c->cu->cuMemcpyDtoH(&table[vs[k]->slot], pv, sizeof(void *));
+        }
+        if (r == CU_SUCCESS) r = c->cu->cuMemcpyHtoD(tab, table, sizeof table);
+        if (r != CU_SUCCESS) {
+            c->cu->cuModuleUnload(mod);
+            return gpuos__set_error(ctx, GPUOS_ERR_DEVICE_LOST,
+                                    "gpuos_op_define: setting up the new module failed: %s (%d)",
+                                    cuda_errname(c->cu, r), (int)r);
+        }
     }
-    memset(table, 0, sizeof table);
-    if (r == CU_SUCCESS) r = c->cu->cuModuleGetGlobal(&tab, &tsz, mod, "gpuos__rt_table");
-    for (k = 0; k < n && r == CU_SUCCESS; k++) {
-        char sym[64];
-        snprintf(sym, sizeof sym, "gpuos__rt_ptr_%016llx", (unsigned long long)vs[k]->hash);
-        r = c->cu->cuModuleGetGlobal(&pv, &psz, mod, sym);
-        if (r == CU_SUCCESS) r = c->cu->cuMemcpyDtoH(&table[vs[k]->slot], pv, sizeof(void *));
+    /* the old module goes when the kernels next stop: unloading it now would add to the pause */
+    if (c->n_old_rt == CUDA__OLD_MODS) { /* no kernel runs (the stop above): unloading is safe */
+        for (k = 0; k < c->n_old_rt; k++) c->cu->cuModuleUnload(c->old_rt[k]);
+        c->n_old_rt = 0;
     }
-    if (r == CU_SUCCESS) r = c->cu->cuMemcpyHtoD(tab, table, sizeof table);
-    if (r != CU_SUCCESS) {
-        c->cu->cuModuleUnload(mod);
-        return gpuos__set_error(ctx, GPUOS_ERR_DEVICE_LOST, "gpuos_op_define: setting up the new module failed: %s (%d)",
-                                cuda_errname(c->cu, r), (int)r);
-    }
-    /* the old module goes when the kernel next stops: unloading it now would add to the pause */
-    if (c->old_mod) c->cu->cuModuleUnload(c->old_mod);
-    c->old_mod = c->mod;
-    c->mod = mod;
-    c->fn = fn;
+    if (c->rt_mod) c->old_rt[c->n_old_rt++] = c->rt_mod;
+    c->rt_mod = mod;
+    c->rt_fn = fn;
+    c->smem_rt = smem_rt;
+    c->n_rt = n > 0 ? cuda_rt_blocks(c) : 0;
     c->generation++;
     c->last_swap_ms = (double)(cuda_now_ns() - t0) / 1e6;
     if (ctx->cuda_sent < ctx->ring_count) (void)gpuos__cuda_pump_locked(ctx); /* relaunch for queued work */
@@ -4285,9 +4485,9 @@ static gpuos_status cuda_rt_swap_locked(gpuos_context *ctx, struct gpuos__cuda *
 gpuos_status gpuos__cuda_rt_install(gpuos_context *ctx, gpuos__rt_version *v) {
     struct gpuos__cuda *c = ctx->cuda;
     gpuos__rt_version *vs[GPUOS__RT_SLOTS];
-    const void *images[CUDA__MAX_PARTS + GPUOS__RT_SLOTS];
-    size_t sizes[CUDA__MAX_PARTS + GPUOS__RT_SLOTS];
-    int types[CUDA__MAX_PARTS + GPUOS__RT_SLOTS];
+    const void *images[1 + GPUOS__RT_SLOTS];
+    size_t sizes[1 + GPUOS__RT_SLOTS];
+    int types[1 + GPUOS__RT_SLOTS];
     char dir[1024], path[1200], larch[32], *log = NULL;
     const char *lopts[1];
     void *cubin = NULL;
@@ -4300,7 +4500,7 @@ gpuos_status gpuos__cuda_rt_install(gpuos_context *ctx, gpuos__rt_version *v) {
                                 "gpuos_op_define: run-time operators need nvJitLink (libnvJitLink.so), which could not "
                                 "be loaded");
     cuda_cache_dir(ctx, dir, sizeof dir);
-    if ((st = cuda_rt_parts(ctx, c, dir)) != GPUOS_OK) return st;
+    if ((st = cuda_rt_worker(ctx, c, dir)) != GPUOS_OK) return st;
     if ((st = cuda_rt_compile(ctx, c, v, dir)) != GPUOS_OK) return st;
     /* every version in a slot (v included): retained, so none goes while linking */
     pthread_mutex_lock(&ctx->mu);
@@ -4311,33 +4511,31 @@ gpuos_status gpuos__cuda_rt_install(gpuos_context *ctx, gpuos__rt_version *v) {
         }
     pthread_mutex_unlock(&ctx->mu);
     c->last_rt_link_ms = 0;
-    gkey = c->base_key;
+    gkey = cuda_hash(c->base_key, "rtgen", 5);
     for (k = 0; k < n; k++) {
         gkey = cuda_hash(gkey, &vs[k]->hash, sizeof vs[k]->hash);
         gkey = cuda_hash(gkey, &vs[k]->slot, sizeof vs[k]->slot);
     }
     path[0] = 0;
     if (dir[0]) {
-        snprintf(path, sizeof path, "%s/gpuos-gen-%016llx-sm%d%d.cubin", dir, (unsigned long long)gkey, c->cc_major,
+        snprintf(path, sizeof path, "%s/gpuos-rtgen-%016llx-sm%d%d.cubin", dir, (unsigned long long)gkey, c->cc_major,
                  c->cc_minor);
         cubin = cuda_cache_read(path, gkey, &cubin_size);
     }
-    if (!cubin) {
-        for (k = 0; k < c->n_parts; k++) {
-            images[k] = c->part_img[k];
-            sizes[k] = c->part_size[k];
-            types[k] = GPUOS__NVJITLINK_INPUT_CUBIN;
-        }
+    if (!cubin) { /* the module: the run-time worker code and every version in a slot */
+        images[0] = c->rtw_img;
+        sizes[0] = c->rtw_size;
+        types[0] = GPUOS__NVJITLINK_INPUT_CUBIN;
         for (k = 0; k < n; k++) {
-            images[c->n_parts + k] = vs[k]->obj;
-            sizes[c->n_parts + k] = vs[k]->obj_size;
-            types[c->n_parts + k] = GPUOS__NVJITLINK_INPUT_CUBIN;
+            images[1 + k] = vs[k]->obj;
+            sizes[1 + k] = vs[k]->obj_size;
+            types[1 + k] = GPUOS__NVJITLINK_INPUT_CUBIN;
         }
         snprintf(larch, sizeof larch, "-arch=sm_%d%d", c->cc_major, c->cc_minor);
         lopts[0] = larch;
         {
             const uint64_t t0 = cuda_now_ns();
-            st = gpuos__nvjitlink_link(ctx, lopts, 1, images, sizes, types, c->n_parts + n, &cubin, &cubin_size, &log);
+            st = gpuos__nvjitlink_link(ctx, lopts, 1, images, sizes, types, 1 + n, &cubin, &cubin_size, &log);
             c->last_rt_link_ms = (double)(cuda_now_ns() - t0) / 1e6;
         }
         if (st != GPUOS_OK) {
@@ -4782,6 +4980,7 @@ static const loader_sym loader_cuda_syms[] = {
     LOADER_SYM(gpuos__cuda_api, cuModuleGetFunction, "cuModuleGetFunction", NULL, 1),
     LOADER_SYM(gpuos__cuda_api, cuModuleGetGlobal, "cuModuleGetGlobal_v2", NULL, 1),
     LOADER_SYM(gpuos__cuda_api, cuFuncSetAttribute, "cuFuncSetAttribute", NULL, 0),
+    LOADER_SYM(gpuos__cuda_api, cuFuncGetAttribute, "cuFuncGetAttribute", NULL, 0),
     LOADER_SYM(gpuos__cuda_api, cuLaunchKernel, "cuLaunchKernel", NULL, 1),
     LOADER_SYM(gpuos__cuda_api, cuStreamCreate, "cuStreamCreate", NULL, 1),
     LOADER_SYM(gpuos__cuda_api, cuStreamDestroy, "cuStreamDestroy_v2", NULL, 1),
@@ -11820,9 +12019,14 @@ const char *const gpuos__device_source[] = {
     "\n",
     "/* Run-time operators (src/rtops.c) on the device: task kernel ids from\n",
     "   GPUOS__RT_KERNEL_BASE name physical slots (two per operator: the version queued tasks\n",
-    "   use and the next one) of the module's gpuos__rt_table. */\n",
+    "   use and the next one) of the run-time module's gpuos__rt_table. That module is the\n",
+    "   device source compiled as part GPUOS__D_PART_RT (the worker loop, the run-time\n",
+    "   dispatcher and the kernel gpuos__pk_rt, none of the built-in groups) linked with the\n",
+    "   operators' objects (compiled as part GPUOS__D_PART_OP: templates only). */\n",
     "#define GPUOS__RT_KERNEL_BASE 30000\n",
     "#define GPUOS__RT_SLOTS 128\n",
+    "#define GPUOS__D_PART_RT 98\n",
+    "#define GPUOS__D_PART_OP 99\n",
     "\n",
     "#endif /* GPUOS_PLAN_H */\n",
     "/*** End of src/gpuos_plan.h ***/\n",
@@ -18951,6 +19155,21 @@ const char *const gpuos__device_source[] = {
     "#endif\n",
     "\n",
     "/* ================================================================ dispatch */\n",
+    "#if GPUOS__D_PART == GPUOS__D_PART_RT\n",
+    "/* The run-time module (src/rtops.c, cuda_backend.c): physical slot s holds the address of\n",
+    "   an operator linked into this module generation, written by the host (cuModuleGetGlobal)\n",
+    "   before its kernel gpuos__pk_rt starts; kernel id GPUOS__RT_KERNEL_BASE + s calls it\n",
+    "   (one indirect call; every object is compiled with the same register cap). */\n",
+    "__device__ void *gpuos__rt_table[GPUOS__RT_SLOTS];\n",
+    "typedef void (*gpuos__rt_fn)(const void *plan, long long begin, long long end);\n",
+    "\n",
+    "__device__ void gpuos__d_run(int kernel_id, const void *plan, int64_t begin, int64_t end) {\n",
+    "    const unsigned s = (unsigned)(kernel_id - GPUOS__RT_KERNEL_BASE);\n",
+    "    const gpuos__rt_fn f = s < GPUOS__RT_SLOTS \? (gpuos__rt_fn)gpuos__rt_table[s] : (gpuos__rt_fn)0;\n",
+    "    if (f) f(plan, begin, end);\n",
+    "}\n",
+    "#endif\n",
+    "\n",
     "#if GPUOS__D_PART == 0 /* the dispatcher, its table and the test entry: part 0 only */\n",
     "/* Kernel id -> (group, case); ids as gpuos__device_kernel_id (src/generated/device_ids.c). */\n",
     "#define GPUOS__D_N_KERNELS 642\n",
@@ -19599,22 +19818,10 @@ const char *const gpuos__device_source[] = {
     "    { 56, 0 }, /* 641: rmsnorm_f64 */\n",
     "};\n",
     "\n",
-    "/* Run-time operators (src/rtops.c): physical slot s holds the address of an operator\n",
-    "   linked into this module generation, written by the host (cuModuleGetGlobal) before the\n",
-    "   kernel starts; kernel id GPUOS__RT_KERNEL_BASE + s calls it. */\n",
-    "__device__ void *gpuos__rt_table[GPUOS__RT_SLOTS];\n",
-    "typedef void (*gpuos__rt_fn)(const void *plan, long long begin, long long end);\n",
-    "\n",
-    "/* Runs items [begin, end) of the task whose plan is at plan with kernel kernel_id\n",
-    "   (gpuos__device_kernel_id, or a run-time operator's slot). Called by every thread of\n",
-    "   the block with the same arguments. Unknown ids do nothing. */\n",
+    "/* Runs items [begin, end) of the task whose plan is at plan with built-in kernel\n",
+    "   kernel_id (gpuos__device_kernel_id). Called by every thread of the block with the same\n",
+    "   arguments. Unknown ids (run-time operators run in their own module) do nothing. */\n",
     "__device__ void gpuos__d_run(int kernel_id, const void *plan, int64_t begin, int64_t end) {\n",
-    "    if (kernel_id >= GPUOS__RT_KERNEL_BASE) {\n",
-    "        const unsigned s = (unsigned)(kernel_id - GPUOS__RT_KERNEL_BASE);\n",
-    "        const gpuos__rt_fn f = s < GPUOS__RT_SLOTS \? (gpuos__rt_fn)gpuos__rt_table[s] : (gpuos__rt_fn)0;\n",
-    "        if (f) f(plan, begin, end);\n",
-    "        return;\n",
-    "    }\n",
     "    if ((unsigned)kernel_id >= GPUOS__D_N_KERNELS) return;\n",
     "    const int cs = gpuos__d_kernels[kernel_id][1];\n",
     "    switch (gpuos__d_kernels[kernel_id][0]) {\n",
@@ -19878,7 +20085,7 @@ const char *const gpuos__device_source[] = {
     "    int64_t n_items;     /* work items of the plan (gpuos_plan.h) */\n",
     "    uint32_t tile_items; /* items per tile */\n",
     "    uint32_t n_tiles;\n",
-    "    uint32_t base;       /* tile t runs on worker (base + t) % n_workers */\n",
+    "    uint32_t base;       /* tile t runs on worker (base + t) % n (gpuos__pk_params.n_main, n_rt) */\n",
     "    uint32_t stamp;      /* in a worker inbox: entry index + 1, stored last (release) */\n",
     "    uint32_t dep_delta[GPUOS__MAX_DEPS];\n",
     "} gpuos__qdesc;\n",
@@ -19963,7 +20170,7 @@ const char *const gpuos__device_source[] = {
     "    uint32_t *done[GPUOS__LANES];      /* device, task_cap tile counters */\n",
     "    uint64_t *retired;                 /* device, [lane]: copies of ctl's retired words, for dependency checks */\n",
     "    char *plans;                       /* device, plan_cap * GPUOS__PLAN_BYTES (both lanes) */\n",
-    "    gpuos__dtask *inbox[GPUOS__LANES]; /* device, n_workers * inbox_cap entries: each worker's tasks, in order */\n",
+    "    gpuos__dtask *inbox[GPUOS__LANES]; /* device, (n_main + n_rt) * inbox_cap entries: each worker's tasks, in order */\n",
     "    uint32_t *wpos[GPUOS__LANES];      /* device, per worker: inbox entries it has consumed */\n",
     "    uint32_t inbox_cap;     /* power of two, >= GPUOS__PUSH_CHUNK */\n",
     "    uint32_t ring_log2;     /* log2(ring_slots) */\n",
@@ -19972,6 +20179,16 @@ const char *const gpuos__device_source[] = {
     "    uint64_t start_pos[GPUOS__LANES]; /* first ring position to read */\n",
     "    uint64_t start_seq[GPUOS__LANES]; /* first task sequence number (>= 1) */\n",
     "    unsigned long long *prof; /* device, GPUOS__PROF_N counters (GPUOS__PK_TIMESTAMPS builds) */\n",
+    "    /* Workers: inboxes 0..n_main-1 belong to the persistent kernel's worker blocks (built-in\n",
+    "       kernels), n_main..n_main+n_rt-1 to the run-time module's kernel gpuos__pk_rt (run-time\n",
+    "       operators; n_rt = 0 while none is defined). Tile t of a task goes to inbox\n",
+    "       (base + t) % n_main, or n_main + (base + t) % n_rt for a run-time operator. */\n",
+    "    uint32_t n_main, n_rt;\n",
+    "    /* Residency: block b of gpuos__pk_main (b = 0..n_main), and block i of gpuos__pk_rt as\n",
+    "       n_main + 1 + i, write epoch (the launch's number) to up[...] when they start (mapped\n",
+    "       host memory): the host sees whether every block became resident. */\n",
+    "    uint32_t *up;\n",
+    "    uint32_t epoch;\n",
     "} gpuos__pk_params;\n",
     "\n",
     "#endif /* GPUOS_QUEUE_H */\n",
@@ -19988,14 +20205,24 @@ const char *const gpuos__device_source[] = {
     "\n",
     "   Blocks: block 0 is the scheduler (fetches descriptors from pinned host memory into\n",
     "   the device task ring, copies inline plans into the plan table, retires finished\n",
-    "   tasks and reports progress to the host); blocks 1..n-1 are workers. Every worker\n",
-    "   walks the task sequence in order; tile t of a task belongs to worker\n",
-    "   (base + t) % n_workers. A chain of element-wise tasks on the same tiles gets the\n",
+    "   tasks and reports progress to the host); blocks 1..n-1 are workers. While run-time\n",
+    "   operators are defined, a second kernel (gpuos__pk_rt, from the run-time module:\n",
+    "   this file compiled as part GPUOS__D_PART_RT) runs beside it with n_rt more workers,\n",
+    "   which take the run-time operators' tiles. Every worker walks its own task sequence\n",
+    "   in order; tile t of a task belongs to worker (base + t) % n_main (built-in kernels),\n",
+    "   or to run-time worker (base + t) % n_rt. A chain of element-wise tasks on the same tiles gets the\n",
     "   same base from the host, so its tiles stay on one block and need no cross-block\n",
     "   synchronisation (in-order processing plus __syncthreads is enough). Dependencies\n",
     "   the host could not prove tile-local are waited for on the producer's done counter. */\n",
     "\n",
-    "#if !defined(GPUOS__D_PART) || GPUOS__D_PART == 0 /* part 0 of a split compile (device_ops.cu) */\n",
+    "/* part 0 of a split compile (device_ops.cu): the whole kernel; part GPUOS__D_PART_RT: the\n",
+    "   workers and gpuos__pk_rt */\n",
+    "#if !defined(GPUOS__D_PART) || GPUOS__D_PART == 0 || GPUOS__D_PART == GPUOS__D_PART_RT\n",
+    "#if !defined(GPUOS__D_PART) || GPUOS__D_PART == 0\n",
+    "#define GPUOS__PK_SCHED 1 /* this part has the scheduler block and gpuos__pk_main */\n",
+    "#else\n",
+    "#define GPUOS__PK_SCHED 0\n",
+    "#endif\n",
     "/* ---------------------------------------------------------------- memory model helpers */\n",
     "static __device__ __forceinline__ uint64_t gpuos__ld_acquire_gpu_u64(const volatile uint64_t *p) {\n",
     "    uint64_t v;\n",
@@ -20057,6 +20284,7 @@ const char *const gpuos__device_source[] = {
     "#define GPUOS__FETCH_THREADS 128 /* lane 0's fetcher: 16 slots per poll */\n",
     "#define GPUOS__FETCH_THREADS_HI 32 /* lane 1's: 4 slots per poll */\n",
     "#define GPUOS__FETCH_FIRST_HI 160  /* lane 1's fetcher is warp 5 */\n",
+    "#if GPUOS__PK_SCHED\n",
     "template <int LANE, int NT>\n",
     "static __device__ __forceinline__ void gpuos__fetch_bar(void) {\n",
     "    asm volatile(\"bar.sync %0, %1;\" ::\"n\"(1 + LANE), \"n\"(NT) : \"memory\");\n",
@@ -20076,7 +20304,7 @@ const char *const gpuos__device_source[] = {
     "    __shared__ uint64_t s_pos, s_seq;\n",
     "    __shared__ int s_exit;\n",
     "    const int tid = (int)threadIdx.x - (LANE \? GPUOS__FETCH_FIRST_HI : 0), lane = tid & 31, warp = tid >> 5;\n",
-    "    const uint32_t nw = gridDim.x - 1;\n",
+    "    const uint32_t nw = P.n_main + P.n_rt; /* every inbox (EXIT goes to all) */\n",
     "    gpuos__qslot *const ring = P.ring[LANE];\n",
     "    gpuos__dtask *const tasks = P.tasks[LANE];\n",
     "    gpuos__dtask *const inbox = P.inbox[LANE];\n",
@@ -20184,7 +20412,8 @@ const char *const gpuos__device_source[] = {
     "            for (uint32_t i = 0; i < n_tasks; i++) {\n",
     "                s_off[i] = off;\n",
     "                const gpuos__qdesc *d = &s_d[i];\n",
-    "                off += GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT \? nw : (d->n_tiles < nw \? d->n_tiles : nw);\n",
+    "                const uint32_t nk = d->kernel_id >= GPUOS__RT_KERNEL_BASE && P.n_rt \? P.n_rt : P.n_main;\n",
+    "                off += GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT \? nw : (d->n_tiles < nk \? d->n_tiles : nk);\n",
     "            }\n",
     "            s_off[n_tasks] = off;\n",
     "        }\n",
@@ -20212,7 +20441,11 @@ const char *const gpuos__device_source[] = {
     "                            if (s_off[mid] <= p) lo = mid; else hi = mid;\n",
     "                        }\n",
     "                        i = lo;\n",
-    "                        w = (s_d[i].base + (p - s_off[i])) % nw;\n",
+    "                        const gpuos__qdesc *di = &s_d[i];\n",
+    "                        const uint32_t j = p - s_off[i];\n",
+    "                        if (GPUOS__KIND(di->kind) == GPUOS__SLOT_EXIT) w = j;\n",
+    "                        else if (di->kernel_id >= GPUOS__RT_KERNEL_BASE && P.n_rt) w = P.n_main + (di->base + j) % P.n_rt;\n",
+    "                        else w = (di->base + j) % P.n_main;\n",
     "                    }\n",
     "                    const uint32_t peers = __match_any_sync(0xffffffffu, w);\n",
     "                    const uint32_t rank = __popc(peers & ((1u << lane) - 1));\n",
@@ -20352,6 +20585,8 @@ const char *const gpuos__device_source[] = {
     "    }\n",
     "}\n",
     "\n",
+    "#endif /* GPUOS__PK_SCHED */\n",
+    "\n",
     "/* ---------------------------------------------------------------- worker blocks */\n",
     "static __device__ __forceinline__ int gpuos__pk_dep_done(const gpuos__pk_params &P, int lane, uint64_t dep) {\n",
     "    if (gpuos__ld_acquire_gpu_u64(&P.retired[lane]) >= dep) return 1;\n",
@@ -20406,7 +20641,7 @@ const char *const gpuos__device_source[] = {
     "   flight in shared memory) or while lane-0 work waits for a dependency. Lane-1 tasks wait\n",
     "   only for lane-1 tasks, which every worker runs first, so this always finishes. Plans go\n",
     "   through their own shared buffer: the lane-0 task's copy stays valid. */\n",
-    "static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint32_t me, uint32_t nw,\n",
+    "static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint32_t me, uint32_t loc, uint32_t nw,\n",
     "                                                  uint32_t *s_hhead) {\n",
     "    __shared__ gpuos__qdesc s_d[32];\n",
     "    __shared__ uint64_t s_seq[32];\n",
@@ -20451,7 +20686,7 @@ const char *const gpuos__device_source[] = {
     "            const uint64_t *src = (const uint64_t *)(P.plans + (size_t)d->plan_id * GPUOS__PLAN_BYTES);\n",
     "            for (int k = tid; k < (int)(GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8); k += blockDim.x) s_plan[k] = src[k];\n",
     "            __syncthreads();\n",
-    "            const uint32_t first = (me + nw - (d->base % nw)) % nw;\n",
+    "            const uint32_t first = (loc + nw - (d->base % nw)) % nw;\n",
     "            uint32_t mine = 0;\n",
     "            for (uint32_t t = first; t < d->n_tiles; t += nw) {\n",
     "                int64_t b = (int64_t)t * d->tile_items;\n",
@@ -20488,7 +20723,10 @@ const char *const gpuos__device_source[] = {
     "   parallel read of its own (uncontended) inbox lines. Finished-tile counts are\n",
     "   published in batches: one fence for a batch, and always before waiting on another\n",
     "   block (which might be waiting on one of ours), so nothing can deadlock. */\n",
-    "static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {\n",
+    "/* me: this block's inbox; loc, nw: its index among the nw workers of its kind (the\n",
+    "   tiles it owns are those with (base + t) % nw == loc). */\n",
+    "static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t me, const uint32_t loc,\n",
+    "                                      const uint32_t nw) {\n",
     "    __shared__ gpuos__qdesc s_d[32];\n",
     "    __shared__ uint64_t s_seq[32];\n",
     "    __shared__ uint32_t s_mine[32];\n",
@@ -20496,7 +20734,6 @@ const char *const gpuos__device_source[] = {
     "    __shared__ int s_n, s_stale, s_ready;\n",
     "    __shared__ uint32_t s_hhead;   /* lane 1: inbox entries consumed (gpuos__pk_hi) */\n",
     "    const int tid = threadIdx.x, lane = tid & 31;\n",
-    "    const uint32_t me = blockIdx.x - 1, nw = gridDim.x - 1;\n",
     "    const gpuos__dtask *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;\n",
     "    uint32_t head = P.wpos[0][me];\n",
     "\n",
@@ -20550,7 +20787,7 @@ const char *const gpuos__device_source[] = {
     "        uint32_t btiles = 0; /* tiles run in this batch */\n",
     "        if (s_stale) plan_row = 0xffffffffu, vec_state = -1;\n",
     "        if (n == 0) { /* lane 1 work: run it, then look again */\n",
-    "            gpuos__pk_hi(P, me, nw, &s_hhead);\n",
+    "            gpuos__pk_hi(P, me, loc, nw, &s_hhead);\n",
     "            continue;\n",
     "        }\n",
     "        for (int i = 0; i < n; i++) {\n",
@@ -20588,7 +20825,7 @@ const char *const gpuos__device_source[] = {
     "                    }\n",
     "                    __syncthreads();\n",
     "                    if (s_ready) break;\n",
-    "                    gpuos__pk_hi(P, me, nw, &s_hhead); /* its barriers order s_ready's next write */\n",
+    "                    gpuos__pk_hi(P, me, loc, nw, &s_hhead); /* its barriers order s_ready's next write */\n",
     "                }\n",
     "                __syncthreads(); /* s_ready is read by all before thread 0 writes it again */\n",
     "                /* every thread acquires: its loads must see the producers' writes, not\n",
@@ -20617,7 +20854,7 @@ const char *const gpuos__device_source[] = {
     "#endif\n",
     "            }\n",
     "            const void *plan = s_plan;\n",
-    "            const uint32_t first = (me + nw - (d->base % nw)) % nw; /* (base + first) % nw == me */\n",
+    "            const uint32_t first = (loc + nw - (d->base % nw)) % nw; /* (base + first) % nw == loc */\n",
     "            uint32_t mine = 0;\n",
     "            for (uint32_t t = first; t < d->n_tiles; t += nw) {\n",
     "                int64_t b = (int64_t)t * d->tile_items;\n",
@@ -20642,7 +20879,7 @@ const char *const gpuos__device_source[] = {
     "                } else if (GPUOS__PROBE_RUN != 2) {\n",
     "                    gpuos__d_run(d->kernel_id, plan, b, e);\n",
     "                }\n",
-    "#elif GPUOS__D_EW_SPLIT && GPUOS__D_EW_INLINE\n",
+    "#elif GPUOS__D_EW_SPLIT && GPUOS__D_EW_INLINE && GPUOS__PK_SCHED\n",
     "                {\n",
     "                    /* element-wise vector passes inline, the rest (or any other kernel) called */\n",
     "                    if (d->kernel_id != vec_kid) vec_kid = d->kernel_id, vec_state = -1;\n",
@@ -20701,13 +20938,30 @@ const char *const gpuos__device_source[] = {
     "#ifndef GPUOS__PK_MIN_BLOCKS\n",
     "#define GPUOS__PK_MIN_BLOCKS 2\n",
     "#endif\n",
+    "/* This block started (block b of the launch's n_main + 1 + n_rt; one posted write). */\n",
+    "static __device__ __forceinline__ void gpuos__pk_up(const gpuos__pk_params &P, uint32_t b) {\n",
+    "    if (threadIdx.x == 0) asm volatile(\"st.relaxed.sys.global.u32 [%0], %1;\" ::\"l\"(&P.up[b]), \"r\"(P.epoch) : \"memory\");\n",
+    "}\n",
+    "\n",
+    "#if GPUOS__PK_SCHED\n",
     "extern \"C\" __global__ void __launch_bounds__(GPUOS__PK_THREADS, GPUOS__PK_MIN_BLOCKS) gpuos__pk_main(const __grid_constant__ gpuos__pk_params P) {\n",
+    "    gpuos__pk_up(P, blockIdx.x);\n",
     "    if (blockIdx.x == 0)\n",
     "        gpuos__pk_schedule(P);\n",
     "    else\n",
-    "        gpuos__pk_work(P);\n",
+    "        gpuos__pk_work(P, blockIdx.x - 1, blockIdx.x - 1, gridDim.x - 1); /* gridDim.x - 1 == P.n_main */\n",
     "}\n",
-    "#endif /* part 0 */\n",
+    "#else\n",
+    "/* The run-time module's kernel: n_rt worker blocks (inboxes n_main..), launched beside\n",
+    "   gpuos__pk_main and stopped by the same EXIT. Its tiles run through this module's\n",
+    "   gpuos__d_run, which knows only the run-time operators' table. */\n",
+    "extern \"C\" __global__ void __launch_bounds__(GPUOS__PK_THREADS, GPUOS__PK_MIN_BLOCKS) gpuos__pk_rt(const __grid_constant__ gpuos__pk_params P) {\n",
+    "    gpuos__pk_up(P, P.n_main + 1 + blockIdx.x);\n",
+    "    gpuos__pk_work(P, P.n_main + blockIdx.x, blockIdx.x, P.n_rt);\n",
+    "}\n",
+    "#endif\n",
+    "#undef GPUOS__PK_SCHED\n",
+    "#endif /* part 0 or GPUOS__D_PART_RT */\n",
     "/*** End of src/device/persistent.cuh ***/\n",
     NULL
 };

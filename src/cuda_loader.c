@@ -147,6 +147,7 @@ static const loader_sym loader_cuda_syms[] = {
     LOADER_SYM(gpuos__cuda_api, cuModuleGetFunction, "cuModuleGetFunction", NULL, 1),
     LOADER_SYM(gpuos__cuda_api, cuModuleGetGlobal, "cuModuleGetGlobal_v2", NULL, 1),
     LOADER_SYM(gpuos__cuda_api, cuFuncSetAttribute, "cuFuncSetAttribute", NULL, 0),
+    LOADER_SYM(gpuos__cuda_api, cuFuncGetAttribute, "cuFuncGetAttribute", NULL, 0),
     LOADER_SYM(gpuos__cuda_api, cuLaunchKernel, "cuLaunchKernel", NULL, 1),
     LOADER_SYM(gpuos__cuda_api, cuStreamCreate, "cuStreamCreate", NULL, 1),
     LOADER_SYM(gpuos__cuda_api, cuStreamDestroy, "cuStreamDestroy_v2", NULL, 1),

@@ -103,8 +103,13 @@ typedef struct gpuos__matmul_plan {
 
 /* Run-time operators (src/rtops.c) on the device: task kernel ids from
    GPUOS__RT_KERNEL_BASE name physical slots (two per operator: the version queued tasks
-   use and the next one) of the module's gpuos__rt_table. */
+   use and the next one) of the run-time module's gpuos__rt_table. That module is the
+   device source compiled as part GPUOS__D_PART_RT (the worker loop, the run-time
+   dispatcher and the kernel gpuos__pk_rt, none of the built-in groups) linked with the
+   operators' objects (compiled as part GPUOS__D_PART_OP: templates only). */
 #define GPUOS__RT_KERNEL_BASE 30000
 #define GPUOS__RT_SLOTS 128
+#define GPUOS__D_PART_RT 98
+#define GPUOS__D_PART_OP 99
 
 #endif /* GPUOS_PLAN_H */

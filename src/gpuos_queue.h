@@ -48,7 +48,7 @@ typedef struct gpuos__qdesc {
     int64_t n_items;     /* work items of the plan (gpuos_plan.h) */
     uint32_t tile_items; /* items per tile */
     uint32_t n_tiles;
-    uint32_t base;       /* tile t runs on worker (base + t) % n_workers */
+    uint32_t base;       /* tile t runs on worker (base + t) % n (gpuos__pk_params.n_main, n_rt) */
     uint32_t stamp;      /* in a worker inbox: entry index + 1, stored last (release) */
     uint32_t dep_delta[GPUOS__MAX_DEPS];
 } gpuos__qdesc;
@@ -133,7 +133,7 @@ typedef struct gpuos__pk_params {
     uint32_t *done[GPUOS__LANES];      /* device, task_cap tile counters */
     uint64_t *retired;                 /* device, [lane]: copies of ctl's retired words, for dependency checks */
     char *plans;                       /* device, plan_cap * GPUOS__PLAN_BYTES (both lanes) */
-    gpuos__dtask *inbox[GPUOS__LANES]; /* device, n_workers * inbox_cap entries: each worker's tasks, in order */
+    gpuos__dtask *inbox[GPUOS__LANES]; /* device, (n_main + n_rt) * inbox_cap entries: each worker's tasks, in order */
     uint32_t *wpos[GPUOS__LANES];      /* device, per worker: inbox entries it has consumed */
     uint32_t inbox_cap;     /* power of two, >= GPUOS__PUSH_CHUNK */
     uint32_t ring_log2;     /* log2(ring_slots) */
@@ -142,6 +142,16 @@ typedef struct gpuos__pk_params {
     uint64_t start_pos[GPUOS__LANES]; /* first ring position to read */
     uint64_t start_seq[GPUOS__LANES]; /* first task sequence number (>= 1) */
     unsigned long long *prof; /* device, GPUOS__PROF_N counters (GPUOS__PK_TIMESTAMPS builds) */
+    /* Workers: inboxes 0..n_main-1 belong to the persistent kernel's worker blocks (built-in
+       kernels), n_main..n_main+n_rt-1 to the run-time module's kernel gpuos__pk_rt (run-time
+       operators; n_rt = 0 while none is defined). Tile t of a task goes to inbox
+       (base + t) % n_main, or n_main + (base + t) % n_rt for a run-time operator. */
+    uint32_t n_main, n_rt;
+    /* Residency: block b of gpuos__pk_main (b = 0..n_main), and block i of gpuos__pk_rt as
+       n_main + 1 + i, write epoch (the launch's number) to up[...] when they start (mapped
+       host memory): the host sees whether every block became resident. */
+    uint32_t *up;
+    uint32_t epoch;
 } gpuos__pk_params;
 
 #endif /* GPUOS_QUEUE_H */

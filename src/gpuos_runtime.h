@@ -343,6 +343,7 @@ typedef struct gpuos__cuda_api {
     gpuos__CUresult (*cuModuleGetGlobal)(gpuos__CUdeviceptr *dptr, size_t *bytes, gpuos__CUmodule hmod,
                                          const char *name);                     /* _v2 */
     gpuos__CUresult (*cuFuncSetAttribute)(gpuos__CUfunction hfunc, int attrib, int value);
+    gpuos__CUresult (*cuFuncGetAttribute)(int *value, int attrib, gpuos__CUfunction hfunc);
     gpuos__CUresult (*cuLaunchKernel)(gpuos__CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                       unsigned by, unsigned bz, unsigned shared_bytes, gpuos__CUstream stream,
                                       void **params, void **extra);

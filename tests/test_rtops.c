@@ -400,7 +400,7 @@ static void test_sin_large(gpuos_context *ctx) {
 typedef struct rt_thread {
     gpuos_context *ctx;
     gpuos_op op;
-    gpuos_tensor *x;
+    gpuos_tensor *x, *one;
     long tasks;
     int failed;
     char msg[256];
@@ -414,7 +414,9 @@ static void *rt_submitter(void *arg) {
     t.out = w->x;
     t.in[0] = w->x;
     for (i = 0; i < w->tasks; i++) {
-        gpuos_status st = gpuos_submit(w->ctx, &t, NULL);
+        /* every third task a built-in add: the dependent chain crosses between the run-time
+           operator's workers and the built-ins' (on the GPU, two kernels) both ways */
+        gpuos_status st = i % 3 == 2 ? gpuos_add(w->ctx, w->x, w->x, w->one) : gpuos_submit(w->ctx, &t, NULL);
         if (st != GPUOS_OK) {
             w->failed = 1;
             snprintf(w->msg, sizeof w->msg, "task %ld: %s", i, gpuos_last_error(w->ctx));
@@ -441,6 +443,7 @@ static void test_stream_redefine(gpuos_context *ctx) {
         w[k].op = op;
         w[k].tasks = total / 4;
         CHECK(gpuos_tensor_new(ctx, GPUOS_I32, 1, &n, &w[k].x) == GPUOS_OK, "x");
+        CHECK(gpuos_tensor_scalar(ctx, GPUOS_I32, 1.0, &w[k].one) == GPUOS_OK, "one");
         CHECK(gpuos_fill(ctx, w[k].x, 0) == GPUOS_OK, "fill");
     }
     for (k = 0; k < 4; k++) pthread_create(&th[k], NULL, rt_submitter, &w[k]);
@@ -466,8 +469,9 @@ static void test_stream_redefine(gpuos_context *ctx) {
                         "reordered tasks)",
               k, h[0], total / 4, swaps);
         gpuos_tensor_release(w[k].x);
+        gpuos_tensor_release(w[k].one);
     }
-    printf("%ld tasks from 4 threads across %d redefinitions\n", total / 4 * 4, swaps);
+    printf("%ld tasks (one in three a built-in add) from 4 threads across %d redefinitions\n", total / 4 * 4, swaps);
     gpuos_op_remove(ctx, op);
 }
 

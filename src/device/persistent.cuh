@@ -8,14 +8,24 @@
 
    Blocks: block 0 is the scheduler (fetches descriptors from pinned host memory into
    the device task ring, copies inline plans into the plan table, retires finished
-   tasks and reports progress to the host); blocks 1..n-1 are workers. Every worker
-   walks the task sequence in order; tile t of a task belongs to worker
-   (base + t) % n_workers. A chain of element-wise tasks on the same tiles gets the
+   tasks and reports progress to the host); blocks 1..n-1 are workers. While run-time
+   operators are defined, a second kernel (gpuos__pk_rt, from the run-time module:
+   this file compiled as part GPUOS__D_PART_RT) runs beside it with n_rt more workers,
+   which take the run-time operators' tiles. Every worker walks its own task sequence
+   in order; tile t of a task belongs to worker (base + t) % n_main (built-in kernels),
+   or to run-time worker (base + t) % n_rt. A chain of element-wise tasks on the same tiles gets the
    same base from the host, so its tiles stay on one block and need no cross-block
    synchronisation (in-order processing plus __syncthreads is enough). Dependencies
    the host could not prove tile-local are waited for on the producer's done counter. */
 
-#if !defined(GPUOS__D_PART) || GPUOS__D_PART == 0 /* part 0 of a split compile (device_ops.cu) */
+/* part 0 of a split compile (device_ops.cu): the whole kernel; part GPUOS__D_PART_RT: the
+   workers and gpuos__pk_rt */
+#if !defined(GPUOS__D_PART) || GPUOS__D_PART == 0 || GPUOS__D_PART == GPUOS__D_PART_RT
+#if !defined(GPUOS__D_PART) || GPUOS__D_PART == 0
+#define GPUOS__PK_SCHED 1 /* this part has the scheduler block and gpuos__pk_main */
+#else
+#define GPUOS__PK_SCHED 0
+#endif
 /* ---------------------------------------------------------------- memory model helpers */
 static __device__ __forceinline__ uint64_t gpuos__ld_acquire_gpu_u64(const volatile uint64_t *p) {
     uint64_t v;
@@ -77,6 +87,7 @@ static __device__ __forceinline__ void gpuos__sh_store(uint64_t *p, uint64_t v) 
 #define GPUOS__FETCH_THREADS 128 /* lane 0's fetcher: 16 slots per poll */
 #define GPUOS__FETCH_THREADS_HI 32 /* lane 1's: 4 slots per poll */
 #define GPUOS__FETCH_FIRST_HI 160  /* lane 1's fetcher is warp 5 */
+#if GPUOS__PK_SCHED
 template <int LANE, int NT>
 static __device__ __forceinline__ void gpuos__fetch_bar(void) {
     asm volatile("bar.sync %0, %1;" ::"n"(1 + LANE), "n"(NT) : "memory");
@@ -96,7 +107,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
     __shared__ uint64_t s_pos, s_seq;
     __shared__ int s_exit;
     const int tid = (int)threadIdx.x - (LANE ? GPUOS__FETCH_FIRST_HI : 0), lane = tid & 31, warp = tid >> 5;
-    const uint32_t nw = gridDim.x - 1;
+    const uint32_t nw = P.n_main + P.n_rt; /* every inbox (EXIT goes to all) */
     gpuos__qslot *const ring = P.ring[LANE];
     gpuos__dtask *const tasks = P.tasks[LANE];
     gpuos__dtask *const inbox = P.inbox[LANE];
@@ -204,7 +215,8 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
             for (uint32_t i = 0; i < n_tasks; i++) {
                 s_off[i] = off;
                 const gpuos__qdesc *d = &s_d[i];
-                off += GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT ? nw : (d->n_tiles < nw ? d->n_tiles : nw);
+                const uint32_t nk = d->kernel_id >= GPUOS__RT_KERNEL_BASE && P.n_rt ? P.n_rt : P.n_main;
+                off += GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT ? nw : (d->n_tiles < nk ? d->n_tiles : nk);
             }
             s_off[n_tasks] = off;
         }
@@ -232,7 +244,11 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
                             if (s_off[mid] <= p) lo = mid; else hi = mid;
                         }
                         i = lo;
-                        w = (s_d[i].base + (p - s_off[i])) % nw;
+                        const gpuos__qdesc *di = &s_d[i];
+                        const uint32_t j = p - s_off[i];
+                        if (GPUOS__KIND(di->kind) == GPUOS__SLOT_EXIT) w = j;
+                        else if (di->kernel_id >= GPUOS__RT_KERNEL_BASE && P.n_rt) w = P.n_main + (di->base + j) % P.n_rt;
+                        else w = (di->base + j) % P.n_main;
                     }
                     const uint32_t peers = __match_any_sync(0xffffffffu, w);
                     const uint32_t rank = __popc(peers & ((1u << lane) - 1));
@@ -372,6 +388,8 @@ static __device__ void gpuos__pk_schedule(const gpuos__pk_params &P) {
     }
 }
 
+#endif /* GPUOS__PK_SCHED */
+
 /* ---------------------------------------------------------------- worker blocks */
 static __device__ __forceinline__ int gpuos__pk_dep_done(const gpuos__pk_params &P, int lane, uint64_t dep) {
     if (gpuos__ld_acquire_gpu_u64(&P.retired[lane]) >= dep) return 1;
@@ -426,7 +444,7 @@ static __device__ __forceinline__ uint32_t gpuos__pk_hi_stamp(const gpuos__pk_pa
    flight in shared memory) or while lane-0 work waits for a dependency. Lane-1 tasks wait
    only for lane-1 tasks, which every worker runs first, so this always finishes. Plans go
    through their own shared buffer: the lane-0 task's copy stays valid. */
-static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint32_t me, uint32_t nw,
+static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint32_t me, uint32_t loc, uint32_t nw,
                                                   uint32_t *s_hhead) {
     __shared__ gpuos__qdesc s_d[32];
     __shared__ uint64_t s_seq[32];
@@ -471,7 +489,7 @@ static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint
             const uint64_t *src = (const uint64_t *)(P.plans + (size_t)d->plan_id * GPUOS__PLAN_BYTES);
             for (int k = tid; k < (int)(GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8); k += blockDim.x) s_plan[k] = src[k];
             __syncthreads();
-            const uint32_t first = (me + nw - (d->base % nw)) % nw;
+            const uint32_t first = (loc + nw - (d->base % nw)) % nw;
             uint32_t mine = 0;
             for (uint32_t t = first; t < d->n_tiles; t += nw) {
                 int64_t b = (int64_t)t * d->tile_items;
@@ -508,7 +526,10 @@ static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint
    parallel read of its own (uncontended) inbox lines. Finished-tile counts are
    published in batches: one fence for a batch, and always before waiting on another
    block (which might be waiting on one of ours), so nothing can deadlock. */
-static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
+/* me: this block's inbox; loc, nw: its index among the nw workers of its kind (the
+   tiles it owns are those with (base + t) % nw == loc). */
+static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t me, const uint32_t loc,
+                                      const uint32_t nw) {
     __shared__ gpuos__qdesc s_d[32];
     __shared__ uint64_t s_seq[32];
     __shared__ uint32_t s_mine[32];
@@ -516,7 +537,6 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
     __shared__ int s_n, s_stale, s_ready;
     __shared__ uint32_t s_hhead;   /* lane 1: inbox entries consumed (gpuos__pk_hi) */
     const int tid = threadIdx.x, lane = tid & 31;
-    const uint32_t me = blockIdx.x - 1, nw = gridDim.x - 1;
     const gpuos__dtask *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;
     uint32_t head = P.wpos[0][me];
 
@@ -570,7 +590,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
         uint32_t btiles = 0; /* tiles run in this batch */
         if (s_stale) plan_row = 0xffffffffu, vec_state = -1;
         if (n == 0) { /* lane 1 work: run it, then look again */
-            gpuos__pk_hi(P, me, nw, &s_hhead);
+            gpuos__pk_hi(P, me, loc, nw, &s_hhead);
             continue;
         }
         for (int i = 0; i < n; i++) {
@@ -608,7 +628,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
                     }
                     __syncthreads();
                     if (s_ready) break;
-                    gpuos__pk_hi(P, me, nw, &s_hhead); /* its barriers order s_ready's next write */
+                    gpuos__pk_hi(P, me, loc, nw, &s_hhead); /* its barriers order s_ready's next write */
                 }
                 __syncthreads(); /* s_ready is read by all before thread 0 writes it again */
                 /* every thread acquires: its loads must see the producers' writes, not
@@ -637,7 +657,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
 #endif
             }
             const void *plan = s_plan;
-            const uint32_t first = (me + nw - (d->base % nw)) % nw; /* (base + first) % nw == me */
+            const uint32_t first = (loc + nw - (d->base % nw)) % nw; /* (base + first) % nw == loc */
             uint32_t mine = 0;
             for (uint32_t t = first; t < d->n_tiles; t += nw) {
                 int64_t b = (int64_t)t * d->tile_items;
@@ -662,7 +682,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
                 } else if (GPUOS__PROBE_RUN != 2) {
                     gpuos__d_run(d->kernel_id, plan, b, e);
                 }
-#elif GPUOS__D_EW_SPLIT && GPUOS__D_EW_INLINE
+#elif GPUOS__D_EW_SPLIT && GPUOS__D_EW_INLINE && GPUOS__PK_SCHED
                 {
                     /* element-wise vector passes inline, the rest (or any other kernel) called */
                     if (d->kernel_id != vec_kid) vec_kid = d->kernel_id, vec_state = -1;
@@ -721,10 +741,27 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
 #ifndef GPUOS__PK_MIN_BLOCKS
 #define GPUOS__PK_MIN_BLOCKS 2
 #endif
+/* This block started (block b of the launch's n_main + 1 + n_rt; one posted write). */
+static __device__ __forceinline__ void gpuos__pk_up(const gpuos__pk_params &P, uint32_t b) {
+    if (threadIdx.x == 0) asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(&P.up[b]), "r"(P.epoch) : "memory");
+}
+
+#if GPUOS__PK_SCHED
 extern "C" __global__ void __launch_bounds__(GPUOS__PK_THREADS, GPUOS__PK_MIN_BLOCKS) gpuos__pk_main(const __grid_constant__ gpuos__pk_params P) {
+    gpuos__pk_up(P, blockIdx.x);
     if (blockIdx.x == 0)
         gpuos__pk_schedule(P);
     else
-        gpuos__pk_work(P);
+        gpuos__pk_work(P, blockIdx.x - 1, blockIdx.x - 1, gridDim.x - 1); /* gridDim.x - 1 == P.n_main */
 }
-#endif /* part 0 */
+#else
+/* The run-time module's kernel: n_rt worker blocks (inboxes n_main..), launched beside
+   gpuos__pk_main and stopped by the same EXIT. Its tiles run through this module's
+   gpuos__d_run, which knows only the run-time operators' table. */
+extern "C" __global__ void __launch_bounds__(GPUOS__PK_THREADS, GPUOS__PK_MIN_BLOCKS) gpuos__pk_rt(const __grid_constant__ gpuos__pk_params P) {
+    gpuos__pk_up(P, P.n_main + 1 + blockIdx.x);
+    gpuos__pk_work(P, P.n_main + blockIdx.x, blockIdx.x, P.n_rt);
+}
+#endif
+#undef GPUOS__PK_SCHED
+#endif /* part 0 or GPUOS__D_PART_RT */

@@ -5650,6 +5650,21 @@ __device__ void gpuos__d_rows_g7(const gpuos__rows_plan *p, int64_t begin, int64
 #endif
 
 /* ================================================================ dispatch */
+#if GPUOS__D_PART == GPUOS__D_PART_RT
+/* The run-time module (src/rtops.c, cuda_backend.c): physical slot s holds the address of
+   an operator linked into this module generation, written by the host (cuModuleGetGlobal)
+   before its kernel gpuos__pk_rt starts; kernel id GPUOS__RT_KERNEL_BASE + s calls it
+   (one indirect call; every object is compiled with the same register cap). */
+__device__ void *gpuos__rt_table[GPUOS__RT_SLOTS];
+typedef void (*gpuos__rt_fn)(const void *plan, long long begin, long long end);
+
+__device__ void gpuos__d_run(int kernel_id, const void *plan, int64_t begin, int64_t end) {
+    const unsigned s = (unsigned)(kernel_id - GPUOS__RT_KERNEL_BASE);
+    const gpuos__rt_fn f = s < GPUOS__RT_SLOTS ? (gpuos__rt_fn)gpuos__rt_table[s] : (gpuos__rt_fn)0;
+    if (f) f(plan, begin, end);
+}
+#endif
+
 #if GPUOS__D_PART == 0 /* the dispatcher, its table and the test entry: part 0 only */
 /* Kernel id -> (group, case); ids as gpuos__device_kernel_id (src/generated/device_ids.c). */
 #define GPUOS__D_N_KERNELS 642
@@ -6298,22 +6313,10 @@ __constant__ uint16_t gpuos__d_kernels[GPUOS__D_N_KERNELS][2] = {
     { 56, 0 }, /* 641: rmsnorm_f64 */
 };
 
-/* Run-time operators (src/rtops.c): physical slot s holds the address of an operator
-   linked into this module generation, written by the host (cuModuleGetGlobal) before the
-   kernel starts; kernel id GPUOS__RT_KERNEL_BASE + s calls it. */
-__device__ void *gpuos__rt_table[GPUOS__RT_SLOTS];
-typedef void (*gpuos__rt_fn)(const void *plan, long long begin, long long end);
-
-/* Runs items [begin, end) of the task whose plan is at plan with kernel kernel_id
-   (gpuos__device_kernel_id, or a run-time operator's slot). Called by every thread of
-   the block with the same arguments. Unknown ids do nothing. */
+/* Runs items [begin, end) of the task whose plan is at plan with built-in kernel
+   kernel_id (gpuos__device_kernel_id). Called by every thread of the block with the same
+   arguments. Unknown ids (run-time operators run in their own module) do nothing. */
 __device__ void gpuos__d_run(int kernel_id, const void *plan, int64_t begin, int64_t end) {
-    if (kernel_id >= GPUOS__RT_KERNEL_BASE) {
-        const unsigned s = (unsigned)(kernel_id - GPUOS__RT_KERNEL_BASE);
-        const gpuos__rt_fn f = s < GPUOS__RT_SLOTS ? (gpuos__rt_fn)gpuos__rt_table[s] : (gpuos__rt_fn)0;
-        if (f) f(plan, begin, end);
-        return;
-    }
     if ((unsigned)kernel_id >= GPUOS__D_N_KERNELS) return;
     const int cs = gpuos__d_kernels[kernel_id][1];
     switch (gpuos__d_kernels[kernel_id][0]) {

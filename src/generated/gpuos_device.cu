@@ -275,9 +275,14 @@ typedef struct gpuos__matmul_plan {
 
 /* Run-time operators (src/rtops.c) on the device: task kernel ids from
    GPUOS__RT_KERNEL_BASE name physical slots (two per operator: the version queued tasks
-   use and the next one) of the module's gpuos__rt_table. */
+   use and the next one) of the run-time module's gpuos__rt_table. That module is the
+   device source compiled as part GPUOS__D_PART_RT (the worker loop, the run-time
+   dispatcher and the kernel gpuos__pk_rt, none of the built-in groups) linked with the
+   operators' objects (compiled as part GPUOS__D_PART_OP: templates only). */
 #define GPUOS__RT_KERNEL_BASE 30000
 #define GPUOS__RT_SLOTS 128
+#define GPUOS__D_PART_RT 98
+#define GPUOS__D_PART_OP 99
 
 #endif /* GPUOS_PLAN_H */
 /*** End of src/gpuos_plan.h ***/
@@ -7406,6 +7411,21 @@ __device__ void gpuos__d_rows_g7(const gpuos__rows_plan *p, int64_t begin, int64
 #endif
 
 /* ================================================================ dispatch */
+#if GPUOS__D_PART == GPUOS__D_PART_RT
+/* The run-time module (src/rtops.c, cuda_backend.c): physical slot s holds the address of
+   an operator linked into this module generation, written by the host (cuModuleGetGlobal)
+   before its kernel gpuos__pk_rt starts; kernel id GPUOS__RT_KERNEL_BASE + s calls it
+   (one indirect call; every object is compiled with the same register cap). */
+__device__ void *gpuos__rt_table[GPUOS__RT_SLOTS];
+typedef void (*gpuos__rt_fn)(const void *plan, long long begin, long long end);
+
+__device__ void gpuos__d_run(int kernel_id, const void *plan, int64_t begin, int64_t end) {
+    const unsigned s = (unsigned)(kernel_id - GPUOS__RT_KERNEL_BASE);
+    const gpuos__rt_fn f = s < GPUOS__RT_SLOTS ? (gpuos__rt_fn)gpuos__rt_table[s] : (gpuos__rt_fn)0;
+    if (f) f(plan, begin, end);
+}
+#endif
+
 #if GPUOS__D_PART == 0 /* the dispatcher, its table and the test entry: part 0 only */
 /* Kernel id -> (group, case); ids as gpuos__device_kernel_id (src/generated/device_ids.c). */
 #define GPUOS__D_N_KERNELS 642
@@ -8054,22 +8074,10 @@ __constant__ uint16_t gpuos__d_kernels[GPUOS__D_N_KERNELS][2] = {
     { 56, 0 }, /* 641: rmsnorm_f64 */
 };
 
-/* Run-time operators (src/rtops.c): physical slot s holds the address of an operator
-   linked into this module generation, written by the host (cuModuleGetGlobal) before the
-   kernel starts; kernel id GPUOS__RT_KERNEL_BASE + s calls it. */
-__device__ void *gpuos__rt_table[GPUOS__RT_SLOTS];
-typedef void (*gpuos__rt_fn)(const void *plan, long long begin, long long end);
-
-/* Runs items [begin, end) of the task whose plan is at plan with kernel kernel_id
-   (gpuos__device_kernel_id, or a run-time operator's slot). Called by every thread of
-   the block with the same arguments. Unknown ids do nothing. */
+/* Runs items [begin, end) of the task whose plan is at plan with built-in kernel
+   kernel_id (gpuos__device_kernel_id). Called by every thread of the block with the same
+   arguments. Unknown ids (run-time operators run in their own module) do nothing. */
 __device__ void gpuos__d_run(int kernel_id, const void *plan, int64_t begin, int64_t end) {
-    if (kernel_id >= GPUOS__RT_KERNEL_BASE) {
-        const unsigned s = (unsigned)(kernel_id - GPUOS__RT_KERNEL_BASE);
-        const gpuos__rt_fn f = s < GPUOS__RT_SLOTS ? (gpuos__rt_fn)gpuos__rt_table[s] : (gpuos__rt_fn)0;
-        if (f) f(plan, begin, end);
-        return;
-    }
     if ((unsigned)kernel_id >= GPUOS__D_N_KERNELS) return;
     const int cs = gpuos__d_kernels[kernel_id][1];
     switch (gpuos__d_kernels[kernel_id][0]) {
@@ -8333,7 +8341,7 @@ typedef struct gpuos__qdesc {
     int64_t n_items;     /* work items of the plan (gpuos_plan.h) */
     uint32_t tile_items; /* items per tile */
     uint32_t n_tiles;
-    uint32_t base;       /* tile t runs on worker (base + t) % n_workers */
+    uint32_t base;       /* tile t runs on worker (base + t) % n (gpuos__pk_params.n_main, n_rt) */
     uint32_t stamp;      /* in a worker inbox: entry index + 1, stored last (release) */
     uint32_t dep_delta[GPUOS__MAX_DEPS];
 } gpuos__qdesc;
@@ -8418,7 +8426,7 @@ typedef struct gpuos__pk_params {
     uint32_t *done[GPUOS__LANES];      /* device, task_cap tile counters */
     uint64_t *retired;                 /* device, [lane]: copies of ctl's retired words, for dependency checks */
     char *plans;                       /* device, plan_cap * GPUOS__PLAN_BYTES (both lanes) */
-    gpuos__dtask *inbox[GPUOS__LANES]; /* device, n_workers * inbox_cap entries: each worker's tasks, in order */
+    gpuos__dtask *inbox[GPUOS__LANES]; /* device, (n_main + n_rt) * inbox_cap entries: each worker's tasks, in order */
     uint32_t *wpos[GPUOS__LANES];      /* device, per worker: inbox entries it has consumed */
     uint32_t inbox_cap;     /* power of two, >= GPUOS__PUSH_CHUNK */
     uint32_t ring_log2;     /* log2(ring_slots) */
@@ -8427,6 +8435,16 @@ typedef struct gpuos__pk_params {
     uint64_t start_pos[GPUOS__LANES]; /* first ring position to read */
     uint64_t start_seq[GPUOS__LANES]; /* first task sequence number (>= 1) */
     unsigned long long *prof; /* device, GPUOS__PROF_N counters (GPUOS__PK_TIMESTAMPS builds) */
+    /* Workers: inboxes 0..n_main-1 belong to the persistent kernel's worker blocks (built-in
+       kernels), n_main..n_main+n_rt-1 to the run-time module's kernel gpuos__pk_rt (run-time
+       operators; n_rt = 0 while none is defined). Tile t of a task goes to inbox
+       (base + t) % n_main, or n_main + (base + t) % n_rt for a run-time operator. */
+    uint32_t n_main, n_rt;
+    /* Residency: block b of gpuos__pk_main (b = 0..n_main), and block i of gpuos__pk_rt as
+       n_main + 1 + i, write epoch (the launch's number) to up[...] when they start (mapped
+       host memory): the host sees whether every block became resident. */
+    uint32_t *up;
+    uint32_t epoch;
 } gpuos__pk_params;
 
 #endif /* GPUOS_QUEUE_H */
@@ -8443,14 +8461,24 @@ typedef struct gpuos__pk_params {
 
    Blocks: block 0 is the scheduler (fetches descriptors from pinned host memory into
    the device task ring, copies inline plans into the plan table, retires finished
-   tasks and reports progress to the host); blocks 1..n-1 are workers. Every worker
-   walks the task sequence in order; tile t of a task belongs to worker
-   (base + t) % n_workers. A chain of element-wise tasks on the same tiles gets the
+   tasks and reports progress to the host); blocks 1..n-1 are workers. While run-time
+   operators are defined, a second kernel (gpuos__pk_rt, from the run-time module:
+   this file compiled as part GPUOS__D_PART_RT) runs beside it with n_rt more workers,
+   which take the run-time operators' tiles. Every worker walks its own task sequence
+   in order; tile t of a task belongs to worker (base + t) % n_main (built-in kernels),
+   or to run-time worker (base + t) % n_rt. A chain of element-wise tasks on the same tiles gets the
    same base from the host, so its tiles stay on one block and need no cross-block
    synchronisation (in-order processing plus __syncthreads is enough). Dependencies
    the host could not prove tile-local are waited for on the producer's done counter. */
 
-#if !defined(GPUOS__D_PART) || GPUOS__D_PART == 0 /* part 0 of a split compile (device_ops.cu) */
+/* part 0 of a split compile (device_ops.cu): the whole kernel; part GPUOS__D_PART_RT: the
+   workers and gpuos__pk_rt */
+#if !defined(GPUOS__D_PART) || GPUOS__D_PART == 0 || GPUOS__D_PART == GPUOS__D_PART_RT
+#if !defined(GPUOS__D_PART) || GPUOS__D_PART == 0
+#define GPUOS__PK_SCHED 1 /* this part has the scheduler block and gpuos__pk_main */
+#else
+#define GPUOS__PK_SCHED 0
+#endif
 /* ---------------------------------------------------------------- memory model helpers */
 static __device__ __forceinline__ uint64_t gpuos__ld_acquire_gpu_u64(const volatile uint64_t *p) {
     uint64_t v;
@@ -8512,6 +8540,7 @@ static __device__ __forceinline__ void gpuos__sh_store(uint64_t *p, uint64_t v) 
 #define GPUOS__FETCH_THREADS 128 /* lane 0's fetcher: 16 slots per poll */
 #define GPUOS__FETCH_THREADS_HI 32 /* lane 1's: 4 slots per poll */
 #define GPUOS__FETCH_FIRST_HI 160  /* lane 1's fetcher is warp 5 */
+#if GPUOS__PK_SCHED
 template <int LANE, int NT>
 static __device__ __forceinline__ void gpuos__fetch_bar(void) {
     asm volatile("bar.sync %0, %1;" ::"n"(1 + LANE), "n"(NT) : "memory");
@@ -8531,7 +8560,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
     __shared__ uint64_t s_pos, s_seq;
     __shared__ int s_exit;
     const int tid = (int)threadIdx.x - (LANE ? GPUOS__FETCH_FIRST_HI : 0), lane = tid & 31, warp = tid >> 5;
-    const uint32_t nw = gridDim.x - 1;
+    const uint32_t nw = P.n_main + P.n_rt; /* every inbox (EXIT goes to all) */
     gpuos__qslot *const ring = P.ring[LANE];
     gpuos__dtask *const tasks = P.tasks[LANE];
     gpuos__dtask *const inbox = P.inbox[LANE];
@@ -8639,7 +8668,8 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
             for (uint32_t i = 0; i < n_tasks; i++) {
                 s_off[i] = off;
                 const gpuos__qdesc *d = &s_d[i];
-                off += GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT ? nw : (d->n_tiles < nw ? d->n_tiles : nw);
+                const uint32_t nk = d->kernel_id >= GPUOS__RT_KERNEL_BASE && P.n_rt ? P.n_rt : P.n_main;
+                off += GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT ? nw : (d->n_tiles < nk ? d->n_tiles : nk);
             }
             s_off[n_tasks] = off;
         }
@@ -8667,7 +8697,11 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
                             if (s_off[mid] <= p) lo = mid; else hi = mid;
                         }
                         i = lo;
-                        w = (s_d[i].base + (p - s_off[i])) % nw;
+                        const gpuos__qdesc *di = &s_d[i];
+                        const uint32_t j = p - s_off[i];
+                        if (GPUOS__KIND(di->kind) == GPUOS__SLOT_EXIT) w = j;
+                        else if (di->kernel_id >= GPUOS__RT_KERNEL_BASE && P.n_rt) w = P.n_main + (di->base + j) % P.n_rt;
+                        else w = (di->base + j) % P.n_main;
                     }
                     const uint32_t peers = __match_any_sync(0xffffffffu, w);
                     const uint32_t rank = __popc(peers & ((1u << lane) - 1));
@@ -8807,6 +8841,8 @@ static __device__ void gpuos__pk_schedule(const gpuos__pk_params &P) {
     }
 }
 
+#endif /* GPUOS__PK_SCHED */
+
 /* ---------------------------------------------------------------- worker blocks */
 static __device__ __forceinline__ int gpuos__pk_dep_done(const gpuos__pk_params &P, int lane, uint64_t dep) {
     if (gpuos__ld_acquire_gpu_u64(&P.retired[lane]) >= dep) return 1;
@@ -8861,7 +8897,7 @@ static __device__ __forceinline__ uint32_t gpuos__pk_hi_stamp(const gpuos__pk_pa
    flight in shared memory) or while lane-0 work waits for a dependency. Lane-1 tasks wait
    only for lane-1 tasks, which every worker runs first, so this always finishes. Plans go
    through their own shared buffer: the lane-0 task's copy stays valid. */
-static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint32_t me, uint32_t nw,
+static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint32_t me, uint32_t loc, uint32_t nw,
                                                   uint32_t *s_hhead) {
     __shared__ gpuos__qdesc s_d[32];
     __shared__ uint64_t s_seq[32];
@@ -8906,7 +8942,7 @@ static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint
             const uint64_t *src = (const uint64_t *)(P.plans + (size_t)d->plan_id * GPUOS__PLAN_BYTES);
             for (int k = tid; k < (int)(GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8); k += blockDim.x) s_plan[k] = src[k];
             __syncthreads();
-            const uint32_t first = (me + nw - (d->base % nw)) % nw;
+            const uint32_t first = (loc + nw - (d->base % nw)) % nw;
             uint32_t mine = 0;
             for (uint32_t t = first; t < d->n_tiles; t += nw) {
                 int64_t b = (int64_t)t * d->tile_items;
@@ -8943,7 +8979,10 @@ static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint
    parallel read of its own (uncontended) inbox lines. Finished-tile counts are
    published in batches: one fence for a batch, and always before waiting on another
    block (which might be waiting on one of ours), so nothing can deadlock. */
-static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
+/* me: this block's inbox; loc, nw: its index among the nw workers of its kind (the
+   tiles it owns are those with (base + t) % nw == loc). */
+static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t me, const uint32_t loc,
+                                      const uint32_t nw) {
     __shared__ gpuos__qdesc s_d[32];
     __shared__ uint64_t s_seq[32];
     __shared__ uint32_t s_mine[32];
@@ -8951,7 +8990,6 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
     __shared__ int s_n, s_stale, s_ready;
     __shared__ uint32_t s_hhead;   /* lane 1: inbox entries consumed (gpuos__pk_hi) */
     const int tid = threadIdx.x, lane = tid & 31;
-    const uint32_t me = blockIdx.x - 1, nw = gridDim.x - 1;
     const gpuos__dtask *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;
     uint32_t head = P.wpos[0][me];
 
@@ -9005,7 +9043,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
         uint32_t btiles = 0; /* tiles run in this batch */
         if (s_stale) plan_row = 0xffffffffu, vec_state = -1;
         if (n == 0) { /* lane 1 work: run it, then look again */
-            gpuos__pk_hi(P, me, nw, &s_hhead);
+            gpuos__pk_hi(P, me, loc, nw, &s_hhead);
             continue;
         }
         for (int i = 0; i < n; i++) {
@@ -9043,7 +9081,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
                     }
                     __syncthreads();
                     if (s_ready) break;
-                    gpuos__pk_hi(P, me, nw, &s_hhead); /* its barriers order s_ready's next write */
+                    gpuos__pk_hi(P, me, loc, nw, &s_hhead); /* its barriers order s_ready's next write */
                 }
                 __syncthreads(); /* s_ready is read by all before thread 0 writes it again */
                 /* every thread acquires: its loads must see the producers' writes, not
@@ -9072,7 +9110,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
 #endif
             }
             const void *plan = s_plan;
-            const uint32_t first = (me + nw - (d->base % nw)) % nw; /* (base + first) % nw == me */
+            const uint32_t first = (loc + nw - (d->base % nw)) % nw; /* (base + first) % nw == loc */
             uint32_t mine = 0;
             for (uint32_t t = first; t < d->n_tiles; t += nw) {
                 int64_t b = (int64_t)t * d->tile_items;
@@ -9097,7 +9135,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
                 } else if (GPUOS__PROBE_RUN != 2) {
                     gpuos__d_run(d->kernel_id, plan, b, e);
                 }
-#elif GPUOS__D_EW_SPLIT && GPUOS__D_EW_INLINE
+#elif GPUOS__D_EW_SPLIT && GPUOS__D_EW_INLINE && GPUOS__PK_SCHED
                 {
                     /* element-wise vector passes inline, the rest (or any other kernel) called */
                     if (d->kernel_id != vec_kid) vec_kid = d->kernel_id, vec_state = -1;
@@ -9156,11 +9194,28 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P) {
 #ifndef GPUOS__PK_MIN_BLOCKS
 #define GPUOS__PK_MIN_BLOCKS 2
 #endif
+/* This block started (block b of the launch's n_main + 1 + n_rt; one posted write). */
+static __device__ __forceinline__ void gpuos__pk_up(const gpuos__pk_params &P, uint32_t b) {
+    if (threadIdx.x == 0) asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(&P.up[b]), "r"(P.epoch) : "memory");
+}
+
+#if GPUOS__PK_SCHED
 extern "C" __global__ void __launch_bounds__(GPUOS__PK_THREADS, GPUOS__PK_MIN_BLOCKS) gpuos__pk_main(const __grid_constant__ gpuos__pk_params P) {
+    gpuos__pk_up(P, blockIdx.x);
     if (blockIdx.x == 0)
         gpuos__pk_schedule(P);
     else
-        gpuos__pk_work(P);
+        gpuos__pk_work(P, blockIdx.x - 1, blockIdx.x - 1, gridDim.x - 1); /* gridDim.x - 1 == P.n_main */
 }
-#endif /* part 0 */
+#else
+/* The run-time module's kernel: n_rt worker blocks (inboxes n_main..), launched beside
+   gpuos__pk_main and stopped by the same EXIT. Its tiles run through this module's
+   gpuos__d_run, which knows only the run-time operators' table. */
+extern "C" __global__ void __launch_bounds__(GPUOS__PK_THREADS, GPUOS__PK_MIN_BLOCKS) gpuos__pk_rt(const __grid_constant__ gpuos__pk_params P) {
+    gpuos__pk_up(P, P.n_main + 1 + blockIdx.x);
+    gpuos__pk_work(P, P.n_main + blockIdx.x, blockIdx.x, P.n_rt);
+}
+#endif
+#undef GPUOS__PK_SCHED
+#endif /* part 0 or GPUOS__D_PART_RT */
 /*** End of src/device/persistent.cuh ***/

@@ -75,10 +75,6 @@ $(BUILD)/probe_mlp: tests/gpu/probe_mlp.c gpuos.c gpuos.h | $(BUILD)
 $(BUILD)/probe_rtview: tests/gpu/probe_rtview.c gpuos.c gpuos.h | $(BUILD)
 	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_rtview.c -o $@ $(LDLIBS)
 
-# Whether cuLibraryLoadData while the kernel runs shortens a generation swap (not a test).
-$(BUILD)/probe_library: tests/gpu/probe_library.c gpuos.c gpuos.h | $(BUILD)
-	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_library.c -o $@ $(LDLIBS)
-
 # Where gpuos_create's time goes (warm_start; not a test).
 $(BUILD)/probe_create: tests/gpu/probe_create.c gpuos.c gpuos.h | $(BUILD)
 	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_create.c -o $@ $(LDLIBS)
