@@ -879,7 +879,15 @@ static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c
         c->P.start_pos[l] = c->pos[l];
         c->P.start_seq[l] = c->dseq[l];
     }
-    c->P.n_rt = c->rt_fn ? (uint32_t)c->n_rt : 0u;
+    /* the run-time kernel only while some version holds a slot (defined, or still used by
+       queued tasks): once every operator is removed the built-ins get every worker back */
+    c->P.n_rt = 0;
+    if (c->rt_fn)
+        for (l = 0; l < GPUOS__RT_SLOTS && l < 2 * GPUOS_MAX_RUNTIME_OPS; l++)
+            if (ctx->rt_slot[l]) {
+                c->P.n_rt = (uint32_t)c->n_rt;
+                break;
+            }
     c->P.n_main = (uint32_t)c->n_workers - c->P.n_rt;
     c->P.epoch++;
     c->all_up = 0;
@@ -1230,9 +1238,9 @@ static uint32_t cuda_plan_bytes(int kind) {
 }
 
 /* The worker blocks a job's tiles are spread over: the run-time module's for a run-time
-   operator, else the main kernel's. */
+   operator, else the main kernel's (as last launched; a job is encoded once it runs). */
 static int cuda_job_workers(const struct gpuos__cuda *c, const gpuos__job *job) {
-    return job->dev_kernel >= GPUOS__RT_KERNEL_BASE && c->n_rt > 0 ? c->n_rt : c->n_workers - c->n_rt;
+    return job->dev_kernel >= GPUOS__RT_KERNEL_BASE && c->n_rt > 0 ? c->n_rt : c->n_workers - (int)c->P.n_rt;
 }
 
 /* Matmul column blocks (gpuos__matmul_plan.n_cb): a matmul of few output rows (8 rows are
