@@ -3269,8 +3269,9 @@ static gpuos_status cuda_open_device(gpuos_context *ctx, struct gpuos__cuda *c, 
     c->smem_main = -1;
     if (c->cu->cuFuncGetAttribute && c->cu->cuFuncSetAttribute) {
         int smem = 0, per_sm = 0;
+        const char *e = getenv("GPUOS_CUDA_CARVEOUT"); /* diagnosis: 0 leaves the driver's choice */
         if (c->cu->cuFuncGetAttribute(&smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, c->fn) == CU_SUCCESS) c->smem_main = smem;
-        if (c->smem_main >= 0 &&
+        if (c->smem_main >= 0 && !(e && e[0] == '0') &&
             c->cu->cuDeviceGetAttribute(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, c->dev) ==
                 CU_SUCCESS &&
             per_sm > 0) {
@@ -20307,6 +20308,7 @@ const char *const gpuos__device_source[] = {
     "    __shared__ uint32_t s_wseen[GPUOS__MAX_WORKERS]; /* last seen consumption, per worker */\n",
     "    __shared__ gpuos__qdesc s_d[SLOTS];\n",
     "    __shared__ uint32_t s_off[SLOTS + 1];\n",
+    "    __shared__ uint32_t s_wo[SLOTS], s_wn[SLOTS]; /* a task's workers: inboxes s_wo + (base + j) % s_wn */\n",
     "    __shared__ uint64_t s_push[GPUOS__PUSH_CHUNK]; /* (worker, inbox index) of a chunk's entries */\n",
     "    __shared__ gpuos__qbody s_body[SLOTS];\n",
     "    __shared__ uint64_t s_pos, s_seq;\n",
@@ -20419,9 +20421,19 @@ const char *const gpuos__device_source[] = {
     "            uint32_t off = 0;\n",
     "            for (uint32_t i = 0; i < n_tasks; i++) {\n",
     "                s_off[i] = off;\n",
-    "                const gpuos__qdesc *d = &s_d[i];\n",
-    "                const uint32_t nk = d->kernel_id >= GPUOS__RT_KERNEL_BASE && P.n_rt \? P.n_rt : P.n_main;\n",
-    "                off += GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT \? nw : (d->n_tiles < nk \? d->n_tiles : nk);\n",
+    "                gpuos__qdesc *d = &s_d[i];\n",
+    "                const int rt = d->kernel_id >= GPUOS__RT_KERNEL_BASE && P.n_rt;\n",
+    "                const uint32_t nk = rt \? P.n_rt : P.n_main;\n",
+    "                if (GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT) { /* every inbox */\n",
+    "                    d->base = 0;\n",
+    "                    s_wo[i] = 0;\n",
+    "                    s_wn[i] = nw;\n",
+    "                    off += nw;\n",
+    "                } else {\n",
+    "                    s_wo[i] = rt \? P.n_main : 0;\n",
+    "                    s_wn[i] = nk;\n",
+    "                    off += d->n_tiles < nk \? d->n_tiles : nk;\n",
+    "                }\n",
     "            }\n",
     "            s_off[n_tasks] = off;\n",
     "        }\n",
@@ -20449,11 +20461,7 @@ const char *const gpuos__device_source[] = {
     "                            if (s_off[mid] <= p) lo = mid; else hi = mid;\n",
     "                        }\n",
     "                        i = lo;\n",
-    "                        const gpuos__qdesc *di = &s_d[i];\n",
-    "                        const uint32_t j = p - s_off[i];\n",
-    "                        if (GPUOS__KIND(di->kind) == GPUOS__SLOT_EXIT) w = j;\n",
-    "                        else if (di->kernel_id >= GPUOS__RT_KERNEL_BASE && P.n_rt) w = P.n_main + (di->base + j) % P.n_rt;\n",
-    "                        else w = (di->base + j) % P.n_main;\n",
+    "                        w = s_wo[i] + (s_d[i].base + (p - s_off[i])) % s_wn[i];\n",
     "                    }\n",
     "                    const uint32_t peers = __match_any_sync(0xffffffffu, w);\n",
     "                    const uint32_t rank = __popc(peers & ((1u << lane) - 1));\n",

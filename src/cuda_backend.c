@@ -654,8 +654,9 @@ static gpuos_status cuda_open_device(gpuos_context *ctx, struct gpuos__cuda *c, 
     c->smem_main = -1;
     if (c->cu->cuFuncGetAttribute && c->cu->cuFuncSetAttribute) {
         int smem = 0, per_sm = 0;
+        const char *e = getenv("GPUOS_CUDA_CARVEOUT"); /* diagnosis: 0 leaves the driver's choice */
         if (c->cu->cuFuncGetAttribute(&smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, c->fn) == CU_SUCCESS) c->smem_main = smem;
-        if (c->smem_main >= 0 &&
+        if (c->smem_main >= 0 && !(e && e[0] == '0') &&
             c->cu->cuDeviceGetAttribute(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, c->dev) ==
                 CU_SUCCESS &&
             per_sm > 0) {

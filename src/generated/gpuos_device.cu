@@ -8555,6 +8555,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
     __shared__ uint32_t s_wseen[GPUOS__MAX_WORKERS]; /* last seen consumption, per worker */
     __shared__ gpuos__qdesc s_d[SLOTS];
     __shared__ uint32_t s_off[SLOTS + 1];
+    __shared__ uint32_t s_wo[SLOTS], s_wn[SLOTS]; /* a task's workers: inboxes s_wo + (base + j) % s_wn */
     __shared__ uint64_t s_push[GPUOS__PUSH_CHUNK]; /* (worker, inbox index) of a chunk's entries */
     __shared__ gpuos__qbody s_body[SLOTS];
     __shared__ uint64_t s_pos, s_seq;
@@ -8667,9 +8668,19 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
             uint32_t off = 0;
             for (uint32_t i = 0; i < n_tasks; i++) {
                 s_off[i] = off;
-                const gpuos__qdesc *d = &s_d[i];
-                const uint32_t nk = d->kernel_id >= GPUOS__RT_KERNEL_BASE && P.n_rt ? P.n_rt : P.n_main;
-                off += GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT ? nw : (d->n_tiles < nk ? d->n_tiles : nk);
+                gpuos__qdesc *d = &s_d[i];
+                const int rt = d->kernel_id >= GPUOS__RT_KERNEL_BASE && P.n_rt;
+                const uint32_t nk = rt ? P.n_rt : P.n_main;
+                if (GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT) { /* every inbox */
+                    d->base = 0;
+                    s_wo[i] = 0;
+                    s_wn[i] = nw;
+                    off += nw;
+                } else {
+                    s_wo[i] = rt ? P.n_main : 0;
+                    s_wn[i] = nk;
+                    off += d->n_tiles < nk ? d->n_tiles : nk;
+                }
             }
             s_off[n_tasks] = off;
         }
@@ -8697,11 +8708,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
                             if (s_off[mid] <= p) lo = mid; else hi = mid;
                         }
                         i = lo;
-                        const gpuos__qdesc *di = &s_d[i];
-                        const uint32_t j = p - s_off[i];
-                        if (GPUOS__KIND(di->kind) == GPUOS__SLOT_EXIT) w = j;
-                        else if (di->kernel_id >= GPUOS__RT_KERNEL_BASE && P.n_rt) w = P.n_main + (di->base + j) % P.n_rt;
-                        else w = (di->base + j) % P.n_main;
+                        w = s_wo[i] + (s_d[i].base + (p - s_off[i])) % s_wn[i];
                     }
                     const uint32_t peers = __match_any_sync(0xffffffffu, w);
                     const uint32_t rank = __popc(peers & ((1u << lane) - 1));
