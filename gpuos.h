@@ -497,7 +497,9 @@ GPUOS_API void gpuos_graph_release(gpuos_graph *graph);
      element-wise operators; any strides and views; in place allowed. f16 and bf16 values
      are float in the body; bool is bool; integers are the <stdint.h> types. Example:
        def.source = "float t = a * s0 + b; out = t > 0.f ? t : 0.f;";
-     On a GPU it is compiled with NVRTC and linked into the persistent kernel; on the host
+     On a GPU it is compiled with NVRTC and linked into the run-time module, whose kernel
+     runs beside the persistent one (1/8 of the worker blocks while run-time operators
+     exist; GPUOS_CUDA_RT_WORKERS sets the count); on the host
      executor it is interpreted (a C subset: declarations, if/else, for/while, the usual
      operators, math functions such as sinf, expf, fminf; results where C leaves them
      undefined are defined, see src/expr.c).
@@ -506,6 +508,8 @@ GPUOS_API void gpuos_graph_release(gpuos_graph *graph);
      tile (flat row-major indices of the output); t.ptr(q, i) is operand q's address at item
      i (q = 0: out, 1..: inputs), t.s0, t.s1 the scalars; __syncthreads() is allowed where
      every thread reaches it. GPU only: the host executor returns GPUOS_ERR_UNSUPPORTED.
+     A function whose static shared memory exceeds the persistent kernel's (~25 KB) is
+     refused with GPUOS_ERR_UNSUPPORTED (its blocks must fit where the kernel's do).
 
    Compiling does not stop the running system: other threads keep submitting and queued
    work keeps running; the new code joins at a task boundary, and nothing queued is lost,
