@@ -3165,6 +3165,13 @@ static void cuda_free_now(struct gpuos__cuda *c, void *p) {
 
 static void *cuda_reaper_main(void *arg);
 
+/* Unloads the swapped-out run-time modules (no kernel may run). */
+static void cuda_unload_old_rt(struct gpuos__cuda *c) {
+    int i;
+    for (i = 0; i < c->n_old_rt; i++) c->cu->cuModuleUnload(c->old_rt[i]);
+    c->n_old_rt = 0;
+}
+
 static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) {
     gpuos__CUdeviceptr d;
     size_t inbox_bytes;
@@ -3364,7 +3371,7 @@ void gpuos__cuda_close(gpuos_context *ctx) {
         if (c->rt_stream) c->cu->cuStreamDestroy(c->rt_stream);
         if (c->mod) c->cu->cuModuleUnload(c->mod);
         if (c->rt_mod) c->cu->cuModuleUnload(c->rt_mod);
-        for (i = 0; i < c->n_old_rt; i++) c->cu->cuModuleUnload(c->old_rt[i]);
+        cuda_unload_old_rt(c);
         c->cu->cuDevicePrimaryCtxRelease(c->dev);
     }
     {
@@ -3487,6 +3494,14 @@ static void cuda_put(struct gpuos__cuda *c, int lane, const void *body) {
     c->pos[lane]++;
 }
 
+/* Blocks [first, first + n) of the current launch seen started (gpuos__pk_params.up). */
+static int cuda_up_count(const struct gpuos__cuda *c, uint32_t first, uint32_t n) {
+    uint32_t k;
+    int up = 0;
+    for (k = first; k < first + n; k++) up += __atomic_load_n(&c->up[k], __ATOMIC_ACQUIRE) == c->P.epoch;
+    return up;
+}
+
 static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c) {
     void *args[1];
     gpuos__CUresult r;
@@ -3522,13 +3537,11 @@ static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c
            kernel goes only once every run-time block runs (each block writes its word) */
         const unsigned pad = c->smem_main > c->smem_rt ? (unsigned)(c->smem_main - c->smem_rt) : 0u;
         const uint64_t t0 = cuda_now_ns();
-        int up = 0, k;
+        int up = 0;
         r = c->cu->cuLaunchKernel(c->rt_fn, c->P.n_rt, 1, 1, GPUOS__PK_THREADS, 1, 1, pad, c->rt_stream, args, NULL);
-        while (r == CU_SUCCESS && up < (int)c->P.n_rt && cuda_now_ns() - t0 < CUDA__RESIDENT_NS) {
-            for (k = 0, up = 0; k < (int)c->P.n_rt; k++)
-                up += __atomic_load_n(&c->up[c->P.n_main + 1 + k], __ATOMIC_ACQUIRE) == c->P.epoch;
-            if (up < (int)c->P.n_rt && cuda_now_ns() - t0 > 200000) cuda_sleep_ns(20000);
-        }
+        while (r == CU_SUCCESS && (up = cuda_up_count(c, c->P.n_main + 1, c->P.n_rt)) < (int)c->P.n_rt &&
+               cuda_now_ns() - t0 < CUDA__RESIDENT_NS)
+            if (cuda_now_ns() - t0 > 200000) cuda_sleep_ns(20000);
         if (r == CU_SUCCESS && up < (int)c->P.n_rt) {
             c->ctl->alive = 0;
             c->stuck = 1;
@@ -3596,10 +3609,7 @@ static void cuda_stop_kernel_locked(gpuos_context *ctx) {
     }
     if (r != CU_SUCCESS) gpuos__fail_locked(ctx, "the persistent kernel failed: %s (%d)", cuda_errname(c->cu, r), (int)r);
     for (i = 0; i < GPUOS__LANES; i++) c->retired_seen[i] = c->dseq[i] - 1;
-    if (!c->swapping || c->n_old_rt == CUDA__OLD_MODS) { /* swapped-out generations (small) */
-        for (i = 0; i < c->n_old_rt; i++) c->cu->cuModuleUnload(c->old_rt[i]);
-        c->n_old_rt = 0;
-    }
+    if (!c->swapping || c->n_old_rt == CUDA__OLD_MODS) cuda_unload_old_rt(c); /* swapped-out generations (small) */
     for (i = 0; i < c->n_deferred; i++) cuda_free_now(c, c->deferred[i]);
     c->n_deferred = 0;
 }
@@ -4210,13 +4220,8 @@ static void cuda_check_fault_locked(gpuos_context *ctx) {
     gpuos__CUresult r;
     if (!c->running || ctx->sticky != GPUOS_OK) return;
     if (!c->all_up) {
-        const int n = (int)(c->P.n_main + 1 + c->P.n_rt);
-        int k, up = 0, up_rt = 0;
-        for (k = 0; k < n; k++) {
-            const int u = __atomic_load_n(&c->up[k], __ATOMIC_RELAXED) == c->P.epoch;
-            up += u;
-            up_rt += u && k > (int)c->P.n_main;
-        }
+        const int n = (int)(c->P.n_main + 1 + c->P.n_rt), up_rt = cuda_up_count(c, c->P.n_main + 1, c->P.n_rt),
+                  up = cuda_up_count(c, 0, c->P.n_main + 1) + up_rt;
         if (up == n) {
             c->all_up = 1;
         } else if (cuda_now_ns() - c->launch_ns > CUDA__RESIDENT_NS) {
@@ -4440,17 +4445,16 @@ static gpuos_status cuda_rt_swap_locked(gpuos_context *ctx, struct gpuos__cuda *
         r = c->cu->cuModuleGetFunction(&fn, mod, "gpuos__pk_rt");
         if (r == CU_SUCCESS && c->carveout >= 0) /* the main kernel's carveout (cuda_open_device) */
             r = c->cu->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, c->carveout);
-        if (r == CU_SUCCESS) r = c->cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fn, GPUOS__PK_THREADS, 0);
         if (r == CU_SUCCESS && c->smem_main >= 0) {
             if (c->cu->cuFuncGetAttribute(&smem_rt, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn) != CU_SUCCESS)
                 smem_rt = c->smem_main;
-            if (smem_rt > c->smem_main) occ = 0; /* could not take a main block's place */
-            else if (smem_rt < c->smem_main) /* padded to the main kernel's size at launch */
+            if (smem_rt < c->smem_main) /* padded to the main kernel's size at launch */
                 r = c->cu->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, c->smem_main - smem_rt);
-            if (r == CU_SUCCESS)
-                r = c->cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fn, GPUOS__PK_THREADS,
-                                                                       (size_t)(c->smem_main - smem_rt));
         }
+        if (r == CU_SUCCESS) /* with the launch's padding (none when the sizes are unknown) */
+            r = c->cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                &occ, fn, GPUOS__PK_THREADS, c->smem_main > smem_rt ? (size_t)(c->smem_main - smem_rt) : 0);
+        if (r == CU_SUCCESS && smem_rt > c->smem_main && c->smem_main >= 0) occ = 0; /* could not take a main block's place */
         /* a run-time block takes the slot of a main block: it must fit wherever one does */
         if (r == CU_SUCCESS && occ < occ_main) {
             c->cu->cuModuleUnload(mod);
@@ -4476,10 +4480,7 @@ static gpuos_status cuda_rt_swap_locked(gpuos_context *ctx, struct gpuos__cuda *
         }
     }
     /* the old module goes when the kernels next stop: unloading it now would add to the pause */
-    if (c->n_old_rt == CUDA__OLD_MODS) { /* no kernel runs (the stop above): unloading is safe */
-        for (k = 0; k < c->n_old_rt; k++) c->cu->cuModuleUnload(c->old_rt[k]);
-        c->n_old_rt = 0;
-    }
+    if (c->n_old_rt == CUDA__OLD_MODS) cuda_unload_old_rt(c); /* no kernel runs (the stop above) */
     if (c->rt_mod) c->old_rt[c->n_old_rt++] = c->rt_mod;
     c->rt_mod = mod;
     c->rt_fn = fn;
