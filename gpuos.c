@@ -2777,6 +2777,8 @@ struct gpuos__cuda {
 
     pthread_t reaper;
     int reaper_running, reaper_stop;
+    pthread_t preload;           /* loads NVRTC and nvJitLink while the driver creates the context */
+    int preload_running;
 };
 
 /* ---------------------------------------------------------------- small helpers */
@@ -2996,6 +2998,21 @@ static void cuda_rtw_path(const struct gpuos__cuda *c, const char *dir, char *pa
              c->cc_minor);
 }
 
+/* NVRTC and nvJitLink are needed even when the device code comes from the disk cache (the
+   cache key holds NVRTC's version); loading them (~15 ms of dlopen in a fresh process)
+   overlaps cuInit and the context's creation (~100 ms each) on a thread of its own. */
+static void *cuda_preload_main(void *arg) {
+    char why[512];
+    (void)arg;
+    gpuos__nvrtc_load(why, sizeof why);
+    gpuos__nvjitlink_load(why, sizeof why);
+    return NULL;
+}
+static void cuda_preload_join(struct gpuos__cuda *c) {
+    if (c->preload_running) pthread_join(c->preload, NULL);
+    c->preload_running = 0;
+}
+
 static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c) {
     char why[512], arch[64], dir[1024], path[1200], maxrreg[32];
     const gpuos__nvrtc_api *nv;
@@ -3012,7 +3029,9 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
     /* Relocatable code linked by nvJitLink: 3x faster to compile than one whole-program
        pass over the whole source (7.7 s against 25 s, measured), and the form that
        run-time operators will be linked with. Without nvJitLink: one whole-program pass. */
-    const gpuos__nvjitlink_api *jl = gpuos__nvjitlink_load(why, sizeof why);
+    const gpuos__nvjitlink_api *jl;
+    cuda_preload_join(c);
+    jl = gpuos__nvjitlink_load(why, sizeof why);
     snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%d", c->cc_major, c->cc_minor);
     opts[n_opts++] = arch;
     opts[n_opts++] = "-default-device";
@@ -3317,7 +3336,9 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     /* Diagnostic switches (documented in docs/ARCHITECTURE.md): correctness never needs them. */
     c->align = !(getenv("GPUOS_CUDA_ALIGN") && getenv("GPUOS_CUDA_ALIGN")[0] == '0');
     c->serialize = getenv("GPUOS_CUDA_SERIALIZE") && getenv("GPUOS_CUDA_SERIALIZE")[0] == '1';
+    c->preload_running = pthread_create(&c->preload, NULL, cuda_preload_main, NULL) == 0;
     st = cuda_open_device(ctx, c, ordinal < 0 ? 0 : ordinal);
+    cuda_preload_join(c); /* joined already unless the device failed before its code */
     if (st == GPUOS_OK) {
         c->last_activity_ns = cuda_now_ns();
         if (pthread_create(&c->reaper, NULL, cuda_reaper_main, ctx) != 0)
@@ -4563,6 +4584,18 @@ gpuos_status gpuos__cuda_rt_install(gpuos_context *ctx, gpuos__rt_version *v) {
     pthread_mutex_unlock(&ctx->mu);
     free(cubin);
     return st;
+}
+
+void gpuos_debug_create_times(gpuos_context *ctx, double *driver_ms, double *context_ms, double *code_ms,
+                              double *rest_ms) {
+    const struct gpuos__cuda *c = ctx ? ctx->cuda : NULL;
+    const double ms[4] = {c ? (double)c->open_ns[1] / 1e6 : 0, c ? (double)(c->open_ns[2] - c->open_ns[1]) / 1e6 : 0,
+                          c ? (double)(c->open_ns[4] - c->open_ns[2]) / 1e6 : 0,
+                          c ? (double)(c->open_ns[7] - c->open_ns[4]) / 1e6 : 0};
+    if (driver_ms) *driver_ms = ms[0];
+    if (context_ms) *context_ms = ms[1];
+    if (code_ms) *code_ms = ms[2];
+    if (rest_ms) *rest_ms = ms[3];
 }
 
 void gpuos_debug_rt_times(gpuos_context *ctx, double *compile_ms, double *link_ms, double *swap_ms) {
@@ -13700,6 +13733,9 @@ const char *const gpuos__device_source[] = {
     "#ifndef GPUOS__D_EW_D\n",
     "#define GPUOS__D_EW_D 1\n",
     "#endif\n",
+    "#ifndef GPUOS__D_EW_VEC_DEEP /* 1: the vector mode keeps two passes' loads in flight on large tiles */\n",
+    "#define GPUOS__D_EW_VEC_DEEP 1\n",
+    "#endif\n",
     "#ifndef GPUOS__D_EW_SPLIT /* 1: a small vector-mode function per group beside the general loop */\n",
     "#define GPUOS__D_EW_SPLIT 1\n",
     "#endif\n",
@@ -13861,7 +13897,8 @@ const char *const gpuos__device_source[] = {
     "    if (G::NIN >= 3 && !gpuos__d_vec_ok(p->ptr[3], p->stride[3][0], sizeof(typename G::C), begin)) return false;\n",
     "    return true;\n",
     "}\n",
-    "template <class G> GPUOS__FN int64_t gpuos__d_ew_vec(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
+    "template <class G, bool DEEP = false>\n",
+    "GPUOS__FN int64_t gpuos__d_ew_vec(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    typedef typename G::O O;\n",
     "    typedef typename G::A A;\n",
     "    typedef typename G::B B;\n",
@@ -13889,6 +13926,40 @@ const char *const gpuos__device_source[] = {
     "    const int nt = (int)blockDim.x, tid = (int)threadIdx.x;\n",
     "    const int64_t bu = (int64_t)U * nt;\n",
     "    int64_t b0 = begin;\n",
+    "#if GPUOS__D_EW_VEC_DEEP\n",
+    "    /* Large tiles (DEEP: the out-of-line group functions; inline in the worker it spills): two passes' loads in flight before either store (one pass keeps\n",
+    "       512 threads x 32 bytes in flight per multiprocessor, short of what HBM3 needs:\n",
+    "       large_elementwise at 0.82 of a copy). The output is never a partial overlap of\n",
+    "       an input (the planner refuses it; in place is the very same view), so loading\n",
+    "       pass k+1 before storing pass k reads what the sequential order reads. Types of\n",
+    "       at most 4 bytes (twice the registers of 8-byte ones would spill). */\n",
+    "    if constexpr (DEEP && sizeof(O) <= 4 && sizeof(A) <= 4 && sizeof(B) <= 4 && sizeof(C) <= 4) {\n",
+    "#pragma unroll 1\n",
+    "        for (; end - b0 >= 2 * bu; b0 += 2 * bu) {\n",
+    "            const int64_t i = b0 + (int64_t)U * tid, j = i + bu;\n",
+    "            gpuos__d_vec<A> va = ba, va2 = ba;\n",
+    "            gpuos__d_vec<B> vb = bb, vb2 = bb;\n",
+    "            gpuos__d_vec<C> vc = bc, vc2 = bc;\n",
+    "            if constexpr (NIN >= 1) if (!ca) {\n",
+    "                va = *(const gpuos__d_vec<A> *)(pa + i * (int64_t)sizeof(A));\n",
+    "                va2 = *(const gpuos__d_vec<A> *)(pa + j * (int64_t)sizeof(A));\n",
+    "            }\n",
+    "            if constexpr (NIN >= 2) if (!cb) {\n",
+    "                vb = *(const gpuos__d_vec<B> *)(pb + i * (int64_t)sizeof(B));\n",
+    "                vb2 = *(const gpuos__d_vec<B> *)(pb + j * (int64_t)sizeof(B));\n",
+    "            }\n",
+    "            if constexpr (NIN >= 3) if (!cc) {\n",
+    "                vc = *(const gpuos__d_vec<C> *)(pc + i * (int64_t)sizeof(C));\n",
+    "                vc2 = *(const gpuos__d_vec<C> *)(pc + j * (int64_t)sizeof(C));\n",
+    "            }\n",
+    "            gpuos__d_vec<O> vo, vo2;\n",
+    "            G::batch(cs, va.v, vb.v, vc.v, i, 1, s0, s1, vo.v);\n",
+    "            G::batch(cs, va2.v, vb2.v, vc2.v, j, 1, s0, s1, vo2.v);\n",
+    "            *(gpuos__d_vec<O> *)(po + i * (int64_t)sizeof(O)) = vo;\n",
+    "            *(gpuos__d_vec<O> *)(po + j * (int64_t)sizeof(O)) = vo2;\n",
+    "        }\n",
+    "    }\n",
+    "#endif\n",
     "#pragma unroll 1\n",
     "    for (; end - b0 >= bu; b0 += bu) {\n",
     "        const int64_t i = b0 + (int64_t)U * tid;\n",
@@ -14559,7 +14630,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(0)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg0>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg0, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg0, false>(p, begin, end, cs);\n",
@@ -14912,7 +14983,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(1)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg1>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg1, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg1, false>(p, begin, end, cs);\n",
@@ -15121,7 +15192,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(2)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg2>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg2, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg2, false>(p, begin, end, cs);\n",
@@ -15330,7 +15401,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(3)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg3>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg3, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg3, false>(p, begin, end, cs);\n",
@@ -15443,7 +15514,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(4)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg4>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg4, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg4, false>(p, begin, end, cs);\n",
@@ -15528,7 +15599,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(5)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg5>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg5, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg5, false>(p, begin, end, cs);\n",
@@ -15613,7 +15684,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(6)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg6>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg6, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg6, false>(p, begin, end, cs);\n",
@@ -15902,7 +15973,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(7)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg7>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg7, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg7, false>(p, begin, end, cs);\n",
@@ -16093,7 +16164,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(8)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg8>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg8, true>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg8, false>(p, begin, end, cs);\n",
@@ -16239,7 +16310,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(9)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg9>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg9, true>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg9, false>(p, begin, end, cs);\n",
@@ -16385,7 +16456,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(10)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg10>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg10, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg10, false>(p, begin, end, cs);\n",
@@ -16534,7 +16605,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(11)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg11>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg11, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg11, false>(p, begin, end, cs);\n",
@@ -16647,7 +16718,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(12)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg12>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg12, true>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg12, false>(p, begin, end, cs);\n",
@@ -16760,7 +16831,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(13)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg13>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg13, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg13, false>(p, begin, end, cs);\n",
@@ -16829,7 +16900,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(14)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg14>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg14, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg14, false>(p, begin, end, cs);\n",
@@ -16882,7 +16953,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(15)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg15>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg15, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg15, false>(p, begin, end, cs);\n",
@@ -16931,7 +17002,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(16)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg16>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg16, true>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg16, false>(p, begin, end, cs);\n",
@@ -16980,7 +17051,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(17)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg17>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg17, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg17, false>(p, begin, end, cs);\n",
@@ -17053,7 +17124,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(18)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg18>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg18, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg18, false>(p, begin, end, cs);\n",
@@ -17114,7 +17185,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(19)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg19>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg19, true>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg19, false>(p, begin, end, cs);\n",
@@ -17175,7 +17246,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(20)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg20>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg20, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg20, false>(p, begin, end, cs);\n",
@@ -17252,7 +17323,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(21)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg21>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg21, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg21, false>(p, begin, end, cs);\n",
@@ -17317,7 +17388,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(22)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg22>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg22, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg22, false>(p, begin, end, cs);\n",
@@ -17382,7 +17453,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(23)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg23>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg23, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg23, false>(p, begin, end, cs);\n",
@@ -17447,7 +17518,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(24)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg24>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg24, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg24, false>(p, begin, end, cs);\n",
@@ -17512,7 +17583,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(25)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg25>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg25, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg25, false>(p, begin, end, cs);\n",
@@ -17577,7 +17648,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(26)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg26>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg26, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg26, false>(p, begin, end, cs);\n",
@@ -17634,7 +17705,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(27)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg27>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg27, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg27, false>(p, begin, end, cs);\n",
@@ -17699,7 +17770,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(28)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg28>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg28, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg28, false>(p, begin, end, cs);\n",
@@ -17756,7 +17827,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(29)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg29>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg29, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg29, false>(p, begin, end, cs);\n",
@@ -17817,7 +17888,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(30)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg30>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg30, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg30, false>(p, begin, end, cs);\n",
@@ -17882,7 +17953,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(31)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg31>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg31, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg31, false>(p, begin, end, cs);\n",
@@ -17939,7 +18010,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(32)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg32>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg32, true>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg32, false>(p, begin, end, cs);\n",
@@ -17996,7 +18067,7 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(33)\n",
     "#if GPUOS__D_EW_SPLIT\n",
     "static __device__ __noinline__ int64_t gpuos__d_ew_v33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
-    "    return gpuos__d_ew_vec<gpuos__d_ewg33>(p, begin, end, cs);\n",
+    "    return gpuos__d_ew_vec<gpuos__d_ewg33, false>(p, begin, end, cs);\n",
     "}\n",
     "static __device__ __noinline__ void gpuos__d_ew_s33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    gpuos__d_ew<gpuos__d_ewg33, false>(p, begin, end, cs);\n",
@@ -19915,13 +19986,20 @@ const char *const gpuos__device_source[] = {
     "#ifndef GPUOS__D_EW_INL\n",
     "#define GPUOS__D_EW_INL(g) ((g) == 8 || (g) == 9 || (g) == 12 || (g) == 16 || (g) == 19 || (g) == 32)\n",
     "#endif\n",
+    "/* Tiles of at least this many items go to the group's out-of-line vector function, which\n",
+    "   keeps two passes' loads in flight (GPUOS__D_EW_VEC_DEEP); the call costs nothing there. */\n",
+    "#ifndef GPUOS__D_EW_BIG\n",
+    "#define GPUOS__D_EW_BIG 16384\n",
+    "#endif\n",
     "#if GPUOS__D_EW_SPLIT && GPUOS__D_EW_INLINE\n",
     "/* *vec caches the check of the plan's operands (contiguous or broadcast, aligned at item\n",
     "   0) for this kernel: -1 unknown (the caller resets it when its plan copy or the kernel\n",
     "   changes), 0 no, 1 yes; a tile is then vector-able when it starts at a multiple of U. */\n",
     "#define GPUOS__D_EW_INLINE_CASE(G)                                                            \\\n",
     "    if (*vec < 0) *vec = gpuos__d_ew_vec_ok<G>(p, 0);                                          \\\n",
-    "    return *vec && begin % GPUOS__D_EW_U == 0 \? gpuos__d_ew_vec<G>(p, begin, end, cs) : begin\n",
+    "    return *vec && begin % GPUOS__D_EW_U == 0 && (end - begin < GPUOS__D_EW_BIG || !GPUOS__D_EW_VEC_DEEP)        \\\n",
+    "               \? gpuos__d_ew_vec<G>(p, begin, end, cs)                                         \\\n",
+    "               : begin\n",
     "GPUOS__FN int64_t gpuos__d_ew_inline(int kernel_id, const gpuos__ew_plan *p, int64_t begin, int64_t end, int *vec) {\n",
     "    if ((unsigned)kernel_id >= GPUOS__D_N_KERNELS || begin >= end) return begin;\n",
     "    const int cs = gpuos__d_kernels[kernel_id][1];\n",
@@ -20255,6 +20333,19 @@ const char *const gpuos__device_source[] = {
     "static __device__ __forceinline__ void gpuos__st_release_gpu_u32(volatile uint32_t *p, uint32_t v) {\n",
     "    asm volatile(\"st.release.gpu.global.u32 [%0], %1;\" ::\"l\"(p), \"r\"(v) : \"memory\");\n",
     "}\n",
+    "/* The release fence before a batch's relaxed publishing stores (stamps, seqs, done\n",
+    "   counters, positions): acq_rel, not the sequentially consistent __threadfence(), which\n",
+    "   the stores' release pattern does not need. Stores of other threads of the block are\n",
+    "   ordered before it by the block barrier that precedes it in every use.\n",
+    "   GPUOS__FENCE_SC=1 (diagnosis, A/B) restores __threadfence and the st.release of the\n",
+    "   worker position. */\n",
+    "#if defined(GPUOS__FENCE_SC) && GPUOS__FENCE_SC\n",
+    "#define GPUOS__FENCE_REL() __threadfence()\n",
+    "#define GPUOS__ST_WPOS(p, v) gpuos__st_release_gpu_u32((p), (v))\n",
+    "#else\n",
+    "#define GPUOS__FENCE_REL() asm volatile(\"fence.acq_rel.gpu;\" ::: \"memory\")\n",
+    "#define GPUOS__ST_WPOS(p, v) asm volatile(\"st.relaxed.gpu.global.u32 [%0], %1;\" ::\"l\"(p), \"r\"(v) : \"memory\")\n",
+    "#endif\n",
     "static __device__ __forceinline__ uint64_t gpuos__globaltimer(void) {\n",
     "    uint64_t t;\n",
     "    asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t));\n",
@@ -20442,7 +20533,7 @@ const char *const gpuos__device_source[] = {
     "        if (warp == 0) {\n",
     "            const uint32_t pairs = s_off[n_tasks];\n",
     "            if (pairs == 0) { /* plan chunks only, or tasks with no tiles: still one fence */\n",
-    "                __threadfence();\n",
+    "                GPUOS__FENCE_REL();\n",
     "                for (uint32_t i = lane; i < n_tasks; i += 32)\n",
     "                    asm volatile(\"st.relaxed.gpu.global.u64 [%0], %1;\" ::\"l\"(&tasks[(s_seq + i) & (P.task_cap - 1)].seq), \"l\"(s_seq + i) : \"memory\");\n",
     "            }\n",
@@ -20485,7 +20576,7 @@ const char *const gpuos__device_source[] = {
     "                    }\n",
     "                    __syncwarp();\n",
     "                }\n",
-    "                __threadfence();\n",
+    "                GPUOS__FENCE_REL();\n",
     "                __syncwarp();\n",
     "                if (c0 == 0) /* the batch's task-ring entries: written before the barrier above */\n",
     "                    for (uint32_t i = lane; i < n_tasks; i += 32)\n",
@@ -20689,7 +20780,7 @@ const char *const gpuos__device_source[] = {
     "            const uint64_t seq = s_seq[i];\n",
     "            if (d->n_deps) {\n",
     "                if (tid == 0) {\n",
-    "                    __threadfence();\n",
+    "                    if (flushed < i) GPUOS__FENCE_REL();\n",
     "                    for (int k = flushed; k < i; k++)\n",
     "                        if (s_mine[k]) atomicAdd(&P.done[1][s_seq[k] & (P.task_cap - 1)], s_mine[k]);\n",
     "                    unsigned spin = 0;\n",
@@ -20716,10 +20807,10 @@ const char *const gpuos__device_source[] = {
     "            if (tid == 0) s_mine[i] = mine;\n",
     "        }\n",
     "        if (tid == 0) {\n",
-    "            __threadfence();\n",
+    "            GPUOS__FENCE_REL(); /* also orders this batch's inbox reads before the position */\n",
     "            for (int k = flushed; k < n; k++)\n",
     "                if (s_mine[k]) atomicAdd(&P.done[1][s_seq[k] & (P.task_cap - 1)], s_mine[k]);\n",
-    "            gpuos__st_release_gpu_u32(&P.wpos[1][me], head + n);\n",
+    "            GPUOS__ST_WPOS(&P.wpos[1][me], head + n);\n",
     "            *s_hhead = head + n;\n",
     "        }\n",
     "        __syncthreads();\n",
@@ -20824,7 +20915,7 @@ const char *const gpuos__device_source[] = {
     "            if (d->n_deps) {\n",
     "                if (tid == 0) {\n",
     "                    /* publish our finished tiles first: the producer may wait on them */\n",
-    "                    __threadfence();\n",
+    "                    if (flushed < i) GPUOS__FENCE_REL();\n",
     "                    for (int k = flushed; k < i; k++)\n",
     "                        if (s_mine[k]) atomicAdd(&P.done[0][s_seq[k] & (P.task_cap - 1)], s_mine[k]);\n",
     "                }\n",
@@ -20926,13 +21017,13 @@ const char *const gpuos__device_source[] = {
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
     "            P.ctl->stamp[3] = gpuos__globaltimer();\n",
     "#endif\n",
-    "            __threadfence();\n",
+    "            GPUOS__FENCE_REL(); /* also orders this batch's inbox reads before the position */\n",
     "            for (int k = flushed; k < n; k++)\n",
     "                if (s_mine[k]) atomicAdd(&P.done[0][s_seq[k] & (P.task_cap - 1)], s_mine[k]);\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
     "            if (s_mine[n - 1]) P.ctl->stamp[4] = gpuos__globaltimer();\n",
     "#endif\n",
-    "            gpuos__st_release_gpu_u32(&P.wpos[0][me], head + n); /* on EXIT, n ends at it */\n",
+    "            GPUOS__ST_WPOS(&P.wpos[0][me], head + n); /* on EXIT, n ends at it */\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
     "            GPUOS__PROF_ADD(prof, GPUOS__PROF_FLUSH, t_flush);\n",
     "            prof[GPUOS__PROF_BATCHES]++;\n",

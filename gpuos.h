@@ -552,6 +552,12 @@ GPUOS_API gpuos_status gpuos_op_remove(gpuos_context *ctx, gpuos_op op);
 /* Diagnostics (benchmarks): the last definition's NVRTC time, nvJitLink time and module swap
    pause in ms (0 for what came from the disk cache, and on the host executor). */
 GPUOS_API void gpuos_debug_rt_times(gpuos_context *ctx, double *compile_ms, double *link_ms, double *swap_ms);
+/* Diagnostics (benchmarks): where gpuos_create's time went on a GPU, in ms: the driver's
+   initialisation (cuInit), the device's context, the device code (compiled or read from the
+   disk cache, loaded, kernel set up), and the rest (streams, queue memory, threads). All 0
+   on the host executor. */
+GPUOS_API void gpuos_debug_create_times(gpuos_context *ctx, double *driver_ms, double *context_ms, double *code_ms,
+                                        double *rest_ms);
 
 /* Reductions: axes is a list of n_axes axes (negative from the end); axes NULL
    means every axis. Helpers convert it to gpuos_task.axes. */

@@ -487,6 +487,13 @@ static int child_once(const char *cache_dir, double *secs) {
     *secs = now_s() - t0;
     for (int i = 0; i < SMALL_N; i++)
         if (h[i] != 2.5f) return failmsg("child: wrong first result");
+    {
+        static int nth;
+        double dr, cx, cd, rs;
+        gpuos_debug_create_times(ctx, &dr, &cx, &cd, &rs);
+        printf("INFO child.create_ms %s: cuInit %.1f, context %.1f, device code %.1f, rest %.1f; first result "
+               "%.1f\n", nth++ ? "second" : "first", dr, cx, cd, rs, *secs * 1e3 - (dr + cx + cd + rs));
+    }
     static int said;
     if (!said++) printf("INFO child.backend %s\n", gpuos_context_backend(ctx) == GPUOS_BACKEND_CUDA ? "cuda" : "host");
     gpuos_tensor_release(x);
@@ -545,6 +552,8 @@ static int run_child(const char *cache_dir, double *first, double *second) {
             printf("FAIL %s child: %s", cur_row, line + 5);
         else if (strncmp(line, "INFO child.backend ", 19) == 0 && !said_backend++)
             printf("INFO %s.backend %s", cur_row, line + 19);
+        else if (strncmp(line, "INFO child.create_ms ", 21) == 0)
+            printf("INFO %s.create_ms %s", cur_row, line + 21);
     }
     if (f) fclose(f);
     int status = 0;

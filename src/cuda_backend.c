@@ -162,6 +162,8 @@ struct gpuos__cuda {
 
     pthread_t reaper;
     int reaper_running, reaper_stop;
+    pthread_t preload;           /* loads NVRTC and nvJitLink while the driver creates the context */
+    int preload_running;
 };
 
 /* ---------------------------------------------------------------- small helpers */
@@ -381,6 +383,21 @@ static void cuda_rtw_path(const struct gpuos__cuda *c, const char *dir, char *pa
              c->cc_minor);
 }
 
+/* NVRTC and nvJitLink are needed even when the device code comes from the disk cache (the
+   cache key holds NVRTC's version); loading them (~15 ms of dlopen in a fresh process)
+   overlaps cuInit and the context's creation (~100 ms each) on a thread of its own. */
+static void *cuda_preload_main(void *arg) {
+    char why[512];
+    (void)arg;
+    gpuos__nvrtc_load(why, sizeof why);
+    gpuos__nvjitlink_load(why, sizeof why);
+    return NULL;
+}
+static void cuda_preload_join(struct gpuos__cuda *c) {
+    if (c->preload_running) pthread_join(c->preload, NULL);
+    c->preload_running = 0;
+}
+
 static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c) {
     char why[512], arch[64], dir[1024], path[1200], maxrreg[32];
     const gpuos__nvrtc_api *nv;
@@ -397,7 +414,9 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
     /* Relocatable code linked by nvJitLink: 3x faster to compile than one whole-program
        pass over the whole source (7.7 s against 25 s, measured), and the form that
        run-time operators will be linked with. Without nvJitLink: one whole-program pass. */
-    const gpuos__nvjitlink_api *jl = gpuos__nvjitlink_load(why, sizeof why);
+    const gpuos__nvjitlink_api *jl;
+    cuda_preload_join(c);
+    jl = gpuos__nvjitlink_load(why, sizeof why);
     snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%d", c->cc_major, c->cc_minor);
     opts[n_opts++] = arch;
     opts[n_opts++] = "-default-device";
@@ -702,7 +721,9 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     /* Diagnostic switches (documented in docs/ARCHITECTURE.md): correctness never needs them. */
     c->align = !(getenv("GPUOS_CUDA_ALIGN") && getenv("GPUOS_CUDA_ALIGN")[0] == '0');
     c->serialize = getenv("GPUOS_CUDA_SERIALIZE") && getenv("GPUOS_CUDA_SERIALIZE")[0] == '1';
+    c->preload_running = pthread_create(&c->preload, NULL, cuda_preload_main, NULL) == 0;
     st = cuda_open_device(ctx, c, ordinal < 0 ? 0 : ordinal);
+    cuda_preload_join(c); /* joined already unless the device failed before its code */
     if (st == GPUOS_OK) {
         c->last_activity_ns = cuda_now_ns();
         if (pthread_create(&c->reaper, NULL, cuda_reaper_main, ctx) != 0)
@@ -1948,6 +1969,18 @@ gpuos_status gpuos__cuda_rt_install(gpuos_context *ctx, gpuos__rt_version *v) {
     pthread_mutex_unlock(&ctx->mu);
     free(cubin);
     return st;
+}
+
+void gpuos_debug_create_times(gpuos_context *ctx, double *driver_ms, double *context_ms, double *code_ms,
+                              double *rest_ms) {
+    const struct gpuos__cuda *c = ctx ? ctx->cuda : NULL;
+    const double ms[4] = {c ? (double)c->open_ns[1] / 1e6 : 0, c ? (double)(c->open_ns[2] - c->open_ns[1]) / 1e6 : 0,
+                          c ? (double)(c->open_ns[4] - c->open_ns[2]) / 1e6 : 0,
+                          c ? (double)(c->open_ns[7] - c->open_ns[4]) / 1e6 : 0};
+    if (driver_ms) *driver_ms = ms[0];
+    if (context_ms) *context_ms = ms[1];
+    if (code_ms) *code_ms = ms[2];
+    if (rest_ms) *rest_ms = ms[3];
 }
 
 void gpuos_debug_rt_times(gpuos_context *ctx, double *compile_ms, double *link_ms, double *swap_ms) {

@@ -185,6 +185,9 @@ static __device__ __noinline__ gpuos__d_offs<NP> gpuos__d_ew_offsets(const gpuos
 #ifndef GPUOS__D_EW_D
 #define GPUOS__D_EW_D 1
 #endif
+#ifndef GPUOS__D_EW_VEC_DEEP /* 1: the vector mode keeps two passes' loads in flight on large tiles */
+#define GPUOS__D_EW_VEC_DEEP 1
+#endif
 #ifndef GPUOS__D_EW_SPLIT /* 1: a small vector-mode function per group beside the general loop */
 #define GPUOS__D_EW_SPLIT 1
 #endif
@@ -346,7 +349,8 @@ template <class G> GPUOS__FN bool gpuos__d_ew_vec_ok(const gpuos__ew_plan *p, in
     if (G::NIN >= 3 && !gpuos__d_vec_ok(p->ptr[3], p->stride[3][0], sizeof(typename G::C), begin)) return false;
     return true;
 }
-template <class G> GPUOS__FN int64_t gpuos__d_ew_vec(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+template <class G, bool DEEP = false>
+GPUOS__FN int64_t gpuos__d_ew_vec(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     typedef typename G::O O;
     typedef typename G::A A;
     typedef typename G::B B;
@@ -374,6 +378,40 @@ template <class G> GPUOS__FN int64_t gpuos__d_ew_vec(const gpuos__ew_plan *p, in
     const int nt = (int)blockDim.x, tid = (int)threadIdx.x;
     const int64_t bu = (int64_t)U * nt;
     int64_t b0 = begin;
+#if GPUOS__D_EW_VEC_DEEP
+    /* Large tiles (DEEP: the out-of-line group functions; inline in the worker it spills): two passes' loads in flight before either store (one pass keeps
+       512 threads x 32 bytes in flight per multiprocessor, short of what HBM3 needs:
+       large_elementwise at 0.82 of a copy). The output is never a partial overlap of
+       an input (the planner refuses it; in place is the very same view), so loading
+       pass k+1 before storing pass k reads what the sequential order reads. Types of
+       at most 4 bytes (twice the registers of 8-byte ones would spill). */
+    if constexpr (DEEP && sizeof(O) <= 4 && sizeof(A) <= 4 && sizeof(B) <= 4 && sizeof(C) <= 4) {
+#pragma unroll 1
+        for (; end - b0 >= 2 * bu; b0 += 2 * bu) {
+            const int64_t i = b0 + (int64_t)U * tid, j = i + bu;
+            gpuos__d_vec<A> va = ba, va2 = ba;
+            gpuos__d_vec<B> vb = bb, vb2 = bb;
+            gpuos__d_vec<C> vc = bc, vc2 = bc;
+            if constexpr (NIN >= 1) if (!ca) {
+                va = *(const gpuos__d_vec<A> *)(pa + i * (int64_t)sizeof(A));
+                va2 = *(const gpuos__d_vec<A> *)(pa + j * (int64_t)sizeof(A));
+            }
+            if constexpr (NIN >= 2) if (!cb) {
+                vb = *(const gpuos__d_vec<B> *)(pb + i * (int64_t)sizeof(B));
+                vb2 = *(const gpuos__d_vec<B> *)(pb + j * (int64_t)sizeof(B));
+            }
+            if constexpr (NIN >= 3) if (!cc) {
+                vc = *(const gpuos__d_vec<C> *)(pc + i * (int64_t)sizeof(C));
+                vc2 = *(const gpuos__d_vec<C> *)(pc + j * (int64_t)sizeof(C));
+            }
+            gpuos__d_vec<O> vo, vo2;
+            G::batch(cs, va.v, vb.v, vc.v, i, 1, s0, s1, vo.v);
+            G::batch(cs, va2.v, vb2.v, vc2.v, j, 1, s0, s1, vo2.v);
+            *(gpuos__d_vec<O> *)(po + i * (int64_t)sizeof(O)) = vo;
+            *(gpuos__d_vec<O> *)(po + j * (int64_t)sizeof(O)) = vo2;
+        }
+    }
+#endif
 #pragma unroll 1
     for (; end - b0 >= bu; b0 += bu) {
         const int64_t i = b0 + (int64_t)U * tid;
@@ -1044,7 +1082,7 @@ struct gpuos__d_ewg0 {
 #if GPUOS__D_MINE(0)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg0>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg0, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg0, false>(p, begin, end, cs);
@@ -1397,7 +1435,7 @@ struct gpuos__d_ewg1 {
 #if GPUOS__D_MINE(1)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg1>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg1, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg1, false>(p, begin, end, cs);
@@ -1606,7 +1644,7 @@ struct gpuos__d_ewg2 {
 #if GPUOS__D_MINE(2)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg2>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg2, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg2, false>(p, begin, end, cs);
@@ -1815,7 +1853,7 @@ struct gpuos__d_ewg3 {
 #if GPUOS__D_MINE(3)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg3>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg3, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg3, false>(p, begin, end, cs);
@@ -1928,7 +1966,7 @@ struct gpuos__d_ewg4 {
 #if GPUOS__D_MINE(4)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg4>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg4, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg4, false>(p, begin, end, cs);
@@ -2013,7 +2051,7 @@ struct gpuos__d_ewg5 {
 #if GPUOS__D_MINE(5)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg5>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg5, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg5, false>(p, begin, end, cs);
@@ -2098,7 +2136,7 @@ struct gpuos__d_ewg6 {
 #if GPUOS__D_MINE(6)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg6>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg6, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg6, false>(p, begin, end, cs);
@@ -2387,7 +2425,7 @@ struct gpuos__d_ewg7 {
 #if GPUOS__D_MINE(7)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg7>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg7, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg7, false>(p, begin, end, cs);
@@ -2578,7 +2616,7 @@ struct gpuos__d_ewg8 {
 #if GPUOS__D_MINE(8)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg8>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg8, true>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg8, false>(p, begin, end, cs);
@@ -2724,7 +2762,7 @@ struct gpuos__d_ewg9 {
 #if GPUOS__D_MINE(9)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg9>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg9, true>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg9, false>(p, begin, end, cs);
@@ -2870,7 +2908,7 @@ struct gpuos__d_ewg10 {
 #if GPUOS__D_MINE(10)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg10>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg10, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg10, false>(p, begin, end, cs);
@@ -3019,7 +3057,7 @@ struct gpuos__d_ewg11 {
 #if GPUOS__D_MINE(11)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg11>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg11, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg11, false>(p, begin, end, cs);
@@ -3132,7 +3170,7 @@ struct gpuos__d_ewg12 {
 #if GPUOS__D_MINE(12)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg12>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg12, true>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg12, false>(p, begin, end, cs);
@@ -3245,7 +3283,7 @@ struct gpuos__d_ewg13 {
 #if GPUOS__D_MINE(13)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg13>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg13, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg13, false>(p, begin, end, cs);
@@ -3314,7 +3352,7 @@ struct gpuos__d_ewg14 {
 #if GPUOS__D_MINE(14)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg14>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg14, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg14, false>(p, begin, end, cs);
@@ -3367,7 +3405,7 @@ struct gpuos__d_ewg15 {
 #if GPUOS__D_MINE(15)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg15>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg15, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg15, false>(p, begin, end, cs);
@@ -3416,7 +3454,7 @@ struct gpuos__d_ewg16 {
 #if GPUOS__D_MINE(16)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg16>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg16, true>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg16, false>(p, begin, end, cs);
@@ -3465,7 +3503,7 @@ struct gpuos__d_ewg17 {
 #if GPUOS__D_MINE(17)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg17>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg17, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg17, false>(p, begin, end, cs);
@@ -3538,7 +3576,7 @@ struct gpuos__d_ewg18 {
 #if GPUOS__D_MINE(18)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg18>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg18, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg18, false>(p, begin, end, cs);
@@ -3599,7 +3637,7 @@ struct gpuos__d_ewg19 {
 #if GPUOS__D_MINE(19)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg19>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg19, true>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg19, false>(p, begin, end, cs);
@@ -3660,7 +3698,7 @@ struct gpuos__d_ewg20 {
 #if GPUOS__D_MINE(20)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg20>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg20, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg20, false>(p, begin, end, cs);
@@ -3737,7 +3775,7 @@ struct gpuos__d_ewg21 {
 #if GPUOS__D_MINE(21)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg21>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg21, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg21, false>(p, begin, end, cs);
@@ -3802,7 +3840,7 @@ struct gpuos__d_ewg22 {
 #if GPUOS__D_MINE(22)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg22>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg22, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg22, false>(p, begin, end, cs);
@@ -3867,7 +3905,7 @@ struct gpuos__d_ewg23 {
 #if GPUOS__D_MINE(23)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg23>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg23, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg23, false>(p, begin, end, cs);
@@ -3932,7 +3970,7 @@ struct gpuos__d_ewg24 {
 #if GPUOS__D_MINE(24)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg24>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg24, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg24, false>(p, begin, end, cs);
@@ -3997,7 +4035,7 @@ struct gpuos__d_ewg25 {
 #if GPUOS__D_MINE(25)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg25>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg25, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg25, false>(p, begin, end, cs);
@@ -4062,7 +4100,7 @@ struct gpuos__d_ewg26 {
 #if GPUOS__D_MINE(26)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg26>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg26, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg26, false>(p, begin, end, cs);
@@ -4119,7 +4157,7 @@ struct gpuos__d_ewg27 {
 #if GPUOS__D_MINE(27)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg27>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg27, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg27, false>(p, begin, end, cs);
@@ -4184,7 +4222,7 @@ struct gpuos__d_ewg28 {
 #if GPUOS__D_MINE(28)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg28>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg28, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg28, false>(p, begin, end, cs);
@@ -4241,7 +4279,7 @@ struct gpuos__d_ewg29 {
 #if GPUOS__D_MINE(29)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg29>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg29, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg29, false>(p, begin, end, cs);
@@ -4302,7 +4340,7 @@ struct gpuos__d_ewg30 {
 #if GPUOS__D_MINE(30)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg30>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg30, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg30, false>(p, begin, end, cs);
@@ -4367,7 +4405,7 @@ struct gpuos__d_ewg31 {
 #if GPUOS__D_MINE(31)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg31>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg31, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg31, false>(p, begin, end, cs);
@@ -4424,7 +4462,7 @@ struct gpuos__d_ewg32 {
 #if GPUOS__D_MINE(32)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg32>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg32, true>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg32, false>(p, begin, end, cs);
@@ -4481,7 +4519,7 @@ struct gpuos__d_ewg33 {
 #if GPUOS__D_MINE(33)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg33>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg33, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg33, false>(p, begin, end, cs);
@@ -6400,13 +6438,20 @@ __device__ void gpuos__d_run(int kernel_id, const void *plan, int64_t begin, int
 #ifndef GPUOS__D_EW_INL
 #define GPUOS__D_EW_INL(g) ((g) == 8 || (g) == 9 || (g) == 12 || (g) == 16 || (g) == 19 || (g) == 32)
 #endif
+/* Tiles of at least this many items go to the group's out-of-line vector function, which
+   keeps two passes' loads in flight (GPUOS__D_EW_VEC_DEEP); the call costs nothing there. */
+#ifndef GPUOS__D_EW_BIG
+#define GPUOS__D_EW_BIG 16384
+#endif
 #if GPUOS__D_EW_SPLIT && GPUOS__D_EW_INLINE
 /* *vec caches the check of the plan's operands (contiguous or broadcast, aligned at item
    0) for this kernel: -1 unknown (the caller resets it when its plan copy or the kernel
    changes), 0 no, 1 yes; a tile is then vector-able when it starts at a multiple of U. */
 #define GPUOS__D_EW_INLINE_CASE(G)                                                            \
     if (*vec < 0) *vec = gpuos__d_ew_vec_ok<G>(p, 0);                                          \
-    return *vec && begin % GPUOS__D_EW_U == 0 ? gpuos__d_ew_vec<G>(p, begin, end, cs) : begin
+    return *vec && begin % GPUOS__D_EW_U == 0 && (end - begin < GPUOS__D_EW_BIG || !GPUOS__D_EW_VEC_DEEP)        \
+               ? gpuos__d_ew_vec<G>(p, begin, end, cs)                                         \
+               : begin
 GPUOS__FN int64_t gpuos__d_ew_inline(int kernel_id, const gpuos__ew_plan *p, int64_t begin, int64_t end, int *vec) {
     if ((unsigned)kernel_id >= GPUOS__D_N_KERNELS || begin >= end) return begin;
     const int cs = gpuos__d_kernels[kernel_id][1];

@@ -1946,6 +1946,9 @@ static __device__ __noinline__ gpuos__d_offs<NP> gpuos__d_ew_offsets(const gpuos
 #ifndef GPUOS__D_EW_D
 #define GPUOS__D_EW_D 1
 #endif
+#ifndef GPUOS__D_EW_VEC_DEEP /* 1: the vector mode keeps two passes' loads in flight on large tiles */
+#define GPUOS__D_EW_VEC_DEEP 1
+#endif
 #ifndef GPUOS__D_EW_SPLIT /* 1: a small vector-mode function per group beside the general loop */
 #define GPUOS__D_EW_SPLIT 1
 #endif
@@ -2107,7 +2110,8 @@ template <class G> GPUOS__FN bool gpuos__d_ew_vec_ok(const gpuos__ew_plan *p, in
     if (G::NIN >= 3 && !gpuos__d_vec_ok(p->ptr[3], p->stride[3][0], sizeof(typename G::C), begin)) return false;
     return true;
 }
-template <class G> GPUOS__FN int64_t gpuos__d_ew_vec(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+template <class G, bool DEEP = false>
+GPUOS__FN int64_t gpuos__d_ew_vec(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     typedef typename G::O O;
     typedef typename G::A A;
     typedef typename G::B B;
@@ -2135,6 +2139,40 @@ template <class G> GPUOS__FN int64_t gpuos__d_ew_vec(const gpuos__ew_plan *p, in
     const int nt = (int)blockDim.x, tid = (int)threadIdx.x;
     const int64_t bu = (int64_t)U * nt;
     int64_t b0 = begin;
+#if GPUOS__D_EW_VEC_DEEP
+    /* Large tiles (DEEP: the out-of-line group functions; inline in the worker it spills): two passes' loads in flight before either store (one pass keeps
+       512 threads x 32 bytes in flight per multiprocessor, short of what HBM3 needs:
+       large_elementwise at 0.82 of a copy). The output is never a partial overlap of
+       an input (the planner refuses it; in place is the very same view), so loading
+       pass k+1 before storing pass k reads what the sequential order reads. Types of
+       at most 4 bytes (twice the registers of 8-byte ones would spill). */
+    if constexpr (DEEP && sizeof(O) <= 4 && sizeof(A) <= 4 && sizeof(B) <= 4 && sizeof(C) <= 4) {
+#pragma unroll 1
+        for (; end - b0 >= 2 * bu; b0 += 2 * bu) {
+            const int64_t i = b0 + (int64_t)U * tid, j = i + bu;
+            gpuos__d_vec<A> va = ba, va2 = ba;
+            gpuos__d_vec<B> vb = bb, vb2 = bb;
+            gpuos__d_vec<C> vc = bc, vc2 = bc;
+            if constexpr (NIN >= 1) if (!ca) {
+                va = *(const gpuos__d_vec<A> *)(pa + i * (int64_t)sizeof(A));
+                va2 = *(const gpuos__d_vec<A> *)(pa + j * (int64_t)sizeof(A));
+            }
+            if constexpr (NIN >= 2) if (!cb) {
+                vb = *(const gpuos__d_vec<B> *)(pb + i * (int64_t)sizeof(B));
+                vb2 = *(const gpuos__d_vec<B> *)(pb + j * (int64_t)sizeof(B));
+            }
+            if constexpr (NIN >= 3) if (!cc) {
+                vc = *(const gpuos__d_vec<C> *)(pc + i * (int64_t)sizeof(C));
+                vc2 = *(const gpuos__d_vec<C> *)(pc + j * (int64_t)sizeof(C));
+            }
+            gpuos__d_vec<O> vo, vo2;
+            G::batch(cs, va.v, vb.v, vc.v, i, 1, s0, s1, vo.v);
+            G::batch(cs, va2.v, vb2.v, vc2.v, j, 1, s0, s1, vo2.v);
+            *(gpuos__d_vec<O> *)(po + i * (int64_t)sizeof(O)) = vo;
+            *(gpuos__d_vec<O> *)(po + j * (int64_t)sizeof(O)) = vo2;
+        }
+    }
+#endif
 #pragma unroll 1
     for (; end - b0 >= bu; b0 += bu) {
         const int64_t i = b0 + (int64_t)U * tid;
@@ -2805,7 +2843,7 @@ struct gpuos__d_ewg0 {
 #if GPUOS__D_MINE(0)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg0>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg0, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg0, false>(p, begin, end, cs);
@@ -3158,7 +3196,7 @@ struct gpuos__d_ewg1 {
 #if GPUOS__D_MINE(1)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg1>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg1, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg1, false>(p, begin, end, cs);
@@ -3367,7 +3405,7 @@ struct gpuos__d_ewg2 {
 #if GPUOS__D_MINE(2)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg2>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg2, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg2, false>(p, begin, end, cs);
@@ -3576,7 +3614,7 @@ struct gpuos__d_ewg3 {
 #if GPUOS__D_MINE(3)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg3>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg3, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg3, false>(p, begin, end, cs);
@@ -3689,7 +3727,7 @@ struct gpuos__d_ewg4 {
 #if GPUOS__D_MINE(4)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg4>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg4, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg4, false>(p, begin, end, cs);
@@ -3774,7 +3812,7 @@ struct gpuos__d_ewg5 {
 #if GPUOS__D_MINE(5)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg5>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg5, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg5, false>(p, begin, end, cs);
@@ -3859,7 +3897,7 @@ struct gpuos__d_ewg6 {
 #if GPUOS__D_MINE(6)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg6>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg6, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg6, false>(p, begin, end, cs);
@@ -4148,7 +4186,7 @@ struct gpuos__d_ewg7 {
 #if GPUOS__D_MINE(7)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg7>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg7, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg7, false>(p, begin, end, cs);
@@ -4339,7 +4377,7 @@ struct gpuos__d_ewg8 {
 #if GPUOS__D_MINE(8)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg8>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg8, true>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg8, false>(p, begin, end, cs);
@@ -4485,7 +4523,7 @@ struct gpuos__d_ewg9 {
 #if GPUOS__D_MINE(9)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg9>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg9, true>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg9, false>(p, begin, end, cs);
@@ -4631,7 +4669,7 @@ struct gpuos__d_ewg10 {
 #if GPUOS__D_MINE(10)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg10>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg10, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg10, false>(p, begin, end, cs);
@@ -4780,7 +4818,7 @@ struct gpuos__d_ewg11 {
 #if GPUOS__D_MINE(11)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg11>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg11, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg11, false>(p, begin, end, cs);
@@ -4893,7 +4931,7 @@ struct gpuos__d_ewg12 {
 #if GPUOS__D_MINE(12)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg12>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg12, true>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg12, false>(p, begin, end, cs);
@@ -5006,7 +5044,7 @@ struct gpuos__d_ewg13 {
 #if GPUOS__D_MINE(13)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg13>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg13, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg13, false>(p, begin, end, cs);
@@ -5075,7 +5113,7 @@ struct gpuos__d_ewg14 {
 #if GPUOS__D_MINE(14)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg14>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg14, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg14, false>(p, begin, end, cs);
@@ -5128,7 +5166,7 @@ struct gpuos__d_ewg15 {
 #if GPUOS__D_MINE(15)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg15>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg15, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg15, false>(p, begin, end, cs);
@@ -5177,7 +5215,7 @@ struct gpuos__d_ewg16 {
 #if GPUOS__D_MINE(16)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg16>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg16, true>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg16, false>(p, begin, end, cs);
@@ -5226,7 +5264,7 @@ struct gpuos__d_ewg17 {
 #if GPUOS__D_MINE(17)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg17>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg17, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg17, false>(p, begin, end, cs);
@@ -5299,7 +5337,7 @@ struct gpuos__d_ewg18 {
 #if GPUOS__D_MINE(18)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg18>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg18, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg18, false>(p, begin, end, cs);
@@ -5360,7 +5398,7 @@ struct gpuos__d_ewg19 {
 #if GPUOS__D_MINE(19)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg19>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg19, true>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg19, false>(p, begin, end, cs);
@@ -5421,7 +5459,7 @@ struct gpuos__d_ewg20 {
 #if GPUOS__D_MINE(20)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg20>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg20, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg20, false>(p, begin, end, cs);
@@ -5498,7 +5536,7 @@ struct gpuos__d_ewg21 {
 #if GPUOS__D_MINE(21)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg21>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg21, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg21, false>(p, begin, end, cs);
@@ -5563,7 +5601,7 @@ struct gpuos__d_ewg22 {
 #if GPUOS__D_MINE(22)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg22>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg22, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg22, false>(p, begin, end, cs);
@@ -5628,7 +5666,7 @@ struct gpuos__d_ewg23 {
 #if GPUOS__D_MINE(23)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg23>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg23, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg23, false>(p, begin, end, cs);
@@ -5693,7 +5731,7 @@ struct gpuos__d_ewg24 {
 #if GPUOS__D_MINE(24)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg24>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg24, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg24, false>(p, begin, end, cs);
@@ -5758,7 +5796,7 @@ struct gpuos__d_ewg25 {
 #if GPUOS__D_MINE(25)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg25>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg25, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg25, false>(p, begin, end, cs);
@@ -5823,7 +5861,7 @@ struct gpuos__d_ewg26 {
 #if GPUOS__D_MINE(26)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg26>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg26, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg26, false>(p, begin, end, cs);
@@ -5880,7 +5918,7 @@ struct gpuos__d_ewg27 {
 #if GPUOS__D_MINE(27)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg27>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg27, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg27, false>(p, begin, end, cs);
@@ -5945,7 +5983,7 @@ struct gpuos__d_ewg28 {
 #if GPUOS__D_MINE(28)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg28>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg28, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg28, false>(p, begin, end, cs);
@@ -6002,7 +6040,7 @@ struct gpuos__d_ewg29 {
 #if GPUOS__D_MINE(29)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg29>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg29, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg29, false>(p, begin, end, cs);
@@ -6063,7 +6101,7 @@ struct gpuos__d_ewg30 {
 #if GPUOS__D_MINE(30)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg30>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg30, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg30, false>(p, begin, end, cs);
@@ -6128,7 +6166,7 @@ struct gpuos__d_ewg31 {
 #if GPUOS__D_MINE(31)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg31>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg31, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg31, false>(p, begin, end, cs);
@@ -6185,7 +6223,7 @@ struct gpuos__d_ewg32 {
 #if GPUOS__D_MINE(32)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg32>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg32, true>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg32, false>(p, begin, end, cs);
@@ -6242,7 +6280,7 @@ struct gpuos__d_ewg33 {
 #if GPUOS__D_MINE(33)
 #if GPUOS__D_EW_SPLIT
 static __device__ __noinline__ int64_t gpuos__d_ew_v33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
-    return gpuos__d_ew_vec<gpuos__d_ewg33>(p, begin, end, cs);
+    return gpuos__d_ew_vec<gpuos__d_ewg33, false>(p, begin, end, cs);
 }
 static __device__ __noinline__ void gpuos__d_ew_s33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_ew<gpuos__d_ewg33, false>(p, begin, end, cs);
@@ -8161,13 +8199,20 @@ __device__ void gpuos__d_run(int kernel_id, const void *plan, int64_t begin, int
 #ifndef GPUOS__D_EW_INL
 #define GPUOS__D_EW_INL(g) ((g) == 8 || (g) == 9 || (g) == 12 || (g) == 16 || (g) == 19 || (g) == 32)
 #endif
+/* Tiles of at least this many items go to the group's out-of-line vector function, which
+   keeps two passes' loads in flight (GPUOS__D_EW_VEC_DEEP); the call costs nothing there. */
+#ifndef GPUOS__D_EW_BIG
+#define GPUOS__D_EW_BIG 16384
+#endif
 #if GPUOS__D_EW_SPLIT && GPUOS__D_EW_INLINE
 /* *vec caches the check of the plan's operands (contiguous or broadcast, aligned at item
    0) for this kernel: -1 unknown (the caller resets it when its plan copy or the kernel
    changes), 0 no, 1 yes; a tile is then vector-able when it starts at a multiple of U. */
 #define GPUOS__D_EW_INLINE_CASE(G)                                                            \
     if (*vec < 0) *vec = gpuos__d_ew_vec_ok<G>(p, 0);                                          \
-    return *vec && begin % GPUOS__D_EW_U == 0 ? gpuos__d_ew_vec<G>(p, begin, end, cs) : begin
+    return *vec && begin % GPUOS__D_EW_U == 0 && (end - begin < GPUOS__D_EW_BIG || !GPUOS__D_EW_VEC_DEEP)        \
+               ? gpuos__d_ew_vec<G>(p, begin, end, cs)                                         \
+               : begin
 GPUOS__FN int64_t gpuos__d_ew_inline(int kernel_id, const gpuos__ew_plan *p, int64_t begin, int64_t end, int *vec) {
     if ((unsigned)kernel_id >= GPUOS__D_N_KERNELS || begin >= end) return begin;
     const int cs = gpuos__d_kernels[kernel_id][1];
@@ -8501,6 +8546,19 @@ static __device__ __forceinline__ void gpuos__nanosleep(unsigned ns) { asm volat
 static __device__ __forceinline__ void gpuos__st_release_gpu_u32(volatile uint32_t *p, uint32_t v) {
     asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
+/* The release fence before a batch's relaxed publishing stores (stamps, seqs, done
+   counters, positions): acq_rel, not the sequentially consistent __threadfence(), which
+   the stores' release pattern does not need. Stores of other threads of the block are
+   ordered before it by the block barrier that precedes it in every use.
+   GPUOS__FENCE_SC=1 (diagnosis, A/B) restores __threadfence and the st.release of the
+   worker position. */
+#if defined(GPUOS__FENCE_SC) && GPUOS__FENCE_SC
+#define GPUOS__FENCE_REL() __threadfence()
+#define GPUOS__ST_WPOS(p, v) gpuos__st_release_gpu_u32((p), (v))
+#else
+#define GPUOS__FENCE_REL() asm volatile("fence.acq_rel.gpu;" ::: "memory")
+#define GPUOS__ST_WPOS(p, v) asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory")
+#endif
 static __device__ __forceinline__ uint64_t gpuos__globaltimer(void) {
     uint64_t t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -8688,7 +8746,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
         if (warp == 0) {
             const uint32_t pairs = s_off[n_tasks];
             if (pairs == 0) { /* plan chunks only, or tasks with no tiles: still one fence */
-                __threadfence();
+                GPUOS__FENCE_REL();
                 for (uint32_t i = lane; i < n_tasks; i += 32)
                     asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&tasks[(s_seq + i) & (P.task_cap - 1)].seq), "l"(s_seq + i) : "memory");
             }
@@ -8731,7 +8789,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
                     }
                     __syncwarp();
                 }
-                __threadfence();
+                GPUOS__FENCE_REL();
                 __syncwarp();
                 if (c0 == 0) /* the batch's task-ring entries: written before the barrier above */
                     for (uint32_t i = lane; i < n_tasks; i += 32)
@@ -8935,7 +8993,7 @@ static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint
             const uint64_t seq = s_seq[i];
             if (d->n_deps) {
                 if (tid == 0) {
-                    __threadfence();
+                    if (flushed < i) GPUOS__FENCE_REL();
                     for (int k = flushed; k < i; k++)
                         if (s_mine[k]) atomicAdd(&P.done[1][s_seq[k] & (P.task_cap - 1)], s_mine[k]);
                     unsigned spin = 0;
@@ -8962,10 +9020,10 @@ static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint
             if (tid == 0) s_mine[i] = mine;
         }
         if (tid == 0) {
-            __threadfence();
+            GPUOS__FENCE_REL(); /* also orders this batch's inbox reads before the position */
             for (int k = flushed; k < n; k++)
                 if (s_mine[k]) atomicAdd(&P.done[1][s_seq[k] & (P.task_cap - 1)], s_mine[k]);
-            gpuos__st_release_gpu_u32(&P.wpos[1][me], head + n);
+            GPUOS__ST_WPOS(&P.wpos[1][me], head + n);
             *s_hhead = head + n;
         }
         __syncthreads();
@@ -9070,7 +9128,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
             if (d->n_deps) {
                 if (tid == 0) {
                     /* publish our finished tiles first: the producer may wait on them */
-                    __threadfence();
+                    if (flushed < i) GPUOS__FENCE_REL();
                     for (int k = flushed; k < i; k++)
                         if (s_mine[k]) atomicAdd(&P.done[0][s_seq[k] & (P.task_cap - 1)], s_mine[k]);
                 }
@@ -9172,13 +9230,13 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #ifdef GPUOS__PK_TIMESTAMPS
             P.ctl->stamp[3] = gpuos__globaltimer();
 #endif
-            __threadfence();
+            GPUOS__FENCE_REL(); /* also orders this batch's inbox reads before the position */
             for (int k = flushed; k < n; k++)
                 if (s_mine[k]) atomicAdd(&P.done[0][s_seq[k] & (P.task_cap - 1)], s_mine[k]);
 #ifdef GPUOS__PK_TIMESTAMPS
             if (s_mine[n - 1]) P.ctl->stamp[4] = gpuos__globaltimer();
 #endif
-            gpuos__st_release_gpu_u32(&P.wpos[0][me], head + n); /* on EXIT, n ends at it */
+            GPUOS__ST_WPOS(&P.wpos[0][me], head + n); /* on EXIT, n ends at it */
 #ifdef GPUOS__PK_TIMESTAMPS
             GPUOS__PROF_ADD(prof, GPUOS__PROF_FLUSH, t_flush);
             prof[GPUOS__PROF_BATCHES]++;
