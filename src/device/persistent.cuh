@@ -48,19 +48,6 @@ static __device__ __forceinline__ void gpuos__nanosleep(unsigned ns) { asm volat
 static __device__ __forceinline__ void gpuos__st_release_gpu_u32(volatile uint32_t *p, uint32_t v) {
     asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
-/* The release fence before a batch's relaxed publishing stores (stamps, seqs, done
-   counters, positions): acq_rel, not the sequentially consistent __threadfence(), which
-   the stores' release pattern does not need. Stores of other threads of the block are
-   ordered before it by the block barrier that precedes it in every use.
-   GPUOS__FENCE_SC=1 (diagnosis, A/B) restores __threadfence and the st.release of the
-   worker position. */
-#if defined(GPUOS__FENCE_SC) && GPUOS__FENCE_SC
-#define GPUOS__FENCE_REL() __threadfence()
-#define GPUOS__ST_WPOS(p, v) gpuos__st_release_gpu_u32((p), (v))
-#else
-#define GPUOS__FENCE_REL() asm volatile("fence.acq_rel.gpu;" ::: "memory")
-#define GPUOS__ST_WPOS(p, v) asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory")
-#endif
 static __device__ __forceinline__ uint64_t gpuos__globaltimer(void) {
     uint64_t t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -248,7 +235,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
         if (warp == 0) {
             const uint32_t pairs = s_off[n_tasks];
             if (pairs == 0) { /* plan chunks only, or tasks with no tiles: still one fence */
-                GPUOS__FENCE_REL();
+                __threadfence();
                 for (uint32_t i = lane; i < n_tasks; i += 32)
                     asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&tasks[(s_seq + i) & (P.task_cap - 1)].seq), "l"(s_seq + i) : "memory");
             }
@@ -291,7 +278,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
                     }
                     __syncwarp();
                 }
-                GPUOS__FENCE_REL();
+                __threadfence();
                 __syncwarp();
                 if (c0 == 0) /* the batch's task-ring entries: written before the barrier above */
                     for (uint32_t i = lane; i < n_tasks; i += 32)
@@ -495,7 +482,7 @@ static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint
             const uint64_t seq = s_seq[i];
             if (d->n_deps) {
                 if (tid == 0) {
-                    if (flushed < i) GPUOS__FENCE_REL();
+                    __threadfence();
                     for (int k = flushed; k < i; k++)
                         if (s_mine[k]) atomicAdd(&P.done[1][s_seq[k] & (P.task_cap - 1)], s_mine[k]);
                     unsigned spin = 0;
@@ -522,10 +509,10 @@ static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint
             if (tid == 0) s_mine[i] = mine;
         }
         if (tid == 0) {
-            GPUOS__FENCE_REL(); /* also orders this batch's inbox reads before the position */
+            __threadfence();
             for (int k = flushed; k < n; k++)
                 if (s_mine[k]) atomicAdd(&P.done[1][s_seq[k] & (P.task_cap - 1)], s_mine[k]);
-            GPUOS__ST_WPOS(&P.wpos[1][me], head + n);
+            gpuos__st_release_gpu_u32(&P.wpos[1][me], head + n);
             *s_hhead = head + n;
         }
         __syncthreads();
@@ -630,7 +617,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
             if (d->n_deps) {
                 if (tid == 0) {
                     /* publish our finished tiles first: the producer may wait on them */
-                    if (flushed < i) GPUOS__FENCE_REL();
+                    __threadfence();
                     for (int k = flushed; k < i; k++)
                         if (s_mine[k]) atomicAdd(&P.done[0][s_seq[k] & (P.task_cap - 1)], s_mine[k]);
                 }
@@ -732,13 +719,13 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #ifdef GPUOS__PK_TIMESTAMPS
             P.ctl->stamp[3] = gpuos__globaltimer();
 #endif
-            GPUOS__FENCE_REL(); /* also orders this batch's inbox reads before the position */
+            __threadfence();
             for (int k = flushed; k < n; k++)
                 if (s_mine[k]) atomicAdd(&P.done[0][s_seq[k] & (P.task_cap - 1)], s_mine[k]);
 #ifdef GPUOS__PK_TIMESTAMPS
             if (s_mine[n - 1]) P.ctl->stamp[4] = gpuos__globaltimer();
 #endif
-            GPUOS__ST_WPOS(&P.wpos[0][me], head + n); /* on EXIT, n ends at it */
+            gpuos__st_release_gpu_u32(&P.wpos[0][me], head + n); /* on EXIT, n ends at it */
 #ifdef GPUOS__PK_TIMESTAMPS
             GPUOS__PROF_ADD(prof, GPUOS__PROF_FLUSH, t_flush);
             prof[GPUOS__PROF_BATCHES]++;
