@@ -76,250 +76,327 @@ static __device__ __forceinline__ void gpuos__sh_store(uint64_t *p, uint64_t v) 
 
 /* ---------------------------------------------------------------- the scheduler block */
 /* Warp-specialised, one fetcher and one retirer per lane (gpuos_queue.h). Warps 0-3 fetch
-   lane 0, warp 5 lane 1: each polls its host ring (one slot while idle, all its slots once
-   busy, eight threads per slot, one PCIe round trip per poll), copies plan chunks into the
-   plan table and descriptors into its task ring, and pushes each task, in sequence order,
-   into its lane's inbox of every worker that owns one of its tiles. Warps 4 and 6 retire:
+   lane 0 (warps 1-3 poll, warp 0 pushes the batch polled before), warp 5 lane 1 (polls,
+   then pushes): each polls its host ring (one slot while idle, all its slots once busy,
+   eight threads per slot, one PCIe round trip per poll), copies plan chunks into the plan
+   table and descriptors into its task ring, and pushes each task, in sequence order, into
+   its lane's inbox of every worker that owns one of its tiles. Warps 4 and 6 retire:
    each advances its lane's `retired` over finished tasks in order (32 per parallel read)
    and tells the host with one posted write. The roles meet only through shared words
    (atomics), so retirement never waits for a PCIe poll, and a full lane-0 inbox never
    holds up lane 1. */
-#define GPUOS__FETCH_THREADS 128 /* lane 0's fetcher: 16 slots per poll */
+#define GPUOS__FETCH_THREADS 128 /* lane 0's fetcher: a processor warp and 12 slots per poll */
 #define GPUOS__FETCH_THREADS_HI 32 /* lane 1's: 4 slots per poll */
 #define GPUOS__FETCH_FIRST_HI 160  /* lane 1's fetcher is warp 5 */
 #if GPUOS__PK_SCHED
-template <int LANE, int NT>
-static __device__ __forceinline__ void gpuos__fetch_bar(void) {
-    asm volatile("bar.sync %0, %1;" ::"n"(1 + LANE), "n"(NT) : "memory");
+template <int ID, int NT>
+static __device__ __forceinline__ void gpuos__named_bar(void) {
+    asm volatile("bar.sync %0, %1;" ::"n"(ID), "n"(NT) : "memory");
 }
 
-/* LANE's fetcher: NT threads (a multiple of 32). s_limit, s_stop: shared with the retirers. */
-template <int LANE, int NT>
-static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_limit, uint64_t *s_stop) {
-    enum { SLOTS = NT / 8 }; /* slots per poll: eight threads read one */
-    __shared__ uint32_t s_ballot[NT / 32];
-    __shared__ uint32_t s_wtail[GPUOS__MAX_WORKERS]; /* inbox entries written, per worker */
-    __shared__ uint32_t s_wseen[GPUOS__MAX_WORKERS]; /* last seen consumption, per worker */
-    __shared__ gpuos__qdesc s_d[SLOTS];
-    __shared__ uint32_t s_off[SLOTS + 1];
-    __shared__ uint32_t s_wo[SLOTS], s_wn[SLOTS]; /* a task's workers: inboxes s_wo + (base + j) % s_wn */
+/* One poll of LANE's host ring by NTP threads (ptid 0..NTP-1, eight per slot, barrier BAR
+   of NTP threads): reads up to min(width, room) slots from ring position pos, one 8-byte
+   volatile read per thread, so that one PCIe round trip both detects and delivers a slot
+   (measured on the H100: one 8-byte read ~0.33 us; four 16-byte reads from ONE thread are
+   serialised, ~3.7 us). The complete slots from the first one on go to body[0..n); returns
+   n in every thread. */
+template <int LANE, int NTP, int BAR>
+static __device__ __forceinline__ int gpuos__fetch_poll(const gpuos__pk_params &P, int ptid, uint64_t pos, int width,
+                                                        int64_t room, gpuos__qbody *body, uint32_t *s_ballot) {
+    const int g = ptid >> 3, k = ptid & 7, lane = ptid & 31, warp = ptid >> 5;
+    const uint64_t spos = pos + g;
+    uint64_t wv = 0;
+    int ok = 0;
+    if (g < width && g < room) {
+        asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(wv) : "l"(&P.ring[LANE][spos & (P.ring_slots - 1)].w[k]) : "memory");
+        ok = (wv >> 56) == GPUOS__LAP_TAG(spos, P.ring_log2);
+    }
+    const uint64_t nx = __shfl_down_sync(0xffffffffu, wv, 1);
+    const uint32_t okb = __ballot_sync(0xffffffffu, ok);
+    if (((okb >> (8 * (g & 3))) & 0xffu) == 0xffu && k < 7) { /* the slot is complete: its body word k */
+        const uint64_t m = 0x00ffffffffffffffull;
+        body[g].w[k] = ((wv & m) >> (8 * k)) | ((nx & m) << (56 - 8 * k));
+    }
+#ifdef GPUOS__PK_TIMESTAMPS
+    if (LANE == 0 && ptid == 0 && ok) P.ctl->stamp[0] = gpuos__globaltimer();
+#endif
+    if (lane == 0) {
+        uint32_t r = 0;
+        for (int q = 0; q < 4; q++)
+            if (((okb >> (8 * q)) & 0xffu) == 0xffu) r |= 1u << q;
+        s_ballot[warp] = r;
+    }
+    gpuos__named_bar<BAR, NTP>();
+    int n = 0;
+    for (int w = 0; w < NTP / 32; w++) {
+        uint32_t x = s_ballot[w];
+        if (x == 0xfu) { n += 4; continue; }
+        n += __ffs(~x) - 1;
+        break;
+    }
+    gpuos__named_bar<BAR, NTP>(); /* s_ballot is read by all before the next poll writes it */
+    return n;
+}
+
+/* State of LANE's batch processor (one warp): what it pushed so far. */
+struct gpuos__fetch_state {
+    uint64_t pos, seq; /* ring position and task sequence number of the next slot */
+    int exit;          /* EXIT seen */
+};
+
+/* Puts a polled batch body[0..n) into the device queue, one warp (lane 0..31): plan chunks
+   into the plan table, descriptors into the task ring, and each task, in sequence order,
+   into the inbox of every worker that owns one of its tiles. Then tells the host how far
+   it fetched. */
+template <int LANE, int MAXN>
+static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpuos__qbody *s_body, int n,
+                                            gpuos__fetch_state *st, uint32_t *s_wtail, uint32_t *s_wseen) {
+    __shared__ gpuos__qdesc s_d[MAXN];
+    __shared__ uint32_t s_off[MAXN + 1];
+    __shared__ uint32_t s_wo[MAXN], s_wn[MAXN]; /* a task's workers: inboxes s_wo + (base + j) % s_wn */
     __shared__ uint64_t s_push[GPUOS__PUSH_CHUNK]; /* (worker, inbox index) of a chunk's entries */
-    __shared__ gpuos__qbody s_body[SLOTS];
-    __shared__ uint64_t s_pos, s_seq;
-    __shared__ int s_exit;
-    const int tid = (int)threadIdx.x - (LANE ? GPUOS__FETCH_FIRST_HI : 0), lane = tid & 31, warp = tid >> 5;
+    const int lane = threadIdx.x & 31;
     const uint32_t nw = P.n_main + P.n_rt; /* every inbox (EXIT goes to all) */
-    gpuos__qslot *const ring = P.ring[LANE];
     gpuos__dtask *const tasks = P.tasks[LANE];
     gpuos__dtask *const inbox = P.inbox[LANE];
     uint32_t *const done = P.done[LANE];
     uint32_t *const wpos = P.wpos[LANE];
+    const uint64_t s_seq = st->seq;
+    gpuos__qbody body;
+    if (lane < n) body = s_body[lane];
+    /* Lane t handles slot t of the batch (complete: every word carried the tag). */
+    const uint32_t kind = lane < n ? GPUOS__KIND(body.d.kind) : 0;
+    const int is_task = lane < n && kind != GPUOS__SLOT_PLAN;
+    const uint32_t b = __ballot_sync(0xffffffffu, is_task);
+    const uint32_t rank = __popc(b & ((1u << lane) - 1)); /* index among this batch's tasks */
+    const uint32_t n_tasks = __popc(b);
+    const uint64_t seq = s_seq + rank;
+    if (lane < n) {
+        if (kind == GPUOS__SLOT_PLAN) {
+            uint64_t *dst = (uint64_t *)(P.plans + (size_t)body.p.plan_id * GPUOS__PLAN_BYTES +
+                                         (size_t)body.p.chunk * GPUOS__SLOT_PAYLOAD);
+            for (int k = 0; k < (int)(GPUOS__SLOT_PAYLOAD / 8); k++) dst[k] = body.p.payload[k];
+        } else {
+            gpuos__qdesc d = body.d;
+            if (kind == GPUOS__SLOT_EXIT) d.n_tiles = 0;
+            s_d[rank] = d;
+            gpuos__dtask *t = &tasks[seq & (P.task_cap - 1)];
+            t->d = d;
+            done[seq & (P.task_cap - 1)] = 0;
+        }
+    }
+    /* s_d and the task-ring entries are complete for the warp after this sync. The task-ring
+       entries (plain stores) are published below, after the one fence for the first chunk
+       of inbox entries, which orders them before the relaxed stores of their seq and of the
+       inbox stamps (one fence a batch instead of one per writing thread, one per release and
+       one per chunk). */
+    __syncwarp();
+    /* Push each task, in order, to the inboxes of the workers owning its tiles: the batch as
+       (task, owner) pairs in sequence order, 32 pairs per round; lanes naming the same
+       worker take consecutive inbox entries in lane order, so every inbox stays in sequence
+       order. */
+    if (lane == 0) {
+        uint32_t off = 0;
+        for (uint32_t i = 0; i < n_tasks; i++) {
+            s_off[i] = off;
+            gpuos__qdesc *d = &s_d[i];
+            const int rt = d->kernel_id >= GPUOS__RT_KERNEL_BASE && P.n_rt;
+            const uint32_t nk = rt ? P.n_rt : P.n_main;
+            if (GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT) { /* every inbox */
+                d->base = 0;
+                s_wo[i] = 0;
+                s_wn[i] = nw;
+                off += nw;
+                st->exit = 1;
+            } else {
+                s_wo[i] = rt ? P.n_main : 0;
+                s_wn[i] = nk;
+                off += d->n_tiles < nk ? d->n_tiles : nk;
+            }
+        }
+        s_off[n_tasks] = off;
+    }
+    __syncwarp();
+    const uint32_t pairs = s_off[n_tasks];
+    if (pairs == 0) { /* plan chunks only, or tasks with no tiles: still one fence */
+        __threadfence();
+        for (uint32_t i = lane; i < n_tasks; i += 32)
+            asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&tasks[(s_seq + i) & (P.task_cap - 1)].seq), "l"(s_seq + i) : "memory");
+    }
+    for (uint32_t c0 = 0; c0 < pairs; c0 += GPUOS__PUSH_CHUNK) {
+        /* a chunk's entries first (plain stores), then ONE fence, then their stamps: a chunk
+           gives a worker at most inbox_cap entries, so a wait for room below only ever waits
+           on entries of earlier, stamped chunks */
+        const uint32_t c1 = pairs - c0 < GPUOS__PUSH_CHUNK ? pairs : c0 + GPUOS__PUSH_CHUNK;
+        for (uint32_t p0 = c0; p0 < c1; p0 += 32) {
+            const uint32_t p = p0 + lane;
+            const int active = p < c1;
+            uint32_t i = 0, w = 0xffffffffu;
+            if (active) {
+                uint32_t lo = 0, hi = n_tasks; /* last task with s_off[i] <= p */
+                while (hi - lo > 1) {
+                    uint32_t mid = (lo + hi) >> 1;
+                    if (s_off[mid] <= p) lo = mid; else hi = mid;
+                }
+                i = lo;
+                w = s_wo[i] + (s_d[i].base + (p - s_off[i])) % s_wn[i];
+            }
+            const uint32_t peers = __match_any_sync(0xffffffffu, w);
+            const uint32_t prank = __popc(peers & ((1u << lane) - 1));
+            const uint32_t tail = active ? s_wtail[w] : 0;
+            __syncwarp();
+            if (active) {
+                const uint32_t k = tail + prank;
+                while (k - s_wseen[w] >= P.inbox_cap) { /* inbox full: wait for the worker */
+                    uint32_t c = gpuos__ld_acquire_gpu_u32(&wpos[w]);
+                    if (k - c >= P.inbox_cap) gpuos__nanosleep(64);
+                    else s_wseen[w] = c;
+                }
+                gpuos__dtask *e = &inbox[(size_t)w * P.inbox_cap + (k & (P.inbox_cap - 1))];
+                gpuos__qdesc dd = s_d[i];
+                dd.stamp = 0;
+                e->d = dd;
+                e->seq = s_seq + i;
+                s_push[p - c0] = (uint64_t)w << 32 | k;
+                if (prank == (uint32_t)__popc(peers) - 1) s_wtail[w] = k + 1;
+            }
+            __syncwarp();
+        }
+        __threadfence();
+        __syncwarp();
+        if (c0 == 0) /* the batch's task-ring entries: written before the sync above */
+            for (uint32_t i = lane; i < n_tasks; i += 32)
+                asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&tasks[(s_seq + i) & (P.task_cap - 1)].seq), "l"(s_seq + i) : "memory");
+        for (uint32_t p = c0 + lane; p < c1; p += 32) {
+            const uint64_t wk = s_push[p - c0];
+            const uint32_t w = (uint32_t)(wk >> 32), k = (uint32_t)wk;
+            gpuos__dtask *e = &inbox[(size_t)w * P.inbox_cap + (k & (P.inbox_cap - 1))];
+            asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(&e->d.stamp), "r"(k + 1) : "memory");
+        }
+        __syncwarp();
+    }
+    st->pos += n;
+    st->seq += n_tasks;
+    if (lane == 0) {
+        gpuos__st_relaxed_sys_u64(LANE ? &P.ctl->fetched_hi : &P.ctl->fetched, st->pos);
+#ifdef GPUOS__PK_TIMESTAMPS
+        if (LANE == 0 && n_tasks) P.ctl->stamp[1] = gpuos__globaltimer();
+#endif
+    }
+    st->exit = __shfl_sync(0xffffffffu, st->exit, 0);
+    __syncwarp(); /* s_d, s_off, s_push are rewritten by the next batch */
+}
+
+/* LANE's fetcher. Lane 1 (one warp): poll, then process, in turn. Lane 0 (GPUOS__FETCH_THREADS
+   threads): warp 0 processes batches while warps 1.. poll for the next one, so the PCIe
+   round trip of a poll (~2 us of the ~6 us a 16-slot batch took when the two alternated)
+   overlaps the pushing; batches are handed over through two shared buffers at a barrier of
+   all the fetcher's threads. s_limit, s_stop: shared with the retirers. */
+#ifndef GPUOS__POLL_OVERLAP /* 1: always poll while the last batch is pushed; 0: never; 2: after a full poll */
+#define GPUOS__POLL_OVERLAP 2
+#endif
+#ifndef GPUOS__POLL_IDLE_NS /* the poller's pause after a poll that found nothing */
+#define GPUOS__POLL_IDLE_NS 32
+#endif
+#define GPUOS__POLL_WAITS(n, slots) (GPUOS__POLL_OVERLAP == 0 || (GPUOS__POLL_OVERLAP == 2 && (n) < (slots)))
+template <int LANE, int NT>
+static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_limit, uint64_t *s_stop) {
+    enum { SPLIT = NT > 32, NTP = SPLIT ? NT - 32 : NT, SLOTS = NTP / 8 }; /* slots per poll: eight threads read one */
+    __shared__ uint32_t s_ballot[NTP / 32];
+    __shared__ uint32_t s_wtail[GPUOS__MAX_WORKERS]; /* inbox entries written, per worker */
+    __shared__ uint32_t s_wseen[GPUOS__MAX_WORKERS]; /* last seen consumption, per worker */
+    __shared__ gpuos__qbody s_body[SPLIT ? 2 : 1][SLOTS];
+    __shared__ int s_n[2];
+    const int tid = (int)threadIdx.x - (LANE ? GPUOS__FETCH_FIRST_HI : 0);
+    const uint32_t nw = P.n_main + P.n_rt;
     for (uint32_t w = tid; w < nw; w += NT) {
-        s_wtail[w] = wpos[w]; /* the host left each inbox empty: tail == consumed */
+        s_wtail[w] = P.wpos[LANE][w]; /* the host left each inbox empty: tail == consumed */
         s_wseen[w] = s_wtail[w];
     }
-    if (tid == 0) {
-        s_pos = P.start_pos[LANE];
-        s_seq = P.start_seq[LANE];
-        s_exit = 0;
-    }
-    gpuos__fetch_bar<LANE, NT>();
-    int width = 1; /* slots polled per round trip: 1 while idle */
+    gpuos__named_bar<1 + LANE, NT>();
+    gpuos__fetch_state st;
+    st.pos = P.start_pos[LANE];
+    st.seq = P.start_seq[LANE];
+    st.exit = 0;
 #ifdef GPUOS__PK_TIMESTAMPS
     unsigned long long fprof[GPUOS__PROF_N] = {0};
 #endif
-    while (!s_exit) {
-        /* lane 1 ends with lane 0: the host sends EXIT (on lane 0) only once lane 1 retired everything */
-        if (LANE == 1 && __shfl_sync(0xffffffffu, (threadIdx.x & 31) == 0 ? (int)gpuos__sh_load(s_stop) : 0, 0)) break;
+    if (!SPLIT || tid >= 32) { /* the poller: every thread of lane 1, warps 1.. of lane 0 */
+        const int ptid = SPLIT ? tid - 32 : tid;
+        int width = 1, kb = 0; /* slots polled per round trip: 1 while idle */
+        uint64_t pos = st.pos, tasks = st.seq; /* next slot to poll; tasks accepted so far + 1 */
+        for (;;) {
+            /* lane 1 ends with lane 0: the host sends EXIT (on lane 0) only once lane 1 retired everything */
+            if (LANE == 1 && __shfl_sync(0xffffffffu, (threadIdx.x & 31) == 0 ? (int)gpuos__sh_load(s_stop) : 0, 0)) break;
 #ifdef GPUOS__PK_TIMESTAMPS
-        const long long t_poll = clock64();
+            const long long t_poll = clock64();
 #endif
-        const int64_t room = (int64_t)(gpuos__sh_load(&s_limit[LANE]) - s_seq); /* free task-ring entries */
-        /* Eight threads per slot, one 8-byte volatile read each: one PCIe round trip
-           both detects and delivers the slot (measured on the H100: one 8-byte read
-           ~0.33 us; four 16-byte reads from ONE thread are serialised, ~3.7 us). */
-        const int g = tid >> 3, k = tid & 7;
-        const uint64_t spos = s_pos + g;
-        uint64_t wv = 0;
-        int ok = 0;
-        if (g < width && g < room) {
-            asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(wv) : "l"(&ring[spos & (P.ring_slots - 1)].w[k]) : "memory");
-            ok = (wv >> 56) == GPUOS__LAP_TAG(spos, P.ring_log2);
-        }
-        const uint64_t nx = __shfl_down_sync(0xffffffffu, wv, 1);
-        const uint32_t okb = __ballot_sync(0xffffffffu, ok);
-        if (((okb >> (8 * (g & 3))) & 0xffu) == 0xffu && k < 7) { /* the slot is complete: its body word k */
-            const uint64_t m = 0x00ffffffffffffffull;
-            s_body[g].w[k] = ((wv & m) >> (8 * k)) | ((nx & m) << (56 - 8 * k));
-        }
+            const int64_t room = (int64_t)(gpuos__sh_load(&s_limit[LANE]) - tasks); /* free task-ring entries */
+            const int n = gpuos__fetch_poll<LANE, NTP, SPLIT ? 3 : 1 + LANE>(P, ptid, pos, width, room, s_body[kb], s_ballot);
+            if (n == 0) {
 #ifdef GPUOS__PK_TIMESTAMPS
-        if (LANE == 0 && tid == 0 && ok) P.ctl->stamp[0] = gpuos__globaltimer();
+                if (LANE == 0 && ptid == 0) {
+                    fprof[GPUOS__PROF_F_POLL] += (unsigned long long)(clock64() - t_poll);
+                    if (++fprof[GPUOS__PROF_F_EMPTY] >= 1024)
+                        for (int k = GPUOS__PROF_F_POLL; k <= GPUOS__PROF_F_SLOTS; k++)
+                            if (fprof[k]) atomicAdd(&P.prof[k], fprof[k]), fprof[k] = 0;
+                }
 #endif
-        if (lane == 0) {
-            uint32_t r = 0;
-            for (int q = 0; q < 4; q++)
-                if (((okb >> (8 * q)) & 0xffu) == 0xffu) r |= 1u << q;
-            s_ballot[warp] = r;
-        }
-        gpuos__fetch_bar<LANE, NT>();
-        int n = 0;
-        for (int w = 0; w < NT / 32; w++) {
-            uint32_t x = s_ballot[w];
-            if (x == 0xfu) { n += 4; continue; }
-            n += __ffs(~x) - 1;
-            break;
-        }
-        gpuos__fetch_bar<LANE, NT>();
-        gpuos__qbody body;
-        if (tid < n) body = s_body[tid];
-        uint32_t b;
-        /* Thread t now handles slot t of the batch (complete: every word carried the tag). */
-        uint32_t kind = tid < n ? GPUOS__KIND(body.d.kind) : 0;
-        const int is_task = tid < n && kind != GPUOS__SLOT_PLAN;
-        b = __ballot_sync(0xffffffffu, is_task);
-        if (lane == 0) s_ballot[warp] = b;
-        gpuos__fetch_bar<LANE, NT>();
-        uint32_t rank = __popc(b & ((1u << lane) - 1)); /* index among this batch's tasks */
-        uint32_t n_tasks = 0;
-        for (int w = 0; w < NT / 32; w++) {
-            if (w < warp) rank += __popc(s_ballot[w]);
-            n_tasks += __popc(s_ballot[w]);
-        }
-        const uint64_t seq = s_seq + rank;
-        if (tid < n) {
-            if (kind == GPUOS__SLOT_PLAN) {
-                uint64_t *dst = (uint64_t *)(P.plans + (size_t)body.p.plan_id * GPUOS__PLAN_BYTES +
-                                             (size_t)body.p.chunk * GPUOS__SLOT_PAYLOAD);
-                for (int k = 0; k < (int)(GPUOS__SLOT_PAYLOAD / 8); k++) dst[k] = body.p.payload[k];
-            } else {
-                gpuos__qdesc d = body.d;
-                if (kind == GPUOS__SLOT_EXIT) d.n_tiles = 0;
-                s_d[rank] = d;
-                gpuos__dtask *t = &tasks[seq & (P.task_cap - 1)];
-                t->d = d;
-                done[seq & (P.task_cap - 1)] = 0;
+                width = 1;
+                if (ptid == 0) gpuos__nanosleep(GPUOS__POLL_IDLE_NS);
+                /* every poller waits for the pause: the eight readers of a slot must issue their
+                   loads together (one request; a lane that reads later makes it two round trips) */
+                gpuos__named_bar<SPLIT ? 3 : 1 + LANE, NTP>();
+                continue;
             }
-        }
-        /* s_d and the task-ring entries are complete for every fetch thread after this
-           barrier. The task-ring entries (plain stores by these threads) are published by
-           warp 0 below, after its one fence for the first chunk of inbox entries: the
-           barrier orders them before that fence, which orders them before the relaxed
-           stores of their seq and of the inbox stamps (one fence a batch instead of one
-           per writing thread, one per release and one per chunk). */
-        gpuos__fetch_bar<LANE, NT>();
-        /* Push each task, in order, to the inboxes of the workers owning its tiles:
-           the batch as (task, owner) pairs in sequence order, 32 pairs per round on
-           warp 0; lanes naming the same worker take consecutive inbox entries in lane
-           order, so every inbox stays in sequence order without block barriers. */
-        if (tid == 0) {
-            uint32_t off = 0;
-            for (uint32_t i = 0; i < n_tasks; i++) {
-                s_off[i] = off;
-                gpuos__qdesc *d = &s_d[i];
-                const int rt = d->kernel_id >= GPUOS__RT_KERNEL_BASE && P.n_rt;
-                const uint32_t nk = rt ? P.n_rt : P.n_main;
-                if (GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT) { /* every inbox */
-                    d->base = 0;
-                    s_wo[i] = 0;
-                    s_wn[i] = nw;
-                    off += nw;
-                } else {
-                    s_wo[i] = rt ? P.n_main : 0;
-                    s_wn[i] = nk;
-                    off += d->n_tiles < nk ? d->n_tiles : nk;
-                }
+            width = SLOTS;
+            if (!SPLIT) { /* process it here (one warp), then poll again */
+                gpuos__fetch_process<LANE, SLOTS>(P, s_body[0], n, &st, s_wtail, s_wseen);
+                pos = st.pos;
+                tasks = st.seq;
+                if (st.exit) break;
+                continue;
             }
-            s_off[n_tasks] = off;
-        }
-        gpuos__fetch_bar<LANE, NT>();
-        if (warp == 0) {
-            const uint32_t pairs = s_off[n_tasks];
-            if (pairs == 0) { /* plan chunks only, or tasks with no tiles: still one fence */
-                __threadfence();
-                for (uint32_t i = lane; i < n_tasks; i += 32)
-                    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&tasks[(s_seq + i) & (P.task_cap - 1)].seq), "l"(s_seq + i) : "memory");
+            /* count the batch's tasks (room) and whether it ends the kernel, then hand it over */
+            int n_tasks = 0, ex = 0;
+            for (int i = 0; i < n; i++) {
+                const uint32_t kd = GPUOS__KIND(s_body[kb][i].d.kind);
+                n_tasks += kd != GPUOS__SLOT_PLAN;
+                ex |= kd == GPUOS__SLOT_EXIT;
             }
-            for (uint32_t c0 = 0; c0 < pairs; c0 += GPUOS__PUSH_CHUNK) {
-                /* a chunk's entries first (plain stores), then ONE fence, then their stamps:
-                   a chunk gives a worker at most inbox_cap entries, so a wait for room
-                   below only ever waits on entries of earlier, stamped chunks */
-                const uint32_t c1 = pairs - c0 < GPUOS__PUSH_CHUNK ? pairs : c0 + GPUOS__PUSH_CHUNK;
-                for (uint32_t p0 = c0; p0 < c1; p0 += 32) {
-                    const uint32_t p = p0 + lane;
-                    const int active = p < c1;
-                    uint32_t i = 0, w = 0xffffffffu;
-                    if (active) {
-                        uint32_t lo = 0, hi = n_tasks; /* last task with s_off[i] <= p */
-                        while (hi - lo > 1) {
-                            uint32_t mid = (lo + hi) >> 1;
-                            if (s_off[mid] <= p) lo = mid; else hi = mid;
-                        }
-                        i = lo;
-                        w = s_wo[i] + (s_d[i].base + (p - s_off[i])) % s_wn[i];
-                    }
-                    const uint32_t peers = __match_any_sync(0xffffffffu, w);
-                    const uint32_t rank = __popc(peers & ((1u << lane) - 1));
-                    const uint32_t tail = active ? s_wtail[w] : 0;
-                    __syncwarp();
-                    if (active) {
-                        const uint32_t k = tail + rank;
-                        while (k - s_wseen[w] >= P.inbox_cap) { /* inbox full: wait for the worker */
-                            uint32_t c = gpuos__ld_acquire_gpu_u32(&wpos[w]);
-                            if (k - c >= P.inbox_cap) gpuos__nanosleep(64);
-                            else s_wseen[w] = c;
-                        }
-                        gpuos__dtask *e = &inbox[(size_t)w * P.inbox_cap + (k & (P.inbox_cap - 1))];
-                        gpuos__qdesc dd = s_d[i];
-                        dd.stamp = 0;
-                        e->d = dd;
-                        e->seq = s_seq + i;
-                        s_push[p - c0] = (uint64_t)w << 32 | k;
-                        if (rank == (uint32_t)__popc(peers) - 1) s_wtail[w] = k + 1;
-                    }
-                    __syncwarp();
-                }
-                __threadfence();
-                __syncwarp();
-                if (c0 == 0) /* the batch's task-ring entries: written before the barrier above */
-                    for (uint32_t i = lane; i < n_tasks; i += 32)
-                        asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&tasks[(s_seq + i) & (P.task_cap - 1)].seq), "l"(s_seq + i) : "memory");
-                for (uint32_t p = c0 + lane; p < c1; p += 32) {
-                    const uint64_t wk = s_push[p - c0];
-                    const uint32_t w = (uint32_t)(wk >> 32), k = (uint32_t)wk;
-                    gpuos__dtask *e = &inbox[(size_t)w * P.inbox_cap + (k & (P.inbox_cap - 1))];
-                    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(&e->d.stamp), "r"(k + 1) : "memory");
-                }
-                __syncwarp();
-            }
+            if (ptid == 0) s_n[kb] = n;
+            gpuos__named_bar<1 + LANE, NT>(); /* hand-over: the processor takes buffer kb */
+            pos += n;
+            tasks += n_tasks;
+            kb ^= 1;
+            if (ex) break;
+            if (GPUOS__POLL_WAITS(n, SLOTS)) gpuos__named_bar<1 + LANE, NT>(); /* until it is pushed */
         }
-        if (tid == 0) for (uint32_t i = 0; i < n_tasks; i++) if (GPUOS__KIND(s_d[i].kind) == GPUOS__SLOT_EXIT) s_exit = 1;
-        gpuos__fetch_bar<LANE, NT>();
-        if (tid == 0 && n) {
-            s_pos += n;
-            s_seq += n_tasks;
-            gpuos__st_relaxed_sys_u64(LANE ? &P.ctl->fetched_hi : &P.ctl->fetched, s_pos);
+    } else { /* lane 0's processor: warp 0 */
+        for (int kb = 0;; kb ^= 1) {
+            gpuos__named_bar<1 + LANE, NT>(); /* a batch in buffer kb */
 #ifdef GPUOS__PK_TIMESTAMPS
-            if (LANE == 0 && n_tasks) P.ctl->stamp[1] = gpuos__globaltimer();
+            const long long t_batch = clock64();
 #endif
-        }
-        width = n ? SLOTS : 1;
+            const int n = s_n[kb];
+            gpuos__fetch_process<LANE, SLOTS>(P, s_body[kb], n, &st, s_wtail, s_wseen);
 #ifdef GPUOS__PK_TIMESTAMPS
-        if (LANE == 0 && tid == 0) {
-            fprof[n ? GPUOS__PROF_F_BATCH : GPUOS__PROF_F_POLL] += (unsigned long long)(clock64() - t_poll);
-            fprof[n ? GPUOS__PROF_F_FULL : GPUOS__PROF_F_EMPTY]++;
-            fprof[GPUOS__PROF_F_SLOTS] += (unsigned long long)n;
-            if (n || fprof[GPUOS__PROF_F_EMPTY] >= 1024)
+            if (tid == 0) {
+                fprof[GPUOS__PROF_F_BATCH] += (unsigned long long)(clock64() - t_batch);
+                fprof[GPUOS__PROF_F_FULL]++;
+                fprof[GPUOS__PROF_F_SLOTS] += (unsigned long long)n;
                 for (int k = GPUOS__PROF_F_POLL; k <= GPUOS__PROF_F_SLOTS; k++)
                     if (fprof[k]) atomicAdd(&P.prof[k], fprof[k]), fprof[k] = 0;
-        }
+            }
 #endif
-        if (n == 0 && tid == 0) gpuos__nanosleep(32);
-        gpuos__fetch_bar<LANE, NT>();
+            if (st.exit) break;
+            if (GPUOS__POLL_WAITS(n, SLOTS)) gpuos__named_bar<1 + LANE, NT>(); /* the poller waits for this one */
+        }
     }
     if (LANE == 0 && tid == 0) {
         while (!gpuos__sh_load(s_stop)) gpuos__nanosleep(100); /* the retirer retired everything up to EXIT */
-        gpuos__st_relaxed_sys_u64(&P.ctl->exit_pos, s_pos);
-        gpuos__st_relaxed_sys_u64(&P.ctl->exit_seq, s_seq);
+        gpuos__st_relaxed_sys_u64(&P.ctl->exit_pos, st.pos);
+        gpuos__st_relaxed_sys_u64(&P.ctl->exit_seq, st.seq);
     }
 }
 
