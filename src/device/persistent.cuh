@@ -306,7 +306,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
     __shared__ uint32_t s_wtail[GPUOS__MAX_WORKERS]; /* inbox entries written, per worker */
     __shared__ uint32_t s_wseen[GPUOS__MAX_WORKERS]; /* last seen consumption, per worker */
     __shared__ gpuos__qbody s_body[SPLIT ? 2 : 1][SLOTS];
-    __shared__ int s_n[2];
+    __shared__ uint64_t s_n[2]; /* slots in buffer kb (shared-memory atomics, as the words the roles share) */
     const int tid = (int)threadIdx.x - (LANE ? GPUOS__FETCH_FIRST_HI : 0);
     const uint32_t nw = P.n_main + P.n_rt;
     for (uint32_t w = tid; w < nw; w += NT) {
@@ -364,7 +364,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
                 n_tasks += kd != GPUOS__SLOT_PLAN;
                 ex |= kd == GPUOS__SLOT_EXIT;
             }
-            if (ptid == 0) s_n[kb] = n;
+            if (ptid == 0) gpuos__sh_store(&s_n[kb], (uint64_t)n);
             gpuos__named_bar<1 + LANE, NT>(); /* hand-over: the processor takes buffer kb */
             pos += n;
             tasks += n_tasks;
@@ -378,7 +378,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
 #ifdef GPUOS__PK_TIMESTAMPS
             const long long t_batch = clock64();
 #endif
-            const int n = s_n[kb];
+            const int n = (int)gpuos__sh_load(&s_n[kb]);
             gpuos__fetch_process<LANE, SLOTS>(P, s_body[kb], n, &st, s_wtail, s_wseen);
 #ifdef GPUOS__PK_TIMESTAMPS
             if (tid == 0) {
