@@ -93,6 +93,17 @@ template <int ID, int NT>
 static __device__ __forceinline__ void gpuos__named_bar(void) {
     asm volatile("bar.sync %0, %1;" ::"n"(ID), "n"(NT) : "memory");
 }
+/* The same barrier, returning how many of its threads passed a true pred (bar.red.popc):
+   how the fetcher's poller hands a batch's size to the processor without a shared word
+   (a plain one was flagged by racecheck across the role-split barrier, shared-memory
+   atomics cost pipeline_jobs 20%). Every thread of that barrier instance must use it. */
+template <int ID, int NT>
+static __device__ __forceinline__ uint32_t gpuos__named_bar_popc(int pred) {
+    uint32_t r;
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.s32 p, %1, 0;\n\tbar.red.popc.u32 %0, %2, %3, p;\n\t}"
+                 : "=r"(r) : "r"(pred), "n"(ID), "n"(NT) : "memory");
+    return r;
+}
 
 /* One poll of LANE's host ring by NTP threads (ptid 0..NTP-1, eight per slot, barrier BAR
    of NTP threads): reads up to min(width, room) slots from ring position pos, one 8-byte
@@ -306,7 +317,6 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
     __shared__ uint32_t s_wtail[GPUOS__MAX_WORKERS]; /* inbox entries written, per worker */
     __shared__ uint32_t s_wseen[GPUOS__MAX_WORKERS]; /* last seen consumption, per worker */
     __shared__ gpuos__qbody s_body[SPLIT ? 2 : 1][SLOTS];
-    __shared__ uint64_t s_n[2]; /* slots in buffer kb (shared-memory atomics, as the words the roles share) */
     const int tid = (int)threadIdx.x - (LANE ? GPUOS__FETCH_FIRST_HI : 0);
     const uint32_t nw = P.n_main + P.n_rt;
     for (uint32_t w = tid; w < nw; w += NT) {
@@ -364,8 +374,8 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
                 n_tasks += kd != GPUOS__SLOT_PLAN;
                 ex |= kd == GPUOS__SLOT_EXIT;
             }
-            if (ptid == 0) gpuos__sh_store(&s_n[kb], (uint64_t)n);
-            gpuos__named_bar<1 + LANE, NT>(); /* hand-over: the processor takes buffer kb */
+            /* hand-over: the processor takes buffer kb; the barrier counts its n slots */
+            gpuos__named_bar_popc<1 + LANE, NT>(ptid < n);
             pos += n;
             tasks += n_tasks;
             kb ^= 1;
@@ -374,11 +384,10 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
         }
     } else { /* lane 0's processor: warp 0 */
         for (int kb = 0;; kb ^= 1) {
-            gpuos__named_bar<1 + LANE, NT>(); /* a batch in buffer kb */
+            const int n = (int)gpuos__named_bar_popc<1 + LANE, NT>(0); /* a batch of n slots in buffer kb */
 #ifdef GPUOS__PK_TIMESTAMPS
             const long long t_batch = clock64();
 #endif
-            const int n = (int)gpuos__sh_load(&s_n[kb]);
             gpuos__fetch_process<LANE, SLOTS>(P, s_body[kb], n, &st, s_wtail, s_wseen);
 #ifdef GPUOS__PK_TIMESTAMPS
             if (tid == 0) {
