@@ -303,6 +303,13 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
    round trip of a poll (~2 us of the ~6 us a 16-slot batch took when the two alternated)
    overlaps the pushing; batches are handed over through two shared buffers at a barrier of
    all the fetcher's threads. s_limit, s_stop: shared with the retirers. */
+#ifdef GPUOS__PK_TIMESTAMPS
+/* probe builds: the fetcher's counters into P.prof */
+static __device__ __forceinline__ void gpuos__fetch_prof_flush(const gpuos__pk_params &P, unsigned long long *fprof) {
+    for (int k = GPUOS__PROF_F_POLL; k <= GPUOS__PROF_F_SLOTS; k++)
+        if (fprof[k]) atomicAdd(&P.prof[k], fprof[k]), fprof[k] = 0;
+}
+#endif
 #ifndef GPUOS__POLL_OVERLAP /* 1: always poll while the last batch is pushed; 0: never; 2: after a full poll */
 #define GPUOS__POLL_OVERLAP 2
 #endif
@@ -347,9 +354,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
 #ifdef GPUOS__PK_TIMESTAMPS
                 if (LANE == 0 && ptid == 0) {
                     fprof[GPUOS__PROF_F_POLL] += (unsigned long long)(clock64() - t_poll);
-                    if (++fprof[GPUOS__PROF_F_EMPTY] >= 1024)
-                        for (int k = GPUOS__PROF_F_POLL; k <= GPUOS__PROF_F_SLOTS; k++)
-                            if (fprof[k]) atomicAdd(&P.prof[k], fprof[k]), fprof[k] = 0;
+                    if (++fprof[GPUOS__PROF_F_EMPTY] >= 1024) gpuos__fetch_prof_flush(P, fprof);
                 }
 #endif
                 width = 1;
@@ -394,8 +399,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
                 fprof[GPUOS__PROF_F_BATCH] += (unsigned long long)(clock64() - t_batch);
                 fprof[GPUOS__PROF_F_FULL]++;
                 fprof[GPUOS__PROF_F_SLOTS] += (unsigned long long)n;
-                for (int k = GPUOS__PROF_F_POLL; k <= GPUOS__PROF_F_SLOTS; k++)
-                    if (fprof[k]) atomicAdd(&P.prof[k], fprof[k]), fprof[k] = 0;
+                gpuos__fetch_prof_flush(P, fprof);
             }
 #endif
             if (st.exit) break;

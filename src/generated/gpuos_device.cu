@@ -2136,55 +2136,54 @@ GPUOS__FN int64_t gpuos__d_ew_vec(const gpuos__ew_plan *p, int64_t begin, int64_
         bb.v[e] = b0v;
         bc.v[e] = c0;
     }
+    /* the operands' vectors at item i (a broadcast operand: its splat), then the batch and
+       its store */
+    const auto load = [&](int64_t i, gpuos__d_vec<A> &va, gpuos__d_vec<B> &vb, gpuos__d_vec<C> &vc) {
+        va = ba;
+        vb = bb;
+        vc = bc;
+        if constexpr (NIN >= 1) if (!ca) va = *(const gpuos__d_vec<A> *)(pa + i * (int64_t)sizeof(A));
+        if constexpr (NIN >= 2) if (!cb) vb = *(const gpuos__d_vec<B> *)(pb + i * (int64_t)sizeof(B));
+        if constexpr (NIN >= 3) if (!cc) vc = *(const gpuos__d_vec<C> *)(pc + i * (int64_t)sizeof(C));
+    };
+    const auto put = [&](int64_t i, const gpuos__d_vec<A> &va, const gpuos__d_vec<B> &vb, const gpuos__d_vec<C> &vc) {
+        gpuos__d_vec<O> vo;
+        G::batch(cs, va.v, vb.v, vc.v, i, 1, s0, s1, vo.v);
+        *(gpuos__d_vec<O> *)(po + i * (int64_t)sizeof(O)) = vo;
+    };
     const int nt = (int)blockDim.x, tid = (int)threadIdx.x;
     const int64_t bu = (int64_t)U * nt;
     int64_t b0 = begin;
+    gpuos__d_vec<A> va;
+    gpuos__d_vec<B> vb;
+    gpuos__d_vec<C> vc;
 #if GPUOS__D_EW_VEC_DEEP
-    /* Large tiles (DEEP: the out-of-line group functions; inline in the worker it spills): two passes' loads in flight before either store (one pass keeps
-       512 threads x 32 bytes in flight per multiprocessor, short of what HBM3 needs:
-       large_elementwise at 0.82 of a copy). The output is never a partial overlap of
-       an input (the planner refuses it; in place is the very same view), so loading
-       pass k+1 before storing pass k reads what the sequential order reads. Types of
-       at most 4 bytes (twice the registers of 8-byte ones would spill). */
+    /* Large tiles (DEEP: the out-of-line group functions; inline in the worker it spills):
+       two passes' loads in flight before either store (one pass keeps 512 threads x 32
+       bytes in flight per multiprocessor, short of what HBM3 needs: large_elementwise at
+       0.82 of a copy). The output is never a partial overlap of an input (the planner
+       refuses it; in place is the very same view), so loading pass k+1 before storing
+       pass k reads what the sequential order reads. Types of at most 4 bytes (twice the
+       registers of 8-byte ones would spill). */
     if constexpr (DEEP && sizeof(O) <= 4 && sizeof(A) <= 4 && sizeof(B) <= 4 && sizeof(C) <= 4) {
+        gpuos__d_vec<A> va2;
+        gpuos__d_vec<B> vb2;
+        gpuos__d_vec<C> vc2;
 #pragma unroll 1
         for (; end - b0 >= 2 * bu; b0 += 2 * bu) {
-            const int64_t i = b0 + (int64_t)U * tid, j = i + bu;
-            gpuos__d_vec<A> va = ba, va2 = ba;
-            gpuos__d_vec<B> vb = bb, vb2 = bb;
-            gpuos__d_vec<C> vc = bc, vc2 = bc;
-            if constexpr (NIN >= 1) if (!ca) {
-                va = *(const gpuos__d_vec<A> *)(pa + i * (int64_t)sizeof(A));
-                va2 = *(const gpuos__d_vec<A> *)(pa + j * (int64_t)sizeof(A));
-            }
-            if constexpr (NIN >= 2) if (!cb) {
-                vb = *(const gpuos__d_vec<B> *)(pb + i * (int64_t)sizeof(B));
-                vb2 = *(const gpuos__d_vec<B> *)(pb + j * (int64_t)sizeof(B));
-            }
-            if constexpr (NIN >= 3) if (!cc) {
-                vc = *(const gpuos__d_vec<C> *)(pc + i * (int64_t)sizeof(C));
-                vc2 = *(const gpuos__d_vec<C> *)(pc + j * (int64_t)sizeof(C));
-            }
-            gpuos__d_vec<O> vo, vo2;
-            G::batch(cs, va.v, vb.v, vc.v, i, 1, s0, s1, vo.v);
-            G::batch(cs, va2.v, vb2.v, vc2.v, j, 1, s0, s1, vo2.v);
-            *(gpuos__d_vec<O> *)(po + i * (int64_t)sizeof(O)) = vo;
-            *(gpuos__d_vec<O> *)(po + j * (int64_t)sizeof(O)) = vo2;
+            const int64_t i = b0 + (int64_t)U * tid;
+            load(i, va, vb, vc);
+            load(i + bu, va2, vb2, vc2);
+            put(i, va, vb, vc);
+            put(i + bu, va2, vb2, vc2);
         }
     }
 #endif
 #pragma unroll 1
     for (; end - b0 >= bu; b0 += bu) {
         const int64_t i = b0 + (int64_t)U * tid;
-        gpuos__d_vec<A> va = ba;
-        gpuos__d_vec<B> vb = bb;
-        gpuos__d_vec<C> vc = bc;
-        if constexpr (NIN >= 1) if (!ca) va = *(const gpuos__d_vec<A> *)(pa + i * (int64_t)sizeof(A));
-        if constexpr (NIN >= 2) if (!cb) vb = *(const gpuos__d_vec<B> *)(pb + i * (int64_t)sizeof(B));
-        if constexpr (NIN >= 3) if (!cc) vc = *(const gpuos__d_vec<C> *)(pc + i * (int64_t)sizeof(C));
-        gpuos__d_vec<O> vo;
-        G::batch(cs, va.v, vb.v, vc.v, i, 1, s0, s1, vo.v);
-        *(gpuos__d_vec<O> *)(po + i * (int64_t)sizeof(O)) = vo;
+        load(i, va, vb, vc);
+        put(i, va, vb, vc);
     }
     return b0;
 }
@@ -8801,6 +8800,13 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
    round trip of a poll (~2 us of the ~6 us a 16-slot batch took when the two alternated)
    overlaps the pushing; batches are handed over through two shared buffers at a barrier of
    all the fetcher's threads. s_limit, s_stop: shared with the retirers. */
+#ifdef GPUOS__PK_TIMESTAMPS
+/* probe builds: the fetcher's counters into P.prof */
+static __device__ __forceinline__ void gpuos__fetch_prof_flush(const gpuos__pk_params &P, unsigned long long *fprof) {
+    for (int k = GPUOS__PROF_F_POLL; k <= GPUOS__PROF_F_SLOTS; k++)
+        if (fprof[k]) atomicAdd(&P.prof[k], fprof[k]), fprof[k] = 0;
+}
+#endif
 #ifndef GPUOS__POLL_OVERLAP /* 1: always poll while the last batch is pushed; 0: never; 2: after a full poll */
 #define GPUOS__POLL_OVERLAP 2
 #endif
@@ -8845,9 +8851,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
 #ifdef GPUOS__PK_TIMESTAMPS
                 if (LANE == 0 && ptid == 0) {
                     fprof[GPUOS__PROF_F_POLL] += (unsigned long long)(clock64() - t_poll);
-                    if (++fprof[GPUOS__PROF_F_EMPTY] >= 1024)
-                        for (int k = GPUOS__PROF_F_POLL; k <= GPUOS__PROF_F_SLOTS; k++)
-                            if (fprof[k]) atomicAdd(&P.prof[k], fprof[k]), fprof[k] = 0;
+                    if (++fprof[GPUOS__PROF_F_EMPTY] >= 1024) gpuos__fetch_prof_flush(P, fprof);
                 }
 #endif
                 width = 1;
@@ -8892,8 +8896,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
                 fprof[GPUOS__PROF_F_BATCH] += (unsigned long long)(clock64() - t_batch);
                 fprof[GPUOS__PROF_F_FULL]++;
                 fprof[GPUOS__PROF_F_SLOTS] += (unsigned long long)n;
-                for (int k = GPUOS__PROF_F_POLL; k <= GPUOS__PROF_F_SLOTS; k++)
-                    if (fprof[k]) atomicAdd(&P.prof[k], fprof[k]), fprof[k] = 0;
+                gpuos__fetch_prof_flush(P, fprof);
             }
 #endif
             if (st.exit) break;
