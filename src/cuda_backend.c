@@ -23,6 +23,7 @@
 #include "gpuos_runtime.h"
 
 #include <errno.h>    /* errno */
+#include <stddef.h>   /* offsetof */
 #include <stdarg.h>   /* va_list */
 #include <stdio.h>    /* snprintf, fopen */
 #include <stdlib.h>   /* malloc, getenv */
@@ -41,6 +42,14 @@
 #define CU_MEMHOSTALLOC_PORTABLE 0x01
 #define CU_MEMHOSTALLOC_DEVICEMAP 0x02
 #define CU_STREAM_NON_BLOCKING 0x1
+
+/* The fetcher writes inbox entries as eight 8-byte words (persistent.cuh): word 4 holds base
+   and the stamp, word 7 the seq. */
+typedef char cuda_inbox_layout[(offsetof(gpuos__qdesc, base) == 32 && offsetof(gpuos__qdesc, stamp) == 36 &&
+                                sizeof(gpuos__qdesc) == 56 && offsetof(gpuos__dtask, seq) == 56 &&
+                                sizeof(gpuos__dtask) == 64)
+                                   ? 1
+                                   : -1];
 
 #define CUDA__RING_SLOTS (1u << 16)  /* host ring: 4 MB of pinned memory */
 #define CUDA__TASK_CAP (1u << 16)    /* device task ring */

@@ -121,7 +121,15 @@ enum {
     GPUOS__PROF_F_EMPTY, /* polls that found nothing */
     GPUOS__PROF_F_FULL,  /* polls that found slots */
     GPUOS__PROF_F_SLOTS, /* slots fetched */
-    GPUOS__PROF_N = 16
+    /* the fetcher's processor (gpuos__fetch_process), cycles per phase */
+    GPUOS__PROF_F_RING,   /* descriptors into the task ring */
+    GPUOS__PROF_F_LAYOUT, /* each task's inbox range */
+    GPUOS__PROF_F_PUSH,   /* the inbox entries */
+    GPUOS__PROF_F_FENCE,  /* the fence after them */
+    GPUOS__PROF_F_STAMP,  /* seq words and stamps */
+    GPUOS__PROF_F_PAIRS,  /* inbox entries pushed */
+    GPUOS__PROF_F_HANDOVER, /* the processor waiting for the poller's next batch */
+    GPUOS__PROF_N = 24
 };
 
 /* Parameters of the persistent kernel (passed by value).

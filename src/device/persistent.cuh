@@ -161,7 +161,8 @@ struct gpuos__fetch_state {
    it fetched. */
 template <int LANE, int MAXN>
 static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpuos__qbody *s_body, int n,
-                                            gpuos__fetch_state *st, uint32_t *s_wtail, uint32_t *s_wseen) {
+                                            gpuos__fetch_state *st, uint32_t *s_wtail, uint32_t *s_wseen,
+                                            unsigned long long *fprof) {
     __shared__ gpuos__qdesc s_d[MAXN];
     __shared__ uint32_t s_off[MAXN + 1];
     __shared__ uint32_t s_wo[MAXN], s_wn[MAXN]; /* a task's workers: inboxes s_wo + (base + j) % s_wn */
@@ -173,6 +174,12 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
     uint32_t *const done = P.done[LANE];
     uint32_t *const wpos = P.wpos[LANE];
     const uint64_t s_seq = st->seq;
+#ifdef GPUOS__PK_TIMESTAMPS
+    long long ph = clock64(), ph1;
+#define GPUOS__FPH(k) (ph1 = clock64(), lane == 0 && LANE == 0 ? (void)(fprof[k] += (unsigned long long)(ph1 - ph)) : (void)0, ph = ph1)
+#else
+#define GPUOS__FPH(k) (void)0
+#endif
     gpuos__qbody body;
     if (lane < n) body = s_body[lane];
     /* Lane t handles slot t of the batch (complete: every word carried the tag). */
@@ -202,33 +209,43 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
        inbox stamps (one fence a batch instead of one per writing thread, one per release and
        one per chunk). */
     __syncwarp();
+    GPUOS__FPH(GPUOS__PROF_F_RING);
     /* Push each task, in order, to the inboxes of the workers owning its tiles: the batch as
        (task, owner) pairs in sequence order, 32 pairs per round; lanes naming the same
        worker take consecutive inbox entries in lane order, so every inbox stays in sequence
        order. */
-    if (lane == 0) {
-        uint32_t off = 0;
-        for (uint32_t i = 0; i < n_tasks; i++) {
-            s_off[i] = off;
-            gpuos__qdesc *d = &s_d[i];
+    { /* lane i: task i's inbox range and its entries' offset (a prefix sum over the warp) */
+        uint32_t cnt = 0;
+        int is_exit = 0;
+        if ((uint32_t)lane < n_tasks) {
+            gpuos__qdesc *d = &s_d[lane];
             const int rt = d->kernel_id >= GPUOS__RT_KERNEL_BASE && P.n_rt;
             const uint32_t nk = rt ? P.n_rt : P.n_main;
-            if (GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT) { /* every inbox */
+            is_exit = GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT;
+            if (is_exit) { /* every inbox */
                 d->base = 0;
-                s_wo[i] = 0;
-                s_wn[i] = nw;
-                off += nw;
-                st->exit = 1;
+                s_wo[lane] = 0;
+                s_wn[lane] = nw;
+                cnt = nw;
             } else {
-                s_wo[i] = rt ? P.n_main : 0;
-                s_wn[i] = nk;
-                off += d->n_tiles < nk ? d->n_tiles : nk;
+                s_wo[lane] = rt ? P.n_main : 0;
+                s_wn[lane] = nk;
+                cnt = d->n_tiles < nk ? d->n_tiles : nk;
             }
         }
-        s_off[n_tasks] = off;
+        uint32_t incl = cnt;
+#pragma unroll
+        for (int k = 1; k < 32; k <<= 1) {
+            const uint32_t v = __shfl_up_sync(0xffffffffu, incl, k);
+            if (lane >= k) incl += v;
+        }
+        if ((uint32_t)lane < n_tasks) s_off[lane] = incl - cnt;
+        if ((uint32_t)lane == n_tasks - 1 || (n_tasks == 0 && lane == 0)) s_off[n_tasks] = n_tasks ? incl : 0;
+        if (__any_sync(0xffffffffu, is_exit)) st->exit = 1;
     }
     __syncwarp();
     const uint32_t pairs = s_off[n_tasks];
+    GPUOS__FPH(GPUOS__PROF_F_LAYOUT);
     if (pairs == 0) { /* plan chunks only, or tasks with no tiles: still one fence */
         __threadfence();
         for (uint32_t i = lane; i < n_tasks; i += 32)
@@ -273,8 +290,10 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
             }
             __syncwarp();
         }
+        GPUOS__FPH(GPUOS__PROF_F_PUSH);
         __threadfence();
         __syncwarp();
+        GPUOS__FPH(GPUOS__PROF_F_FENCE);
         if (c0 == 0) /* the batch's task-ring entries: written before the sync above */
             for (uint32_t i = lane; i < n_tasks; i += 32)
                 asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&tasks[(s_seq + i) & (P.task_cap - 1)].seq), "l"(s_seq + i) : "memory");
@@ -285,7 +304,12 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
             asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(&e->d.stamp), "r"(k + 1) : "memory");
         }
         __syncwarp();
+        GPUOS__FPH(GPUOS__PROF_F_STAMP);
     }
+#ifdef GPUOS__PK_TIMESTAMPS
+    if (lane == 0 && LANE == 0) fprof[GPUOS__PROF_F_PAIRS] += pairs;
+#endif
+#undef GPUOS__FPH
     st->pos += n;
     st->seq += n_tasks;
     if (lane == 0) {
@@ -294,7 +318,6 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
         if (LANE == 0 && n_tasks) P.ctl->stamp[1] = gpuos__globaltimer();
 #endif
     }
-    st->exit = __shfl_sync(0xffffffffu, st->exit, 0);
     __syncwarp(); /* s_d, s_off, s_push are rewritten by the next batch */
 }
 
@@ -306,7 +329,7 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
 #ifdef GPUOS__PK_TIMESTAMPS
 /* probe builds: the fetcher's counters into P.prof */
 static __device__ __forceinline__ void gpuos__fetch_prof_flush(const gpuos__pk_params &P, unsigned long long *fprof) {
-    for (int k = GPUOS__PROF_F_POLL; k <= GPUOS__PROF_F_SLOTS; k++)
+    for (int k = GPUOS__PROF_F_POLL; k < GPUOS__PROF_N; k++)
         if (fprof[k]) atomicAdd(&P.prof[k], fprof[k]), fprof[k] = 0;
 }
 #endif
@@ -337,6 +360,9 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
     st.exit = 0;
 #ifdef GPUOS__PK_TIMESTAMPS
     unsigned long long fprof[GPUOS__PROF_N] = {0};
+#define GPUOS__FPROF fprof
+#else
+#define GPUOS__FPROF nullptr
 #endif
     if (!SPLIT || tid >= 32) { /* the poller: every thread of lane 1, warps 1.. of lane 0 */
         const int ptid = SPLIT ? tid - 32 : tid;
@@ -366,7 +392,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
             }
             width = SLOTS;
             if (!SPLIT) { /* process it here (one warp), then poll again */
-                gpuos__fetch_process<LANE, SLOTS>(P, s_body[0], n, &st, s_wtail, s_wseen);
+                gpuos__fetch_process<LANE, SLOTS>(P, s_body[0], n, &st, s_wtail, s_wseen, GPUOS__FPROF);
                 pos = st.pos;
                 tasks = st.seq;
                 if (st.exit) break;
@@ -389,11 +415,15 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
         }
     } else { /* lane 0's processor: warp 0 */
         for (int kb = 0;; kb ^= 1) {
+#ifdef GPUOS__PK_TIMESTAMPS
+            const long long t_ho = clock64();
+#endif
             const int n = (int)gpuos__named_bar_popc<1 + LANE, NT>(0); /* a batch of n slots in buffer kb */
 #ifdef GPUOS__PK_TIMESTAMPS
             const long long t_batch = clock64();
+            if (tid == 0) fprof[GPUOS__PROF_F_HANDOVER] += (unsigned long long)(t_batch - t_ho);
 #endif
-            gpuos__fetch_process<LANE, SLOTS>(P, s_body[kb], n, &st, s_wtail, s_wseen);
+            gpuos__fetch_process<LANE, SLOTS>(P, s_body[kb], n, &st, s_wtail, s_wseen, GPUOS__FPROF);
 #ifdef GPUOS__PK_TIMESTAMPS
             if (tid == 0) {
                 fprof[GPUOS__PROF_F_BATCH] += (unsigned long long)(clock64() - t_batch);
@@ -492,7 +522,11 @@ static __device__ __forceinline__ int gpuos__pk_dep_done(const gpuos__pk_params 
     if (gpuos__ld_acquire_gpu_u64(&P.retired[lane]) >= dep) return 1;
     const gpuos__dtask *t = &P.tasks[lane][dep & (P.task_cap - 1)];
     uint32_t n_tiles;
-    if (gpuos__ld_acquire_gpu_u64(&t->seq) != dep) return 1; /* entry reused: dep retired long ago */
+    /* A newer seq: the entry was reused, which it is only after dep retired. An older one:
+       dep is not published yet (its seq store may reach memory after the stamp of an inbox
+       entry that depends on it: both are relaxed stores after the fetcher's fence). */
+    const uint64_t ts = gpuos__ld_acquire_gpu_u64(&t->seq);
+    if (ts != dep) return ts > dep;
     asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(n_tiles) : "l"(&t->d.n_tiles) : "memory");
     return gpuos__ld_acquire_gpu_u32(&P.done[lane][dep & (P.task_cap - 1)]) >= n_tiles;
 }
@@ -619,6 +653,55 @@ static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint
 
 #define GPUOS__HI_BATCH_TILES 8 /* a marked batch ends after this many tiles (lane-1 latency) */
 
+/* Runs: identical in-place element-wise tasks in a row of a worker's batch (a loop's
+   `x = x + s`, a simulation's repeated update) run as one pass over each tile, which
+   applies the operator `reps` times between one load and one store (gpuos__d_ew_rep).
+   A follower must not wait for anything (n_deps == 0): then no other task reads or writes
+   the tile between two of them (the host would have given it a dependency), so nobody can
+   see the values it skips. 0 turns runs off (A/B). */
+#ifndef GPUOS__PK_RUNS
+#define GPUOS__PK_RUNS 1
+#endif
+#if GPUOS__PK_RUNS && GPUOS__D_EW_SPLIT && GPUOS__D_EW_INLINE && GPUOS__PK_SCHED && !defined(GPUOS__PROBE_RUN)
+#define GPUOS__PK_RUN_ON 1
+#else
+#define GPUOS__PK_RUN_ON 0
+#endif
+static __device__ __forceinline__ int gpuos__pk_same_task(const gpuos__qdesc *a, const gpuos__qdesc *d) {
+    return a->n_deps == 0 && a->kind == d->kind && a->kernel_id == d->kernel_id && a->plan_id == d->plan_id &&
+           a->n_items == d->n_items && a->tile_items == d->tile_items && a->n_tiles == d->n_tiles && a->base == d->base;
+}
+#if GPUOS__PK_RUN_ON
+/* Runs task d (its plan in shared memory at plan) and the identical entries after it as
+   one: same is the batch's s_same from d's entry on (bit 0 set; the worker's warp 0 marks
+   which entries repeat the one before them when it reads the batch). Returns how many
+   tasks it ran (their tiles on this block: *mine each), or 1 having run nothing when the
+   kernel cannot (not one of gpuos__d_ew_rep's groups, operands not vector-able, no input
+   is the output). Out of line: the worker loop keeps its registers. */
+static __device__ __noinline__ int gpuos__pk_run(const gpuos__qdesc *d, const uint64_t *plan, uint32_t first, uint32_t nw,
+                                                 uint32_t same, uint32_t *mine) {
+    if (d->kernel_id >= GPUOS__RT_KERNEL_BASE) return 1;
+    const gpuos__ew_plan *p = (const gpuos__ew_plan *)plan;
+    const unsigned amask = gpuos__d_ew_rep_mask(d->kernel_id, p);
+    if (!amask) return 1;
+    const int reps = __ffs(~same); /* the entries up to the first that does not repeat */
+    uint32_t m = 0;
+    for (uint32_t t = first; t < d->n_tiles; t += nw) {
+        const int64_t b = (int64_t)t * d->tile_items;
+        const int64_t e = b + d->tile_items < d->n_items ? b + d->tile_items : d->n_items;
+        const int64_t r = gpuos__d_ew_rep(d->kernel_id, p, b, e, reps, amask);
+        for (int k = 0; k < reps && r < e; k++) { /* the items it left, task by task */
+            gpuos__d_run(d->kernel_id, plan, r, e);
+            __syncthreads();
+        }
+        __syncthreads(); /* the next task reads our writes */
+        m++;
+    }
+    *mine = m;
+    return reps;
+}
+#endif
+
 /* Runs the tasks of this block's inbox in order, reading up to 32 entries per
    parallel read of its own (uncontended) inbox lines. Finished-tile counts are
    published in batches: one fence for a batch, and always before waiting on another
@@ -633,6 +716,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
     __shared__ uint64_t s_plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8];
     __shared__ int s_n, s_stale, s_ready;
     __shared__ uint32_t s_hhead;   /* lane 1: inbox entries consumed (gpuos__pk_hi) */
+    __shared__ uint32_t s_same;    /* bit i: entry i + 1 is identical to entry i (runs) */
     const int tid = threadIdx.x, lane = tid & 31;
     const gpuos__dtask *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;
     uint32_t head = P.wpos[0][me];
@@ -666,6 +750,14 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                 uint32_t b = __ballot_sync(0xffffffffu, ok);
                 int n = b == 0xffffffffu ? 32 : __ffs(~b) - 1;
                 if (n > 0) {
+#if GPUOS__PK_RUN_ON
+                    uint32_t same = 0;
+                    if (n > 1) { /* runs: which entries repeat the one before them */
+                        __syncwarp();
+                        same = __ballot_sync(0xffffffffu, lane + 1 < n && gpuos__pk_same_task(&s_d[lane + 1], &s_d[lane]));
+                    }
+                    if (lane == 0) s_same = same;
+#endif
                     if (lane == 0) s_n = n;
 #ifdef GPUOS__PK_TIMESTAMPS
                     if (lane == 0) P.ctl->stamp[2] = gpuos__globaltimer();
@@ -747,6 +839,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                 plan_row = d->plan_id;
                 plan_epoch = pkey;
                 vec_state = -1;
+
                 __syncthreads();
                 GPUOS__PROF_ADD(prof, GPUOS__PROF_PLAN, t_plan);
 #ifdef GPUOS__PK_TIMESTAMPS
@@ -756,6 +849,24 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
             const void *plan = s_plan;
             const uint32_t first = (loc + nw - (d->base % nw)) % nw; /* (base + first) % nw == loc */
             uint32_t mine = 0;
+#if GPUOS__PK_RUN_ON
+            if ((s_same >> i) & 1u) { /* entries i + 1 .. repeat this one: run them as one */
+                GPUOS__PROF_T0(t_run);
+                const int reps = gpuos__pk_run(d, s_plan, first, nw, s_same >> i, &mine);
+                if (reps > 1) {
+                    GPUOS__PROF_ADD(prof, GPUOS__PROF_RUN, t_run);
+                    if (tid == 0)
+                        for (int k = 0; k < reps; k++) s_mine[i + k] = mine;
+                    btiles += mine;
+#ifdef GPUOS__PK_TIMESTAMPS
+                    prof[GPUOS__PROF_TILES] += (unsigned long long)mine * reps;
+                    prof[GPUOS__PROF_TASKS] += reps;
+#endif
+                    i += reps - 1;
+                    continue;
+                }
+            }
+#endif
             for (uint32_t t = first; t < d->n_tiles; t += nw) {
                 int64_t b = (int64_t)t * d->tile_items;
                 int64_t e = b + d->tile_items;

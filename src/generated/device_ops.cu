@@ -349,8 +349,14 @@ template <class G> GPUOS__FN bool gpuos__d_ew_vec_ok(const gpuos__ew_plan *p, in
     if (G::NIN >= 3 && !gpuos__d_vec_ok(p->ptr[3], p->stride[3][0], sizeof(typename G::C), begin)) return false;
     return true;
 }
-template <class G, bool DEEP = false>
-GPUOS__FN int64_t gpuos__d_ew_vec(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+/* REP (gpuos__d_ew_rep): the batch is applied `reps` times before the store, the inputs
+   in `amask` (bit q - 1: input q is the output's very view) taking the previous
+   application's result: what `reps` identical in-place tasks in a row compute, with one
+   load and one store. The raw types are unsigned integers, so the result's bits stand for
+   the stored and reloaded value exactly. */
+template <class G, bool DEEP = false, bool REP = false>
+GPUOS__FN int64_t gpuos__d_ew_vec(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs, int reps = 1,
+                                  unsigned amask = 0) {
     typedef typename G::O O;
     typedef typename G::A A;
     typedef typename G::B B;
@@ -385,9 +391,21 @@ GPUOS__FN int64_t gpuos__d_ew_vec(const gpuos__ew_plan *p, int64_t begin, int64_
         if constexpr (NIN >= 2) if (!cb) vb = *(const gpuos__d_vec<B> *)(pb + i * (int64_t)sizeof(B));
         if constexpr (NIN >= 3) if (!cc) vc = *(const gpuos__d_vec<C> *)(pc + i * (int64_t)sizeof(C));
     };
-    const auto put = [&](int64_t i, const gpuos__d_vec<A> &va, const gpuos__d_vec<B> &vb, const gpuos__d_vec<C> &vc) {
+    const auto put = [&](int64_t i, gpuos__d_vec<A> va, gpuos__d_vec<B> vb, gpuos__d_vec<C> vc) {
         gpuos__d_vec<O> vo;
         G::batch(cs, va.v, vb.v, vc.v, i, 1, s0, s1, vo.v);
+        if constexpr (REP) {
+#pragma unroll 1
+            for (int r = 1; r < reps; ++r) {
+#pragma unroll
+                for (int e = 0; e < U; ++e) {
+                    if constexpr (NIN >= 1 && sizeof(A) == sizeof(O)) if (amask & 1u) va.v[e] = (A)vo.v[e];
+                    if constexpr (NIN >= 2 && sizeof(B) == sizeof(O)) if (amask & 2u) vb.v[e] = (B)vo.v[e];
+                    if constexpr (NIN >= 3 && sizeof(C) == sizeof(O)) if (amask & 4u) vc.v[e] = (C)vo.v[e];
+                }
+                G::batch(cs, va.v, vb.v, vc.v, i, 1, s0, s1, vo.v);
+            }
+        }
         *(gpuos__d_vec<O> *)(po + i * (int64_t)sizeof(O)) = vo;
     };
     const int nt = (int)blockDim.x, tid = (int)threadIdx.x;
@@ -6437,6 +6455,8 @@ __device__ void gpuos__d_run(int kernel_id, const void *plan, int64_t begin, int
 #ifndef GPUOS__D_EW_INL
 #define GPUOS__D_EW_INL(g) ((g) == 8 || (g) == 9 || (g) == 12 || (g) == 16 || (g) == 19 || (g) == 32)
 #endif
+/* The inline groups whose output has the size of an input (a run of in-place tasks is possible) */
+#define GPUOS__D_EW_REP(g) ((g) == 8 || (g) == 9 || (g) == 16 || (g) == 19)
 /* Tiles of at least this many items go to the group's out-of-line vector function, which
    keeps two passes' loads in flight (GPUOS__D_EW_VEC_DEEP); the call costs nothing there. */
 #ifndef GPUOS__D_EW_BIG
@@ -6556,6 +6576,448 @@ GPUOS__FN int64_t gpuos__d_ew_inline(int kernel_id, const gpuos__ew_plan *p, int
 #endif
 #if GPUOS__D_EW_INL(33)
     case 33: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg33);
+#endif
+    default: return begin;
+    }
+}
+
+/* Runs of identical in-place tasks (the worker loop found `reps` > 1 identical descriptors
+   in a row, none after the first waiting for anything): which inputs of the plan are the
+   output's very view (bit q - 1 for input q; the planner refuses any other overlap of an
+   output with an input), or 0 when the kernel is not one of the inline groups, its operands
+   are not vector-able from item 0, or no input is the output. */
+template <class G> GPUOS__FN unsigned gpuos__d_ew_alias(const gpuos__ew_plan *p) {
+    if (!gpuos__d_ew_vec_ok<G>(p, 0)) return 0;
+    const unsigned sz[3] = {sizeof(typename G::A), sizeof(typename G::B), sizeof(typename G::C)};
+    unsigned m = 0;
+    for (int q = 1; q <= G::NIN; ++q)
+        if (p->ptr[q] == p->ptr[0]) {
+            if (p->stride[q][0] != p->stride[0][0] || sz[q - 1] != sizeof(typename G::O)) return 0;
+            m |= 1u << (q - 1);
+        }
+    return m;
+}
+static __device__ __noinline__ unsigned gpuos__d_ew_rep_mask(int kernel_id, const gpuos__ew_plan *p) {
+    if ((unsigned)kernel_id >= GPUOS__D_N_KERNELS) return 0;
+    switch (gpuos__d_kernels[kernel_id][0]) {
+#if GPUOS__D_EW_REP(0)
+    case 0: return gpuos__d_ew_alias<gpuos__d_ewg0>(p);
+#endif
+#if GPUOS__D_EW_REP(1)
+    case 1: return gpuos__d_ew_alias<gpuos__d_ewg1>(p);
+#endif
+#if GPUOS__D_EW_REP(2)
+    case 2: return gpuos__d_ew_alias<gpuos__d_ewg2>(p);
+#endif
+#if GPUOS__D_EW_REP(3)
+    case 3: return gpuos__d_ew_alias<gpuos__d_ewg3>(p);
+#endif
+#if GPUOS__D_EW_REP(4)
+    case 4: return gpuos__d_ew_alias<gpuos__d_ewg4>(p);
+#endif
+#if GPUOS__D_EW_REP(5)
+    case 5: return gpuos__d_ew_alias<gpuos__d_ewg5>(p);
+#endif
+#if GPUOS__D_EW_REP(6)
+    case 6: return gpuos__d_ew_alias<gpuos__d_ewg6>(p);
+#endif
+#if GPUOS__D_EW_REP(7)
+    case 7: return gpuos__d_ew_alias<gpuos__d_ewg7>(p);
+#endif
+#if GPUOS__D_EW_REP(8)
+    case 8: return gpuos__d_ew_alias<gpuos__d_ewg8>(p);
+#endif
+#if GPUOS__D_EW_REP(9)
+    case 9: return gpuos__d_ew_alias<gpuos__d_ewg9>(p);
+#endif
+#if GPUOS__D_EW_REP(10)
+    case 10: return gpuos__d_ew_alias<gpuos__d_ewg10>(p);
+#endif
+#if GPUOS__D_EW_REP(11)
+    case 11: return gpuos__d_ew_alias<gpuos__d_ewg11>(p);
+#endif
+#if GPUOS__D_EW_REP(12)
+    case 12: return gpuos__d_ew_alias<gpuos__d_ewg12>(p);
+#endif
+#if GPUOS__D_EW_REP(13)
+    case 13: return gpuos__d_ew_alias<gpuos__d_ewg13>(p);
+#endif
+#if GPUOS__D_EW_REP(14)
+    case 14: return gpuos__d_ew_alias<gpuos__d_ewg14>(p);
+#endif
+#if GPUOS__D_EW_REP(15)
+    case 15: return gpuos__d_ew_alias<gpuos__d_ewg15>(p);
+#endif
+#if GPUOS__D_EW_REP(16)
+    case 16: return gpuos__d_ew_alias<gpuos__d_ewg16>(p);
+#endif
+#if GPUOS__D_EW_REP(17)
+    case 17: return gpuos__d_ew_alias<gpuos__d_ewg17>(p);
+#endif
+#if GPUOS__D_EW_REP(18)
+    case 18: return gpuos__d_ew_alias<gpuos__d_ewg18>(p);
+#endif
+#if GPUOS__D_EW_REP(19)
+    case 19: return gpuos__d_ew_alias<gpuos__d_ewg19>(p);
+#endif
+#if GPUOS__D_EW_REP(20)
+    case 20: return gpuos__d_ew_alias<gpuos__d_ewg20>(p);
+#endif
+#if GPUOS__D_EW_REP(21)
+    case 21: return gpuos__d_ew_alias<gpuos__d_ewg21>(p);
+#endif
+#if GPUOS__D_EW_REP(22)
+    case 22: return gpuos__d_ew_alias<gpuos__d_ewg22>(p);
+#endif
+#if GPUOS__D_EW_REP(23)
+    case 23: return gpuos__d_ew_alias<gpuos__d_ewg23>(p);
+#endif
+#if GPUOS__D_EW_REP(24)
+    case 24: return gpuos__d_ew_alias<gpuos__d_ewg24>(p);
+#endif
+#if GPUOS__D_EW_REP(25)
+    case 25: return gpuos__d_ew_alias<gpuos__d_ewg25>(p);
+#endif
+#if GPUOS__D_EW_REP(26)
+    case 26: return gpuos__d_ew_alias<gpuos__d_ewg26>(p);
+#endif
+#if GPUOS__D_EW_REP(27)
+    case 27: return gpuos__d_ew_alias<gpuos__d_ewg27>(p);
+#endif
+#if GPUOS__D_EW_REP(28)
+    case 28: return gpuos__d_ew_alias<gpuos__d_ewg28>(p);
+#endif
+#if GPUOS__D_EW_REP(29)
+    case 29: return gpuos__d_ew_alias<gpuos__d_ewg29>(p);
+#endif
+#if GPUOS__D_EW_REP(30)
+    case 30: return gpuos__d_ew_alias<gpuos__d_ewg30>(p);
+#endif
+#if GPUOS__D_EW_REP(31)
+    case 31: return gpuos__d_ew_alias<gpuos__d_ewg31>(p);
+#endif
+#if GPUOS__D_EW_REP(32)
+    case 32: return gpuos__d_ew_alias<gpuos__d_ewg32>(p);
+#endif
+#if GPUOS__D_EW_REP(33)
+    case 33: return gpuos__d_ew_alias<gpuos__d_ewg33>(p);
+#endif
+    default: return 0;
+    }
+}
+/* The whole vector passes of [begin, end) for `reps` such tasks at once (amask from
+   gpuos__d_ew_rep_mask); returns the first item it left. Out of line, a function per
+   group (each its own registers): one call serves the whole run. */
+#if GPUOS__D_EW_REP(0)
+static __device__ __noinline__ int64_t gpuos__d_ew_r0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg0, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(1)
+static __device__ __noinline__ int64_t gpuos__d_ew_r1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg1, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(2)
+static __device__ __noinline__ int64_t gpuos__d_ew_r2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg2, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(3)
+static __device__ __noinline__ int64_t gpuos__d_ew_r3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg3, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(4)
+static __device__ __noinline__ int64_t gpuos__d_ew_r4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg4, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(5)
+static __device__ __noinline__ int64_t gpuos__d_ew_r5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg5, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(6)
+static __device__ __noinline__ int64_t gpuos__d_ew_r6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg6, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(7)
+static __device__ __noinline__ int64_t gpuos__d_ew_r7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg7, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(8)
+static __device__ __noinline__ int64_t gpuos__d_ew_r8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg8, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(9)
+static __device__ __noinline__ int64_t gpuos__d_ew_r9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg9, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(10)
+static __device__ __noinline__ int64_t gpuos__d_ew_r10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg10, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(11)
+static __device__ __noinline__ int64_t gpuos__d_ew_r11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg11, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(12)
+static __device__ __noinline__ int64_t gpuos__d_ew_r12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg12, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(13)
+static __device__ __noinline__ int64_t gpuos__d_ew_r13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg13, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(14)
+static __device__ __noinline__ int64_t gpuos__d_ew_r14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg14, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(15)
+static __device__ __noinline__ int64_t gpuos__d_ew_r15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg15, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(16)
+static __device__ __noinline__ int64_t gpuos__d_ew_r16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg16, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(17)
+static __device__ __noinline__ int64_t gpuos__d_ew_r17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg17, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(18)
+static __device__ __noinline__ int64_t gpuos__d_ew_r18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg18, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(19)
+static __device__ __noinline__ int64_t gpuos__d_ew_r19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg19, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(20)
+static __device__ __noinline__ int64_t gpuos__d_ew_r20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg20, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(21)
+static __device__ __noinline__ int64_t gpuos__d_ew_r21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg21, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(22)
+static __device__ __noinline__ int64_t gpuos__d_ew_r22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg22, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(23)
+static __device__ __noinline__ int64_t gpuos__d_ew_r23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg23, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(24)
+static __device__ __noinline__ int64_t gpuos__d_ew_r24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg24, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(25)
+static __device__ __noinline__ int64_t gpuos__d_ew_r25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg25, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(26)
+static __device__ __noinline__ int64_t gpuos__d_ew_r26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg26, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(27)
+static __device__ __noinline__ int64_t gpuos__d_ew_r27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg27, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(28)
+static __device__ __noinline__ int64_t gpuos__d_ew_r28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg28, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(29)
+static __device__ __noinline__ int64_t gpuos__d_ew_r29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg29, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(30)
+static __device__ __noinline__ int64_t gpuos__d_ew_r30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg30, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(31)
+static __device__ __noinline__ int64_t gpuos__d_ew_r31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg31, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(32)
+static __device__ __noinline__ int64_t gpuos__d_ew_r32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg32, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(33)
+static __device__ __noinline__ int64_t gpuos__d_ew_r33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg33, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+static __device__ __noinline__ int64_t gpuos__d_ew_rep(int kernel_id, const gpuos__ew_plan *p, int64_t begin,
+                                                       int64_t end, int reps, unsigned amask) {
+    if ((unsigned)kernel_id >= GPUOS__D_N_KERNELS || begin >= end || begin % GPUOS__D_EW_U) return begin;
+    const int cs = gpuos__d_kernels[kernel_id][1];
+    switch (gpuos__d_kernels[kernel_id][0]) {
+#if GPUOS__D_EW_REP(0)
+    case 0: return gpuos__d_ew_r0(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(1)
+    case 1: return gpuos__d_ew_r1(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(2)
+    case 2: return gpuos__d_ew_r2(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(3)
+    case 3: return gpuos__d_ew_r3(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(4)
+    case 4: return gpuos__d_ew_r4(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(5)
+    case 5: return gpuos__d_ew_r5(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(6)
+    case 6: return gpuos__d_ew_r6(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(7)
+    case 7: return gpuos__d_ew_r7(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(8)
+    case 8: return gpuos__d_ew_r8(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(9)
+    case 9: return gpuos__d_ew_r9(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(10)
+    case 10: return gpuos__d_ew_r10(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(11)
+    case 11: return gpuos__d_ew_r11(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(12)
+    case 12: return gpuos__d_ew_r12(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(13)
+    case 13: return gpuos__d_ew_r13(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(14)
+    case 14: return gpuos__d_ew_r14(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(15)
+    case 15: return gpuos__d_ew_r15(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(16)
+    case 16: return gpuos__d_ew_r16(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(17)
+    case 17: return gpuos__d_ew_r17(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(18)
+    case 18: return gpuos__d_ew_r18(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(19)
+    case 19: return gpuos__d_ew_r19(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(20)
+    case 20: return gpuos__d_ew_r20(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(21)
+    case 21: return gpuos__d_ew_r21(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(22)
+    case 22: return gpuos__d_ew_r22(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(23)
+    case 23: return gpuos__d_ew_r23(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(24)
+    case 24: return gpuos__d_ew_r24(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(25)
+    case 25: return gpuos__d_ew_r25(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(26)
+    case 26: return gpuos__d_ew_r26(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(27)
+    case 27: return gpuos__d_ew_r27(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(28)
+    case 28: return gpuos__d_ew_r28(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(29)
+    case 29: return gpuos__d_ew_r29(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(30)
+    case 30: return gpuos__d_ew_r30(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(31)
+    case 31: return gpuos__d_ew_r31(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(32)
+    case 32: return gpuos__d_ew_r32(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(33)
+    case 33: return gpuos__d_ew_r33(p, begin, end, cs, reps, amask);
 #endif
     default: return begin;
     }

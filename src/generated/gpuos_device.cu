@@ -2110,8 +2110,14 @@ template <class G> GPUOS__FN bool gpuos__d_ew_vec_ok(const gpuos__ew_plan *p, in
     if (G::NIN >= 3 && !gpuos__d_vec_ok(p->ptr[3], p->stride[3][0], sizeof(typename G::C), begin)) return false;
     return true;
 }
-template <class G, bool DEEP = false>
-GPUOS__FN int64_t gpuos__d_ew_vec(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs) {
+/* REP (gpuos__d_ew_rep): the batch is applied `reps` times before the store, the inputs
+   in `amask` (bit q - 1: input q is the output's very view) taking the previous
+   application's result: what `reps` identical in-place tasks in a row compute, with one
+   load and one store. The raw types are unsigned integers, so the result's bits stand for
+   the stored and reloaded value exactly. */
+template <class G, bool DEEP = false, bool REP = false>
+GPUOS__FN int64_t gpuos__d_ew_vec(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs, int reps = 1,
+                                  unsigned amask = 0) {
     typedef typename G::O O;
     typedef typename G::A A;
     typedef typename G::B B;
@@ -2146,9 +2152,21 @@ GPUOS__FN int64_t gpuos__d_ew_vec(const gpuos__ew_plan *p, int64_t begin, int64_
         if constexpr (NIN >= 2) if (!cb) vb = *(const gpuos__d_vec<B> *)(pb + i * (int64_t)sizeof(B));
         if constexpr (NIN >= 3) if (!cc) vc = *(const gpuos__d_vec<C> *)(pc + i * (int64_t)sizeof(C));
     };
-    const auto put = [&](int64_t i, const gpuos__d_vec<A> &va, const gpuos__d_vec<B> &vb, const gpuos__d_vec<C> &vc) {
+    const auto put = [&](int64_t i, gpuos__d_vec<A> va, gpuos__d_vec<B> vb, gpuos__d_vec<C> vc) {
         gpuos__d_vec<O> vo;
         G::batch(cs, va.v, vb.v, vc.v, i, 1, s0, s1, vo.v);
+        if constexpr (REP) {
+#pragma unroll 1
+            for (int r = 1; r < reps; ++r) {
+#pragma unroll
+                for (int e = 0; e < U; ++e) {
+                    if constexpr (NIN >= 1 && sizeof(A) == sizeof(O)) if (amask & 1u) va.v[e] = (A)vo.v[e];
+                    if constexpr (NIN >= 2 && sizeof(B) == sizeof(O)) if (amask & 2u) vb.v[e] = (B)vo.v[e];
+                    if constexpr (NIN >= 3 && sizeof(C) == sizeof(O)) if (amask & 4u) vc.v[e] = (C)vo.v[e];
+                }
+                G::batch(cs, va.v, vb.v, vc.v, i, 1, s0, s1, vo.v);
+            }
+        }
         *(gpuos__d_vec<O> *)(po + i * (int64_t)sizeof(O)) = vo;
     };
     const int nt = (int)blockDim.x, tid = (int)threadIdx.x;
@@ -8198,6 +8216,8 @@ __device__ void gpuos__d_run(int kernel_id, const void *plan, int64_t begin, int
 #ifndef GPUOS__D_EW_INL
 #define GPUOS__D_EW_INL(g) ((g) == 8 || (g) == 9 || (g) == 12 || (g) == 16 || (g) == 19 || (g) == 32)
 #endif
+/* The inline groups whose output has the size of an input (a run of in-place tasks is possible) */
+#define GPUOS__D_EW_REP(g) ((g) == 8 || (g) == 9 || (g) == 16 || (g) == 19)
 /* Tiles of at least this many items go to the group's out-of-line vector function, which
    keeps two passes' loads in flight (GPUOS__D_EW_VEC_DEEP); the call costs nothing there. */
 #ifndef GPUOS__D_EW_BIG
@@ -8317,6 +8337,448 @@ GPUOS__FN int64_t gpuos__d_ew_inline(int kernel_id, const gpuos__ew_plan *p, int
 #endif
 #if GPUOS__D_EW_INL(33)
     case 33: GPUOS__D_EW_INLINE_CASE(gpuos__d_ewg33);
+#endif
+    default: return begin;
+    }
+}
+
+/* Runs of identical in-place tasks (the worker loop found `reps` > 1 identical descriptors
+   in a row, none after the first waiting for anything): which inputs of the plan are the
+   output's very view (bit q - 1 for input q; the planner refuses any other overlap of an
+   output with an input), or 0 when the kernel is not one of the inline groups, its operands
+   are not vector-able from item 0, or no input is the output. */
+template <class G> GPUOS__FN unsigned gpuos__d_ew_alias(const gpuos__ew_plan *p) {
+    if (!gpuos__d_ew_vec_ok<G>(p, 0)) return 0;
+    const unsigned sz[3] = {sizeof(typename G::A), sizeof(typename G::B), sizeof(typename G::C)};
+    unsigned m = 0;
+    for (int q = 1; q <= G::NIN; ++q)
+        if (p->ptr[q] == p->ptr[0]) {
+            if (p->stride[q][0] != p->stride[0][0] || sz[q - 1] != sizeof(typename G::O)) return 0;
+            m |= 1u << (q - 1);
+        }
+    return m;
+}
+static __device__ __noinline__ unsigned gpuos__d_ew_rep_mask(int kernel_id, const gpuos__ew_plan *p) {
+    if ((unsigned)kernel_id >= GPUOS__D_N_KERNELS) return 0;
+    switch (gpuos__d_kernels[kernel_id][0]) {
+#if GPUOS__D_EW_REP(0)
+    case 0: return gpuos__d_ew_alias<gpuos__d_ewg0>(p);
+#endif
+#if GPUOS__D_EW_REP(1)
+    case 1: return gpuos__d_ew_alias<gpuos__d_ewg1>(p);
+#endif
+#if GPUOS__D_EW_REP(2)
+    case 2: return gpuos__d_ew_alias<gpuos__d_ewg2>(p);
+#endif
+#if GPUOS__D_EW_REP(3)
+    case 3: return gpuos__d_ew_alias<gpuos__d_ewg3>(p);
+#endif
+#if GPUOS__D_EW_REP(4)
+    case 4: return gpuos__d_ew_alias<gpuos__d_ewg4>(p);
+#endif
+#if GPUOS__D_EW_REP(5)
+    case 5: return gpuos__d_ew_alias<gpuos__d_ewg5>(p);
+#endif
+#if GPUOS__D_EW_REP(6)
+    case 6: return gpuos__d_ew_alias<gpuos__d_ewg6>(p);
+#endif
+#if GPUOS__D_EW_REP(7)
+    case 7: return gpuos__d_ew_alias<gpuos__d_ewg7>(p);
+#endif
+#if GPUOS__D_EW_REP(8)
+    case 8: return gpuos__d_ew_alias<gpuos__d_ewg8>(p);
+#endif
+#if GPUOS__D_EW_REP(9)
+    case 9: return gpuos__d_ew_alias<gpuos__d_ewg9>(p);
+#endif
+#if GPUOS__D_EW_REP(10)
+    case 10: return gpuos__d_ew_alias<gpuos__d_ewg10>(p);
+#endif
+#if GPUOS__D_EW_REP(11)
+    case 11: return gpuos__d_ew_alias<gpuos__d_ewg11>(p);
+#endif
+#if GPUOS__D_EW_REP(12)
+    case 12: return gpuos__d_ew_alias<gpuos__d_ewg12>(p);
+#endif
+#if GPUOS__D_EW_REP(13)
+    case 13: return gpuos__d_ew_alias<gpuos__d_ewg13>(p);
+#endif
+#if GPUOS__D_EW_REP(14)
+    case 14: return gpuos__d_ew_alias<gpuos__d_ewg14>(p);
+#endif
+#if GPUOS__D_EW_REP(15)
+    case 15: return gpuos__d_ew_alias<gpuos__d_ewg15>(p);
+#endif
+#if GPUOS__D_EW_REP(16)
+    case 16: return gpuos__d_ew_alias<gpuos__d_ewg16>(p);
+#endif
+#if GPUOS__D_EW_REP(17)
+    case 17: return gpuos__d_ew_alias<gpuos__d_ewg17>(p);
+#endif
+#if GPUOS__D_EW_REP(18)
+    case 18: return gpuos__d_ew_alias<gpuos__d_ewg18>(p);
+#endif
+#if GPUOS__D_EW_REP(19)
+    case 19: return gpuos__d_ew_alias<gpuos__d_ewg19>(p);
+#endif
+#if GPUOS__D_EW_REP(20)
+    case 20: return gpuos__d_ew_alias<gpuos__d_ewg20>(p);
+#endif
+#if GPUOS__D_EW_REP(21)
+    case 21: return gpuos__d_ew_alias<gpuos__d_ewg21>(p);
+#endif
+#if GPUOS__D_EW_REP(22)
+    case 22: return gpuos__d_ew_alias<gpuos__d_ewg22>(p);
+#endif
+#if GPUOS__D_EW_REP(23)
+    case 23: return gpuos__d_ew_alias<gpuos__d_ewg23>(p);
+#endif
+#if GPUOS__D_EW_REP(24)
+    case 24: return gpuos__d_ew_alias<gpuos__d_ewg24>(p);
+#endif
+#if GPUOS__D_EW_REP(25)
+    case 25: return gpuos__d_ew_alias<gpuos__d_ewg25>(p);
+#endif
+#if GPUOS__D_EW_REP(26)
+    case 26: return gpuos__d_ew_alias<gpuos__d_ewg26>(p);
+#endif
+#if GPUOS__D_EW_REP(27)
+    case 27: return gpuos__d_ew_alias<gpuos__d_ewg27>(p);
+#endif
+#if GPUOS__D_EW_REP(28)
+    case 28: return gpuos__d_ew_alias<gpuos__d_ewg28>(p);
+#endif
+#if GPUOS__D_EW_REP(29)
+    case 29: return gpuos__d_ew_alias<gpuos__d_ewg29>(p);
+#endif
+#if GPUOS__D_EW_REP(30)
+    case 30: return gpuos__d_ew_alias<gpuos__d_ewg30>(p);
+#endif
+#if GPUOS__D_EW_REP(31)
+    case 31: return gpuos__d_ew_alias<gpuos__d_ewg31>(p);
+#endif
+#if GPUOS__D_EW_REP(32)
+    case 32: return gpuos__d_ew_alias<gpuos__d_ewg32>(p);
+#endif
+#if GPUOS__D_EW_REP(33)
+    case 33: return gpuos__d_ew_alias<gpuos__d_ewg33>(p);
+#endif
+    default: return 0;
+    }
+}
+/* The whole vector passes of [begin, end) for `reps` such tasks at once (amask from
+   gpuos__d_ew_rep_mask); returns the first item it left. Out of line, a function per
+   group (each its own registers): one call serves the whole run. */
+#if GPUOS__D_EW_REP(0)
+static __device__ __noinline__ int64_t gpuos__d_ew_r0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg0, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(1)
+static __device__ __noinline__ int64_t gpuos__d_ew_r1(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg1, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(2)
+static __device__ __noinline__ int64_t gpuos__d_ew_r2(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg2, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(3)
+static __device__ __noinline__ int64_t gpuos__d_ew_r3(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg3, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(4)
+static __device__ __noinline__ int64_t gpuos__d_ew_r4(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg4, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(5)
+static __device__ __noinline__ int64_t gpuos__d_ew_r5(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg5, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(6)
+static __device__ __noinline__ int64_t gpuos__d_ew_r6(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg6, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(7)
+static __device__ __noinline__ int64_t gpuos__d_ew_r7(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg7, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(8)
+static __device__ __noinline__ int64_t gpuos__d_ew_r8(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg8, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(9)
+static __device__ __noinline__ int64_t gpuos__d_ew_r9(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg9, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(10)
+static __device__ __noinline__ int64_t gpuos__d_ew_r10(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg10, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(11)
+static __device__ __noinline__ int64_t gpuos__d_ew_r11(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg11, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(12)
+static __device__ __noinline__ int64_t gpuos__d_ew_r12(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg12, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(13)
+static __device__ __noinline__ int64_t gpuos__d_ew_r13(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg13, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(14)
+static __device__ __noinline__ int64_t gpuos__d_ew_r14(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg14, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(15)
+static __device__ __noinline__ int64_t gpuos__d_ew_r15(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg15, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(16)
+static __device__ __noinline__ int64_t gpuos__d_ew_r16(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg16, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(17)
+static __device__ __noinline__ int64_t gpuos__d_ew_r17(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg17, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(18)
+static __device__ __noinline__ int64_t gpuos__d_ew_r18(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg18, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(19)
+static __device__ __noinline__ int64_t gpuos__d_ew_r19(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg19, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(20)
+static __device__ __noinline__ int64_t gpuos__d_ew_r20(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg20, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(21)
+static __device__ __noinline__ int64_t gpuos__d_ew_r21(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg21, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(22)
+static __device__ __noinline__ int64_t gpuos__d_ew_r22(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg22, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(23)
+static __device__ __noinline__ int64_t gpuos__d_ew_r23(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg23, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(24)
+static __device__ __noinline__ int64_t gpuos__d_ew_r24(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg24, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(25)
+static __device__ __noinline__ int64_t gpuos__d_ew_r25(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg25, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(26)
+static __device__ __noinline__ int64_t gpuos__d_ew_r26(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg26, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(27)
+static __device__ __noinline__ int64_t gpuos__d_ew_r27(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg27, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(28)
+static __device__ __noinline__ int64_t gpuos__d_ew_r28(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg28, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(29)
+static __device__ __noinline__ int64_t gpuos__d_ew_r29(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg29, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(30)
+static __device__ __noinline__ int64_t gpuos__d_ew_r30(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg30, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(31)
+static __device__ __noinline__ int64_t gpuos__d_ew_r31(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg31, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(32)
+static __device__ __noinline__ int64_t gpuos__d_ew_r32(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg32, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+#if GPUOS__D_EW_REP(33)
+static __device__ __noinline__ int64_t gpuos__d_ew_r33(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
+                                                     int reps, unsigned amask) {
+    return gpuos__d_ew_vec<gpuos__d_ewg33, false, true>(p, begin, end, cs, reps, amask);
+}
+#endif
+static __device__ __noinline__ int64_t gpuos__d_ew_rep(int kernel_id, const gpuos__ew_plan *p, int64_t begin,
+                                                       int64_t end, int reps, unsigned amask) {
+    if ((unsigned)kernel_id >= GPUOS__D_N_KERNELS || begin >= end || begin % GPUOS__D_EW_U) return begin;
+    const int cs = gpuos__d_kernels[kernel_id][1];
+    switch (gpuos__d_kernels[kernel_id][0]) {
+#if GPUOS__D_EW_REP(0)
+    case 0: return gpuos__d_ew_r0(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(1)
+    case 1: return gpuos__d_ew_r1(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(2)
+    case 2: return gpuos__d_ew_r2(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(3)
+    case 3: return gpuos__d_ew_r3(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(4)
+    case 4: return gpuos__d_ew_r4(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(5)
+    case 5: return gpuos__d_ew_r5(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(6)
+    case 6: return gpuos__d_ew_r6(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(7)
+    case 7: return gpuos__d_ew_r7(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(8)
+    case 8: return gpuos__d_ew_r8(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(9)
+    case 9: return gpuos__d_ew_r9(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(10)
+    case 10: return gpuos__d_ew_r10(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(11)
+    case 11: return gpuos__d_ew_r11(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(12)
+    case 12: return gpuos__d_ew_r12(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(13)
+    case 13: return gpuos__d_ew_r13(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(14)
+    case 14: return gpuos__d_ew_r14(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(15)
+    case 15: return gpuos__d_ew_r15(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(16)
+    case 16: return gpuos__d_ew_r16(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(17)
+    case 17: return gpuos__d_ew_r17(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(18)
+    case 18: return gpuos__d_ew_r18(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(19)
+    case 19: return gpuos__d_ew_r19(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(20)
+    case 20: return gpuos__d_ew_r20(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(21)
+    case 21: return gpuos__d_ew_r21(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(22)
+    case 22: return gpuos__d_ew_r22(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(23)
+    case 23: return gpuos__d_ew_r23(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(24)
+    case 24: return gpuos__d_ew_r24(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(25)
+    case 25: return gpuos__d_ew_r25(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(26)
+    case 26: return gpuos__d_ew_r26(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(27)
+    case 27: return gpuos__d_ew_r27(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(28)
+    case 28: return gpuos__d_ew_r28(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(29)
+    case 29: return gpuos__d_ew_r29(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(30)
+    case 30: return gpuos__d_ew_r30(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(31)
+    case 31: return gpuos__d_ew_r31(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(32)
+    case 32: return gpuos__d_ew_r32(p, begin, end, cs, reps, amask);
+#endif
+#if GPUOS__D_EW_REP(33)
+    case 33: return gpuos__d_ew_r33(p, begin, end, cs, reps, amask);
 #endif
     default: return begin;
     }
@@ -8458,7 +8920,15 @@ enum {
     GPUOS__PROF_F_EMPTY, /* polls that found nothing */
     GPUOS__PROF_F_FULL,  /* polls that found slots */
     GPUOS__PROF_F_SLOTS, /* slots fetched */
-    GPUOS__PROF_N = 16
+    /* the fetcher's processor (gpuos__fetch_process), cycles per phase */
+    GPUOS__PROF_F_RING,   /* descriptors into the task ring */
+    GPUOS__PROF_F_LAYOUT, /* each task's inbox range */
+    GPUOS__PROF_F_PUSH,   /* the inbox entries */
+    GPUOS__PROF_F_FENCE,  /* the fence after them */
+    GPUOS__PROF_F_STAMP,  /* seq words and stamps */
+    GPUOS__PROF_F_PAIRS,  /* inbox entries pushed */
+    GPUOS__PROF_F_HANDOVER, /* the processor waiting for the poller's next batch */
+    GPUOS__PROF_N = 24
 };
 
 /* Parameters of the persistent kernel (passed by value).
@@ -8658,7 +9128,8 @@ struct gpuos__fetch_state {
    it fetched. */
 template <int LANE, int MAXN>
 static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpuos__qbody *s_body, int n,
-                                            gpuos__fetch_state *st, uint32_t *s_wtail, uint32_t *s_wseen) {
+                                            gpuos__fetch_state *st, uint32_t *s_wtail, uint32_t *s_wseen,
+                                            unsigned long long *fprof) {
     __shared__ gpuos__qdesc s_d[MAXN];
     __shared__ uint32_t s_off[MAXN + 1];
     __shared__ uint32_t s_wo[MAXN], s_wn[MAXN]; /* a task's workers: inboxes s_wo + (base + j) % s_wn */
@@ -8670,6 +9141,12 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
     uint32_t *const done = P.done[LANE];
     uint32_t *const wpos = P.wpos[LANE];
     const uint64_t s_seq = st->seq;
+#ifdef GPUOS__PK_TIMESTAMPS
+    long long ph = clock64(), ph1;
+#define GPUOS__FPH(k) (ph1 = clock64(), lane == 0 && LANE == 0 ? (void)(fprof[k] += (unsigned long long)(ph1 - ph)) : (void)0, ph = ph1)
+#else
+#define GPUOS__FPH(k) (void)0
+#endif
     gpuos__qbody body;
     if (lane < n) body = s_body[lane];
     /* Lane t handles slot t of the batch (complete: every word carried the tag). */
@@ -8699,33 +9176,43 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
        inbox stamps (one fence a batch instead of one per writing thread, one per release and
        one per chunk). */
     __syncwarp();
+    GPUOS__FPH(GPUOS__PROF_F_RING);
     /* Push each task, in order, to the inboxes of the workers owning its tiles: the batch as
        (task, owner) pairs in sequence order, 32 pairs per round; lanes naming the same
        worker take consecutive inbox entries in lane order, so every inbox stays in sequence
        order. */
-    if (lane == 0) {
-        uint32_t off = 0;
-        for (uint32_t i = 0; i < n_tasks; i++) {
-            s_off[i] = off;
-            gpuos__qdesc *d = &s_d[i];
+    { /* lane i: task i's inbox range and its entries' offset (a prefix sum over the warp) */
+        uint32_t cnt = 0;
+        int is_exit = 0;
+        if ((uint32_t)lane < n_tasks) {
+            gpuos__qdesc *d = &s_d[lane];
             const int rt = d->kernel_id >= GPUOS__RT_KERNEL_BASE && P.n_rt;
             const uint32_t nk = rt ? P.n_rt : P.n_main;
-            if (GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT) { /* every inbox */
+            is_exit = GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT;
+            if (is_exit) { /* every inbox */
                 d->base = 0;
-                s_wo[i] = 0;
-                s_wn[i] = nw;
-                off += nw;
-                st->exit = 1;
+                s_wo[lane] = 0;
+                s_wn[lane] = nw;
+                cnt = nw;
             } else {
-                s_wo[i] = rt ? P.n_main : 0;
-                s_wn[i] = nk;
-                off += d->n_tiles < nk ? d->n_tiles : nk;
+                s_wo[lane] = rt ? P.n_main : 0;
+                s_wn[lane] = nk;
+                cnt = d->n_tiles < nk ? d->n_tiles : nk;
             }
         }
-        s_off[n_tasks] = off;
+        uint32_t incl = cnt;
+#pragma unroll
+        for (int k = 1; k < 32; k <<= 1) {
+            const uint32_t v = __shfl_up_sync(0xffffffffu, incl, k);
+            if (lane >= k) incl += v;
+        }
+        if ((uint32_t)lane < n_tasks) s_off[lane] = incl - cnt;
+        if ((uint32_t)lane == n_tasks - 1 || (n_tasks == 0 && lane == 0)) s_off[n_tasks] = n_tasks ? incl : 0;
+        if (__any_sync(0xffffffffu, is_exit)) st->exit = 1;
     }
     __syncwarp();
     const uint32_t pairs = s_off[n_tasks];
+    GPUOS__FPH(GPUOS__PROF_F_LAYOUT);
     if (pairs == 0) { /* plan chunks only, or tasks with no tiles: still one fence */
         __threadfence();
         for (uint32_t i = lane; i < n_tasks; i += 32)
@@ -8770,8 +9257,10 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
             }
             __syncwarp();
         }
+        GPUOS__FPH(GPUOS__PROF_F_PUSH);
         __threadfence();
         __syncwarp();
+        GPUOS__FPH(GPUOS__PROF_F_FENCE);
         if (c0 == 0) /* the batch's task-ring entries: written before the sync above */
             for (uint32_t i = lane; i < n_tasks; i += 32)
                 asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&tasks[(s_seq + i) & (P.task_cap - 1)].seq), "l"(s_seq + i) : "memory");
@@ -8782,7 +9271,12 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
             asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(&e->d.stamp), "r"(k + 1) : "memory");
         }
         __syncwarp();
+        GPUOS__FPH(GPUOS__PROF_F_STAMP);
     }
+#ifdef GPUOS__PK_TIMESTAMPS
+    if (lane == 0 && LANE == 0) fprof[GPUOS__PROF_F_PAIRS] += pairs;
+#endif
+#undef GPUOS__FPH
     st->pos += n;
     st->seq += n_tasks;
     if (lane == 0) {
@@ -8791,7 +9285,6 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
         if (LANE == 0 && n_tasks) P.ctl->stamp[1] = gpuos__globaltimer();
 #endif
     }
-    st->exit = __shfl_sync(0xffffffffu, st->exit, 0);
     __syncwarp(); /* s_d, s_off, s_push are rewritten by the next batch */
 }
 
@@ -8803,7 +9296,7 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
 #ifdef GPUOS__PK_TIMESTAMPS
 /* probe builds: the fetcher's counters into P.prof */
 static __device__ __forceinline__ void gpuos__fetch_prof_flush(const gpuos__pk_params &P, unsigned long long *fprof) {
-    for (int k = GPUOS__PROF_F_POLL; k <= GPUOS__PROF_F_SLOTS; k++)
+    for (int k = GPUOS__PROF_F_POLL; k < GPUOS__PROF_N; k++)
         if (fprof[k]) atomicAdd(&P.prof[k], fprof[k]), fprof[k] = 0;
 }
 #endif
@@ -8834,6 +9327,9 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
     st.exit = 0;
 #ifdef GPUOS__PK_TIMESTAMPS
     unsigned long long fprof[GPUOS__PROF_N] = {0};
+#define GPUOS__FPROF fprof
+#else
+#define GPUOS__FPROF nullptr
 #endif
     if (!SPLIT || tid >= 32) { /* the poller: every thread of lane 1, warps 1.. of lane 0 */
         const int ptid = SPLIT ? tid - 32 : tid;
@@ -8863,7 +9359,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
             }
             width = SLOTS;
             if (!SPLIT) { /* process it here (one warp), then poll again */
-                gpuos__fetch_process<LANE, SLOTS>(P, s_body[0], n, &st, s_wtail, s_wseen);
+                gpuos__fetch_process<LANE, SLOTS>(P, s_body[0], n, &st, s_wtail, s_wseen, GPUOS__FPROF);
                 pos = st.pos;
                 tasks = st.seq;
                 if (st.exit) break;
@@ -8886,11 +9382,15 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
         }
     } else { /* lane 0's processor: warp 0 */
         for (int kb = 0;; kb ^= 1) {
+#ifdef GPUOS__PK_TIMESTAMPS
+            const long long t_ho = clock64();
+#endif
             const int n = (int)gpuos__named_bar_popc<1 + LANE, NT>(0); /* a batch of n slots in buffer kb */
 #ifdef GPUOS__PK_TIMESTAMPS
             const long long t_batch = clock64();
+            if (tid == 0) fprof[GPUOS__PROF_F_HANDOVER] += (unsigned long long)(t_batch - t_ho);
 #endif
-            gpuos__fetch_process<LANE, SLOTS>(P, s_body[kb], n, &st, s_wtail, s_wseen);
+            gpuos__fetch_process<LANE, SLOTS>(P, s_body[kb], n, &st, s_wtail, s_wseen, GPUOS__FPROF);
 #ifdef GPUOS__PK_TIMESTAMPS
             if (tid == 0) {
                 fprof[GPUOS__PROF_F_BATCH] += (unsigned long long)(clock64() - t_batch);
@@ -8989,7 +9489,11 @@ static __device__ __forceinline__ int gpuos__pk_dep_done(const gpuos__pk_params 
     if (gpuos__ld_acquire_gpu_u64(&P.retired[lane]) >= dep) return 1;
     const gpuos__dtask *t = &P.tasks[lane][dep & (P.task_cap - 1)];
     uint32_t n_tiles;
-    if (gpuos__ld_acquire_gpu_u64(&t->seq) != dep) return 1; /* entry reused: dep retired long ago */
+    /* A newer seq: the entry was reused, which it is only after dep retired. An older one:
+       dep is not published yet (its seq store may reach memory after the stamp of an inbox
+       entry that depends on it: both are relaxed stores after the fetcher's fence). */
+    const uint64_t ts = gpuos__ld_acquire_gpu_u64(&t->seq);
+    if (ts != dep) return ts > dep;
     asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(n_tiles) : "l"(&t->d.n_tiles) : "memory");
     return gpuos__ld_acquire_gpu_u32(&P.done[lane][dep & (P.task_cap - 1)]) >= n_tiles;
 }
@@ -9116,6 +9620,55 @@ static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint
 
 #define GPUOS__HI_BATCH_TILES 8 /* a marked batch ends after this many tiles (lane-1 latency) */
 
+/* Runs: identical in-place element-wise tasks in a row of a worker's batch (a loop's
+   `x = x + s`, a simulation's repeated update) run as one pass over each tile, which
+   applies the operator `reps` times between one load and one store (gpuos__d_ew_rep).
+   A follower must not wait for anything (n_deps == 0): then no other task reads or writes
+   the tile between two of them (the host would have given it a dependency), so nobody can
+   see the values it skips. 0 turns runs off (A/B). */
+#ifndef GPUOS__PK_RUNS
+#define GPUOS__PK_RUNS 1
+#endif
+#if GPUOS__PK_RUNS && GPUOS__D_EW_SPLIT && GPUOS__D_EW_INLINE && GPUOS__PK_SCHED && !defined(GPUOS__PROBE_RUN)
+#define GPUOS__PK_RUN_ON 1
+#else
+#define GPUOS__PK_RUN_ON 0
+#endif
+static __device__ __forceinline__ int gpuos__pk_same_task(const gpuos__qdesc *a, const gpuos__qdesc *d) {
+    return a->n_deps == 0 && a->kind == d->kind && a->kernel_id == d->kernel_id && a->plan_id == d->plan_id &&
+           a->n_items == d->n_items && a->tile_items == d->tile_items && a->n_tiles == d->n_tiles && a->base == d->base;
+}
+#if GPUOS__PK_RUN_ON
+/* Runs task d (its plan in shared memory at plan) and the identical entries after it as
+   one: same is the batch's s_same from d's entry on (bit 0 set; the worker's warp 0 marks
+   which entries repeat the one before them when it reads the batch). Returns how many
+   tasks it ran (their tiles on this block: *mine each), or 1 having run nothing when the
+   kernel cannot (not one of gpuos__d_ew_rep's groups, operands not vector-able, no input
+   is the output). Out of line: the worker loop keeps its registers. */
+static __device__ __noinline__ int gpuos__pk_run(const gpuos__qdesc *d, const uint64_t *plan, uint32_t first, uint32_t nw,
+                                                 uint32_t same, uint32_t *mine) {
+    if (d->kernel_id >= GPUOS__RT_KERNEL_BASE) return 1;
+    const gpuos__ew_plan *p = (const gpuos__ew_plan *)plan;
+    const unsigned amask = gpuos__d_ew_rep_mask(d->kernel_id, p);
+    if (!amask) return 1;
+    const int reps = __ffs(~same); /* the entries up to the first that does not repeat */
+    uint32_t m = 0;
+    for (uint32_t t = first; t < d->n_tiles; t += nw) {
+        const int64_t b = (int64_t)t * d->tile_items;
+        const int64_t e = b + d->tile_items < d->n_items ? b + d->tile_items : d->n_items;
+        const int64_t r = gpuos__d_ew_rep(d->kernel_id, p, b, e, reps, amask);
+        for (int k = 0; k < reps && r < e; k++) { /* the items it left, task by task */
+            gpuos__d_run(d->kernel_id, plan, r, e);
+            __syncthreads();
+        }
+        __syncthreads(); /* the next task reads our writes */
+        m++;
+    }
+    *mine = m;
+    return reps;
+}
+#endif
+
 /* Runs the tasks of this block's inbox in order, reading up to 32 entries per
    parallel read of its own (uncontended) inbox lines. Finished-tile counts are
    published in batches: one fence for a batch, and always before waiting on another
@@ -9130,6 +9683,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
     __shared__ uint64_t s_plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8];
     __shared__ int s_n, s_stale, s_ready;
     __shared__ uint32_t s_hhead;   /* lane 1: inbox entries consumed (gpuos__pk_hi) */
+    __shared__ uint32_t s_same;    /* bit i: entry i + 1 is identical to entry i (runs) */
     const int tid = threadIdx.x, lane = tid & 31;
     const gpuos__dtask *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;
     uint32_t head = P.wpos[0][me];
@@ -9163,6 +9717,14 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                 uint32_t b = __ballot_sync(0xffffffffu, ok);
                 int n = b == 0xffffffffu ? 32 : __ffs(~b) - 1;
                 if (n > 0) {
+#if GPUOS__PK_RUN_ON
+                    uint32_t same = 0;
+                    if (n > 1) { /* runs: which entries repeat the one before them */
+                        __syncwarp();
+                        same = __ballot_sync(0xffffffffu, lane + 1 < n && gpuos__pk_same_task(&s_d[lane + 1], &s_d[lane]));
+                    }
+                    if (lane == 0) s_same = same;
+#endif
                     if (lane == 0) s_n = n;
 #ifdef GPUOS__PK_TIMESTAMPS
                     if (lane == 0) P.ctl->stamp[2] = gpuos__globaltimer();
@@ -9244,6 +9806,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                 plan_row = d->plan_id;
                 plan_epoch = pkey;
                 vec_state = -1;
+
                 __syncthreads();
                 GPUOS__PROF_ADD(prof, GPUOS__PROF_PLAN, t_plan);
 #ifdef GPUOS__PK_TIMESTAMPS
@@ -9253,6 +9816,24 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
             const void *plan = s_plan;
             const uint32_t first = (loc + nw - (d->base % nw)) % nw; /* (base + first) % nw == loc */
             uint32_t mine = 0;
+#if GPUOS__PK_RUN_ON
+            if ((s_same >> i) & 1u) { /* entries i + 1 .. repeat this one: run them as one */
+                GPUOS__PROF_T0(t_run);
+                const int reps = gpuos__pk_run(d, s_plan, first, nw, s_same >> i, &mine);
+                if (reps > 1) {
+                    GPUOS__PROF_ADD(prof, GPUOS__PROF_RUN, t_run);
+                    if (tid == 0)
+                        for (int k = 0; k < reps; k++) s_mine[i + k] = mine;
+                    btiles += mine;
+#ifdef GPUOS__PK_TIMESTAMPS
+                    prof[GPUOS__PROF_TILES] += (unsigned long long)mine * reps;
+                    prof[GPUOS__PROF_TASKS] += reps;
+#endif
+                    i += reps - 1;
+                    continue;
+                }
+            }
+#endif
             for (uint32_t t = first; t < d->n_tiles; t += nw) {
                 int64_t b = (int64_t)t * d->tile_items;
                 int64_t e = b + d->tile_items;
