@@ -9239,21 +9239,27 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
             const uint32_t peers = __match_any_sync(0xffffffffu, w);
             const uint32_t prank = __popc(peers & ((1u << lane) - 1));
             const uint32_t tail = active ? s_wtail[w] : 0;
+            const int last = active && prank == (uint32_t)__popc(peers) - 1; /* w's newest entry of the round */
             __syncwarp();
-            if (active) {
+            if (last) { /* inbox full: wait for the worker (one lane per worker: room for the
+                           newest entry is room for the round's others) */
                 const uint32_t k = tail + prank;
-                while (k - s_wseen[w] >= P.inbox_cap) { /* inbox full: wait for the worker */
+                while (k - s_wseen[w] >= P.inbox_cap) {
                     uint32_t c = gpuos__ld_acquire_gpu_u32(&wpos[w]);
                     if (k - c >= P.inbox_cap) gpuos__nanosleep(64);
                     else s_wseen[w] = c;
                 }
+            }
+            __syncwarp();
+            if (active) {
+                const uint32_t k = tail + prank;
                 gpuos__dtask *e = &inbox[(size_t)w * P.inbox_cap + (k & (P.inbox_cap - 1))];
                 gpuos__qdesc dd = s_d[i];
                 dd.stamp = 0;
                 e->d = dd;
                 e->seq = s_seq + i;
                 s_push[p - c0] = (uint64_t)w << 32 | k;
-                if (prank == (uint32_t)__popc(peers) - 1) s_wtail[w] = k + 1;
+                if (last) s_wtail[w] = k + 1;
             }
             __syncwarp();
         }
