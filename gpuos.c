@@ -2646,7 +2646,6 @@ int gpuos_debug_pause(gpuos_context *ctx, int paused) {
 // #include "gpuos_runtime.h" (inlined above)
 
 #include <errno.h>    /* errno */
-#include <stddef.h>   /* offsetof */
 #include <stdarg.h>   /* va_list */
 #include <stdio.h>    /* snprintf, fopen */
 #include <stdlib.h>   /* malloc, getenv */
@@ -2665,14 +2664,6 @@ int gpuos_debug_pause(gpuos_context *ctx, int paused) {
 #define CU_MEMHOSTALLOC_PORTABLE 0x01
 #define CU_MEMHOSTALLOC_DEVICEMAP 0x02
 #define CU_STREAM_NON_BLOCKING 0x1
-
-/* The fetcher writes inbox entries as eight 8-byte words (persistent.cuh): word 4 holds base
-   and the stamp, word 7 the seq. */
-typedef char cuda_inbox_layout[(offsetof(gpuos__qdesc, base) == 32 && offsetof(gpuos__qdesc, stamp) == 36 &&
-                                sizeof(gpuos__qdesc) == 56 && offsetof(gpuos__dtask, seq) == 56 &&
-                                sizeof(gpuos__dtask) == 64)
-                                   ? 1
-                                   : -1];
 
 #define CUDA__RING_SLOTS (1u << 16)  /* host ring: 4 MB of pinned memory */
 #define CUDA__TASK_CAP (1u << 16)    /* device task ring */
@@ -2767,6 +2758,7 @@ struct gpuos__cuda {
     uint32_t next_base;          /* round robin for unaligned tasks */
     uint32_t plan_epoch;         /* plans written so far */
     int align;                   /* tile-local alignment on (GPUOS_CUDA_ALIGN=0 turns it off) */
+    uint32_t tile_ew;            /* smallest element-wise tile (CUDA__TILE_EW; GPUOS_CUDA_TILE_EW, tuning) */
     int serialize;               /* every task waits for all earlier ones (GPUOS_CUDA_SERIALIZE=1) */
     int hi_used;                 /* a task asked for high priority: lane-0 tasks get GPUOS__KIND_HICHECK */
     uint64_t last_activity_ns;   /* the reaper's last sight of a new task (or the launch) */
@@ -3352,6 +3344,11 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     c->open_ns[0] = cuda_now_ns(); /* made relative at the end */
     /* Diagnostic switches (documented in docs/ARCHITECTURE.md): correctness never needs them. */
     c->align = !(getenv("GPUOS_CUDA_ALIGN") && getenv("GPUOS_CUDA_ALIGN")[0] == '0');
+    c->tile_ew = CUDA__TILE_EW;
+    if (getenv("GPUOS_CUDA_TILE_EW")) {
+        const long v = strtol(getenv("GPUOS_CUDA_TILE_EW"), NULL, 10);
+        if (v >= 256 && v <= (1L << 20)) c->tile_ew = (uint32_t)v & ~255u;
+    }
     c->serialize = getenv("GPUOS_CUDA_SERIALIZE") && getenv("GPUOS_CUDA_SERIALIZE")[0] == '1';
     c->preload_running = pthread_create(&c->preload, NULL, cuda_preload_main, NULL) == 0;
     st = cuda_open_device(ctx, c, ordinal < 0 ? 0 : ordinal);
@@ -3944,7 +3941,7 @@ static void cuda_tiling(const struct gpuos__cuda *c, const gpuos__job *job, uint
     if (job->kind == GPUOS__KIND_EW) {
         const int64_t nw = cuda_job_workers(c, job);
         int64_t t = (job->items + 4 * nw - 1) / (4 * nw);
-        tile = (uint32_t)(t < CUDA__TILE_EW ? CUDA__TILE_EW : t > (1 << 30) ? (1 << 30) : t);
+        tile = (uint32_t)(t < c->tile_ew ? c->tile_ew : t > (1 << 30) ? (1 << 30) : t);
         tile = (tile + 255u) & ~255u;
     } else {
         const int64_t nw = cuda_job_workers(c, job);
@@ -21500,6 +21497,9 @@ const char *const gpuos__device_source[] = {
     "\n",
     "    uint32_t plan_row = 0xffffffffu, plan_epoch = 0; /* the plan s_plan holds (same in every thread) */\n",
     "    int vec_kid = -1, vec_state = -1; /* gpuos__d_ew_inline's check of that plan, for kernel vec_kid */\n",
+    "#if GPUOS__PK_RUN_ON\n",
+    "    int run_kid = -1; /* gpuos__pk_run refused kernel run_kid on that plan: identical entries run one by one */\n",
+    "#endif\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
     "    unsigned long long prof[GPUOS__PROF_N] = {0};\n",
     "#endif\n",
@@ -21554,7 +21554,12 @@ const char *const gpuos__device_source[] = {
     "        int n = s_n;\n",
     "        int stop = 0, flushed = 0;\n",
     "        uint32_t btiles = 0; /* tiles run in this batch */\n",
-    "        if (s_stale) plan_row = 0xffffffffu, vec_state = -1;\n",
+    "        if (s_stale) {\n",
+    "            plan_row = 0xffffffffu, vec_state = -1;\n",
+    "#if GPUOS__PK_RUN_ON\n",
+    "            run_kid = -1;\n",
+    "#endif\n",
+    "        }\n",
     "        if (n == 0) { /* lane 1 work: run it, then look again */\n",
     "            gpuos__pk_hi(P, me, loc, nw, &s_hhead);\n",
     "            continue;\n",
@@ -21616,6 +21621,9 @@ const char *const gpuos__device_source[] = {
     "                plan_row = d->plan_id;\n",
     "                plan_epoch = pkey;\n",
     "                vec_state = -1;\n",
+    "#if GPUOS__PK_RUN_ON\n",
+    "                run_kid = -1;\n",
+    "#endif\n",
     "\n",
     "                __syncthreads();\n",
     "                GPUOS__PROF_ADD(prof, GPUOS__PROF_PLAN, t_plan);\n",
@@ -21627,9 +21635,10 @@ const char *const gpuos__device_source[] = {
     "            const uint32_t first = (loc + nw - (d->base % nw)) % nw; /* (base + first) % nw == loc */\n",
     "            uint32_t mine = 0;\n",
     "#if GPUOS__PK_RUN_ON\n",
-    "            if ((s_same >> i) & 1u) { /* entries i + 1 .. repeat this one: run them as one */\n",
+    "            if (((s_same >> i) & 1u) && d->kernel_id != run_kid) { /* entries i + 1 .. repeat this one: run them as one */\n",
     "                GPUOS__PROF_T0(t_run);\n",
     "                const int reps = gpuos__pk_run(d, s_plan, first, nw, s_same >> i, &mine);\n",
+    "                if (reps == 1) run_kid = d->kernel_id; /* not a run this kernel can do (the call cost 0.4 us a task) */\n",
     "                if (reps > 1) {\n",
     "                    GPUOS__PROF_ADD(prof, GPUOS__PROF_RUN, t_run);\n",
     "                    if (tid == 0)\n",

@@ -23,7 +23,6 @@
 #include "gpuos_runtime.h"
 
 #include <errno.h>    /* errno */
-#include <stddef.h>   /* offsetof */
 #include <stdarg.h>   /* va_list */
 #include <stdio.h>    /* snprintf, fopen */
 #include <stdlib.h>   /* malloc, getenv */
@@ -42,14 +41,6 @@
 #define CU_MEMHOSTALLOC_PORTABLE 0x01
 #define CU_MEMHOSTALLOC_DEVICEMAP 0x02
 #define CU_STREAM_NON_BLOCKING 0x1
-
-/* The fetcher writes inbox entries as eight 8-byte words (persistent.cuh): word 4 holds base
-   and the stamp, word 7 the seq. */
-typedef char cuda_inbox_layout[(offsetof(gpuos__qdesc, base) == 32 && offsetof(gpuos__qdesc, stamp) == 36 &&
-                                sizeof(gpuos__qdesc) == 56 && offsetof(gpuos__dtask, seq) == 56 &&
-                                sizeof(gpuos__dtask) == 64)
-                                   ? 1
-                                   : -1];
 
 #define CUDA__RING_SLOTS (1u << 16)  /* host ring: 4 MB of pinned memory */
 #define CUDA__TASK_CAP (1u << 16)    /* device task ring */
@@ -144,6 +135,7 @@ struct gpuos__cuda {
     uint32_t next_base;          /* round robin for unaligned tasks */
     uint32_t plan_epoch;         /* plans written so far */
     int align;                   /* tile-local alignment on (GPUOS_CUDA_ALIGN=0 turns it off) */
+    uint32_t tile_ew;            /* smallest element-wise tile (CUDA__TILE_EW; GPUOS_CUDA_TILE_EW, tuning) */
     int serialize;               /* every task waits for all earlier ones (GPUOS_CUDA_SERIALIZE=1) */
     int hi_used;                 /* a task asked for high priority: lane-0 tasks get GPUOS__KIND_HICHECK */
     uint64_t last_activity_ns;   /* the reaper's last sight of a new task (or the launch) */
@@ -729,6 +721,11 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     c->open_ns[0] = cuda_now_ns(); /* made relative at the end */
     /* Diagnostic switches (documented in docs/ARCHITECTURE.md): correctness never needs them. */
     c->align = !(getenv("GPUOS_CUDA_ALIGN") && getenv("GPUOS_CUDA_ALIGN")[0] == '0');
+    c->tile_ew = CUDA__TILE_EW;
+    if (getenv("GPUOS_CUDA_TILE_EW")) {
+        const long v = strtol(getenv("GPUOS_CUDA_TILE_EW"), NULL, 10);
+        if (v >= 256 && v <= (1L << 20)) c->tile_ew = (uint32_t)v & ~255u;
+    }
     c->serialize = getenv("GPUOS_CUDA_SERIALIZE") && getenv("GPUOS_CUDA_SERIALIZE")[0] == '1';
     c->preload_running = pthread_create(&c->preload, NULL, cuda_preload_main, NULL) == 0;
     st = cuda_open_device(ctx, c, ordinal < 0 ? 0 : ordinal);
@@ -1321,7 +1318,7 @@ static void cuda_tiling(const struct gpuos__cuda *c, const gpuos__job *job, uint
     if (job->kind == GPUOS__KIND_EW) {
         const int64_t nw = cuda_job_workers(c, job);
         int64_t t = (job->items + 4 * nw - 1) / (4 * nw);
-        tile = (uint32_t)(t < CUDA__TILE_EW ? CUDA__TILE_EW : t > (1 << 30) ? (1 << 30) : t);
+        tile = (uint32_t)(t < c->tile_ew ? c->tile_ew : t > (1 << 30) ? (1 << 30) : t);
         tile = (tile + 255u) & ~255u;
     } else {
         const int64_t nw = cuda_job_workers(c, job);

@@ -9696,6 +9696,9 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 
     uint32_t plan_row = 0xffffffffu, plan_epoch = 0; /* the plan s_plan holds (same in every thread) */
     int vec_kid = -1, vec_state = -1; /* gpuos__d_ew_inline's check of that plan, for kernel vec_kid */
+#if GPUOS__PK_RUN_ON
+    int run_kid = -1; /* gpuos__pk_run refused kernel run_kid on that plan: identical entries run one by one */
+#endif
 #ifdef GPUOS__PK_TIMESTAMPS
     unsigned long long prof[GPUOS__PROF_N] = {0};
 #endif
@@ -9750,7 +9753,12 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
         int n = s_n;
         int stop = 0, flushed = 0;
         uint32_t btiles = 0; /* tiles run in this batch */
-        if (s_stale) plan_row = 0xffffffffu, vec_state = -1;
+        if (s_stale) {
+            plan_row = 0xffffffffu, vec_state = -1;
+#if GPUOS__PK_RUN_ON
+            run_kid = -1;
+#endif
+        }
         if (n == 0) { /* lane 1 work: run it, then look again */
             gpuos__pk_hi(P, me, loc, nw, &s_hhead);
             continue;
@@ -9812,6 +9820,9 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                 plan_row = d->plan_id;
                 plan_epoch = pkey;
                 vec_state = -1;
+#if GPUOS__PK_RUN_ON
+                run_kid = -1;
+#endif
 
                 __syncthreads();
                 GPUOS__PROF_ADD(prof, GPUOS__PROF_PLAN, t_plan);
@@ -9823,9 +9834,10 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
             const uint32_t first = (loc + nw - (d->base % nw)) % nw; /* (base + first) % nw == loc */
             uint32_t mine = 0;
 #if GPUOS__PK_RUN_ON
-            if ((s_same >> i) & 1u) { /* entries i + 1 .. repeat this one: run them as one */
+            if (((s_same >> i) & 1u) && d->kernel_id != run_kid) { /* entries i + 1 .. repeat this one: run them as one */
                 GPUOS__PROF_T0(t_run);
                 const int reps = gpuos__pk_run(d, s_plan, first, nw, s_same >> i, &mine);
+                if (reps == 1) run_kid = d->kernel_id; /* not a run this kernel can do (the call cost 0.4 us a task) */
                 if (reps > 1) {
                     GPUOS__PROF_ADD(prof, GPUOS__PROF_RUN, t_run);
                     if (tid == 0)
