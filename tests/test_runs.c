@@ -72,7 +72,7 @@ static void release_tensors(ptensors *p) {
 }
 
 /* the task of step s */
-static gpuos_task task_of(const ptensors *p, const step *s, gpuos_dtype dt) {
+static gpuos_task task_of(const ptensors *p, const step *s) {
     gpuos_task t = GPUOS_TASK_INIT;
     gpuos_tensor *x = p->t[T_X], *y = p->t[T_Y], *sc = p->t[T_S], *m = p->t[T_M];
     t.out = x;
@@ -89,7 +89,6 @@ static gpuos_task task_of(const ptensors *p, const step *s, gpuos_dtype dt) {
     case 9: t.op = GPUOS_OP_SUM, t.out = p->t[T_SUM], t.in[0] = x, t.axes = GPUOS_AXES_ALL; break; /* other tiles */
     default: t.op = GPUOS_OP_SUB, t.out = y, t.in[0] = y, t.in[1] = sc; break; /* y = y - s: x's operand changes */
     }
-    (void)dt;
     return t;
 }
 
@@ -209,7 +208,7 @@ static gpuos_status run_program(gpuos_context *ctx, gpuos_dtype dt, int64_t n, i
     if (st == GPUOS_OK) st = gpuos_wait(ctx, 20000);
     if (st == GPUOS_OK && mode == MODE_GRAPH) st = gpuos_graph_create(ctx, &g);
     for (int i = 0; i < len && st == GPUOS_OK; i++) {
-        gpuos_task t = task_of(&p, &prog[i], dt);
+        gpuos_task t = task_of(&p, &prog[i]);
         if (mode == MODE_GRAPH) {
             st = gpuos_graph_add(g, &t, NULL);
         } else {

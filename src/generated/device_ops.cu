@@ -6597,7 +6597,7 @@ template <class G> GPUOS__FN unsigned gpuos__d_ew_alias(const gpuos__ew_plan *p)
         }
     return m;
 }
-static __device__ __noinline__ unsigned gpuos__d_ew_rep_mask(int kernel_id, const gpuos__ew_plan *p) {
+GPUOS__FN unsigned gpuos__d_ew_rep_mask(int kernel_id, const gpuos__ew_plan *p) {
     if ((unsigned)kernel_id >= GPUOS__D_N_KERNELS) return 0;
     switch (gpuos__d_kernels[kernel_id][0]) {
 #if GPUOS__D_EW_REP(0)
@@ -6707,7 +6707,9 @@ static __device__ __noinline__ unsigned gpuos__d_ew_rep_mask(int kernel_id, cons
 }
 /* The whole vector passes of [begin, end) for `reps` such tasks at once (amask from
    gpuos__d_ew_rep_mask); returns the first item it left. Out of line, a function per
-   group (each its own registers): one call serves the whole run. */
+   group (each its own registers; one function for all of them spilled 204 bytes): one
+   call serves the whole run. The dispatch and the mask inline into gpuos__pk_run, itself
+   out of line. */
 #if GPUOS__D_EW_REP(0)
 static __device__ __noinline__ int64_t gpuos__d_ew_r0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
                                                      int reps, unsigned amask) {
@@ -6912,8 +6914,8 @@ static __device__ __noinline__ int64_t gpuos__d_ew_r33(const gpuos__ew_plan *p, 
     return gpuos__d_ew_vec<gpuos__d_ewg33, false, true>(p, begin, end, cs, reps, amask);
 }
 #endif
-static __device__ __noinline__ int64_t gpuos__d_ew_rep(int kernel_id, const gpuos__ew_plan *p, int64_t begin,
-                                                       int64_t end, int reps, unsigned amask) {
+GPUOS__FN int64_t gpuos__d_ew_rep(int kernel_id, const gpuos__ew_plan *p, int64_t begin, int64_t end, int reps,
+                                  unsigned amask) {
     if ((unsigned)kernel_id >= GPUOS__D_N_KERNELS || begin >= end || begin % GPUOS__D_EW_U) return begin;
     const int cs = gpuos__d_kernels[kernel_id][1];
     switch (gpuos__d_kernels[kernel_id][0]) {

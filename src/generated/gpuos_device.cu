@@ -8358,7 +8358,7 @@ template <class G> GPUOS__FN unsigned gpuos__d_ew_alias(const gpuos__ew_plan *p)
         }
     return m;
 }
-static __device__ __noinline__ unsigned gpuos__d_ew_rep_mask(int kernel_id, const gpuos__ew_plan *p) {
+GPUOS__FN unsigned gpuos__d_ew_rep_mask(int kernel_id, const gpuos__ew_plan *p) {
     if ((unsigned)kernel_id >= GPUOS__D_N_KERNELS) return 0;
     switch (gpuos__d_kernels[kernel_id][0]) {
 #if GPUOS__D_EW_REP(0)
@@ -8468,7 +8468,9 @@ static __device__ __noinline__ unsigned gpuos__d_ew_rep_mask(int kernel_id, cons
 }
 /* The whole vector passes of [begin, end) for `reps` such tasks at once (amask from
    gpuos__d_ew_rep_mask); returns the first item it left. Out of line, a function per
-   group (each its own registers): one call serves the whole run. */
+   group (each its own registers; one function for all of them spilled 204 bytes): one
+   call serves the whole run. The dispatch and the mask inline into gpuos__pk_run, itself
+   out of line. */
 #if GPUOS__D_EW_REP(0)
 static __device__ __noinline__ int64_t gpuos__d_ew_r0(const gpuos__ew_plan *p, int64_t begin, int64_t end, int cs,
                                                      int reps, unsigned amask) {
@@ -8673,8 +8675,8 @@ static __device__ __noinline__ int64_t gpuos__d_ew_r33(const gpuos__ew_plan *p, 
     return gpuos__d_ew_vec<gpuos__d_ewg33, false, true>(p, begin, end, cs, reps, amask);
 }
 #endif
-static __device__ __noinline__ int64_t gpuos__d_ew_rep(int kernel_id, const gpuos__ew_plan *p, int64_t begin,
-                                                       int64_t end, int reps, unsigned amask) {
+GPUOS__FN int64_t gpuos__d_ew_rep(int kernel_id, const gpuos__ew_plan *p, int64_t begin, int64_t end, int reps,
+                                  unsigned amask) {
     if ((unsigned)kernel_id >= GPUOS__D_N_KERNELS || begin >= end || begin % GPUOS__D_EW_U) return begin;
     const int cs = gpuos__d_kernels[kernel_id][1];
     switch (gpuos__d_kernels[kernel_id][0]) {
@@ -9207,7 +9209,8 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
             if (lane >= k) incl += v;
         }
         if ((uint32_t)lane < n_tasks) s_off[lane] = incl - cnt;
-        if ((uint32_t)lane == n_tasks - 1 || (n_tasks == 0 && lane == 0)) s_off[n_tasks] = n_tasks ? incl : 0;
+        const uint32_t total = __shfl_sync(0xffffffffu, incl, 31); /* lanes past the tasks add 0 */
+        if (lane == 0) s_off[n_tasks] = total;
         if (__any_sync(0xffffffffu, is_exit)) st->exit = 1;
     }
     __syncwarp();
@@ -9415,6 +9418,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
         gpuos__st_relaxed_sys_u64(&P.ctl->exit_seq, st.seq);
     }
 }
+#undef GPUOS__FPROF
 
 /* LANE's retirer (one warp). Lane 0 stops at EXIT and then raises s_stop; lane 1 stops at s_stop. */
 template <int LANE>
@@ -9649,11 +9653,11 @@ static __device__ __forceinline__ int gpuos__pk_same_task(const gpuos__qdesc *a,
    one: same is the batch's s_same from d's entry on (bit 0 set; the worker's warp 0 marks
    which entries repeat the one before them when it reads the batch). Returns how many
    tasks it ran (their tiles on this block: *mine each), or 1 having run nothing when the
-   kernel cannot (not one of gpuos__d_ew_rep's groups, operands not vector-able, no input
-   is the output). Out of line: the worker loop keeps its registers. */
+   kernel cannot (a run-time operator, not one of gpuos__d_ew_rep's groups, operands not
+   vector-able, no input is the output: gpuos__d_ew_rep_mask says 0). Out of line: the
+   worker loop keeps its registers. */
 static __device__ __noinline__ int gpuos__pk_run(const gpuos__qdesc *d, const uint64_t *plan, uint32_t first, uint32_t nw,
                                                  uint32_t same, uint32_t *mine) {
-    if (d->kernel_id >= GPUOS__RT_KERNEL_BASE) return 1;
     const gpuos__ew_plan *p = (const gpuos__ew_plan *)plan;
     const unsigned amask = gpuos__d_ew_rep_mask(d->kernel_id, p);
     if (!amask) return 1;
@@ -9823,7 +9827,6 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #if GPUOS__PK_RUN_ON
                 run_kid = -1;
 #endif
-
                 __syncthreads();
                 GPUOS__PROF_ADD(prof, GPUOS__PROF_PLAN, t_plan);
 #ifdef GPUOS__PK_TIMESTAMPS
