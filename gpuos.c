@@ -271,7 +271,7 @@ typedef struct gpuos__qdesc {
     uint32_t tile_items; /* items per tile */
     uint32_t n_tiles;
     uint32_t base;       /* tile t runs on worker (base + t) % n (gpuos__pk_params.n_main, n_rt) */
-    uint32_t stamp;      /* in a worker inbox: entry index + 1, stored last (release) */
+    uint32_t stamp;      /* unused (kept for the layout) */
     uint32_t dep_delta[GPUOS__MAX_DEPS];
 } gpuos__qdesc;
 
@@ -297,14 +297,26 @@ typedef struct gpuos__qslot {
 } gpuos__qslot;
 #define GPUOS__LAP_TAG(pos, log2_slots) ((uint64_t)((((pos) >> (log2_slots)) + 1u) & 0xffu))
 
-/* A task in the device task ring (device memory), indexed by seq & (task_cap - 1),
-   and an entry of a worker's inbox (d.stamp marks it written). */
+/* A task in the device task ring (device memory), indexed by seq & (task_cap - 1). */
 typedef struct gpuos__dtask {
     gpuos__qdesc d;
-    uint64_t seq; /* task ring: published last (release) by the scheduler; inbox: the task's seq */
+    uint64_t seq; /* published last by the scheduler (a relaxed store after its fence) */
 } gpuos__dtask;
 
-#define GPUOS__PUSH_CHUNK 256u /* inbox entries the scheduler writes before one fence and their stamps */
+/* An entry of a worker's inbox: one 8-byte word, written with one store after the
+   scheduler's fence, so that the word that says "written" is the entry itself. The low 16
+   bits are a stamp, (inbox index + 1) mod 2^16: a slot holds the entry of the lap before
+   until it is rewritten, whose stamp differs as long as inbox_cap < 2^16. The high 48 bits
+   are the task's seq mod 2^48; the worker reads the descriptor from the task ring
+   (tasks[seq & (task_cap - 1)], not reused before the task retires, which needs this
+   worker's tiles) and rebuilds the full seq from one it saw before (the seqs of an inbox
+   only grow; they would have to jump by 2^47 for this to fail). */
+typedef uint64_t gpuos__ientry;
+#define GPUOS__IE_STAMP(k) ((uint32_t)((k) + 1u) & 0xffffu) /* the stamp of inbox index k */
+#define GPUOS__IE_MAKE(seq, k) ((uint64_t)(seq) << 16 | GPUOS__IE_STAMP(k))
+#define GPUOS__IE_SEQ_MASK 0xffffffffffffull
+/* the full seq of an entry word, given ref <= it, less than 2^47 before it */
+#define GPUOS__IE_SEQ(v, ref) ((ref) + ((((v) >> 16) - (ref)) & GPUOS__IE_SEQ_MASK))
 #define GPUOS__MAX_WORKERS 1024 /* worker blocks the scheduler can track (per lane: shared memory) */
 
 /* Device -> host progress, in mapped host memory. */
@@ -346,9 +358,9 @@ enum {
     /* the fetcher's processor (gpuos__fetch_process), cycles per phase */
     GPUOS__PROF_F_RING,   /* descriptors into the task ring */
     GPUOS__PROF_F_LAYOUT, /* each task's inbox range */
-    GPUOS__PROF_F_PUSH,   /* the inbox entries */
-    GPUOS__PROF_F_FENCE,  /* the fence after them */
-    GPUOS__PROF_F_STAMP,  /* seq words and stamps */
+    GPUOS__PROF_F_PUSH,   /* the inbox entries (one word each, after the fence) */
+    GPUOS__PROF_F_FENCE,  /* the fence after the task-ring entries */
+    GPUOS__PROF_F_STAMP,  /* the task ring's seq words */
     GPUOS__PROF_F_PAIRS,  /* inbox entries pushed */
     GPUOS__PROF_F_HANDOVER, /* the processor waiting for the poller's next batch */
     GPUOS__PROF_N = 24
@@ -363,9 +375,9 @@ typedef struct gpuos__pk_params {
     uint32_t *done[GPUOS__LANES];      /* device, task_cap tile counters */
     uint64_t *retired;                 /* device, [lane]: copies of ctl's retired words, for dependency checks */
     char *plans;                       /* device, plan_cap * GPUOS__PLAN_BYTES (both lanes) */
-    gpuos__dtask *inbox[GPUOS__LANES]; /* device, (n_main + n_rt) * inbox_cap entries: each worker's tasks, in order */
+    gpuos__ientry *inbox[GPUOS__LANES]; /* device, (n_main + n_rt) * inbox_cap entries: each worker's tasks, in order */
     uint32_t *wpos[GPUOS__LANES];      /* device, per worker: inbox entries it has consumed */
-    uint32_t inbox_cap;     /* power of two, >= GPUOS__PUSH_CHUNK */
+    uint32_t inbox_cap;     /* power of two, < 2^16 (GPUOS__IE_STAMP) */
     uint32_t ring_log2;     /* log2(ring_slots) */
     uint64_t ring_slots;    /* power of two */
     uint64_t task_cap;      /* power of two */
@@ -3229,7 +3241,7 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     c->P.prof = (unsigned long long *)(uintptr_t)(d + 64); /* probe builds' counters */
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__PLAN_CAP * GPUOS__PLAN_BYTES), "cuMemAlloc (plans)");
     c->P.plans = (char *)(uintptr_t)d;
-    inbox_bytes = (size_t)c->n_workers * CUDA__INBOX_CAP * sizeof(gpuos__dtask);
+    inbox_bytes = (size_t)c->n_workers * CUDA__INBOX_CAP * sizeof(gpuos__ientry);
     for (l = 0; l < GPUOS__LANES; l++) {
         CUDA_TRY(ctx, c->cu->cuMemHostAlloc(&h, CUDA__RING_SLOTS * sizeof(gpuos__qslot),
                                             CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
@@ -3246,7 +3258,7 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
         c->P.done[l] = (uint32_t *)(uintptr_t)d;
         CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, inbox_bytes), "cuMemAlloc (inboxes)");
         CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, inbox_bytes), "cuMemsetD8 (inboxes)");
-        c->P.inbox[l] = (gpuos__dtask *)(uintptr_t)d;
+        c->P.inbox[l] = (gpuos__ientry *)(uintptr_t)d;
         CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)c->n_workers * sizeof(uint32_t)), "cuMemAlloc (worker positions)");
         CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, (size_t)c->n_workers * sizeof(uint32_t)), "cuMemsetD8 (worker positions)");
         c->P.wpos[l] = (uint32_t *)(uintptr_t)d;
@@ -20651,7 +20663,7 @@ const char *const gpuos__device_source[] = {
     "    uint32_t tile_items; /* items per tile */\n",
     "    uint32_t n_tiles;\n",
     "    uint32_t base;       /* tile t runs on worker (base + t) % n (gpuos__pk_params.n_main, n_rt) */\n",
-    "    uint32_t stamp;      /* in a worker inbox: entry index + 1, stored last (release) */\n",
+    "    uint32_t stamp;      /* unused (kept for the layout) */\n",
     "    uint32_t dep_delta[GPUOS__MAX_DEPS];\n",
     "} gpuos__qdesc;\n",
     "\n",
@@ -20677,14 +20689,26 @@ const char *const gpuos__device_source[] = {
     "} gpuos__qslot;\n",
     "#define GPUOS__LAP_TAG(pos, log2_slots) ((uint64_t)((((pos) >> (log2_slots)) + 1u) & 0xffu))\n",
     "\n",
-    "/* A task in the device task ring (device memory), indexed by seq & (task_cap - 1),\n",
-    "   and an entry of a worker's inbox (d.stamp marks it written). */\n",
+    "/* A task in the device task ring (device memory), indexed by seq & (task_cap - 1). */\n",
     "typedef struct gpuos__dtask {\n",
     "    gpuos__qdesc d;\n",
-    "    uint64_t seq; /* task ring: published last (release) by the scheduler; inbox: the task's seq */\n",
+    "    uint64_t seq; /* published last by the scheduler (a relaxed store after its fence) */\n",
     "} gpuos__dtask;\n",
     "\n",
-    "#define GPUOS__PUSH_CHUNK 256u /* inbox entries the scheduler writes before one fence and their stamps */\n",
+    "/* An entry of a worker's inbox: one 8-byte word, written with one store after the\n",
+    "   scheduler's fence, so that the word that says \"written\" is the entry itself. The low 16\n",
+    "   bits are a stamp, (inbox index + 1) mod 2^16: a slot holds the entry of the lap before\n",
+    "   until it is rewritten, whose stamp differs as long as inbox_cap < 2^16. The high 48 bits\n",
+    "   are the task's seq mod 2^48; the worker reads the descriptor from the task ring\n",
+    "   (tasks[seq & (task_cap - 1)], not reused before the task retires, which needs this\n",
+    "   worker's tiles) and rebuilds the full seq from one it saw before (the seqs of an inbox\n",
+    "   only grow; they would have to jump by 2^47 for this to fail). */\n",
+    "typedef uint64_t gpuos__ientry;\n",
+    "#define GPUOS__IE_STAMP(k) ((uint32_t)((k) + 1u) & 0xffffu) /* the stamp of inbox index k */\n",
+    "#define GPUOS__IE_MAKE(seq, k) ((uint64_t)(seq) << 16 | GPUOS__IE_STAMP(k))\n",
+    "#define GPUOS__IE_SEQ_MASK 0xffffffffffffull\n",
+    "/* the full seq of an entry word, given ref <= it, less than 2^47 before it */\n",
+    "#define GPUOS__IE_SEQ(v, ref) ((ref) + ((((v) >> 16) - (ref)) & GPUOS__IE_SEQ_MASK))\n",
     "#define GPUOS__MAX_WORKERS 1024 /* worker blocks the scheduler can track (per lane: shared memory) */\n",
     "\n",
     "/* Device -> host progress, in mapped host memory. */\n",
@@ -20726,9 +20750,9 @@ const char *const gpuos__device_source[] = {
     "    /* the fetcher's processor (gpuos__fetch_process), cycles per phase */\n",
     "    GPUOS__PROF_F_RING,   /* descriptors into the task ring */\n",
     "    GPUOS__PROF_F_LAYOUT, /* each task's inbox range */\n",
-    "    GPUOS__PROF_F_PUSH,   /* the inbox entries */\n",
-    "    GPUOS__PROF_F_FENCE,  /* the fence after them */\n",
-    "    GPUOS__PROF_F_STAMP,  /* seq words and stamps */\n",
+    "    GPUOS__PROF_F_PUSH,   /* the inbox entries (one word each, after the fence) */\n",
+    "    GPUOS__PROF_F_FENCE,  /* the fence after the task-ring entries */\n",
+    "    GPUOS__PROF_F_STAMP,  /* the task ring's seq words */\n",
     "    GPUOS__PROF_F_PAIRS,  /* inbox entries pushed */\n",
     "    GPUOS__PROF_F_HANDOVER, /* the processor waiting for the poller's next batch */\n",
     "    GPUOS__PROF_N = 24\n",
@@ -20743,9 +20767,9 @@ const char *const gpuos__device_source[] = {
     "    uint32_t *done[GPUOS__LANES];      /* device, task_cap tile counters */\n",
     "    uint64_t *retired;                 /* device, [lane]: copies of ctl's retired words, for dependency checks */\n",
     "    char *plans;                       /* device, plan_cap * GPUOS__PLAN_BYTES (both lanes) */\n",
-    "    gpuos__dtask *inbox[GPUOS__LANES]; /* device, (n_main + n_rt) * inbox_cap entries: each worker's tasks, in order */\n",
+    "    gpuos__ientry *inbox[GPUOS__LANES]; /* device, (n_main + n_rt) * inbox_cap entries: each worker's tasks, in order */\n",
     "    uint32_t *wpos[GPUOS__LANES];      /* device, per worker: inbox entries it has consumed */\n",
-    "    uint32_t inbox_cap;     /* power of two, >= GPUOS__PUSH_CHUNK */\n",
+    "    uint32_t inbox_cap;     /* power of two, < 2^16 (GPUOS__IE_STAMP) */\n",
     "    uint32_t ring_log2;     /* log2(ring_slots) */\n",
     "    uint64_t ring_slots;    /* power of two */\n",
     "    uint64_t task_cap;      /* power of two */\n",
@@ -20936,11 +20960,10 @@ const char *const gpuos__device_source[] = {
     "    __shared__ gpuos__qdesc s_d[MAXN];\n",
     "    __shared__ uint32_t s_off[MAXN + 1];\n",
     "    __shared__ uint32_t s_wo[MAXN], s_wn[MAXN]; /* a task's workers: inboxes s_wo + (base + j) % s_wn */\n",
-    "    __shared__ uint64_t s_push[GPUOS__PUSH_CHUNK]; /* (worker, inbox index) of a chunk's entries */\n",
     "    const int lane = threadIdx.x & 31;\n",
     "    const uint32_t nw = P.n_main + P.n_rt; /* every inbox (EXIT goes to all) */\n",
     "    gpuos__dtask *const tasks = P.tasks[LANE];\n",
-    "    gpuos__dtask *const inbox = P.inbox[LANE];\n",
+    "    gpuos__ientry *const inbox = P.inbox[LANE];\n",
     "    uint32_t *const done = P.done[LANE];\n",
     "    uint32_t *const wpos = P.wpos[LANE];\n",
     "    const uint64_t s_seq = st->seq;\n",
@@ -20966,7 +20989,7 @@ const char *const gpuos__device_source[] = {
     "            for (int k = 0; k < (int)(GPUOS__SLOT_PAYLOAD / 8); k++) dst[k] = body.p.payload[k];\n",
     "        } else {\n",
     "            gpuos__qdesc d = body.d;\n",
-    "            if (kind == GPUOS__SLOT_EXIT) d.n_tiles = 0;\n",
+    "            if (kind == GPUOS__SLOT_EXIT) d.n_tiles = 0, d.base = 0;\n",
     "            s_d[rank] = d;\n",
     "            gpuos__dtask *t = &tasks[seq & (P.task_cap - 1)];\n",
     "            t->d = d;\n",
@@ -20974,10 +20997,8 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "    }\n",
     "    /* s_d and the task-ring entries are complete for the warp after this sync. The task-ring\n",
-    "       entries (plain stores) are published below, after the one fence for the first chunk\n",
-    "       of inbox entries, which orders them before the relaxed stores of their seq and of the\n",
-    "       inbox stamps (one fence a batch instead of one per writing thread, one per release and\n",
-    "       one per chunk). */\n",
+    "       entries (plain stores) are published below by one fence a batch (instead of one per\n",
+    "       writing thread or one per release). */\n",
     "    __syncwarp();\n",
     "    GPUOS__FPH(GPUOS__PROF_F_RING);\n",
     "    /* Push each task, in order, to the inboxes of the workers owning its tiles: the batch as\n",
@@ -20993,7 +21014,6 @@ const char *const gpuos__device_source[] = {
     "            const uint32_t nk = rt \? P.n_rt : P.n_main;\n",
     "            is_exit = GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT;\n",
     "            if (is_exit) { /* every inbox */\n",
-    "                d->base = 0;\n",
     "                s_wo[lane] = 0;\n",
     "                s_wn[lane] = nw;\n",
     "                cnt = nw;\n",
@@ -21017,72 +21037,52 @@ const char *const gpuos__device_source[] = {
     "    __syncwarp();\n",
     "    const uint32_t pairs = s_off[n_tasks];\n",
     "    GPUOS__FPH(GPUOS__PROF_F_LAYOUT);\n",
-    "    if (pairs == 0) { /* plan chunks only, or tasks with no tiles: still one fence */\n",
-    "        __threadfence();\n",
-    "        for (uint32_t i = lane; i < n_tasks; i += 32)\n",
-    "            asm volatile(\"st.relaxed.gpu.global.u64 [%0], %1;\" ::\"l\"(&tasks[(s_seq + i) & (P.task_cap - 1)].seq), \"l\"(s_seq + i) : \"memory\");\n",
-    "    }\n",
-    "    for (uint32_t c0 = 0; c0 < pairs; c0 += GPUOS__PUSH_CHUNK) {\n",
-    "        /* a chunk's entries first (plain stores), then ONE fence, then their stamps: a chunk\n",
-    "           gives a worker at most inbox_cap entries, so a wait for room below only ever waits\n",
-    "           on entries of earlier, stamped chunks */\n",
-    "        const uint32_t c1 = pairs - c0 < GPUOS__PUSH_CHUNK \? pairs : c0 + GPUOS__PUSH_CHUNK;\n",
-    "        for (uint32_t p0 = c0; p0 < c1; p0 += 32) {\n",
-    "            const uint32_t p = p0 + lane;\n",
-    "            const int active = p < c1;\n",
-    "            uint32_t i = 0, w = 0xffffffffu;\n",
-    "            if (active) {\n",
-    "                uint32_t lo = 0, hi = n_tasks; /* last task with s_off[i] <= p */\n",
-    "                while (hi - lo > 1) {\n",
-    "                    uint32_t mid = (lo + hi) >> 1;\n",
-    "                    if (s_off[mid] <= p) lo = mid; else hi = mid;\n",
-    "                }\n",
-    "                i = lo;\n",
-    "                w = s_wo[i] + (s_d[i].base + (p - s_off[i])) % s_wn[i];\n",
+    "    /* ONE fence: the task-ring entries (plain stores above) before the relaxed stores of\n",
+    "       their seq words and of every inbox entry naming them (a worker reads the descriptor\n",
+    "       from the task ring after its acquire of the entry) */\n",
+    "    __threadfence();\n",
+    "    __syncwarp();\n",
+    "    GPUOS__FPH(GPUOS__PROF_F_FENCE);\n",
+    "    for (uint32_t i = lane; i < n_tasks; i += 32)\n",
+    "        asm volatile(\"st.relaxed.gpu.global.u64 [%0], %1;\" ::\"l\"(&tasks[(s_seq + i) & (P.task_cap - 1)].seq), \"l\"(s_seq + i) : \"memory\");\n",
+    "    GPUOS__FPH(GPUOS__PROF_F_STAMP);\n",
+    "    for (uint32_t p0 = 0; p0 < pairs; p0 += 32) {\n",
+    "        const uint32_t p = p0 + lane;\n",
+    "        const int active = p < pairs;\n",
+    "        uint32_t i = 0, w = 0xffffffffu;\n",
+    "        if (active) {\n",
+    "            uint32_t lo = 0, hi = n_tasks; /* last task with s_off[i] <= p */\n",
+    "            while (hi - lo > 1) {\n",
+    "                uint32_t mid = (lo + hi) >> 1;\n",
+    "                if (s_off[mid] <= p) lo = mid; else hi = mid;\n",
     "            }\n",
-    "            const uint32_t peers = __match_any_sync(0xffffffffu, w);\n",
-    "            const uint32_t prank = __popc(peers & ((1u << lane) - 1));\n",
-    "            const uint32_t tail = active \? s_wtail[w] : 0;\n",
-    "            const int last = active && prank == (uint32_t)__popc(peers) - 1; /* w's newest entry of the round */\n",
-    "            __syncwarp();\n",
-    "            if (last) { /* inbox full: wait for the worker (one lane per worker: room for the\n",
-    "                           newest entry is room for the round's others) */\n",
-    "                const uint32_t k = tail + prank;\n",
-    "                while (k - s_wseen[w] >= P.inbox_cap) {\n",
-    "                    uint32_t c = gpuos__ld_acquire_gpu_u32(&wpos[w]);\n",
-    "                    if (k - c >= P.inbox_cap) gpuos__nanosleep(64);\n",
-    "                    else s_wseen[w] = c;\n",
-    "                }\n",
-    "            }\n",
-    "            __syncwarp();\n",
-    "            if (active) {\n",
-    "                const uint32_t k = tail + prank;\n",
-    "                gpuos__dtask *e = &inbox[(size_t)w * P.inbox_cap + (k & (P.inbox_cap - 1))];\n",
-    "                gpuos__qdesc dd = s_d[i];\n",
-    "                dd.stamp = 0;\n",
-    "                e->d = dd;\n",
-    "                e->seq = s_seq + i;\n",
-    "                s_push[p - c0] = (uint64_t)w << 32 | k;\n",
-    "                if (last) s_wtail[w] = k + 1;\n",
-    "            }\n",
-    "            __syncwarp();\n",
+    "            i = lo;\n",
+    "            w = s_wo[i] + (s_d[i].base + (p - s_off[i])) % s_wn[i];\n",
     "        }\n",
-    "        GPUOS__FPH(GPUOS__PROF_F_PUSH);\n",
-    "        __threadfence();\n",
+    "        const uint32_t peers = __match_any_sync(0xffffffffu, w);\n",
+    "        const uint32_t prank = __popc(peers & ((1u << lane) - 1));\n",
+    "        const uint32_t tail = active \? s_wtail[w] : 0;\n",
+    "        const int last = active && prank == (uint32_t)__popc(peers) - 1; /* w's newest entry of the round */\n",
     "        __syncwarp();\n",
-    "        GPUOS__FPH(GPUOS__PROF_F_FENCE);\n",
-    "        if (c0 == 0) /* the batch's task-ring entries: written before the sync above */\n",
-    "            for (uint32_t i = lane; i < n_tasks; i += 32)\n",
-    "                asm volatile(\"st.relaxed.gpu.global.u64 [%0], %1;\" ::\"l\"(&tasks[(s_seq + i) & (P.task_cap - 1)].seq), \"l\"(s_seq + i) : \"memory\");\n",
-    "        for (uint32_t p = c0 + lane; p < c1; p += 32) {\n",
-    "            const uint64_t wk = s_push[p - c0];\n",
-    "            const uint32_t w = (uint32_t)(wk >> 32), k = (uint32_t)wk;\n",
-    "            gpuos__dtask *e = &inbox[(size_t)w * P.inbox_cap + (k & (P.inbox_cap - 1))];\n",
-    "            asm volatile(\"st.relaxed.gpu.global.u32 [%0], %1;\" ::\"l\"(&e->d.stamp), \"r\"(k + 1) : \"memory\");\n",
+    "        if (last) { /* inbox full: wait for the worker (one lane per worker: room for the\n",
+    "                       newest entry is room for the round's others) */\n",
+    "            const uint32_t k = tail + prank;\n",
+    "            while (k - s_wseen[w] >= P.inbox_cap) {\n",
+    "                uint32_t c = gpuos__ld_acquire_gpu_u32(&wpos[w]);\n",
+    "                if (k - c >= P.inbox_cap) gpuos__nanosleep(64);\n",
+    "                else s_wseen[w] = c;\n",
+    "            }\n",
     "        }\n",
     "        __syncwarp();\n",
-    "        GPUOS__FPH(GPUOS__PROF_F_STAMP);\n",
+    "        if (active) {\n",
+    "            const uint32_t k = tail + prank;\n",
+    "            gpuos__ientry *e = &inbox[(size_t)w * P.inbox_cap + (k & (P.inbox_cap - 1))];\n",
+    "            asm volatile(\"st.relaxed.gpu.global.u64 [%0], %1;\" ::\"l\"(e), \"l\"(GPUOS__IE_MAKE(s_seq + i, k)) : \"memory\");\n",
+    "            if (last) s_wtail[w] = k + 1;\n",
+    "        }\n",
+    "        __syncwarp();\n",
     "    }\n",
+    "    GPUOS__FPH(GPUOS__PROF_F_PUSH);\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
     "    if (lane == 0 && LANE == 0) fprof[GPUOS__PROF_F_PAIRS] += pairs;\n",
     "#endif\n",
@@ -21095,7 +21095,7 @@ const char *const gpuos__device_source[] = {
     "        if (LANE == 0 && n_tasks) P.ctl->stamp[1] = gpuos__globaltimer();\n",
     "#endif\n",
     "    }\n",
-    "    __syncwarp(); /* s_d, s_off, s_push are rewritten by the next batch */\n",
+    "    __syncwarp(); /* s_d, s_off are rewritten by the next batch */\n",
     "}\n",
     "\n",
     "/* LANE's fetcher. Lane 1 (one warp): poll, then process, in turn. Lane 0 (GPUOS__FETCH_THREADS\n",
@@ -21341,11 +21341,24 @@ const char *const gpuos__device_source[] = {
     "\n",
     "/* Lane 1 work waiting in this worker's inbox (a hint: the drain reads it properly)\? No\n",
     "   \"memory\" clobber: the hint orders nothing. */\n",
-    "static __device__ __forceinline__ uint32_t gpuos__pk_hi_stamp(const gpuos__pk_params &P, uint32_t me, uint32_t hhead) {\n",
-    "    uint32_t v;\n",
-    "    const gpuos__dtask *e = &P.inbox[1][(size_t)me * P.inbox_cap + (hhead & (P.inbox_cap - 1))];\n",
-    "    asm volatile(\"ld.relaxed.gpu.global.u32 %0, [%1];\" : \"=r\"(v) : \"l\"(&e->d.stamp));\n",
-    "    return v;\n",
+    "static __device__ __forceinline__ int gpuos__pk_hi_waiting(const gpuos__pk_params &P, uint32_t me, uint32_t hhead) {\n",
+    "    uint64_t v;\n",
+    "    const gpuos__ientry *e = &P.inbox[1][(size_t)me * P.inbox_cap + (hhead & (P.inbox_cap - 1))];\n",
+    "    asm volatile(\"ld.relaxed.gpu.global.u64 %0, [%1];\" : \"=l\"(v) : \"l\"(e));\n",
+    "    return (uint32_t)(v & 0xffffu) == GPUOS__IE_STAMP(hhead);\n",
+    "}\n",
+    "\n",
+    "/* Reads entry k of a worker's inbox of lane ln: 0 if it is not written yet; else the\n",
+    "   task's seq into *seq (ref: a seq this inbox held before, or the lane's first seq - 1)\n",
+    "   and its descriptor from the task ring into *d. */\n",
+    "static __device__ __forceinline__ int gpuos__pk_read_entry(const gpuos__pk_params &P, int ln, const gpuos__ientry *inbox,\n",
+    "                                                           uint32_t k, uint64_t ref, gpuos__qdesc *d, uint64_t *seq) {\n",
+    "    const uint64_t v = gpuos__ld_acquire_gpu_u64(&inbox[k & (P.inbox_cap - 1)]);\n",
+    "    if ((uint32_t)(v & 0xffffu) != GPUOS__IE_STAMP(k)) return 0;\n",
+    "    const uint64_t sq = GPUOS__IE_SEQ(v, ref);\n",
+    "    gpuos__ld_desc(d, &P.tasks[ln][sq & (P.task_cap - 1)].d);\n",
+    "    *seq = sq;\n",
+    "    return 1;\n",
     "}\n",
     "\n",
     "/* Runs every lane-1 (high-priority) task in this worker's inbox, until it is empty. Called\n",
@@ -21354,23 +21367,18 @@ const char *const gpuos__device_source[] = {
     "   only for lane-1 tasks, which every worker runs first, so this always finishes. Plans go\n",
     "   through their own shared buffer: the lane-0 task's copy stays valid. */\n",
     "static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint32_t me, uint32_t loc, uint32_t nw,\n",
-    "                                                  uint32_t *s_hhead) {\n",
+    "                                                  uint32_t *s_hhead, uint64_t *s_href) {\n",
     "    __shared__ gpuos__qdesc s_d[32];\n",
     "    __shared__ uint64_t s_seq[32];\n",
     "    __shared__ uint32_t s_mine[32];\n",
     "    __shared__ uint64_t s_plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8];\n",
     "    __shared__ int s_n;\n",
     "    const int tid = threadIdx.x, lane = tid & 31;\n",
-    "    const gpuos__dtask *inbox = P.inbox[1] + (size_t)me * P.inbox_cap;\n",
+    "    const gpuos__ientry *inbox = P.inbox[1] + (size_t)me * P.inbox_cap;\n",
     "    for (;;) {\n",
     "        const uint32_t head = *s_hhead;\n",
     "        if (tid < 32) {\n",
-    "            const gpuos__dtask *e = &inbox[(head + lane) & (P.inbox_cap - 1)];\n",
-    "            int ok = gpuos__ld_acquire_gpu_u32(&e->d.stamp) == head + lane + 1;\n",
-    "            if (ok) {\n",
-    "                gpuos__ld_desc(&s_d[lane], &e->d);\n",
-    "                asm volatile(\"ld.relaxed.gpu.global.u64 %0, [%1];\" : \"=l\"(s_seq[lane]) : \"l\"(&e->seq) : \"memory\");\n",
-    "            }\n",
+    "            const int ok = gpuos__pk_read_entry(P, 1, inbox, head + lane, *s_href, &s_d[lane], &s_seq[lane]);\n",
     "            s_mine[lane] = 0;\n",
     "            uint32_t b = __ballot_sync(0xffffffffu, ok);\n",
     "            if (lane == 0) s_n = b == 0xffffffffu \? 32 : __ffs(~b) - 1;\n",
@@ -21416,6 +21424,7 @@ const char *const gpuos__device_source[] = {
     "                if (s_mine[k]) atomicAdd(&P.done[1][s_seq[k] & (P.task_cap - 1)], s_mine[k]);\n",
     "            gpuos__st_release_gpu_u32(&P.wpos[1][me], head + n);\n",
     "            *s_hhead = head + n;\n",
+    "            *s_href = s_seq[n - 1];\n",
     "        }\n",
     "        __syncthreads();\n",
     "    }\n",
@@ -21494,10 +21503,12 @@ const char *const gpuos__device_source[] = {
     "    __shared__ uint64_t s_plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8];\n",
     "    __shared__ int s_n, s_stale, s_ready;\n",
     "    __shared__ uint32_t s_hhead;   /* lane 1: inbox entries consumed (gpuos__pk_hi) */\n",
+    "    __shared__ uint64_t s_href;    /* lane 1: the seq of the last entry consumed (gpuos__pk_read_entry) */\n",
     "    __shared__ uint32_t s_same;    /* bit i: entry i + 1 is identical to entry i (runs) */\n",
     "    const int tid = threadIdx.x, lane = tid & 31;\n",
-    "    const gpuos__dtask *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;\n",
+    "    const gpuos__ientry *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;\n",
     "    uint32_t head = P.wpos[0][me];\n",
+    "    uint64_t ref = P.start_seq[0] - 1; /* the seq of the last entry consumed (gpuos__pk_read_entry) */\n",
     "\n",
     "    uint32_t plan_row = 0xffffffffu, plan_epoch = 0; /* the plan s_plan holds (same in every thread) */\n",
     "    int vec_kid = -1, vec_state = -1; /* gpuos__d_ew_inline's check of that plan, for kernel vec_kid */\n",
@@ -21507,7 +21518,7 @@ const char *const gpuos__device_source[] = {
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
     "    unsigned long long prof[GPUOS__PROF_N] = {0};\n",
     "#endif\n",
-    "    if (tid == 0) s_stale = 0, s_hhead = P.wpos[1][me];\n",
+    "    if (tid == 0) s_stale = 0, s_hhead = P.wpos[1][me], s_href = P.start_seq[1] - 1;\n",
     "    __syncthreads();\n",
     "    for (;;) {\n",
     "        GPUOS__PROF_T0(t_wait);\n",
@@ -21515,18 +21526,13 @@ const char *const gpuos__device_source[] = {
     "            unsigned spin = 0;\n",
     "            for (;;) {\n",
     "                const uint32_t hh = s_hhead;\n",
-    "                const uint32_t hs = lane == 0 \? gpuos__pk_hi_stamp(P, me, hh) : 0u;\n",
-    "                const gpuos__dtask *e = &inbox[(head + lane) & (P.inbox_cap - 1)];\n",
-    "                int ok = gpuos__ld_acquire_gpu_u32(&e->d.stamp) == head + lane + 1;\n",
+    "                const int hs = lane == 0 \? gpuos__pk_hi_waiting(P, me, hh) : 0;\n",
     "                /* lane 1 first: an empty lane-0 batch (s_n = 0) sends the block to it */\n",
-    "                if (__shfl_sync(0xffffffffu, (int)(hs == hh + 1), 0)) {\n",
+    "                if (__shfl_sync(0xffffffffu, hs, 0)) {\n",
     "                    if (lane == 0) s_n = 0;\n",
     "                    break;\n",
     "                }\n",
-    "                if (ok) {\n",
-    "                    gpuos__ld_desc(&s_d[lane], &e->d);\n",
-    "                    asm volatile(\"ld.relaxed.gpu.global.u64 %0, [%1];\" : \"=l\"(s_seq[lane]) : \"l\"(&e->seq) : \"memory\");\n",
-    "                }\n",
+    "                const int ok = gpuos__pk_read_entry(P, 0, inbox, head + lane, ref, &s_d[lane], &s_seq[lane]);\n",
     "                s_mine[lane] = 0;\n",
     "                uint32_t b = __ballot_sync(0xffffffffu, ok);\n",
     "                int n = b == 0xffffffffu \? 32 : __ffs(~b) - 1;\n",
@@ -21565,7 +21571,7 @@ const char *const gpuos__device_source[] = {
     "#endif\n",
     "        }\n",
     "        if (n == 0) { /* lane 1 work: run it, then look again */\n",
-    "            gpuos__pk_hi(P, me, loc, nw, &s_hhead);\n",
+    "            gpuos__pk_hi(P, me, loc, nw, &s_hhead, &s_href);\n",
     "            continue;\n",
     "        }\n",
     "        for (int i = 0; i < n; i++) {\n",
@@ -21596,14 +21602,14 @@ const char *const gpuos__device_source[] = {
     "                        unsigned spin = 0;\n",
     "                        int r;\n",
     "                        while (!(r = gpuos__pk_deps_ready(P, 0, d, seq))) {\n",
-    "                            if (gpuos__pk_hi_stamp(P, me, s_hhead) == s_hhead + 1) break;\n",
+    "                            if (gpuos__pk_hi_waiting(P, me, s_hhead)) break;\n",
     "                            if (++spin > 16) gpuos__nanosleep(32);\n",
     "                        }\n",
     "                        s_ready = r;\n",
     "                    }\n",
     "                    __syncthreads();\n",
     "                    if (s_ready) break;\n",
-    "                    gpuos__pk_hi(P, me, loc, nw, &s_hhead); /* its barriers order s_ready's next write */\n",
+    "                    gpuos__pk_hi(P, me, loc, nw, &s_hhead, &s_href); /* its barriers order s_ready's next write */\n",
     "                }\n",
     "                __syncthreads(); /* s_ready is read by all before thread 0 writes it again */\n",
     "                /* every thread acquires: its loads must see the producers' writes, not\n",
@@ -21724,6 +21730,7 @@ const char *const gpuos__device_source[] = {
     "#endif\n",
     "        }\n",
     "        if (stop) break;\n",
+    "        if (n > 0) ref = s_seq[n - 1];\n",
     "        head += n;\n",
     "        __syncthreads();\n",
     "        if (tid == 0) s_stale = 0;\n",

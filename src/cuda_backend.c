@@ -606,7 +606,7 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     c->P.prof = (unsigned long long *)(uintptr_t)(d + 64); /* probe builds' counters */
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__PLAN_CAP * GPUOS__PLAN_BYTES), "cuMemAlloc (plans)");
     c->P.plans = (char *)(uintptr_t)d;
-    inbox_bytes = (size_t)c->n_workers * CUDA__INBOX_CAP * sizeof(gpuos__dtask);
+    inbox_bytes = (size_t)c->n_workers * CUDA__INBOX_CAP * sizeof(gpuos__ientry);
     for (l = 0; l < GPUOS__LANES; l++) {
         CUDA_TRY(ctx, c->cu->cuMemHostAlloc(&h, CUDA__RING_SLOTS * sizeof(gpuos__qslot),
                                             CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
@@ -623,7 +623,7 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
         c->P.done[l] = (uint32_t *)(uintptr_t)d;
         CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, inbox_bytes), "cuMemAlloc (inboxes)");
         CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, inbox_bytes), "cuMemsetD8 (inboxes)");
-        c->P.inbox[l] = (gpuos__dtask *)(uintptr_t)d;
+        c->P.inbox[l] = (gpuos__ientry *)(uintptr_t)d;
         CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)c->n_workers * sizeof(uint32_t)), "cuMemAlloc (worker positions)");
         CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, (size_t)c->n_workers * sizeof(uint32_t)), "cuMemsetD8 (worker positions)");
         c->P.wpos[l] = (uint32_t *)(uintptr_t)d;

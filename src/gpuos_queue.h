@@ -49,7 +49,7 @@ typedef struct gpuos__qdesc {
     uint32_t tile_items; /* items per tile */
     uint32_t n_tiles;
     uint32_t base;       /* tile t runs on worker (base + t) % n (gpuos__pk_params.n_main, n_rt) */
-    uint32_t stamp;      /* in a worker inbox: entry index + 1, stored last (release) */
+    uint32_t stamp;      /* unused (kept for the layout) */
     uint32_t dep_delta[GPUOS__MAX_DEPS];
 } gpuos__qdesc;
 
@@ -75,14 +75,26 @@ typedef struct gpuos__qslot {
 } gpuos__qslot;
 #define GPUOS__LAP_TAG(pos, log2_slots) ((uint64_t)((((pos) >> (log2_slots)) + 1u) & 0xffu))
 
-/* A task in the device task ring (device memory), indexed by seq & (task_cap - 1),
-   and an entry of a worker's inbox (d.stamp marks it written). */
+/* A task in the device task ring (device memory), indexed by seq & (task_cap - 1). */
 typedef struct gpuos__dtask {
     gpuos__qdesc d;
-    uint64_t seq; /* task ring: published last (release) by the scheduler; inbox: the task's seq */
+    uint64_t seq; /* published last by the scheduler (a relaxed store after its fence) */
 } gpuos__dtask;
 
-#define GPUOS__PUSH_CHUNK 256u /* inbox entries the scheduler writes before one fence and their stamps */
+/* An entry of a worker's inbox: one 8-byte word, written with one store after the
+   scheduler's fence, so that the word that says "written" is the entry itself. The low 16
+   bits are a stamp, (inbox index + 1) mod 2^16: a slot holds the entry of the lap before
+   until it is rewritten, whose stamp differs as long as inbox_cap < 2^16. The high 48 bits
+   are the task's seq mod 2^48; the worker reads the descriptor from the task ring
+   (tasks[seq & (task_cap - 1)], not reused before the task retires, which needs this
+   worker's tiles) and rebuilds the full seq from one it saw before (the seqs of an inbox
+   only grow; they would have to jump by 2^47 for this to fail). */
+typedef uint64_t gpuos__ientry;
+#define GPUOS__IE_STAMP(k) ((uint32_t)((k) + 1u) & 0xffffu) /* the stamp of inbox index k */
+#define GPUOS__IE_MAKE(seq, k) ((uint64_t)(seq) << 16 | GPUOS__IE_STAMP(k))
+#define GPUOS__IE_SEQ_MASK 0xffffffffffffull
+/* the full seq of an entry word, given ref <= it, less than 2^47 before it */
+#define GPUOS__IE_SEQ(v, ref) ((ref) + ((((v) >> 16) - (ref)) & GPUOS__IE_SEQ_MASK))
 #define GPUOS__MAX_WORKERS 1024 /* worker blocks the scheduler can track (per lane: shared memory) */
 
 /* Device -> host progress, in mapped host memory. */
@@ -124,9 +136,9 @@ enum {
     /* the fetcher's processor (gpuos__fetch_process), cycles per phase */
     GPUOS__PROF_F_RING,   /* descriptors into the task ring */
     GPUOS__PROF_F_LAYOUT, /* each task's inbox range */
-    GPUOS__PROF_F_PUSH,   /* the inbox entries */
-    GPUOS__PROF_F_FENCE,  /* the fence after them */
-    GPUOS__PROF_F_STAMP,  /* seq words and stamps */
+    GPUOS__PROF_F_PUSH,   /* the inbox entries (one word each, after the fence) */
+    GPUOS__PROF_F_FENCE,  /* the fence after the task-ring entries */
+    GPUOS__PROF_F_STAMP,  /* the task ring's seq words */
     GPUOS__PROF_F_PAIRS,  /* inbox entries pushed */
     GPUOS__PROF_F_HANDOVER, /* the processor waiting for the poller's next batch */
     GPUOS__PROF_N = 24
@@ -141,9 +153,9 @@ typedef struct gpuos__pk_params {
     uint32_t *done[GPUOS__LANES];      /* device, task_cap tile counters */
     uint64_t *retired;                 /* device, [lane]: copies of ctl's retired words, for dependency checks */
     char *plans;                       /* device, plan_cap * GPUOS__PLAN_BYTES (both lanes) */
-    gpuos__dtask *inbox[GPUOS__LANES]; /* device, (n_main + n_rt) * inbox_cap entries: each worker's tasks, in order */
+    gpuos__ientry *inbox[GPUOS__LANES]; /* device, (n_main + n_rt) * inbox_cap entries: each worker's tasks, in order */
     uint32_t *wpos[GPUOS__LANES];      /* device, per worker: inbox entries it has consumed */
-    uint32_t inbox_cap;     /* power of two, >= GPUOS__PUSH_CHUNK */
+    uint32_t inbox_cap;     /* power of two, < 2^16 (GPUOS__IE_STAMP) */
     uint32_t ring_log2;     /* log2(ring_slots) */
     uint64_t ring_slots;    /* power of two */
     uint64_t task_cap;      /* power of two */

@@ -8850,7 +8850,7 @@ typedef struct gpuos__qdesc {
     uint32_t tile_items; /* items per tile */
     uint32_t n_tiles;
     uint32_t base;       /* tile t runs on worker (base + t) % n (gpuos__pk_params.n_main, n_rt) */
-    uint32_t stamp;      /* in a worker inbox: entry index + 1, stored last (release) */
+    uint32_t stamp;      /* unused (kept for the layout) */
     uint32_t dep_delta[GPUOS__MAX_DEPS];
 } gpuos__qdesc;
 
@@ -8876,14 +8876,26 @@ typedef struct gpuos__qslot {
 } gpuos__qslot;
 #define GPUOS__LAP_TAG(pos, log2_slots) ((uint64_t)((((pos) >> (log2_slots)) + 1u) & 0xffu))
 
-/* A task in the device task ring (device memory), indexed by seq & (task_cap - 1),
-   and an entry of a worker's inbox (d.stamp marks it written). */
+/* A task in the device task ring (device memory), indexed by seq & (task_cap - 1). */
 typedef struct gpuos__dtask {
     gpuos__qdesc d;
-    uint64_t seq; /* task ring: published last (release) by the scheduler; inbox: the task's seq */
+    uint64_t seq; /* published last by the scheduler (a relaxed store after its fence) */
 } gpuos__dtask;
 
-#define GPUOS__PUSH_CHUNK 256u /* inbox entries the scheduler writes before one fence and their stamps */
+/* An entry of a worker's inbox: one 8-byte word, written with one store after the
+   scheduler's fence, so that the word that says "written" is the entry itself. The low 16
+   bits are a stamp, (inbox index + 1) mod 2^16: a slot holds the entry of the lap before
+   until it is rewritten, whose stamp differs as long as inbox_cap < 2^16. The high 48 bits
+   are the task's seq mod 2^48; the worker reads the descriptor from the task ring
+   (tasks[seq & (task_cap - 1)], not reused before the task retires, which needs this
+   worker's tiles) and rebuilds the full seq from one it saw before (the seqs of an inbox
+   only grow; they would have to jump by 2^47 for this to fail). */
+typedef uint64_t gpuos__ientry;
+#define GPUOS__IE_STAMP(k) ((uint32_t)((k) + 1u) & 0xffffu) /* the stamp of inbox index k */
+#define GPUOS__IE_MAKE(seq, k) ((uint64_t)(seq) << 16 | GPUOS__IE_STAMP(k))
+#define GPUOS__IE_SEQ_MASK 0xffffffffffffull
+/* the full seq of an entry word, given ref <= it, less than 2^47 before it */
+#define GPUOS__IE_SEQ(v, ref) ((ref) + ((((v) >> 16) - (ref)) & GPUOS__IE_SEQ_MASK))
 #define GPUOS__MAX_WORKERS 1024 /* worker blocks the scheduler can track (per lane: shared memory) */
 
 /* Device -> host progress, in mapped host memory. */
@@ -8925,9 +8937,9 @@ enum {
     /* the fetcher's processor (gpuos__fetch_process), cycles per phase */
     GPUOS__PROF_F_RING,   /* descriptors into the task ring */
     GPUOS__PROF_F_LAYOUT, /* each task's inbox range */
-    GPUOS__PROF_F_PUSH,   /* the inbox entries */
-    GPUOS__PROF_F_FENCE,  /* the fence after them */
-    GPUOS__PROF_F_STAMP,  /* seq words and stamps */
+    GPUOS__PROF_F_PUSH,   /* the inbox entries (one word each, after the fence) */
+    GPUOS__PROF_F_FENCE,  /* the fence after the task-ring entries */
+    GPUOS__PROF_F_STAMP,  /* the task ring's seq words */
     GPUOS__PROF_F_PAIRS,  /* inbox entries pushed */
     GPUOS__PROF_F_HANDOVER, /* the processor waiting for the poller's next batch */
     GPUOS__PROF_N = 24
@@ -8942,9 +8954,9 @@ typedef struct gpuos__pk_params {
     uint32_t *done[GPUOS__LANES];      /* device, task_cap tile counters */
     uint64_t *retired;                 /* device, [lane]: copies of ctl's retired words, for dependency checks */
     char *plans;                       /* device, plan_cap * GPUOS__PLAN_BYTES (both lanes) */
-    gpuos__dtask *inbox[GPUOS__LANES]; /* device, (n_main + n_rt) * inbox_cap entries: each worker's tasks, in order */
+    gpuos__ientry *inbox[GPUOS__LANES]; /* device, (n_main + n_rt) * inbox_cap entries: each worker's tasks, in order */
     uint32_t *wpos[GPUOS__LANES];      /* device, per worker: inbox entries it has consumed */
-    uint32_t inbox_cap;     /* power of two, >= GPUOS__PUSH_CHUNK */
+    uint32_t inbox_cap;     /* power of two, < 2^16 (GPUOS__IE_STAMP) */
     uint32_t ring_log2;     /* log2(ring_slots) */
     uint64_t ring_slots;    /* power of two */
     uint64_t task_cap;      /* power of two */
@@ -9135,11 +9147,10 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
     __shared__ gpuos__qdesc s_d[MAXN];
     __shared__ uint32_t s_off[MAXN + 1];
     __shared__ uint32_t s_wo[MAXN], s_wn[MAXN]; /* a task's workers: inboxes s_wo + (base + j) % s_wn */
-    __shared__ uint64_t s_push[GPUOS__PUSH_CHUNK]; /* (worker, inbox index) of a chunk's entries */
     const int lane = threadIdx.x & 31;
     const uint32_t nw = P.n_main + P.n_rt; /* every inbox (EXIT goes to all) */
     gpuos__dtask *const tasks = P.tasks[LANE];
-    gpuos__dtask *const inbox = P.inbox[LANE];
+    gpuos__ientry *const inbox = P.inbox[LANE];
     uint32_t *const done = P.done[LANE];
     uint32_t *const wpos = P.wpos[LANE];
     const uint64_t s_seq = st->seq;
@@ -9165,7 +9176,7 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
             for (int k = 0; k < (int)(GPUOS__SLOT_PAYLOAD / 8); k++) dst[k] = body.p.payload[k];
         } else {
             gpuos__qdesc d = body.d;
-            if (kind == GPUOS__SLOT_EXIT) d.n_tiles = 0;
+            if (kind == GPUOS__SLOT_EXIT) d.n_tiles = 0, d.base = 0;
             s_d[rank] = d;
             gpuos__dtask *t = &tasks[seq & (P.task_cap - 1)];
             t->d = d;
@@ -9173,10 +9184,8 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
         }
     }
     /* s_d and the task-ring entries are complete for the warp after this sync. The task-ring
-       entries (plain stores) are published below, after the one fence for the first chunk
-       of inbox entries, which orders them before the relaxed stores of their seq and of the
-       inbox stamps (one fence a batch instead of one per writing thread, one per release and
-       one per chunk). */
+       entries (plain stores) are published below by one fence a batch (instead of one per
+       writing thread or one per release). */
     __syncwarp();
     GPUOS__FPH(GPUOS__PROF_F_RING);
     /* Push each task, in order, to the inboxes of the workers owning its tiles: the batch as
@@ -9192,7 +9201,6 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
             const uint32_t nk = rt ? P.n_rt : P.n_main;
             is_exit = GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT;
             if (is_exit) { /* every inbox */
-                d->base = 0;
                 s_wo[lane] = 0;
                 s_wn[lane] = nw;
                 cnt = nw;
@@ -9216,72 +9224,52 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
     __syncwarp();
     const uint32_t pairs = s_off[n_tasks];
     GPUOS__FPH(GPUOS__PROF_F_LAYOUT);
-    if (pairs == 0) { /* plan chunks only, or tasks with no tiles: still one fence */
-        __threadfence();
-        for (uint32_t i = lane; i < n_tasks; i += 32)
-            asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&tasks[(s_seq + i) & (P.task_cap - 1)].seq), "l"(s_seq + i) : "memory");
-    }
-    for (uint32_t c0 = 0; c0 < pairs; c0 += GPUOS__PUSH_CHUNK) {
-        /* a chunk's entries first (plain stores), then ONE fence, then their stamps: a chunk
-           gives a worker at most inbox_cap entries, so a wait for room below only ever waits
-           on entries of earlier, stamped chunks */
-        const uint32_t c1 = pairs - c0 < GPUOS__PUSH_CHUNK ? pairs : c0 + GPUOS__PUSH_CHUNK;
-        for (uint32_t p0 = c0; p0 < c1; p0 += 32) {
-            const uint32_t p = p0 + lane;
-            const int active = p < c1;
-            uint32_t i = 0, w = 0xffffffffu;
-            if (active) {
-                uint32_t lo = 0, hi = n_tasks; /* last task with s_off[i] <= p */
-                while (hi - lo > 1) {
-                    uint32_t mid = (lo + hi) >> 1;
-                    if (s_off[mid] <= p) lo = mid; else hi = mid;
-                }
-                i = lo;
-                w = s_wo[i] + (s_d[i].base + (p - s_off[i])) % s_wn[i];
+    /* ONE fence: the task-ring entries (plain stores above) before the relaxed stores of
+       their seq words and of every inbox entry naming them (a worker reads the descriptor
+       from the task ring after its acquire of the entry) */
+    __threadfence();
+    __syncwarp();
+    GPUOS__FPH(GPUOS__PROF_F_FENCE);
+    for (uint32_t i = lane; i < n_tasks; i += 32)
+        asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&tasks[(s_seq + i) & (P.task_cap - 1)].seq), "l"(s_seq + i) : "memory");
+    GPUOS__FPH(GPUOS__PROF_F_STAMP);
+    for (uint32_t p0 = 0; p0 < pairs; p0 += 32) {
+        const uint32_t p = p0 + lane;
+        const int active = p < pairs;
+        uint32_t i = 0, w = 0xffffffffu;
+        if (active) {
+            uint32_t lo = 0, hi = n_tasks; /* last task with s_off[i] <= p */
+            while (hi - lo > 1) {
+                uint32_t mid = (lo + hi) >> 1;
+                if (s_off[mid] <= p) lo = mid; else hi = mid;
             }
-            const uint32_t peers = __match_any_sync(0xffffffffu, w);
-            const uint32_t prank = __popc(peers & ((1u << lane) - 1));
-            const uint32_t tail = active ? s_wtail[w] : 0;
-            const int last = active && prank == (uint32_t)__popc(peers) - 1; /* w's newest entry of the round */
-            __syncwarp();
-            if (last) { /* inbox full: wait for the worker (one lane per worker: room for the
-                           newest entry is room for the round's others) */
-                const uint32_t k = tail + prank;
-                while (k - s_wseen[w] >= P.inbox_cap) {
-                    uint32_t c = gpuos__ld_acquire_gpu_u32(&wpos[w]);
-                    if (k - c >= P.inbox_cap) gpuos__nanosleep(64);
-                    else s_wseen[w] = c;
-                }
-            }
-            __syncwarp();
-            if (active) {
-                const uint32_t k = tail + prank;
-                gpuos__dtask *e = &inbox[(size_t)w * P.inbox_cap + (k & (P.inbox_cap - 1))];
-                gpuos__qdesc dd = s_d[i];
-                dd.stamp = 0;
-                e->d = dd;
-                e->seq = s_seq + i;
-                s_push[p - c0] = (uint64_t)w << 32 | k;
-                if (last) s_wtail[w] = k + 1;
-            }
-            __syncwarp();
+            i = lo;
+            w = s_wo[i] + (s_d[i].base + (p - s_off[i])) % s_wn[i];
         }
-        GPUOS__FPH(GPUOS__PROF_F_PUSH);
-        __threadfence();
+        const uint32_t peers = __match_any_sync(0xffffffffu, w);
+        const uint32_t prank = __popc(peers & ((1u << lane) - 1));
+        const uint32_t tail = active ? s_wtail[w] : 0;
+        const int last = active && prank == (uint32_t)__popc(peers) - 1; /* w's newest entry of the round */
         __syncwarp();
-        GPUOS__FPH(GPUOS__PROF_F_FENCE);
-        if (c0 == 0) /* the batch's task-ring entries: written before the sync above */
-            for (uint32_t i = lane; i < n_tasks; i += 32)
-                asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&tasks[(s_seq + i) & (P.task_cap - 1)].seq), "l"(s_seq + i) : "memory");
-        for (uint32_t p = c0 + lane; p < c1; p += 32) {
-            const uint64_t wk = s_push[p - c0];
-            const uint32_t w = (uint32_t)(wk >> 32), k = (uint32_t)wk;
-            gpuos__dtask *e = &inbox[(size_t)w * P.inbox_cap + (k & (P.inbox_cap - 1))];
-            asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(&e->d.stamp), "r"(k + 1) : "memory");
+        if (last) { /* inbox full: wait for the worker (one lane per worker: room for the
+                       newest entry is room for the round's others) */
+            const uint32_t k = tail + prank;
+            while (k - s_wseen[w] >= P.inbox_cap) {
+                uint32_t c = gpuos__ld_acquire_gpu_u32(&wpos[w]);
+                if (k - c >= P.inbox_cap) gpuos__nanosleep(64);
+                else s_wseen[w] = c;
+            }
         }
         __syncwarp();
-        GPUOS__FPH(GPUOS__PROF_F_STAMP);
+        if (active) {
+            const uint32_t k = tail + prank;
+            gpuos__ientry *e = &inbox[(size_t)w * P.inbox_cap + (k & (P.inbox_cap - 1))];
+            asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(e), "l"(GPUOS__IE_MAKE(s_seq + i, k)) : "memory");
+            if (last) s_wtail[w] = k + 1;
+        }
+        __syncwarp();
     }
+    GPUOS__FPH(GPUOS__PROF_F_PUSH);
 #ifdef GPUOS__PK_TIMESTAMPS
     if (lane == 0 && LANE == 0) fprof[GPUOS__PROF_F_PAIRS] += pairs;
 #endif
@@ -9294,7 +9282,7 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
         if (LANE == 0 && n_tasks) P.ctl->stamp[1] = gpuos__globaltimer();
 #endif
     }
-    __syncwarp(); /* s_d, s_off, s_push are rewritten by the next batch */
+    __syncwarp(); /* s_d, s_off are rewritten by the next batch */
 }
 
 /* LANE's fetcher. Lane 1 (one warp): poll, then process, in turn. Lane 0 (GPUOS__FETCH_THREADS
@@ -9540,11 +9528,24 @@ static __device__ int gpuos__pk_deps_ready(const gpuos__pk_params &P, int lane, 
 
 /* Lane 1 work waiting in this worker's inbox (a hint: the drain reads it properly)? No
    "memory" clobber: the hint orders nothing. */
-static __device__ __forceinline__ uint32_t gpuos__pk_hi_stamp(const gpuos__pk_params &P, uint32_t me, uint32_t hhead) {
-    uint32_t v;
-    const gpuos__dtask *e = &P.inbox[1][(size_t)me * P.inbox_cap + (hhead & (P.inbox_cap - 1))];
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(&e->d.stamp));
-    return v;
+static __device__ __forceinline__ int gpuos__pk_hi_waiting(const gpuos__pk_params &P, uint32_t me, uint32_t hhead) {
+    uint64_t v;
+    const gpuos__ientry *e = &P.inbox[1][(size_t)me * P.inbox_cap + (hhead & (P.inbox_cap - 1))];
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(e));
+    return (uint32_t)(v & 0xffffu) == GPUOS__IE_STAMP(hhead);
+}
+
+/* Reads entry k of a worker's inbox of lane ln: 0 if it is not written yet; else the
+   task's seq into *seq (ref: a seq this inbox held before, or the lane's first seq - 1)
+   and its descriptor from the task ring into *d. */
+static __device__ __forceinline__ int gpuos__pk_read_entry(const gpuos__pk_params &P, int ln, const gpuos__ientry *inbox,
+                                                           uint32_t k, uint64_t ref, gpuos__qdesc *d, uint64_t *seq) {
+    const uint64_t v = gpuos__ld_acquire_gpu_u64(&inbox[k & (P.inbox_cap - 1)]);
+    if ((uint32_t)(v & 0xffffu) != GPUOS__IE_STAMP(k)) return 0;
+    const uint64_t sq = GPUOS__IE_SEQ(v, ref);
+    gpuos__ld_desc(d, &P.tasks[ln][sq & (P.task_cap - 1)].d);
+    *seq = sq;
+    return 1;
 }
 
 /* Runs every lane-1 (high-priority) task in this worker's inbox, until it is empty. Called
@@ -9553,23 +9554,18 @@ static __device__ __forceinline__ uint32_t gpuos__pk_hi_stamp(const gpuos__pk_pa
    only for lane-1 tasks, which every worker runs first, so this always finishes. Plans go
    through their own shared buffer: the lane-0 task's copy stays valid. */
 static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint32_t me, uint32_t loc, uint32_t nw,
-                                                  uint32_t *s_hhead) {
+                                                  uint32_t *s_hhead, uint64_t *s_href) {
     __shared__ gpuos__qdesc s_d[32];
     __shared__ uint64_t s_seq[32];
     __shared__ uint32_t s_mine[32];
     __shared__ uint64_t s_plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8];
     __shared__ int s_n;
     const int tid = threadIdx.x, lane = tid & 31;
-    const gpuos__dtask *inbox = P.inbox[1] + (size_t)me * P.inbox_cap;
+    const gpuos__ientry *inbox = P.inbox[1] + (size_t)me * P.inbox_cap;
     for (;;) {
         const uint32_t head = *s_hhead;
         if (tid < 32) {
-            const gpuos__dtask *e = &inbox[(head + lane) & (P.inbox_cap - 1)];
-            int ok = gpuos__ld_acquire_gpu_u32(&e->d.stamp) == head + lane + 1;
-            if (ok) {
-                gpuos__ld_desc(&s_d[lane], &e->d);
-                asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(s_seq[lane]) : "l"(&e->seq) : "memory");
-            }
+            const int ok = gpuos__pk_read_entry(P, 1, inbox, head + lane, *s_href, &s_d[lane], &s_seq[lane]);
             s_mine[lane] = 0;
             uint32_t b = __ballot_sync(0xffffffffu, ok);
             if (lane == 0) s_n = b == 0xffffffffu ? 32 : __ffs(~b) - 1;
@@ -9615,6 +9611,7 @@ static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint
                 if (s_mine[k]) atomicAdd(&P.done[1][s_seq[k] & (P.task_cap - 1)], s_mine[k]);
             gpuos__st_release_gpu_u32(&P.wpos[1][me], head + n);
             *s_hhead = head + n;
+            *s_href = s_seq[n - 1];
         }
         __syncthreads();
     }
@@ -9693,10 +9690,12 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
     __shared__ uint64_t s_plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8];
     __shared__ int s_n, s_stale, s_ready;
     __shared__ uint32_t s_hhead;   /* lane 1: inbox entries consumed (gpuos__pk_hi) */
+    __shared__ uint64_t s_href;    /* lane 1: the seq of the last entry consumed (gpuos__pk_read_entry) */
     __shared__ uint32_t s_same;    /* bit i: entry i + 1 is identical to entry i (runs) */
     const int tid = threadIdx.x, lane = tid & 31;
-    const gpuos__dtask *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;
+    const gpuos__ientry *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;
     uint32_t head = P.wpos[0][me];
+    uint64_t ref = P.start_seq[0] - 1; /* the seq of the last entry consumed (gpuos__pk_read_entry) */
 
     uint32_t plan_row = 0xffffffffu, plan_epoch = 0; /* the plan s_plan holds (same in every thread) */
     int vec_kid = -1, vec_state = -1; /* gpuos__d_ew_inline's check of that plan, for kernel vec_kid */
@@ -9706,7 +9705,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #ifdef GPUOS__PK_TIMESTAMPS
     unsigned long long prof[GPUOS__PROF_N] = {0};
 #endif
-    if (tid == 0) s_stale = 0, s_hhead = P.wpos[1][me];
+    if (tid == 0) s_stale = 0, s_hhead = P.wpos[1][me], s_href = P.start_seq[1] - 1;
     __syncthreads();
     for (;;) {
         GPUOS__PROF_T0(t_wait);
@@ -9714,18 +9713,13 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
             unsigned spin = 0;
             for (;;) {
                 const uint32_t hh = s_hhead;
-                const uint32_t hs = lane == 0 ? gpuos__pk_hi_stamp(P, me, hh) : 0u;
-                const gpuos__dtask *e = &inbox[(head + lane) & (P.inbox_cap - 1)];
-                int ok = gpuos__ld_acquire_gpu_u32(&e->d.stamp) == head + lane + 1;
+                const int hs = lane == 0 ? gpuos__pk_hi_waiting(P, me, hh) : 0;
                 /* lane 1 first: an empty lane-0 batch (s_n = 0) sends the block to it */
-                if (__shfl_sync(0xffffffffu, (int)(hs == hh + 1), 0)) {
+                if (__shfl_sync(0xffffffffu, hs, 0)) {
                     if (lane == 0) s_n = 0;
                     break;
                 }
-                if (ok) {
-                    gpuos__ld_desc(&s_d[lane], &e->d);
-                    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(s_seq[lane]) : "l"(&e->seq) : "memory");
-                }
+                const int ok = gpuos__pk_read_entry(P, 0, inbox, head + lane, ref, &s_d[lane], &s_seq[lane]);
                 s_mine[lane] = 0;
                 uint32_t b = __ballot_sync(0xffffffffu, ok);
                 int n = b == 0xffffffffu ? 32 : __ffs(~b) - 1;
@@ -9764,7 +9758,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #endif
         }
         if (n == 0) { /* lane 1 work: run it, then look again */
-            gpuos__pk_hi(P, me, loc, nw, &s_hhead);
+            gpuos__pk_hi(P, me, loc, nw, &s_hhead, &s_href);
             continue;
         }
         for (int i = 0; i < n; i++) {
@@ -9795,14 +9789,14 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                         unsigned spin = 0;
                         int r;
                         while (!(r = gpuos__pk_deps_ready(P, 0, d, seq))) {
-                            if (gpuos__pk_hi_stamp(P, me, s_hhead) == s_hhead + 1) break;
+                            if (gpuos__pk_hi_waiting(P, me, s_hhead)) break;
                             if (++spin > 16) gpuos__nanosleep(32);
                         }
                         s_ready = r;
                     }
                     __syncthreads();
                     if (s_ready) break;
-                    gpuos__pk_hi(P, me, loc, nw, &s_hhead); /* its barriers order s_ready's next write */
+                    gpuos__pk_hi(P, me, loc, nw, &s_hhead, &s_href); /* its barriers order s_ready's next write */
                 }
                 __syncthreads(); /* s_ready is read by all before thread 0 writes it again */
                 /* every thread acquires: its loads must see the producers' writes, not
@@ -9923,6 +9917,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #endif
         }
         if (stop) break;
+        if (n > 0) ref = s_seq[n - 1];
         head += n;
         __syncthreads();
         if (tid == 0) s_stale = 0;

@@ -32,7 +32,7 @@ static void prof_report(const char *name, const unsigned long long *a, const uns
            d[GPUOS__PROF_F_FULL] ? (double)d[GPUOS__PROF_F_BATCH] / d[GPUOS__PROF_F_FULL] : 0.0, d[GPUOS__PROF_F_EMPTY],
            d[GPUOS__PROF_F_EMPTY] ? (double)d[GPUOS__PROF_F_POLL] / d[GPUOS__PROF_F_EMPTY] : 0.0);
     if (d[GPUOS__PROF_F_FULL]) {
-        static const char *fp[] = {"ring", "layout", "push", "fence", "stamp"};
+        static const char *fp[] = {"ring", "layout", "push", "fence", "seq"};
         printf("  fetcher's processor, cycles per batch:");
         for (k = GPUOS__PROF_F_RING; k <= GPUOS__PROF_F_STAMP; k++)
             printf(" %s %.0f", fp[k - GPUOS__PROF_F_RING], (double)d[k] / d[GPUOS__PROF_F_FULL]);
