@@ -240,6 +240,7 @@ int gpuos__device_kernel_id(gpuos_op op, gpuos_dtype key, gpuos_dtype out);
 #define GPUOS__SLOT_TASK 1u
 #define GPUOS__SLOT_PLAN 2u
 #define GPUOS__SLOT_EXIT 3u
+#define GPUOS__SLOT_GRAPH 4u /* a launch of a recorded graph whose descriptors are in device memory */
 #define GPUOS__KIND(k) ((k) & 0x7fu) /* qdesc.kind: the slot kind; bits 8..31: the plan's epoch */
 #define GPUOS__KIND_HICHECK 0x80u    /* qdesc.kind flag of a lane-0 task: look for lane-1 work between its tiles */
 
@@ -284,9 +285,26 @@ typedef struct gpuos__qplan {
     uint64_t payload[GPUOS__SLOT_PAYLOAD / 8];
 } gpuos__qplan;
 
+/* A launch of a recorded graph (48 bytes): its n nodes become tasks seq .. seq + n - 1 of
+   the lane, expanded by the fetcher from the descriptors the host uploaded once
+   (gpuos__cuda_graph_make_locked), so that a launch is one slot whatever its size. The
+   launch's own parts (as the host would add them to each node's descriptor): */
+typedef struct gpuos__qgraph {
+    uint32_t kind;   /* GPUOS__SLOT_GRAPH, | GPUOS__KIND_HICHECK: its tasks get that flag */
+    uint32_t n;      /* nodes (>= 1) */
+    uint64_t desc;   /* device address of gpuos__qdesc[n] (stamp 1: the node first touches
+                        memory outside the graph's own order and waits for ext and hi) */
+    uint64_t ext;    /* such nodes wait until this lane retired task ext (0: nothing) */
+    uint32_t base;   /* added to every node's base */
+    uint32_t hi;     /* such nodes also wait for GPUOS__DEP_HI | X (0: nothing) */
+    uint32_t hi_all; /* dep_delta[0] of a node that waits for everything earlier (0: unchanged) */
+    uint32_t pad_[3];
+} gpuos__qgraph;
+
 typedef union gpuos__qbody {
     gpuos__qdesc d;
     gpuos__qplan p;
+    gpuos__qgraph g;
     uint64_t w[7];
 } gpuos__qbody;
 
@@ -2679,6 +2697,7 @@ int gpuos_debug_pause(gpuos_context *ctx, int paused) {
 
 #define CUDA__RING_SLOTS (1u << 16)  /* host ring: 4 MB of pinned memory */
 #define CUDA__TASK_CAP (1u << 16)    /* device task ring */
+#define CUDA__GPOOL (1u << 15)       /* recorded graphs' node descriptors on the device (1.8 MB) */
 #define CUDA__INBOX_CAP 256u         /* entries per worker inbox */
 #define CUDA__PLAN_CAP 4096u         /* cached plans on the device */
 #define CUDA__PLAN_PROBE 8u
@@ -2771,6 +2790,12 @@ struct gpuos__cuda {
     uint32_t plan_epoch;         /* plans written so far */
     int align;                   /* tile-local alignment on (GPUOS_CUDA_ALIGN=0 turns it off) */
     uint32_t tile_ew;            /* smallest element-wise tile (CUDA__TILE_EW; GPUOS_CUDA_TILE_EW, tuning) */
+    int graph_slots;             /* launch recorded graphs as one slot per node (GPUOS_CUDA_GRAPH_SLOTS=1, A/B) */
+    gpuos__qdesc *gpool;         /* device, CUDA__GPOOL descriptors: recorded graphs' nodes (allocated with
+                                    the queue, before any kernel runs: memory allocated later is invisible
+                                    to compute-sanitizer's checks of a running kernel) */
+    struct cuda__grange *granges; /* the pool's used ranges, by lo */
+    int n_granges, cap_granges;
     int serialize;               /* every task waits for all earlier ones (GPUOS_CUDA_SERIALIZE=1) */
     int hi_used;                 /* a task asked for high priority: lane-0 tasks get GPUOS__KIND_HICHECK */
     uint64_t last_activity_ns;   /* the reaper's last sight of a new task (or the launch) */
@@ -3241,6 +3266,8 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     c->P.prof = (unsigned long long *)(uintptr_t)(d + 64); /* probe builds' counters */
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__PLAN_CAP * GPUOS__PLAN_BYTES), "cuMemAlloc (plans)");
     c->P.plans = (char *)(uintptr_t)d;
+    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__GPOOL * sizeof(gpuos__qdesc)), "cuMemAlloc (graph descriptors)");
+    c->gpool = (gpuos__qdesc *)(uintptr_t)d;
     inbox_bytes = (size_t)c->n_workers * CUDA__INBOX_CAP * sizeof(gpuos__ientry);
     for (l = 0; l < GPUOS__LANES; l++) {
         CUDA_TRY(ctx, c->cu->cuMemHostAlloc(&h, CUDA__RING_SLOTS * sizeof(gpuos__qslot),
@@ -3357,6 +3384,7 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     /* Diagnostic switches (documented in docs/ARCHITECTURE.md): correctness never needs them. */
     c->align = !(getenv("GPUOS_CUDA_ALIGN") && getenv("GPUOS_CUDA_ALIGN")[0] == '0');
     c->tile_ew = CUDA__TILE_EW;
+    c->graph_slots = getenv("GPUOS_CUDA_GRAPH_SLOTS") && atoi(getenv("GPUOS_CUDA_GRAPH_SLOTS")) == 1;
     if (getenv("GPUOS_CUDA_TILE_EW")) {
         const long v = strtol(getenv("GPUOS_CUDA_TILE_EW"), NULL, 10);
         if (v >= 256 && v <= (1L << 20)) c->tile_ew = (uint32_t)v & ~255u;
@@ -3411,6 +3439,7 @@ void gpuos__cuda_close(gpuos_context *ctx) {
         }
         if (c->P.retired) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.retired);
         if (c->P.plans) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.plans);
+        if (c->gpool) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->gpool);
         if (c->ctl) c->cu->cuMemFreeHost(c->ctl);
         if (c->up) c->cu->cuMemFreeHost(c->up);
         if (c->stream) c->cu->cuStreamDestroy(c->stream);
@@ -3427,6 +3456,7 @@ void gpuos__cuda_close(gpuos_context *ctx) {
         for (k = 0; k < c->n_opt_store; k++) free(c->opt_store[k]);
     }
     free(c->deferred);
+    free(c->granges);
     free(c->plans);
     free(c);
     ctx->cuda = NULL;
@@ -4644,9 +4674,63 @@ typedef struct cuda__gacc {
     int dead; /* covered by a later write of the graph: later nodes (and tasks) need not see it */
 } cuda__gacc;
 
+/* A range of the device's graph descriptor pool (gpuos__cuda.gpool). Once its graph is
+   gone it is reused only after the fetcher has passed the slot of its last launch on each
+   lane (a launch is expanded from the pool before the fetcher reports its slot fetched). */
+typedef struct cuda__grange {
+    uint32_t lo, n;
+    uint64_t pos[GPUOS__LANES]; /* ring position just past its last launch's slot (0: none) */
+    int freed;
+} cuda__grange;
+
+static int cuda_grange_reusable(struct gpuos__cuda *c, const cuda__grange *r) {
+    int l;
+    if (!r->freed) return 0;
+    if (!c->running) return 1; /* the kernel stopped after fetching everything */
+    for (l = 0; l < GPUOS__LANES; l++) {
+        if (r->pos[l] <= c->fetched_seen[l]) continue;
+        c->fetched_seen[l] = cuda_load_acquire(cuda_ctl_fetched(c, l));
+        if (r->pos[l] > c->fetched_seen[l]) return 0;
+    }
+    return 1;
+}
+
+/* n descriptors of the pool (first fit; ranges kept by lo); NULL when none are free. */
+static cuda__grange *cuda_gpool_alloc(struct gpuos__cuda *c, uint32_t n) {
+    int i, k = 0;
+    uint32_t at = 0;
+    for (i = 0; i < c->n_granges; i++)
+        if (!cuda_grange_reusable(c, &c->granges[i])) c->granges[k++] = c->granges[i];
+    c->n_granges = k;
+    for (i = 0; i < c->n_granges && c->granges[i].lo - at < n; i++) at = c->granges[i].lo + c->granges[i].n;
+    if (n > CUDA__GPOOL - at && i == c->n_granges) return NULL;
+    if (c->n_granges == c->cap_granges) {
+        const int cap = c->cap_granges ? 2 * c->cap_granges : 16;
+        cuda__grange *r = (cuda__grange *)realloc(c->granges, (size_t)cap * sizeof *r);
+        if (!r) return NULL;
+        c->granges = r;
+        c->cap_granges = cap;
+    }
+    memmove(&c->granges[i + 1], &c->granges[i], (size_t)(c->n_granges - i) * sizeof *c->granges);
+    c->n_granges++;
+    memset(&c->granges[i], 0, sizeof c->granges[i]);
+    c->granges[i].lo = at;
+    c->granges[i].n = n;
+    return &c->granges[i];
+}
+
+static cuda__grange *cuda_grange_of(struct gpuos__cuda *c, const void *ddesc) {
+    const uint32_t lo = (uint32_t)((const gpuos__qdesc *)ddesc - c->gpool);
+    int i;
+    for (i = 0; i < c->n_granges; i++)
+        if (c->granges[i].lo == lo && !c->granges[i].freed) return &c->granges[i];
+    return NULL;
+}
+
 struct gpuos__cuda_graph {
     int n;
     gpuos__qdesc *desc;   /* per node; stamp = 1: the node waits for the launch's external dependency */
+    void *ddesc;          /* desc in the device pool (a launch is one GRAPH slot); NULL: one slot per node */
     uint32_t *base_rel;   /* per node */
     uint32_t n_rel;
     uint32_t *plan_ids;   /* the nodes' rows; the first n_pinned are pinned */
@@ -4662,8 +4746,13 @@ int gpuos__cuda_graph_storages(const struct gpuos__cuda_graph *g) { return g->n_
 void gpuos__cuda_graph_free_locked(gpuos_context *ctx, struct gpuos__cuda_graph *g) {
     int k;
     if (!g) return;
-    if (ctx->cuda)
+    if (ctx->cuda) {
         for (k = 0; k < g->n_pinned; k++) ctx->cuda->plans[g->plan_ids[k]].pins--;
+        if (g->ddesc) {
+            cuda__grange *r = cuda_grange_of(ctx->cuda, g->ddesc);
+            if (r) r->freed = 1; /* reused once its launches are fetched */
+        }
+    }
     free(g->desc);
     free(g->base_rel);
     free(g->plan_ids);
@@ -4794,6 +4883,18 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
             for (a = 0; a < n_deps; a++) d->dep_delta[a] = (uint32_t)((uint64_t)k - deps[a]);
         }
     }
+    /* the descriptors on the device: the fetcher expands a launch from them (without the
+       table, or told so, a launch sends one slot per node) */
+    if (st == GPUOS_OK && !c->graph_slots && c->gpool) {
+        cuda__grange *r = cuda_gpool_alloc(c, (uint32_t)n);
+        if (r) {
+            g->ddesc = c->gpool + r->lo;
+            if ((st = gpuos__cuda_memcpy(ctx, g->ddesc, g->desc, (size_t)n * sizeof *g->desc, 1)) != GPUOS_OK) {
+                r->freed = 1;
+                g->ddesc = NULL;
+            }
+        }
+    }
     if (st != GPUOS_OK) {
         gpuos__cuda_graph_free_locked(ctx, g);
         return st;
@@ -4848,11 +4949,30 @@ gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__c
     if (prio > 0 && !c->serialize && cuda_graph_lane1_ok(c, g, ext)) lane = 1;
     ext_max = ext[lane];
     hi_max = lane == 0 ? ext[1] : 0;
-    if ((st = cuda_ring_room(ctx, c, lane, (uint64_t)g->n)) != GPUOS_OK) return st;
+    if ((st = cuda_ring_room(ctx, c, lane, g->ddesc ? 1u : (uint64_t)g->n)) != GPUOS_OK) return st;
     s0 = c->dseq[lane];
     base0 = c->next_base;
     c->next_base += g->n_rel;
-    for (k = 0; k < g->n; k++) {
+    if (g->ddesc) { /* one slot: the fetcher adds the launch's parts to each node (gpuos__fetch_graph) */
+        gpuos__qbody qb; /* cuda_put reads the whole 56-byte body */
+        gpuos__qgraph *q = &qb.g;
+        memset(&qb, 0, sizeof qb);
+        q->kind = GPUOS__SLOT_GRAPH | (lane == 0 && c->hi_used ? GPUOS__KIND_HICHECK : 0u);
+        q->n = (uint32_t)g->n;
+        q->desc = (uint64_t)(uintptr_t)g->ddesc;
+        q->ext = ext_max;
+        q->base = base0;
+        q->hi = hi_max ? GPUOS__DEP_HI | (uint32_t)(hi_max & GPUOS__DEP_HI_MASK) : 0u;
+        if (lane == 0 && c->dseq[1] - 1 > c->retired_seen[1])
+            q->hi_all = GPUOS__DEP_HI | (uint32_t)((c->dseq[1] - 1) & GPUOS__DEP_HI_MASK);
+        cuda_put(c, lane, &qb);
+        {
+            cuda__grange *r = cuda_grange_of(c, g->ddesc);
+            if (r) r->pos[lane] = c->pos[lane];
+        }
+        for (k = 0; k < g->n; k++) c->plans[g->desc[k].plan_id].last_dseq[lane] = s0 + (uint64_t)k;
+    }
+    for (k = 0; k < g->n && !g->ddesc; k++) {
         gpuos__qdesc d = g->desc[k];
         const int ext = (int)d.stamp;
         d.stamp = 0;
@@ -20632,6 +20752,7 @@ const char *const gpuos__device_source[] = {
     "#define GPUOS__SLOT_TASK 1u\n",
     "#define GPUOS__SLOT_PLAN 2u\n",
     "#define GPUOS__SLOT_EXIT 3u\n",
+    "#define GPUOS__SLOT_GRAPH 4u /* a launch of a recorded graph whose descriptors are in device memory */\n",
     "#define GPUOS__KIND(k) ((k) & 0x7fu) /* qdesc.kind: the slot kind; bits 8..31: the plan's epoch */\n",
     "#define GPUOS__KIND_HICHECK 0x80u    /* qdesc.kind flag of a lane-0 task: look for lane-1 work between its tiles */\n",
     "\n",
@@ -20676,9 +20797,26 @@ const char *const gpuos__device_source[] = {
     "    uint64_t payload[GPUOS__SLOT_PAYLOAD / 8];\n",
     "} gpuos__qplan;\n",
     "\n",
+    "/* A launch of a recorded graph (48 bytes): its n nodes become tasks seq .. seq + n - 1 of\n",
+    "   the lane, expanded by the fetcher from the descriptors the host uploaded once\n",
+    "   (gpuos__cuda_graph_make_locked), so that a launch is one slot whatever its size. The\n",
+    "   launch's own parts (as the host would add them to each node's descriptor): */\n",
+    "typedef struct gpuos__qgraph {\n",
+    "    uint32_t kind;   /* GPUOS__SLOT_GRAPH, | GPUOS__KIND_HICHECK: its tasks get that flag */\n",
+    "    uint32_t n;      /* nodes (>= 1) */\n",
+    "    uint64_t desc;   /* device address of gpuos__qdesc[n] (stamp 1: the node first touches\n",
+    "                        memory outside the graph's own order and waits for ext and hi) */\n",
+    "    uint64_t ext;    /* such nodes wait until this lane retired task ext (0: nothing) */\n",
+    "    uint32_t base;   /* added to every node's base */\n",
+    "    uint32_t hi;     /* such nodes also wait for GPUOS__DEP_HI | X (0: nothing) */\n",
+    "    uint32_t hi_all; /* dep_delta[0] of a node that waits for everything earlier (0: unchanged) */\n",
+    "    uint32_t pad_[3];\n",
+    "} gpuos__qgraph;\n",
+    "\n",
     "typedef union gpuos__qbody {\n",
     "    gpuos__qdesc d;\n",
     "    gpuos__qplan p;\n",
+    "    gpuos__qgraph g;\n",
     "    uint64_t w[7];\n",
     "} gpuos__qbody;\n",
     "\n",
@@ -20949,14 +21087,15 @@ const char *const gpuos__device_source[] = {
     "    int exit;          /* EXIT seen */\n",
     "};\n",
     "\n",
-    "/* Puts a polled batch body[0..n) into the device queue, one warp (lane 0..31): plan chunks\n",
-    "   into the plan table, descriptors into the task ring, and each task, in sequence order,\n",
-    "   into the inbox of every worker that owns one of its tiles. Then tells the host how far\n",
+    "/* Puts bodies s_body[0..n) (n <= MAXN; no GRAPH slot) into the device queue, one warp\n",
+    "   (lane 0..31): plan chunks into the plan table, descriptors into the task ring, and each\n",
+    "   task, in sequence order, into the inbox of every worker that owns one of its tiles. They\n",
+    "   took `slots` ring slots (0 for a graph's tasks but its last): then tells the host how far\n",
     "   it fetched. */\n",
     "template <int LANE, int MAXN>\n",
     "static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpuos__qbody *s_body, int n,\n",
     "                                            gpuos__fetch_state *st, uint32_t *s_wtail, uint32_t *s_wseen,\n",
-    "                                            unsigned long long *fprof) {\n",
+    "                                            unsigned long long *fprof, uint32_t slots) {\n",
     "    __shared__ gpuos__qdesc s_d[MAXN];\n",
     "    __shared__ uint32_t s_off[MAXN + 1];\n",
     "    __shared__ uint32_t s_wo[MAXN], s_wn[MAXN]; /* a task's workers: inboxes s_wo + (base + j) % s_wn */\n",
@@ -21087,15 +21226,82 @@ const char *const gpuos__device_source[] = {
     "    if (lane == 0 && LANE == 0) fprof[GPUOS__PROF_F_PAIRS] += pairs;\n",
     "#endif\n",
     "#undef GPUOS__FPH\n",
-    "    st->pos += n;\n",
+    "    st->pos += slots;\n",
     "    st->seq += n_tasks;\n",
-    "    if (lane == 0) {\n",
+    "    if (lane == 0 && slots) {\n",
     "        gpuos__st_relaxed_sys_u64(LANE \? &P.ctl->fetched_hi : &P.ctl->fetched, st->pos);\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
     "        if (LANE == 0 && n_tasks) P.ctl->stamp[1] = gpuos__globaltimer();\n",
     "#endif\n",
     "    }\n",
     "    __syncwarp(); /* s_d, s_off are rewritten by the next batch */\n",
+    "}\n",
+    "\n",
+    "/* Expands a graph launch (the GRAPH slot's body gs, in shared memory) into its tasks,\n",
+    "   MAXN at a time: each node's descriptor from device memory, the launch's parts added as\n",
+    "   the host would (cuda_backend.c, gpuos__cuda_graph_launch_locked), then through\n",
+    "   gpuos__fetch_process like a polled batch. Waits for room in the task ring first (the\n",
+    "   poller took the launch with room for one task; retirement never waits for the fetcher). */\n",
+    "template <int LANE, int MAXN>\n",
+    "static __device__ void gpuos__fetch_graph(const gpuos__pk_params &P, const gpuos__qgraph *gs, gpuos__fetch_state *st,\n",
+    "                                          uint32_t *s_wtail, uint32_t *s_wseen, unsigned long long *fprof,\n",
+    "                                          uint64_t *s_limit) {\n",
+    "    __shared__ gpuos__qbody s_gb[MAXN];\n",
+    "    const int lane = threadIdx.x & 31;\n",
+    "    const gpuos__qgraph g = *gs;\n",
+    "    const gpuos__qdesc *src = (const gpuos__qdesc *)(uintptr_t)g.desc;\n",
+    "    for (uint32_t k0 = 0; k0 < g.n; k0 += MAXN) {\n",
+    "        const uint32_t m = g.n - k0 < (uint32_t)MAXN \? g.n - k0 : (uint32_t)MAXN;\n",
+    "        if (lane == 0)\n",
+    "            while ((int64_t)(gpuos__sh_load(&s_limit[LANE]) - st->seq) < (int64_t)m) gpuos__nanosleep(64);\n",
+    "        __syncwarp();\n",
+    "        if ((uint32_t)lane < m) {\n",
+    "            gpuos__qdesc d;\n",
+    "            gpuos__ld_desc(&d, src + k0 + lane); /* strong loads: a freed table's address may come back */\n",
+    "            const uint64_t seq = st->seq + lane;\n",
+    "            const uint32_t ext = d.stamp;\n",
+    "            d.stamp = 0;\n",
+    "            d.base += g.base;\n",
+    "            d.kind |= g.kind & GPUOS__KIND_HICHECK;\n",
+    "            if (ext && (g.ext || g.hi) && d.n_deps != GPUOS__DEPS_ALL) {\n",
+    "                if (d.n_deps + (g.ext != 0) + (g.hi != 0) > GPUOS__MAX_DEPS) {\n",
+    "                    d.n_deps = GPUOS__DEPS_ALL;\n",
+    "                } else {\n",
+    "                    if (g.ext) d.dep_delta[d.n_deps++] = (uint32_t)(seq - g.ext) | GPUOS__DEP_RETIRED;\n",
+    "                    if (g.hi) d.dep_delta[d.n_deps++] = g.hi;\n",
+    "                }\n",
+    "            }\n",
+    "            if (d.n_deps == GPUOS__DEPS_ALL && g.hi_all) d.dep_delta[0] = g.hi_all;\n",
+    "            s_gb[lane].d = d;\n",
+    "        }\n",
+    "        __syncwarp();\n",
+    "        gpuos__fetch_process<LANE, MAXN>(P, s_gb, (int)m, st, s_wtail, s_wseen, fprof, k0 + m >= g.n \? 1u : 0u);\n",
+    "    }\n",
+    "}\n",
+    "\n",
+    "/* A polled batch s_body[0..n): runs of ordinary slots through gpuos__fetch_process, each\n",
+    "   graph launch expanded by gpuos__fetch_graph, in ring order. */\n",
+    "template <int LANE, int MAXN>\n",
+    "static __device__ void gpuos__fetch_batch(const gpuos__pk_params &P, const gpuos__qbody *s_body, int n,\n",
+    "                                          gpuos__fetch_state *st, uint32_t *s_wtail, uint32_t *s_wseen,\n",
+    "                                          unsigned long long *fprof, uint64_t *s_limit) {\n",
+    "    const int lane = threadIdx.x & 31;\n",
+    "    uint32_t gm = __ballot_sync(0xffffffffu, lane < n && GPUOS__KIND(s_body[lane].d.kind) == GPUOS__SLOT_GRAPH);\n",
+    "    int i0 = 0;\n",
+    "    while (i0 < n) {\n",
+    "        const int gi = gm \? __ffs(gm) - 1 : n; /* the next graph launch, or the end */\n",
+    "        if (gi > i0) {\n",
+    "            if (i0 > 0 && lane == 0) /* after a graph: the poller counted room for its slots only */\n",
+    "                while ((int64_t)(gpuos__sh_load(&s_limit[LANE]) - st->seq) < (int64_t)(gi - i0)) gpuos__nanosleep(64);\n",
+    "            __syncwarp();\n",
+    "            gpuos__fetch_process<LANE, MAXN>(P, s_body + i0, gi - i0, st, s_wtail, s_wseen, fprof, (uint32_t)(gi - i0));\n",
+    "        }\n",
+    "        if (gi < n) {\n",
+    "            gpuos__fetch_graph<LANE, MAXN>(P, &s_body[gi].g, st, s_wtail, s_wseen, fprof, s_limit);\n",
+    "            gm &= gm - 1;\n",
+    "        }\n",
+    "        i0 = gi + 1;\n",
+    "    }\n",
     "}\n",
     "\n",
     "/* LANE's fetcher. Lane 1 (one warp): poll, then process, in turn. Lane 0 (GPUOS__FETCH_THREADS\n",
@@ -21120,6 +21326,7 @@ const char *const gpuos__device_source[] = {
     "template <int LANE, int NT>\n",
     "static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_limit, uint64_t *s_stop) {\n",
     "    enum { SPLIT = NT > 32, NTP = SPLIT \? NT - 32 : NT, SLOTS = NTP / 8 }; /* slots per poll: eight threads read one */\n",
+    "    enum { GCHUNK = LANE \? 8 : 32 }; /* a graph launch's tasks per gpuos__fetch_process (>= SLOTS, <= 32) */\n",
     "    __shared__ uint32_t s_ballot[NTP / 32];\n",
     "    __shared__ uint32_t s_wtail[GPUOS__MAX_WORKERS]; /* inbox entries written, per worker */\n",
     "    __shared__ uint32_t s_wseen[GPUOS__MAX_WORKERS]; /* last seen consumption, per worker */\n",
@@ -21169,7 +21376,7 @@ const char *const gpuos__device_source[] = {
     "            }\n",
     "            width = SLOTS;\n",
     "            if (!SPLIT) { /* process it here (one warp), then poll again */\n",
-    "                gpuos__fetch_process<LANE, SLOTS>(P, s_body[0], n, &st, s_wtail, s_wseen, GPUOS__FPROF);\n",
+    "                gpuos__fetch_batch<LANE, GCHUNK>(P, s_body[0], n, &st, s_wtail, s_wseen, GPUOS__FPROF, s_limit);\n",
     "                pos = st.pos;\n",
     "                tasks = st.seq;\n",
     "                if (st.exit) break;\n",
@@ -21179,7 +21386,7 @@ const char *const gpuos__device_source[] = {
     "            int n_tasks = 0, ex = 0;\n",
     "            for (int i = 0; i < n; i++) {\n",
     "                const uint32_t kd = GPUOS__KIND(s_body[kb][i].d.kind);\n",
-    "                n_tasks += kd != GPUOS__SLOT_PLAN;\n",
+    "                n_tasks += kd == GPUOS__SLOT_GRAPH \? (int)s_body[kb][i].g.n : kd != GPUOS__SLOT_PLAN;\n",
     "                ex |= kd == GPUOS__SLOT_EXIT;\n",
     "            }\n",
     "            /* hand-over: the processor takes buffer kb; the barrier counts its n slots */\n",
@@ -21200,7 +21407,7 @@ const char *const gpuos__device_source[] = {
     "            const long long t_batch = clock64();\n",
     "            if (tid == 0) fprof[GPUOS__PROF_F_HANDOVER] += (unsigned long long)(t_batch - t_ho);\n",
     "#endif\n",
-    "            gpuos__fetch_process<LANE, SLOTS>(P, s_body[kb], n, &st, s_wtail, s_wseen, GPUOS__FPROF);\n",
+    "            gpuos__fetch_batch<LANE, GCHUNK>(P, s_body[kb], n, &st, s_wtail, s_wseen, GPUOS__FPROF, s_limit);\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
     "            if (tid == 0) {\n",
     "                fprof[GPUOS__PROF_F_BATCH] += (unsigned long long)(clock64() - t_batch);\n",
@@ -21489,6 +21696,18 @@ const char *const gpuos__device_source[] = {
     "}\n",
     "#endif\n",
     "\n",
+    "/* Publishes the finished tiles of batch entries [from, to) (s_mine[k] tiles of task\n",
+    "   s_seq[k]), called by every lane of warp 0 after a barrier of the block: one fence (the\n",
+    "   warp's; it orders every tile the block wrote before, which the barrier made this warp's\n",
+    "   to publish), then the done counters, one per lane, in parallel. */\n",
+    "static __device__ __forceinline__ void gpuos__pk_publish(const gpuos__pk_params &P, int lane, int from, int to,\n",
+    "                                                         const uint64_t *s_seq, const uint32_t *s_mine) {\n",
+    "    __syncwarp(); /* thread 0 wrote s_mine */\n",
+    "    __threadfence();\n",
+    "    for (int k = from + lane; k < to; k += 32)\n",
+    "        if (s_mine[k]) atomicAdd(&P.done[0][s_seq[k] & (P.task_cap - 1)], s_mine[k]);\n",
+    "}\n",
+    "\n",
     "/* Runs the tasks of this block's inbox in order, reading up to 32 entries per\n",
     "   parallel read of its own (uncontended) inbox lines. Finished-tile counts are\n",
     "   published in batches: one fence for a batch, and always before waiting on another\n",
@@ -21589,12 +21808,8 @@ const char *const gpuos__device_source[] = {
     "            const uint64_t seq = s_seq[i];\n",
     "            GPUOS__PROF_T0(t_deps);\n",
     "            if (d->n_deps) {\n",
-    "                if (tid == 0) {\n",
-    "                    /* publish our finished tiles first: the producer may wait on them */\n",
-    "                    __threadfence();\n",
-    "                    for (int k = flushed; k < i; k++)\n",
-    "                        if (s_mine[k]) atomicAdd(&P.done[0][s_seq[k] & (P.task_cap - 1)], s_mine[k]);\n",
-    "                }\n",
+    "                if (tid < 32) /* publish our finished tiles first: the producer may wait on them */\n",
+    "                    gpuos__pk_publish(P, lane, flushed, i, s_seq, s_mine);\n",
     "                flushed = i;\n",
     "                /* wait, running lane-1 work that arrives meanwhile (a lane-0 task may wait for it) */\n",
     "                for (;;) {\n",
@@ -21711,17 +21926,20 @@ const char *const gpuos__device_source[] = {
     "#endif\n",
     "        }\n",
     "        GPUOS__PROF_T0(t_flush);\n",
-    "        if (tid == 0) {\n",
+    "        if (tid < 32) {\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
-    "            P.ctl->stamp[3] = gpuos__globaltimer();\n",
+    "            if (tid == 0) P.ctl->stamp[3] = gpuos__globaltimer();\n",
     "#endif\n",
-    "            __threadfence();\n",
-    "            for (int k = flushed; k < n; k++)\n",
-    "                if (s_mine[k]) atomicAdd(&P.done[0][s_seq[k] & (P.task_cap - 1)], s_mine[k]);\n",
+    "            gpuos__pk_publish(P, lane, flushed, n, s_seq, s_mine);\n",
+    "            __syncwarp();\n",
+    "            /* after lane 0's fence in gpuos__pk_publish: the batch's reads of its entries\n",
+    "               and their task-ring descriptors come first (on EXIT, n ends at it) */\n",
+    "            if (tid == 0) asm volatile(\"st.relaxed.gpu.global.u32 [%0], %1;\" ::\"l\"(&P.wpos[0][me]), \"r\"(head + n) : \"memory\");\n",
+    "        }\n",
+    "        if (tid == 0) {\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
     "            if (s_mine[n - 1]) P.ctl->stamp[4] = gpuos__globaltimer();\n",
     "#endif\n",
-    "            gpuos__st_release_gpu_u32(&P.wpos[0][me], head + n); /* on EXIT, n ends at it */\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
     "            GPUOS__PROF_ADD(prof, GPUOS__PROF_FLUSH, t_flush);\n",
     "            prof[GPUOS__PROF_BATCHES]++;\n",

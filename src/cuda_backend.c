@@ -44,6 +44,7 @@
 
 #define CUDA__RING_SLOTS (1u << 16)  /* host ring: 4 MB of pinned memory */
 #define CUDA__TASK_CAP (1u << 16)    /* device task ring */
+#define CUDA__GPOOL (1u << 15)       /* recorded graphs' node descriptors on the device (1.8 MB) */
 #define CUDA__INBOX_CAP 256u         /* entries per worker inbox */
 #define CUDA__PLAN_CAP 4096u         /* cached plans on the device */
 #define CUDA__PLAN_PROBE 8u
@@ -136,6 +137,12 @@ struct gpuos__cuda {
     uint32_t plan_epoch;         /* plans written so far */
     int align;                   /* tile-local alignment on (GPUOS_CUDA_ALIGN=0 turns it off) */
     uint32_t tile_ew;            /* smallest element-wise tile (CUDA__TILE_EW; GPUOS_CUDA_TILE_EW, tuning) */
+    int graph_slots;             /* launch recorded graphs as one slot per node (GPUOS_CUDA_GRAPH_SLOTS=1, A/B) */
+    gpuos__qdesc *gpool;         /* device, CUDA__GPOOL descriptors: recorded graphs' nodes (allocated with
+                                    the queue, before any kernel runs: memory allocated later is invisible
+                                    to compute-sanitizer's checks of a running kernel) */
+    struct cuda__grange *granges; /* the pool's used ranges, by lo */
+    int n_granges, cap_granges;
     int serialize;               /* every task waits for all earlier ones (GPUOS_CUDA_SERIALIZE=1) */
     int hi_used;                 /* a task asked for high priority: lane-0 tasks get GPUOS__KIND_HICHECK */
     uint64_t last_activity_ns;   /* the reaper's last sight of a new task (or the launch) */
@@ -606,6 +613,8 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     c->P.prof = (unsigned long long *)(uintptr_t)(d + 64); /* probe builds' counters */
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__PLAN_CAP * GPUOS__PLAN_BYTES), "cuMemAlloc (plans)");
     c->P.plans = (char *)(uintptr_t)d;
+    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__GPOOL * sizeof(gpuos__qdesc)), "cuMemAlloc (graph descriptors)");
+    c->gpool = (gpuos__qdesc *)(uintptr_t)d;
     inbox_bytes = (size_t)c->n_workers * CUDA__INBOX_CAP * sizeof(gpuos__ientry);
     for (l = 0; l < GPUOS__LANES; l++) {
         CUDA_TRY(ctx, c->cu->cuMemHostAlloc(&h, CUDA__RING_SLOTS * sizeof(gpuos__qslot),
@@ -722,6 +731,7 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     /* Diagnostic switches (documented in docs/ARCHITECTURE.md): correctness never needs them. */
     c->align = !(getenv("GPUOS_CUDA_ALIGN") && getenv("GPUOS_CUDA_ALIGN")[0] == '0');
     c->tile_ew = CUDA__TILE_EW;
+    c->graph_slots = getenv("GPUOS_CUDA_GRAPH_SLOTS") && atoi(getenv("GPUOS_CUDA_GRAPH_SLOTS")) == 1;
     if (getenv("GPUOS_CUDA_TILE_EW")) {
         const long v = strtol(getenv("GPUOS_CUDA_TILE_EW"), NULL, 10);
         if (v >= 256 && v <= (1L << 20)) c->tile_ew = (uint32_t)v & ~255u;
@@ -776,6 +786,7 @@ void gpuos__cuda_close(gpuos_context *ctx) {
         }
         if (c->P.retired) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.retired);
         if (c->P.plans) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.plans);
+        if (c->gpool) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->gpool);
         if (c->ctl) c->cu->cuMemFreeHost(c->ctl);
         if (c->up) c->cu->cuMemFreeHost(c->up);
         if (c->stream) c->cu->cuStreamDestroy(c->stream);
@@ -792,6 +803,7 @@ void gpuos__cuda_close(gpuos_context *ctx) {
         for (k = 0; k < c->n_opt_store; k++) free(c->opt_store[k]);
     }
     free(c->deferred);
+    free(c->granges);
     free(c->plans);
     free(c);
     ctx->cuda = NULL;
@@ -2009,9 +2021,63 @@ typedef struct cuda__gacc {
     int dead; /* covered by a later write of the graph: later nodes (and tasks) need not see it */
 } cuda__gacc;
 
+/* A range of the device's graph descriptor pool (gpuos__cuda.gpool). Once its graph is
+   gone it is reused only after the fetcher has passed the slot of its last launch on each
+   lane (a launch is expanded from the pool before the fetcher reports its slot fetched). */
+typedef struct cuda__grange {
+    uint32_t lo, n;
+    uint64_t pos[GPUOS__LANES]; /* ring position just past its last launch's slot (0: none) */
+    int freed;
+} cuda__grange;
+
+static int cuda_grange_reusable(struct gpuos__cuda *c, const cuda__grange *r) {
+    int l;
+    if (!r->freed) return 0;
+    if (!c->running) return 1; /* the kernel stopped after fetching everything */
+    for (l = 0; l < GPUOS__LANES; l++) {
+        if (r->pos[l] <= c->fetched_seen[l]) continue;
+        c->fetched_seen[l] = cuda_load_acquire(cuda_ctl_fetched(c, l));
+        if (r->pos[l] > c->fetched_seen[l]) return 0;
+    }
+    return 1;
+}
+
+/* n descriptors of the pool (first fit; ranges kept by lo); NULL when none are free. */
+static cuda__grange *cuda_gpool_alloc(struct gpuos__cuda *c, uint32_t n) {
+    int i, k = 0;
+    uint32_t at = 0;
+    for (i = 0; i < c->n_granges; i++)
+        if (!cuda_grange_reusable(c, &c->granges[i])) c->granges[k++] = c->granges[i];
+    c->n_granges = k;
+    for (i = 0; i < c->n_granges && c->granges[i].lo - at < n; i++) at = c->granges[i].lo + c->granges[i].n;
+    if (n > CUDA__GPOOL - at && i == c->n_granges) return NULL;
+    if (c->n_granges == c->cap_granges) {
+        const int cap = c->cap_granges ? 2 * c->cap_granges : 16;
+        cuda__grange *r = (cuda__grange *)realloc(c->granges, (size_t)cap * sizeof *r);
+        if (!r) return NULL;
+        c->granges = r;
+        c->cap_granges = cap;
+    }
+    memmove(&c->granges[i + 1], &c->granges[i], (size_t)(c->n_granges - i) * sizeof *c->granges);
+    c->n_granges++;
+    memset(&c->granges[i], 0, sizeof c->granges[i]);
+    c->granges[i].lo = at;
+    c->granges[i].n = n;
+    return &c->granges[i];
+}
+
+static cuda__grange *cuda_grange_of(struct gpuos__cuda *c, const void *ddesc) {
+    const uint32_t lo = (uint32_t)((const gpuos__qdesc *)ddesc - c->gpool);
+    int i;
+    for (i = 0; i < c->n_granges; i++)
+        if (c->granges[i].lo == lo && !c->granges[i].freed) return &c->granges[i];
+    return NULL;
+}
+
 struct gpuos__cuda_graph {
     int n;
     gpuos__qdesc *desc;   /* per node; stamp = 1: the node waits for the launch's external dependency */
+    void *ddesc;          /* desc in the device pool (a launch is one GRAPH slot); NULL: one slot per node */
     uint32_t *base_rel;   /* per node */
     uint32_t n_rel;
     uint32_t *plan_ids;   /* the nodes' rows; the first n_pinned are pinned */
@@ -2027,8 +2093,13 @@ int gpuos__cuda_graph_storages(const struct gpuos__cuda_graph *g) { return g->n_
 void gpuos__cuda_graph_free_locked(gpuos_context *ctx, struct gpuos__cuda_graph *g) {
     int k;
     if (!g) return;
-    if (ctx->cuda)
+    if (ctx->cuda) {
         for (k = 0; k < g->n_pinned; k++) ctx->cuda->plans[g->plan_ids[k]].pins--;
+        if (g->ddesc) {
+            cuda__grange *r = cuda_grange_of(ctx->cuda, g->ddesc);
+            if (r) r->freed = 1; /* reused once its launches are fetched */
+        }
+    }
     free(g->desc);
     free(g->base_rel);
     free(g->plan_ids);
@@ -2159,6 +2230,18 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
             for (a = 0; a < n_deps; a++) d->dep_delta[a] = (uint32_t)((uint64_t)k - deps[a]);
         }
     }
+    /* the descriptors on the device: the fetcher expands a launch from them (without the
+       table, or told so, a launch sends one slot per node) */
+    if (st == GPUOS_OK && !c->graph_slots && c->gpool) {
+        cuda__grange *r = cuda_gpool_alloc(c, (uint32_t)n);
+        if (r) {
+            g->ddesc = c->gpool + r->lo;
+            if ((st = gpuos__cuda_memcpy(ctx, g->ddesc, g->desc, (size_t)n * sizeof *g->desc, 1)) != GPUOS_OK) {
+                r->freed = 1;
+                g->ddesc = NULL;
+            }
+        }
+    }
     if (st != GPUOS_OK) {
         gpuos__cuda_graph_free_locked(ctx, g);
         return st;
@@ -2213,11 +2296,30 @@ gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__c
     if (prio > 0 && !c->serialize && cuda_graph_lane1_ok(c, g, ext)) lane = 1;
     ext_max = ext[lane];
     hi_max = lane == 0 ? ext[1] : 0;
-    if ((st = cuda_ring_room(ctx, c, lane, (uint64_t)g->n)) != GPUOS_OK) return st;
+    if ((st = cuda_ring_room(ctx, c, lane, g->ddesc ? 1u : (uint64_t)g->n)) != GPUOS_OK) return st;
     s0 = c->dseq[lane];
     base0 = c->next_base;
     c->next_base += g->n_rel;
-    for (k = 0; k < g->n; k++) {
+    if (g->ddesc) { /* one slot: the fetcher adds the launch's parts to each node (gpuos__fetch_graph) */
+        gpuos__qbody qb; /* cuda_put reads the whole 56-byte body */
+        gpuos__qgraph *q = &qb.g;
+        memset(&qb, 0, sizeof qb);
+        q->kind = GPUOS__SLOT_GRAPH | (lane == 0 && c->hi_used ? GPUOS__KIND_HICHECK : 0u);
+        q->n = (uint32_t)g->n;
+        q->desc = (uint64_t)(uintptr_t)g->ddesc;
+        q->ext = ext_max;
+        q->base = base0;
+        q->hi = hi_max ? GPUOS__DEP_HI | (uint32_t)(hi_max & GPUOS__DEP_HI_MASK) : 0u;
+        if (lane == 0 && c->dseq[1] - 1 > c->retired_seen[1])
+            q->hi_all = GPUOS__DEP_HI | (uint32_t)((c->dseq[1] - 1) & GPUOS__DEP_HI_MASK);
+        cuda_put(c, lane, &qb);
+        {
+            cuda__grange *r = cuda_grange_of(c, g->ddesc);
+            if (r) r->pos[lane] = c->pos[lane];
+        }
+        for (k = 0; k < g->n; k++) c->plans[g->desc[k].plan_id].last_dseq[lane] = s0 + (uint64_t)k;
+    }
+    for (k = 0; k < g->n && !g->ddesc; k++) {
         gpuos__qdesc d = g->desc[k];
         const int ext = (int)d.stamp;
         d.stamp = 0;

@@ -18,6 +18,7 @@
 #define GPUOS__SLOT_TASK 1u
 #define GPUOS__SLOT_PLAN 2u
 #define GPUOS__SLOT_EXIT 3u
+#define GPUOS__SLOT_GRAPH 4u /* a launch of a recorded graph whose descriptors are in device memory */
 #define GPUOS__KIND(k) ((k) & 0x7fu) /* qdesc.kind: the slot kind; bits 8..31: the plan's epoch */
 #define GPUOS__KIND_HICHECK 0x80u    /* qdesc.kind flag of a lane-0 task: look for lane-1 work between its tiles */
 
@@ -62,9 +63,26 @@ typedef struct gpuos__qplan {
     uint64_t payload[GPUOS__SLOT_PAYLOAD / 8];
 } gpuos__qplan;
 
+/* A launch of a recorded graph (48 bytes): its n nodes become tasks seq .. seq + n - 1 of
+   the lane, expanded by the fetcher from the descriptors the host uploaded once
+   (gpuos__cuda_graph_make_locked), so that a launch is one slot whatever its size. The
+   launch's own parts (as the host would add them to each node's descriptor): */
+typedef struct gpuos__qgraph {
+    uint32_t kind;   /* GPUOS__SLOT_GRAPH, | GPUOS__KIND_HICHECK: its tasks get that flag */
+    uint32_t n;      /* nodes (>= 1) */
+    uint64_t desc;   /* device address of gpuos__qdesc[n] (stamp 1: the node first touches
+                        memory outside the graph's own order and waits for ext and hi) */
+    uint64_t ext;    /* such nodes wait until this lane retired task ext (0: nothing) */
+    uint32_t base;   /* added to every node's base */
+    uint32_t hi;     /* such nodes also wait for GPUOS__DEP_HI | X (0: nothing) */
+    uint32_t hi_all; /* dep_delta[0] of a node that waits for everything earlier (0: unchanged) */
+    uint32_t pad_[3];
+} gpuos__qgraph;
+
 typedef union gpuos__qbody {
     gpuos__qdesc d;
     gpuos__qplan p;
+    gpuos__qgraph g;
     uint64_t w[7];
 } gpuos__qbody;
 

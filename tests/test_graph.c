@@ -2,7 +2,9 @@
    ($GPUOS_TEST_DEVICE): launches equal eager submission bit for bit on fresh inputs, data
    changes between launches without re-recording, bindings of other tensors and scalars,
    many launches in flight on their own buffers, explicit dependencies and refused cycles,
-   a run-time operator redefined after recording, and every error of the API. */
+   a run-time operator redefined after recording, large graphs launched many times over
+   (on a GPU: expanded on the device in chunks, past the task ring's size), and every error
+   of the API. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdint.h>
@@ -402,6 +404,77 @@ static void test_pinned_pipeline(gpuos_context *ctx) {
     }
 }
 
+/* A graph of 400 nodes over int32 tensors of 5000 elements (several tiles): x = x + y,
+   y = y + c, s = sum(x), z = z + s (s broadcast: cross-tile dependencies), launched 170
+   times back to back (68000 tasks; 12 with GPUOS_TEST_QUICK, more than the device task ring holds, so its expansion
+   waits for room), with eager tasks on its tensors in between: against a C reference,
+   exactly (int32 wraps). */
+#define BIG_N 5000
+#define BIG_G 100
+static void big_ref_group(uint32_t *x, uint32_t *y, uint32_t *z, uint32_t c) {
+    uint32_t s = 0;
+    int i;
+    for (i = 0; i < BIG_N; i++) x[i] += y[i];
+    for (i = 0; i < BIG_N; i++) y[i] += c;
+    for (i = 0; i < BIG_N; i++) s += x[i];
+    for (i = 0; i < BIG_N; i++) z[i] += s;
+}
+static void test_large(gpuos_context *ctx) {
+    static uint32_t hx[BIG_N], hy[BIG_N], hz[BIG_N], gx[BIG_N], gy[BIG_N], gz[BIG_N];
+    gpuos_tensor *x = NULL, *y = NULL, *z = NULL, *s = NULL, *c = NULL;
+    gpuos_graph *g = NULL;
+    gpuos_task t[4];
+    int64_t n = BIG_N;
+    int i, k, r, bad = 0;
+    const int launches = getenv("GPUOS_TEST_QUICK") ? 12 : 170; /* sanitizer runs: fewer */
+    CHECK(gpuos_tensor_new(ctx, GPUOS_I32, 1, &n, &x) == GPUOS_OK && gpuos_tensor_new(ctx, GPUOS_I32, 1, &n, &y) == GPUOS_OK &&
+              gpuos_tensor_new(ctx, GPUOS_I32, 1, &n, &z) == GPUOS_OK && gpuos_tensor_new(ctx, GPUOS_I32, 0, &n, &s) == GPUOS_OK &&
+              gpuos_tensor_scalar(ctx, GPUOS_I32, 3.0, &c) == GPUOS_OK,
+          "%s", gpuos_last_error(ctx));
+    if (!x || !y || !z || !s || !c) return;
+    for (i = 0; i < BIG_N; i++) {
+        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+        hx[i] = (uint32_t)rng, hy[i] = (uint32_t)(rng >> 32), hz[i] = (uint32_t)(rng >> 16);
+    }
+    CHECK(gpuos_upload(ctx, x, hx, sizeof hx) == GPUOS_OK && gpuos_upload(ctx, y, hy, sizeof hy) == GPUOS_OK &&
+              gpuos_upload(ctx, z, hz, sizeof hz) == GPUOS_OK,
+          "%s", gpuos_last_error(ctx));
+    for (k = 0; k < 4; k++) {
+        gpuos_task e = GPUOS_TASK_INIT;
+        t[k] = e;
+    }
+    t[0].op = GPUOS_OP_ADD, t[0].out = x, t[0].in[0] = x, t[0].in[1] = y;
+    t[1].op = GPUOS_OP_ADD, t[1].out = y, t[1].in[0] = y, t[1].in[1] = c;
+    t[2].op = GPUOS_OP_SUM, t[2].out = s, t[2].in[0] = x, t[2].axes = GPUOS_AXES_ALL;
+    t[3].op = GPUOS_OP_ADD, t[3].out = z, t[3].in[0] = z, t[3].in[1] = s;
+    CHECK(gpuos_graph_create(ctx, &g) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (k = 0; k < 4 * BIG_G; k++) CHECK(gpuos_graph_add(g, &t[k % 4], NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (r = 0; r < launches; r++) {
+        CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL) == GPUOS_OK, "launch %d: %s", r, gpuos_last_error(ctx));
+        for (k = 0; k < BIG_G; k++) big_ref_group(hx, hy, hz, 3u);
+        if (r % 40 == 7) { /* eager work on the graph's tensors between launches */
+            CHECK(gpuos_add(ctx, y, y, x) == GPUOS_OK && gpuos_sum(ctx, s, z, NULL, 0, 0) == GPUOS_OK &&
+                      gpuos_add(ctx, x, x, s) == GPUOS_OK,
+                  "%s", gpuos_last_error(ctx));
+            uint32_t sz = 0;
+            for (i = 0; i < BIG_N; i++) hy[i] += hx[i];
+            for (i = 0; i < BIG_N; i++) sz += hz[i];
+            for (i = 0; i < BIG_N; i++) hx[i] += sz;
+        }
+    }
+    CHECK(gpuos_download(ctx, x, gx, sizeof gx) == GPUOS_OK && gpuos_download(ctx, y, gy, sizeof gy) == GPUOS_OK &&
+              gpuos_download(ctx, z, gz, sizeof gz) == GPUOS_OK,
+          "%s", gpuos_last_error(ctx));
+    for (i = 0; i < BIG_N; i++) bad += gx[i] != hx[i] || gy[i] != hy[i] || gz[i] != hz[i];
+    CHECK(bad == 0, "%d launches of a 400-node graph: %d of %d elements differ from the reference", launches, bad, BIG_N);
+    gpuos_graph_release(g);
+    gpuos_tensor_release(x);
+    gpuos_tensor_release(y);
+    gpuos_tensor_release(z);
+    gpuos_tensor_release(s);
+    gpuos_tensor_release(c);
+}
+
 int main(void) {
     gpuos_config cfg = GPUOS_CONFIG_INIT;
     gpuos_context *ctx;
@@ -411,12 +484,19 @@ int main(void) {
         fprintf(stderr, "gpuos_create: %s\n", gpuos_last_error(NULL));
         return 1;
     }
-    test_equal_eager(ctx);
-    test_in_flight(ctx);
-    test_deps_and_errors(ctx);
-    test_runtime_op(ctx);
-    test_interleaved(ctx);
-    test_pinned_pipeline(ctx);
+    if (getenv("GPUOS_TEST_ONLY") && strcmp(getenv("GPUOS_TEST_ONLY"), "large") == 0) {
+        /* sanitizer runs: every tensor exists before the kernel starts (memcheck cannot see
+           memory allocated while a kernel runs) */
+        test_large(ctx);
+    } else {
+        test_equal_eager(ctx);
+        test_in_flight(ctx);
+        test_deps_and_errors(ctx);
+        test_runtime_op(ctx);
+        test_interleaved(ctx);
+        test_pinned_pipeline(ctx);
+        test_large(ctx);
+    }
     CHECK(gpuos_context_status(ctx) == GPUOS_OK, "healthy: %s", gpuos_last_error(ctx));
     gpuos_destroy(ctx);
     return ctest_summary("test_graph");

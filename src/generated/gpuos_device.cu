@@ -8819,6 +8819,7 @@ extern "C" __global__ void gpuos__d_test_kernel(int kernel_id, const void *plan,
 #define GPUOS__SLOT_TASK 1u
 #define GPUOS__SLOT_PLAN 2u
 #define GPUOS__SLOT_EXIT 3u
+#define GPUOS__SLOT_GRAPH 4u /* a launch of a recorded graph whose descriptors are in device memory */
 #define GPUOS__KIND(k) ((k) & 0x7fu) /* qdesc.kind: the slot kind; bits 8..31: the plan's epoch */
 #define GPUOS__KIND_HICHECK 0x80u    /* qdesc.kind flag of a lane-0 task: look for lane-1 work between its tiles */
 
@@ -8863,9 +8864,26 @@ typedef struct gpuos__qplan {
     uint64_t payload[GPUOS__SLOT_PAYLOAD / 8];
 } gpuos__qplan;
 
+/* A launch of a recorded graph (48 bytes): its n nodes become tasks seq .. seq + n - 1 of
+   the lane, expanded by the fetcher from the descriptors the host uploaded once
+   (gpuos__cuda_graph_make_locked), so that a launch is one slot whatever its size. The
+   launch's own parts (as the host would add them to each node's descriptor): */
+typedef struct gpuos__qgraph {
+    uint32_t kind;   /* GPUOS__SLOT_GRAPH, | GPUOS__KIND_HICHECK: its tasks get that flag */
+    uint32_t n;      /* nodes (>= 1) */
+    uint64_t desc;   /* device address of gpuos__qdesc[n] (stamp 1: the node first touches
+                        memory outside the graph's own order and waits for ext and hi) */
+    uint64_t ext;    /* such nodes wait until this lane retired task ext (0: nothing) */
+    uint32_t base;   /* added to every node's base */
+    uint32_t hi;     /* such nodes also wait for GPUOS__DEP_HI | X (0: nothing) */
+    uint32_t hi_all; /* dep_delta[0] of a node that waits for everything earlier (0: unchanged) */
+    uint32_t pad_[3];
+} gpuos__qgraph;
+
 typedef union gpuos__qbody {
     gpuos__qdesc d;
     gpuos__qplan p;
+    gpuos__qgraph g;
     uint64_t w[7];
 } gpuos__qbody;
 
@@ -9136,14 +9154,15 @@ struct gpuos__fetch_state {
     int exit;          /* EXIT seen */
 };
 
-/* Puts a polled batch body[0..n) into the device queue, one warp (lane 0..31): plan chunks
-   into the plan table, descriptors into the task ring, and each task, in sequence order,
-   into the inbox of every worker that owns one of its tiles. Then tells the host how far
+/* Puts bodies s_body[0..n) (n <= MAXN; no GRAPH slot) into the device queue, one warp
+   (lane 0..31): plan chunks into the plan table, descriptors into the task ring, and each
+   task, in sequence order, into the inbox of every worker that owns one of its tiles. They
+   took `slots` ring slots (0 for a graph's tasks but its last): then tells the host how far
    it fetched. */
 template <int LANE, int MAXN>
 static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpuos__qbody *s_body, int n,
                                             gpuos__fetch_state *st, uint32_t *s_wtail, uint32_t *s_wseen,
-                                            unsigned long long *fprof) {
+                                            unsigned long long *fprof, uint32_t slots) {
     __shared__ gpuos__qdesc s_d[MAXN];
     __shared__ uint32_t s_off[MAXN + 1];
     __shared__ uint32_t s_wo[MAXN], s_wn[MAXN]; /* a task's workers: inboxes s_wo + (base + j) % s_wn */
@@ -9274,15 +9293,82 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
     if (lane == 0 && LANE == 0) fprof[GPUOS__PROF_F_PAIRS] += pairs;
 #endif
 #undef GPUOS__FPH
-    st->pos += n;
+    st->pos += slots;
     st->seq += n_tasks;
-    if (lane == 0) {
+    if (lane == 0 && slots) {
         gpuos__st_relaxed_sys_u64(LANE ? &P.ctl->fetched_hi : &P.ctl->fetched, st->pos);
 #ifdef GPUOS__PK_TIMESTAMPS
         if (LANE == 0 && n_tasks) P.ctl->stamp[1] = gpuos__globaltimer();
 #endif
     }
     __syncwarp(); /* s_d, s_off are rewritten by the next batch */
+}
+
+/* Expands a graph launch (the GRAPH slot's body gs, in shared memory) into its tasks,
+   MAXN at a time: each node's descriptor from device memory, the launch's parts added as
+   the host would (cuda_backend.c, gpuos__cuda_graph_launch_locked), then through
+   gpuos__fetch_process like a polled batch. Waits for room in the task ring first (the
+   poller took the launch with room for one task; retirement never waits for the fetcher). */
+template <int LANE, int MAXN>
+static __device__ void gpuos__fetch_graph(const gpuos__pk_params &P, const gpuos__qgraph *gs, gpuos__fetch_state *st,
+                                          uint32_t *s_wtail, uint32_t *s_wseen, unsigned long long *fprof,
+                                          uint64_t *s_limit) {
+    __shared__ gpuos__qbody s_gb[MAXN];
+    const int lane = threadIdx.x & 31;
+    const gpuos__qgraph g = *gs;
+    const gpuos__qdesc *src = (const gpuos__qdesc *)(uintptr_t)g.desc;
+    for (uint32_t k0 = 0; k0 < g.n; k0 += MAXN) {
+        const uint32_t m = g.n - k0 < (uint32_t)MAXN ? g.n - k0 : (uint32_t)MAXN;
+        if (lane == 0)
+            while ((int64_t)(gpuos__sh_load(&s_limit[LANE]) - st->seq) < (int64_t)m) gpuos__nanosleep(64);
+        __syncwarp();
+        if ((uint32_t)lane < m) {
+            gpuos__qdesc d;
+            gpuos__ld_desc(&d, src + k0 + lane); /* strong loads: a freed table's address may come back */
+            const uint64_t seq = st->seq + lane;
+            const uint32_t ext = d.stamp;
+            d.stamp = 0;
+            d.base += g.base;
+            d.kind |= g.kind & GPUOS__KIND_HICHECK;
+            if (ext && (g.ext || g.hi) && d.n_deps != GPUOS__DEPS_ALL) {
+                if (d.n_deps + (g.ext != 0) + (g.hi != 0) > GPUOS__MAX_DEPS) {
+                    d.n_deps = GPUOS__DEPS_ALL;
+                } else {
+                    if (g.ext) d.dep_delta[d.n_deps++] = (uint32_t)(seq - g.ext) | GPUOS__DEP_RETIRED;
+                    if (g.hi) d.dep_delta[d.n_deps++] = g.hi;
+                }
+            }
+            if (d.n_deps == GPUOS__DEPS_ALL && g.hi_all) d.dep_delta[0] = g.hi_all;
+            s_gb[lane].d = d;
+        }
+        __syncwarp();
+        gpuos__fetch_process<LANE, MAXN>(P, s_gb, (int)m, st, s_wtail, s_wseen, fprof, k0 + m >= g.n ? 1u : 0u);
+    }
+}
+
+/* A polled batch s_body[0..n): runs of ordinary slots through gpuos__fetch_process, each
+   graph launch expanded by gpuos__fetch_graph, in ring order. */
+template <int LANE, int MAXN>
+static __device__ void gpuos__fetch_batch(const gpuos__pk_params &P, const gpuos__qbody *s_body, int n,
+                                          gpuos__fetch_state *st, uint32_t *s_wtail, uint32_t *s_wseen,
+                                          unsigned long long *fprof, uint64_t *s_limit) {
+    const int lane = threadIdx.x & 31;
+    uint32_t gm = __ballot_sync(0xffffffffu, lane < n && GPUOS__KIND(s_body[lane].d.kind) == GPUOS__SLOT_GRAPH);
+    int i0 = 0;
+    while (i0 < n) {
+        const int gi = gm ? __ffs(gm) - 1 : n; /* the next graph launch, or the end */
+        if (gi > i0) {
+            if (i0 > 0 && lane == 0) /* after a graph: the poller counted room for its slots only */
+                while ((int64_t)(gpuos__sh_load(&s_limit[LANE]) - st->seq) < (int64_t)(gi - i0)) gpuos__nanosleep(64);
+            __syncwarp();
+            gpuos__fetch_process<LANE, MAXN>(P, s_body + i0, gi - i0, st, s_wtail, s_wseen, fprof, (uint32_t)(gi - i0));
+        }
+        if (gi < n) {
+            gpuos__fetch_graph<LANE, MAXN>(P, &s_body[gi].g, st, s_wtail, s_wseen, fprof, s_limit);
+            gm &= gm - 1;
+        }
+        i0 = gi + 1;
+    }
 }
 
 /* LANE's fetcher. Lane 1 (one warp): poll, then process, in turn. Lane 0 (GPUOS__FETCH_THREADS
@@ -9307,6 +9393,7 @@ static __device__ __forceinline__ void gpuos__fetch_prof_flush(const gpuos__pk_p
 template <int LANE, int NT>
 static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_limit, uint64_t *s_stop) {
     enum { SPLIT = NT > 32, NTP = SPLIT ? NT - 32 : NT, SLOTS = NTP / 8 }; /* slots per poll: eight threads read one */
+    enum { GCHUNK = LANE ? 8 : 32 }; /* a graph launch's tasks per gpuos__fetch_process (>= SLOTS, <= 32) */
     __shared__ uint32_t s_ballot[NTP / 32];
     __shared__ uint32_t s_wtail[GPUOS__MAX_WORKERS]; /* inbox entries written, per worker */
     __shared__ uint32_t s_wseen[GPUOS__MAX_WORKERS]; /* last seen consumption, per worker */
@@ -9356,7 +9443,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
             }
             width = SLOTS;
             if (!SPLIT) { /* process it here (one warp), then poll again */
-                gpuos__fetch_process<LANE, SLOTS>(P, s_body[0], n, &st, s_wtail, s_wseen, GPUOS__FPROF);
+                gpuos__fetch_batch<LANE, GCHUNK>(P, s_body[0], n, &st, s_wtail, s_wseen, GPUOS__FPROF, s_limit);
                 pos = st.pos;
                 tasks = st.seq;
                 if (st.exit) break;
@@ -9366,7 +9453,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
             int n_tasks = 0, ex = 0;
             for (int i = 0; i < n; i++) {
                 const uint32_t kd = GPUOS__KIND(s_body[kb][i].d.kind);
-                n_tasks += kd != GPUOS__SLOT_PLAN;
+                n_tasks += kd == GPUOS__SLOT_GRAPH ? (int)s_body[kb][i].g.n : kd != GPUOS__SLOT_PLAN;
                 ex |= kd == GPUOS__SLOT_EXIT;
             }
             /* hand-over: the processor takes buffer kb; the barrier counts its n slots */
@@ -9387,7 +9474,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
             const long long t_batch = clock64();
             if (tid == 0) fprof[GPUOS__PROF_F_HANDOVER] += (unsigned long long)(t_batch - t_ho);
 #endif
-            gpuos__fetch_process<LANE, SLOTS>(P, s_body[kb], n, &st, s_wtail, s_wseen, GPUOS__FPROF);
+            gpuos__fetch_batch<LANE, GCHUNK>(P, s_body[kb], n, &st, s_wtail, s_wseen, GPUOS__FPROF, s_limit);
 #ifdef GPUOS__PK_TIMESTAMPS
             if (tid == 0) {
                 fprof[GPUOS__PROF_F_BATCH] += (unsigned long long)(clock64() - t_batch);
@@ -9676,6 +9763,18 @@ static __device__ __noinline__ int gpuos__pk_run(const gpuos__qdesc *d, const ui
 }
 #endif
 
+/* Publishes the finished tiles of batch entries [from, to) (s_mine[k] tiles of task
+   s_seq[k]), called by every lane of warp 0 after a barrier of the block: one fence (the
+   warp's; it orders every tile the block wrote before, which the barrier made this warp's
+   to publish), then the done counters, one per lane, in parallel. */
+static __device__ __forceinline__ void gpuos__pk_publish(const gpuos__pk_params &P, int lane, int from, int to,
+                                                         const uint64_t *s_seq, const uint32_t *s_mine) {
+    __syncwarp(); /* thread 0 wrote s_mine */
+    __threadfence();
+    for (int k = from + lane; k < to; k += 32)
+        if (s_mine[k]) atomicAdd(&P.done[0][s_seq[k] & (P.task_cap - 1)], s_mine[k]);
+}
+
 /* Runs the tasks of this block's inbox in order, reading up to 32 entries per
    parallel read of its own (uncontended) inbox lines. Finished-tile counts are
    published in batches: one fence for a batch, and always before waiting on another
@@ -9776,12 +9875,8 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
             const uint64_t seq = s_seq[i];
             GPUOS__PROF_T0(t_deps);
             if (d->n_deps) {
-                if (tid == 0) {
-                    /* publish our finished tiles first: the producer may wait on them */
-                    __threadfence();
-                    for (int k = flushed; k < i; k++)
-                        if (s_mine[k]) atomicAdd(&P.done[0][s_seq[k] & (P.task_cap - 1)], s_mine[k]);
-                }
+                if (tid < 32) /* publish our finished tiles first: the producer may wait on them */
+                    gpuos__pk_publish(P, lane, flushed, i, s_seq, s_mine);
                 flushed = i;
                 /* wait, running lane-1 work that arrives meanwhile (a lane-0 task may wait for it) */
                 for (;;) {
@@ -9898,17 +9993,20 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #endif
         }
         GPUOS__PROF_T0(t_flush);
-        if (tid == 0) {
+        if (tid < 32) {
 #ifdef GPUOS__PK_TIMESTAMPS
-            P.ctl->stamp[3] = gpuos__globaltimer();
+            if (tid == 0) P.ctl->stamp[3] = gpuos__globaltimer();
 #endif
-            __threadfence();
-            for (int k = flushed; k < n; k++)
-                if (s_mine[k]) atomicAdd(&P.done[0][s_seq[k] & (P.task_cap - 1)], s_mine[k]);
+            gpuos__pk_publish(P, lane, flushed, n, s_seq, s_mine);
+            __syncwarp();
+            /* after lane 0's fence in gpuos__pk_publish: the batch's reads of its entries
+               and their task-ring descriptors come first (on EXIT, n ends at it) */
+            if (tid == 0) asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(&P.wpos[0][me]), "r"(head + n) : "memory");
+        }
+        if (tid == 0) {
 #ifdef GPUOS__PK_TIMESTAMPS
             if (s_mine[n - 1]) P.ctl->stamp[4] = gpuos__globaltimer();
 #endif
-            gpuos__st_release_gpu_u32(&P.wpos[0][me], head + n); /* on EXIT, n ends at it */
 #ifdef GPUOS__PK_TIMESTAMPS
             GPUOS__PROF_ADD(prof, GPUOS__PROF_FLUSH, t_flush);
             prof[GPUOS__PROF_BATCHES]++;

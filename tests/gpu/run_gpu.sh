@@ -7,7 +7,7 @@ mkdir -p "$OUT"
 export GPUOS_CACHE_DIR=${GPUOS_CACHE_DIR:-/tmp/gpuos-cache}
 COMMIT=${GPUOS_BENCH_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-make -j16 -s all build/order_check build/smoke build/tests/test_order_stress build/tests/test_priority build/tests/test_runs build/tests/test_rtops build/probe_latency build/probe_submit build/probe_chain \
+make -j16 -s all build/order_check build/smoke build/tests/test_order_stress build/tests/test_priority build/tests/test_runs build/tests/test_graph build/tests/test_rtops build/probe_latency build/probe_submit build/probe_chain \
     > "$OUT/build.log" 2>&1 || { echo "build failed"; tail -20 "$OUT/build.log"; exit 1; }
 for step in "$@"; do
   t0=$(date +%s)
@@ -29,7 +29,10 @@ for step in "$@"; do
          GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 compute-sanitizer --tool memcheck ./build/tests/test_priority > "$OUT/memcheck_prio.log" 2>&1; tail -2 "$OUT/memcheck_prio.log"
          GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 compute-sanitizer --tool racecheck ./build/tests/test_priority > "$OUT/racecheck_prio.log" 2>&1; tail -2 "$OUT/racecheck_prio.log"
          # runs of identical in-place tasks (the worker's run path)
-         GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 compute-sanitizer --tool racecheck ./build/tests/test_runs > "$OUT/racecheck_runs.log" 2>&1; tail -2 "$OUT/racecheck_runs.log" ;;
+         GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 compute-sanitizer --tool racecheck ./build/tests/test_runs > "$OUT/racecheck_runs.log" 2>&1; tail -2 "$OUT/racecheck_runs.log"
+         # graph launches expanded by the fetcher (one slot per launch, past the task ring's size)
+         GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 GPUOS_TEST_ONLY=large compute-sanitizer --tool memcheck ./build/tests/test_graph > "$OUT/memcheck_graph.log" 2>&1; tail -2 "$OUT/memcheck_graph.log"
+         GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 GPUOS_TEST_ONLY=large compute-sanitizer --tool racecheck ./build/tests/test_graph > "$OUT/racecheck_graph.log" 2>&1; tail -2 "$OUT/racecheck_graph.log" ;;
   esac
   echo "== $step rc=$? $(( $(date +%s) - t0 )) s"
 done
