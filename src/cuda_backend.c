@@ -1295,14 +1295,17 @@ static int cuda_job_workers(const struct gpuos__cuda *c, const gpuos__job *job) 
 
 /* Matmul column blocks (gpuos__matmul_plan.n_cb): a matmul of few output rows (8 rows are
    one 32-row tile: one block for the whole product) is also split by columns, so that about
-   half the workers share it. 1: not split. */
+   half the workers share it: blocks of at least 8 columns when M <= 8 (the device's narrow
+   path, gpuos__d_mm_narrow), else 32 (the device rounds a block up to that many). 1: not
+   split. */
 static int64_t cuda_matmul_cb(const struct gpuos__cuda *c, const gpuos__job *job) {
     const gpuos__matmul_plan *p = &job->plan.matmul;
+    const int64_t cw = p->M <= 8 ? 8 : 32;
     int64_t row_tiles, ncb;
     if (job->kind != GPUOS__KIND_MATMUL || job->items <= 0 || p->N < 64) return 1;
     row_tiles = (job->items + 31) / 32;
     ncb = ((int64_t)cuda_job_workers(c, job) / 2) / row_tiles;
-    if (ncb > (p->N + 31) / 32) ncb = (p->N + 31) / 32;
+    if (ncb > (p->N + cw - 1) / cw) ncb = (p->N + cw - 1) / cw;
     return ncb < 1 ? 1 : ncb;
 }
 

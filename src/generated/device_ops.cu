@@ -871,6 +871,88 @@ static __device__ __noinline__ void gpuos__d_mm_skinny(const char *A, const char
     __syncthreads();
 }
 
+/* Narrow column blocks of few rows (rows <= 8, at most GPUOS__D_MM_NC = 8 columns: the
+   tiles of a few-row matmul spread over many workers, gpuos__matmul_plan.n_cb), 4-byte
+   accumulation, K * 8 values of A fitting the shared buffer: thread t takes column
+   n0 + t % NC and the (t / NC)-th of blockDim / NC slices of K. Its first KG loads of B
+   fly while A is staged in shared memory (as in gpuos__d_mm_skinny, [k][row]); each k then
+   costs SR / 4 vector loads of A and SR multiply-adds; the slices' partial sums meet
+   through warp shuffles (four slices a warp) and shared memory (the warps). */
+#define GPUOS__D_MM_NC 8
+#define GPUOS__D_MM_KG 8
+#ifndef GPUOS__D_MM_NARROW
+#define GPUOS__D_MM_NARROW 1 /* 0: narrow blocks take the skinny path */
+#endif
+template <class D, int cs> /* per dtype case, out of line: its own registers */
+static __device__ __noinline__ void gpuos__d_mm_narrow(const char *A, const char *B, char *O, int rows, int64_t n0,
+                                                       int64_t nend, int64_t K, int64_t a_m, int64_t a_k, int64_t b_k,
+                                                       int64_t b_n, int64_t o_m, int64_t o_n) {
+    typedef typename D::T T;
+    typedef typename D::R R;
+    enum { SR = GPUOS__D_MM_SR, NC = GPUOS__D_MM_NC, KG = GPUOS__D_MM_KG, V = GPUOS__D_EW_U };
+    const int tid = gpuos__d_tid(), nt = gpuos__d_nthreads(), nw = nt / 32, w = tid / 32, l = tid % 32;
+    const int c = tid % NC, ns = nt / NC, k_n = (int)K; /* K fits the shared buffer: small */
+    const int ks = (k_n + ns - 1) / ns, kb = (tid / NC) * ks, ke = kb + ks < k_n ? kb + ks : k_n;
+    const bool col_ok = n0 + c < nend;
+    const char *Bk = B + (n0 + c) * b_n + (int64_t)kb * b_k;
+    T *As = (T *)gpuos__d_mm_smem; /* [k][SR]: the rows of one k side by side, missing rows 0 */
+    const gpuos__d_vec<T> *Av = (const gpuos__d_vec<T> *)gpuos__d_mm_smem;
+    R bv[KG];
+#pragma unroll
+    for (int q = 0; q < KG; ++q) /* the first loads of B fly during A's staging */
+        bv[q] = col_ok && kb + q < ke ? D::raw(cs, Bk + q * b_k) : (R)0;
+#pragma unroll 1
+    for (int kk = tid; kk < k_n; kk += nt) { /* A: SR loads in flight */
+        const char *a = A + (int64_t)kk * a_k;
+        R x[SR];
+#pragma unroll
+        for (int r = 0; r < SR; ++r) x[r] = r < rows ? D::raw(cs, a + r * a_m) : (R)0;
+#pragma unroll
+        for (int r = 0; r < SR; ++r) As[kk * SR + r] = r < rows ? D::cvt(cs, x[r]) : (T)0;
+    }
+    __syncthreads();
+    T acc[SR];
+#pragma unroll
+    for (int r = 0; r < SR; ++r) acc[r] = 0;
+#pragma unroll 1
+    for (int k0 = kb; k0 < ke; k0 += KG) {
+        if (k0 > kb)
+#pragma unroll
+            for (int q = 0; q < KG; ++q) bv[q] = col_ok && k0 + q < ke ? D::raw(cs, Bk + (int64_t)(k0 - kb + q) * b_k) : (R)0;
+#pragma unroll
+        for (int q = 0; q < KG; ++q) {
+            if (k0 + q >= ke) break;
+            const T b = D::cvt(cs, bv[q]);
+#pragma unroll
+            for (int h = 0; h < SR / V; ++h) {
+                const gpuos__d_vec<T> a = Av[(k0 + q) * (SR / V) + h];
+#pragma unroll
+                for (int e = 0; e < V; ++e) acc[h * V + e] += a.v[e] * b;
+            }
+        }
+    }
+    /* lane = (slice % 4) * NC + c: the warp's four slices, then the warps */
+#pragma unroll
+    for (int r = 0; r < SR; ++r) {
+        acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], 8);
+        acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], 16);
+    }
+    __syncthreads(); /* As is read by all before red overwrites it */
+    T *red = (T *)gpuos__d_mm_smem; /* [warp][row][column] */
+    if (l < NC)
+#pragma unroll
+        for (int r = 0; r < SR; ++r) red[(w * SR + r) * NC + l] = acc[r];
+    __syncthreads();
+    if (tid < rows * NC && n0 + tid % NC < nend) {
+        const int r = tid / NC, cc = tid % NC;
+        T s = 0;
+#pragma unroll 1
+        for (int q = 0; q < nw; ++q) s += red[(q * SR + r) * NC + cc];
+        D::st(cs, O + r * o_m + (n0 + cc) * o_n, s);
+    }
+    __syncthreads();
+}
+
 template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     typedef typename D::T T;
     const int64_t M = p->M, N = p->N, K = p->K;
@@ -879,9 +961,10 @@ template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, i
     const int tn_max = (int)(GPUOS__D_MM_BBYTES / (GPUOS__D_MM_TK * sizeof(T)));
     T(*As)[GPUOS__D_MM_TK + 1] = (T(*)[GPUOS__D_MM_TK + 1])gpuos__d_mm_smem;
     T *Bs = (T *)(gpuos__d_mm_smem + GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1) * 8);
-    /* column blocks (n_cb > 1, set by the CUDA backend for a few rows): item = cb * BM + row */
-    const int64_t ncb = p->n_cb > 1 ? p->n_cb : 1, BM = p->batch_numel * M;
-    const int64_t CB = ncb > 1 ? ((N + ncb - 1) / ncb + 31) / 32 * 32 : N;
+    /* column blocks (n_cb > 1, set by the CUDA backend for a few rows): item = cb * BM + row,
+       each block a multiple of 8 columns when M <= GPUOS__D_MM_SR (cuda_matmul_cb), else of 32 */
+    const int64_t ncb = p->n_cb > 1 ? p->n_cb : 1, BM = p->batch_numel * M, cw = M <= GPUOS__D_MM_SR ? 8 : 32;
+    const int64_t CB = ncb > 1 ? ((N + ncb - 1) / ncb + cw - 1) / cw * cw : N;
 #pragma unroll 1
     for (int64_t r0 = begin; r0 < end;) {
         const int64_t cb = ncb > 1 ? gpuos__d_div(r0, BM) : 0, row = r0 - cb * BM;
@@ -904,6 +987,15 @@ template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, i
         const char *A = p->a + oa + m0 * a_m;
         const char *B = p->b + ob;
         char *O = p->out + oo + m0 * o_m;
+        if (GPUOS__D_MM_NARROW && sizeof(T) == 4 && avail <= GPUOS__D_MM_SR && nt <= 256 && nt % 32 == 0 &&
+            nend - nbeg <= GPUOS__D_MM_NC && K * GPUOS__D_MM_SR * (int64_t)sizeof(T) <= GPUOS__D_MM_SMEM) { /* one narrow block */
+            if (nend > nbeg)
+                gpuos__d_with_case<D::NCS>(cs, [&](auto c) {
+                    gpuos__d_mm_narrow<D, decltype(c)::v>(A, B, O, avail, nbeg, nend, K, a_m, a_k, b_k, b_n, o_m, o_n);
+                });
+            r0 += avail;
+            continue;
+        }
         if (GPUOS__D_MM_SKINNY && avail <= GPUOS__D_MM_SR && nt <= 256 && nt % 32 == 0) { /* few rows: K over the warps */
 #pragma unroll 1
             for (int64_t n0 = nbeg; n0 < nend; n0 += 32)
