@@ -182,6 +182,9 @@ int main(void) {
             p.n_cb = 8;
             ChainArg c1 = {c.id, to_device(p), M, 1000, 256};
             printf("  matmul f32 8x256x256 one 32-column tile %8.3f us/task\n", time_ms(run_chain, &c1));
+            p.n_cb = 32; /* 8-column blocks: gpuos__d_mm_narrow (cuda_matmul_cb's choice for M <= 8) */
+            ChainArg c2 = {c.id, to_device(p), M, 1000, 256};
+            printf("  matmul f32 8x256x256 one 8-column tile %8.3f us/task\n", time_ms(run_chain, &c2));
         }
         if (sz) {
             WideArg w = {c.id, dp, M, 32, 8, 10};
