@@ -883,8 +883,8 @@ static __device__ __noinline__ void gpuos__d_mm_skinny(const char *A, const char
 #ifndef GPUOS__D_MM_NARROW
 #define GPUOS__D_MM_NARROW 1 /* 0: narrow blocks take the skinny path */
 #endif
-template <class D, int cs> /* per dtype case, out of line: its own registers */
-static __device__ __noinline__ void gpuos__d_mm_narrow(const char *A, const char *B, char *O, int rows, int64_t n0,
+template <class D, int cs> /* per dtype case, inline in its entry gpuos__d_matmul_narrow */
+static __device__ __forceinline__ void gpuos__d_mm_narrow(const char *A, const char *B, char *O, int rows, int64_t n0,
                                                        int64_t nend, int64_t K, int64_t a_m, int64_t a_k, int64_t b_k,
                                                        int64_t b_n, int64_t o_m, int64_t o_n) {
     typedef typename D::T T;
@@ -953,6 +953,43 @@ static __device__ __noinline__ void gpuos__d_mm_narrow(const char *A, const char
     __syncthreads();
 }
 
+/* Is tile [begin, end) of p one narrow block (gpuos__d_mm_narrow)? The dispatcher asks
+   before it calls the general function: its entry, gpuos__d_matmul_narrow, is small, so the
+   call saves few registers (through gpuos__d_matmul_g* the tile spent 44% of its
+   instructions before the narrow code, 904 local-memory ones a task: devbench, ncu). Column
+   blocks are 8 wide when ceil(N / n_cb) <= 8 (see gpuos__d_matmul). */
+template <class D> GPUOS__FN bool gpuos__d_mm_narrow_ok(const gpuos__matmul_plan *p) {
+    const int nt = gpuos__d_nthreads();
+    return GPUOS__D_MM_NARROW && sizeof(typename D::T) == 4 && p->n_cb > 1 && p->M <= GPUOS__D_MM_SR &&
+           p->N <= GPUOS__D_MM_NC * p->n_cb && p->K * GPUOS__D_MM_SR * 4 <= GPUOS__D_MM_SMEM && nt <= 256 && nt % 32 == 0;
+}
+/* A narrow tile: rows [begin, end) of one column block and batch entry (the CUDA backend's
+   tiles of M items when n_cb > 1). */
+template <class D> GPUOS__FN void gpuos__d_matmul_narrow(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
+    const int64_t M = p->M, BM = p->batch_numel * M;
+    const int64_t cb = gpuos__d_div(begin, BM), row = begin - cb * BM;
+    const int64_t bi = gpuos__d_div(row, M), m0 = row - bi * M;
+    const int64_t nbeg = cb * GPUOS__D_MM_NC, nend = gpuos__d_min<int64_t>(p->N, nbeg + GPUOS__D_MM_NC);
+    const int rows = (int)gpuos__d_min<int64_t>(end - begin, M - m0);
+    if (nend <= nbeg || rows <= 0) return;
+    int64_t oa = 0, ob = 0, oo = 0, i = bi;
+#pragma unroll 1
+    for (int d = p->batch_rank - 1; d >= 0; --d) {
+        const int64_t q = d > 0 ? gpuos__d_div(i, p->batch_shape[d]) : 0;
+        const int64_t x = i - q * p->batch_shape[d];
+        oa += x * p->batch_a_stride[d];
+        ob += x * p->batch_b_stride[d];
+        oo += x * p->batch_out_stride[d];
+        i = q;
+    }
+    const char *A = p->a + oa + m0 * p->a_m, *B = p->b + ob;
+    char *O = p->out + oo + m0 * p->o_m;
+    gpuos__d_with_case<D::NCS>(cs, [&](auto c) {
+        gpuos__d_mm_narrow<D, decltype(c)::v>(A, B, O, rows, nbeg, nend, p->K, p->a_m, p->a_k, p->b_k, p->b_n, p->o_m,
+                                               p->o_n);
+    });
+}
+
 template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     typedef typename D::T T;
     const int64_t M = p->M, N = p->N, K = p->K;
@@ -987,15 +1024,6 @@ template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, i
         const char *A = p->a + oa + m0 * a_m;
         const char *B = p->b + ob;
         char *O = p->out + oo + m0 * o_m;
-        if (GPUOS__D_MM_NARROW && sizeof(T) == 4 && avail <= GPUOS__D_MM_SR && nt <= 256 && nt % 32 == 0 &&
-            nend - nbeg <= GPUOS__D_MM_NC && K * GPUOS__D_MM_SR * (int64_t)sizeof(T) <= GPUOS__D_MM_SMEM) { /* one narrow block */
-            if (nend > nbeg)
-                gpuos__d_with_case<D::NCS>(cs, [&](auto c) {
-                    gpuos__d_mm_narrow<D, decltype(c)::v>(A, B, O, avail, nbeg, nend, K, a_m, a_k, b_k, b_n, o_m, o_n);
-                });
-            r0 += avail;
-            continue;
-        }
         if (GPUOS__D_MM_SKINNY && avail <= GPUOS__D_MM_SR && nt <= 256 && nt % 32 == 0) { /* few rows: K over the warps */
 #pragma unroll 1
             for (int64_t n0 = nbeg; n0 < nend; n0 += 32)
@@ -5618,8 +5646,12 @@ struct gpuos__d_mmg0 {
 __device__ __noinline__ void gpuos__d_matmul_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_matmul<gpuos__d_mmg0>(p, begin, end, cs);
 }
+__device__ __noinline__ void gpuos__d_matmul_narrow_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_matmul_narrow<gpuos__d_mmg0>(p, begin, end, cs);
+}
 #else
 __device__ void gpuos__d_matmul_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
+__device__ void gpuos__d_matmul_narrow_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
 #endif
 
 /* group 47: accumulation in float */
@@ -5656,8 +5688,12 @@ struct gpuos__d_mmg1 {
 __device__ __noinline__ void gpuos__d_matmul_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_matmul<gpuos__d_mmg1>(p, begin, end, cs);
 }
+__device__ __noinline__ void gpuos__d_matmul_narrow_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_matmul_narrow<gpuos__d_mmg1>(p, begin, end, cs);
+}
 #else
 __device__ void gpuos__d_matmul_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
+__device__ void gpuos__d_matmul_narrow_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
 #endif
 
 /* group 48: accumulation in double */
@@ -5688,8 +5724,12 @@ struct gpuos__d_mmg2 {
 __device__ __noinline__ void gpuos__d_matmul_g2(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_matmul<gpuos__d_mmg2>(p, begin, end, cs);
 }
+__device__ __noinline__ void gpuos__d_matmul_narrow_g2(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_matmul_narrow<gpuos__d_mmg2>(p, begin, end, cs);
+}
 #else
 __device__ void gpuos__d_matmul_g2(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
+__device__ void gpuos__d_matmul_narrow_g2(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
 #endif
 
 /* ---------------------------------------------------------------- row-wise */
@@ -6513,9 +6553,24 @@ __device__ void gpuos__d_run(int kernel_id, const void *plan, int64_t begin, int
     case 43: gpuos__d_reduce_norm2((const gpuos__reduce_plan *)plan, begin, end, cs); return;
     case 44: gpuos__d_reduce_var((const gpuos__reduce_plan *)plan, begin, end, cs); return;
     case 45: gpuos__d_reduce_std((const gpuos__reduce_plan *)plan, begin, end, cs); return;
-    case 46: gpuos__d_matmul_g0((const gpuos__matmul_plan *)plan, begin, end, cs); return;
-    case 47: gpuos__d_matmul_g1((const gpuos__matmul_plan *)plan, begin, end, cs); return;
-    case 48: gpuos__d_matmul_g2((const gpuos__matmul_plan *)plan, begin, end, cs); return;
+    case 46:
+        if (gpuos__d_mm_narrow_ok<gpuos__d_mmg0>((const gpuos__matmul_plan *)plan))
+            gpuos__d_matmul_narrow_g0((const gpuos__matmul_plan *)plan, begin, end, cs);
+        else
+            gpuos__d_matmul_g0((const gpuos__matmul_plan *)plan, begin, end, cs);
+        return;
+    case 47:
+        if (gpuos__d_mm_narrow_ok<gpuos__d_mmg1>((const gpuos__matmul_plan *)plan))
+            gpuos__d_matmul_narrow_g1((const gpuos__matmul_plan *)plan, begin, end, cs);
+        else
+            gpuos__d_matmul_g1((const gpuos__matmul_plan *)plan, begin, end, cs);
+        return;
+    case 48:
+        if (gpuos__d_mm_narrow_ok<gpuos__d_mmg2>((const gpuos__matmul_plan *)plan))
+            gpuos__d_matmul_narrow_g2((const gpuos__matmul_plan *)plan, begin, end, cs);
+        else
+            gpuos__d_matmul_g2((const gpuos__matmul_plan *)plan, begin, end, cs);
+        return;
     case 49: gpuos__d_rows_g0((const gpuos__rows_plan *)plan, begin, end, cs); return;
     case 50: gpuos__d_rows_g1((const gpuos__rows_plan *)plan, begin, end, cs); return;
     case 51: gpuos__d_rows_g2((const gpuos__rows_plan *)plan, begin, end, cs); return;
