@@ -349,7 +349,8 @@ typedef struct gpuos__pk_ctl {
     uint64_t pad_;
     /* GPUOS__PK_TIMESTAMPS builds only (latency probes): %globaltimer when the fetcher
        saw a batch [0] and had pushed it [1], a worker saw an inbox entry [2], finished
-       its tiles [3] and flushed its done counts [4], the retirer retired [5] */
+       its tiles [3] and flushed its done counts [4], the retirer retired [5]; lane 1's
+       fetcher had pushed a batch [6] and its retirer retired [7] */
     uint64_t stamp[8];
 } gpuos__pk_ctl;
 
@@ -21011,7 +21012,8 @@ const char *const gpuos__device_source[] = {
     "    uint64_t pad_;\n",
     "    /* GPUOS__PK_TIMESTAMPS builds only (latency probes): %globaltimer when the fetcher\n",
     "       saw a batch [0] and had pushed it [1], a worker saw an inbox entry [2], finished\n",
-    "       its tiles [3] and flushed its done counts [4], the retirer retired [5] */\n",
+    "       its tiles [3] and flushed its done counts [4], the retirer retired [5]; lane 1's\n",
+    "       fetcher had pushed a batch [6] and its retirer retired [7] */\n",
     "    uint64_t stamp[8];\n",
     "} gpuos__pk_ctl;\n",
     "\n",
@@ -21381,7 +21383,7 @@ const char *const gpuos__device_source[] = {
     "    if (lane == 0 && slots) {\n",
     "        gpuos__st_relaxed_sys_u64(LANE \? &P.ctl->fetched_hi : &P.ctl->fetched, st->pos);\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
-    "        if (LANE == 0 && n_tasks) P.ctl->stamp[1] = gpuos__globaltimer();\n",
+    "        if (n_tasks) P.ctl->stamp[LANE \? 6 : 1] = gpuos__globaltimer();\n",
     "#endif\n",
     "    }\n",
     "    __syncwarp(); /* s_d, s_off are rewritten by the next batch */\n",
@@ -21612,7 +21614,7 @@ const char *const gpuos__device_source[] = {
     "            if (lane == 0) {\n",
     "                gpuos__st_release_gpu_u64(&P.retired[LANE], r);\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
-    "                if (LANE == 0) P.ctl->stamp[5] = gpuos__globaltimer();\n",
+    "                P.ctl->stamp[LANE \? 7 : 5] = gpuos__globaltimer();\n",
     "#endif\n",
     "                gpuos__st_relaxed_sys_u64(LANE \? &P.ctl->retired_hi : &P.ctl->retired, r);\n",
     "                gpuos__sh_store(&s_limit[LANE], r + 1 + P.task_cap); /* a task-ring entry is reused once retired */\n",

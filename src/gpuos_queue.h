@@ -127,7 +127,8 @@ typedef struct gpuos__pk_ctl {
     uint64_t pad_;
     /* GPUOS__PK_TIMESTAMPS builds only (latency probes): %globaltimer when the fetcher
        saw a batch [0] and had pushed it [1], a worker saw an inbox entry [2], finished
-       its tiles [3] and flushed its done counts [4], the retirer retired [5] */
+       its tiles [3] and flushed its done counts [4], the retirer retired [5]; lane 1's
+       fetcher had pushed a batch [6] and its retirer retired [7] */
     uint64_t stamp[8];
 } gpuos__pk_ctl;
 

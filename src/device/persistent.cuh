@@ -299,7 +299,7 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
     if (lane == 0 && slots) {
         gpuos__st_relaxed_sys_u64(LANE ? &P.ctl->fetched_hi : &P.ctl->fetched, st->pos);
 #ifdef GPUOS__PK_TIMESTAMPS
-        if (LANE == 0 && n_tasks) P.ctl->stamp[1] = gpuos__globaltimer();
+        if (n_tasks) P.ctl->stamp[LANE ? 6 : 1] = gpuos__globaltimer();
 #endif
     }
     __syncwarp(); /* s_d, s_off are rewritten by the next batch */
@@ -530,7 +530,7 @@ static __device__ void gpuos__pk_retire(const gpuos__pk_params &P, uint64_t *s_l
             if (lane == 0) {
                 gpuos__st_release_gpu_u64(&P.retired[LANE], r);
 #ifdef GPUOS__PK_TIMESTAMPS
-                if (LANE == 0) P.ctl->stamp[5] = gpuos__globaltimer();
+                P.ctl->stamp[LANE ? 7 : 5] = gpuos__globaltimer();
 #endif
                 gpuos__st_relaxed_sys_u64(LANE ? &P.ctl->retired_hi : &P.ctl->retired, r);
                 gpuos__sh_store(&s_limit[LANE], r + 1 + P.task_cap); /* a task-ring entry is reused once retired */

@@ -71,6 +71,9 @@ $(BUILD)/probe_chain: tests/gpu/probe_chain.c tests/gpu/probe_prof.h gpuos.c gpu
 $(BUILD)/probe_mlp: tests/gpu/probe_mlp.c gpuos.c gpuos.h | $(BUILD)
 	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_mlp.c -o $@ $(LDLIBS)
 
+$(BUILD)/probe_prio: tests/gpu/probe_prio.c gpuos.c gpuos.h | $(BUILD)
+	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_prio.c -o $@ $(LDLIBS)
+
 # A run-time operator on a transposed view, for compute-sanitizer (not a test).
 $(BUILD)/probe_rtview: tests/gpu/probe_rtview.c gpuos.c gpuos.h | $(BUILD)
 	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_rtview.c -o $@ $(LDLIBS)
