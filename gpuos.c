@@ -301,6 +301,32 @@ typedef struct gpuos__qgraph {
     uint32_t pad_[3];
 } gpuos__qgraph;
 
+/* Functions both sides compile: the host's C and the device source (NVRTC). */
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define GPUOS__QFN static __device__ __forceinline__
+#else
+#define GPUOS__QFN static inline
+#endif
+
+/* Node d of launch g (its descriptor as uploaded) as task seq: the launch's base, priority
+   check flag and external dependencies added. The host uses it when it sends one slot per
+   node, the fetcher when it expands a GRAPH slot (gpuos__fetch_graph). */
+GPUOS__QFN void gpuos__qgraph_node(const gpuos__qgraph *g, gpuos__qdesc *d, uint64_t seq) {
+    const uint32_t ext = d->stamp;
+    d->stamp = 0;
+    d->base += g->base;
+    d->kind |= g->kind & GPUOS__KIND_HICHECK;
+    if (ext && (g->ext || g->hi) && d->n_deps != GPUOS__DEPS_ALL) {
+        if (d->n_deps + (g->ext != 0) + (g->hi != 0) > GPUOS__MAX_DEPS) {
+            d->n_deps = GPUOS__DEPS_ALL;
+        } else {
+            if (g->ext) d->dep_delta[d->n_deps++] = (uint32_t)(seq - g->ext) | GPUOS__DEP_RETIRED;
+            if (g->hi) d->dep_delta[d->n_deps++] = g->hi;
+        }
+    }
+    if (d->n_deps == GPUOS__DEPS_ALL && g->hi_all) d->dep_delta[0] = g->hi_all;
+}
+
 typedef union gpuos__qbody {
     gpuos__qdesc d;
     gpuos__qplan p;
@@ -333,6 +359,7 @@ typedef uint64_t gpuos__ientry;
 #define GPUOS__IE_STAMP(k) ((uint32_t)((k) + 1u) & 0xffffu) /* the stamp of inbox index k */
 #define GPUOS__IE_MAKE(seq, k) ((uint64_t)(seq) << 16 | GPUOS__IE_STAMP(k))
 #define GPUOS__IE_SEQ_MASK 0xffffffffffffull
+#define GPUOS__IE_WRITTEN(v, k) ((uint32_t)((v) & 0xffffu) == GPUOS__IE_STAMP(k)) /* word v holds entry k */
 /* the full seq of an entry word, given ref <= it, less than 2^47 before it */
 #define GPUOS__IE_SEQ(v, ref) ((ref) + ((((v) >> 16) - (ref)) & GPUOS__IE_SEQ_MASK))
 #define GPUOS__MAX_WORKERS 1024 /* worker blocks the scheduler can track (per lane: shared memory) */
@@ -4957,7 +4984,8 @@ gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__c
     s0 = c->dseq[lane];
     base0 = c->next_base;
     c->next_base += g->n_rel;
-    if (g->ddesc) { /* one slot: the fetcher adds the launch's parts to each node (gpuos__fetch_graph) */
+    { /* the launch's parts of every node (gpuos__qgraph_node): in ONE slot when the nodes are
+         on the device (the fetcher expands it, gpuos__fetch_graph), else one slot per node */
         gpuos__qbody qb; /* cuda_put reads the whole 56-byte body */
         gpuos__qgraph *q = &qb.g;
         memset(&qb, 0, sizeof qb);
@@ -4969,31 +4997,18 @@ gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__c
         q->hi = hi_max ? GPUOS__DEP_HI | (uint32_t)(hi_max & GPUOS__DEP_HI_MASK) : 0u;
         if (lane == 0 && c->dseq[1] - 1 > c->retired_seen[1])
             q->hi_all = GPUOS__DEP_HI | (uint32_t)((c->dseq[1] - 1) & GPUOS__DEP_HI_MASK);
-        cuda_put(c, lane, &qb);
-        {
+        if (g->ddesc) {
             cuda__grange *r = cuda_grange_of(c, g->ddesc);
+            cuda_put(c, lane, &qb);
             if (r) r->pos[lane] = c->pos[lane];
-        }
-        for (k = 0; k < g->n; k++) c->plans[g->desc[k].plan_id].last_dseq[lane] = s0 + (uint64_t)k;
-    }
-    for (k = 0; k < g->n && !g->ddesc; k++) {
-        gpuos__qdesc d = g->desc[k];
-        const int ext = (int)d.stamp;
-        d.stamp = 0;
-        d.base += base0;
-        if (lane == 0 && c->hi_used) d.kind |= GPUOS__KIND_HICHECK;
-        if (ext && (ext_max || hi_max) && d.n_deps != GPUOS__DEPS_ALL) {
-            if (d.n_deps + (ext_max != 0) + (hi_max != 0) > GPUOS__MAX_DEPS) {
-                d.n_deps = GPUOS__DEPS_ALL;
-            } else {
-                if (ext_max) d.dep_delta[d.n_deps++] = (uint32_t)(s0 + (uint64_t)k - ext_max) | GPUOS__DEP_RETIRED;
-                if (hi_max) d.dep_delta[d.n_deps++] = GPUOS__DEP_HI | (uint32_t)(hi_max & GPUOS__DEP_HI_MASK);
+        } else {
+            for (k = 0; k < g->n; k++) {
+                gpuos__qdesc d = g->desc[k];
+                gpuos__qgraph_node(q, &d, s0 + (uint64_t)k);
+                cuda_put(c, lane, &d);
             }
         }
-        if (d.n_deps == GPUOS__DEPS_ALL && lane == 0 && c->dseq[1] - 1 > c->retired_seen[1]) /* and lane 1 */
-            d.dep_delta[0] = GPUOS__DEP_HI | (uint32_t)((c->dseq[1] - 1) & GPUOS__DEP_HI_MASK);
-        cuda_put(c, lane, &d);
-        c->plans[d.plan_id].last_dseq[lane] = s0 + (uint64_t)k;
+        for (k = 0; k < g->n; k++) c->plans[g->desc[k].plan_id].last_dseq[lane] = s0 + (uint64_t)k;
     }
     c->dseq[lane] += (uint64_t)g->n;
     /* the storages' logs: the launch's accesses that later tasks must see (the live ones) */
@@ -14651,6 +14666,21 @@ const char *const gpuos__device_source[] = {
     "    __syncthreads();\n",
     "}\n",
     "\n",
+    "/* Byte offsets of batch entry bi (row-major over batch_shape) in a, b and out. */\n",
+    "GPUOS__FN void gpuos__d_mm_batch(const gpuos__matmul_plan *p, int64_t bi, int64_t *oa, int64_t *ob, int64_t *oo) {\n",
+    "    int64_t a = 0, b = 0, o = 0, i = bi;\n",
+    "#pragma unroll 1\n",
+    "    for (int d = p->batch_rank - 1; d >= 0; --d) {\n",
+    "        const int64_t q = d > 0 \? gpuos__d_div(i, p->batch_shape[d]) : 0;\n",
+    "        const int64_t x = i - q * p->batch_shape[d];\n",
+    "        a += x * p->batch_a_stride[d];\n",
+    "        b += x * p->batch_b_stride[d];\n",
+    "        o += x * p->batch_out_stride[d];\n",
+    "        i = q;\n",
+    "    }\n",
+    "    *oa = a, *ob = b, *oo = o;\n",
+    "}\n",
+    "\n",
     "/* Is tile [begin, end) of p one narrow block (gpuos__d_mm_narrow)\? The dispatcher asks\n",
     "   before it calls the general function: its entry, gpuos__d_matmul_narrow, is small, so the\n",
     "   call saves few registers (through gpuos__d_matmul_g* the tile spent 44% of its\n",
@@ -14670,16 +14700,8 @@ const char *const gpuos__device_source[] = {
     "    const int64_t nbeg = cb * GPUOS__D_MM_NC, nend = gpuos__d_min<int64_t>(p->N, nbeg + GPUOS__D_MM_NC);\n",
     "    const int rows = (int)gpuos__d_min<int64_t>(end - begin, M - m0);\n",
     "    if (nend <= nbeg || rows <= 0) return;\n",
-    "    int64_t oa = 0, ob = 0, oo = 0, i = bi;\n",
-    "#pragma unroll 1\n",
-    "    for (int d = p->batch_rank - 1; d >= 0; --d) {\n",
-    "        const int64_t q = d > 0 \? gpuos__d_div(i, p->batch_shape[d]) : 0;\n",
-    "        const int64_t x = i - q * p->batch_shape[d];\n",
-    "        oa += x * p->batch_a_stride[d];\n",
-    "        ob += x * p->batch_b_stride[d];\n",
-    "        oo += x * p->batch_out_stride[d];\n",
-    "        i = q;\n",
-    "    }\n",
+    "    int64_t oa, ob, oo;\n",
+    "    gpuos__d_mm_batch(p, bi, &oa, &ob, &oo);\n",
     "    const char *A = p->a + oa + m0 * p->a_m, *B = p->b + ob;\n",
     "    char *O = p->out + oo + m0 * p->o_m;\n",
     "    gpuos__d_with_case<D::NCS>(cs, [&](auto c) {\n",
@@ -14706,19 +14728,8 @@ const char *const gpuos__device_source[] = {
     "        const int64_t bi = gpuos__d_div(row, M), m0 = row - bi * M;\n",
     "        const int64_t nbeg = cb * CB, nend = gpuos__d_min<int64_t>(N, nbeg + CB);\n",
     "        const int avail = (int)gpuos__d_min<int64_t>(GPUOS__D_MM_TM, gpuos__d_min<int64_t>(end - r0, M - m0));\n",
-    "        int64_t oa = 0, ob = 0, oo = 0;\n",
-    "        {\n",
-    "            int64_t i = bi;\n",
-    "#pragma unroll 1\n",
-    "            for (int d = p->batch_rank - 1; d >= 0; --d) {\n",
-    "                const int64_t q = d > 0 \? gpuos__d_div(i, p->batch_shape[d]) : 0;\n",
-    "                const int64_t x = i - q * p->batch_shape[d];\n",
-    "                oa += x * p->batch_a_stride[d];\n",
-    "                ob += x * p->batch_b_stride[d];\n",
-    "                oo += x * p->batch_out_stride[d];\n",
-    "                i = q;\n",
-    "            }\n",
-    "        }\n",
+    "        int64_t oa, ob, oo;\n",
+    "        gpuos__d_mm_batch(p, bi, &oa, &ob, &oo);\n",
     "        const char *A = p->a + oa + m0 * a_m;\n",
     "        const char *B = p->b + ob;\n",
     "        char *O = p->out + oo + m0 * o_m;\n",
@@ -20964,6 +20975,32 @@ const char *const gpuos__device_source[] = {
     "    uint32_t pad_[3];\n",
     "} gpuos__qgraph;\n",
     "\n",
+    "/* Functions both sides compile: the host's C and the device source (NVRTC). */\n",
+    "#if defined(__CUDACC__) || defined(__CUDACC_RTC__)\n",
+    "#define GPUOS__QFN static __device__ __forceinline__\n",
+    "#else\n",
+    "#define GPUOS__QFN static inline\n",
+    "#endif\n",
+    "\n",
+    "/* Node d of launch g (its descriptor as uploaded) as task seq: the launch's base, priority\n",
+    "   check flag and external dependencies added. The host uses it when it sends one slot per\n",
+    "   node, the fetcher when it expands a GRAPH slot (gpuos__fetch_graph). */\n",
+    "GPUOS__QFN void gpuos__qgraph_node(const gpuos__qgraph *g, gpuos__qdesc *d, uint64_t seq) {\n",
+    "    const uint32_t ext = d->stamp;\n",
+    "    d->stamp = 0;\n",
+    "    d->base += g->base;\n",
+    "    d->kind |= g->kind & GPUOS__KIND_HICHECK;\n",
+    "    if (ext && (g->ext || g->hi) && d->n_deps != GPUOS__DEPS_ALL) {\n",
+    "        if (d->n_deps + (g->ext != 0) + (g->hi != 0) > GPUOS__MAX_DEPS) {\n",
+    "            d->n_deps = GPUOS__DEPS_ALL;\n",
+    "        } else {\n",
+    "            if (g->ext) d->dep_delta[d->n_deps++] = (uint32_t)(seq - g->ext) | GPUOS__DEP_RETIRED;\n",
+    "            if (g->hi) d->dep_delta[d->n_deps++] = g->hi;\n",
+    "        }\n",
+    "    }\n",
+    "    if (d->n_deps == GPUOS__DEPS_ALL && g->hi_all) d->dep_delta[0] = g->hi_all;\n",
+    "}\n",
+    "\n",
     "typedef union gpuos__qbody {\n",
     "    gpuos__qdesc d;\n",
     "    gpuos__qplan p;\n",
@@ -20996,6 +21033,7 @@ const char *const gpuos__device_source[] = {
     "#define GPUOS__IE_STAMP(k) ((uint32_t)((k) + 1u) & 0xffffu) /* the stamp of inbox index k */\n",
     "#define GPUOS__IE_MAKE(seq, k) ((uint64_t)(seq) << 16 | GPUOS__IE_STAMP(k))\n",
     "#define GPUOS__IE_SEQ_MASK 0xffffffffffffull\n",
+    "#define GPUOS__IE_WRITTEN(v, k) ((uint32_t)((v) & 0xffffu) == GPUOS__IE_STAMP(k)) /* word v holds entry k */\n",
     "/* the full seq of an entry word, given ref <= it, less than 2^47 before it */\n",
     "#define GPUOS__IE_SEQ(v, ref) ((ref) + ((((v) >> 16) - (ref)) & GPUOS__IE_SEQ_MASK))\n",
     "#define GPUOS__MAX_WORKERS 1024 /* worker blocks the scheduler can track (per lane: shared memory) */\n",
@@ -21389,6 +21427,15 @@ const char *const gpuos__device_source[] = {
     "    __syncwarp(); /* s_d, s_off are rewritten by the next batch */\n",
     "}\n",
     "\n",
+    "/* The fetcher's warp waits until the task ring has room for n more tasks (lane 0 polls the\n",
+    "   limit the retirer raises). */\n",
+    "template <int LANE>\n",
+    "static __device__ __forceinline__ void gpuos__fetch_wait_room(uint64_t *s_limit, const gpuos__fetch_state *st, uint32_t n) {\n",
+    "    if ((threadIdx.x & 31) == 0)\n",
+    "        while ((int64_t)(gpuos__sh_load(&s_limit[LANE]) - st->seq) < (int64_t)n) gpuos__nanosleep(64);\n",
+    "    __syncwarp();\n",
+    "}\n",
+    "\n",
     "/* Expands a graph launch (the GRAPH slot's body gs, in shared memory) into its tasks,\n",
     "   MAXN at a time: each node's descriptor from device memory, the launch's parts added as\n",
     "   the host would (cuda_backend.c, gpuos__cuda_graph_launch_locked), then through\n",
@@ -21404,26 +21451,11 @@ const char *const gpuos__device_source[] = {
     "    const gpuos__qdesc *src = (const gpuos__qdesc *)(uintptr_t)g.desc;\n",
     "    for (uint32_t k0 = 0; k0 < g.n; k0 += MAXN) {\n",
     "        const uint32_t m = g.n - k0 < (uint32_t)MAXN \? g.n - k0 : (uint32_t)MAXN;\n",
-    "        if (lane == 0)\n",
-    "            while ((int64_t)(gpuos__sh_load(&s_limit[LANE]) - st->seq) < (int64_t)m) gpuos__nanosleep(64);\n",
-    "        __syncwarp();\n",
+    "        gpuos__fetch_wait_room<LANE>(s_limit, st, m);\n",
     "        if ((uint32_t)lane < m) {\n",
     "            gpuos__qdesc d;\n",
     "            gpuos__ld_desc(&d, src + k0 + lane); /* strong loads: a freed table's address may come back */\n",
-    "            const uint64_t seq = st->seq + lane;\n",
-    "            const uint32_t ext = d.stamp;\n",
-    "            d.stamp = 0;\n",
-    "            d.base += g.base;\n",
-    "            d.kind |= g.kind & GPUOS__KIND_HICHECK;\n",
-    "            if (ext && (g.ext || g.hi) && d.n_deps != GPUOS__DEPS_ALL) {\n",
-    "                if (d.n_deps + (g.ext != 0) + (g.hi != 0) > GPUOS__MAX_DEPS) {\n",
-    "                    d.n_deps = GPUOS__DEPS_ALL;\n",
-    "                } else {\n",
-    "                    if (g.ext) d.dep_delta[d.n_deps++] = (uint32_t)(seq - g.ext) | GPUOS__DEP_RETIRED;\n",
-    "                    if (g.hi) d.dep_delta[d.n_deps++] = g.hi;\n",
-    "                }\n",
-    "            }\n",
-    "            if (d.n_deps == GPUOS__DEPS_ALL && g.hi_all) d.dep_delta[0] = g.hi_all;\n",
+    "            gpuos__qgraph_node(&g, &d, st->seq + lane);\n",
     "            s_gb[lane].d = d;\n",
     "        }\n",
     "        __syncwarp();\n",
@@ -21443,9 +21475,8 @@ const char *const gpuos__device_source[] = {
     "    while (i0 < n) {\n",
     "        const int gi = gm \? __ffs(gm) - 1 : n; /* the next graph launch, or the end */\n",
     "        if (gi > i0) {\n",
-    "            if (i0 > 0 && lane == 0) /* after a graph: the poller counted room for its slots only */\n",
-    "                while ((int64_t)(gpuos__sh_load(&s_limit[LANE]) - st->seq) < (int64_t)(gi - i0)) gpuos__nanosleep(64);\n",
-    "            __syncwarp();\n",
+    "            if (i0 > 0) /* after a graph: the poller counted room for its slots only */\n",
+    "                gpuos__fetch_wait_room<LANE>(s_limit, st, (uint32_t)(gi - i0));\n",
     "            gpuos__fetch_process<LANE, MAXN>(P, s_body + i0, gi - i0, st, s_wtail, s_wseen, fprof, (uint32_t)(gi - i0));\n",
     "        }\n",
     "        if (gi < n) {\n",
@@ -21704,7 +21735,7 @@ const char *const gpuos__device_source[] = {
     "    uint64_t v;\n",
     "    const gpuos__ientry *e = &P.inbox[1][(size_t)me * P.inbox_cap + (hhead & (P.inbox_cap - 1))];\n",
     "    asm volatile(\"ld.relaxed.gpu.global.u64 %0, [%1];\" : \"=l\"(v) : \"l\"(e));\n",
-    "    return (uint32_t)(v & 0xffffu) == GPUOS__IE_STAMP(hhead);\n",
+    "    return GPUOS__IE_WRITTEN(v, hhead);\n",
     "}\n",
     "\n",
     "/* Reads entry k of a worker's inbox of lane ln: 0 if it is not written yet; else the\n",
@@ -21713,7 +21744,7 @@ const char *const gpuos__device_source[] = {
     "static __device__ __forceinline__ int gpuos__pk_read_entry(const gpuos__pk_params &P, int ln, const gpuos__ientry *inbox,\n",
     "                                                           uint32_t k, uint64_t ref, gpuos__qdesc *d, uint64_t *seq) {\n",
     "    const uint64_t v = gpuos__ld_acquire_gpu_u64(&inbox[k & (P.inbox_cap - 1)]);\n",
-    "    if ((uint32_t)(v & 0xffffu) != GPUOS__IE_STAMP(k)) return 0;\n",
+    "    if (!GPUOS__IE_WRITTEN(v, k)) return 0;\n",
     "    const uint64_t sq = GPUOS__IE_SEQ(v, ref);\n",
     "    gpuos__ld_desc(d, &P.tasks[ln][sq & (P.task_cap - 1)].d);\n",
     "    *seq = sq;\n",

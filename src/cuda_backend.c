@@ -2303,7 +2303,8 @@ gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__c
     s0 = c->dseq[lane];
     base0 = c->next_base;
     c->next_base += g->n_rel;
-    if (g->ddesc) { /* one slot: the fetcher adds the launch's parts to each node (gpuos__fetch_graph) */
+    { /* the launch's parts of every node (gpuos__qgraph_node): in ONE slot when the nodes are
+         on the device (the fetcher expands it, gpuos__fetch_graph), else one slot per node */
         gpuos__qbody qb; /* cuda_put reads the whole 56-byte body */
         gpuos__qgraph *q = &qb.g;
         memset(&qb, 0, sizeof qb);
@@ -2315,31 +2316,18 @@ gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__c
         q->hi = hi_max ? GPUOS__DEP_HI | (uint32_t)(hi_max & GPUOS__DEP_HI_MASK) : 0u;
         if (lane == 0 && c->dseq[1] - 1 > c->retired_seen[1])
             q->hi_all = GPUOS__DEP_HI | (uint32_t)((c->dseq[1] - 1) & GPUOS__DEP_HI_MASK);
-        cuda_put(c, lane, &qb);
-        {
+        if (g->ddesc) {
             cuda__grange *r = cuda_grange_of(c, g->ddesc);
+            cuda_put(c, lane, &qb);
             if (r) r->pos[lane] = c->pos[lane];
-        }
-        for (k = 0; k < g->n; k++) c->plans[g->desc[k].plan_id].last_dseq[lane] = s0 + (uint64_t)k;
-    }
-    for (k = 0; k < g->n && !g->ddesc; k++) {
-        gpuos__qdesc d = g->desc[k];
-        const int ext = (int)d.stamp;
-        d.stamp = 0;
-        d.base += base0;
-        if (lane == 0 && c->hi_used) d.kind |= GPUOS__KIND_HICHECK;
-        if (ext && (ext_max || hi_max) && d.n_deps != GPUOS__DEPS_ALL) {
-            if (d.n_deps + (ext_max != 0) + (hi_max != 0) > GPUOS__MAX_DEPS) {
-                d.n_deps = GPUOS__DEPS_ALL;
-            } else {
-                if (ext_max) d.dep_delta[d.n_deps++] = (uint32_t)(s0 + (uint64_t)k - ext_max) | GPUOS__DEP_RETIRED;
-                if (hi_max) d.dep_delta[d.n_deps++] = GPUOS__DEP_HI | (uint32_t)(hi_max & GPUOS__DEP_HI_MASK);
+        } else {
+            for (k = 0; k < g->n; k++) {
+                gpuos__qdesc d = g->desc[k];
+                gpuos__qgraph_node(q, &d, s0 + (uint64_t)k);
+                cuda_put(c, lane, &d);
             }
         }
-        if (d.n_deps == GPUOS__DEPS_ALL && lane == 0 && c->dseq[1] - 1 > c->retired_seen[1]) /* and lane 1 */
-            d.dep_delta[0] = GPUOS__DEP_HI | (uint32_t)((c->dseq[1] - 1) & GPUOS__DEP_HI_MASK);
-        cuda_put(c, lane, &d);
-        c->plans[d.plan_id].last_dseq[lane] = s0 + (uint64_t)k;
+        for (k = 0; k < g->n; k++) c->plans[g->desc[k].plan_id].last_dseq[lane] = s0 + (uint64_t)k;
     }
     c->dseq[lane] += (uint64_t)g->n;
     /* the storages' logs: the launch's accesses that later tasks must see (the live ones) */

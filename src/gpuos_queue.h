@@ -79,6 +79,32 @@ typedef struct gpuos__qgraph {
     uint32_t pad_[3];
 } gpuos__qgraph;
 
+/* Functions both sides compile: the host's C and the device source (NVRTC). */
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define GPUOS__QFN static __device__ __forceinline__
+#else
+#define GPUOS__QFN static inline
+#endif
+
+/* Node d of launch g (its descriptor as uploaded) as task seq: the launch's base, priority
+   check flag and external dependencies added. The host uses it when it sends one slot per
+   node, the fetcher when it expands a GRAPH slot (gpuos__fetch_graph). */
+GPUOS__QFN void gpuos__qgraph_node(const gpuos__qgraph *g, gpuos__qdesc *d, uint64_t seq) {
+    const uint32_t ext = d->stamp;
+    d->stamp = 0;
+    d->base += g->base;
+    d->kind |= g->kind & GPUOS__KIND_HICHECK;
+    if (ext && (g->ext || g->hi) && d->n_deps != GPUOS__DEPS_ALL) {
+        if (d->n_deps + (g->ext != 0) + (g->hi != 0) > GPUOS__MAX_DEPS) {
+            d->n_deps = GPUOS__DEPS_ALL;
+        } else {
+            if (g->ext) d->dep_delta[d->n_deps++] = (uint32_t)(seq - g->ext) | GPUOS__DEP_RETIRED;
+            if (g->hi) d->dep_delta[d->n_deps++] = g->hi;
+        }
+    }
+    if (d->n_deps == GPUOS__DEPS_ALL && g->hi_all) d->dep_delta[0] = g->hi_all;
+}
+
 typedef union gpuos__qbody {
     gpuos__qdesc d;
     gpuos__qplan p;
@@ -111,6 +137,7 @@ typedef uint64_t gpuos__ientry;
 #define GPUOS__IE_STAMP(k) ((uint32_t)((k) + 1u) & 0xffffu) /* the stamp of inbox index k */
 #define GPUOS__IE_MAKE(seq, k) ((uint64_t)(seq) << 16 | GPUOS__IE_STAMP(k))
 #define GPUOS__IE_SEQ_MASK 0xffffffffffffull
+#define GPUOS__IE_WRITTEN(v, k) ((uint32_t)((v) & 0xffffu) == GPUOS__IE_STAMP(k)) /* word v holds entry k */
 /* the full seq of an entry word, given ref <= it, less than 2^47 before it */
 #define GPUOS__IE_SEQ(v, ref) ((ref) + ((((v) >> 16) - (ref)) & GPUOS__IE_SEQ_MASK))
 #define GPUOS__MAX_WORKERS 1024 /* worker blocks the scheduler can track (per lane: shared memory) */

@@ -17,12 +17,13 @@
 
 #define N 1000
 static uint64_t rng = 0x243f6a8885a308d3ull;
-static float frand(void) {
+static uint64_t next_rng(void) { /* xorshift64 */
     rng ^= rng << 13;
     rng ^= rng >> 7;
     rng ^= rng << 17;
-    return (float)((double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    return rng;
 }
+static float frand(void) { return (float)((double)(next_rng() >> 11) / 9007199254740992.0 * 2.0 - 1.0); }
 
 static gpuos_tensor *vec(gpuos_context *ctx, int64_t n) {
     gpuos_tensor *t = NULL;
@@ -433,8 +434,8 @@ static void test_large(gpuos_context *ctx) {
           "%s", gpuos_last_error(ctx));
     if (!x || !y || !z || !s || !c) return;
     for (i = 0; i < BIG_N; i++) {
-        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-        hx[i] = (uint32_t)rng, hy[i] = (uint32_t)(rng >> 32), hz[i] = (uint32_t)(rng >> 16);
+        const uint64_t v = next_rng();
+        hx[i] = (uint32_t)v, hy[i] = (uint32_t)(v >> 32), hz[i] = (uint32_t)(v >> 16);
     }
     CHECK(gpuos_upload(ctx, x, hx, sizeof hx) == GPUOS_OK && gpuos_upload(ctx, y, hy, sizeof hy) == GPUOS_OK &&
               gpuos_upload(ctx, z, hz, sizeof hz) == GPUOS_OK,

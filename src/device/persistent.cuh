@@ -305,6 +305,15 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
     __syncwarp(); /* s_d, s_off are rewritten by the next batch */
 }
 
+/* The fetcher's warp waits until the task ring has room for n more tasks (lane 0 polls the
+   limit the retirer raises). */
+template <int LANE>
+static __device__ __forceinline__ void gpuos__fetch_wait_room(uint64_t *s_limit, const gpuos__fetch_state *st, uint32_t n) {
+    if ((threadIdx.x & 31) == 0)
+        while ((int64_t)(gpuos__sh_load(&s_limit[LANE]) - st->seq) < (int64_t)n) gpuos__nanosleep(64);
+    __syncwarp();
+}
+
 /* Expands a graph launch (the GRAPH slot's body gs, in shared memory) into its tasks,
    MAXN at a time: each node's descriptor from device memory, the launch's parts added as
    the host would (cuda_backend.c, gpuos__cuda_graph_launch_locked), then through
@@ -320,26 +329,11 @@ static __device__ void gpuos__fetch_graph(const gpuos__pk_params &P, const gpuos
     const gpuos__qdesc *src = (const gpuos__qdesc *)(uintptr_t)g.desc;
     for (uint32_t k0 = 0; k0 < g.n; k0 += MAXN) {
         const uint32_t m = g.n - k0 < (uint32_t)MAXN ? g.n - k0 : (uint32_t)MAXN;
-        if (lane == 0)
-            while ((int64_t)(gpuos__sh_load(&s_limit[LANE]) - st->seq) < (int64_t)m) gpuos__nanosleep(64);
-        __syncwarp();
+        gpuos__fetch_wait_room<LANE>(s_limit, st, m);
         if ((uint32_t)lane < m) {
             gpuos__qdesc d;
             gpuos__ld_desc(&d, src + k0 + lane); /* strong loads: a freed table's address may come back */
-            const uint64_t seq = st->seq + lane;
-            const uint32_t ext = d.stamp;
-            d.stamp = 0;
-            d.base += g.base;
-            d.kind |= g.kind & GPUOS__KIND_HICHECK;
-            if (ext && (g.ext || g.hi) && d.n_deps != GPUOS__DEPS_ALL) {
-                if (d.n_deps + (g.ext != 0) + (g.hi != 0) > GPUOS__MAX_DEPS) {
-                    d.n_deps = GPUOS__DEPS_ALL;
-                } else {
-                    if (g.ext) d.dep_delta[d.n_deps++] = (uint32_t)(seq - g.ext) | GPUOS__DEP_RETIRED;
-                    if (g.hi) d.dep_delta[d.n_deps++] = g.hi;
-                }
-            }
-            if (d.n_deps == GPUOS__DEPS_ALL && g.hi_all) d.dep_delta[0] = g.hi_all;
+            gpuos__qgraph_node(&g, &d, st->seq + lane);
             s_gb[lane].d = d;
         }
         __syncwarp();
@@ -359,9 +353,8 @@ static __device__ void gpuos__fetch_batch(const gpuos__pk_params &P, const gpuos
     while (i0 < n) {
         const int gi = gm ? __ffs(gm) - 1 : n; /* the next graph launch, or the end */
         if (gi > i0) {
-            if (i0 > 0 && lane == 0) /* after a graph: the poller counted room for its slots only */
-                while ((int64_t)(gpuos__sh_load(&s_limit[LANE]) - st->seq) < (int64_t)(gi - i0)) gpuos__nanosleep(64);
-            __syncwarp();
+            if (i0 > 0) /* after a graph: the poller counted room for its slots only */
+                gpuos__fetch_wait_room<LANE>(s_limit, st, (uint32_t)(gi - i0));
             gpuos__fetch_process<LANE, MAXN>(P, s_body + i0, gi - i0, st, s_wtail, s_wseen, fprof, (uint32_t)(gi - i0));
         }
         if (gi < n) {
@@ -620,7 +613,7 @@ static __device__ __forceinline__ int gpuos__pk_hi_waiting(const gpuos__pk_param
     uint64_t v;
     const gpuos__ientry *e = &P.inbox[1][(size_t)me * P.inbox_cap + (hhead & (P.inbox_cap - 1))];
     asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(e));
-    return (uint32_t)(v & 0xffffu) == GPUOS__IE_STAMP(hhead);
+    return GPUOS__IE_WRITTEN(v, hhead);
 }
 
 /* Reads entry k of a worker's inbox of lane ln: 0 if it is not written yet; else the
@@ -629,7 +622,7 @@ static __device__ __forceinline__ int gpuos__pk_hi_waiting(const gpuos__pk_param
 static __device__ __forceinline__ int gpuos__pk_read_entry(const gpuos__pk_params &P, int ln, const gpuos__ientry *inbox,
                                                            uint32_t k, uint64_t ref, gpuos__qdesc *d, uint64_t *seq) {
     const uint64_t v = gpuos__ld_acquire_gpu_u64(&inbox[k & (P.inbox_cap - 1)]);
-    if ((uint32_t)(v & 0xffffu) != GPUOS__IE_STAMP(k)) return 0;
+    if (!GPUOS__IE_WRITTEN(v, k)) return 0;
     const uint64_t sq = GPUOS__IE_SEQ(v, ref);
     gpuos__ld_desc(d, &P.tasks[ln][sq & (P.task_cap - 1)].d);
     *seq = sq;

@@ -953,6 +953,21 @@ static __device__ __forceinline__ void gpuos__d_mm_narrow(const char *A, const c
     __syncthreads();
 }
 
+/* Byte offsets of batch entry bi (row-major over batch_shape) in a, b and out. */
+GPUOS__FN void gpuos__d_mm_batch(const gpuos__matmul_plan *p, int64_t bi, int64_t *oa, int64_t *ob, int64_t *oo) {
+    int64_t a = 0, b = 0, o = 0, i = bi;
+#pragma unroll 1
+    for (int d = p->batch_rank - 1; d >= 0; --d) {
+        const int64_t q = d > 0 ? gpuos__d_div(i, p->batch_shape[d]) : 0;
+        const int64_t x = i - q * p->batch_shape[d];
+        a += x * p->batch_a_stride[d];
+        b += x * p->batch_b_stride[d];
+        o += x * p->batch_out_stride[d];
+        i = q;
+    }
+    *oa = a, *ob = b, *oo = o;
+}
+
 /* Is tile [begin, end) of p one narrow block (gpuos__d_mm_narrow)? The dispatcher asks
    before it calls the general function: its entry, gpuos__d_matmul_narrow, is small, so the
    call saves few registers (through gpuos__d_matmul_g* the tile spent 44% of its
@@ -972,16 +987,8 @@ template <class D> GPUOS__FN void gpuos__d_matmul_narrow(const gpuos__matmul_pla
     const int64_t nbeg = cb * GPUOS__D_MM_NC, nend = gpuos__d_min<int64_t>(p->N, nbeg + GPUOS__D_MM_NC);
     const int rows = (int)gpuos__d_min<int64_t>(end - begin, M - m0);
     if (nend <= nbeg || rows <= 0) return;
-    int64_t oa = 0, ob = 0, oo = 0, i = bi;
-#pragma unroll 1
-    for (int d = p->batch_rank - 1; d >= 0; --d) {
-        const int64_t q = d > 0 ? gpuos__d_div(i, p->batch_shape[d]) : 0;
-        const int64_t x = i - q * p->batch_shape[d];
-        oa += x * p->batch_a_stride[d];
-        ob += x * p->batch_b_stride[d];
-        oo += x * p->batch_out_stride[d];
-        i = q;
-    }
+    int64_t oa, ob, oo;
+    gpuos__d_mm_batch(p, bi, &oa, &ob, &oo);
     const char *A = p->a + oa + m0 * p->a_m, *B = p->b + ob;
     char *O = p->out + oo + m0 * p->o_m;
     gpuos__d_with_case<D::NCS>(cs, [&](auto c) {
@@ -1008,19 +1015,8 @@ template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, i
         const int64_t bi = gpuos__d_div(row, M), m0 = row - bi * M;
         const int64_t nbeg = cb * CB, nend = gpuos__d_min<int64_t>(N, nbeg + CB);
         const int avail = (int)gpuos__d_min<int64_t>(GPUOS__D_MM_TM, gpuos__d_min<int64_t>(end - r0, M - m0));
-        int64_t oa = 0, ob = 0, oo = 0;
-        {
-            int64_t i = bi;
-#pragma unroll 1
-            for (int d = p->batch_rank - 1; d >= 0; --d) {
-                const int64_t q = d > 0 ? gpuos__d_div(i, p->batch_shape[d]) : 0;
-                const int64_t x = i - q * p->batch_shape[d];
-                oa += x * p->batch_a_stride[d];
-                ob += x * p->batch_b_stride[d];
-                oo += x * p->batch_out_stride[d];
-                i = q;
-            }
-        }
+        int64_t oa, ob, oo;
+        gpuos__d_mm_batch(p, bi, &oa, &ob, &oo);
         const char *A = p->a + oa + m0 * a_m;
         const char *B = p->b + ob;
         char *O = p->out + oo + m0 * o_m;

@@ -2714,6 +2714,21 @@ static __device__ __forceinline__ void gpuos__d_mm_narrow(const char *A, const c
     __syncthreads();
 }
 
+/* Byte offsets of batch entry bi (row-major over batch_shape) in a, b and out. */
+GPUOS__FN void gpuos__d_mm_batch(const gpuos__matmul_plan *p, int64_t bi, int64_t *oa, int64_t *ob, int64_t *oo) {
+    int64_t a = 0, b = 0, o = 0, i = bi;
+#pragma unroll 1
+    for (int d = p->batch_rank - 1; d >= 0; --d) {
+        const int64_t q = d > 0 ? gpuos__d_div(i, p->batch_shape[d]) : 0;
+        const int64_t x = i - q * p->batch_shape[d];
+        a += x * p->batch_a_stride[d];
+        b += x * p->batch_b_stride[d];
+        o += x * p->batch_out_stride[d];
+        i = q;
+    }
+    *oa = a, *ob = b, *oo = o;
+}
+
 /* Is tile [begin, end) of p one narrow block (gpuos__d_mm_narrow)? The dispatcher asks
    before it calls the general function: its entry, gpuos__d_matmul_narrow, is small, so the
    call saves few registers (through gpuos__d_matmul_g* the tile spent 44% of its
@@ -2733,16 +2748,8 @@ template <class D> GPUOS__FN void gpuos__d_matmul_narrow(const gpuos__matmul_pla
     const int64_t nbeg = cb * GPUOS__D_MM_NC, nend = gpuos__d_min<int64_t>(p->N, nbeg + GPUOS__D_MM_NC);
     const int rows = (int)gpuos__d_min<int64_t>(end - begin, M - m0);
     if (nend <= nbeg || rows <= 0) return;
-    int64_t oa = 0, ob = 0, oo = 0, i = bi;
-#pragma unroll 1
-    for (int d = p->batch_rank - 1; d >= 0; --d) {
-        const int64_t q = d > 0 ? gpuos__d_div(i, p->batch_shape[d]) : 0;
-        const int64_t x = i - q * p->batch_shape[d];
-        oa += x * p->batch_a_stride[d];
-        ob += x * p->batch_b_stride[d];
-        oo += x * p->batch_out_stride[d];
-        i = q;
-    }
+    int64_t oa, ob, oo;
+    gpuos__d_mm_batch(p, bi, &oa, &ob, &oo);
     const char *A = p->a + oa + m0 * p->a_m, *B = p->b + ob;
     char *O = p->out + oo + m0 * p->o_m;
     gpuos__d_with_case<D::NCS>(cs, [&](auto c) {
@@ -2769,19 +2776,8 @@ template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, i
         const int64_t bi = gpuos__d_div(row, M), m0 = row - bi * M;
         const int64_t nbeg = cb * CB, nend = gpuos__d_min<int64_t>(N, nbeg + CB);
         const int avail = (int)gpuos__d_min<int64_t>(GPUOS__D_MM_TM, gpuos__d_min<int64_t>(end - r0, M - m0));
-        int64_t oa = 0, ob = 0, oo = 0;
-        {
-            int64_t i = bi;
-#pragma unroll 1
-            for (int d = p->batch_rank - 1; d >= 0; --d) {
-                const int64_t q = d > 0 ? gpuos__d_div(i, p->batch_shape[d]) : 0;
-                const int64_t x = i - q * p->batch_shape[d];
-                oa += x * p->batch_a_stride[d];
-                ob += x * p->batch_b_stride[d];
-                oo += x * p->batch_out_stride[d];
-                i = q;
-            }
-        }
+        int64_t oa, ob, oo;
+        gpuos__d_mm_batch(p, bi, &oa, &ob, &oo);
         const char *A = p->a + oa + m0 * a_m;
         const char *B = p->b + ob;
         char *O = p->out + oo + m0 * o_m;
@@ -9027,6 +9023,32 @@ typedef struct gpuos__qgraph {
     uint32_t pad_[3];
 } gpuos__qgraph;
 
+/* Functions both sides compile: the host's C and the device source (NVRTC). */
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define GPUOS__QFN static __device__ __forceinline__
+#else
+#define GPUOS__QFN static inline
+#endif
+
+/* Node d of launch g (its descriptor as uploaded) as task seq: the launch's base, priority
+   check flag and external dependencies added. The host uses it when it sends one slot per
+   node, the fetcher when it expands a GRAPH slot (gpuos__fetch_graph). */
+GPUOS__QFN void gpuos__qgraph_node(const gpuos__qgraph *g, gpuos__qdesc *d, uint64_t seq) {
+    const uint32_t ext = d->stamp;
+    d->stamp = 0;
+    d->base += g->base;
+    d->kind |= g->kind & GPUOS__KIND_HICHECK;
+    if (ext && (g->ext || g->hi) && d->n_deps != GPUOS__DEPS_ALL) {
+        if (d->n_deps + (g->ext != 0) + (g->hi != 0) > GPUOS__MAX_DEPS) {
+            d->n_deps = GPUOS__DEPS_ALL;
+        } else {
+            if (g->ext) d->dep_delta[d->n_deps++] = (uint32_t)(seq - g->ext) | GPUOS__DEP_RETIRED;
+            if (g->hi) d->dep_delta[d->n_deps++] = g->hi;
+        }
+    }
+    if (d->n_deps == GPUOS__DEPS_ALL && g->hi_all) d->dep_delta[0] = g->hi_all;
+}
+
 typedef union gpuos__qbody {
     gpuos__qdesc d;
     gpuos__qplan p;
@@ -9059,6 +9081,7 @@ typedef uint64_t gpuos__ientry;
 #define GPUOS__IE_STAMP(k) ((uint32_t)((k) + 1u) & 0xffffu) /* the stamp of inbox index k */
 #define GPUOS__IE_MAKE(seq, k) ((uint64_t)(seq) << 16 | GPUOS__IE_STAMP(k))
 #define GPUOS__IE_SEQ_MASK 0xffffffffffffull
+#define GPUOS__IE_WRITTEN(v, k) ((uint32_t)((v) & 0xffffu) == GPUOS__IE_STAMP(k)) /* word v holds entry k */
 /* the full seq of an entry word, given ref <= it, less than 2^47 before it */
 #define GPUOS__IE_SEQ(v, ref) ((ref) + ((((v) >> 16) - (ref)) & GPUOS__IE_SEQ_MASK))
 #define GPUOS__MAX_WORKERS 1024 /* worker blocks the scheduler can track (per lane: shared memory) */
@@ -9452,6 +9475,15 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
     __syncwarp(); /* s_d, s_off are rewritten by the next batch */
 }
 
+/* The fetcher's warp waits until the task ring has room for n more tasks (lane 0 polls the
+   limit the retirer raises). */
+template <int LANE>
+static __device__ __forceinline__ void gpuos__fetch_wait_room(uint64_t *s_limit, const gpuos__fetch_state *st, uint32_t n) {
+    if ((threadIdx.x & 31) == 0)
+        while ((int64_t)(gpuos__sh_load(&s_limit[LANE]) - st->seq) < (int64_t)n) gpuos__nanosleep(64);
+    __syncwarp();
+}
+
 /* Expands a graph launch (the GRAPH slot's body gs, in shared memory) into its tasks,
    MAXN at a time: each node's descriptor from device memory, the launch's parts added as
    the host would (cuda_backend.c, gpuos__cuda_graph_launch_locked), then through
@@ -9467,26 +9499,11 @@ static __device__ void gpuos__fetch_graph(const gpuos__pk_params &P, const gpuos
     const gpuos__qdesc *src = (const gpuos__qdesc *)(uintptr_t)g.desc;
     for (uint32_t k0 = 0; k0 < g.n; k0 += MAXN) {
         const uint32_t m = g.n - k0 < (uint32_t)MAXN ? g.n - k0 : (uint32_t)MAXN;
-        if (lane == 0)
-            while ((int64_t)(gpuos__sh_load(&s_limit[LANE]) - st->seq) < (int64_t)m) gpuos__nanosleep(64);
-        __syncwarp();
+        gpuos__fetch_wait_room<LANE>(s_limit, st, m);
         if ((uint32_t)lane < m) {
             gpuos__qdesc d;
             gpuos__ld_desc(&d, src + k0 + lane); /* strong loads: a freed table's address may come back */
-            const uint64_t seq = st->seq + lane;
-            const uint32_t ext = d.stamp;
-            d.stamp = 0;
-            d.base += g.base;
-            d.kind |= g.kind & GPUOS__KIND_HICHECK;
-            if (ext && (g.ext || g.hi) && d.n_deps != GPUOS__DEPS_ALL) {
-                if (d.n_deps + (g.ext != 0) + (g.hi != 0) > GPUOS__MAX_DEPS) {
-                    d.n_deps = GPUOS__DEPS_ALL;
-                } else {
-                    if (g.ext) d.dep_delta[d.n_deps++] = (uint32_t)(seq - g.ext) | GPUOS__DEP_RETIRED;
-                    if (g.hi) d.dep_delta[d.n_deps++] = g.hi;
-                }
-            }
-            if (d.n_deps == GPUOS__DEPS_ALL && g.hi_all) d.dep_delta[0] = g.hi_all;
+            gpuos__qgraph_node(&g, &d, st->seq + lane);
             s_gb[lane].d = d;
         }
         __syncwarp();
@@ -9506,9 +9523,8 @@ static __device__ void gpuos__fetch_batch(const gpuos__pk_params &P, const gpuos
     while (i0 < n) {
         const int gi = gm ? __ffs(gm) - 1 : n; /* the next graph launch, or the end */
         if (gi > i0) {
-            if (i0 > 0 && lane == 0) /* after a graph: the poller counted room for its slots only */
-                while ((int64_t)(gpuos__sh_load(&s_limit[LANE]) - st->seq) < (int64_t)(gi - i0)) gpuos__nanosleep(64);
-            __syncwarp();
+            if (i0 > 0) /* after a graph: the poller counted room for its slots only */
+                gpuos__fetch_wait_room<LANE>(s_limit, st, (uint32_t)(gi - i0));
             gpuos__fetch_process<LANE, MAXN>(P, s_body + i0, gi - i0, st, s_wtail, s_wseen, fprof, (uint32_t)(gi - i0));
         }
         if (gi < n) {
@@ -9767,7 +9783,7 @@ static __device__ __forceinline__ int gpuos__pk_hi_waiting(const gpuos__pk_param
     uint64_t v;
     const gpuos__ientry *e = &P.inbox[1][(size_t)me * P.inbox_cap + (hhead & (P.inbox_cap - 1))];
     asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(e));
-    return (uint32_t)(v & 0xffffu) == GPUOS__IE_STAMP(hhead);
+    return GPUOS__IE_WRITTEN(v, hhead);
 }
 
 /* Reads entry k of a worker's inbox of lane ln: 0 if it is not written yet; else the
@@ -9776,7 +9792,7 @@ static __device__ __forceinline__ int gpuos__pk_hi_waiting(const gpuos__pk_param
 static __device__ __forceinline__ int gpuos__pk_read_entry(const gpuos__pk_params &P, int ln, const gpuos__ientry *inbox,
                                                            uint32_t k, uint64_t ref, gpuos__qdesc *d, uint64_t *seq) {
     const uint64_t v = gpuos__ld_acquire_gpu_u64(&inbox[k & (P.inbox_cap - 1)]);
-    if ((uint32_t)(v & 0xffffu) != GPUOS__IE_STAMP(k)) return 0;
+    if (!GPUOS__IE_WRITTEN(v, k)) return 0;
     const uint64_t sq = GPUOS__IE_SEQ(v, ref);
     gpuos__ld_desc(d, &P.tasks[ln][sq & (P.task_cap - 1)].d);
     *seq = sq;
