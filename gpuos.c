@@ -2735,6 +2735,7 @@ int gpuos_debug_pause(gpuos_context *ctx, int paused) {
    (20000 reads, ~20-50 us: a 22-task job measured 78 us when waited for alone). */
 #define CUDA__SPIN_NS 1000000ull
 #define CUDA__TILE_EW 1024           /* element-wise items per tile (small tasks) */
+#define CUDA__EW_PASS 1024           /* items of one vector pass of a worker block (256 threads x 4) */
 #define CUDA__MAX_PARTS 8            /* relocatable programs the device code is compiled as, at most */
 #define CUDA__OLD_MODS 16            /* swapped-out run-time modules kept until an idle stop */
 /* A launch whose blocks are not all resident after this long fails the context: the workers
@@ -3956,8 +3957,6 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
     return GPUOS_OK;
 }
 
-/* Tiling: small element-wise tasks in tiles of 1024 items (one warp-pass each for 256
-   threads x 4); large ones in about four tiles per worker. */
 /* Bytes of a job's plan. */
 static uint32_t cuda_plan_bytes(int kind) {
     switch (kind) {
@@ -4001,6 +4000,9 @@ static const void *cuda_device_plan(const struct gpuos__cuda *c, const gpuos__jo
     return tmp;
 }
 
+/* Tiling: small element-wise tasks in tiles of tile_ew items (1024: one vector pass of 256
+   threads x 4); large ones in about four tiles per worker, whole passes each; others one
+   tile per worker (matmul: 32 rows or a column block). */
 static void cuda_tiling(const struct gpuos__cuda *c, const gpuos__job *job, uint32_t *tile_out, int64_t *n_tiles) {
     uint32_t tile;
     const int64_t ncb = cuda_matmul_cb(c, job), items = job->items * ncb;
@@ -4014,8 +4016,13 @@ static void cuda_tiling(const struct gpuos__cuda *c, const gpuos__job *job, uint
     if (job->kind == GPUOS__KIND_EW) {
         const int64_t nw = cuda_job_workers(c, job);
         int64_t t = (job->items + 4 * nw - 1) / (4 * nw);
-        tile = (uint32_t)(t < c->tile_ew ? c->tile_ew : t > (1 << 30) ? (1 << 30) : t);
-        tile = (tile + 255u) & ~255u;
+        if (t <= (int64_t)c->tile_ew)
+            tile = c->tile_ew;
+        else { /* whole vector passes (CUDA__EW_PASS items), nearest to t: a tile with a
+                  partial pass runs its tail in the scalar mode, outside the worker's runs */
+            t = (t + CUDA__EW_PASS / 2) / CUDA__EW_PASS * CUDA__EW_PASS;
+            tile = (uint32_t)(t < (int64_t)c->tile_ew ? c->tile_ew : t > (1 << 30) ? (1 << 30) : t);
+        }
     } else {
         const int64_t nw = cuda_job_workers(c, job);
         int64_t t = (job->items + nw - 1) / nw;
@@ -21751,6 +21758,18 @@ const char *const gpuos__device_source[] = {
     "    return 1;\n",
     "}\n",
     "\n",
+    "/* Publishes the finished tiles of batch entries [from, to) of queue lane Q (s_mine[k]\n",
+    "   tiles of task s_seq[k]), called by every lane of warp 0 after a barrier of the block: one fence (the\n",
+    "   warp's; it orders every tile the block wrote before, which the barrier made this warp's\n",
+    "   to publish), then the done counters, one per lane, in parallel. */\n",
+    "static __device__ __forceinline__ void gpuos__pk_publish(const gpuos__pk_params &P, int Q, int lane, int from, int to,\n",
+    "                                                         const uint64_t *s_seq, const uint32_t *s_mine) {\n",
+    "    __syncwarp(); /* thread 0 wrote s_mine */\n",
+    "    __threadfence();\n",
+    "    for (int k = from + lane; k < to; k += 32)\n",
+    "        if (s_mine[k]) atomicAdd(&P.done[Q][s_seq[k] & (P.task_cap - 1)], s_mine[k]);\n",
+    "}\n",
+    "\n",
     "/* Runs every lane-1 (high-priority) task in this worker's inbox, until it is empty. Called\n",
     "   by every thread of the block at a tile boundary of lane-0 work (nothing of it is in\n",
     "   flight in shared memory) or while lane-0 work waits for a dependency. Lane-1 tasks wait\n",
@@ -21781,13 +21800,12 @@ const char *const gpuos__device_source[] = {
     "            const gpuos__qdesc *d = &s_d[i];\n",
     "            const uint64_t seq = s_seq[i];\n",
     "            if (d->n_deps) {\n",
-    "                if (tid == 0) {\n",
-    "                    __threadfence();\n",
-    "                    for (int k = flushed; k < i; k++)\n",
-    "                        if (s_mine[k]) atomicAdd(&P.done[1][s_seq[k] & (P.task_cap - 1)], s_mine[k]);\n",
+    "                if (tid < 32) { /* publish our finished tiles first: the producer may wait on them */\n",
+    "                    gpuos__pk_publish(P, 1, lane, flushed, i, s_seq, s_mine);\n",
     "                    unsigned spin = 0;\n",
-    "                    while (!gpuos__pk_deps_ready(P, 1, d, seq))\n",
-    "                        if (++spin > 16) gpuos__nanosleep(32);\n",
+    "                    if (tid == 0)\n",
+    "                        while (!gpuos__pk_deps_ready(P, 1, d, seq))\n",
+    "                            if (++spin > 16) gpuos__nanosleep(32);\n",
     "                }\n",
     "                flushed = i;\n",
     "                __syncthreads();\n",
@@ -21808,13 +21826,13 @@ const char *const gpuos__device_source[] = {
     "            }\n",
     "            if (tid == 0) s_mine[i] = mine;\n",
     "        }\n",
-    "        if (tid == 0) {\n",
-    "            __threadfence();\n",
-    "            for (int k = flushed; k < n; k++)\n",
-    "                if (s_mine[k]) atomicAdd(&P.done[1][s_seq[k] & (P.task_cap - 1)], s_mine[k]);\n",
-    "            gpuos__st_release_gpu_u32(&P.wpos[1][me], head + n);\n",
-    "            *s_hhead = head + n;\n",
-    "            *s_href = s_seq[n - 1];\n",
+    "        if (tid < 32) {\n",
+    "            gpuos__pk_publish(P, 1, lane, flushed, n, s_seq, s_mine);\n",
+    "            if (tid == 0) {\n",
+    "                gpuos__st_release_gpu_u32(&P.wpos[1][me], head + n);\n",
+    "                *s_hhead = head + n;\n",
+    "                *s_href = s_seq[n - 1];\n",
+    "            }\n",
     "        }\n",
     "        __syncthreads();\n",
     "    }\n",
@@ -21879,17 +21897,6 @@ const char *const gpuos__device_source[] = {
     "}\n",
     "#endif\n",
     "\n",
-    "/* Publishes the finished tiles of batch entries [from, to) (s_mine[k] tiles of task\n",
-    "   s_seq[k]), called by every lane of warp 0 after a barrier of the block: one fence (the\n",
-    "   warp's; it orders every tile the block wrote before, which the barrier made this warp's\n",
-    "   to publish), then the done counters, one per lane, in parallel. */\n",
-    "static __device__ __forceinline__ void gpuos__pk_publish(const gpuos__pk_params &P, int lane, int from, int to,\n",
-    "                                                         const uint64_t *s_seq, const uint32_t *s_mine) {\n",
-    "    __syncwarp(); /* thread 0 wrote s_mine */\n",
-    "    __threadfence();\n",
-    "    for (int k = from + lane; k < to; k += 32)\n",
-    "        if (s_mine[k]) atomicAdd(&P.done[0][s_seq[k] & (P.task_cap - 1)], s_mine[k]);\n",
-    "}\n",
     "\n",
     "/* Runs the tasks of this block's inbox in order, reading up to 32 entries per\n",
     "   parallel read of its own (uncontended) inbox lines. Finished-tile counts are\n",
@@ -21992,7 +21999,7 @@ const char *const gpuos__device_source[] = {
     "            GPUOS__PROF_T0(t_deps);\n",
     "            if (d->n_deps) {\n",
     "                if (tid < 32) /* publish our finished tiles first: the producer may wait on them */\n",
-    "                    gpuos__pk_publish(P, lane, flushed, i, s_seq, s_mine);\n",
+    "                    gpuos__pk_publish(P, 0, lane, flushed, i, s_seq, s_mine);\n",
     "                flushed = i;\n",
     "                /* wait, running lane-1 work that arrives meanwhile (a lane-0 task may wait for it) */\n",
     "                for (;;) {\n",
@@ -22113,7 +22120,7 @@ const char *const gpuos__device_source[] = {
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
     "            if (tid == 0) P.ctl->stamp[3] = gpuos__globaltimer();\n",
     "#endif\n",
-    "            gpuos__pk_publish(P, lane, flushed, n, s_seq, s_mine);\n",
+    "            gpuos__pk_publish(P, 0, lane, flushed, n, s_seq, s_mine);\n",
     "            __syncwarp();\n",
     "            /* after lane 0's fence in gpuos__pk_publish: the batch's reads of its entries\n",
     "               and their task-ring descriptors come first (on EXIT, n ends at it) */\n",

@@ -54,6 +54,7 @@
    (20000 reads, ~20-50 us: a 22-task job measured 78 us when waited for alone). */
 #define CUDA__SPIN_NS 1000000ull
 #define CUDA__TILE_EW 1024           /* element-wise items per tile (small tasks) */
+#define CUDA__EW_PASS 1024           /* items of one vector pass of a worker block (256 threads x 4) */
 #define CUDA__MAX_PARTS 8            /* relocatable programs the device code is compiled as, at most */
 #define CUDA__OLD_MODS 16            /* swapped-out run-time modules kept until an idle stop */
 /* A launch whose blocks are not all resident after this long fails the context: the workers
@@ -1275,8 +1276,6 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
     return GPUOS_OK;
 }
 
-/* Tiling: small element-wise tasks in tiles of 1024 items (one warp-pass each for 256
-   threads x 4); large ones in about four tiles per worker. */
 /* Bytes of a job's plan. */
 static uint32_t cuda_plan_bytes(int kind) {
     switch (kind) {
@@ -1320,6 +1319,9 @@ static const void *cuda_device_plan(const struct gpuos__cuda *c, const gpuos__jo
     return tmp;
 }
 
+/* Tiling: small element-wise tasks in tiles of tile_ew items (1024: one vector pass of 256
+   threads x 4); large ones in about four tiles per worker, whole passes each; others one
+   tile per worker (matmul: 32 rows or a column block). */
 static void cuda_tiling(const struct gpuos__cuda *c, const gpuos__job *job, uint32_t *tile_out, int64_t *n_tiles) {
     uint32_t tile;
     const int64_t ncb = cuda_matmul_cb(c, job), items = job->items * ncb;
@@ -1333,8 +1335,13 @@ static void cuda_tiling(const struct gpuos__cuda *c, const gpuos__job *job, uint
     if (job->kind == GPUOS__KIND_EW) {
         const int64_t nw = cuda_job_workers(c, job);
         int64_t t = (job->items + 4 * nw - 1) / (4 * nw);
-        tile = (uint32_t)(t < c->tile_ew ? c->tile_ew : t > (1 << 30) ? (1 << 30) : t);
-        tile = (tile + 255u) & ~255u;
+        if (t <= (int64_t)c->tile_ew)
+            tile = c->tile_ew;
+        else { /* whole vector passes (CUDA__EW_PASS items), nearest to t: a tile with a
+                  partial pass runs its tail in the scalar mode, outside the worker's runs */
+            t = (t + CUDA__EW_PASS / 2) / CUDA__EW_PASS * CUDA__EW_PASS;
+            tile = (uint32_t)(t < (int64_t)c->tile_ew ? c->tile_ew : t > (1 << 30) ? (1 << 30) : t);
+        }
     } else {
         const int64_t nw = cuda_job_workers(c, job);
         int64_t t = (job->items + nw - 1) / nw;

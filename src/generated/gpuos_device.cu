@@ -9799,6 +9799,18 @@ static __device__ __forceinline__ int gpuos__pk_read_entry(const gpuos__pk_param
     return 1;
 }
 
+/* Publishes the finished tiles of batch entries [from, to) of queue lane Q (s_mine[k]
+   tiles of task s_seq[k]), called by every lane of warp 0 after a barrier of the block: one fence (the
+   warp's; it orders every tile the block wrote before, which the barrier made this warp's
+   to publish), then the done counters, one per lane, in parallel. */
+static __device__ __forceinline__ void gpuos__pk_publish(const gpuos__pk_params &P, int Q, int lane, int from, int to,
+                                                         const uint64_t *s_seq, const uint32_t *s_mine) {
+    __syncwarp(); /* thread 0 wrote s_mine */
+    __threadfence();
+    for (int k = from + lane; k < to; k += 32)
+        if (s_mine[k]) atomicAdd(&P.done[Q][s_seq[k] & (P.task_cap - 1)], s_mine[k]);
+}
+
 /* Runs every lane-1 (high-priority) task in this worker's inbox, until it is empty. Called
    by every thread of the block at a tile boundary of lane-0 work (nothing of it is in
    flight in shared memory) or while lane-0 work waits for a dependency. Lane-1 tasks wait
@@ -9829,13 +9841,12 @@ static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint
             const gpuos__qdesc *d = &s_d[i];
             const uint64_t seq = s_seq[i];
             if (d->n_deps) {
-                if (tid == 0) {
-                    __threadfence();
-                    for (int k = flushed; k < i; k++)
-                        if (s_mine[k]) atomicAdd(&P.done[1][s_seq[k] & (P.task_cap - 1)], s_mine[k]);
+                if (tid < 32) { /* publish our finished tiles first: the producer may wait on them */
+                    gpuos__pk_publish(P, 1, lane, flushed, i, s_seq, s_mine);
                     unsigned spin = 0;
-                    while (!gpuos__pk_deps_ready(P, 1, d, seq))
-                        if (++spin > 16) gpuos__nanosleep(32);
+                    if (tid == 0)
+                        while (!gpuos__pk_deps_ready(P, 1, d, seq))
+                            if (++spin > 16) gpuos__nanosleep(32);
                 }
                 flushed = i;
                 __syncthreads();
@@ -9856,13 +9867,13 @@ static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint
             }
             if (tid == 0) s_mine[i] = mine;
         }
-        if (tid == 0) {
-            __threadfence();
-            for (int k = flushed; k < n; k++)
-                if (s_mine[k]) atomicAdd(&P.done[1][s_seq[k] & (P.task_cap - 1)], s_mine[k]);
-            gpuos__st_release_gpu_u32(&P.wpos[1][me], head + n);
-            *s_hhead = head + n;
-            *s_href = s_seq[n - 1];
+        if (tid < 32) {
+            gpuos__pk_publish(P, 1, lane, flushed, n, s_seq, s_mine);
+            if (tid == 0) {
+                gpuos__st_release_gpu_u32(&P.wpos[1][me], head + n);
+                *s_hhead = head + n;
+                *s_href = s_seq[n - 1];
+            }
         }
         __syncthreads();
     }
@@ -9927,17 +9938,6 @@ static __device__ __noinline__ int gpuos__pk_run(const gpuos__qdesc *d, const ui
 }
 #endif
 
-/* Publishes the finished tiles of batch entries [from, to) (s_mine[k] tiles of task
-   s_seq[k]), called by every lane of warp 0 after a barrier of the block: one fence (the
-   warp's; it orders every tile the block wrote before, which the barrier made this warp's
-   to publish), then the done counters, one per lane, in parallel. */
-static __device__ __forceinline__ void gpuos__pk_publish(const gpuos__pk_params &P, int lane, int from, int to,
-                                                         const uint64_t *s_seq, const uint32_t *s_mine) {
-    __syncwarp(); /* thread 0 wrote s_mine */
-    __threadfence();
-    for (int k = from + lane; k < to; k += 32)
-        if (s_mine[k]) atomicAdd(&P.done[0][s_seq[k] & (P.task_cap - 1)], s_mine[k]);
-}
 
 /* Runs the tasks of this block's inbox in order, reading up to 32 entries per
    parallel read of its own (uncontended) inbox lines. Finished-tile counts are
@@ -10040,7 +10040,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
             GPUOS__PROF_T0(t_deps);
             if (d->n_deps) {
                 if (tid < 32) /* publish our finished tiles first: the producer may wait on them */
-                    gpuos__pk_publish(P, lane, flushed, i, s_seq, s_mine);
+                    gpuos__pk_publish(P, 0, lane, flushed, i, s_seq, s_mine);
                 flushed = i;
                 /* wait, running lane-1 work that arrives meanwhile (a lane-0 task may wait for it) */
                 for (;;) {
@@ -10161,7 +10161,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #ifdef GPUOS__PK_TIMESTAMPS
             if (tid == 0) P.ctl->stamp[3] = gpuos__globaltimer();
 #endif
-            gpuos__pk_publish(P, lane, flushed, n, s_seq, s_mine);
+            gpuos__pk_publish(P, 0, lane, flushed, n, s_seq, s_mine);
             __syncwarp();
             /* after lane 0's fence in gpuos__pk_publish: the batch's reads of its entries
                and their task-ring descriptors come first (on EXIT, n ends at it) */
