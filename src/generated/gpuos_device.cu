@@ -9799,6 +9799,24 @@ static __device__ __forceinline__ int gpuos__pk_read_entry(const gpuos__pk_param
     return 1;
 }
 
+/* The plan of task d differs from the (row, epoch) a worker's s_plan holds. */
+static __device__ __forceinline__ bool gpuos__pk_plan_changed(const gpuos__qdesc *d, uint32_t row, uint32_t epoch) {
+    return d->plan_id != row || (d->kind >> 8) != epoch;
+}
+/* Threads k = 0..n-1 copy task d's plan row into s_plan with one parallel load, when it is
+   not the (row, epoch) s_plan holds. */
+static __device__ __forceinline__ void gpuos__pk_load_plan(const gpuos__pk_params &P, const gpuos__qdesc *d,
+                                                           uint64_t *s_plan, int k, int n, uint32_t row, uint32_t epoch) {
+    if (!gpuos__pk_plan_changed(d, row, epoch)) return;
+    const uint64_t *src = (const uint64_t *)(P.plans + (size_t)d->plan_id * GPUOS__PLAN_BYTES);
+    for (; k < (int)(GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8); k += n) s_plan[k] = src[k];
+}
+/* 1: a task that waits for dependencies has its plan staged by warps 1.. during the wait
+   (0: after it, A/B). */
+#ifndef GPUOS__PK_PLAN_EARLY
+#define GPUOS__PK_PLAN_EARLY 1
+#endif
+
 /* Publishes the finished tiles of batch entries [from, to) of queue lane Q (s_mine[k]
    tiles of task s_seq[k]), called by every lane of warp 0 after a barrier of the block: one fence (the
    warp's; it orders every tile the block wrote before, which the barrier made this warp's
@@ -10041,6 +10059,19 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
             if (d->n_deps) {
                 if (tid < 32) /* publish our finished tiles first: the producer may wait on them */
                     gpuos__pk_publish(P, 0, lane, flushed, i, s_seq, s_mine);
+                else if (GPUOS__PK_PLAN_EARLY)
+                    gpuos__pk_load_plan(P, d, s_plan, tid - 32, blockDim.x - 32, plan_row, plan_epoch);
+                if (GPUOS__PK_PLAN_EARLY && gpuos__pk_plan_changed(d, plan_row, plan_epoch)) {
+                    /* the plan is staged meanwhile by warps 1.. (the barriers of the wait order it
+                       before its readers): its L2 round trip overlaps the wait */
+                    plan_row = d->plan_id, plan_epoch = d->kind >> 8, vec_state = -1;
+#if GPUOS__PK_RUN_ON
+                    run_kid = -1;
+#endif
+#ifdef GPUOS__PK_TIMESTAMPS
+                    prof[GPUOS__PROF_PLANS]++;
+#endif
+                }
                 flushed = i;
                 /* wait, running lane-1 work that arrives meanwhile (a lane-0 task may wait for it) */
                 for (;;) {
@@ -10069,13 +10100,10 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                row rewritten by the host gets a new epoch (kind >> 8), so the copy this
                block holds is reused while (row, epoch) stay the same: a chain's tasks
                share one plan and skip the load and its barrier. */
-            const uint32_t pkey = d->kind >> 8;
-            if (d->plan_id != plan_row || pkey != plan_epoch) {
-                const uint64_t *src = (const uint64_t *)(P.plans + (size_t)d->plan_id * GPUOS__PLAN_BYTES);
-                for (int k = tid; k < (int)(GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8); k += blockDim.x)
-                    s_plan[k] = src[k];
+            if (gpuos__pk_plan_changed(d, plan_row, plan_epoch)) {
+                gpuos__pk_load_plan(P, d, s_plan, tid, blockDim.x, plan_row, plan_epoch);
                 plan_row = d->plan_id;
-                plan_epoch = pkey;
+                plan_epoch = d->kind >> 8;
                 vec_state = -1;
 #if GPUOS__PK_RUN_ON
                 run_kid = -1;
