@@ -302,9 +302,11 @@ def build_doc(args, results, info, failures, skips):
         notes.append(f"WARNING: gpuos ran on the {backend} executor, not the GPU (no CUDA backend yet, or "
                      f"it failed to start): its column is not a GPU result; file named *-{backend}-executor.json")
         sl += f"-{backend}-executor"
-    # a copy of the tree without .git (the lent GPU machine) names it in GPUOS_BENCH_COMMIT
-    commit = git("rev-parse", "--short", "HEAD") or os.environ.get("GPUOS_BENCH_COMMIT") or "unknown"
-    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    # GPUOS_BENCH_COMMIT names the commit when it is set: a copy of the tree (the lent GPU
+    # machine) may carry no .git, or a stale one that would name the wrong commit
+    env_commit = os.environ.get("GPUOS_BENCH_COMMIT")
+    commit = env_commit or git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = not env_commit and bool(git("status", "--porcelain", "--untracked-files=no"))
     ratios, targets = {}, {}
     for r, row in results.items():
         unit = row["unit"]
