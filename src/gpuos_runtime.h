@@ -163,6 +163,8 @@ struct gpuos_context {
     uint64_t tensor_uid;   /* the last gpuos_tensor.uid given (mu) */
     gpuos__job *free_jobs; /* recycled jobs */
     int n_free_jobs;
+    struct gpuos__tcache *tcache; /* jobs of recent submissions, to repeat (queue.c; mu) */
+    uint32_t tcache_clock;
 
     pthread_t dispatcher;
     int dispatcher_running;
@@ -251,6 +253,11 @@ void gpuos__job_free(gpuos_context *ctx, gpuos__job *job);
 /* Queues job (takes its storage references, sets job->seq), waiting up to
    submit_timeout_ms for room. On error the job is freed and nothing is queued. */
 gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *seq);
+/* gpuos_submit's repeat path: 1 when task repeats a recent submission (same operator,
+   tensor handles, scalars and parameters), whose job was copied and queued (*st says how). */
+int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint64_t *seq, gpuos_status *st);
+/* Queues a job gpuos__plan_task built for task, remembering it for repeats. */
+gpuos_status gpuos__queue_push_task(gpuos_context *ctx, const gpuos_task *task, gpuos__job *job, uint64_t *seq);
 /* ctx->mu held: waits (submit_timeout_ms) until the queue has room for one more job. */
 gpuos_status gpuos__queue_wait_room_locked(gpuos_context *ctx);
 /* ctx->mu held, room checked: queues a job the CUDA backend already sent to the device. */

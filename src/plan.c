@@ -837,6 +837,7 @@ gpuos_status gpuos_submit(gpuos_context *ctx, const gpuos_task *task, uint64_t *
     gpuos_status s;
     if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_submit: ctx is NULL");
     if (!task) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_submit: task is NULL");
+    if (gpuos__queue_submit_repeat(ctx, task, seq, &s)) return s; /* the job of an identical recent task */
     if ((s = gpuos__plan_task(ctx, task, &job)) != GPUOS_OK) return s;
-    return gpuos__queue_push(ctx, job, seq); /* frees the job on error */
+    return gpuos__queue_push_task(ctx, task, job, seq); /* frees the job on error */
 }

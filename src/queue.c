@@ -106,6 +106,8 @@ void gpuos__queue_fini(gpuos_context *ctx) {
         free(job);
     }
     ctx->n_free_jobs = 0;
+    free(ctx->tcache);
+    ctx->tcache = NULL;
     free(ctx->ring);
     ctx->ring = NULL;
     ctx->ring_size = 0;
@@ -300,6 +302,114 @@ gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs
         }
     if (ctx->cuda) (void)gpuos__cuda_pump_locked(ctx);
     pthread_cond_signal(&ctx->cv_work);
+    pthread_mutex_unlock(&ctx->mu);
+    return st;
+}
+
+/* ---------------------------------------------------------------- repeated submissions */
+/* Programs submit the same task again and again (a loop's x = x + s, a frame's update of
+   the same tensors). Planning it (validation, broadcasting, byte ranges, aliasing) is most
+   of a submission's host cost, and its result depends only on the task's fields and its
+   tensors, which never change after creation (views are new tensors). So the job
+   gpuos__plan_task built is kept in a small direct-mapped table, keyed by every field of
+   the task but its priority and deadline; a handle counts as the same tensor only with
+   the same context and uid (an address reused by a new tensor has a new uid). A repeat
+   copies the job instead of planning it (run-time operators excepted: their versions
+   change). */
+#define QUEUE_TCACHE 512u /* entries: 128 sets of 4 */
+#define QUEUE_TCACHE_WAYS 4u
+struct gpuos__tcache {
+    int used;
+    uint32_t stamp;                       /* when it was last used: the set's oldest goes first */
+    gpuos_task task;                      /* the key (priority and deadline ignored) */
+    uint64_t uid[1 + GPUOS_MAX_INPUTS];   /* out's and the inputs' uids (0: none) */
+    gpuos__job job;                       /* as gpuos__plan_task built it, before queueing */
+};
+
+static int tcache_ok(const gpuos_task *t) {
+    return t->struct_size == sizeof(gpuos_task) && (unsigned)t->op < (unsigned)GPUOS_OP_COUNT && t->out &&
+           (t->priority == GPUOS_PRIORITY_NORMAL || t->priority == GPUOS_PRIORITY_HIGH);
+}
+
+static uint32_t tcache_slot(const gpuos_task *t) {
+    /* a multiply after each handle: an in-place task's out and in[0] are one pointer */
+    uint64_t h = ((uint64_t)t->op + 1) * 0x9e3779b97f4a7c15ull;
+    int k;
+    h = (h ^ (uint64_t)(uintptr_t)t->out) * 0xff51afd7ed558ccdull;
+    for (k = 0; k < GPUOS_MAX_INPUTS; k++) h = (h ^ (h >> 31) ^ (uint64_t)(uintptr_t)t->in[k]) * 0xff51afd7ed558ccdull;
+    h ^= h >> 29;
+    return ((uint32_t)(h ^ (h >> 32)) & (QUEUE_TCACHE / QUEUE_TCACHE_WAYS - 1u)) * QUEUE_TCACHE_WAYS;
+}
+
+static int tcache_match(const gpuos_context *ctx, const struct gpuos__tcache *e, const gpuos_task *t) {
+    const gpuos_task *k = &e->task;
+    int i;
+    if (!e->used || k->op != t->op || k->out != t->out || memcmp(k->in, t->in, sizeof t->in) != 0 ||
+        memcmp(k->scalar, t->scalar, sizeof t->scalar) != 0 || k->axes != t->axes || k->axis != t->axis ||
+        k->keepdim != t->keepdim || k->correction != t->correction)
+        return 0;
+    if (t->out->ctx != ctx || t->out->uid != e->uid[0]) return 0;
+    for (i = 0; i < GPUOS_MAX_INPUTS; i++)
+        if (t->in[i] && (t->in[i]->ctx != ctx || t->in[i]->uid != e->uid[1 + i])) return 0;
+    return 1;
+}
+
+int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint64_t *seq, gpuos_status *st) {
+    struct gpuos__tcache *e;
+    gpuos__job *job;
+    if (!tcache_ok(task)) return 0;
+    pthread_mutex_lock(&ctx->mu);
+    e = NULL;
+    if (ctx->tcache) {
+        struct gpuos__tcache *set = &ctx->tcache[tcache_slot(task)];
+        uint32_t w;
+        for (w = 0; w < QUEUE_TCACHE_WAYS && !e; w++)
+            if (tcache_match(ctx, &set[w], task)) e = &set[w];
+    }
+    if (!e) {
+        pthread_mutex_unlock(&ctx->mu);
+        return 0;
+    }
+    e->stamp = ++ctx->tcache_clock;
+    job = ctx->free_jobs;
+    if (job) {
+        ctx->free_jobs = job->next_free;
+        ctx->n_free_jobs--;
+    } else if (!(job = (gpuos__job *)malloc(sizeof *job))) {
+        pthread_mutex_unlock(&ctx->mu);
+        return 0; /* the full path reports it */
+    }
+    memcpy(job, &e->job, sizeof *job);
+    job->prio = gpuos__urgency(task->priority, task->deadline_us);
+    job->deadline_ns = gpuos__deadline_at(task->deadline_us);
+    job->dl_open = task->deadline_us != 0;
+    *st = queue_push_locked(ctx, job, seq, 1);
+    if (*st == GPUOS_OK) pthread_cond_signal(&ctx->cv_work);
+    pthread_mutex_unlock(&ctx->mu);
+    return 1;
+}
+
+gpuos_status gpuos__queue_push_task(gpuos_context *ctx, const gpuos_task *task, gpuos__job *job, uint64_t *seq) {
+    gpuos_status st;
+    pthread_mutex_lock(&ctx->mu);
+    if (!job->rt && !job->xst && tcache_ok(task) && ctx->ring) {
+        if (!ctx->tcache) ctx->tcache = (struct gpuos__tcache *)calloc(QUEUE_TCACHE, sizeof *ctx->tcache);
+        if (ctx->tcache) { /* (without memory: no repeats, nothing else changes) */
+            struct gpuos__tcache *set = &ctx->tcache[tcache_slot(task)], *e = set;
+            uint32_t w;
+            int i;
+            for (w = 1; w < QUEUE_TCACHE_WAYS; w++) /* an empty way, else the least recently used */
+                if (e->used && (!set[w].used || (int32_t)(set[w].stamp - e->stamp) < 0)) e = &set[w];
+            e->used = 1;
+            e->stamp = ++ctx->tcache_clock;
+            e->task = *task;
+            e->uid[0] = task->out->uid;
+            for (i = 0; i < GPUOS_MAX_INPUTS; i++) e->uid[1 + i] = task->in[i] ? task->in[i]->uid : 0;
+            memcpy(&e->job, job, sizeof *job);
+        }
+    }
+    st = queue_push_locked(ctx, job, seq, 1);
+    if (st == GPUOS_OK) pthread_cond_signal(&ctx->cv_work);
     pthread_mutex_unlock(&ctx->mu);
     return st;
 }

@@ -9,7 +9,8 @@ TEST_C_STRICT  := -std=c99 -Wall -Wextra -Werror -pedantic
 TEST_CXX_STRICT := -Wall -Wextra -Werror
 TEST_BINS      := $(TEST_BUILD)/test_header_c $(TEST_BUILD)/test_header_cpp $(TEST_BUILD)/test_threads \
                   $(TEST_BUILD)/test_order_stress $(TEST_BUILD)/test_expr $(TEST_BUILD)/test_rtops \
-                  $(TEST_BUILD)/test_graph $(TEST_BUILD)/test_priority $(TEST_BUILD)/test_runs
+                  $(TEST_BUILD)/test_graph $(TEST_BUILD)/test_priority $(TEST_BUILD)/test_runs \
+                  $(TEST_BUILD)/test_repeat
 PYTEST_ARGS    ?=
 
 $(TEST_BUILD):
@@ -43,6 +44,10 @@ $(TEST_BUILD)/test_priority: tests/test_priority.c tests/ctest.h gpuos.h $(BUILD
 # Runs of identical in-place tasks: one task at a time, back to back and as a graph agree bit for bit.
 $(TEST_BUILD)/test_runs: tests/test_runs.c tests/ctest.h gpuos.h $(BUILD)/gpuos.o | $(TEST_BUILD)
 	$(CC) -std=c99 $(WARN) -Werror $(CFLAGS) -I. tests/test_runs.c $(BUILD)/gpuos.o -o $@ $(LDLIBS) -lm
+
+# Repeated submissions (the job of an identical recent task copied): every change is seen.
+$(TEST_BUILD)/test_repeat: tests/test_repeat.c tests/ctest.h gpuos.h $(BUILD)/gpuos.o | $(TEST_BUILD)
+	$(CC) -std=c99 $(WARN) -Werror $(CFLAGS) -I. tests/test_repeat.c $(BUILD)/gpuos.o -o $@ $(LDLIBS)
 
 # The interpreter of element-wise bodies (src/expr.c, on its own) against the C compiler.
 $(TEST_BUILD)/test_expr: tests/test_expr.c tests/ctest.h src/expr.c src/expr.h | $(TEST_BUILD)

@@ -5,7 +5,15 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <time.h>
+#include <sys/resource.h>
 #include "gpuos.h"
+/* user and system CPU seconds of the process, context switches, page faults since the last call */
+static void ru(const char *what){static struct rusage a;struct rusage b;getrusage(RUSAGE_SELF,&b);
+  if(what) printf("  %s: user %.3f s, sys %.3f s, voluntary switches %ld, involuntary %ld, minor faults %ld\n",what,
+    (b.ru_utime.tv_sec-a.ru_utime.tv_sec)+(b.ru_utime.tv_usec-a.ru_utime.tv_usec)/1e6,
+    (b.ru_stime.tv_sec-a.ru_stime.tv_sec)+(b.ru_stime.tv_usec-a.ru_stime.tv_usec)/1e6,
+    b.ru_nvcsw-a.ru_nvcsw,b.ru_nivcsw-a.ru_nivcsw,b.ru_minflt-a.ru_minflt);
+  a=b;}
 static double now(void){struct timespec t;clock_gettime(CLOCK_MONOTONIC,&t);return t.tv_sec*1e6+t.tv_nsec/1e3;}
 int main(void){
   gpuos_config cfg = GPUOS_CONFIG_INIT; gpuos_context *ctx; gpuos_tensor *x[256],*one;
@@ -22,8 +30,8 @@ int main(void){
   t0=now(); gpuos_debug_pause(ctx,0); t1=now();
   printf("encode the %d queued tasks on unpause:   %.3f us/op\n", N, (t1-t0)/N);
   gpuos_wait(ctx,60000);
-  t0=now(); for(i=0;i<N;i++) gpuos_add(ctx,x[i&255],x[i&255],one); t1=now(); gpuos_wait(ctx,60000);
+  ru(NULL); t0=now(); for(i=0;i<N;i++) gpuos_add(ctx,x[i&255],x[i&255],one); t1=now(); ru("full path, submit loop"); gpuos_wait(ctx,60000);
   printf("full submit path (validate..encode, ring):   %.3f us/op; +wait %.3f us/op\n",(t1-t0)/N,(now()-t0)/N);
-  t0=now(); for(i=0;i<N;i++) gpuos_add(ctx,x[0],x[0],one); t1=now(); gpuos_wait(ctx,60000);
+  ru(NULL); t0=now(); for(i=0;i<N;i++) gpuos_add(ctx,x[0],x[0],one); t1=now(); ru("chain, submit loop"); gpuos_wait(ctx,60000);
   printf("same tensor (chain), submit only:            %.3f us/op; +wait %.3f us/op\n",(t1-t0)/N,(now()-t0)/N);
   gpuos_destroy(ctx); return 0; }

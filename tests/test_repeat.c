@@ -1,0 +1,219 @@
+/* test_repeat.c - repeated submissions (gpuos_submit copies the job of an identical recent
+   task instead of planning it again, src/queue.c): on the device the tests run on, every
+   kind of change between two otherwise identical submissions must be seen - another
+   tensor at a reused handle address (new shape, dtype, view), other scalars and
+   parameters, another priority - an invalid task stays an error however often it is
+   submitted, and a long random program of repeats over many tensors (more than the table
+   holds) equals the same program computed in C, exactly. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctest.h"
+#include "gpuos.h"
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static uint32_t urand(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 32);
+}
+
+static gpuos_tensor *tensor1(gpuos_context *ctx, gpuos_dtype dt, int64_t n) {
+    gpuos_tensor *t = NULL;
+    CHECK(gpuos_tensor_new(ctx, dt, 1, &n, &t) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    return t;
+}
+
+static void upload_i32(gpuos_context *ctx, gpuos_tensor *t, const int32_t *v, int64_t n) {
+    CHECK(gpuos_upload(ctx, t, v, (size_t)n * sizeof *v) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+}
+
+static void download_i32(gpuos_context *ctx, gpuos_tensor *t, int32_t *v, int64_t n) {
+    CHECK(gpuos_download(ctx, t, v, (size_t)n * sizeof *v) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+}
+
+/* A handle released and its address reused by a tensor of another shape and dtype: the
+   repeat must not run the old job (the uid differs). */
+static void test_reused_handle(gpuos_context *ctx) {
+    int round, i;
+    for (round = 0; round < 20; round++) {
+        const int64_t n = 1 + (int64_t)(urand() % 3000);
+        gpuos_tensor *a = tensor1(ctx, GPUOS_I32, n), *b = tensor1(ctx, GPUOS_I32, n);
+        int32_t *va = (int32_t *)malloc((size_t)n * 4), *vb = (int32_t *)malloc((size_t)n * 4);
+        int32_t *r = (int32_t *)malloc((size_t)n * 4);
+        for (i = 0; i < n; i++) va[i] = (int32_t)(urand() % 1000) - 500, vb[i] = (int32_t)(urand() % 1000) - 500;
+        upload_i32(ctx, a, va, n);
+        upload_i32(ctx, b, vb, n);
+        CHECK(gpuos_add(ctx, b, a, b) == GPUOS_OK, "%s", gpuos_last_error(ctx)); /* b = a + b, twice */
+        CHECK(gpuos_add(ctx, b, a, b) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        download_i32(ctx, b, r, n);
+        for (i = 0; i < n && r[i] == vb[i] + 2 * va[i]; i++) {
+        }
+        CHECK(i == n, "round %d: b = a + b twice at %d: %d, not %d", round, i, r[i % n], vb[i % n] + 2 * va[i % n]);
+        gpuos_tensor_release(a); /* the next round's tensors may get these addresses */
+        gpuos_tensor_release(b);
+        free(va);
+        free(vb);
+        free(r);
+    }
+}
+
+/* The same handles with other scalars and parameters, and another dtype's view. */
+static void test_parameters(gpuos_context *ctx) {
+    const int64_t n = 64;
+    gpuos_tensor *x = tensor1(ctx, GPUOS_F32, n), *s = NULL, *m = NULL, *v = NULL;
+    int64_t two[2] = {8, 8};
+    float h[64], out[8];
+    int i, k;
+    for (i = 0; i < n; i++) h[i] = (float)i;
+    CHECK(gpuos_upload(ctx, x, h, sizeof h) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    /* fill with changing values through the same task: scalar[0] is part of the key */
+    for (k = 0; k < 5; k++) {
+        gpuos_task t = GPUOS_TASK_INIT;
+        t.op = GPUOS_OP_FILL;
+        t.out = x;
+        t.scalar[0] = (double)(k * 3 + 1);
+        CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_download(ctx, x, h, sizeof h) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        for (i = 0; i < n && h[i] == (float)(k * 3 + 1); i++) {
+        }
+        CHECK(i == n, "fill %d: x[%d] = %g", k * 3 + 1, i, (double)h[i % n]);
+    }
+    /* a sum over axis 0, then over axis 1, of one 8x8 view: axes is part of the key */
+    for (i = 0; i < n; i++) h[i] = (float)i;
+    CHECK(gpuos_upload(ctx, x, h, sizeof h) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_view_reshape(x, 2, two, &m) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    s = tensor1(ctx, GPUOS_F32, 8);
+    for (k = 0; k < 4; k++) {
+        const int axis = k & 1;
+        gpuos_task t = GPUOS_TASK_INIT;
+        t.op = GPUOS_OP_SUM;
+        t.out = s;
+        t.in[0] = m;
+        t.axes = 1u << axis;
+        CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_download(ctx, s, out, sizeof out) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        for (i = 0; i < 8; i++) {
+            float want = 0.f;
+            int j;
+            for (j = 0; j < 8; j++) want += axis == 0 ? (float)(j * 8 + i) : (float)(i * 8 + j);
+            if (out[i] != want) break;
+        }
+        CHECK(i == 8, "sum over axis %d: element %d is %g", axis, i, (double)out[i % 8]);
+    }
+    /* a transposed view at the same address as the plain one, made after it was released */
+    gpuos_tensor_release(m);
+    CHECK(gpuos_view_reshape(x, 2, two, &m) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_view_transpose(m, 0, 1, &v) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    {
+        gpuos_tensor *o = NULL;
+        float ho[64];
+        CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 2, two, &o) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        for (k = 0; k < 2; k++) { /* o = m + m, then o = v + v (a new view each time) */
+            gpuos_tensor *src = k == 0 ? m : v;
+            CHECK(gpuos_add(ctx, o, src, src) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+            CHECK(gpuos_download(ctx, o, ho, sizeof ho) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+            for (i = 0; i < 64; i++) {
+                const int r = i / 8, c = i % 8;
+                if (ho[i] != 2.f * (float)(k == 0 ? r * 8 + c : c * 8 + r)) break;
+            }
+            CHECK(i == 64, "view %d: o[%d] = %g", k, i, (double)ho[i % 64]);
+        }
+        gpuos_tensor_release(o);
+    }
+    gpuos_tensor_release(v);
+    gpuos_tensor_release(m);
+    gpuos_tensor_release(s);
+    gpuos_tensor_release(x);
+}
+
+/* An invalid task stays an error every time; a valid one with a bad priority too. */
+static void test_errors(gpuos_context *ctx) {
+    gpuos_tensor *a = tensor1(ctx, GPUOS_F32, 16), *b = tensor1(ctx, GPUOS_F32, 17), *c = tensor1(ctx, GPUOS_I32, 16);
+    int k;
+    for (k = 0; k < 3; k++) {
+        CHECK(gpuos_add(ctx, a, a, b) == GPUOS_ERR_SHAPE_MISMATCH, "shapes 16 and 17: %s", gpuos_last_error(ctx));
+        CHECK(gpuos_add(ctx, a, a, c) == GPUOS_ERR_DTYPE_MISMATCH, "f32 + i32: %s", gpuos_last_error(ctx));
+        CHECK(gpuos_add(ctx, a, a, a) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        {
+            gpuos_task t = GPUOS_TASK_INIT;
+            t.op = GPUOS_OP_ADD;
+            t.out = a;
+            t.in[0] = a;
+            t.in[1] = a;
+            t.priority = 7;
+            CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_ERR_INVALID_ARGUMENT, "priority 7: %s", gpuos_last_error(ctx));
+            t.priority = GPUOS_PRIORITY_HIGH;
+            CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        }
+    }
+    CHECK(gpuos_wait(ctx, 60000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    gpuos_tensor_release(a);
+    gpuos_tensor_release(b);
+    gpuos_tensor_release(c);
+}
+
+/* A random program of in-place and out-of-place integer ops over more tensors than the
+   table holds, every task a repeat of an earlier one with good odds, against C. */
+static void test_random_program(gpuos_context *ctx) {
+    enum { NT = 700, N = 96, STEPS = 20000 };
+    static int32_t ref[NT][N], got[N];
+    gpuos_tensor *t[NT];
+    int body[64][4];
+    int i, k, bad = 0;
+    for (k = 0; k < NT; k++) {
+        t[k] = tensor1(ctx, GPUOS_I32, N);
+        for (i = 0; i < N; i++) ref[k][i] = (int32_t)(urand() % 100);
+        upload_i32(ctx, t[k], ref[k], N);
+    }
+    for (k = 0; k < 64; k++) /* a loop body: 64 instructions over 24 tensors */
+        body[k][0] = (int)(urand() % 3), body[k][1] = (int)(urand() % 24), body[k][2] = (int)(urand() % 24),
+        body[k][3] = (int)(urand() % 24);
+    for (i = 0; i < STEPS; i++) {
+        /* mostly an instruction of the body (a repeat), sometimes any op on any tensors
+           (they push the body's jobs out of the table) */
+        const int pick = (urand() % 8) ? (int)(urand() % 64) : -1;
+        const int op = pick >= 0 ? body[pick][0] : (int)(urand() % 3);
+        const int o = pick >= 0 ? body[pick][1] : (int)(urand() % NT);
+        const int a = pick >= 0 ? body[pick][2] : (int)(urand() % NT);
+        const int b = pick >= 0 ? body[pick][3] : (int)(urand() % NT);
+        gpuos_status st = op == 0 ? gpuos_add(ctx, t[o], t[a], t[b])
+                        : op == 1 ? gpuos_sub(ctx, t[o], t[a], t[b])
+                                  : gpuos_maximum(ctx, t[o], t[a], t[b]);
+        int j;
+        CHECK(st == GPUOS_OK, "step %d: %s", i, gpuos_last_error(ctx));
+        for (j = 0; j < N; j++) {
+            const int32_t x = ref[a][j], y = ref[b][j];
+            /* wrapping, as the device does; the values stay small enough anyway */
+            ref[o][j] = op == 0 ? (int32_t)((uint32_t)x + (uint32_t)y)
+                      : op == 1 ? (int32_t)((uint32_t)x - (uint32_t)y)
+                                : (x > y ? x : y);
+        }
+    }
+    for (k = 0; k < NT; k++) {
+        download_i32(ctx, t[k], got, N);
+        if (memcmp(got, ref[k], sizeof got) != 0) bad++;
+        gpuos_tensor_release(t[k]);
+    }
+    CHECK(bad == 0, "%d of %d tensors differ from C after %d random steps", bad, NT, STEPS);
+}
+
+int main(void) {
+    gpuos_config cfg = GPUOS_CONFIG_INIT;
+    gpuos_context *ctx = NULL;
+    cfg.device = ctest_device();
+    if (gpuos_create(&cfg, &ctx) != GPUOS_OK) {
+        fprintf(stderr, "test_repeat: %s\n", gpuos_last_error(NULL));
+        return 1;
+    }
+    test_reused_handle(ctx);
+    test_parameters(ctx);
+    test_errors(ctx);
+    test_random_program(ctx);
+    CHECK(gpuos_wait(ctx, 60000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    gpuos_destroy(ctx);
+    return ctest_summary("test_repeat");
+}
