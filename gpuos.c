@@ -95,6 +95,12 @@ typedef struct gpuos__rows_plan {
     double eps;
 } gpuos__rows_plan;
 
+#define GPUOS__MM_EPI 4          /* epilogue operators at most */
+#define GPUOS__MM_EPI_IN 2       /* epilogue tensor operands at most */
+#define GPUOS__EPI_OP 0xff       /* epi[i]: the operator id */
+#define GPUOS__EPI_SWAP 0x100    /* the output is the second operand */
+#define GPUOS__EPI_IN_SHIFT 12   /* the tensor operand's index */
+
 /* Batched matmul, NumPy semantics already resolved (1-D operands given a size-1
    axis, batch axes broadcast). For batch index b (row-major over batch_shape) and
    output row m: out[b][m][n] = sum_k a[b][m][k] * b[b][k][n]. */
@@ -116,6 +122,18 @@ typedef struct gpuos__matmul_plan {
     int64_t n_cb; /* GPU only (the CUDA backend sets it; 0 or 1: none): items are column block
                      cb = item / (batch_numel * M) times rows, each N / n_cb columns (a multiple
                      of 32), so that a few rows are shared by several blocks */
+    /* Epilogue: element-wise operators that a recorded graph fused into the product
+       (src/graph.c), applied in order to each output element as it is stored, each result
+       rounded to the output dtype as a store would round it, so the output is bit for bit
+       what the separate tasks give. Only without batch axes (batch_rank 0): element (m, n)
+       of tensor operand j is at epi_ptr[j] + m * epi_sm[j] + n * epi_sn[j] (0: broadcast).
+       epi[i] = operator id | GPUOS__EPI_SWAP (the output is the operator's second operand)
+       | operand j << GPUOS__EPI_IN_SHIFT (binary operators). n_epi 0: none. */
+    int32_t n_epi;
+    int32_t epi[GPUOS__MM_EPI];
+    int32_t pad2_;
+    const char *epi_ptr[GPUOS__MM_EPI_IN];
+    int64_t epi_sm[GPUOS__MM_EPI_IN], epi_sn[GPUOS__MM_EPI_IN]; /* bytes */
 } gpuos__matmul_plan;
 
 /* Run-time operators (src/rtops.c) on the device: task kernel ids from
@@ -200,6 +218,9 @@ gpuos__ew_iter_fn gpuos__host_ew_iter(int rank);
 gpuos__reduce_fn gpuos__host_reduce(gpuos_op op, gpuos_dtype key);
 gpuos__rows_fn gpuos__host_rows(gpuos_op op, gpuos_dtype key);
 gpuos__matmul_fn gpuos__host_matmul(gpuos_dtype key);
+/* Can a matmul of dtype take op as an epilogue operator (gen/ops.py EPILOGUE; both executors
+   run it: host_ops.c, device_ops.cu)? */
+int gpuos__matmul_epi_ok(gpuos_op op, gpuos_dtype dtype);
 
 /* ---------------------------------------------------------------- f16 / bf16 (src/half.c) */
 float gpuos__f16_to_f32(uint16_t h);
@@ -3869,6 +3890,25 @@ static int cuda_operands(const gpuos__job *job, cuda__operand *ops) {
             ops[k].write = k == 0;
         }
         n = 3;
+        for (k = 0; k < p->n_epi; k++) { /* a fused epilogue's tensor operands, read as [M, N] */
+            const int32_t e = p->epi[k];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
+            int q;
+            if ((e & GPUOS__EPI_OP) >= GPUOS_OP_COUNT || gpuos__ops[e & GPUOS__EPI_OP].n_in != 2) continue;
+            for (q = 3; q < n && !(ops[q].ptr == p->epi_ptr[j] && ops[q].stride[0] == p->epi_sm[j] && ops[q].stride[1] == p->epi_sn[j]); q++)
+                continue;
+            if (q < n || n == GPUOS__MAX_PTR) continue;
+            ops[n].ptr = p->epi_ptr[j];
+            ops[n].pre_shape[0] = p->M;
+            ops[n].pre_stride[0] = p->epi_sm[j];
+            ops[n].pre_shape[1] = p->N;
+            ops[n].pre_stride[1] = p->epi_sn[j];
+            ops[n].rank = 2;
+            ops[n].shape = ops[n].pre_shape;
+            ops[n].stride = ops[n].pre_stride;
+            ops[n].elsize = job->elsize[0];
+            n++;
+        }
     }
     }
     return n;
@@ -7416,7 +7456,13 @@ gpuos__ex_program *gpuos__ex_compile(const char *body, const gpuos__ex_var *vars
    other tensors or scalars into is planned again from its task, with full validation.
    Explicit dependencies only reorder nodes (a topological order, recorded order among
    equals); memory dependencies between nodes, and between launches, are the queue's, as
-   for any submission. */
+   for any submission.
+
+   Fusion: a launch without bindings queues a matmul and the in-place element-wise nodes
+   that follow it on its output (h = h + bias, h = gelu(h), h = h + x: gen/ops.py EPILOGUE)
+   as ONE task, the matmul with an epilogue (gpuos__matmul_plan.epi) that both executors
+   apply to each output element as it is stored, rounding as the separate tasks would, so
+   results are bit for bit the unfused ones. GPUOS_GRAPH_FUSE=0 turns it off (A/B). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -7441,7 +7487,26 @@ struct gpuos_graph {
     int cg_refused;               /* the CUDA backend cannot pre-encode this graph: per-node launches */
     int priority;                 /* of its launches (gpuos_graph_set_priority) */
     uint32_t deadline_us;         /* of its launches (gpuos_graph_set_deadline); 0: none */
+    struct graph_fused *fz;       /* per launch-order position: the fused task that starts there; valid while fz_ok */
+    int fz_ok;
+    int n_tasks;                  /* tasks a launch without bindings queues (nodes less fused ones) */
 };
+
+/* A matmul node and the element-wise nodes after it, as one task (len 0: none starts here). */
+typedef struct graph_fused {
+    gpuos__job *job; /* the matmul's template with the epilogue, its storages added */
+    int len;         /* nodes it covers, in launch order from its position */
+} graph_fused;
+
+static void graph_drop_fused(gpuos_context *ctx, gpuos_graph *g) {
+    int i;
+    if (g->fz)
+        for (i = 0; i < g->n; i++)
+            if (g->fz[i].job) gpuos__job_free(ctx, g->fz[i].job);
+    free(g->fz);
+    g->fz = NULL;
+    g->fz_ok = 0;
+}
 
 static void graph_drop_cg(gpuos_graph *g) {
     if (!g->cg) return;
@@ -7534,6 +7599,7 @@ gpuos_status gpuos_graph_add(gpuos_graph *g, const gpuos_task *task, int *node) 
     }
     g->nodes[g->n] = nd;
     if (node) *node = g->n;
+    graph_drop_fused(ctx, g); /* its positions are the old graph's */
     g->n++;
     g->order_ok = 0;
     graph_drop_cg(g);
@@ -7600,6 +7666,7 @@ gpuos_status gpuos_graph_add_dep(gpuos_graph *g, int before, int after) {
                                 before, after, after, before);
     g->n_edges++;
     g->order_ok = 0;
+    graph_drop_fused(ctx, g);
     graph_drop_cg(g);
     g->cg_refused = 0;
     return GPUOS_OK;
@@ -7628,12 +7695,124 @@ static int graph_same_layout(const gpuos_tensor *a, const gpuos_tensor *b) {
     return 1;
 }
 
+/* ---------------------------------------------------------------- fusion */
+/* The same elements in the same order: storage, offset, dtype, shape and strides. */
+static int graph_same_view(const gpuos_tensor *a, const gpuos_tensor *b) {
+    return a && b && a->st == b->st && a->offset == b->offset && graph_same_layout(a, b);
+}
+
+/* Can node mm lead a fused task: a matmul of one [M, N] product (no batch), built-in? */
+static int graph_fuse_lead(const graph_node *mm) {
+    const gpuos__job *j = mm->tmpl;
+    return j->kind == GPUOS__KIND_MATMUL && !j->rt && j->plan.matmul.batch_numel == 1 && j->items > 0 &&
+           mm->task.out && mm->task.out->rank == 2 && j->plan.matmul.M == mm->task.out->shape[0] &&
+           j->plan.matmul.N == mm->task.out->shape[1];
+}
+
+/* Adds node e to the epilogue of f (a copy of mm's template) when e is an epilogue operator
+   in place on mm's output: every input that is not the output is another storage, read as
+   broadcast to [M, N]. Returns 0 (f unchanged) when it cannot. */
+static int graph_fuse_add(const graph_node *mm, gpuos__job *f, const graph_node *e) {
+    const gpuos_tensor *out = mm->task.out;
+    const gpuos__op_info *info;
+    gpuos__matmul_plan *p = &f->plan.matmul;
+    const int64_t es = (int64_t)gpuos__elsize(out->dtype);
+    int code, k, self = -1, other = -1;
+    if (e->tmpl->kind != GPUOS__KIND_EW || e->tmpl->rt || (unsigned)e->task.op >= GPUOS_OP_COUNT) return 0;
+    if (!gpuos__matmul_epi_ok(e->task.op, out->dtype) || p->n_epi >= GPUOS__MM_EPI) return 0;
+    if (!graph_same_view(e->task.out, out)) return 0;
+    info = &gpuos__ops[e->task.op];
+    code = (int)e->task.op;
+    for (k = 0; k < info->n_in; k++) {
+        if (self < 0 && graph_same_view(e->task.in[k], out)) self = k;
+        else other = k;
+    }
+    if (self < 0 || info->n_in > 2 || (info->n_in == 1 && other >= 0)) return 0;
+    if (other >= 0) { /* binary: the other operand, broadcast to [M, N] */
+        const gpuos_tensor *y = e->task.in[other];
+        const char *ptr;
+        int64_t sm, sn;
+        int j;
+        if (!y || y->st == out->st || y->dtype != out->dtype || y->rank > 2) return 0;
+        ptr = y->st->data + y->offset * es;
+        sn = y->rank >= 1 && y->shape[y->rank - 1] != 1 ? y->strides[y->rank - 1] * es : 0;
+        sm = y->rank == 2 && y->shape[0] != 1 ? y->strides[0] * es : 0;
+        for (j = 0; j < p->n_epi; j++) /* an operand already read by the epilogue */
+            if ((p->epi[j] & GPUOS__EPI_OP) < GPUOS_OP_COUNT && gpuos__ops[p->epi[j] & GPUOS__EPI_OP].n_in == 2) {
+                const int q = (p->epi[j] >> GPUOS__EPI_IN_SHIFT) & 1;
+                if (p->epi_ptr[q] == ptr && p->epi_sm[q] == sm && p->epi_sn[q] == sn) break;
+            }
+        if (j < p->n_epi) {
+            j = (p->epi[j] >> GPUOS__EPI_IN_SHIFT) & 1;
+        } else {
+            int used = 0, s;
+            for (s = 0; s < p->n_epi; s++)
+                if (gpuos__ops[p->epi[s] & GPUOS__EPI_OP].n_in == 2) used |= 1 << ((p->epi[s] >> GPUOS__EPI_IN_SHIFT) & 1);
+            for (j = 0; j < GPUOS__MM_EPI_IN && (used >> j & 1); j++) continue;
+            if (j == GPUOS__MM_EPI_IN) return 0;
+            for (s = 0; s < f->n_st && f->st[s] != y->st; s++) continue;
+            if (s == f->n_st) { /* its storage, for references and dependencies (an input) */
+                if (f->n_st == GPUOS__MAX_PTR) return 0;
+                f->st[f->n_st++] = y->st;
+            }
+            p->epi_ptr[j] = ptr;
+            p->epi_sm[j] = sm;
+            p->epi_sn[j] = sn;
+        }
+        code |= j << GPUOS__EPI_IN_SHIFT | (self == 1 ? GPUOS__EPI_SWAP : 0);
+    }
+    p->epi[p->n_epi++] = code;
+    f->item_cost += 4 * p->N;
+    return 1;
+}
+
+/* Builds g->fz for the launch order (g->order valid): each matmul that can lead takes the
+   epilogue nodes right after it. */
+static gpuos_status graph_fuse(gpuos_graph *g) {
+    gpuos_context *ctx = g->ctx;
+    const char *env = getenv("GPUOS_GRAPH_FUSE");
+    int i;
+    graph_drop_fused(ctx, g);
+    g->fz = (graph_fused *)calloc((size_t)g->n + 1, sizeof *g->fz);
+    if (!g->fz) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_launch: no memory");
+    g->n_tasks = g->n;
+    for (i = 0; i < g->n && !(env && env[0] == '0');) {
+        const graph_node *mm = &g->nodes[g->order[i]];
+        gpuos__job *f = NULL;
+        int len = 1;
+        if (graph_fuse_lead(mm)) {
+            f = gpuos__job_alloc(ctx);
+            if (!f) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_launch: no memory");
+            memcpy(f, mm->tmpl, sizeof *f);
+            f->next_free = NULL;
+            while (i + len < g->n && graph_fuse_add(mm, f, &g->nodes[g->order[i + len]])) len++;
+        }
+        if (len > 1) {
+            g->fz[i].job = f;
+            g->fz[i].len = len;
+            g->n_tasks -= len - 1;
+        } else if (f) {
+            f->n_st = 0; /* holds no references */
+            gpuos__job_free(ctx, f);
+        }
+        i += len;
+    }
+    g->fz_ok = 1;
+    return GPUOS_OK;
+}
+
+int gpuos_debug_graph_tasks(gpuos_graph *g) {
+    if (!g) return -1;
+    if (!g->order_ok || !g->fz_ok) return g->n; /* not launched since it changed */
+    return g->n_tasks;
+}
+
 gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, int n_binds,
                                 const gpuos_graph_scalar *scalars, int n_scalars, uint64_t *seq) {
     static const char fn[] = "gpuos_graph_launch";
     gpuos_context *ctx;
     gpuos__job **jobs;
-    int i, j, k, queued = 0;
+    int i, j, k, queued = 0, nj = 0, fuse;
     gpuos_status s = GPUOS_OK;
     if (!g) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "%s: graph is NULL", fn);
     ctx = g->ctx;
@@ -7671,6 +7850,9 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
             return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "%s: the dependencies have a cycle", fn);
         g->order_ok = 1;
     }
+    /* fused tasks only when nothing is bound: a binding may make an epilogue operand alias the output */
+    fuse = n_binds == 0 && n_scalars == 0;
+    if (fuse && !g->fz_ok && (s = graph_fuse(g)) != GPUOS_OK) return s;
     /* GPU, nothing bound: the nodes were encoded once; a launch is a copy of their slots */
     if (ctx->cuda && n_binds == 0 && n_scalars == 0 && !g->cg_refused) {
         int fresh_needed = 0;
@@ -7684,8 +7866,10 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
                 if (!tm) {
                     s = GPUOS_ERR_OUT_OF_MEMORY;
                 } else {
-                    for (i = 0; i < g->n; i++) tm[i] = g->nodes[g->order[i]].tmpl;
-                    s = gpuos__cuda_graph_make_locked(ctx, tm, g->n, &g->cg);
+                    for (i = 0; i < g->n; i += g->fz[i].len ? g->fz[i].len : 1)
+                        tm[nj++] = g->fz[i].len ? g->fz[i].job : g->nodes[g->order[i]].tmpl;
+                    s = gpuos__cuda_graph_make_locked(ctx, tm, nj, &g->cg);
+                    nj = 0;
                     free(tm);
                 }
                 if (s == GPUOS_ERR_UNSUPPORTED) g->cg_refused = 1;
@@ -7717,6 +7901,18 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
     for (i = 0; i < g->n && s == GPUOS_OK; i++) {
         graph_node *nd = &g->nodes[g->order[i]];
         int bound = 0;
+        if (fuse && g->fz[i].len) { /* the fused task: a copy of its template */
+            gpuos__job *job = gpuos__job_alloc(ctx);
+            if (!job) {
+                s = gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: no memory", fn);
+                break;
+            }
+            memcpy(job, g->fz[i].job, sizeof *job);
+            job->next_free = NULL;
+            jobs[nj++] = job;
+            i += g->fz[i].len - 1;
+            continue;
+        }
         if (graph_rt_stale(ctx, nd->tmpl)) { /* a run-time operator redefined (or removed) since: plan again */
             gpuos__job *fresh;
             s = gpuos__plan_task(ctx, &nd->task, &fresh);
@@ -7741,7 +7937,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
                     }
             for (j = 0; j < n_scalars; j++)
                 if (scalars[j].node == g->order[i]) t.scalar[scalars[j].index] = scalars[j].value;
-            s = gpuos__plan_task(ctx, &t, &jobs[i]);
+            s = gpuos__plan_task(ctx, &t, &jobs[nj++]);
         } else { /* the recorded job, copied */
             gpuos__job *job = gpuos__job_alloc(ctx);
             if (!job) {
@@ -7756,11 +7952,11 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
                 gpuos__rt_retain_locked(job->rt);
                 pthread_mutex_unlock(&ctx->mu);
             }
-            jobs[i] = job;
+            jobs[nj++] = job;
         }
     }
     if (s != GPUOS_OK) {
-        for (i = 0; i < g->n; i++)
+        for (i = 0; i < nj; i++)
             if (jobs[i]) {
                 jobs[i]->n_st = 0; /* no references taken */
                 gpuos__job_free(ctx, jobs[i]);
@@ -7770,16 +7966,16 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
     }
     {
         const uint64_t dl = gpuos__deadline_at(g->deadline_us);
-        for (i = 0; i < g->n; i++) {
+        for (i = 0; i < nj; i++) {
             jobs[i]->prio = gpuos__urgency(g->priority, g->deadline_us);
             jobs[i]->deadline_ns = dl;
         }
-        if (g->n > 0) jobs[g->n - 1]->dl_open = g->deadline_us != 0; /* the launch counts once, by its last task */
+        if (nj > 0) jobs[nj - 1]->dl_open = g->deadline_us != 0; /* the launch counts once, by its last task */
     }
-    s = gpuos__queue_push_batch(ctx, jobs, g->n, seq, &queued);
+    s = gpuos__queue_push_batch(ctx, jobs, nj, seq, &queued);
     if (s != GPUOS_OK && queued > 0)
         gpuos__set_error(ctx, s, "%s: %s; %d of the launch's %d tasks were queued before it", fn, gpuos_status_string(s),
-                         queued, g->n);
+                         queued, nj);
     free(jobs);
     return s;
 }
@@ -7788,6 +7984,7 @@ void gpuos_graph_release(gpuos_graph *g) {
     int i;
     if (!g) return;
     graph_drop_cg(g);
+    graph_drop_fused(g->ctx, g);
     for (i = 0; i < g->n; i++) graph_node_free(g->ctx, &g->nodes[i]);
     free(g->nodes);
     free(g->edges);
@@ -12327,6 +12524,12 @@ const char *const gpuos__device_source[] = {
     "    double eps;\n",
     "} gpuos__rows_plan;\n",
     "\n",
+    "#define GPUOS__MM_EPI 4          /* epilogue operators at most */\n",
+    "#define GPUOS__MM_EPI_IN 2       /* epilogue tensor operands at most */\n",
+    "#define GPUOS__EPI_OP 0xff       /* epi[i]: the operator id */\n",
+    "#define GPUOS__EPI_SWAP 0x100    /* the output is the second operand */\n",
+    "#define GPUOS__EPI_IN_SHIFT 12   /* the tensor operand's index */\n",
+    "\n",
     "/* Batched matmul, NumPy semantics already resolved (1-D operands given a size-1\n",
     "   axis, batch axes broadcast). For batch index b (row-major over batch_shape) and\n",
     "   output row m: out[b][m][n] = sum_k a[b][m][k] * b[b][k][n]. */\n",
@@ -12348,6 +12551,18 @@ const char *const gpuos__device_source[] = {
     "    int64_t n_cb; /* GPU only (the CUDA backend sets it; 0 or 1: none): items are column block\n",
     "                     cb = item / (batch_numel * M) times rows, each N / n_cb columns (a multiple\n",
     "                     of 32), so that a few rows are shared by several blocks */\n",
+    "    /* Epilogue: element-wise operators that a recorded graph fused into the product\n",
+    "       (src/graph.c), applied in order to each output element as it is stored, each result\n",
+    "       rounded to the output dtype as a store would round it, so the output is bit for bit\n",
+    "       what the separate tasks give. Only without batch axes (batch_rank 0): element (m, n)\n",
+    "       of tensor operand j is at epi_ptr[j] + m * epi_sm[j] + n * epi_sn[j] (0: broadcast).\n",
+    "       epi[i] = operator id | GPUOS__EPI_SWAP (the output is the operator's second operand)\n",
+    "       | operand j << GPUOS__EPI_IN_SHIFT (binary operators). n_epi 0: none. */\n",
+    "    int32_t n_epi;\n",
+    "    int32_t epi[GPUOS__MM_EPI];\n",
+    "    int32_t pad2_;\n",
+    "    const char *epi_ptr[GPUOS__MM_EPI_IN];\n",
+    "    int64_t epi_sm[GPUOS__MM_EPI_IN], epi_sn[GPUOS__MM_EPI_IN]; /* bytes */\n",
     "} gpuos__matmul_plan;\n",
     "\n",
     "/* Run-time operators (src/rtops.c) on the device: task kernel ids from\n",
@@ -14596,6 +14811,27 @@ const char *const gpuos__device_source[] = {
     "#define GPUOS__D_MM_SMEM (GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1) * 8 + GPUOS__D_MM_BBYTES)\n",
     "static __shared__ __align__(16) unsigned char gpuos__d_mm_smem[GPUOS__D_MM_SMEM];\n",
     "\n",
+    "/* Stores output element (m, n) of p at o: through the group's epilogue (D::epi) when a\n",
+    "   recorded graph fused element-wise operators into the product (gpuos__matmul_plan.epi;\n",
+    "   (m, n) then index the only batch entry), else plainly. */\n",
+    "template <class D> GPUOS__FN void gpuos__d_mm_put(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n,\n",
+    "                                                  typename D::T v) {\n",
+    "    if (p->n_epi > 0) D::epi(cs, p, o, m, n, v);\n",
+    "    else D::st(cs, o, v);\n",
+    "}\n",
+    "/* An identity the compiler cannot see through: an epilogue's value between two operators\n",
+    "   is what a store and a load would give (no multiply-add contracted across them, as none\n",
+    "   is across two tasks). */\n",
+    "GPUOS__FN float gpuos__d_opaque(float x) {\n",
+    "    asm(\"mov.f32 %0, %0;\" : \"+f\"(x));\n",
+    "    return x;\n",
+    "}\n",
+    "GPUOS__FN double gpuos__d_opaque(double x) {\n",
+    "    asm(\"mov.f64 %0, %0;\" : \"+d\"(x));\n",
+    "    return x;\n",
+    "}\n",
+    "template <class T> GPUOS__FN T gpuos__d_opaque(T x) { return x; }\n",
+    "\n",
     "/* Loads the elements e < total of a tile, e = tid + q * blockDim, GPUOS__D_MM_INFLIGHT\n",
     "   per thread at a time: at(e) gives the address (NULL: outside the matrix, stored as 0),\n",
     "   put(e, v) the shared-memory slot. */\n",
@@ -14639,7 +14875,8 @@ const char *const gpuos__device_source[] = {
     "template <class D, int cs> /* per dtype case (no switch in the loops), out of line: its own registers */\n",
     "static __device__ __noinline__ void gpuos__d_mm_skinny(const char *A, const char *B, char *O, int rows, int64_t n0,\n",
     "                                                       int64_t nend, int64_t K, int64_t a_m, int64_t a_k, int64_t b_k,\n",
-    "                                                       int64_t b_n, int64_t o_m, int64_t o_n) {\n",
+    "                                                       int64_t b_n, int64_t o_m, int64_t o_n,\n",
+    "                                                       const gpuos__matmul_plan *p, int64_t m0) {\n",
     "    typedef typename D::T T;\n",
     "    typedef typename D::R R;\n",
     "    enum { SR = GPUOS__D_MM_SR, SG = GPUOS__D_MM_SG };\n",
@@ -14704,7 +14941,7 @@ const char *const gpuos__device_source[] = {
     "        T s = 0;\n",
     "#pragma unroll 1\n",
     "        for (int q = 0; q < nw; ++q) s += red[(q * SR + r) * 32 + c];\n",
-    "        D::st(cs, O + r * o_m + (n0 + c) * o_n, s);\n",
+    "        gpuos__d_mm_put<D>(cs, p, O + r * o_m + (n0 + c) * o_n, m0 + r, n0 + c, s);\n",
     "    }\n",
     "    __syncthreads();\n",
     "}\n",
@@ -14724,7 +14961,8 @@ const char *const gpuos__device_source[] = {
     "template <class D, int cs> /* per dtype case, inline in its entry gpuos__d_matmul_narrow */\n",
     "static __device__ __forceinline__ void gpuos__d_mm_narrow(const char *A, const char *B, char *O, int rows, int64_t n0,\n",
     "                                                       int64_t nend, int64_t K, int64_t a_m, int64_t a_k, int64_t b_k,\n",
-    "                                                       int64_t b_n, int64_t o_m, int64_t o_n) {\n",
+    "                                                       int64_t b_n, int64_t o_m, int64_t o_n,\n",
+    "                                                       const gpuos__matmul_plan *p, int64_t m0) {\n",
     "    typedef typename D::T T;\n",
     "    typedef typename D::R R;\n",
     "    enum { SR = GPUOS__D_MM_SR, NC = GPUOS__D_MM_NC, KG = GPUOS__D_MM_KG, V = GPUOS__D_EW_U };\n",
@@ -14786,7 +15024,7 @@ const char *const gpuos__device_source[] = {
     "        T s = 0;\n",
     "#pragma unroll 1\n",
     "        for (int q = 0; q < nw; ++q) s += red[(q * SR + r) * NC + cc];\n",
-    "        D::st(cs, O + r * o_m + (n0 + cc) * o_n, s);\n",
+    "        gpuos__d_mm_put<D>(cs, p, O + r * o_m + (n0 + cc) * o_n, m0 + r, n0 + cc, s);\n",
     "    }\n",
     "    __syncthreads();\n",
     "}\n",
@@ -14831,7 +15069,7 @@ const char *const gpuos__device_source[] = {
     "    char *O = p->out + oo + m0 * p->o_m;\n",
     "    gpuos__d_with_case<D::NCS>(cs, [&](auto c) {\n",
     "        gpuos__d_mm_narrow<D, decltype(c)::v>(A, B, O, rows, nbeg, nend, p->K, p->a_m, p->a_k, p->b_k, p->b_n, p->o_m,\n",
-    "                                               p->o_n);\n",
+    "                                               p->o_n, p, m0);\n",
     "    });\n",
     "}\n",
     "\n",
@@ -14862,7 +15100,7 @@ const char *const gpuos__device_source[] = {
     "#pragma unroll 1\n",
     "            for (int64_t n0 = nbeg; n0 < nend; n0 += 32)\n",
     "                gpuos__d_with_case<D::NCS>(cs, [&](auto c) {\n",
-    "                    gpuos__d_mm_skinny<D, decltype(c)::v>(A, B, O, avail, n0, nend, K, a_m, a_k, b_k, b_n, o_m, o_n);\n",
+    "                    gpuos__d_mm_skinny<D, decltype(c)::v>(A, B, O, avail, n0, nend, K, a_m, a_k, b_k, b_n, o_m, o_n, p, m0);\n",
     "                });\n",
     "            r0 += avail;\n",
     "            continue;\n",
@@ -14912,7 +15150,7 @@ const char *const gpuos__device_source[] = {
     "#pragma unroll\n",
     "                for (int j = 0; j < GPUOS__D_MM_RPT; ++j) {\n",
     "                    const int r = rbase + j * rstep;\n",
-    "                    if (r < rows) D::st(cs, O + r * o_m + (n0 + col) * o_n, acc[j]);\n",
+    "                    if (r < rows) gpuos__d_mm_put<D>(cs, p, O + r * o_m + (n0 + col) * o_n, m0 + r, n0 + col, acc[j]);\n",
     "                }\n",
     "            }\n",
     "        }\n",
@@ -19475,6 +19713,243 @@ const char *const gpuos__device_source[] = {
     "        default: return;\n",
     "        }\n",
     "    }\n",
+    "    /* The epilogue (gpuos__matmul_plan.epi) on output element (m, n) of value v, stored at\n",
+    "       o: each operator as its own task computes it, the value rounded to the dtype between. */\n",
+    "    static __device__ __noinline__ void epi(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n, T v) {\n",
+    "        switch (cs) {\n",
+    "        case 0: { /* i8 */\n",
+    "            int8_t t = gpuos__d_opaque((int8_t)((int8_t)v));\n",
+    "#pragma unroll 1\n",
+    "            for (int i = 0; i < p->n_epi; ++i) {\n",
+    "                const int32_t e = p->epi[i];\n",
+    "                const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;\n",
+    "                const bool sw = (e & GPUOS__EPI_SWAP) != 0;\n",
+    "                (void)j;\n",
+    "                (void)sw;\n",
+    "                switch (e & GPUOS__EPI_OP) {\n",
+    "                case 16: { /* relu */\n",
+    "                    t = (int8_t)(gpuos__e_relu_i8((t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 31: { /* add */\n",
+    "                    const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (int8_t)(sw \? gpuos__e_add_i8((y), (t)) : gpuos__e_add_i8((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 32: { /* sub */\n",
+    "                    const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (int8_t)(sw \? gpuos__e_sub_i8((y), (t)) : gpuos__e_sub_i8((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 33: { /* mul */\n",
+    "                    const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (int8_t)(sw \? gpuos__e_mul_i8((y), (t)) : gpuos__e_mul_i8((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 39: { /* minimum */\n",
+    "                    const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (int8_t)(sw \? gpuos__e_minimum_i8((y), (t)) : gpuos__e_minimum_i8((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 40: { /* maximum */\n",
+    "                    const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (int8_t)(sw \? gpuos__e_maximum_i8((y), (t)) : gpuos__e_maximum_i8((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                default: break; /* graph.c fuses only the operators above */\n",
+    "                }\n",
+    "                t = gpuos__d_opaque(t);\n",
+    "            }\n",
+    "            *(int8_t *)o = t;\n",
+    "            return;\n",
+    "        }\n",
+    "        case 1: { /* u8 */\n",
+    "            uint8_t t = gpuos__d_opaque((uint8_t)((uint8_t)v));\n",
+    "#pragma unroll 1\n",
+    "            for (int i = 0; i < p->n_epi; ++i) {\n",
+    "                const int32_t e = p->epi[i];\n",
+    "                const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;\n",
+    "                const bool sw = (e & GPUOS__EPI_SWAP) != 0;\n",
+    "                (void)j;\n",
+    "                (void)sw;\n",
+    "                switch (e & GPUOS__EPI_OP) {\n",
+    "                case 16: { /* relu */\n",
+    "                    t = (uint8_t)(gpuos__e_relu_u8((t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 31: { /* add */\n",
+    "                    const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (uint8_t)(sw \? gpuos__e_add_u8((y), (t)) : gpuos__e_add_u8((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 32: { /* sub */\n",
+    "                    const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (uint8_t)(sw \? gpuos__e_sub_u8((y), (t)) : gpuos__e_sub_u8((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 33: { /* mul */\n",
+    "                    const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (uint8_t)(sw \? gpuos__e_mul_u8((y), (t)) : gpuos__e_mul_u8((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 39: { /* minimum */\n",
+    "                    const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (uint8_t)(sw \? gpuos__e_minimum_u8((y), (t)) : gpuos__e_minimum_u8((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 40: { /* maximum */\n",
+    "                    const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (uint8_t)(sw \? gpuos__e_maximum_u8((y), (t)) : gpuos__e_maximum_u8((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                default: break; /* graph.c fuses only the operators above */\n",
+    "                }\n",
+    "                t = gpuos__d_opaque(t);\n",
+    "            }\n",
+    "            *(uint8_t *)o = t;\n",
+    "            return;\n",
+    "        }\n",
+    "        case 2: { /* i16 */\n",
+    "            int16_t t = gpuos__d_opaque((int16_t)((int16_t)v));\n",
+    "#pragma unroll 1\n",
+    "            for (int i = 0; i < p->n_epi; ++i) {\n",
+    "                const int32_t e = p->epi[i];\n",
+    "                const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;\n",
+    "                const bool sw = (e & GPUOS__EPI_SWAP) != 0;\n",
+    "                (void)j;\n",
+    "                (void)sw;\n",
+    "                switch (e & GPUOS__EPI_OP) {\n",
+    "                case 16: { /* relu */\n",
+    "                    t = (int16_t)(gpuos__e_relu_i16((t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 31: { /* add */\n",
+    "                    const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (int16_t)(sw \? gpuos__e_add_i16((y), (t)) : gpuos__e_add_i16((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 32: { /* sub */\n",
+    "                    const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (int16_t)(sw \? gpuos__e_sub_i16((y), (t)) : gpuos__e_sub_i16((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 33: { /* mul */\n",
+    "                    const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (int16_t)(sw \? gpuos__e_mul_i16((y), (t)) : gpuos__e_mul_i16((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 39: { /* minimum */\n",
+    "                    const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (int16_t)(sw \? gpuos__e_minimum_i16((y), (t)) : gpuos__e_minimum_i16((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 40: { /* maximum */\n",
+    "                    const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (int16_t)(sw \? gpuos__e_maximum_i16((y), (t)) : gpuos__e_maximum_i16((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                default: break; /* graph.c fuses only the operators above */\n",
+    "                }\n",
+    "                t = gpuos__d_opaque(t);\n",
+    "            }\n",
+    "            *(int16_t *)o = t;\n",
+    "            return;\n",
+    "        }\n",
+    "        case 3: { /* i32 */\n",
+    "            int32_t t = gpuos__d_opaque((int32_t)((int32_t)v));\n",
+    "#pragma unroll 1\n",
+    "            for (int i = 0; i < p->n_epi; ++i) {\n",
+    "                const int32_t e = p->epi[i];\n",
+    "                const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;\n",
+    "                const bool sw = (e & GPUOS__EPI_SWAP) != 0;\n",
+    "                (void)j;\n",
+    "                (void)sw;\n",
+    "                switch (e & GPUOS__EPI_OP) {\n",
+    "                case 16: { /* relu */\n",
+    "                    t = (int32_t)(gpuos__e_relu_i32((t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 31: { /* add */\n",
+    "                    const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (int32_t)(sw \? gpuos__e_add_i32((y), (t)) : gpuos__e_add_i32((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 32: { /* sub */\n",
+    "                    const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (int32_t)(sw \? gpuos__e_sub_i32((y), (t)) : gpuos__e_sub_i32((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 33: { /* mul */\n",
+    "                    const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (int32_t)(sw \? gpuos__e_mul_i32((y), (t)) : gpuos__e_mul_i32((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 39: { /* minimum */\n",
+    "                    const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (int32_t)(sw \? gpuos__e_minimum_i32((y), (t)) : gpuos__e_minimum_i32((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 40: { /* maximum */\n",
+    "                    const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (int32_t)(sw \? gpuos__e_maximum_i32((y), (t)) : gpuos__e_maximum_i32((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                default: break; /* graph.c fuses only the operators above */\n",
+    "                }\n",
+    "                t = gpuos__d_opaque(t);\n",
+    "            }\n",
+    "            *(int32_t *)o = t;\n",
+    "            return;\n",
+    "        }\n",
+    "        case 4: { /* i64 */\n",
+    "            int64_t t = gpuos__d_opaque((int64_t)((int64_t)v));\n",
+    "#pragma unroll 1\n",
+    "            for (int i = 0; i < p->n_epi; ++i) {\n",
+    "                const int32_t e = p->epi[i];\n",
+    "                const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;\n",
+    "                const bool sw = (e & GPUOS__EPI_SWAP) != 0;\n",
+    "                (void)j;\n",
+    "                (void)sw;\n",
+    "                switch (e & GPUOS__EPI_OP) {\n",
+    "                case 16: { /* relu */\n",
+    "                    t = (int64_t)(gpuos__e_relu_i64((t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 31: { /* add */\n",
+    "                    const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (int64_t)(sw \? gpuos__e_add_i64((y), (t)) : gpuos__e_add_i64((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 32: { /* sub */\n",
+    "                    const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (int64_t)(sw \? gpuos__e_sub_i64((y), (t)) : gpuos__e_sub_i64((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 33: { /* mul */\n",
+    "                    const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (int64_t)(sw \? gpuos__e_mul_i64((y), (t)) : gpuos__e_mul_i64((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 39: { /* minimum */\n",
+    "                    const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (int64_t)(sw \? gpuos__e_minimum_i64((y), (t)) : gpuos__e_minimum_i64((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 40: { /* maximum */\n",
+    "                    const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (int64_t)(sw \? gpuos__e_maximum_i64((y), (t)) : gpuos__e_maximum_i64((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                default: break; /* graph.c fuses only the operators above */\n",
+    "                }\n",
+    "                t = gpuos__d_opaque(t);\n",
+    "            }\n",
+    "            *(int64_t *)o = t;\n",
+    "            return;\n",
+    "        }\n",
+    "        default: return;\n",
+    "        }\n",
+    "    }\n",
     "};\n",
     "#if GPUOS__D_MINE(46)\n",
     "__device__ __noinline__ void gpuos__d_matmul_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {\n",
@@ -19517,6 +19992,211 @@ const char *const gpuos__device_source[] = {
     "        default: return;\n",
     "        }\n",
     "    }\n",
+    "    /* The epilogue (gpuos__matmul_plan.epi) on output element (m, n) of value v, stored at\n",
+    "       o: each operator as its own task computes it, the value rounded to the dtype between. */\n",
+    "    static __device__ __noinline__ void epi(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n, T v) {\n",
+    "        switch (cs) {\n",
+    "        case 0: { /* f16 */\n",
+    "            uint16_t t = gpuos__d_opaque((uint16_t)gpuos__f32_to_f16((float)v));\n",
+    "#pragma unroll 1\n",
+    "            for (int i = 0; i < p->n_epi; ++i) {\n",
+    "                const int32_t e = p->epi[i];\n",
+    "                const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;\n",
+    "                const bool sw = (e & GPUOS__EPI_SWAP) != 0;\n",
+    "                (void)j;\n",
+    "                (void)sw;\n",
+    "                switch (e & GPUOS__EPI_OP) {\n",
+    "                case 14: { /* tanh */\n",
+    "                    t = (uint16_t)gpuos__f32_to_f16(gpuos__e_tanh_f16(gpuos__f16_to_f32(t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 15: { /* sigmoid */\n",
+    "                    t = (uint16_t)gpuos__f32_to_f16(gpuos__e_sigmoid_f16(gpuos__f16_to_f32(t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 16: { /* relu */\n",
+    "                    t = (uint16_t)gpuos__f32_to_f16(gpuos__e_relu_f16(gpuos__f16_to_f32(t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 17: { /* gelu */\n",
+    "                    t = (uint16_t)gpuos__f32_to_f16(gpuos__e_gelu_f16(gpuos__f16_to_f32(t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 18: { /* gelu_tanh */\n",
+    "                    t = (uint16_t)gpuos__f32_to_f16(gpuos__e_gelu_tanh_f16(gpuos__f16_to_f32(t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 19: { /* silu */\n",
+    "                    t = (uint16_t)gpuos__f32_to_f16(gpuos__e_silu_f16(gpuos__f16_to_f32(t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 31: { /* add */\n",
+    "                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (uint16_t)gpuos__f32_to_f16(sw \? gpuos__e_add_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(t)) : gpuos__e_add_f16(gpuos__f16_to_f32(t), gpuos__f16_to_f32(y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 32: { /* sub */\n",
+    "                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (uint16_t)gpuos__f32_to_f16(sw \? gpuos__e_sub_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(t)) : gpuos__e_sub_f16(gpuos__f16_to_f32(t), gpuos__f16_to_f32(y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 33: { /* mul */\n",
+    "                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (uint16_t)gpuos__f32_to_f16(sw \? gpuos__e_mul_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(t)) : gpuos__e_mul_f16(gpuos__f16_to_f32(t), gpuos__f16_to_f32(y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 39: { /* minimum */\n",
+    "                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (uint16_t)gpuos__f32_to_f16(sw \? gpuos__e_minimum_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(t)) : gpuos__e_minimum_f16(gpuos__f16_to_f32(t), gpuos__f16_to_f32(y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 40: { /* maximum */\n",
+    "                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (uint16_t)gpuos__f32_to_f16(sw \? gpuos__e_maximum_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(t)) : gpuos__e_maximum_f16(gpuos__f16_to_f32(t), gpuos__f16_to_f32(y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                default: break; /* graph.c fuses only the operators above */\n",
+    "                }\n",
+    "                t = gpuos__d_opaque(t);\n",
+    "            }\n",
+    "            *(uint16_t *)o = t;\n",
+    "            return;\n",
+    "        }\n",
+    "        case 1: { /* bf16 */\n",
+    "            uint16_t t = gpuos__d_opaque((uint16_t)gpuos__f32_to_bf16((float)v));\n",
+    "#pragma unroll 1\n",
+    "            for (int i = 0; i < p->n_epi; ++i) {\n",
+    "                const int32_t e = p->epi[i];\n",
+    "                const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;\n",
+    "                const bool sw = (e & GPUOS__EPI_SWAP) != 0;\n",
+    "                (void)j;\n",
+    "                (void)sw;\n",
+    "                switch (e & GPUOS__EPI_OP) {\n",
+    "                case 14: { /* tanh */\n",
+    "                    t = (uint16_t)gpuos__f32_to_bf16(gpuos__e_tanh_bf16(gpuos__bf16_to_f32(t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 15: { /* sigmoid */\n",
+    "                    t = (uint16_t)gpuos__f32_to_bf16(gpuos__e_sigmoid_bf16(gpuos__bf16_to_f32(t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 16: { /* relu */\n",
+    "                    t = (uint16_t)gpuos__f32_to_bf16(gpuos__e_relu_bf16(gpuos__bf16_to_f32(t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 17: { /* gelu */\n",
+    "                    t = (uint16_t)gpuos__f32_to_bf16(gpuos__e_gelu_bf16(gpuos__bf16_to_f32(t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 18: { /* gelu_tanh */\n",
+    "                    t = (uint16_t)gpuos__f32_to_bf16(gpuos__e_gelu_tanh_bf16(gpuos__bf16_to_f32(t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 19: { /* silu */\n",
+    "                    t = (uint16_t)gpuos__f32_to_bf16(gpuos__e_silu_bf16(gpuos__bf16_to_f32(t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 31: { /* add */\n",
+    "                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (uint16_t)gpuos__f32_to_bf16(sw \? gpuos__e_add_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(t)) : gpuos__e_add_bf16(gpuos__bf16_to_f32(t), gpuos__bf16_to_f32(y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 32: { /* sub */\n",
+    "                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (uint16_t)gpuos__f32_to_bf16(sw \? gpuos__e_sub_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(t)) : gpuos__e_sub_bf16(gpuos__bf16_to_f32(t), gpuos__bf16_to_f32(y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 33: { /* mul */\n",
+    "                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (uint16_t)gpuos__f32_to_bf16(sw \? gpuos__e_mul_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(t)) : gpuos__e_mul_bf16(gpuos__bf16_to_f32(t), gpuos__bf16_to_f32(y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 39: { /* minimum */\n",
+    "                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (uint16_t)gpuos__f32_to_bf16(sw \? gpuos__e_minimum_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(t)) : gpuos__e_minimum_bf16(gpuos__bf16_to_f32(t), gpuos__bf16_to_f32(y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 40: { /* maximum */\n",
+    "                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (uint16_t)gpuos__f32_to_bf16(sw \? gpuos__e_maximum_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(t)) : gpuos__e_maximum_bf16(gpuos__bf16_to_f32(t), gpuos__bf16_to_f32(y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                default: break; /* graph.c fuses only the operators above */\n",
+    "                }\n",
+    "                t = gpuos__d_opaque(t);\n",
+    "            }\n",
+    "            *(uint16_t *)o = t;\n",
+    "            return;\n",
+    "        }\n",
+    "        case 2: { /* f32 */\n",
+    "            float t = gpuos__d_opaque((float)((float)v));\n",
+    "#pragma unroll 1\n",
+    "            for (int i = 0; i < p->n_epi; ++i) {\n",
+    "                const int32_t e = p->epi[i];\n",
+    "                const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;\n",
+    "                const bool sw = (e & GPUOS__EPI_SWAP) != 0;\n",
+    "                (void)j;\n",
+    "                (void)sw;\n",
+    "                switch (e & GPUOS__EPI_OP) {\n",
+    "                case 14: { /* tanh */\n",
+    "                    t = (float)(gpuos__e_tanh_f32((t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 15: { /* sigmoid */\n",
+    "                    t = (float)(gpuos__e_sigmoid_f32((t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 16: { /* relu */\n",
+    "                    t = (float)(gpuos__e_relu_f32((t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 17: { /* gelu */\n",
+    "                    t = (float)(gpuos__e_gelu_f32((t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 18: { /* gelu_tanh */\n",
+    "                    t = (float)(gpuos__e_gelu_tanh_f32((t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 19: { /* silu */\n",
+    "                    t = (float)(gpuos__e_silu_f32((t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 31: { /* add */\n",
+    "                    const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (float)(sw \? gpuos__e_add_f32((y), (t)) : gpuos__e_add_f32((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 32: { /* sub */\n",
+    "                    const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (float)(sw \? gpuos__e_sub_f32((y), (t)) : gpuos__e_sub_f32((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 33: { /* mul */\n",
+    "                    const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (float)(sw \? gpuos__e_mul_f32((y), (t)) : gpuos__e_mul_f32((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 39: { /* minimum */\n",
+    "                    const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (float)(sw \? gpuos__e_minimum_f32((y), (t)) : gpuos__e_minimum_f32((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 40: { /* maximum */\n",
+    "                    const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (float)(sw \? gpuos__e_maximum_f32((y), (t)) : gpuos__e_maximum_f32((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                default: break; /* graph.c fuses only the operators above */\n",
+    "                }\n",
+    "                t = gpuos__d_opaque(t);\n",
+    "            }\n",
+    "            *(float *)o = t;\n",
+    "            return;\n",
+    "        }\n",
+    "        default: return;\n",
+    "        }\n",
+    "    }\n",
     "};\n",
     "#if GPUOS__D_MINE(47)\n",
     "__device__ __noinline__ void gpuos__d_matmul_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {\n",
@@ -19550,6 +20230,79 @@ const char *const gpuos__device_source[] = {
     "    static __device__ __forceinline__ void st(int cs, char *p, T v) {\n",
     "        switch (cs) {\n",
     "        case 0: *(double *)p = ((double)v); return;\n",
+    "        default: return;\n",
+    "        }\n",
+    "    }\n",
+    "    /* The epilogue (gpuos__matmul_plan.epi) on output element (m, n) of value v, stored at\n",
+    "       o: each operator as its own task computes it, the value rounded to the dtype between. */\n",
+    "    static __device__ __noinline__ void epi(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n, T v) {\n",
+    "        switch (cs) {\n",
+    "        case 0: { /* f64 */\n",
+    "            double t = gpuos__d_opaque((double)((double)v));\n",
+    "#pragma unroll 1\n",
+    "            for (int i = 0; i < p->n_epi; ++i) {\n",
+    "                const int32_t e = p->epi[i];\n",
+    "                const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;\n",
+    "                const bool sw = (e & GPUOS__EPI_SWAP) != 0;\n",
+    "                (void)j;\n",
+    "                (void)sw;\n",
+    "                switch (e & GPUOS__EPI_OP) {\n",
+    "                case 14: { /* tanh */\n",
+    "                    t = (double)(gpuos__e_tanh_f64((t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 15: { /* sigmoid */\n",
+    "                    t = (double)(gpuos__e_sigmoid_f64((t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 16: { /* relu */\n",
+    "                    t = (double)(gpuos__e_relu_f64((t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 17: { /* gelu */\n",
+    "                    t = (double)(gpuos__e_gelu_f64((t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 18: { /* gelu_tanh */\n",
+    "                    t = (double)(gpuos__e_gelu_tanh_f64((t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 19: { /* silu */\n",
+    "                    t = (double)(gpuos__e_silu_f64((t)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 31: { /* add */\n",
+    "                    const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (double)(sw \? gpuos__e_add_f64((y), (t)) : gpuos__e_add_f64((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 32: { /* sub */\n",
+    "                    const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (double)(sw \? gpuos__e_sub_f64((y), (t)) : gpuos__e_sub_f64((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 33: { /* mul */\n",
+    "                    const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (double)(sw \? gpuos__e_mul_f64((y), (t)) : gpuos__e_mul_f64((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 39: { /* minimum */\n",
+    "                    const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (double)(sw \? gpuos__e_minimum_f64((y), (t)) : gpuos__e_minimum_f64((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                case 40: { /* maximum */\n",
+    "                    const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);\n",
+    "                    t = (double)(sw \? gpuos__e_maximum_f64((y), (t)) : gpuos__e_maximum_f64((t), (y)));\n",
+    "                    break;\n",
+    "                }\n",
+    "                default: break; /* graph.c fuses only the operators above */\n",
+    "                }\n",
+    "                t = gpuos__d_opaque(t);\n",
+    "            }\n",
+    "            *(double *)o = t;\n",
+    "            return;\n",
+    "        }\n",
     "        default: return;\n",
     "        }\n",
     "    }\n",
@@ -22603,6 +23356,7 @@ extern const gpuos__ew_loop_fn gpuos__hk_cast_loops[GPUOS_DTYPE_COUNT][GPUOS_DTY
 extern const gpuos__reduce_fn gpuos__hk_reduces[GPUOS_OP_COUNT][GPUOS_DTYPE_COUNT];
 extern const gpuos__rows_fn gpuos__hk_rows[GPUOS_OP_COUNT][GPUOS_DTYPE_COUNT];
 extern const gpuos__matmul_fn gpuos__hk_matmuls[GPUOS_DTYPE_COUNT];
+extern const unsigned char gpuos__hk_epi_ok[GPUOS_OP_COUNT][GPUOS_DTYPE_COUNT];
 
 static int gpuos__valid(gpuos_op op, gpuos_dtype dtype) {
     return (unsigned)op < GPUOS_OP_COUNT && (unsigned)dtype < GPUOS_DTYPE_COUNT;
@@ -22630,6 +23384,10 @@ gpuos__rows_fn gpuos__host_rows(gpuos_op op, gpuos_dtype key) {
 
 gpuos__matmul_fn gpuos__host_matmul(gpuos_dtype key) {
     return (unsigned)key < GPUOS_DTYPE_COUNT ? gpuos__hk_matmuls[key] : NULL;
+}
+
+int gpuos__matmul_epi_ok(gpuos_op op, gpuos_dtype dtype) {
+    return gpuos__valid(op, dtype) && gpuos__hk_epi_ok[op][dtype];
 }
 
 /* ---------------------------------------------------------------- public: dtypes and ops */
@@ -23825,9 +24583,619 @@ static void gpuos__hk_rows_rmsnorm_f64(const gpuos__rows_plan *p, int64_t begin,
 }
 
 /* ---------------------------------------------------------------- matmul */
+/* The epilogue of a fused matmul (gpuos__matmul_plan.epi, recorded graphs): on output row m
+   at o, each operator in turn as its own task would run it (load, compute, store), so each
+   result is rounded to the dtype in memory. */
+static void gpuos__hk_epi_i8(const gpuos__matmul_plan *p, char *o, int64_t m) {
+    int i;
+    int64_t n;
+    for (i = 0; i < p->n_epi; ++i) {
+        const int32_t e = p->epi[i];
+        const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+        (void)j;
+        (void)sw;
+        switch (e & GPUOS__EPI_OP) {
+        case 16: /* relu */
+            for (n = 0; n < p->N; ++n) {
+                int8_t *t = (int8_t *)(o + n * p->o_n);
+                *t = (gpuos__e_relu_i8((*t)));
+            }
+            break;
+        case 31: /* add */
+            for (n = 0; n < p->N; ++n) {
+                int8_t *t = (int8_t *)(o + n * p->o_n);
+                const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_add_i8((y), (*t)) : gpuos__e_add_i8((*t), (y)));
+            }
+            break;
+        case 32: /* sub */
+            for (n = 0; n < p->N; ++n) {
+                int8_t *t = (int8_t *)(o + n * p->o_n);
+                const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_sub_i8((y), (*t)) : gpuos__e_sub_i8((*t), (y)));
+            }
+            break;
+        case 33: /* mul */
+            for (n = 0; n < p->N; ++n) {
+                int8_t *t = (int8_t *)(o + n * p->o_n);
+                const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_mul_i8((y), (*t)) : gpuos__e_mul_i8((*t), (y)));
+            }
+            break;
+        case 39: /* minimum */
+            for (n = 0; n < p->N; ++n) {
+                int8_t *t = (int8_t *)(o + n * p->o_n);
+                const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_minimum_i8((y), (*t)) : gpuos__e_minimum_i8((*t), (y)));
+            }
+            break;
+        case 40: /* maximum */
+            for (n = 0; n < p->N; ++n) {
+                int8_t *t = (int8_t *)(o + n * p->o_n);
+                const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_maximum_i8((y), (*t)) : gpuos__e_maximum_i8((*t), (y)));
+            }
+            break;
+        default: break; /* graph.c fuses only the operators above */
+        }
+    }
+}
+static void gpuos__hk_epi_u8(const gpuos__matmul_plan *p, char *o, int64_t m) {
+    int i;
+    int64_t n;
+    for (i = 0; i < p->n_epi; ++i) {
+        const int32_t e = p->epi[i];
+        const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+        (void)j;
+        (void)sw;
+        switch (e & GPUOS__EPI_OP) {
+        case 16: /* relu */
+            for (n = 0; n < p->N; ++n) {
+                uint8_t *t = (uint8_t *)(o + n * p->o_n);
+                *t = (gpuos__e_relu_u8((*t)));
+            }
+            break;
+        case 31: /* add */
+            for (n = 0; n < p->N; ++n) {
+                uint8_t *t = (uint8_t *)(o + n * p->o_n);
+                const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_add_u8((y), (*t)) : gpuos__e_add_u8((*t), (y)));
+            }
+            break;
+        case 32: /* sub */
+            for (n = 0; n < p->N; ++n) {
+                uint8_t *t = (uint8_t *)(o + n * p->o_n);
+                const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_sub_u8((y), (*t)) : gpuos__e_sub_u8((*t), (y)));
+            }
+            break;
+        case 33: /* mul */
+            for (n = 0; n < p->N; ++n) {
+                uint8_t *t = (uint8_t *)(o + n * p->o_n);
+                const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_mul_u8((y), (*t)) : gpuos__e_mul_u8((*t), (y)));
+            }
+            break;
+        case 39: /* minimum */
+            for (n = 0; n < p->N; ++n) {
+                uint8_t *t = (uint8_t *)(o + n * p->o_n);
+                const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_minimum_u8((y), (*t)) : gpuos__e_minimum_u8((*t), (y)));
+            }
+            break;
+        case 40: /* maximum */
+            for (n = 0; n < p->N; ++n) {
+                uint8_t *t = (uint8_t *)(o + n * p->o_n);
+                const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_maximum_u8((y), (*t)) : gpuos__e_maximum_u8((*t), (y)));
+            }
+            break;
+        default: break; /* graph.c fuses only the operators above */
+        }
+    }
+}
+static void gpuos__hk_epi_i16(const gpuos__matmul_plan *p, char *o, int64_t m) {
+    int i;
+    int64_t n;
+    for (i = 0; i < p->n_epi; ++i) {
+        const int32_t e = p->epi[i];
+        const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+        (void)j;
+        (void)sw;
+        switch (e & GPUOS__EPI_OP) {
+        case 16: /* relu */
+            for (n = 0; n < p->N; ++n) {
+                int16_t *t = (int16_t *)(o + n * p->o_n);
+                *t = (gpuos__e_relu_i16((*t)));
+            }
+            break;
+        case 31: /* add */
+            for (n = 0; n < p->N; ++n) {
+                int16_t *t = (int16_t *)(o + n * p->o_n);
+                const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_add_i16((y), (*t)) : gpuos__e_add_i16((*t), (y)));
+            }
+            break;
+        case 32: /* sub */
+            for (n = 0; n < p->N; ++n) {
+                int16_t *t = (int16_t *)(o + n * p->o_n);
+                const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_sub_i16((y), (*t)) : gpuos__e_sub_i16((*t), (y)));
+            }
+            break;
+        case 33: /* mul */
+            for (n = 0; n < p->N; ++n) {
+                int16_t *t = (int16_t *)(o + n * p->o_n);
+                const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_mul_i16((y), (*t)) : gpuos__e_mul_i16((*t), (y)));
+            }
+            break;
+        case 39: /* minimum */
+            for (n = 0; n < p->N; ++n) {
+                int16_t *t = (int16_t *)(o + n * p->o_n);
+                const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_minimum_i16((y), (*t)) : gpuos__e_minimum_i16((*t), (y)));
+            }
+            break;
+        case 40: /* maximum */
+            for (n = 0; n < p->N; ++n) {
+                int16_t *t = (int16_t *)(o + n * p->o_n);
+                const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_maximum_i16((y), (*t)) : gpuos__e_maximum_i16((*t), (y)));
+            }
+            break;
+        default: break; /* graph.c fuses only the operators above */
+        }
+    }
+}
+static void gpuos__hk_epi_i32(const gpuos__matmul_plan *p, char *o, int64_t m) {
+    int i;
+    int64_t n;
+    for (i = 0; i < p->n_epi; ++i) {
+        const int32_t e = p->epi[i];
+        const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+        (void)j;
+        (void)sw;
+        switch (e & GPUOS__EPI_OP) {
+        case 16: /* relu */
+            for (n = 0; n < p->N; ++n) {
+                int32_t *t = (int32_t *)(o + n * p->o_n);
+                *t = (gpuos__e_relu_i32((*t)));
+            }
+            break;
+        case 31: /* add */
+            for (n = 0; n < p->N; ++n) {
+                int32_t *t = (int32_t *)(o + n * p->o_n);
+                const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_add_i32((y), (*t)) : gpuos__e_add_i32((*t), (y)));
+            }
+            break;
+        case 32: /* sub */
+            for (n = 0; n < p->N; ++n) {
+                int32_t *t = (int32_t *)(o + n * p->o_n);
+                const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_sub_i32((y), (*t)) : gpuos__e_sub_i32((*t), (y)));
+            }
+            break;
+        case 33: /* mul */
+            for (n = 0; n < p->N; ++n) {
+                int32_t *t = (int32_t *)(o + n * p->o_n);
+                const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_mul_i32((y), (*t)) : gpuos__e_mul_i32((*t), (y)));
+            }
+            break;
+        case 39: /* minimum */
+            for (n = 0; n < p->N; ++n) {
+                int32_t *t = (int32_t *)(o + n * p->o_n);
+                const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_minimum_i32((y), (*t)) : gpuos__e_minimum_i32((*t), (y)));
+            }
+            break;
+        case 40: /* maximum */
+            for (n = 0; n < p->N; ++n) {
+                int32_t *t = (int32_t *)(o + n * p->o_n);
+                const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_maximum_i32((y), (*t)) : gpuos__e_maximum_i32((*t), (y)));
+            }
+            break;
+        default: break; /* graph.c fuses only the operators above */
+        }
+    }
+}
+static void gpuos__hk_epi_i64(const gpuos__matmul_plan *p, char *o, int64_t m) {
+    int i;
+    int64_t n;
+    for (i = 0; i < p->n_epi; ++i) {
+        const int32_t e = p->epi[i];
+        const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+        (void)j;
+        (void)sw;
+        switch (e & GPUOS__EPI_OP) {
+        case 16: /* relu */
+            for (n = 0; n < p->N; ++n) {
+                int64_t *t = (int64_t *)(o + n * p->o_n);
+                *t = (gpuos__e_relu_i64((*t)));
+            }
+            break;
+        case 31: /* add */
+            for (n = 0; n < p->N; ++n) {
+                int64_t *t = (int64_t *)(o + n * p->o_n);
+                const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_add_i64((y), (*t)) : gpuos__e_add_i64((*t), (y)));
+            }
+            break;
+        case 32: /* sub */
+            for (n = 0; n < p->N; ++n) {
+                int64_t *t = (int64_t *)(o + n * p->o_n);
+                const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_sub_i64((y), (*t)) : gpuos__e_sub_i64((*t), (y)));
+            }
+            break;
+        case 33: /* mul */
+            for (n = 0; n < p->N; ++n) {
+                int64_t *t = (int64_t *)(o + n * p->o_n);
+                const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_mul_i64((y), (*t)) : gpuos__e_mul_i64((*t), (y)));
+            }
+            break;
+        case 39: /* minimum */
+            for (n = 0; n < p->N; ++n) {
+                int64_t *t = (int64_t *)(o + n * p->o_n);
+                const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_minimum_i64((y), (*t)) : gpuos__e_minimum_i64((*t), (y)));
+            }
+            break;
+        case 40: /* maximum */
+            for (n = 0; n < p->N; ++n) {
+                int64_t *t = (int64_t *)(o + n * p->o_n);
+                const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_maximum_i64((y), (*t)) : gpuos__e_maximum_i64((*t), (y)));
+            }
+            break;
+        default: break; /* graph.c fuses only the operators above */
+        }
+    }
+}
+static void gpuos__hk_epi_f16(const gpuos__matmul_plan *p, char *o, int64_t m) {
+    int i;
+    int64_t n;
+    for (i = 0; i < p->n_epi; ++i) {
+        const int32_t e = p->epi[i];
+        const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+        (void)j;
+        (void)sw;
+        switch (e & GPUOS__EPI_OP) {
+        case 14: /* tanh */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                *t = gpuos__f32_to_f16(gpuos__e_tanh_f16(gpuos__f16_to_f32(*t)));
+            }
+            break;
+        case 15: /* sigmoid */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                *t = gpuos__f32_to_f16(gpuos__e_sigmoid_f16(gpuos__f16_to_f32(*t)));
+            }
+            break;
+        case 16: /* relu */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                *t = gpuos__f32_to_f16(gpuos__e_relu_f16(gpuos__f16_to_f32(*t)));
+            }
+            break;
+        case 17: /* gelu */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                *t = gpuos__f32_to_f16(gpuos__e_gelu_f16(gpuos__f16_to_f32(*t)));
+            }
+            break;
+        case 18: /* gelu_tanh */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                *t = gpuos__f32_to_f16(gpuos__e_gelu_tanh_f16(gpuos__f16_to_f32(*t)));
+            }
+            break;
+        case 19: /* silu */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                *t = gpuos__f32_to_f16(gpuos__e_silu_f16(gpuos__f16_to_f32(*t)));
+            }
+            break;
+        case 31: /* add */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = gpuos__f32_to_f16(sw ? gpuos__e_add_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(*t)) : gpuos__e_add_f16(gpuos__f16_to_f32(*t), gpuos__f16_to_f32(y)));
+            }
+            break;
+        case 32: /* sub */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = gpuos__f32_to_f16(sw ? gpuos__e_sub_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(*t)) : gpuos__e_sub_f16(gpuos__f16_to_f32(*t), gpuos__f16_to_f32(y)));
+            }
+            break;
+        case 33: /* mul */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = gpuos__f32_to_f16(sw ? gpuos__e_mul_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(*t)) : gpuos__e_mul_f16(gpuos__f16_to_f32(*t), gpuos__f16_to_f32(y)));
+            }
+            break;
+        case 39: /* minimum */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = gpuos__f32_to_f16(sw ? gpuos__e_minimum_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(*t)) : gpuos__e_minimum_f16(gpuos__f16_to_f32(*t), gpuos__f16_to_f32(y)));
+            }
+            break;
+        case 40: /* maximum */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = gpuos__f32_to_f16(sw ? gpuos__e_maximum_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(*t)) : gpuos__e_maximum_f16(gpuos__f16_to_f32(*t), gpuos__f16_to_f32(y)));
+            }
+            break;
+        default: break; /* graph.c fuses only the operators above */
+        }
+    }
+}
+static void gpuos__hk_epi_bf16(const gpuos__matmul_plan *p, char *o, int64_t m) {
+    int i;
+    int64_t n;
+    for (i = 0; i < p->n_epi; ++i) {
+        const int32_t e = p->epi[i];
+        const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+        (void)j;
+        (void)sw;
+        switch (e & GPUOS__EPI_OP) {
+        case 14: /* tanh */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                *t = gpuos__f32_to_bf16(gpuos__e_tanh_bf16(gpuos__bf16_to_f32(*t)));
+            }
+            break;
+        case 15: /* sigmoid */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                *t = gpuos__f32_to_bf16(gpuos__e_sigmoid_bf16(gpuos__bf16_to_f32(*t)));
+            }
+            break;
+        case 16: /* relu */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                *t = gpuos__f32_to_bf16(gpuos__e_relu_bf16(gpuos__bf16_to_f32(*t)));
+            }
+            break;
+        case 17: /* gelu */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                *t = gpuos__f32_to_bf16(gpuos__e_gelu_bf16(gpuos__bf16_to_f32(*t)));
+            }
+            break;
+        case 18: /* gelu_tanh */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                *t = gpuos__f32_to_bf16(gpuos__e_gelu_tanh_bf16(gpuos__bf16_to_f32(*t)));
+            }
+            break;
+        case 19: /* silu */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                *t = gpuos__f32_to_bf16(gpuos__e_silu_bf16(gpuos__bf16_to_f32(*t)));
+            }
+            break;
+        case 31: /* add */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = gpuos__f32_to_bf16(sw ? gpuos__e_add_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(*t)) : gpuos__e_add_bf16(gpuos__bf16_to_f32(*t), gpuos__bf16_to_f32(y)));
+            }
+            break;
+        case 32: /* sub */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = gpuos__f32_to_bf16(sw ? gpuos__e_sub_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(*t)) : gpuos__e_sub_bf16(gpuos__bf16_to_f32(*t), gpuos__bf16_to_f32(y)));
+            }
+            break;
+        case 33: /* mul */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = gpuos__f32_to_bf16(sw ? gpuos__e_mul_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(*t)) : gpuos__e_mul_bf16(gpuos__bf16_to_f32(*t), gpuos__bf16_to_f32(y)));
+            }
+            break;
+        case 39: /* minimum */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = gpuos__f32_to_bf16(sw ? gpuos__e_minimum_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(*t)) : gpuos__e_minimum_bf16(gpuos__bf16_to_f32(*t), gpuos__bf16_to_f32(y)));
+            }
+            break;
+        case 40: /* maximum */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = gpuos__f32_to_bf16(sw ? gpuos__e_maximum_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(*t)) : gpuos__e_maximum_bf16(gpuos__bf16_to_f32(*t), gpuos__bf16_to_f32(y)));
+            }
+            break;
+        default: break; /* graph.c fuses only the operators above */
+        }
+    }
+}
+static void gpuos__hk_epi_f32(const gpuos__matmul_plan *p, char *o, int64_t m) {
+    int i;
+    int64_t n;
+    for (i = 0; i < p->n_epi; ++i) {
+        const int32_t e = p->epi[i];
+        const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+        (void)j;
+        (void)sw;
+        switch (e & GPUOS__EPI_OP) {
+        case 14: /* tanh */
+            for (n = 0; n < p->N; ++n) {
+                float *t = (float *)(o + n * p->o_n);
+                *t = (gpuos__e_tanh_f32((*t)));
+            }
+            break;
+        case 15: /* sigmoid */
+            for (n = 0; n < p->N; ++n) {
+                float *t = (float *)(o + n * p->o_n);
+                *t = (gpuos__e_sigmoid_f32((*t)));
+            }
+            break;
+        case 16: /* relu */
+            for (n = 0; n < p->N; ++n) {
+                float *t = (float *)(o + n * p->o_n);
+                *t = (gpuos__e_relu_f32((*t)));
+            }
+            break;
+        case 17: /* gelu */
+            for (n = 0; n < p->N; ++n) {
+                float *t = (float *)(o + n * p->o_n);
+                *t = (gpuos__e_gelu_f32((*t)));
+            }
+            break;
+        case 18: /* gelu_tanh */
+            for (n = 0; n < p->N; ++n) {
+                float *t = (float *)(o + n * p->o_n);
+                *t = (gpuos__e_gelu_tanh_f32((*t)));
+            }
+            break;
+        case 19: /* silu */
+            for (n = 0; n < p->N; ++n) {
+                float *t = (float *)(o + n * p->o_n);
+                *t = (gpuos__e_silu_f32((*t)));
+            }
+            break;
+        case 31: /* add */
+            for (n = 0; n < p->N; ++n) {
+                float *t = (float *)(o + n * p->o_n);
+                const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_add_f32((y), (*t)) : gpuos__e_add_f32((*t), (y)));
+            }
+            break;
+        case 32: /* sub */
+            for (n = 0; n < p->N; ++n) {
+                float *t = (float *)(o + n * p->o_n);
+                const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_sub_f32((y), (*t)) : gpuos__e_sub_f32((*t), (y)));
+            }
+            break;
+        case 33: /* mul */
+            for (n = 0; n < p->N; ++n) {
+                float *t = (float *)(o + n * p->o_n);
+                const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_mul_f32((y), (*t)) : gpuos__e_mul_f32((*t), (y)));
+            }
+            break;
+        case 39: /* minimum */
+            for (n = 0; n < p->N; ++n) {
+                float *t = (float *)(o + n * p->o_n);
+                const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_minimum_f32((y), (*t)) : gpuos__e_minimum_f32((*t), (y)));
+            }
+            break;
+        case 40: /* maximum */
+            for (n = 0; n < p->N; ++n) {
+                float *t = (float *)(o + n * p->o_n);
+                const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_maximum_f32((y), (*t)) : gpuos__e_maximum_f32((*t), (y)));
+            }
+            break;
+        default: break; /* graph.c fuses only the operators above */
+        }
+    }
+}
+static void gpuos__hk_epi_f64(const gpuos__matmul_plan *p, char *o, int64_t m) {
+    int i;
+    int64_t n;
+    for (i = 0; i < p->n_epi; ++i) {
+        const int32_t e = p->epi[i];
+        const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+        (void)j;
+        (void)sw;
+        switch (e & GPUOS__EPI_OP) {
+        case 14: /* tanh */
+            for (n = 0; n < p->N; ++n) {
+                double *t = (double *)(o + n * p->o_n);
+                *t = (gpuos__e_tanh_f64((*t)));
+            }
+            break;
+        case 15: /* sigmoid */
+            for (n = 0; n < p->N; ++n) {
+                double *t = (double *)(o + n * p->o_n);
+                *t = (gpuos__e_sigmoid_f64((*t)));
+            }
+            break;
+        case 16: /* relu */
+            for (n = 0; n < p->N; ++n) {
+                double *t = (double *)(o + n * p->o_n);
+                *t = (gpuos__e_relu_f64((*t)));
+            }
+            break;
+        case 17: /* gelu */
+            for (n = 0; n < p->N; ++n) {
+                double *t = (double *)(o + n * p->o_n);
+                *t = (gpuos__e_gelu_f64((*t)));
+            }
+            break;
+        case 18: /* gelu_tanh */
+            for (n = 0; n < p->N; ++n) {
+                double *t = (double *)(o + n * p->o_n);
+                *t = (gpuos__e_gelu_tanh_f64((*t)));
+            }
+            break;
+        case 19: /* silu */
+            for (n = 0; n < p->N; ++n) {
+                double *t = (double *)(o + n * p->o_n);
+                *t = (gpuos__e_silu_f64((*t)));
+            }
+            break;
+        case 31: /* add */
+            for (n = 0; n < p->N; ++n) {
+                double *t = (double *)(o + n * p->o_n);
+                const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_add_f64((y), (*t)) : gpuos__e_add_f64((*t), (y)));
+            }
+            break;
+        case 32: /* sub */
+            for (n = 0; n < p->N; ++n) {
+                double *t = (double *)(o + n * p->o_n);
+                const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_sub_f64((y), (*t)) : gpuos__e_sub_f64((*t), (y)));
+            }
+            break;
+        case 33: /* mul */
+            for (n = 0; n < p->N; ++n) {
+                double *t = (double *)(o + n * p->o_n);
+                const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_mul_f64((y), (*t)) : gpuos__e_mul_f64((*t), (y)));
+            }
+            break;
+        case 39: /* minimum */
+            for (n = 0; n < p->N; ++n) {
+                double *t = (double *)(o + n * p->o_n);
+                const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_minimum_f64((y), (*t)) : gpuos__e_minimum_f64((*t), (y)));
+            }
+            break;
+        case 40: /* maximum */
+            for (n = 0; n < p->N; ++n) {
+                double *t = (double *)(o + n * p->o_n);
+                const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_maximum_f64((y), (*t)) : gpuos__e_maximum_f64((*t), (y)));
+            }
+            break;
+        default: break; /* graph.c fuses only the operators above */
+        }
+    }
+}
+
 /* Item = (batch index, output row m); out[m][n] = sum_k a[m][k] * b[k][n], accumulated in
-   the accumulator type (integers: 64 bits, wrapping). */
-#define GPUOS__HK_MATMUL(NAME, T, LD, STO, ACC, RES)                                                \
+   the accumulator type (integers: 64 bits, wrapping); then the row's epilogue, if any. */
+#define GPUOS__HK_MATMUL(NAME, EPI, T, LD, STO, ACC, RES)                                           \
     static void NAME(const gpuos__matmul_plan *p, int64_t begin, int64_t end) {                    \
         int64_t item, n, k;                                                                         \
         for (item = begin; item < end; ++item) {                                                    \
@@ -23844,18 +25212,19 @@ static void gpuos__hk_rows_rmsnorm_f64(const gpuos__rows_plan *p, int64_t begin,
                            (ACC)LD(*(const T *)(b + k * p->b_k + n * p->b_n));                      \
                 *(T *)(o + n * p->o_n) = STO((RES)acc);                                             \
             }                                                                                       \
+            if (p->n_epi > 0) EPI(p, o, m);                                                         \
         }                                                                                           \
     }
 
-GPUOS__HK_MATMUL(gpuos__hk_matmul_i8, int8_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, int8_t)
-GPUOS__HK_MATMUL(gpuos__hk_matmul_u8, uint8_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, uint8_t)
-GPUOS__HK_MATMUL(gpuos__hk_matmul_i16, int16_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, int16_t)
-GPUOS__HK_MATMUL(gpuos__hk_matmul_i32, int32_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, int32_t)
-GPUOS__HK_MATMUL(gpuos__hk_matmul_i64, int64_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, int64_t)
-GPUOS__HK_MATMUL(gpuos__hk_matmul_f16, uint16_t, gpuos__f16_to_f32, gpuos__f32_to_f16, float, float)
-GPUOS__HK_MATMUL(gpuos__hk_matmul_bf16, uint16_t, gpuos__bf16_to_f32, gpuos__f32_to_bf16, float, float)
-GPUOS__HK_MATMUL(gpuos__hk_matmul_f32, float, GPUOS__HK_ID, GPUOS__HK_ID, float, float)
-GPUOS__HK_MATMUL(gpuos__hk_matmul_f64, double, GPUOS__HK_ID, GPUOS__HK_ID, double, double)
+GPUOS__HK_MATMUL(gpuos__hk_matmul_i8, gpuos__hk_epi_i8, int8_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, int8_t)
+GPUOS__HK_MATMUL(gpuos__hk_matmul_u8, gpuos__hk_epi_u8, uint8_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, uint8_t)
+GPUOS__HK_MATMUL(gpuos__hk_matmul_i16, gpuos__hk_epi_i16, int16_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, int16_t)
+GPUOS__HK_MATMUL(gpuos__hk_matmul_i32, gpuos__hk_epi_i32, int32_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, int32_t)
+GPUOS__HK_MATMUL(gpuos__hk_matmul_i64, gpuos__hk_epi_i64, int64_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, int64_t)
+GPUOS__HK_MATMUL(gpuos__hk_matmul_f16, gpuos__hk_epi_f16, uint16_t, gpuos__f16_to_f32, gpuos__f32_to_f16, float, float)
+GPUOS__HK_MATMUL(gpuos__hk_matmul_bf16, gpuos__hk_epi_bf16, uint16_t, gpuos__bf16_to_f32, gpuos__f32_to_bf16, float, float)
+GPUOS__HK_MATMUL(gpuos__hk_matmul_f32, gpuos__hk_epi_f32, float, GPUOS__HK_ID, GPUOS__HK_ID, float, float)
+GPUOS__HK_MATMUL(gpuos__hk_matmul_f64, gpuos__hk_epi_f64, double, GPUOS__HK_ID, GPUOS__HK_ID, double, double)
 
 /* ---------------------------------------------------------------- tables (dispatch.c looks them up) */
 const gpuos__ew_iter_fn gpuos__hk_iters[GPUOS__MAX_RANK + 1] = {
@@ -24517,6 +25886,85 @@ const gpuos__rows_fn gpuos__hk_rows[GPUOS_OP_COUNT][GPUOS_DTYPE_COUNT] = {
     [GPUOS_OP_RMSNORM][GPUOS_BF16] = gpuos__hk_rows_rmsnorm_bf16,
     [GPUOS_OP_RMSNORM][GPUOS_F32] = gpuos__hk_rows_rmsnorm_f32,
     [GPUOS_OP_RMSNORM][GPUOS_F64] = gpuos__hk_rows_rmsnorm_f64,
+};
+
+/* [op][dtype]: 1 where a matmul of dtype can take op as an epilogue operator */
+const unsigned char gpuos__hk_epi_ok[GPUOS_OP_COUNT][GPUOS_DTYPE_COUNT] = {
+    [GPUOS_OP_RELU][GPUOS_I8] = 1,
+    [GPUOS_OP_ADD][GPUOS_I8] = 1,
+    [GPUOS_OP_SUB][GPUOS_I8] = 1,
+    [GPUOS_OP_MUL][GPUOS_I8] = 1,
+    [GPUOS_OP_MINIMUM][GPUOS_I8] = 1,
+    [GPUOS_OP_MAXIMUM][GPUOS_I8] = 1,
+    [GPUOS_OP_RELU][GPUOS_U8] = 1,
+    [GPUOS_OP_ADD][GPUOS_U8] = 1,
+    [GPUOS_OP_SUB][GPUOS_U8] = 1,
+    [GPUOS_OP_MUL][GPUOS_U8] = 1,
+    [GPUOS_OP_MINIMUM][GPUOS_U8] = 1,
+    [GPUOS_OP_MAXIMUM][GPUOS_U8] = 1,
+    [GPUOS_OP_RELU][GPUOS_I16] = 1,
+    [GPUOS_OP_ADD][GPUOS_I16] = 1,
+    [GPUOS_OP_SUB][GPUOS_I16] = 1,
+    [GPUOS_OP_MUL][GPUOS_I16] = 1,
+    [GPUOS_OP_MINIMUM][GPUOS_I16] = 1,
+    [GPUOS_OP_MAXIMUM][GPUOS_I16] = 1,
+    [GPUOS_OP_RELU][GPUOS_I32] = 1,
+    [GPUOS_OP_ADD][GPUOS_I32] = 1,
+    [GPUOS_OP_SUB][GPUOS_I32] = 1,
+    [GPUOS_OP_MUL][GPUOS_I32] = 1,
+    [GPUOS_OP_MINIMUM][GPUOS_I32] = 1,
+    [GPUOS_OP_MAXIMUM][GPUOS_I32] = 1,
+    [GPUOS_OP_RELU][GPUOS_I64] = 1,
+    [GPUOS_OP_ADD][GPUOS_I64] = 1,
+    [GPUOS_OP_SUB][GPUOS_I64] = 1,
+    [GPUOS_OP_MUL][GPUOS_I64] = 1,
+    [GPUOS_OP_MINIMUM][GPUOS_I64] = 1,
+    [GPUOS_OP_MAXIMUM][GPUOS_I64] = 1,
+    [GPUOS_OP_TANH][GPUOS_F16] = 1,
+    [GPUOS_OP_SIGMOID][GPUOS_F16] = 1,
+    [GPUOS_OP_RELU][GPUOS_F16] = 1,
+    [GPUOS_OP_GELU][GPUOS_F16] = 1,
+    [GPUOS_OP_GELU_TANH][GPUOS_F16] = 1,
+    [GPUOS_OP_SILU][GPUOS_F16] = 1,
+    [GPUOS_OP_ADD][GPUOS_F16] = 1,
+    [GPUOS_OP_SUB][GPUOS_F16] = 1,
+    [GPUOS_OP_MUL][GPUOS_F16] = 1,
+    [GPUOS_OP_MINIMUM][GPUOS_F16] = 1,
+    [GPUOS_OP_MAXIMUM][GPUOS_F16] = 1,
+    [GPUOS_OP_TANH][GPUOS_BF16] = 1,
+    [GPUOS_OP_SIGMOID][GPUOS_BF16] = 1,
+    [GPUOS_OP_RELU][GPUOS_BF16] = 1,
+    [GPUOS_OP_GELU][GPUOS_BF16] = 1,
+    [GPUOS_OP_GELU_TANH][GPUOS_BF16] = 1,
+    [GPUOS_OP_SILU][GPUOS_BF16] = 1,
+    [GPUOS_OP_ADD][GPUOS_BF16] = 1,
+    [GPUOS_OP_SUB][GPUOS_BF16] = 1,
+    [GPUOS_OP_MUL][GPUOS_BF16] = 1,
+    [GPUOS_OP_MINIMUM][GPUOS_BF16] = 1,
+    [GPUOS_OP_MAXIMUM][GPUOS_BF16] = 1,
+    [GPUOS_OP_TANH][GPUOS_F32] = 1,
+    [GPUOS_OP_SIGMOID][GPUOS_F32] = 1,
+    [GPUOS_OP_RELU][GPUOS_F32] = 1,
+    [GPUOS_OP_GELU][GPUOS_F32] = 1,
+    [GPUOS_OP_GELU_TANH][GPUOS_F32] = 1,
+    [GPUOS_OP_SILU][GPUOS_F32] = 1,
+    [GPUOS_OP_ADD][GPUOS_F32] = 1,
+    [GPUOS_OP_SUB][GPUOS_F32] = 1,
+    [GPUOS_OP_MUL][GPUOS_F32] = 1,
+    [GPUOS_OP_MINIMUM][GPUOS_F32] = 1,
+    [GPUOS_OP_MAXIMUM][GPUOS_F32] = 1,
+    [GPUOS_OP_TANH][GPUOS_F64] = 1,
+    [GPUOS_OP_SIGMOID][GPUOS_F64] = 1,
+    [GPUOS_OP_RELU][GPUOS_F64] = 1,
+    [GPUOS_OP_GELU][GPUOS_F64] = 1,
+    [GPUOS_OP_GELU_TANH][GPUOS_F64] = 1,
+    [GPUOS_OP_SILU][GPUOS_F64] = 1,
+    [GPUOS_OP_ADD][GPUOS_F64] = 1,
+    [GPUOS_OP_SUB][GPUOS_F64] = 1,
+    [GPUOS_OP_MUL][GPUOS_F64] = 1,
+    [GPUOS_OP_MINIMUM][GPUOS_F64] = 1,
+    [GPUOS_OP_MAXIMUM][GPUOS_F64] = 1,
+    [0][0] = 0,
 };
 
 /* [key dtype] */

@@ -449,7 +449,16 @@ GPUOS_API gpuos_status gpuos_wait_task(gpuos_context *ctx, uint64_t seq, uint32_
    same or on different tensors: they are ordered by the memory they touch, as submissions
    are. The graph keeps what it recorded alive (the caller may release its tensors).
    Calls on one graph come from one thread at a time; release graphs before their context.
-   A node of a run-time operator runs the operator's current version. */
+   A node of a run-time operator runs the operator's current version.
+
+   Fusion: a launch without bindings or scalars runs a matmul (2-D output, no batch axes)
+   and the element-wise nodes right after it that work in place on its output as ONE task:
+   add, sub, mul, maximum, minimum with a tensor of another allocation broadcast to the
+   output (a bias row, a residual), and relu, gelu, gelu_tanh, silu, sigmoid, tanh, up to 4
+   of them. Each is applied as the output is stored and rounded to the dtype as its own
+   task would round it, so results are bit for bit those of the separate tasks (the tests
+   check it); only fewer tasks run (tiny_mlp in bench/). GPUOS_GRAPH_FUSE=0 turns it off;
+   gpuos_debug_graph_tasks says how many tasks a launch queues. */
 typedef struct gpuos_graph gpuos_graph;
 
 typedef struct gpuos_graph_bind {
@@ -483,6 +492,9 @@ GPUOS_API gpuos_status gpuos_graph_set_priority(gpuos_graph *graph, int priority
 GPUOS_API gpuos_status gpuos_graph_set_deadline(gpuos_graph *graph, uint32_t deadline_us);
 /* Number of nodes. */
 GPUOS_API int gpuos_graph_size(const gpuos_graph *graph);
+/* Diagnostics: the tasks the last launch without bindings queued (nodes less those fused
+   into a matmul; before any launch, or after the graph changed: the node count). -1 for NULL. */
+GPUOS_API int gpuos_debug_graph_tasks(gpuos_graph *graph);
 /* NULL is allowed. Launched work keeps running. */
 GPUOS_API void gpuos_graph_release(gpuos_graph *graph);
 

@@ -217,6 +217,7 @@ class MatmulKernel:
         self.ctype, self.load, self.store = key.ctype, load(key), store(key)
         self.acc = 'uint64_t' if key.is_int else key.compute  # wrapping 64-bit integer sums
         self.res = key.compute
+        self.epi = []  # EwKernel of each epilogue operator (gen/ops.py EPILOGUE) for this dtype
 
 
 class ApiFn:
@@ -398,6 +399,8 @@ class Model:
         self.matmul_kernels = [MatmulKernel(d) for d in gen_dtypes(opsdef.OP['matmul'])]
 
         self._ew = {(k.op.name, k.key.name, k.out.name): k for k in self.ew_kernels}
+        for k in self.matmul_kernels:  # the epilogue operators of its dtype
+            k.epi = [e for e in self.ew_kernels if e.op.name in opsdef.EPILOGUE and e.key is k.key and e.out is k.key]
         self._red = {(k.op.name, k.key.name): k for k in self.reduce_kernels}
         self._rows = {(k.op.name, k.key.name): k for k in self.rows_kernels}
         self._mm = {k.key.name: k for k in self.matmul_kernels}

@@ -367,6 +367,12 @@ OPS += [
 
 OP = {o.name: o for o in OPS}
 
+# Element-wise operators that a recorded graph may fuse into a matmul as its epilogue
+# (src/graph.c; gpuos__matmul_plan.epi): in-place on the product's output, no scalars,
+# output dtype that of the input. Ids are below 256 (GPUOS__EPI_OP).
+EPILOGUE = ('add', 'sub', 'mul', 'maximum', 'minimum', 'relu', 'gelu', 'gelu_tanh', 'silu', 'sigmoid', 'tanh')
+
 assert [d.id for d in DTYPES] == list(range(len(DTYPES)))
 assert [o.id for o in OPS] == list(range(len(OPS)))
 assert len(DTYPES) == 10 and len(OPS) == 80
+assert all(OP[n].kind in ('unary', 'binary') and OP[n].out == 'same' and OP[n].id < 256 for n in EPILOGUE)

@@ -1181,6 +1181,25 @@ static int cuda_operands(const gpuos__job *job, cuda__operand *ops) {
             ops[k].write = k == 0;
         }
         n = 3;
+        for (k = 0; k < p->n_epi; k++) { /* a fused epilogue's tensor operands, read as [M, N] */
+            const int32_t e = p->epi[k];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
+            int q;
+            if ((e & GPUOS__EPI_OP) >= GPUOS_OP_COUNT || gpuos__ops[e & GPUOS__EPI_OP].n_in != 2) continue;
+            for (q = 3; q < n && !(ops[q].ptr == p->epi_ptr[j] && ops[q].stride[0] == p->epi_sm[j] && ops[q].stride[1] == p->epi_sn[j]); q++)
+                continue;
+            if (q < n || n == GPUOS__MAX_PTR) continue;
+            ops[n].ptr = p->epi_ptr[j];
+            ops[n].pre_shape[0] = p->M;
+            ops[n].pre_stride[0] = p->epi_sm[j];
+            ops[n].pre_shape[1] = p->N;
+            ops[n].pre_stride[1] = p->epi_sn[j];
+            ops[n].rank = 2;
+            ops[n].shape = ops[n].pre_shape;
+            ops[n].stride = ops[n].pre_stride;
+            ops[n].elsize = job->elsize[0];
+            n++;
+        }
     }
     }
     return n;

@@ -65,6 +65,9 @@ gpuos__ew_iter_fn gpuos__host_ew_iter(int rank);
 gpuos__reduce_fn gpuos__host_reduce(gpuos_op op, gpuos_dtype key);
 gpuos__rows_fn gpuos__host_rows(gpuos_op op, gpuos_dtype key);
 gpuos__matmul_fn gpuos__host_matmul(gpuos_dtype key);
+/* Can a matmul of dtype take op as an epilogue operator (gen/ops.py EPILOGUE; both executors
+   run it: host_ops.c, device_ops.cu)? */
+int gpuos__matmul_epi_ok(gpuos_op op, gpuos_dtype dtype);
 
 /* ---------------------------------------------------------------- f16 / bf16 (src/half.c) */
 float gpuos__f16_to_f32(uint16_t h);

@@ -78,6 +78,12 @@ typedef struct gpuos__rows_plan {
     double eps;
 } gpuos__rows_plan;
 
+#define GPUOS__MM_EPI 4          /* epilogue operators at most */
+#define GPUOS__MM_EPI_IN 2       /* epilogue tensor operands at most */
+#define GPUOS__EPI_OP 0xff       /* epi[i]: the operator id */
+#define GPUOS__EPI_SWAP 0x100    /* the output is the second operand */
+#define GPUOS__EPI_IN_SHIFT 12   /* the tensor operand's index */
+
 /* Batched matmul, NumPy semantics already resolved (1-D operands given a size-1
    axis, batch axes broadcast). For batch index b (row-major over batch_shape) and
    output row m: out[b][m][n] = sum_k a[b][m][k] * b[b][k][n]. */
@@ -99,6 +105,18 @@ typedef struct gpuos__matmul_plan {
     int64_t n_cb; /* GPU only (the CUDA backend sets it; 0 or 1: none): items are column block
                      cb = item / (batch_numel * M) times rows, each N / n_cb columns (a multiple
                      of 32), so that a few rows are shared by several blocks */
+    /* Epilogue: element-wise operators that a recorded graph fused into the product
+       (src/graph.c), applied in order to each output element as it is stored, each result
+       rounded to the output dtype as a store would round it, so the output is bit for bit
+       what the separate tasks give. Only without batch axes (batch_rank 0): element (m, n)
+       of tensor operand j is at epi_ptr[j] + m * epi_sm[j] + n * epi_sn[j] (0: broadcast).
+       epi[i] = operator id | GPUOS__EPI_SWAP (the output is the operator's second operand)
+       | operand j << GPUOS__EPI_IN_SHIFT (binary operators). n_epi 0: none. */
+    int32_t n_epi;
+    int32_t epi[GPUOS__MM_EPI];
+    int32_t pad2_;
+    const char *epi_ptr[GPUOS__MM_EPI_IN];
+    int64_t epi_sm[GPUOS__MM_EPI_IN], epi_sn[GPUOS__MM_EPI_IN]; /* bytes */
 } gpuos__matmul_plan;
 
 /* Run-time operators (src/rtops.c) on the device: task kernel ids from

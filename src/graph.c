@@ -7,7 +7,13 @@
    other tensors or scalars into is planned again from its task, with full validation.
    Explicit dependencies only reorder nodes (a topological order, recorded order among
    equals); memory dependencies between nodes, and between launches, are the queue's, as
-   for any submission. */
+   for any submission.
+
+   Fusion: a launch without bindings queues a matmul and the in-place element-wise nodes
+   that follow it on its output (h = h + bias, h = gelu(h), h = h + x: gen/ops.py EPILOGUE)
+   as ONE task, the matmul with an epilogue (gpuos__matmul_plan.epi) that both executors
+   apply to each output element as it is stored, rounding as the separate tasks would, so
+   results are bit for bit the unfused ones. GPUOS_GRAPH_FUSE=0 turns it off (A/B). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,7 +38,26 @@ struct gpuos_graph {
     int cg_refused;               /* the CUDA backend cannot pre-encode this graph: per-node launches */
     int priority;                 /* of its launches (gpuos_graph_set_priority) */
     uint32_t deadline_us;         /* of its launches (gpuos_graph_set_deadline); 0: none */
+    struct graph_fused *fz;       /* per launch-order position: the fused task that starts there; valid while fz_ok */
+    int fz_ok;
+    int n_tasks;                  /* tasks a launch without bindings queues (nodes less fused ones) */
 };
+
+/* A matmul node and the element-wise nodes after it, as one task (len 0: none starts here). */
+typedef struct graph_fused {
+    gpuos__job *job; /* the matmul's template with the epilogue, its storages added */
+    int len;         /* nodes it covers, in launch order from its position */
+} graph_fused;
+
+static void graph_drop_fused(gpuos_context *ctx, gpuos_graph *g) {
+    int i;
+    if (g->fz)
+        for (i = 0; i < g->n; i++)
+            if (g->fz[i].job) gpuos__job_free(ctx, g->fz[i].job);
+    free(g->fz);
+    g->fz = NULL;
+    g->fz_ok = 0;
+}
 
 static void graph_drop_cg(gpuos_graph *g) {
     if (!g->cg) return;
@@ -125,6 +150,7 @@ gpuos_status gpuos_graph_add(gpuos_graph *g, const gpuos_task *task, int *node) 
     }
     g->nodes[g->n] = nd;
     if (node) *node = g->n;
+    graph_drop_fused(ctx, g); /* its positions are the old graph's */
     g->n++;
     g->order_ok = 0;
     graph_drop_cg(g);
@@ -191,6 +217,7 @@ gpuos_status gpuos_graph_add_dep(gpuos_graph *g, int before, int after) {
                                 before, after, after, before);
     g->n_edges++;
     g->order_ok = 0;
+    graph_drop_fused(ctx, g);
     graph_drop_cg(g);
     g->cg_refused = 0;
     return GPUOS_OK;
@@ -219,12 +246,124 @@ static int graph_same_layout(const gpuos_tensor *a, const gpuos_tensor *b) {
     return 1;
 }
 
+/* ---------------------------------------------------------------- fusion */
+/* The same elements in the same order: storage, offset, dtype, shape and strides. */
+static int graph_same_view(const gpuos_tensor *a, const gpuos_tensor *b) {
+    return a && b && a->st == b->st && a->offset == b->offset && graph_same_layout(a, b);
+}
+
+/* Can node mm lead a fused task: a matmul of one [M, N] product (no batch), built-in? */
+static int graph_fuse_lead(const graph_node *mm) {
+    const gpuos__job *j = mm->tmpl;
+    return j->kind == GPUOS__KIND_MATMUL && !j->rt && j->plan.matmul.batch_numel == 1 && j->items > 0 &&
+           mm->task.out && mm->task.out->rank == 2 && j->plan.matmul.M == mm->task.out->shape[0] &&
+           j->plan.matmul.N == mm->task.out->shape[1];
+}
+
+/* Adds node e to the epilogue of f (a copy of mm's template) when e is an epilogue operator
+   in place on mm's output: every input that is not the output is another storage, read as
+   broadcast to [M, N]. Returns 0 (f unchanged) when it cannot. */
+static int graph_fuse_add(const graph_node *mm, gpuos__job *f, const graph_node *e) {
+    const gpuos_tensor *out = mm->task.out;
+    const gpuos__op_info *info;
+    gpuos__matmul_plan *p = &f->plan.matmul;
+    const int64_t es = (int64_t)gpuos__elsize(out->dtype);
+    int code, k, self = -1, other = -1;
+    if (e->tmpl->kind != GPUOS__KIND_EW || e->tmpl->rt || (unsigned)e->task.op >= GPUOS_OP_COUNT) return 0;
+    if (!gpuos__matmul_epi_ok(e->task.op, out->dtype) || p->n_epi >= GPUOS__MM_EPI) return 0;
+    if (!graph_same_view(e->task.out, out)) return 0;
+    info = &gpuos__ops[e->task.op];
+    code = (int)e->task.op;
+    for (k = 0; k < info->n_in; k++) {
+        if (self < 0 && graph_same_view(e->task.in[k], out)) self = k;
+        else other = k;
+    }
+    if (self < 0 || info->n_in > 2 || (info->n_in == 1 && other >= 0)) return 0;
+    if (other >= 0) { /* binary: the other operand, broadcast to [M, N] */
+        const gpuos_tensor *y = e->task.in[other];
+        const char *ptr;
+        int64_t sm, sn;
+        int j;
+        if (!y || y->st == out->st || y->dtype != out->dtype || y->rank > 2) return 0;
+        ptr = y->st->data + y->offset * es;
+        sn = y->rank >= 1 && y->shape[y->rank - 1] != 1 ? y->strides[y->rank - 1] * es : 0;
+        sm = y->rank == 2 && y->shape[0] != 1 ? y->strides[0] * es : 0;
+        for (j = 0; j < p->n_epi; j++) /* an operand already read by the epilogue */
+            if ((p->epi[j] & GPUOS__EPI_OP) < GPUOS_OP_COUNT && gpuos__ops[p->epi[j] & GPUOS__EPI_OP].n_in == 2) {
+                const int q = (p->epi[j] >> GPUOS__EPI_IN_SHIFT) & 1;
+                if (p->epi_ptr[q] == ptr && p->epi_sm[q] == sm && p->epi_sn[q] == sn) break;
+            }
+        if (j < p->n_epi) {
+            j = (p->epi[j] >> GPUOS__EPI_IN_SHIFT) & 1;
+        } else {
+            int used = 0, s;
+            for (s = 0; s < p->n_epi; s++)
+                if (gpuos__ops[p->epi[s] & GPUOS__EPI_OP].n_in == 2) used |= 1 << ((p->epi[s] >> GPUOS__EPI_IN_SHIFT) & 1);
+            for (j = 0; j < GPUOS__MM_EPI_IN && (used >> j & 1); j++) continue;
+            if (j == GPUOS__MM_EPI_IN) return 0;
+            for (s = 0; s < f->n_st && f->st[s] != y->st; s++) continue;
+            if (s == f->n_st) { /* its storage, for references and dependencies (an input) */
+                if (f->n_st == GPUOS__MAX_PTR) return 0;
+                f->st[f->n_st++] = y->st;
+            }
+            p->epi_ptr[j] = ptr;
+            p->epi_sm[j] = sm;
+            p->epi_sn[j] = sn;
+        }
+        code |= j << GPUOS__EPI_IN_SHIFT | (self == 1 ? GPUOS__EPI_SWAP : 0);
+    }
+    p->epi[p->n_epi++] = code;
+    f->item_cost += 4 * p->N;
+    return 1;
+}
+
+/* Builds g->fz for the launch order (g->order valid): each matmul that can lead takes the
+   epilogue nodes right after it. */
+static gpuos_status graph_fuse(gpuos_graph *g) {
+    gpuos_context *ctx = g->ctx;
+    const char *env = getenv("GPUOS_GRAPH_FUSE");
+    int i;
+    graph_drop_fused(ctx, g);
+    g->fz = (graph_fused *)calloc((size_t)g->n + 1, sizeof *g->fz);
+    if (!g->fz) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_launch: no memory");
+    g->n_tasks = g->n;
+    for (i = 0; i < g->n && !(env && env[0] == '0');) {
+        const graph_node *mm = &g->nodes[g->order[i]];
+        gpuos__job *f = NULL;
+        int len = 1;
+        if (graph_fuse_lead(mm)) {
+            f = gpuos__job_alloc(ctx);
+            if (!f) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_launch: no memory");
+            memcpy(f, mm->tmpl, sizeof *f);
+            f->next_free = NULL;
+            while (i + len < g->n && graph_fuse_add(mm, f, &g->nodes[g->order[i + len]])) len++;
+        }
+        if (len > 1) {
+            g->fz[i].job = f;
+            g->fz[i].len = len;
+            g->n_tasks -= len - 1;
+        } else if (f) {
+            f->n_st = 0; /* holds no references */
+            gpuos__job_free(ctx, f);
+        }
+        i += len;
+    }
+    g->fz_ok = 1;
+    return GPUOS_OK;
+}
+
+int gpuos_debug_graph_tasks(gpuos_graph *g) {
+    if (!g) return -1;
+    if (!g->order_ok || !g->fz_ok) return g->n; /* not launched since it changed */
+    return g->n_tasks;
+}
+
 gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, int n_binds,
                                 const gpuos_graph_scalar *scalars, int n_scalars, uint64_t *seq) {
     static const char fn[] = "gpuos_graph_launch";
     gpuos_context *ctx;
     gpuos__job **jobs;
-    int i, j, k, queued = 0;
+    int i, j, k, queued = 0, nj = 0, fuse;
     gpuos_status s = GPUOS_OK;
     if (!g) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "%s: graph is NULL", fn);
     ctx = g->ctx;
@@ -262,6 +401,9 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
             return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "%s: the dependencies have a cycle", fn);
         g->order_ok = 1;
     }
+    /* fused tasks only when nothing is bound: a binding may make an epilogue operand alias the output */
+    fuse = n_binds == 0 && n_scalars == 0;
+    if (fuse && !g->fz_ok && (s = graph_fuse(g)) != GPUOS_OK) return s;
     /* GPU, nothing bound: the nodes were encoded once; a launch is a copy of their slots */
     if (ctx->cuda && n_binds == 0 && n_scalars == 0 && !g->cg_refused) {
         int fresh_needed = 0;
@@ -275,8 +417,10 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
                 if (!tm) {
                     s = GPUOS_ERR_OUT_OF_MEMORY;
                 } else {
-                    for (i = 0; i < g->n; i++) tm[i] = g->nodes[g->order[i]].tmpl;
-                    s = gpuos__cuda_graph_make_locked(ctx, tm, g->n, &g->cg);
+                    for (i = 0; i < g->n; i += g->fz[i].len ? g->fz[i].len : 1)
+                        tm[nj++] = g->fz[i].len ? g->fz[i].job : g->nodes[g->order[i]].tmpl;
+                    s = gpuos__cuda_graph_make_locked(ctx, tm, nj, &g->cg);
+                    nj = 0;
                     free(tm);
                 }
                 if (s == GPUOS_ERR_UNSUPPORTED) g->cg_refused = 1;
@@ -308,6 +452,18 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
     for (i = 0; i < g->n && s == GPUOS_OK; i++) {
         graph_node *nd = &g->nodes[g->order[i]];
         int bound = 0;
+        if (fuse && g->fz[i].len) { /* the fused task: a copy of its template */
+            gpuos__job *job = gpuos__job_alloc(ctx);
+            if (!job) {
+                s = gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: no memory", fn);
+                break;
+            }
+            memcpy(job, g->fz[i].job, sizeof *job);
+            job->next_free = NULL;
+            jobs[nj++] = job;
+            i += g->fz[i].len - 1;
+            continue;
+        }
         if (graph_rt_stale(ctx, nd->tmpl)) { /* a run-time operator redefined (or removed) since: plan again */
             gpuos__job *fresh;
             s = gpuos__plan_task(ctx, &nd->task, &fresh);
@@ -332,7 +488,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
                     }
             for (j = 0; j < n_scalars; j++)
                 if (scalars[j].node == g->order[i]) t.scalar[scalars[j].index] = scalars[j].value;
-            s = gpuos__plan_task(ctx, &t, &jobs[i]);
+            s = gpuos__plan_task(ctx, &t, &jobs[nj++]);
         } else { /* the recorded job, copied */
             gpuos__job *job = gpuos__job_alloc(ctx);
             if (!job) {
@@ -347,11 +503,11 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
                 gpuos__rt_retain_locked(job->rt);
                 pthread_mutex_unlock(&ctx->mu);
             }
-            jobs[i] = job;
+            jobs[nj++] = job;
         }
     }
     if (s != GPUOS_OK) {
-        for (i = 0; i < g->n; i++)
+        for (i = 0; i < nj; i++)
             if (jobs[i]) {
                 jobs[i]->n_st = 0; /* no references taken */
                 gpuos__job_free(ctx, jobs[i]);
@@ -361,16 +517,16 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
     }
     {
         const uint64_t dl = gpuos__deadline_at(g->deadline_us);
-        for (i = 0; i < g->n; i++) {
+        for (i = 0; i < nj; i++) {
             jobs[i]->prio = gpuos__urgency(g->priority, g->deadline_us);
             jobs[i]->deadline_ns = dl;
         }
-        if (g->n > 0) jobs[g->n - 1]->dl_open = g->deadline_us != 0; /* the launch counts once, by its last task */
+        if (nj > 0) jobs[nj - 1]->dl_open = g->deadline_us != 0; /* the launch counts once, by its last task */
     }
-    s = gpuos__queue_push_batch(ctx, jobs, g->n, seq, &queued);
+    s = gpuos__queue_push_batch(ctx, jobs, nj, seq, &queued);
     if (s != GPUOS_OK && queued > 0)
         gpuos__set_error(ctx, s, "%s: %s; %d of the launch's %d tasks were queued before it", fn, gpuos_status_string(s),
-                         queued, g->n);
+                         queued, nj);
     free(jobs);
     return s;
 }
@@ -379,6 +535,7 @@ void gpuos_graph_release(gpuos_graph *g) {
     int i;
     if (!g) return;
     graph_drop_cg(g);
+    graph_drop_fused(g->ctx, g);
     for (i = 0; i < g->n; i++) graph_node_free(g->ctx, &g->nodes[i]);
     free(g->nodes);
     free(g->edges);

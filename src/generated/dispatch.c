@@ -272,6 +272,7 @@ extern const gpuos__ew_loop_fn gpuos__hk_cast_loops[GPUOS_DTYPE_COUNT][GPUOS_DTY
 extern const gpuos__reduce_fn gpuos__hk_reduces[GPUOS_OP_COUNT][GPUOS_DTYPE_COUNT];
 extern const gpuos__rows_fn gpuos__hk_rows[GPUOS_OP_COUNT][GPUOS_DTYPE_COUNT];
 extern const gpuos__matmul_fn gpuos__hk_matmuls[GPUOS_DTYPE_COUNT];
+extern const unsigned char gpuos__hk_epi_ok[GPUOS_OP_COUNT][GPUOS_DTYPE_COUNT];
 
 static int gpuos__valid(gpuos_op op, gpuos_dtype dtype) {
     return (unsigned)op < GPUOS_OP_COUNT && (unsigned)dtype < GPUOS_DTYPE_COUNT;
@@ -299,6 +300,10 @@ gpuos__rows_fn gpuos__host_rows(gpuos_op op, gpuos_dtype key) {
 
 gpuos__matmul_fn gpuos__host_matmul(gpuos_dtype key) {
     return (unsigned)key < GPUOS_DTYPE_COUNT ? gpuos__hk_matmuls[key] : NULL;
+}
+
+int gpuos__matmul_epi_ok(gpuos_op op, gpuos_dtype dtype) {
+    return gpuos__valid(op, dtype) && gpuos__hk_epi_ok[op][dtype];
 }
 
 /* ---------------------------------------------------------------- public: dtypes and ops */

@@ -250,6 +250,12 @@ typedef struct gpuos__rows_plan {
     double eps;
 } gpuos__rows_plan;
 
+#define GPUOS__MM_EPI 4          /* epilogue operators at most */
+#define GPUOS__MM_EPI_IN 2       /* epilogue tensor operands at most */
+#define GPUOS__EPI_OP 0xff       /* epi[i]: the operator id */
+#define GPUOS__EPI_SWAP 0x100    /* the output is the second operand */
+#define GPUOS__EPI_IN_SHIFT 12   /* the tensor operand's index */
+
 /* Batched matmul, NumPy semantics already resolved (1-D operands given a size-1
    axis, batch axes broadcast). For batch index b (row-major over batch_shape) and
    output row m: out[b][m][n] = sum_k a[b][m][k] * b[b][k][n]. */
@@ -271,6 +277,18 @@ typedef struct gpuos__matmul_plan {
     int64_t n_cb; /* GPU only (the CUDA backend sets it; 0 or 1: none): items are column block
                      cb = item / (batch_numel * M) times rows, each N / n_cb columns (a multiple
                      of 32), so that a few rows are shared by several blocks */
+    /* Epilogue: element-wise operators that a recorded graph fused into the product
+       (src/graph.c), applied in order to each output element as it is stored, each result
+       rounded to the output dtype as a store would round it, so the output is bit for bit
+       what the separate tasks give. Only without batch axes (batch_rank 0): element (m, n)
+       of tensor operand j is at epi_ptr[j] + m * epi_sm[j] + n * epi_sn[j] (0: broadcast).
+       epi[i] = operator id | GPUOS__EPI_SWAP (the output is the operator's second operand)
+       | operand j << GPUOS__EPI_IN_SHIFT (binary operators). n_epi 0: none. */
+    int32_t n_epi;
+    int32_t epi[GPUOS__MM_EPI];
+    int32_t pad2_;
+    const char *epi_ptr[GPUOS__MM_EPI_IN];
+    int64_t epi_sm[GPUOS__MM_EPI_IN], epi_sn[GPUOS__MM_EPI_IN]; /* bytes */
 } gpuos__matmul_plan;
 
 /* Run-time operators (src/rtops.c) on the device: task kernel ids from
@@ -2519,6 +2537,27 @@ template <class D, int OP> GPUOS__FN void gpuos__d_rows(const gpuos__rows_plan *
 #define GPUOS__D_MM_SMEM (GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1) * 8 + GPUOS__D_MM_BBYTES)
 static __shared__ __align__(16) unsigned char gpuos__d_mm_smem[GPUOS__D_MM_SMEM];
 
+/* Stores output element (m, n) of p at o: through the group's epilogue (D::epi) when a
+   recorded graph fused element-wise operators into the product (gpuos__matmul_plan.epi;
+   (m, n) then index the only batch entry), else plainly. */
+template <class D> GPUOS__FN void gpuos__d_mm_put(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n,
+                                                  typename D::T v) {
+    if (p->n_epi > 0) D::epi(cs, p, o, m, n, v);
+    else D::st(cs, o, v);
+}
+/* An identity the compiler cannot see through: an epilogue's value between two operators
+   is what a store and a load would give (no multiply-add contracted across them, as none
+   is across two tasks). */
+GPUOS__FN float gpuos__d_opaque(float x) {
+    asm("mov.f32 %0, %0;" : "+f"(x));
+    return x;
+}
+GPUOS__FN double gpuos__d_opaque(double x) {
+    asm("mov.f64 %0, %0;" : "+d"(x));
+    return x;
+}
+template <class T> GPUOS__FN T gpuos__d_opaque(T x) { return x; }
+
 /* Loads the elements e < total of a tile, e = tid + q * blockDim, GPUOS__D_MM_INFLIGHT
    per thread at a time: at(e) gives the address (NULL: outside the matrix, stored as 0),
    put(e, v) the shared-memory slot. */
@@ -2562,7 +2601,8 @@ GPUOS__FN void gpuos__d_mm_stage(int cs, int total, AT at, PUT put) {
 template <class D, int cs> /* per dtype case (no switch in the loops), out of line: its own registers */
 static __device__ __noinline__ void gpuos__d_mm_skinny(const char *A, const char *B, char *O, int rows, int64_t n0,
                                                        int64_t nend, int64_t K, int64_t a_m, int64_t a_k, int64_t b_k,
-                                                       int64_t b_n, int64_t o_m, int64_t o_n) {
+                                                       int64_t b_n, int64_t o_m, int64_t o_n,
+                                                       const gpuos__matmul_plan *p, int64_t m0) {
     typedef typename D::T T;
     typedef typename D::R R;
     enum { SR = GPUOS__D_MM_SR, SG = GPUOS__D_MM_SG };
@@ -2627,7 +2667,7 @@ static __device__ __noinline__ void gpuos__d_mm_skinny(const char *A, const char
         T s = 0;
 #pragma unroll 1
         for (int q = 0; q < nw; ++q) s += red[(q * SR + r) * 32 + c];
-        D::st(cs, O + r * o_m + (n0 + c) * o_n, s);
+        gpuos__d_mm_put<D>(cs, p, O + r * o_m + (n0 + c) * o_n, m0 + r, n0 + c, s);
     }
     __syncthreads();
 }
@@ -2647,7 +2687,8 @@ static __device__ __noinline__ void gpuos__d_mm_skinny(const char *A, const char
 template <class D, int cs> /* per dtype case, inline in its entry gpuos__d_matmul_narrow */
 static __device__ __forceinline__ void gpuos__d_mm_narrow(const char *A, const char *B, char *O, int rows, int64_t n0,
                                                        int64_t nend, int64_t K, int64_t a_m, int64_t a_k, int64_t b_k,
-                                                       int64_t b_n, int64_t o_m, int64_t o_n) {
+                                                       int64_t b_n, int64_t o_m, int64_t o_n,
+                                                       const gpuos__matmul_plan *p, int64_t m0) {
     typedef typename D::T T;
     typedef typename D::R R;
     enum { SR = GPUOS__D_MM_SR, NC = GPUOS__D_MM_NC, KG = GPUOS__D_MM_KG, V = GPUOS__D_EW_U };
@@ -2709,7 +2750,7 @@ static __device__ __forceinline__ void gpuos__d_mm_narrow(const char *A, const c
         T s = 0;
 #pragma unroll 1
         for (int q = 0; q < nw; ++q) s += red[(q * SR + r) * NC + cc];
-        D::st(cs, O + r * o_m + (n0 + cc) * o_n, s);
+        gpuos__d_mm_put<D>(cs, p, O + r * o_m + (n0 + cc) * o_n, m0 + r, n0 + cc, s);
     }
     __syncthreads();
 }
@@ -2754,7 +2795,7 @@ template <class D> GPUOS__FN void gpuos__d_matmul_narrow(const gpuos__matmul_pla
     char *O = p->out + oo + m0 * p->o_m;
     gpuos__d_with_case<D::NCS>(cs, [&](auto c) {
         gpuos__d_mm_narrow<D, decltype(c)::v>(A, B, O, rows, nbeg, nend, p->K, p->a_m, p->a_k, p->b_k, p->b_n, p->o_m,
-                                               p->o_n);
+                                               p->o_n, p, m0);
     });
 }
 
@@ -2785,7 +2826,7 @@ template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, i
 #pragma unroll 1
             for (int64_t n0 = nbeg; n0 < nend; n0 += 32)
                 gpuos__d_with_case<D::NCS>(cs, [&](auto c) {
-                    gpuos__d_mm_skinny<D, decltype(c)::v>(A, B, O, avail, n0, nend, K, a_m, a_k, b_k, b_n, o_m, o_n);
+                    gpuos__d_mm_skinny<D, decltype(c)::v>(A, B, O, avail, n0, nend, K, a_m, a_k, b_k, b_n, o_m, o_n, p, m0);
                 });
             r0 += avail;
             continue;
@@ -2835,7 +2876,7 @@ template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, i
 #pragma unroll
                 for (int j = 0; j < GPUOS__D_MM_RPT; ++j) {
                     const int r = rbase + j * rstep;
-                    if (r < rows) D::st(cs, O + r * o_m + (n0 + col) * o_n, acc[j]);
+                    if (r < rows) gpuos__d_mm_put<D>(cs, p, O + r * o_m + (n0 + col) * o_n, m0 + r, n0 + col, acc[j]);
                 }
             }
         }
@@ -7398,6 +7439,243 @@ struct gpuos__d_mmg0 {
         default: return;
         }
     }
+    /* The epilogue (gpuos__matmul_plan.epi) on output element (m, n) of value v, stored at
+       o: each operator as its own task computes it, the value rounded to the dtype between. */
+    static __device__ __noinline__ void epi(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n, T v) {
+        switch (cs) {
+        case 0: { /* i8 */
+            int8_t t = gpuos__d_opaque((int8_t)((int8_t)v));
+#pragma unroll 1
+            for (int i = 0; i < p->n_epi; ++i) {
+                const int32_t e = p->epi[i];
+                const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
+                const bool sw = (e & GPUOS__EPI_SWAP) != 0;
+                (void)j;
+                (void)sw;
+                switch (e & GPUOS__EPI_OP) {
+                case 16: { /* relu */
+                    t = (int8_t)(gpuos__e_relu_i8((t)));
+                    break;
+                }
+                case 31: { /* add */
+                    const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (int8_t)(sw ? gpuos__e_add_i8((y), (t)) : gpuos__e_add_i8((t), (y)));
+                    break;
+                }
+                case 32: { /* sub */
+                    const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (int8_t)(sw ? gpuos__e_sub_i8((y), (t)) : gpuos__e_sub_i8((t), (y)));
+                    break;
+                }
+                case 33: { /* mul */
+                    const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (int8_t)(sw ? gpuos__e_mul_i8((y), (t)) : gpuos__e_mul_i8((t), (y)));
+                    break;
+                }
+                case 39: { /* minimum */
+                    const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (int8_t)(sw ? gpuos__e_minimum_i8((y), (t)) : gpuos__e_minimum_i8((t), (y)));
+                    break;
+                }
+                case 40: { /* maximum */
+                    const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (int8_t)(sw ? gpuos__e_maximum_i8((y), (t)) : gpuos__e_maximum_i8((t), (y)));
+                    break;
+                }
+                default: break; /* graph.c fuses only the operators above */
+                }
+                t = gpuos__d_opaque(t);
+            }
+            *(int8_t *)o = t;
+            return;
+        }
+        case 1: { /* u8 */
+            uint8_t t = gpuos__d_opaque((uint8_t)((uint8_t)v));
+#pragma unroll 1
+            for (int i = 0; i < p->n_epi; ++i) {
+                const int32_t e = p->epi[i];
+                const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
+                const bool sw = (e & GPUOS__EPI_SWAP) != 0;
+                (void)j;
+                (void)sw;
+                switch (e & GPUOS__EPI_OP) {
+                case 16: { /* relu */
+                    t = (uint8_t)(gpuos__e_relu_u8((t)));
+                    break;
+                }
+                case 31: { /* add */
+                    const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (uint8_t)(sw ? gpuos__e_add_u8((y), (t)) : gpuos__e_add_u8((t), (y)));
+                    break;
+                }
+                case 32: { /* sub */
+                    const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (uint8_t)(sw ? gpuos__e_sub_u8((y), (t)) : gpuos__e_sub_u8((t), (y)));
+                    break;
+                }
+                case 33: { /* mul */
+                    const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (uint8_t)(sw ? gpuos__e_mul_u8((y), (t)) : gpuos__e_mul_u8((t), (y)));
+                    break;
+                }
+                case 39: { /* minimum */
+                    const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (uint8_t)(sw ? gpuos__e_minimum_u8((y), (t)) : gpuos__e_minimum_u8((t), (y)));
+                    break;
+                }
+                case 40: { /* maximum */
+                    const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (uint8_t)(sw ? gpuos__e_maximum_u8((y), (t)) : gpuos__e_maximum_u8((t), (y)));
+                    break;
+                }
+                default: break; /* graph.c fuses only the operators above */
+                }
+                t = gpuos__d_opaque(t);
+            }
+            *(uint8_t *)o = t;
+            return;
+        }
+        case 2: { /* i16 */
+            int16_t t = gpuos__d_opaque((int16_t)((int16_t)v));
+#pragma unroll 1
+            for (int i = 0; i < p->n_epi; ++i) {
+                const int32_t e = p->epi[i];
+                const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
+                const bool sw = (e & GPUOS__EPI_SWAP) != 0;
+                (void)j;
+                (void)sw;
+                switch (e & GPUOS__EPI_OP) {
+                case 16: { /* relu */
+                    t = (int16_t)(gpuos__e_relu_i16((t)));
+                    break;
+                }
+                case 31: { /* add */
+                    const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (int16_t)(sw ? gpuos__e_add_i16((y), (t)) : gpuos__e_add_i16((t), (y)));
+                    break;
+                }
+                case 32: { /* sub */
+                    const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (int16_t)(sw ? gpuos__e_sub_i16((y), (t)) : gpuos__e_sub_i16((t), (y)));
+                    break;
+                }
+                case 33: { /* mul */
+                    const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (int16_t)(sw ? gpuos__e_mul_i16((y), (t)) : gpuos__e_mul_i16((t), (y)));
+                    break;
+                }
+                case 39: { /* minimum */
+                    const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (int16_t)(sw ? gpuos__e_minimum_i16((y), (t)) : gpuos__e_minimum_i16((t), (y)));
+                    break;
+                }
+                case 40: { /* maximum */
+                    const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (int16_t)(sw ? gpuos__e_maximum_i16((y), (t)) : gpuos__e_maximum_i16((t), (y)));
+                    break;
+                }
+                default: break; /* graph.c fuses only the operators above */
+                }
+                t = gpuos__d_opaque(t);
+            }
+            *(int16_t *)o = t;
+            return;
+        }
+        case 3: { /* i32 */
+            int32_t t = gpuos__d_opaque((int32_t)((int32_t)v));
+#pragma unroll 1
+            for (int i = 0; i < p->n_epi; ++i) {
+                const int32_t e = p->epi[i];
+                const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
+                const bool sw = (e & GPUOS__EPI_SWAP) != 0;
+                (void)j;
+                (void)sw;
+                switch (e & GPUOS__EPI_OP) {
+                case 16: { /* relu */
+                    t = (int32_t)(gpuos__e_relu_i32((t)));
+                    break;
+                }
+                case 31: { /* add */
+                    const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (int32_t)(sw ? gpuos__e_add_i32((y), (t)) : gpuos__e_add_i32((t), (y)));
+                    break;
+                }
+                case 32: { /* sub */
+                    const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (int32_t)(sw ? gpuos__e_sub_i32((y), (t)) : gpuos__e_sub_i32((t), (y)));
+                    break;
+                }
+                case 33: { /* mul */
+                    const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (int32_t)(sw ? gpuos__e_mul_i32((y), (t)) : gpuos__e_mul_i32((t), (y)));
+                    break;
+                }
+                case 39: { /* minimum */
+                    const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (int32_t)(sw ? gpuos__e_minimum_i32((y), (t)) : gpuos__e_minimum_i32((t), (y)));
+                    break;
+                }
+                case 40: { /* maximum */
+                    const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (int32_t)(sw ? gpuos__e_maximum_i32((y), (t)) : gpuos__e_maximum_i32((t), (y)));
+                    break;
+                }
+                default: break; /* graph.c fuses only the operators above */
+                }
+                t = gpuos__d_opaque(t);
+            }
+            *(int32_t *)o = t;
+            return;
+        }
+        case 4: { /* i64 */
+            int64_t t = gpuos__d_opaque((int64_t)((int64_t)v));
+#pragma unroll 1
+            for (int i = 0; i < p->n_epi; ++i) {
+                const int32_t e = p->epi[i];
+                const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
+                const bool sw = (e & GPUOS__EPI_SWAP) != 0;
+                (void)j;
+                (void)sw;
+                switch (e & GPUOS__EPI_OP) {
+                case 16: { /* relu */
+                    t = (int64_t)(gpuos__e_relu_i64((t)));
+                    break;
+                }
+                case 31: { /* add */
+                    const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (int64_t)(sw ? gpuos__e_add_i64((y), (t)) : gpuos__e_add_i64((t), (y)));
+                    break;
+                }
+                case 32: { /* sub */
+                    const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (int64_t)(sw ? gpuos__e_sub_i64((y), (t)) : gpuos__e_sub_i64((t), (y)));
+                    break;
+                }
+                case 33: { /* mul */
+                    const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (int64_t)(sw ? gpuos__e_mul_i64((y), (t)) : gpuos__e_mul_i64((t), (y)));
+                    break;
+                }
+                case 39: { /* minimum */
+                    const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (int64_t)(sw ? gpuos__e_minimum_i64((y), (t)) : gpuos__e_minimum_i64((t), (y)));
+                    break;
+                }
+                case 40: { /* maximum */
+                    const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (int64_t)(sw ? gpuos__e_maximum_i64((y), (t)) : gpuos__e_maximum_i64((t), (y)));
+                    break;
+                }
+                default: break; /* graph.c fuses only the operators above */
+                }
+                t = gpuos__d_opaque(t);
+            }
+            *(int64_t *)o = t;
+            return;
+        }
+        default: return;
+        }
+    }
 };
 #if GPUOS__D_MINE(46)
 __device__ __noinline__ void gpuos__d_matmul_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
@@ -7440,6 +7718,211 @@ struct gpuos__d_mmg1 {
         default: return;
         }
     }
+    /* The epilogue (gpuos__matmul_plan.epi) on output element (m, n) of value v, stored at
+       o: each operator as its own task computes it, the value rounded to the dtype between. */
+    static __device__ __noinline__ void epi(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n, T v) {
+        switch (cs) {
+        case 0: { /* f16 */
+            uint16_t t = gpuos__d_opaque((uint16_t)gpuos__f32_to_f16((float)v));
+#pragma unroll 1
+            for (int i = 0; i < p->n_epi; ++i) {
+                const int32_t e = p->epi[i];
+                const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
+                const bool sw = (e & GPUOS__EPI_SWAP) != 0;
+                (void)j;
+                (void)sw;
+                switch (e & GPUOS__EPI_OP) {
+                case 14: { /* tanh */
+                    t = (uint16_t)gpuos__f32_to_f16(gpuos__e_tanh_f16(gpuos__f16_to_f32(t)));
+                    break;
+                }
+                case 15: { /* sigmoid */
+                    t = (uint16_t)gpuos__f32_to_f16(gpuos__e_sigmoid_f16(gpuos__f16_to_f32(t)));
+                    break;
+                }
+                case 16: { /* relu */
+                    t = (uint16_t)gpuos__f32_to_f16(gpuos__e_relu_f16(gpuos__f16_to_f32(t)));
+                    break;
+                }
+                case 17: { /* gelu */
+                    t = (uint16_t)gpuos__f32_to_f16(gpuos__e_gelu_f16(gpuos__f16_to_f32(t)));
+                    break;
+                }
+                case 18: { /* gelu_tanh */
+                    t = (uint16_t)gpuos__f32_to_f16(gpuos__e_gelu_tanh_f16(gpuos__f16_to_f32(t)));
+                    break;
+                }
+                case 19: { /* silu */
+                    t = (uint16_t)gpuos__f32_to_f16(gpuos__e_silu_f16(gpuos__f16_to_f32(t)));
+                    break;
+                }
+                case 31: { /* add */
+                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (uint16_t)gpuos__f32_to_f16(sw ? gpuos__e_add_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(t)) : gpuos__e_add_f16(gpuos__f16_to_f32(t), gpuos__f16_to_f32(y)));
+                    break;
+                }
+                case 32: { /* sub */
+                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (uint16_t)gpuos__f32_to_f16(sw ? gpuos__e_sub_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(t)) : gpuos__e_sub_f16(gpuos__f16_to_f32(t), gpuos__f16_to_f32(y)));
+                    break;
+                }
+                case 33: { /* mul */
+                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (uint16_t)gpuos__f32_to_f16(sw ? gpuos__e_mul_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(t)) : gpuos__e_mul_f16(gpuos__f16_to_f32(t), gpuos__f16_to_f32(y)));
+                    break;
+                }
+                case 39: { /* minimum */
+                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (uint16_t)gpuos__f32_to_f16(sw ? gpuos__e_minimum_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(t)) : gpuos__e_minimum_f16(gpuos__f16_to_f32(t), gpuos__f16_to_f32(y)));
+                    break;
+                }
+                case 40: { /* maximum */
+                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (uint16_t)gpuos__f32_to_f16(sw ? gpuos__e_maximum_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(t)) : gpuos__e_maximum_f16(gpuos__f16_to_f32(t), gpuos__f16_to_f32(y)));
+                    break;
+                }
+                default: break; /* graph.c fuses only the operators above */
+                }
+                t = gpuos__d_opaque(t);
+            }
+            *(uint16_t *)o = t;
+            return;
+        }
+        case 1: { /* bf16 */
+            uint16_t t = gpuos__d_opaque((uint16_t)gpuos__f32_to_bf16((float)v));
+#pragma unroll 1
+            for (int i = 0; i < p->n_epi; ++i) {
+                const int32_t e = p->epi[i];
+                const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
+                const bool sw = (e & GPUOS__EPI_SWAP) != 0;
+                (void)j;
+                (void)sw;
+                switch (e & GPUOS__EPI_OP) {
+                case 14: { /* tanh */
+                    t = (uint16_t)gpuos__f32_to_bf16(gpuos__e_tanh_bf16(gpuos__bf16_to_f32(t)));
+                    break;
+                }
+                case 15: { /* sigmoid */
+                    t = (uint16_t)gpuos__f32_to_bf16(gpuos__e_sigmoid_bf16(gpuos__bf16_to_f32(t)));
+                    break;
+                }
+                case 16: { /* relu */
+                    t = (uint16_t)gpuos__f32_to_bf16(gpuos__e_relu_bf16(gpuos__bf16_to_f32(t)));
+                    break;
+                }
+                case 17: { /* gelu */
+                    t = (uint16_t)gpuos__f32_to_bf16(gpuos__e_gelu_bf16(gpuos__bf16_to_f32(t)));
+                    break;
+                }
+                case 18: { /* gelu_tanh */
+                    t = (uint16_t)gpuos__f32_to_bf16(gpuos__e_gelu_tanh_bf16(gpuos__bf16_to_f32(t)));
+                    break;
+                }
+                case 19: { /* silu */
+                    t = (uint16_t)gpuos__f32_to_bf16(gpuos__e_silu_bf16(gpuos__bf16_to_f32(t)));
+                    break;
+                }
+                case 31: { /* add */
+                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (uint16_t)gpuos__f32_to_bf16(sw ? gpuos__e_add_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(t)) : gpuos__e_add_bf16(gpuos__bf16_to_f32(t), gpuos__bf16_to_f32(y)));
+                    break;
+                }
+                case 32: { /* sub */
+                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (uint16_t)gpuos__f32_to_bf16(sw ? gpuos__e_sub_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(t)) : gpuos__e_sub_bf16(gpuos__bf16_to_f32(t), gpuos__bf16_to_f32(y)));
+                    break;
+                }
+                case 33: { /* mul */
+                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (uint16_t)gpuos__f32_to_bf16(sw ? gpuos__e_mul_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(t)) : gpuos__e_mul_bf16(gpuos__bf16_to_f32(t), gpuos__bf16_to_f32(y)));
+                    break;
+                }
+                case 39: { /* minimum */
+                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (uint16_t)gpuos__f32_to_bf16(sw ? gpuos__e_minimum_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(t)) : gpuos__e_minimum_bf16(gpuos__bf16_to_f32(t), gpuos__bf16_to_f32(y)));
+                    break;
+                }
+                case 40: { /* maximum */
+                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (uint16_t)gpuos__f32_to_bf16(sw ? gpuos__e_maximum_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(t)) : gpuos__e_maximum_bf16(gpuos__bf16_to_f32(t), gpuos__bf16_to_f32(y)));
+                    break;
+                }
+                default: break; /* graph.c fuses only the operators above */
+                }
+                t = gpuos__d_opaque(t);
+            }
+            *(uint16_t *)o = t;
+            return;
+        }
+        case 2: { /* f32 */
+            float t = gpuos__d_opaque((float)((float)v));
+#pragma unroll 1
+            for (int i = 0; i < p->n_epi; ++i) {
+                const int32_t e = p->epi[i];
+                const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
+                const bool sw = (e & GPUOS__EPI_SWAP) != 0;
+                (void)j;
+                (void)sw;
+                switch (e & GPUOS__EPI_OP) {
+                case 14: { /* tanh */
+                    t = (float)(gpuos__e_tanh_f32((t)));
+                    break;
+                }
+                case 15: { /* sigmoid */
+                    t = (float)(gpuos__e_sigmoid_f32((t)));
+                    break;
+                }
+                case 16: { /* relu */
+                    t = (float)(gpuos__e_relu_f32((t)));
+                    break;
+                }
+                case 17: { /* gelu */
+                    t = (float)(gpuos__e_gelu_f32((t)));
+                    break;
+                }
+                case 18: { /* gelu_tanh */
+                    t = (float)(gpuos__e_gelu_tanh_f32((t)));
+                    break;
+                }
+                case 19: { /* silu */
+                    t = (float)(gpuos__e_silu_f32((t)));
+                    break;
+                }
+                case 31: { /* add */
+                    const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (float)(sw ? gpuos__e_add_f32((y), (t)) : gpuos__e_add_f32((t), (y)));
+                    break;
+                }
+                case 32: { /* sub */
+                    const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (float)(sw ? gpuos__e_sub_f32((y), (t)) : gpuos__e_sub_f32((t), (y)));
+                    break;
+                }
+                case 33: { /* mul */
+                    const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (float)(sw ? gpuos__e_mul_f32((y), (t)) : gpuos__e_mul_f32((t), (y)));
+                    break;
+                }
+                case 39: { /* minimum */
+                    const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (float)(sw ? gpuos__e_minimum_f32((y), (t)) : gpuos__e_minimum_f32((t), (y)));
+                    break;
+                }
+                case 40: { /* maximum */
+                    const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (float)(sw ? gpuos__e_maximum_f32((y), (t)) : gpuos__e_maximum_f32((t), (y)));
+                    break;
+                }
+                default: break; /* graph.c fuses only the operators above */
+                }
+                t = gpuos__d_opaque(t);
+            }
+            *(float *)o = t;
+            return;
+        }
+        default: return;
+        }
+    }
 };
 #if GPUOS__D_MINE(47)
 __device__ __noinline__ void gpuos__d_matmul_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
@@ -7473,6 +7956,79 @@ struct gpuos__d_mmg2 {
     static __device__ __forceinline__ void st(int cs, char *p, T v) {
         switch (cs) {
         case 0: *(double *)p = ((double)v); return;
+        default: return;
+        }
+    }
+    /* The epilogue (gpuos__matmul_plan.epi) on output element (m, n) of value v, stored at
+       o: each operator as its own task computes it, the value rounded to the dtype between. */
+    static __device__ __noinline__ void epi(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n, T v) {
+        switch (cs) {
+        case 0: { /* f64 */
+            double t = gpuos__d_opaque((double)((double)v));
+#pragma unroll 1
+            for (int i = 0; i < p->n_epi; ++i) {
+                const int32_t e = p->epi[i];
+                const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
+                const bool sw = (e & GPUOS__EPI_SWAP) != 0;
+                (void)j;
+                (void)sw;
+                switch (e & GPUOS__EPI_OP) {
+                case 14: { /* tanh */
+                    t = (double)(gpuos__e_tanh_f64((t)));
+                    break;
+                }
+                case 15: { /* sigmoid */
+                    t = (double)(gpuos__e_sigmoid_f64((t)));
+                    break;
+                }
+                case 16: { /* relu */
+                    t = (double)(gpuos__e_relu_f64((t)));
+                    break;
+                }
+                case 17: { /* gelu */
+                    t = (double)(gpuos__e_gelu_f64((t)));
+                    break;
+                }
+                case 18: { /* gelu_tanh */
+                    t = (double)(gpuos__e_gelu_tanh_f64((t)));
+                    break;
+                }
+                case 19: { /* silu */
+                    t = (double)(gpuos__e_silu_f64((t)));
+                    break;
+                }
+                case 31: { /* add */
+                    const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (double)(sw ? gpuos__e_add_f64((y), (t)) : gpuos__e_add_f64((t), (y)));
+                    break;
+                }
+                case 32: { /* sub */
+                    const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (double)(sw ? gpuos__e_sub_f64((y), (t)) : gpuos__e_sub_f64((t), (y)));
+                    break;
+                }
+                case 33: { /* mul */
+                    const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (double)(sw ? gpuos__e_mul_f64((y), (t)) : gpuos__e_mul_f64((t), (y)));
+                    break;
+                }
+                case 39: { /* minimum */
+                    const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (double)(sw ? gpuos__e_minimum_f64((y), (t)) : gpuos__e_minimum_f64((t), (y)));
+                    break;
+                }
+                case 40: { /* maximum */
+                    const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                    t = (double)(sw ? gpuos__e_maximum_f64((y), (t)) : gpuos__e_maximum_f64((t), (y)));
+                    break;
+                }
+                default: break; /* graph.c fuses only the operators above */
+                }
+                t = gpuos__d_opaque(t);
+            }
+            *(double *)o = t;
+            return;
+        }
         default: return;
         }
     }

@@ -1129,9 +1129,619 @@ static void gpuos__hk_rows_rmsnorm_f64(const gpuos__rows_plan *p, int64_t begin,
 }
 
 /* ---------------------------------------------------------------- matmul */
+/* The epilogue of a fused matmul (gpuos__matmul_plan.epi, recorded graphs): on output row m
+   at o, each operator in turn as its own task would run it (load, compute, store), so each
+   result is rounded to the dtype in memory. */
+static void gpuos__hk_epi_i8(const gpuos__matmul_plan *p, char *o, int64_t m) {
+    int i;
+    int64_t n;
+    for (i = 0; i < p->n_epi; ++i) {
+        const int32_t e = p->epi[i];
+        const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+        (void)j;
+        (void)sw;
+        switch (e & GPUOS__EPI_OP) {
+        case 16: /* relu */
+            for (n = 0; n < p->N; ++n) {
+                int8_t *t = (int8_t *)(o + n * p->o_n);
+                *t = (gpuos__e_relu_i8((*t)));
+            }
+            break;
+        case 31: /* add */
+            for (n = 0; n < p->N; ++n) {
+                int8_t *t = (int8_t *)(o + n * p->o_n);
+                const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_add_i8((y), (*t)) : gpuos__e_add_i8((*t), (y)));
+            }
+            break;
+        case 32: /* sub */
+            for (n = 0; n < p->N; ++n) {
+                int8_t *t = (int8_t *)(o + n * p->o_n);
+                const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_sub_i8((y), (*t)) : gpuos__e_sub_i8((*t), (y)));
+            }
+            break;
+        case 33: /* mul */
+            for (n = 0; n < p->N; ++n) {
+                int8_t *t = (int8_t *)(o + n * p->o_n);
+                const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_mul_i8((y), (*t)) : gpuos__e_mul_i8((*t), (y)));
+            }
+            break;
+        case 39: /* minimum */
+            for (n = 0; n < p->N; ++n) {
+                int8_t *t = (int8_t *)(o + n * p->o_n);
+                const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_minimum_i8((y), (*t)) : gpuos__e_minimum_i8((*t), (y)));
+            }
+            break;
+        case 40: /* maximum */
+            for (n = 0; n < p->N; ++n) {
+                int8_t *t = (int8_t *)(o + n * p->o_n);
+                const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_maximum_i8((y), (*t)) : gpuos__e_maximum_i8((*t), (y)));
+            }
+            break;
+        default: break; /* graph.c fuses only the operators above */
+        }
+    }
+}
+static void gpuos__hk_epi_u8(const gpuos__matmul_plan *p, char *o, int64_t m) {
+    int i;
+    int64_t n;
+    for (i = 0; i < p->n_epi; ++i) {
+        const int32_t e = p->epi[i];
+        const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+        (void)j;
+        (void)sw;
+        switch (e & GPUOS__EPI_OP) {
+        case 16: /* relu */
+            for (n = 0; n < p->N; ++n) {
+                uint8_t *t = (uint8_t *)(o + n * p->o_n);
+                *t = (gpuos__e_relu_u8((*t)));
+            }
+            break;
+        case 31: /* add */
+            for (n = 0; n < p->N; ++n) {
+                uint8_t *t = (uint8_t *)(o + n * p->o_n);
+                const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_add_u8((y), (*t)) : gpuos__e_add_u8((*t), (y)));
+            }
+            break;
+        case 32: /* sub */
+            for (n = 0; n < p->N; ++n) {
+                uint8_t *t = (uint8_t *)(o + n * p->o_n);
+                const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_sub_u8((y), (*t)) : gpuos__e_sub_u8((*t), (y)));
+            }
+            break;
+        case 33: /* mul */
+            for (n = 0; n < p->N; ++n) {
+                uint8_t *t = (uint8_t *)(o + n * p->o_n);
+                const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_mul_u8((y), (*t)) : gpuos__e_mul_u8((*t), (y)));
+            }
+            break;
+        case 39: /* minimum */
+            for (n = 0; n < p->N; ++n) {
+                uint8_t *t = (uint8_t *)(o + n * p->o_n);
+                const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_minimum_u8((y), (*t)) : gpuos__e_minimum_u8((*t), (y)));
+            }
+            break;
+        case 40: /* maximum */
+            for (n = 0; n < p->N; ++n) {
+                uint8_t *t = (uint8_t *)(o + n * p->o_n);
+                const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_maximum_u8((y), (*t)) : gpuos__e_maximum_u8((*t), (y)));
+            }
+            break;
+        default: break; /* graph.c fuses only the operators above */
+        }
+    }
+}
+static void gpuos__hk_epi_i16(const gpuos__matmul_plan *p, char *o, int64_t m) {
+    int i;
+    int64_t n;
+    for (i = 0; i < p->n_epi; ++i) {
+        const int32_t e = p->epi[i];
+        const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+        (void)j;
+        (void)sw;
+        switch (e & GPUOS__EPI_OP) {
+        case 16: /* relu */
+            for (n = 0; n < p->N; ++n) {
+                int16_t *t = (int16_t *)(o + n * p->o_n);
+                *t = (gpuos__e_relu_i16((*t)));
+            }
+            break;
+        case 31: /* add */
+            for (n = 0; n < p->N; ++n) {
+                int16_t *t = (int16_t *)(o + n * p->o_n);
+                const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_add_i16((y), (*t)) : gpuos__e_add_i16((*t), (y)));
+            }
+            break;
+        case 32: /* sub */
+            for (n = 0; n < p->N; ++n) {
+                int16_t *t = (int16_t *)(o + n * p->o_n);
+                const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_sub_i16((y), (*t)) : gpuos__e_sub_i16((*t), (y)));
+            }
+            break;
+        case 33: /* mul */
+            for (n = 0; n < p->N; ++n) {
+                int16_t *t = (int16_t *)(o + n * p->o_n);
+                const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_mul_i16((y), (*t)) : gpuos__e_mul_i16((*t), (y)));
+            }
+            break;
+        case 39: /* minimum */
+            for (n = 0; n < p->N; ++n) {
+                int16_t *t = (int16_t *)(o + n * p->o_n);
+                const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_minimum_i16((y), (*t)) : gpuos__e_minimum_i16((*t), (y)));
+            }
+            break;
+        case 40: /* maximum */
+            for (n = 0; n < p->N; ++n) {
+                int16_t *t = (int16_t *)(o + n * p->o_n);
+                const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_maximum_i16((y), (*t)) : gpuos__e_maximum_i16((*t), (y)));
+            }
+            break;
+        default: break; /* graph.c fuses only the operators above */
+        }
+    }
+}
+static void gpuos__hk_epi_i32(const gpuos__matmul_plan *p, char *o, int64_t m) {
+    int i;
+    int64_t n;
+    for (i = 0; i < p->n_epi; ++i) {
+        const int32_t e = p->epi[i];
+        const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+        (void)j;
+        (void)sw;
+        switch (e & GPUOS__EPI_OP) {
+        case 16: /* relu */
+            for (n = 0; n < p->N; ++n) {
+                int32_t *t = (int32_t *)(o + n * p->o_n);
+                *t = (gpuos__e_relu_i32((*t)));
+            }
+            break;
+        case 31: /* add */
+            for (n = 0; n < p->N; ++n) {
+                int32_t *t = (int32_t *)(o + n * p->o_n);
+                const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_add_i32((y), (*t)) : gpuos__e_add_i32((*t), (y)));
+            }
+            break;
+        case 32: /* sub */
+            for (n = 0; n < p->N; ++n) {
+                int32_t *t = (int32_t *)(o + n * p->o_n);
+                const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_sub_i32((y), (*t)) : gpuos__e_sub_i32((*t), (y)));
+            }
+            break;
+        case 33: /* mul */
+            for (n = 0; n < p->N; ++n) {
+                int32_t *t = (int32_t *)(o + n * p->o_n);
+                const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_mul_i32((y), (*t)) : gpuos__e_mul_i32((*t), (y)));
+            }
+            break;
+        case 39: /* minimum */
+            for (n = 0; n < p->N; ++n) {
+                int32_t *t = (int32_t *)(o + n * p->o_n);
+                const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_minimum_i32((y), (*t)) : gpuos__e_minimum_i32((*t), (y)));
+            }
+            break;
+        case 40: /* maximum */
+            for (n = 0; n < p->N; ++n) {
+                int32_t *t = (int32_t *)(o + n * p->o_n);
+                const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_maximum_i32((y), (*t)) : gpuos__e_maximum_i32((*t), (y)));
+            }
+            break;
+        default: break; /* graph.c fuses only the operators above */
+        }
+    }
+}
+static void gpuos__hk_epi_i64(const gpuos__matmul_plan *p, char *o, int64_t m) {
+    int i;
+    int64_t n;
+    for (i = 0; i < p->n_epi; ++i) {
+        const int32_t e = p->epi[i];
+        const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+        (void)j;
+        (void)sw;
+        switch (e & GPUOS__EPI_OP) {
+        case 16: /* relu */
+            for (n = 0; n < p->N; ++n) {
+                int64_t *t = (int64_t *)(o + n * p->o_n);
+                *t = (gpuos__e_relu_i64((*t)));
+            }
+            break;
+        case 31: /* add */
+            for (n = 0; n < p->N; ++n) {
+                int64_t *t = (int64_t *)(o + n * p->o_n);
+                const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_add_i64((y), (*t)) : gpuos__e_add_i64((*t), (y)));
+            }
+            break;
+        case 32: /* sub */
+            for (n = 0; n < p->N; ++n) {
+                int64_t *t = (int64_t *)(o + n * p->o_n);
+                const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_sub_i64((y), (*t)) : gpuos__e_sub_i64((*t), (y)));
+            }
+            break;
+        case 33: /* mul */
+            for (n = 0; n < p->N; ++n) {
+                int64_t *t = (int64_t *)(o + n * p->o_n);
+                const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_mul_i64((y), (*t)) : gpuos__e_mul_i64((*t), (y)));
+            }
+            break;
+        case 39: /* minimum */
+            for (n = 0; n < p->N; ++n) {
+                int64_t *t = (int64_t *)(o + n * p->o_n);
+                const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_minimum_i64((y), (*t)) : gpuos__e_minimum_i64((*t), (y)));
+            }
+            break;
+        case 40: /* maximum */
+            for (n = 0; n < p->N; ++n) {
+                int64_t *t = (int64_t *)(o + n * p->o_n);
+                const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_maximum_i64((y), (*t)) : gpuos__e_maximum_i64((*t), (y)));
+            }
+            break;
+        default: break; /* graph.c fuses only the operators above */
+        }
+    }
+}
+static void gpuos__hk_epi_f16(const gpuos__matmul_plan *p, char *o, int64_t m) {
+    int i;
+    int64_t n;
+    for (i = 0; i < p->n_epi; ++i) {
+        const int32_t e = p->epi[i];
+        const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+        (void)j;
+        (void)sw;
+        switch (e & GPUOS__EPI_OP) {
+        case 14: /* tanh */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                *t = gpuos__f32_to_f16(gpuos__e_tanh_f16(gpuos__f16_to_f32(*t)));
+            }
+            break;
+        case 15: /* sigmoid */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                *t = gpuos__f32_to_f16(gpuos__e_sigmoid_f16(gpuos__f16_to_f32(*t)));
+            }
+            break;
+        case 16: /* relu */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                *t = gpuos__f32_to_f16(gpuos__e_relu_f16(gpuos__f16_to_f32(*t)));
+            }
+            break;
+        case 17: /* gelu */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                *t = gpuos__f32_to_f16(gpuos__e_gelu_f16(gpuos__f16_to_f32(*t)));
+            }
+            break;
+        case 18: /* gelu_tanh */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                *t = gpuos__f32_to_f16(gpuos__e_gelu_tanh_f16(gpuos__f16_to_f32(*t)));
+            }
+            break;
+        case 19: /* silu */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                *t = gpuos__f32_to_f16(gpuos__e_silu_f16(gpuos__f16_to_f32(*t)));
+            }
+            break;
+        case 31: /* add */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = gpuos__f32_to_f16(sw ? gpuos__e_add_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(*t)) : gpuos__e_add_f16(gpuos__f16_to_f32(*t), gpuos__f16_to_f32(y)));
+            }
+            break;
+        case 32: /* sub */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = gpuos__f32_to_f16(sw ? gpuos__e_sub_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(*t)) : gpuos__e_sub_f16(gpuos__f16_to_f32(*t), gpuos__f16_to_f32(y)));
+            }
+            break;
+        case 33: /* mul */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = gpuos__f32_to_f16(sw ? gpuos__e_mul_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(*t)) : gpuos__e_mul_f16(gpuos__f16_to_f32(*t), gpuos__f16_to_f32(y)));
+            }
+            break;
+        case 39: /* minimum */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = gpuos__f32_to_f16(sw ? gpuos__e_minimum_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(*t)) : gpuos__e_minimum_f16(gpuos__f16_to_f32(*t), gpuos__f16_to_f32(y)));
+            }
+            break;
+        case 40: /* maximum */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = gpuos__f32_to_f16(sw ? gpuos__e_maximum_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(*t)) : gpuos__e_maximum_f16(gpuos__f16_to_f32(*t), gpuos__f16_to_f32(y)));
+            }
+            break;
+        default: break; /* graph.c fuses only the operators above */
+        }
+    }
+}
+static void gpuos__hk_epi_bf16(const gpuos__matmul_plan *p, char *o, int64_t m) {
+    int i;
+    int64_t n;
+    for (i = 0; i < p->n_epi; ++i) {
+        const int32_t e = p->epi[i];
+        const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+        (void)j;
+        (void)sw;
+        switch (e & GPUOS__EPI_OP) {
+        case 14: /* tanh */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                *t = gpuos__f32_to_bf16(gpuos__e_tanh_bf16(gpuos__bf16_to_f32(*t)));
+            }
+            break;
+        case 15: /* sigmoid */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                *t = gpuos__f32_to_bf16(gpuos__e_sigmoid_bf16(gpuos__bf16_to_f32(*t)));
+            }
+            break;
+        case 16: /* relu */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                *t = gpuos__f32_to_bf16(gpuos__e_relu_bf16(gpuos__bf16_to_f32(*t)));
+            }
+            break;
+        case 17: /* gelu */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                *t = gpuos__f32_to_bf16(gpuos__e_gelu_bf16(gpuos__bf16_to_f32(*t)));
+            }
+            break;
+        case 18: /* gelu_tanh */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                *t = gpuos__f32_to_bf16(gpuos__e_gelu_tanh_bf16(gpuos__bf16_to_f32(*t)));
+            }
+            break;
+        case 19: /* silu */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                *t = gpuos__f32_to_bf16(gpuos__e_silu_bf16(gpuos__bf16_to_f32(*t)));
+            }
+            break;
+        case 31: /* add */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = gpuos__f32_to_bf16(sw ? gpuos__e_add_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(*t)) : gpuos__e_add_bf16(gpuos__bf16_to_f32(*t), gpuos__bf16_to_f32(y)));
+            }
+            break;
+        case 32: /* sub */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = gpuos__f32_to_bf16(sw ? gpuos__e_sub_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(*t)) : gpuos__e_sub_bf16(gpuos__bf16_to_f32(*t), gpuos__bf16_to_f32(y)));
+            }
+            break;
+        case 33: /* mul */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = gpuos__f32_to_bf16(sw ? gpuos__e_mul_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(*t)) : gpuos__e_mul_bf16(gpuos__bf16_to_f32(*t), gpuos__bf16_to_f32(y)));
+            }
+            break;
+        case 39: /* minimum */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = gpuos__f32_to_bf16(sw ? gpuos__e_minimum_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(*t)) : gpuos__e_minimum_bf16(gpuos__bf16_to_f32(*t), gpuos__bf16_to_f32(y)));
+            }
+            break;
+        case 40: /* maximum */
+            for (n = 0; n < p->N; ++n) {
+                uint16_t *t = (uint16_t *)(o + n * p->o_n);
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = gpuos__f32_to_bf16(sw ? gpuos__e_maximum_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(*t)) : gpuos__e_maximum_bf16(gpuos__bf16_to_f32(*t), gpuos__bf16_to_f32(y)));
+            }
+            break;
+        default: break; /* graph.c fuses only the operators above */
+        }
+    }
+}
+static void gpuos__hk_epi_f32(const gpuos__matmul_plan *p, char *o, int64_t m) {
+    int i;
+    int64_t n;
+    for (i = 0; i < p->n_epi; ++i) {
+        const int32_t e = p->epi[i];
+        const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+        (void)j;
+        (void)sw;
+        switch (e & GPUOS__EPI_OP) {
+        case 14: /* tanh */
+            for (n = 0; n < p->N; ++n) {
+                float *t = (float *)(o + n * p->o_n);
+                *t = (gpuos__e_tanh_f32((*t)));
+            }
+            break;
+        case 15: /* sigmoid */
+            for (n = 0; n < p->N; ++n) {
+                float *t = (float *)(o + n * p->o_n);
+                *t = (gpuos__e_sigmoid_f32((*t)));
+            }
+            break;
+        case 16: /* relu */
+            for (n = 0; n < p->N; ++n) {
+                float *t = (float *)(o + n * p->o_n);
+                *t = (gpuos__e_relu_f32((*t)));
+            }
+            break;
+        case 17: /* gelu */
+            for (n = 0; n < p->N; ++n) {
+                float *t = (float *)(o + n * p->o_n);
+                *t = (gpuos__e_gelu_f32((*t)));
+            }
+            break;
+        case 18: /* gelu_tanh */
+            for (n = 0; n < p->N; ++n) {
+                float *t = (float *)(o + n * p->o_n);
+                *t = (gpuos__e_gelu_tanh_f32((*t)));
+            }
+            break;
+        case 19: /* silu */
+            for (n = 0; n < p->N; ++n) {
+                float *t = (float *)(o + n * p->o_n);
+                *t = (gpuos__e_silu_f32((*t)));
+            }
+            break;
+        case 31: /* add */
+            for (n = 0; n < p->N; ++n) {
+                float *t = (float *)(o + n * p->o_n);
+                const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_add_f32((y), (*t)) : gpuos__e_add_f32((*t), (y)));
+            }
+            break;
+        case 32: /* sub */
+            for (n = 0; n < p->N; ++n) {
+                float *t = (float *)(o + n * p->o_n);
+                const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_sub_f32((y), (*t)) : gpuos__e_sub_f32((*t), (y)));
+            }
+            break;
+        case 33: /* mul */
+            for (n = 0; n < p->N; ++n) {
+                float *t = (float *)(o + n * p->o_n);
+                const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_mul_f32((y), (*t)) : gpuos__e_mul_f32((*t), (y)));
+            }
+            break;
+        case 39: /* minimum */
+            for (n = 0; n < p->N; ++n) {
+                float *t = (float *)(o + n * p->o_n);
+                const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_minimum_f32((y), (*t)) : gpuos__e_minimum_f32((*t), (y)));
+            }
+            break;
+        case 40: /* maximum */
+            for (n = 0; n < p->N; ++n) {
+                float *t = (float *)(o + n * p->o_n);
+                const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_maximum_f32((y), (*t)) : gpuos__e_maximum_f32((*t), (y)));
+            }
+            break;
+        default: break; /* graph.c fuses only the operators above */
+        }
+    }
+}
+static void gpuos__hk_epi_f64(const gpuos__matmul_plan *p, char *o, int64_t m) {
+    int i;
+    int64_t n;
+    for (i = 0; i < p->n_epi; ++i) {
+        const int32_t e = p->epi[i];
+        const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+        (void)j;
+        (void)sw;
+        switch (e & GPUOS__EPI_OP) {
+        case 14: /* tanh */
+            for (n = 0; n < p->N; ++n) {
+                double *t = (double *)(o + n * p->o_n);
+                *t = (gpuos__e_tanh_f64((*t)));
+            }
+            break;
+        case 15: /* sigmoid */
+            for (n = 0; n < p->N; ++n) {
+                double *t = (double *)(o + n * p->o_n);
+                *t = (gpuos__e_sigmoid_f64((*t)));
+            }
+            break;
+        case 16: /* relu */
+            for (n = 0; n < p->N; ++n) {
+                double *t = (double *)(o + n * p->o_n);
+                *t = (gpuos__e_relu_f64((*t)));
+            }
+            break;
+        case 17: /* gelu */
+            for (n = 0; n < p->N; ++n) {
+                double *t = (double *)(o + n * p->o_n);
+                *t = (gpuos__e_gelu_f64((*t)));
+            }
+            break;
+        case 18: /* gelu_tanh */
+            for (n = 0; n < p->N; ++n) {
+                double *t = (double *)(o + n * p->o_n);
+                *t = (gpuos__e_gelu_tanh_f64((*t)));
+            }
+            break;
+        case 19: /* silu */
+            for (n = 0; n < p->N; ++n) {
+                double *t = (double *)(o + n * p->o_n);
+                *t = (gpuos__e_silu_f64((*t)));
+            }
+            break;
+        case 31: /* add */
+            for (n = 0; n < p->N; ++n) {
+                double *t = (double *)(o + n * p->o_n);
+                const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_add_f64((y), (*t)) : gpuos__e_add_f64((*t), (y)));
+            }
+            break;
+        case 32: /* sub */
+            for (n = 0; n < p->N; ++n) {
+                double *t = (double *)(o + n * p->o_n);
+                const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_sub_f64((y), (*t)) : gpuos__e_sub_f64((*t), (y)));
+            }
+            break;
+        case 33: /* mul */
+            for (n = 0; n < p->N; ++n) {
+                double *t = (double *)(o + n * p->o_n);
+                const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_mul_f64((y), (*t)) : gpuos__e_mul_f64((*t), (y)));
+            }
+            break;
+        case 39: /* minimum */
+            for (n = 0; n < p->N; ++n) {
+                double *t = (double *)(o + n * p->o_n);
+                const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_minimum_f64((y), (*t)) : gpuos__e_minimum_f64((*t), (y)));
+            }
+            break;
+        case 40: /* maximum */
+            for (n = 0; n < p->N; ++n) {
+                double *t = (double *)(o + n * p->o_n);
+                const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                *t = (sw ? gpuos__e_maximum_f64((y), (*t)) : gpuos__e_maximum_f64((*t), (y)));
+            }
+            break;
+        default: break; /* graph.c fuses only the operators above */
+        }
+    }
+}
+
 /* Item = (batch index, output row m); out[m][n] = sum_k a[m][k] * b[k][n], accumulated in
-   the accumulator type (integers: 64 bits, wrapping). */
-#define GPUOS__HK_MATMUL(NAME, T, LD, STO, ACC, RES)                                                \
+   the accumulator type (integers: 64 bits, wrapping); then the row's epilogue, if any. */
+#define GPUOS__HK_MATMUL(NAME, EPI, T, LD, STO, ACC, RES)                                           \
     static void NAME(const gpuos__matmul_plan *p, int64_t begin, int64_t end) {                    \
         int64_t item, n, k;                                                                         \
         for (item = begin; item < end; ++item) {                                                    \
@@ -1148,18 +1758,19 @@ static void gpuos__hk_rows_rmsnorm_f64(const gpuos__rows_plan *p, int64_t begin,
                            (ACC)LD(*(const T *)(b + k * p->b_k + n * p->b_n));                      \
                 *(T *)(o + n * p->o_n) = STO((RES)acc);                                             \
             }                                                                                       \
+            if (p->n_epi > 0) EPI(p, o, m);                                                         \
         }                                                                                           \
     }
 
-GPUOS__HK_MATMUL(gpuos__hk_matmul_i8, int8_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, int8_t)
-GPUOS__HK_MATMUL(gpuos__hk_matmul_u8, uint8_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, uint8_t)
-GPUOS__HK_MATMUL(gpuos__hk_matmul_i16, int16_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, int16_t)
-GPUOS__HK_MATMUL(gpuos__hk_matmul_i32, int32_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, int32_t)
-GPUOS__HK_MATMUL(gpuos__hk_matmul_i64, int64_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, int64_t)
-GPUOS__HK_MATMUL(gpuos__hk_matmul_f16, uint16_t, gpuos__f16_to_f32, gpuos__f32_to_f16, float, float)
-GPUOS__HK_MATMUL(gpuos__hk_matmul_bf16, uint16_t, gpuos__bf16_to_f32, gpuos__f32_to_bf16, float, float)
-GPUOS__HK_MATMUL(gpuos__hk_matmul_f32, float, GPUOS__HK_ID, GPUOS__HK_ID, float, float)
-GPUOS__HK_MATMUL(gpuos__hk_matmul_f64, double, GPUOS__HK_ID, GPUOS__HK_ID, double, double)
+GPUOS__HK_MATMUL(gpuos__hk_matmul_i8, gpuos__hk_epi_i8, int8_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, int8_t)
+GPUOS__HK_MATMUL(gpuos__hk_matmul_u8, gpuos__hk_epi_u8, uint8_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, uint8_t)
+GPUOS__HK_MATMUL(gpuos__hk_matmul_i16, gpuos__hk_epi_i16, int16_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, int16_t)
+GPUOS__HK_MATMUL(gpuos__hk_matmul_i32, gpuos__hk_epi_i32, int32_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, int32_t)
+GPUOS__HK_MATMUL(gpuos__hk_matmul_i64, gpuos__hk_epi_i64, int64_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, int64_t)
+GPUOS__HK_MATMUL(gpuos__hk_matmul_f16, gpuos__hk_epi_f16, uint16_t, gpuos__f16_to_f32, gpuos__f32_to_f16, float, float)
+GPUOS__HK_MATMUL(gpuos__hk_matmul_bf16, gpuos__hk_epi_bf16, uint16_t, gpuos__bf16_to_f32, gpuos__f32_to_bf16, float, float)
+GPUOS__HK_MATMUL(gpuos__hk_matmul_f32, gpuos__hk_epi_f32, float, GPUOS__HK_ID, GPUOS__HK_ID, float, float)
+GPUOS__HK_MATMUL(gpuos__hk_matmul_f64, gpuos__hk_epi_f64, double, GPUOS__HK_ID, GPUOS__HK_ID, double, double)
 
 /* ---------------------------------------------------------------- tables (dispatch.c looks them up) */
 const gpuos__ew_iter_fn gpuos__hk_iters[GPUOS__MAX_RANK + 1] = {
@@ -1821,6 +2432,85 @@ const gpuos__rows_fn gpuos__hk_rows[GPUOS_OP_COUNT][GPUOS_DTYPE_COUNT] = {
     [GPUOS_OP_RMSNORM][GPUOS_BF16] = gpuos__hk_rows_rmsnorm_bf16,
     [GPUOS_OP_RMSNORM][GPUOS_F32] = gpuos__hk_rows_rmsnorm_f32,
     [GPUOS_OP_RMSNORM][GPUOS_F64] = gpuos__hk_rows_rmsnorm_f64,
+};
+
+/* [op][dtype]: 1 where a matmul of dtype can take op as an epilogue operator */
+const unsigned char gpuos__hk_epi_ok[GPUOS_OP_COUNT][GPUOS_DTYPE_COUNT] = {
+    [GPUOS_OP_RELU][GPUOS_I8] = 1,
+    [GPUOS_OP_ADD][GPUOS_I8] = 1,
+    [GPUOS_OP_SUB][GPUOS_I8] = 1,
+    [GPUOS_OP_MUL][GPUOS_I8] = 1,
+    [GPUOS_OP_MINIMUM][GPUOS_I8] = 1,
+    [GPUOS_OP_MAXIMUM][GPUOS_I8] = 1,
+    [GPUOS_OP_RELU][GPUOS_U8] = 1,
+    [GPUOS_OP_ADD][GPUOS_U8] = 1,
+    [GPUOS_OP_SUB][GPUOS_U8] = 1,
+    [GPUOS_OP_MUL][GPUOS_U8] = 1,
+    [GPUOS_OP_MINIMUM][GPUOS_U8] = 1,
+    [GPUOS_OP_MAXIMUM][GPUOS_U8] = 1,
+    [GPUOS_OP_RELU][GPUOS_I16] = 1,
+    [GPUOS_OP_ADD][GPUOS_I16] = 1,
+    [GPUOS_OP_SUB][GPUOS_I16] = 1,
+    [GPUOS_OP_MUL][GPUOS_I16] = 1,
+    [GPUOS_OP_MINIMUM][GPUOS_I16] = 1,
+    [GPUOS_OP_MAXIMUM][GPUOS_I16] = 1,
+    [GPUOS_OP_RELU][GPUOS_I32] = 1,
+    [GPUOS_OP_ADD][GPUOS_I32] = 1,
+    [GPUOS_OP_SUB][GPUOS_I32] = 1,
+    [GPUOS_OP_MUL][GPUOS_I32] = 1,
+    [GPUOS_OP_MINIMUM][GPUOS_I32] = 1,
+    [GPUOS_OP_MAXIMUM][GPUOS_I32] = 1,
+    [GPUOS_OP_RELU][GPUOS_I64] = 1,
+    [GPUOS_OP_ADD][GPUOS_I64] = 1,
+    [GPUOS_OP_SUB][GPUOS_I64] = 1,
+    [GPUOS_OP_MUL][GPUOS_I64] = 1,
+    [GPUOS_OP_MINIMUM][GPUOS_I64] = 1,
+    [GPUOS_OP_MAXIMUM][GPUOS_I64] = 1,
+    [GPUOS_OP_TANH][GPUOS_F16] = 1,
+    [GPUOS_OP_SIGMOID][GPUOS_F16] = 1,
+    [GPUOS_OP_RELU][GPUOS_F16] = 1,
+    [GPUOS_OP_GELU][GPUOS_F16] = 1,
+    [GPUOS_OP_GELU_TANH][GPUOS_F16] = 1,
+    [GPUOS_OP_SILU][GPUOS_F16] = 1,
+    [GPUOS_OP_ADD][GPUOS_F16] = 1,
+    [GPUOS_OP_SUB][GPUOS_F16] = 1,
+    [GPUOS_OP_MUL][GPUOS_F16] = 1,
+    [GPUOS_OP_MINIMUM][GPUOS_F16] = 1,
+    [GPUOS_OP_MAXIMUM][GPUOS_F16] = 1,
+    [GPUOS_OP_TANH][GPUOS_BF16] = 1,
+    [GPUOS_OP_SIGMOID][GPUOS_BF16] = 1,
+    [GPUOS_OP_RELU][GPUOS_BF16] = 1,
+    [GPUOS_OP_GELU][GPUOS_BF16] = 1,
+    [GPUOS_OP_GELU_TANH][GPUOS_BF16] = 1,
+    [GPUOS_OP_SILU][GPUOS_BF16] = 1,
+    [GPUOS_OP_ADD][GPUOS_BF16] = 1,
+    [GPUOS_OP_SUB][GPUOS_BF16] = 1,
+    [GPUOS_OP_MUL][GPUOS_BF16] = 1,
+    [GPUOS_OP_MINIMUM][GPUOS_BF16] = 1,
+    [GPUOS_OP_MAXIMUM][GPUOS_BF16] = 1,
+    [GPUOS_OP_TANH][GPUOS_F32] = 1,
+    [GPUOS_OP_SIGMOID][GPUOS_F32] = 1,
+    [GPUOS_OP_RELU][GPUOS_F32] = 1,
+    [GPUOS_OP_GELU][GPUOS_F32] = 1,
+    [GPUOS_OP_GELU_TANH][GPUOS_F32] = 1,
+    [GPUOS_OP_SILU][GPUOS_F32] = 1,
+    [GPUOS_OP_ADD][GPUOS_F32] = 1,
+    [GPUOS_OP_SUB][GPUOS_F32] = 1,
+    [GPUOS_OP_MUL][GPUOS_F32] = 1,
+    [GPUOS_OP_MINIMUM][GPUOS_F32] = 1,
+    [GPUOS_OP_MAXIMUM][GPUOS_F32] = 1,
+    [GPUOS_OP_TANH][GPUOS_F64] = 1,
+    [GPUOS_OP_SIGMOID][GPUOS_F64] = 1,
+    [GPUOS_OP_RELU][GPUOS_F64] = 1,
+    [GPUOS_OP_GELU][GPUOS_F64] = 1,
+    [GPUOS_OP_GELU_TANH][GPUOS_F64] = 1,
+    [GPUOS_OP_SILU][GPUOS_F64] = 1,
+    [GPUOS_OP_ADD][GPUOS_F64] = 1,
+    [GPUOS_OP_SUB][GPUOS_F64] = 1,
+    [GPUOS_OP_MUL][GPUOS_F64] = 1,
+    [GPUOS_OP_MINIMUM][GPUOS_F64] = 1,
+    [GPUOS_OP_MAXIMUM][GPUOS_F64] = 1,
+    [0][0] = 0,
 };
 
 /* [key dtype] */

@@ -1,0 +1,375 @@
+/* test_fuse.c - matmul epilogues fused by recorded graphs (src/graph.c, gpuos.h "Fusion"), on
+   the device the tests run on ($GPUOS_TEST_DEVICE).
+
+   Random programs: a matmul into h (a plain tensor, a column slice of a wider one, or a
+   transposed view) followed by 1..6 element-wise nodes in place on h: epilogue operators
+   with operands broadcast every way ([], [N], [1, N], [M, 1], [M, N], a transposed view; h
+   first or second), and now and then a node that must end the fusion (a reader of h, an
+   operator outside the epilogue set, h + h, an out-of-place add, a third distinct operand);
+   before the matmul a node may write an operand, after the group one may overwrite it.
+   Every dtype a matmul has. Each program is launched as a graph (fused) and submitted
+   eagerly (never fused): every output must be equal BIT FOR BIT, and the graph must have
+   queued exactly the tasks the fusion rules give (gpuos_debug_graph_tasks). Also: a launch
+   with bindings (not fused) equals the fused one, launches in flight on the same graph,
+   GPUOS_GRAPH_FUSE=0, and the tiny MLP layer (matmul, bias, gelu, residual, layernorm). */
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctest.h"
+#include "gpuos.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(uint64_t n) { /* xorshift64, [0, n) */
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng % n;
+}
+
+static gpuos_context *ctx;
+
+/* A new tensor of dtype dt and the given shape, filled with small random values (made in
+   f32 and cast, so that every dtype gets them without host conversions). */
+static gpuos_tensor *rand_tensor(gpuos_dtype dt, int rank, const int64_t *shape, int ints) {
+    gpuos_tensor *t = NULL, *f = NULL;
+    int64_t n = 1;
+    int k;
+    float *h;
+    for (k = 0; k < rank; k++) n *= shape[k];
+    CHECK(gpuos_tensor_new(ctx, dt, rank, shape, &t) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_tensor_new(ctx, GPUOS_F32, rank, shape, &f) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    h = (float *)malloc((size_t)(n ? n : 1) * sizeof(float));
+    for (k = 0; k < n; k++) h[k] = ints ? (float)((int)rnd(9) - 4) : (float)((double)rnd(2001) / 1000.0 - 1.0);
+    CHECK(gpuos_upload(ctx, f, h, (size_t)n * sizeof(float)) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_cast(ctx, t, f) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    free(h);
+    gpuos_tensor_release(f);
+    return t;
+}
+
+/* Another handle on all of t (rank 0: a reshape, else a full slice). */
+static gpuos_tensor *whole(gpuos_tensor *t) {
+    gpuos_tensor *v = NULL;
+    gpuos_tensor_info info;
+    CHECK(gpuos_tensor_get_info(t, &info) == GPUOS_OK, "info");
+    if (info.rank == 0) CHECK(gpuos_view_reshape(t, 0, NULL, &v) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    else CHECK(gpuos_view_slice(t, 0, 0, GPUOS_SLICE_END, 1, &v) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    return v;
+}
+
+/* A new contiguous tensor like t (contiguous itself), and its bytes. */
+static gpuos_tensor *like(gpuos_tensor *t, size_t *bytes) {
+    gpuos_tensor *v = NULL;
+    gpuos_tensor_info info;
+    int64_t n = 1;
+    int k;
+    CHECK(gpuos_tensor_get_info(t, &info) == GPUOS_OK, "info");
+    for (k = 0; k < info.rank; k++) n *= info.shape[k];
+    *bytes = (size_t)n * gpuos_dtype_size(info.dtype);
+    CHECK(gpuos_tensor_new(ctx, info.dtype, info.rank, info.shape, &v) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    return v;
+}
+
+/* Bytes of t (contiguous), downloaded. */
+static void *grab(gpuos_tensor *t, size_t bytes) {
+    void *p = malloc(bytes ? bytes : 1);
+    CHECK(gpuos_download(ctx, t, p, bytes) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    return p;
+}
+
+enum { MAXN = 12 };
+typedef struct program {
+    gpuos_task t[MAXN];
+    int n, expect_tasks;
+} program;
+
+static int is_float(gpuos_dtype dt) { return dt == GPUOS_F16 || dt == GPUOS_BF16 || dt == GPUOS_F32 || dt == GPUOS_F64; }
+
+/* Runs p as a graph (twice: a second launch in flight on the same tensors) and eagerly, each
+   from the same inputs (copied back in between), and compares the bytes of every tensor in
+   outs. */
+static void run_both(const char *what, program *p, gpuos_tensor **base, const size_t *bytes, int n_base,
+                     gpuos_tensor **init, int fuse_expected) {
+    void *after[2][8];
+    int mode, k, i;
+    gpuos_graph *g;
+    CHECK(gpuos_graph_create(ctx, &g) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (i = 0; i < p->n; i++) CHECK(gpuos_graph_add(g, &p->t[i], NULL) == GPUOS_OK, "%s node %d: %s", what, i, gpuos_last_error(ctx));
+    for (mode = 0; mode < 2; mode++) {
+        for (k = 0; k < n_base; k++) CHECK(gpuos_copy(ctx, base[k], init[k]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        if (mode == 0) {
+            uint64_t seq = 0;
+            CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, &seq) == GPUOS_OK, "%s: %s", what, gpuos_last_error(ctx));
+            CHECK(gpuos_wait_fence(ctx, seq, 20000) == GPUOS_OK, "%s: %s", what, gpuos_last_error(ctx));
+            if (fuse_expected)
+                CHECK(gpuos_debug_graph_tasks(g) == p->expect_tasks, "%s: the launch queued %d tasks, expected %d", what,
+                      gpuos_debug_graph_tasks(g), p->expect_tasks);
+            else
+                CHECK(gpuos_debug_graph_tasks(g) == p->n, "%s: %d tasks with fusion off, expected %d", what,
+                      gpuos_debug_graph_tasks(g), p->n);
+        } else {
+            for (i = 0; i < p->n; i++) CHECK(gpuos_submit(ctx, &p->t[i], NULL) == GPUOS_OK, "%s: %s", what, gpuos_last_error(ctx));
+        }
+        for (k = 0; k < n_base; k++) after[mode][k] = grab(base[k], bytes[k]);
+    }
+    for (k = 0; k < n_base; k++) {
+        CHECK(memcmp(after[0][k], after[1][k], bytes[k]) == 0, "%s: tensor %d differs between the fused graph and eager tasks",
+              what, k);
+        free(after[0][k]);
+        free(after[1][k]);
+    }
+    /* two launches in flight (the second's copy-in waits for the first's readers) give the same */
+    {
+        uint64_t seq = 0;
+        void *x;
+        for (k = 0; k < n_base; k++) CHECK(gpuos_copy(ctx, base[k], init[k]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL) == GPUOS_OK, "%s: %s", what, gpuos_last_error(ctx));
+        for (k = 0; k < n_base; k++) CHECK(gpuos_copy(ctx, base[k], init[k]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, &seq) == GPUOS_OK, "%s: %s", what, gpuos_last_error(ctx));
+        CHECK(gpuos_wait_fence(ctx, seq, 20000) == GPUOS_OK, "%s: %s", what, gpuos_last_error(ctx));
+        x = grab(base[0], bytes[0]);
+        for (k = 0; k < n_base; k++) CHECK(gpuos_copy(ctx, base[k], init[k]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        for (i = 0; i < p->n; i++) CHECK(gpuos_submit(ctx, &p->t[i], NULL) == GPUOS_OK, "%s: %s", what, gpuos_last_error(ctx));
+        {
+            void *y = grab(base[0], bytes[0]);
+            CHECK(memcmp(x, y, bytes[0]) == 0, "%s: a second launch in flight differs", what);
+            free(y);
+        }
+        free(x);
+    }
+    gpuos_graph_release(g);
+}
+
+static const gpuos_op BIN[] = {GPUOS_OP_ADD, GPUOS_OP_SUB, GPUOS_OP_MUL, GPUOS_OP_MAXIMUM, GPUOS_OP_MINIMUM};
+static const gpuos_op UNF[] = {GPUOS_OP_RELU, GPUOS_OP_GELU, GPUOS_OP_GELU_TANH, GPUOS_OP_SILU, GPUOS_OP_SIGMOID, GPUOS_OP_TANH};
+
+static void random_program(int pi, gpuos_dtype dt) {
+    static const int64_t Ms[] = {1, 3, 8, 13, 40}, Ks[] = {1, 7, 64, 256}, Ns[] = {1, 5, 8, 64, 256, 300};
+    const int64_t M = Ms[rnd(5)], K = Ks[rnd(4)], N = Ns[rnd(6)];
+    const int ints = !is_float(dt);
+    const int layout = (int)rnd(3); /* h: plain, a column slice of [M, N + 3], a transpose of [N, M] */
+    gpuos_tensor *A, *B, *hb, *h = NULL, *y[3], *yb[3], *init[5], *base[5], *s = NULL;
+    size_t bytes[5];
+    program p;
+    int i, k, fused = 1, n_epi = 0, slots = 0, used[3] = {0, 0, 0}, open = 1;
+    char what[128];
+    memset(&p, 0, sizeof p);
+    {
+        int64_t sa[2] = {M, K}, sb[2] = {K, N};
+        A = rand_tensor(dt, 2, sa, ints);
+        B = rand_tensor(dt, 2, sb, ints);
+    }
+    if (layout == 1) {
+        int64_t sh[2] = {M, N + 3};
+        hb = rand_tensor(dt, 2, sh, ints);
+        CHECK(gpuos_view_slice(hb, 1, 1, 1 + N, 1, &h) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    } else if (layout == 2) {
+        int64_t sh[2] = {N, M};
+        hb = rand_tensor(dt, 2, sh, ints);
+        CHECK(gpuos_view_transpose(hb, 0, 1, &h) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    } else {
+        int64_t sh[2] = {M, N};
+        hb = rand_tensor(dt, 2, sh, ints);
+        h = whole(hb);
+    }
+    /* three operands, broadcast to [M, N] in some way each */
+    for (k = 0; k < 3; k++) {
+        const int form = (int)rnd(6);
+        gpuos_tensor *v = NULL;
+        if (form == 0) {
+            yb[k] = rand_tensor(dt, 0, NULL, ints);
+            v = whole(yb[k]);
+        } else if (form == 1 || form == 2) { /* [N] or [1, N] */
+            int64_t sh[2] = {1, N};
+            yb[k] = rand_tensor(dt, form == 1 ? 1 : 2, form == 1 ? sh + 1 : sh, ints);
+            v = whole(yb[k]);
+        } else if (form == 3) { /* [M, 1] */
+            int64_t sh[2] = {M, 1};
+            yb[k] = rand_tensor(dt, 2, sh, ints);
+            v = whole(yb[k]);
+        } else if (form == 4) { /* [M, N] */
+            int64_t sh[2] = {M, N};
+            yb[k] = rand_tensor(dt, 2, sh, ints);
+            v = whole(yb[k]);
+        } else { /* the transpose of [N, M] */
+            int64_t sh[2] = {N, M};
+            yb[k] = rand_tensor(dt, 2, sh, ints);
+            CHECK(gpuos_view_transpose(yb[k], 0, 1, &v) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        }
+        y[k] = v;
+    }
+    /* before: maybe a write of operand 0 (the fused task must wait for it) */
+    if (rnd(3) == 0) {
+        gpuos_task t = GPUOS_TASK_INIT;
+        t.op = GPUOS_OP_ADD, t.out = y[0], t.in[0] = y[0], t.in[1] = y[0];
+        p.t[p.n++] = t;
+    }
+    {
+        gpuos_task t = GPUOS_TASK_INIT;
+        t.op = GPUOS_OP_MATMUL, t.out = h, t.in[0] = A, t.in[1] = B;
+        p.t[p.n++] = t;
+    }
+    {
+        const int steps = 1 + (int)rnd(6);
+        for (i = 0; i < steps; i++) {
+            gpuos_task t = GPUOS_TASK_INIT;
+            const int brk = rnd(7) == 0 ? 1 + (int)rnd(4) : 0;
+            int ok = 1;
+            t.out = h;
+            if (brk == 1) { /* a reader of h: not in place */
+                CHECK(s || gpuos_tensor_new(ctx, dt, 0, NULL, &s) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+                t.op = GPUOS_OP_SUM, t.out = s, t.in[0] = h;
+                ok = 0;
+            } else if (brk == 2) { /* outside the epilogue set */
+                t.op = ints ? GPUOS_OP_NEG : GPUOS_OP_EXP, t.in[0] = h;
+                ok = 0;
+            } else if (brk == 3) { /* h + h */
+                t.op = GPUOS_OP_ADD, t.in[0] = h, t.in[1] = h;
+                ok = 0;
+            } else if (brk == 4) { /* out of place: writes an operand, reads h */
+                t.op = GPUOS_OP_ADD, t.out = y[2], t.in[0] = y[2], t.in[1] = y[2];
+                ok = 0;
+            } else if (ints || rnd(2)) { /* binary, h first or second */
+                const int w = (int)rnd(3), sw = (int)rnd(2);
+                t.op = BIN[rnd(5)];
+                t.in[sw] = h, t.in[1 - sw] = y[w];
+                if (!used[w]) {
+                    if (slots == 2) ok = 0;
+                    else if (open) used[w] = 1, slots++;
+                }
+            } else {
+                t.op = UNF[rnd(6)], t.in[0] = h;
+            }
+            if (open && ok && n_epi < 4) n_epi++;
+            else open = 0;
+            p.t[p.n++] = t;
+        }
+    }
+    /* after: maybe an overwrite of operand 0 (the fused task's read comes first) */
+    if (rnd(3) == 0) {
+        gpuos_task t = GPUOS_TASK_INIT;
+        t.op = GPUOS_OP_MUL, t.out = y[0], t.in[0] = y[0], t.in[1] = y[0];
+        p.t[p.n++] = t;
+    }
+    fused = n_epi > 0;
+    p.expect_tasks = p.n - n_epi;
+    base[0] = hb, base[1] = yb[0], base[2] = yb[1], base[3] = yb[2];
+    for (k = 0; k < 4; k++) {
+        init[k] = like(base[k], &bytes[k]);
+        CHECK(gpuos_copy(ctx, init[k], base[k]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    }
+    snprintf(what, sizeof what, "program %d (%s, M %d K %d N %d, layout %d, %d nodes, %d fused)", pi,
+             gpuos_dtype_name(dt), (int)M, (int)K, (int)N, layout, p.n, n_epi);
+    run_both(what, &p, base, bytes, 4, init, 1);
+    (void)fused;
+    gpuos_tensor_release(A);
+    gpuos_tensor_release(B);
+    gpuos_tensor_release(h);
+    gpuos_tensor_release(s);
+    for (k = 0; k < 4; k++) {
+        gpuos_tensor_release(base[k]);
+        gpuos_tensor_release(init[k]);
+    }
+    for (k = 0; k < 3; k++) gpuos_tensor_release(y[k]);
+}
+
+/* The tiny MLP's layers (bench/ tiny_mlp): matmul, + bias, gelu, + x, layernorm, 3 layers;
+   fused (3 tasks a layer... 2: the matmul with 3 epilogue operators, the layernorm), bound
+   (every node planned again, nothing fused), and with fusion off, all equal eager. */
+static void mlp(gpuos_dtype dt) {
+    enum { B = 8, H = 64, NL = 3 };
+    gpuos_tensor *x[NL + 1], *h[NL], *w[NL], *bias[NL], *x0b;
+    gpuos_graph *g, *g0;
+    int64_t sx[2] = {B, H}, sw[2] = {H, H}, sb[1] = {H};
+    size_t bytes;
+    void *r[4];
+    int l, mode;
+    for (l = 0; l <= NL; l++) x[l] = rand_tensor(dt, 2, sx, 0);
+    for (l = 0; l < NL; l++) h[l] = rand_tensor(dt, 2, sx, 0), w[l] = rand_tensor(dt, 2, sw, 0), bias[l] = rand_tensor(dt, 1, sb, 0);
+    x0b = rand_tensor(dt, 2, sx, 0);
+    {
+        gpuos_tensor *tmp = like(x[NL], &bytes);
+        gpuos_tensor_release(tmp);
+    }
+    CHECK(gpuos_graph_create(ctx, &g) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (l = 0; l < NL; l++) {
+        gpuos_task t = GPUOS_TASK_INIT;
+        t.op = GPUOS_OP_MATMUL, t.out = h[l], t.in[0] = x[l], t.in[1] = w[l];
+        CHECK(gpuos_graph_add(g, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        t.op = GPUOS_OP_ADD, t.out = h[l], t.in[0] = h[l], t.in[1] = bias[l];
+        CHECK(gpuos_graph_add(g, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        t.op = GPUOS_OP_GELU, t.in[1] = NULL;
+        CHECK(gpuos_graph_add(g, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        t.op = GPUOS_OP_ADD, t.in[1] = x[l];
+        CHECK(gpuos_graph_add(g, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        t.op = GPUOS_OP_LAYERNORM, t.out = x[l + 1], t.in[0] = h[l], t.in[1] = NULL, t.scalar[0] = 1e-5;
+        CHECK(gpuos_graph_add(g, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    }
+    setenv("GPUOS_GRAPH_FUSE", "0", 1);
+    CHECK(gpuos_graph_create(ctx, &g0) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    {
+        gpuos_task t = GPUOS_TASK_INIT;
+        t.op = GPUOS_OP_MATMUL, t.out = h[0], t.in[0] = x[0], t.in[1] = w[0];
+        CHECK(gpuos_graph_add(g0, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        t.op = GPUOS_OP_ADD, t.out = h[0], t.in[0] = h[0], t.in[1] = bias[0];
+        CHECK(gpuos_graph_add(g0, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    }
+    CHECK(gpuos_graph_launch(g0, NULL, 0, NULL, 0, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_debug_graph_tasks(g0) == 2, "GPUOS_GRAPH_FUSE=0: %d tasks, expected 2", gpuos_debug_graph_tasks(g0));
+    unsetenv("GPUOS_GRAPH_FUSE");
+    gpuos_graph_release(g0);
+    for (mode = 0; mode < 4; mode++) { /* fused, bound to the same tensor (not fused), bound to another x0, eager */
+        uint64_t seq = 0;
+        gpuos_graph_bind b;
+        b.recorded = x[0], b.actual = mode == 2 ? x0b : x[0];
+        if (mode == 2) CHECK(gpuos_copy(ctx, x0b, x[0]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        if (mode < 3) {
+            CHECK(gpuos_graph_launch(g, mode ? &b : NULL, mode ? 1 : 0, NULL, 0, &seq) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+            if (mode == 0) CHECK(gpuos_debug_graph_tasks(g) == 2 * NL, "mlp: %d tasks, expected %d", gpuos_debug_graph_tasks(g), 2 * NL);
+        } else {
+            for (l = 0; l < NL; l++) {
+                CHECK(gpuos_matmul(ctx, h[l], x[l], w[l]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+                CHECK(gpuos_add(ctx, h[l], h[l], bias[l]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+                CHECK(gpuos_gelu(ctx, h[l], h[l]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+                CHECK(gpuos_add(ctx, h[l], h[l], x[l]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+                CHECK(gpuos_layernorm(ctx, x[l + 1], h[l], NULL, NULL, 1e-5) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+            }
+            seq = gpuos_fence(ctx);
+        }
+        CHECK(gpuos_wait_fence(ctx, seq, 20000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        r[mode] = grab(x[NL], bytes);
+    }
+    for (mode = 1; mode < 4; mode++)
+        CHECK(memcmp(r[0], r[mode], bytes) == 0, "mlp %s: the fused forward differs from %s", gpuos_dtype_name(dt),
+              mode == 1 ? "the bound launch" : mode == 2 ? "a launch bound to a copy of x0" : "eager tasks");
+    for (mode = 0; mode < 4; mode++) free(r[mode]);
+    gpuos_graph_release(g);
+    for (l = 0; l <= NL; l++) gpuos_tensor_release(x[l]);
+    for (l = 0; l < NL; l++) gpuos_tensor_release(h[l]), gpuos_tensor_release(w[l]), gpuos_tensor_release(bias[l]);
+    gpuos_tensor_release(x0b);
+}
+
+int main(void) {
+    gpuos_config cfg = GPUOS_CONFIG_INIT;
+    static const gpuos_dtype dts[] = {GPUOS_F32, GPUOS_F16, GPUOS_BF16, GPUOS_F64, GPUOS_I32, GPUOS_I64, GPUOS_I16,
+                                      GPUOS_I8,  GPUOS_U8};
+    const int programs = getenv("GPUOS_TEST_QUICK") ? 18 : 90;
+    int pi;
+    cfg.device = ctest_device();
+    cfg.wait_timeout_ms = 20000;
+    if (gpuos_create(&cfg, &ctx) != GPUOS_OK) {
+        fprintf(stderr, "gpuos_create: %s\n", gpuos_last_error(NULL));
+        return 1;
+    }
+    if (getenv("GPUOS_TEST_SEED")) rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)atoll(getenv("GPUOS_TEST_SEED"));
+    for (pi = 0; pi < programs; pi++) random_program(pi, dts[pi % 9]);
+    mlp(GPUOS_F32);
+    mlp(GPUOS_F16);
+    mlp(GPUOS_BF16);
+    CHECK(gpuos_debug_graph_tasks(NULL) == -1, "NULL graph");
+    gpuos_destroy(ctx);
+    return ctest_summary("test_fuse");
+}
