@@ -30,24 +30,60 @@ static uint64_t rnd(uint64_t n) { /* xorshift64, [0, n) */
 }
 
 static gpuos_context *ctx;
+static gpuos_config cfg;
 
-/* A new tensor of dtype dt and the given shape, filled with small random values (made in
-   f32 and cast, so that every dtype gets them without host conversions). */
+/* Tensors allocated but not filled yet: every tensor of a program is allocated before its
+   first task, so that compute-sanitizer's memcheck sees them (it cannot see memory allocated
+   while a kernel runs; run_gpu.sh runs this test so, with a fresh context per program). */
+static struct pending {
+    gpuos_tensor *t, *f;
+    int64_t n;
+    int ints;
+} pend[32];
+static int n_pend;
+
+/* A new tensor of dtype dt and the given shape, to be filled (fill_all) with small random
+   values (made in f32 and cast, so that every dtype gets them without host conversions). */
 static gpuos_tensor *rand_tensor(gpuos_dtype dt, int rank, const int64_t *shape, int ints) {
     gpuos_tensor *t = NULL, *f = NULL;
     int64_t n = 1;
     int k;
-    float *h;
     for (k = 0; k < rank; k++) n *= shape[k];
     CHECK(gpuos_tensor_new(ctx, dt, rank, shape, &t) == GPUOS_OK, "%s", gpuos_last_error(ctx));
     CHECK(gpuos_tensor_new(ctx, GPUOS_F32, rank, shape, &f) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-    h = (float *)malloc((size_t)(n ? n : 1) * sizeof(float));
-    for (k = 0; k < n; k++) h[k] = ints ? (float)((int)rnd(9) - 4) : (float)((double)rnd(2001) / 1000.0 - 1.0);
-    CHECK(gpuos_upload(ctx, f, h, (size_t)n * sizeof(float)) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-    CHECK(gpuos_cast(ctx, t, f) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-    free(h);
-    gpuos_tensor_release(f);
+    pend[n_pend].t = t, pend[n_pend].f = f, pend[n_pend].n = n, pend[n_pend++].ints = ints;
     return t;
+}
+
+static void fill_all(void) {
+    int i, k;
+    for (i = 0; i < n_pend; i++) {
+        const int64_t n = pend[i].n;
+        float *h = (float *)malloc((size_t)(n ? n : 1) * sizeof(float));
+        for (k = 0; k < n; k++) h[k] = pend[i].ints ? (float)((int)rnd(9) - 4) : (float)((double)rnd(2001) / 1000.0 - 1.0);
+        CHECK(gpuos_upload(ctx, pend[i].f, h, (size_t)n * sizeof(float)) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_cast(ctx, pend[i].t, pend[i].f) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        free(h);
+        gpuos_tensor_release(pend[i].f);
+    }
+    n_pend = 0;
+}
+
+/* A fresh context per program ($GPUOS_TEST_FRESH, for the sanitizers), else one for all. */
+static int fresh_begin(void) {
+    if (ctx) return 1;
+    if (gpuos_create(&cfg, &ctx) != GPUOS_OK) {
+        fprintf(stderr, "gpuos_create: %s\n", gpuos_last_error(NULL));
+        CHECK(0, "gpuos_create");
+        return 0;
+    }
+    return 1;
+}
+static void fresh_end(void) {
+    if (getenv("GPUOS_TEST_FRESH")) {
+        gpuos_destroy(ctx);
+        ctx = NULL;
+    }
 }
 
 /* Another handle on all of t (rank 0: a reshape, else a full slice). */
@@ -103,7 +139,7 @@ static void run_both(const char *what, program *p, gpuos_tensor **base, const si
         if (mode == 0) {
             uint64_t seq = 0;
             CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, &seq) == GPUOS_OK, "%s: %s", what, gpuos_last_error(ctx));
-            CHECK(gpuos_wait_fence(ctx, seq, 20000) == GPUOS_OK, "%s: %s", what, gpuos_last_error(ctx));
+            CHECK(gpuos_wait_fence(ctx, seq, 60000) == GPUOS_OK, "%s: %s", what, gpuos_last_error(ctx));
             if (fuse_expected)
                 CHECK(gpuos_debug_graph_tasks(g) == p->expect_tasks, "%s: the launch queued %d tasks, expected %d", what,
                       gpuos_debug_graph_tasks(g), p->expect_tasks);
@@ -129,7 +165,7 @@ static void run_both(const char *what, program *p, gpuos_tensor **base, const si
         CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL) == GPUOS_OK, "%s: %s", what, gpuos_last_error(ctx));
         for (k = 0; k < n_base; k++) CHECK(gpuos_copy(ctx, base[k], init[k]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
         CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, &seq) == GPUOS_OK, "%s: %s", what, gpuos_last_error(ctx));
-        CHECK(gpuos_wait_fence(ctx, seq, 20000) == GPUOS_OK, "%s: %s", what, gpuos_last_error(ctx));
+        CHECK(gpuos_wait_fence(ctx, seq, 60000) == GPUOS_OK, "%s: %s", what, gpuos_last_error(ctx));
         x = grab(base[0], bytes[0]);
         for (k = 0; k < n_base; k++) CHECK(gpuos_copy(ctx, base[k], init[k]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
         for (i = 0; i < p->n; i++) CHECK(gpuos_submit(ctx, &p->t[i], NULL) == GPUOS_OK, "%s: %s", what, gpuos_last_error(ctx));
@@ -157,6 +193,8 @@ static void random_program(int pi, gpuos_dtype dt) {
     int i, k, fused = 1, n_epi = 0, slots = 0, used[3] = {0, 0, 0}, open = 1;
     char what[128];
     memset(&p, 0, sizeof p);
+    if (!fresh_begin()) return;
+    CHECK(gpuos_tensor_new(ctx, dt, 0, NULL, &s) == GPUOS_OK, "%s", gpuos_last_error(ctx));
     {
         int64_t sa[2] = {M, K}, sb[2] = {K, N};
         A = rand_tensor(dt, 2, sa, ints);
@@ -220,7 +258,6 @@ static void random_program(int pi, gpuos_dtype dt) {
             int ok = 1;
             t.out = h;
             if (brk == 1) { /* a reader of h: not in place */
-                CHECK(s || gpuos_tensor_new(ctx, dt, 0, NULL, &s) == GPUOS_OK, "%s", gpuos_last_error(ctx));
                 t.op = GPUOS_OP_SUM, t.out = s, t.in[0] = h;
                 ok = 0;
             } else if (brk == 2) { /* outside the epilogue set */
@@ -257,10 +294,9 @@ static void random_program(int pi, gpuos_dtype dt) {
     fused = n_epi > 0;
     p.expect_tasks = p.n - n_epi;
     base[0] = hb, base[1] = yb[0], base[2] = yb[1], base[3] = yb[2];
-    for (k = 0; k < 4; k++) {
-        init[k] = like(base[k], &bytes[k]);
-        CHECK(gpuos_copy(ctx, init[k], base[k]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-    }
+    for (k = 0; k < 4; k++) init[k] = like(base[k], &bytes[k]);
+    fill_all(); /* the first tasks */
+    for (k = 0; k < 4; k++) CHECK(gpuos_copy(ctx, init[k], base[k]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
     snprintf(what, sizeof what, "program %d (%s, M %d K %d N %d, layout %d, %d nodes, %d fused)", pi,
              gpuos_dtype_name(dt), (int)M, (int)K, (int)N, layout, p.n, n_epi);
     run_both(what, &p, base, bytes, 4, init, 1);
@@ -274,6 +310,7 @@ static void random_program(int pi, gpuos_dtype dt) {
         gpuos_tensor_release(init[k]);
     }
     for (k = 0; k < 3; k++) gpuos_tensor_release(y[k]);
+    fresh_end();
 }
 
 /* The tiny MLP's layers (bench/ tiny_mlp): matmul, + bias, gelu, + x, layernorm, 3 layers;
@@ -287,13 +324,12 @@ static void mlp(gpuos_dtype dt) {
     size_t bytes;
     void *r[4];
     int l, mode;
+    if (!fresh_begin()) return;
     for (l = 0; l <= NL; l++) x[l] = rand_tensor(dt, 2, sx, 0);
     for (l = 0; l < NL; l++) h[l] = rand_tensor(dt, 2, sx, 0), w[l] = rand_tensor(dt, 2, sw, 0), bias[l] = rand_tensor(dt, 1, sb, 0);
     x0b = rand_tensor(dt, 2, sx, 0);
-    {
-        gpuos_tensor *tmp = like(x[NL], &bytes);
-        gpuos_tensor_release(tmp);
-    }
+    bytes = (size_t)B * H * gpuos_dtype_size(dt);
+    fill_all();
     CHECK(gpuos_graph_create(ctx, &g) == GPUOS_OK, "%s", gpuos_last_error(ctx));
     for (l = 0; l < NL; l++) {
         gpuos_task t = GPUOS_TASK_INIT;
@@ -339,7 +375,7 @@ static void mlp(gpuos_dtype dt) {
             }
             seq = gpuos_fence(ctx);
         }
-        CHECK(gpuos_wait_fence(ctx, seq, 20000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_wait_fence(ctx, seq, 60000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
         r[mode] = grab(x[NL], bytes);
     }
     for (mode = 1; mode < 4; mode++)
@@ -350,26 +386,25 @@ static void mlp(gpuos_dtype dt) {
     for (l = 0; l <= NL; l++) gpuos_tensor_release(x[l]);
     for (l = 0; l < NL; l++) gpuos_tensor_release(h[l]), gpuos_tensor_release(w[l]), gpuos_tensor_release(bias[l]);
     gpuos_tensor_release(x0b);
+    fresh_end();
 }
 
 int main(void) {
-    gpuos_config cfg = GPUOS_CONFIG_INIT;
+    static const gpuos_config init = GPUOS_CONFIG_INIT;
     static const gpuos_dtype dts[] = {GPUOS_F32, GPUOS_F16, GPUOS_BF16, GPUOS_F64, GPUOS_I32, GPUOS_I64, GPUOS_I16,
                                       GPUOS_I8,  GPUOS_U8};
     const int programs = getenv("GPUOS_TEST_QUICK") ? 18 : 90;
     int pi;
+    cfg = init;
     cfg.device = ctest_device();
-    cfg.wait_timeout_ms = 20000;
-    if (gpuos_create(&cfg, &ctx) != GPUOS_OK) {
-        fprintf(stderr, "gpuos_create: %s\n", gpuos_last_error(NULL));
-        return 1;
-    }
+    cfg.wait_timeout_ms = 60000;
+    if (!fresh_begin()) return ctest_summary("test_fuse");
     if (getenv("GPUOS_TEST_SEED")) rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)atoll(getenv("GPUOS_TEST_SEED"));
     for (pi = 0; pi < programs; pi++) random_program(pi, dts[pi % 9]);
     mlp(GPUOS_F32);
     mlp(GPUOS_F16);
     mlp(GPUOS_BF16);
     CHECK(gpuos_debug_graph_tasks(NULL) == -1, "NULL graph");
-    gpuos_destroy(ctx);
+    if (ctx) gpuos_destroy(ctx);
     return ctest_summary("test_fuse");
 }

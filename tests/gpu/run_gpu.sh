@@ -7,7 +7,7 @@ mkdir -p "$OUT"
 export GPUOS_CACHE_DIR=${GPUOS_CACHE_DIR:-/tmp/gpuos-cache}
 COMMIT=${GPUOS_BENCH_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-make -j16 -s all build/order_check build/smoke build/tests/test_order_stress build/tests/test_priority build/tests/test_runs build/tests/test_graph build/tests/test_rtops build/probe_latency build/probe_submit build/probe_chain \
+make -j16 -s all build/order_check build/smoke build/tests/test_order_stress build/tests/test_priority build/tests/test_runs build/tests/test_graph build/tests/test_rtops build/tests/test_fuse build/probe_latency build/probe_submit build/probe_chain \
     > "$OUT/build.log" 2>&1 || { echo "build failed"; tail -20 "$OUT/build.log"; exit 1; }
 for step in "$@"; do
   t0=$(date +%s)
@@ -32,7 +32,10 @@ for step in "$@"; do
          GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 compute-sanitizer --tool racecheck ./build/tests/test_runs > "$OUT/racecheck_runs.log" 2>&1; tail -2 "$OUT/racecheck_runs.log"
          # graph launches expanded by the fetcher (one slot per launch, past the task ring's size)
          GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 GPUOS_TEST_ONLY=large compute-sanitizer --tool memcheck ./build/tests/test_graph > "$OUT/memcheck_graph.log" 2>&1; tail -2 "$OUT/memcheck_graph.log"
-         GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 GPUOS_TEST_ONLY=large compute-sanitizer --tool racecheck ./build/tests/test_graph > "$OUT/racecheck_graph.log" 2>&1; tail -2 "$OUT/racecheck_graph.log" ;;
+         GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 GPUOS_TEST_ONLY=large compute-sanitizer --tool racecheck ./build/tests/test_graph > "$OUT/racecheck_graph.log" 2>&1; tail -2 "$OUT/racecheck_graph.log"
+         # fused matmul epilogues (a fresh context per program, every tensor allocated before its first task)
+         GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 GPUOS_TEST_FRESH=1 compute-sanitizer --tool memcheck ./build/tests/test_fuse > "$OUT/memcheck_fuse.log" 2>&1; tail -2 "$OUT/memcheck_fuse.log"
+         GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 GPUOS_TEST_FRESH=1 compute-sanitizer --tool racecheck ./build/tests/test_fuse > "$OUT/racecheck_fuse.log" 2>&1; tail -2 "$OUT/racecheck_fuse.log" ;;
   esac
   echo "== $step rc=$? $(( $(date +%s) - t0 )) s"
 done
