@@ -7439,244 +7439,256 @@ struct gpuos__d_mmg0 {
         default: return;
         }
     }
-    /* The epilogue (gpuos__matmul_plan.epi) on output element (m, n) of value v, stored at
-       o: each operator as its own task computes it, the value rounded to the dtype between. */
-    static __device__ __noinline__ void epi(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n, T v) {
-        switch (cs) {
-        case 0: { /* i8 */
-            int8_t t = gpuos__d_opaque((int8_t)((int8_t)v));
-#pragma unroll 1
-            for (int i = 0; i < p->n_epi; ++i) {
-                const int32_t e = p->epi[i];
-                const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
-                const bool sw = (e & GPUOS__EPI_SWAP) != 0;
-                (void)j;
-                (void)sw;
-                switch (e & GPUOS__EPI_OP) {
-                case 16: { /* relu */
-                    t = (int8_t)(gpuos__e_relu_i8((t)));
-                    break;
-                }
-                case 31: { /* add */
-                    const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (int8_t)(sw ? gpuos__e_add_i8((y), (t)) : gpuos__e_add_i8((t), (y)));
-                    break;
-                }
-                case 32: { /* sub */
-                    const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (int8_t)(sw ? gpuos__e_sub_i8((y), (t)) : gpuos__e_sub_i8((t), (y)));
-                    break;
-                }
-                case 33: { /* mul */
-                    const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (int8_t)(sw ? gpuos__e_mul_i8((y), (t)) : gpuos__e_mul_i8((t), (y)));
-                    break;
-                }
-                case 39: { /* minimum */
-                    const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (int8_t)(sw ? gpuos__e_minimum_i8((y), (t)) : gpuos__e_minimum_i8((t), (y)));
-                    break;
-                }
-                case 40: { /* maximum */
-                    const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (int8_t)(sw ? gpuos__e_maximum_i8((y), (t)) : gpuos__e_maximum_i8((t), (y)));
-                    break;
-                }
-                default: break; /* graph.c fuses only the operators above */
-                }
-                t = gpuos__d_opaque(t);
-            }
-            *(int8_t *)o = t;
-            return;
-        }
-        case 1: { /* u8 */
-            uint8_t t = gpuos__d_opaque((uint8_t)((uint8_t)v));
-#pragma unroll 1
-            for (int i = 0; i < p->n_epi; ++i) {
-                const int32_t e = p->epi[i];
-                const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
-                const bool sw = (e & GPUOS__EPI_SWAP) != 0;
-                (void)j;
-                (void)sw;
-                switch (e & GPUOS__EPI_OP) {
-                case 16: { /* relu */
-                    t = (uint8_t)(gpuos__e_relu_u8((t)));
-                    break;
-                }
-                case 31: { /* add */
-                    const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (uint8_t)(sw ? gpuos__e_add_u8((y), (t)) : gpuos__e_add_u8((t), (y)));
-                    break;
-                }
-                case 32: { /* sub */
-                    const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (uint8_t)(sw ? gpuos__e_sub_u8((y), (t)) : gpuos__e_sub_u8((t), (y)));
-                    break;
-                }
-                case 33: { /* mul */
-                    const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (uint8_t)(sw ? gpuos__e_mul_u8((y), (t)) : gpuos__e_mul_u8((t), (y)));
-                    break;
-                }
-                case 39: { /* minimum */
-                    const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (uint8_t)(sw ? gpuos__e_minimum_u8((y), (t)) : gpuos__e_minimum_u8((t), (y)));
-                    break;
-                }
-                case 40: { /* maximum */
-                    const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (uint8_t)(sw ? gpuos__e_maximum_u8((y), (t)) : gpuos__e_maximum_u8((t), (y)));
-                    break;
-                }
-                default: break; /* graph.c fuses only the operators above */
-                }
-                t = gpuos__d_opaque(t);
-            }
-            *(uint8_t *)o = t;
-            return;
-        }
-        case 2: { /* i16 */
-            int16_t t = gpuos__d_opaque((int16_t)((int16_t)v));
-#pragma unroll 1
-            for (int i = 0; i < p->n_epi; ++i) {
-                const int32_t e = p->epi[i];
-                const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
-                const bool sw = (e & GPUOS__EPI_SWAP) != 0;
-                (void)j;
-                (void)sw;
-                switch (e & GPUOS__EPI_OP) {
-                case 16: { /* relu */
-                    t = (int16_t)(gpuos__e_relu_i16((t)));
-                    break;
-                }
-                case 31: { /* add */
-                    const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (int16_t)(sw ? gpuos__e_add_i16((y), (t)) : gpuos__e_add_i16((t), (y)));
-                    break;
-                }
-                case 32: { /* sub */
-                    const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (int16_t)(sw ? gpuos__e_sub_i16((y), (t)) : gpuos__e_sub_i16((t), (y)));
-                    break;
-                }
-                case 33: { /* mul */
-                    const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (int16_t)(sw ? gpuos__e_mul_i16((y), (t)) : gpuos__e_mul_i16((t), (y)));
-                    break;
-                }
-                case 39: { /* minimum */
-                    const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (int16_t)(sw ? gpuos__e_minimum_i16((y), (t)) : gpuos__e_minimum_i16((t), (y)));
-                    break;
-                }
-                case 40: { /* maximum */
-                    const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (int16_t)(sw ? gpuos__e_maximum_i16((y), (t)) : gpuos__e_maximum_i16((t), (y)));
-                    break;
-                }
-                default: break; /* graph.c fuses only the operators above */
-                }
-                t = gpuos__d_opaque(t);
-            }
-            *(int16_t *)o = t;
-            return;
-        }
-        case 3: { /* i32 */
-            int32_t t = gpuos__d_opaque((int32_t)((int32_t)v));
-#pragma unroll 1
-            for (int i = 0; i < p->n_epi; ++i) {
-                const int32_t e = p->epi[i];
-                const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
-                const bool sw = (e & GPUOS__EPI_SWAP) != 0;
-                (void)j;
-                (void)sw;
-                switch (e & GPUOS__EPI_OP) {
-                case 16: { /* relu */
-                    t = (int32_t)(gpuos__e_relu_i32((t)));
-                    break;
-                }
-                case 31: { /* add */
-                    const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (int32_t)(sw ? gpuos__e_add_i32((y), (t)) : gpuos__e_add_i32((t), (y)));
-                    break;
-                }
-                case 32: { /* sub */
-                    const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (int32_t)(sw ? gpuos__e_sub_i32((y), (t)) : gpuos__e_sub_i32((t), (y)));
-                    break;
-                }
-                case 33: { /* mul */
-                    const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (int32_t)(sw ? gpuos__e_mul_i32((y), (t)) : gpuos__e_mul_i32((t), (y)));
-                    break;
-                }
-                case 39: { /* minimum */
-                    const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (int32_t)(sw ? gpuos__e_minimum_i32((y), (t)) : gpuos__e_minimum_i32((t), (y)));
-                    break;
-                }
-                case 40: { /* maximum */
-                    const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (int32_t)(sw ? gpuos__e_maximum_i32((y), (t)) : gpuos__e_maximum_i32((t), (y)));
-                    break;
-                }
-                default: break; /* graph.c fuses only the operators above */
-                }
-                t = gpuos__d_opaque(t);
-            }
-            *(int32_t *)o = t;
-            return;
-        }
-        case 4: { /* i64 */
-            int64_t t = gpuos__d_opaque((int64_t)((int64_t)v));
-#pragma unroll 1
-            for (int i = 0; i < p->n_epi; ++i) {
-                const int32_t e = p->epi[i];
-                const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
-                const bool sw = (e & GPUOS__EPI_SWAP) != 0;
-                (void)j;
-                (void)sw;
-                switch (e & GPUOS__EPI_OP) {
-                case 16: { /* relu */
-                    t = (int64_t)(gpuos__e_relu_i64((t)));
-                    break;
-                }
-                case 31: { /* add */
-                    const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (int64_t)(sw ? gpuos__e_add_i64((y), (t)) : gpuos__e_add_i64((t), (y)));
-                    break;
-                }
-                case 32: { /* sub */
-                    const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (int64_t)(sw ? gpuos__e_sub_i64((y), (t)) : gpuos__e_sub_i64((t), (y)));
-                    break;
-                }
-                case 33: { /* mul */
-                    const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (int64_t)(sw ? gpuos__e_mul_i64((y), (t)) : gpuos__e_mul_i64((t), (y)));
-                    break;
-                }
-                case 39: { /* minimum */
-                    const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (int64_t)(sw ? gpuos__e_minimum_i64((y), (t)) : gpuos__e_minimum_i64((t), (y)));
-                    break;
-                }
-                case 40: { /* maximum */
-                    const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (int64_t)(sw ? gpuos__e_maximum_i64((y), (t)) : gpuos__e_maximum_i64((t), (y)));
-                    break;
-                }
-                default: break; /* graph.c fuses only the operators above */
-                }
-                t = gpuos__d_opaque(t);
-            }
-            *(int64_t *)o = t;
-            return;
-        }
-        default: return;
-        }
-    }
+    /* The epilogue (gpuos__matmul_plan.epi): see gpuos__d_mm_epi_g* below. */
+    static __device__ __forceinline__ void epi(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n, T v);
 };
+#if GPUOS__D_MINE(0)
+/* The epilogue (gpuos__matmul_plan.epi) on output element (m, n) of value v, stored at o:
+   each operator as its own task computes it, the value rounded to the dtype between. Only
+   fused tasks call it; defined with element-wise group 0 (a lighter part than matmul's:
+   compile time), called across parts like the groups. */
+__device__ __noinline__ void gpuos__d_mm_epi_g0(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n,
+                                               uint64_t v) {
+    switch (cs) {
+    case 0: { /* i8 */
+        int8_t t = gpuos__d_opaque((int8_t)((int8_t)v));
+#pragma unroll 1
+        for (int i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
+            const bool sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 16: { /* relu */
+                t = (int8_t)(gpuos__e_relu_i8((t)));
+                break;
+            }
+            case 31: { /* add */
+                const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (int8_t)(sw ? gpuos__e_add_i8((y), (t)) : gpuos__e_add_i8((t), (y)));
+                break;
+            }
+            case 32: { /* sub */
+                const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (int8_t)(sw ? gpuos__e_sub_i8((y), (t)) : gpuos__e_sub_i8((t), (y)));
+                break;
+            }
+            case 33: { /* mul */
+                const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (int8_t)(sw ? gpuos__e_mul_i8((y), (t)) : gpuos__e_mul_i8((t), (y)));
+                break;
+            }
+            case 39: { /* minimum */
+                const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (int8_t)(sw ? gpuos__e_minimum_i8((y), (t)) : gpuos__e_minimum_i8((t), (y)));
+                break;
+            }
+            case 40: { /* maximum */
+                const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (int8_t)(sw ? gpuos__e_maximum_i8((y), (t)) : gpuos__e_maximum_i8((t), (y)));
+                break;
+            }
+            default: break; /* graph.c fuses only the operators above */
+            }
+            t = gpuos__d_opaque(t);
+        }
+        *(int8_t *)o = t;
+        return;
+    }
+    case 1: { /* u8 */
+        uint8_t t = gpuos__d_opaque((uint8_t)((uint8_t)v));
+#pragma unroll 1
+        for (int i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
+            const bool sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 16: { /* relu */
+                t = (uint8_t)(gpuos__e_relu_u8((t)));
+                break;
+            }
+            case 31: { /* add */
+                const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (uint8_t)(sw ? gpuos__e_add_u8((y), (t)) : gpuos__e_add_u8((t), (y)));
+                break;
+            }
+            case 32: { /* sub */
+                const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (uint8_t)(sw ? gpuos__e_sub_u8((y), (t)) : gpuos__e_sub_u8((t), (y)));
+                break;
+            }
+            case 33: { /* mul */
+                const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (uint8_t)(sw ? gpuos__e_mul_u8((y), (t)) : gpuos__e_mul_u8((t), (y)));
+                break;
+            }
+            case 39: { /* minimum */
+                const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (uint8_t)(sw ? gpuos__e_minimum_u8((y), (t)) : gpuos__e_minimum_u8((t), (y)));
+                break;
+            }
+            case 40: { /* maximum */
+                const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (uint8_t)(sw ? gpuos__e_maximum_u8((y), (t)) : gpuos__e_maximum_u8((t), (y)));
+                break;
+            }
+            default: break; /* graph.c fuses only the operators above */
+            }
+            t = gpuos__d_opaque(t);
+        }
+        *(uint8_t *)o = t;
+        return;
+    }
+    case 2: { /* i16 */
+        int16_t t = gpuos__d_opaque((int16_t)((int16_t)v));
+#pragma unroll 1
+        for (int i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
+            const bool sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 16: { /* relu */
+                t = (int16_t)(gpuos__e_relu_i16((t)));
+                break;
+            }
+            case 31: { /* add */
+                const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (int16_t)(sw ? gpuos__e_add_i16((y), (t)) : gpuos__e_add_i16((t), (y)));
+                break;
+            }
+            case 32: { /* sub */
+                const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (int16_t)(sw ? gpuos__e_sub_i16((y), (t)) : gpuos__e_sub_i16((t), (y)));
+                break;
+            }
+            case 33: { /* mul */
+                const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (int16_t)(sw ? gpuos__e_mul_i16((y), (t)) : gpuos__e_mul_i16((t), (y)));
+                break;
+            }
+            case 39: { /* minimum */
+                const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (int16_t)(sw ? gpuos__e_minimum_i16((y), (t)) : gpuos__e_minimum_i16((t), (y)));
+                break;
+            }
+            case 40: { /* maximum */
+                const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (int16_t)(sw ? gpuos__e_maximum_i16((y), (t)) : gpuos__e_maximum_i16((t), (y)));
+                break;
+            }
+            default: break; /* graph.c fuses only the operators above */
+            }
+            t = gpuos__d_opaque(t);
+        }
+        *(int16_t *)o = t;
+        return;
+    }
+    case 3: { /* i32 */
+        int32_t t = gpuos__d_opaque((int32_t)((int32_t)v));
+#pragma unroll 1
+        for (int i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
+            const bool sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 16: { /* relu */
+                t = (int32_t)(gpuos__e_relu_i32((t)));
+                break;
+            }
+            case 31: { /* add */
+                const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (int32_t)(sw ? gpuos__e_add_i32((y), (t)) : gpuos__e_add_i32((t), (y)));
+                break;
+            }
+            case 32: { /* sub */
+                const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (int32_t)(sw ? gpuos__e_sub_i32((y), (t)) : gpuos__e_sub_i32((t), (y)));
+                break;
+            }
+            case 33: { /* mul */
+                const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (int32_t)(sw ? gpuos__e_mul_i32((y), (t)) : gpuos__e_mul_i32((t), (y)));
+                break;
+            }
+            case 39: { /* minimum */
+                const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (int32_t)(sw ? gpuos__e_minimum_i32((y), (t)) : gpuos__e_minimum_i32((t), (y)));
+                break;
+            }
+            case 40: { /* maximum */
+                const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (int32_t)(sw ? gpuos__e_maximum_i32((y), (t)) : gpuos__e_maximum_i32((t), (y)));
+                break;
+            }
+            default: break; /* graph.c fuses only the operators above */
+            }
+            t = gpuos__d_opaque(t);
+        }
+        *(int32_t *)o = t;
+        return;
+    }
+    case 4: { /* i64 */
+        int64_t t = gpuos__d_opaque((int64_t)((int64_t)v));
+#pragma unroll 1
+        for (int i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
+            const bool sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 16: { /* relu */
+                t = (int64_t)(gpuos__e_relu_i64((t)));
+                break;
+            }
+            case 31: { /* add */
+                const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (int64_t)(sw ? gpuos__e_add_i64((y), (t)) : gpuos__e_add_i64((t), (y)));
+                break;
+            }
+            case 32: { /* sub */
+                const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (int64_t)(sw ? gpuos__e_sub_i64((y), (t)) : gpuos__e_sub_i64((t), (y)));
+                break;
+            }
+            case 33: { /* mul */
+                const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (int64_t)(sw ? gpuos__e_mul_i64((y), (t)) : gpuos__e_mul_i64((t), (y)));
+                break;
+            }
+            case 39: { /* minimum */
+                const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (int64_t)(sw ? gpuos__e_minimum_i64((y), (t)) : gpuos__e_minimum_i64((t), (y)));
+                break;
+            }
+            case 40: { /* maximum */
+                const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (int64_t)(sw ? gpuos__e_maximum_i64((y), (t)) : gpuos__e_maximum_i64((t), (y)));
+                break;
+            }
+            default: break; /* graph.c fuses only the operators above */
+            }
+            t = gpuos__d_opaque(t);
+        }
+        *(int64_t *)o = t;
+        return;
+    }
+    default: return;
+    }
+}
+#else
+__device__ void gpuos__d_mm_epi_g0(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n, uint64_t v);
+#endif
+__device__ __forceinline__ void gpuos__d_mmg0::epi(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n, T v) {
+    gpuos__d_mm_epi_g0(cs, p, o, m, n, v);
+}
 #if GPUOS__D_MINE(46)
 __device__ __noinline__ void gpuos__d_matmul_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_matmul<gpuos__d_mmg0>(p, begin, end, cs);
@@ -7718,212 +7730,224 @@ struct gpuos__d_mmg1 {
         default: return;
         }
     }
-    /* The epilogue (gpuos__matmul_plan.epi) on output element (m, n) of value v, stored at
-       o: each operator as its own task computes it, the value rounded to the dtype between. */
-    static __device__ __noinline__ void epi(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n, T v) {
-        switch (cs) {
-        case 0: { /* f16 */
-            uint16_t t = gpuos__d_opaque((uint16_t)gpuos__f32_to_f16((float)v));
-#pragma unroll 1
-            for (int i = 0; i < p->n_epi; ++i) {
-                const int32_t e = p->epi[i];
-                const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
-                const bool sw = (e & GPUOS__EPI_SWAP) != 0;
-                (void)j;
-                (void)sw;
-                switch (e & GPUOS__EPI_OP) {
-                case 14: { /* tanh */
-                    t = (uint16_t)gpuos__f32_to_f16(gpuos__e_tanh_f16(gpuos__f16_to_f32(t)));
-                    break;
-                }
-                case 15: { /* sigmoid */
-                    t = (uint16_t)gpuos__f32_to_f16(gpuos__e_sigmoid_f16(gpuos__f16_to_f32(t)));
-                    break;
-                }
-                case 16: { /* relu */
-                    t = (uint16_t)gpuos__f32_to_f16(gpuos__e_relu_f16(gpuos__f16_to_f32(t)));
-                    break;
-                }
-                case 17: { /* gelu */
-                    t = (uint16_t)gpuos__f32_to_f16(gpuos__e_gelu_f16(gpuos__f16_to_f32(t)));
-                    break;
-                }
-                case 18: { /* gelu_tanh */
-                    t = (uint16_t)gpuos__f32_to_f16(gpuos__e_gelu_tanh_f16(gpuos__f16_to_f32(t)));
-                    break;
-                }
-                case 19: { /* silu */
-                    t = (uint16_t)gpuos__f32_to_f16(gpuos__e_silu_f16(gpuos__f16_to_f32(t)));
-                    break;
-                }
-                case 31: { /* add */
-                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (uint16_t)gpuos__f32_to_f16(sw ? gpuos__e_add_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(t)) : gpuos__e_add_f16(gpuos__f16_to_f32(t), gpuos__f16_to_f32(y)));
-                    break;
-                }
-                case 32: { /* sub */
-                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (uint16_t)gpuos__f32_to_f16(sw ? gpuos__e_sub_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(t)) : gpuos__e_sub_f16(gpuos__f16_to_f32(t), gpuos__f16_to_f32(y)));
-                    break;
-                }
-                case 33: { /* mul */
-                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (uint16_t)gpuos__f32_to_f16(sw ? gpuos__e_mul_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(t)) : gpuos__e_mul_f16(gpuos__f16_to_f32(t), gpuos__f16_to_f32(y)));
-                    break;
-                }
-                case 39: { /* minimum */
-                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (uint16_t)gpuos__f32_to_f16(sw ? gpuos__e_minimum_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(t)) : gpuos__e_minimum_f16(gpuos__f16_to_f32(t), gpuos__f16_to_f32(y)));
-                    break;
-                }
-                case 40: { /* maximum */
-                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (uint16_t)gpuos__f32_to_f16(sw ? gpuos__e_maximum_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(t)) : gpuos__e_maximum_f16(gpuos__f16_to_f32(t), gpuos__f16_to_f32(y)));
-                    break;
-                }
-                default: break; /* graph.c fuses only the operators above */
-                }
-                t = gpuos__d_opaque(t);
-            }
-            *(uint16_t *)o = t;
-            return;
-        }
-        case 1: { /* bf16 */
-            uint16_t t = gpuos__d_opaque((uint16_t)gpuos__f32_to_bf16((float)v));
-#pragma unroll 1
-            for (int i = 0; i < p->n_epi; ++i) {
-                const int32_t e = p->epi[i];
-                const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
-                const bool sw = (e & GPUOS__EPI_SWAP) != 0;
-                (void)j;
-                (void)sw;
-                switch (e & GPUOS__EPI_OP) {
-                case 14: { /* tanh */
-                    t = (uint16_t)gpuos__f32_to_bf16(gpuos__e_tanh_bf16(gpuos__bf16_to_f32(t)));
-                    break;
-                }
-                case 15: { /* sigmoid */
-                    t = (uint16_t)gpuos__f32_to_bf16(gpuos__e_sigmoid_bf16(gpuos__bf16_to_f32(t)));
-                    break;
-                }
-                case 16: { /* relu */
-                    t = (uint16_t)gpuos__f32_to_bf16(gpuos__e_relu_bf16(gpuos__bf16_to_f32(t)));
-                    break;
-                }
-                case 17: { /* gelu */
-                    t = (uint16_t)gpuos__f32_to_bf16(gpuos__e_gelu_bf16(gpuos__bf16_to_f32(t)));
-                    break;
-                }
-                case 18: { /* gelu_tanh */
-                    t = (uint16_t)gpuos__f32_to_bf16(gpuos__e_gelu_tanh_bf16(gpuos__bf16_to_f32(t)));
-                    break;
-                }
-                case 19: { /* silu */
-                    t = (uint16_t)gpuos__f32_to_bf16(gpuos__e_silu_bf16(gpuos__bf16_to_f32(t)));
-                    break;
-                }
-                case 31: { /* add */
-                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (uint16_t)gpuos__f32_to_bf16(sw ? gpuos__e_add_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(t)) : gpuos__e_add_bf16(gpuos__bf16_to_f32(t), gpuos__bf16_to_f32(y)));
-                    break;
-                }
-                case 32: { /* sub */
-                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (uint16_t)gpuos__f32_to_bf16(sw ? gpuos__e_sub_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(t)) : gpuos__e_sub_bf16(gpuos__bf16_to_f32(t), gpuos__bf16_to_f32(y)));
-                    break;
-                }
-                case 33: { /* mul */
-                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (uint16_t)gpuos__f32_to_bf16(sw ? gpuos__e_mul_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(t)) : gpuos__e_mul_bf16(gpuos__bf16_to_f32(t), gpuos__bf16_to_f32(y)));
-                    break;
-                }
-                case 39: { /* minimum */
-                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (uint16_t)gpuos__f32_to_bf16(sw ? gpuos__e_minimum_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(t)) : gpuos__e_minimum_bf16(gpuos__bf16_to_f32(t), gpuos__bf16_to_f32(y)));
-                    break;
-                }
-                case 40: { /* maximum */
-                    const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (uint16_t)gpuos__f32_to_bf16(sw ? gpuos__e_maximum_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(t)) : gpuos__e_maximum_bf16(gpuos__bf16_to_f32(t), gpuos__bf16_to_f32(y)));
-                    break;
-                }
-                default: break; /* graph.c fuses only the operators above */
-                }
-                t = gpuos__d_opaque(t);
-            }
-            *(uint16_t *)o = t;
-            return;
-        }
-        case 2: { /* f32 */
-            float t = gpuos__d_opaque((float)((float)v));
-#pragma unroll 1
-            for (int i = 0; i < p->n_epi; ++i) {
-                const int32_t e = p->epi[i];
-                const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
-                const bool sw = (e & GPUOS__EPI_SWAP) != 0;
-                (void)j;
-                (void)sw;
-                switch (e & GPUOS__EPI_OP) {
-                case 14: { /* tanh */
-                    t = (float)(gpuos__e_tanh_f32((t)));
-                    break;
-                }
-                case 15: { /* sigmoid */
-                    t = (float)(gpuos__e_sigmoid_f32((t)));
-                    break;
-                }
-                case 16: { /* relu */
-                    t = (float)(gpuos__e_relu_f32((t)));
-                    break;
-                }
-                case 17: { /* gelu */
-                    t = (float)(gpuos__e_gelu_f32((t)));
-                    break;
-                }
-                case 18: { /* gelu_tanh */
-                    t = (float)(gpuos__e_gelu_tanh_f32((t)));
-                    break;
-                }
-                case 19: { /* silu */
-                    t = (float)(gpuos__e_silu_f32((t)));
-                    break;
-                }
-                case 31: { /* add */
-                    const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (float)(sw ? gpuos__e_add_f32((y), (t)) : gpuos__e_add_f32((t), (y)));
-                    break;
-                }
-                case 32: { /* sub */
-                    const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (float)(sw ? gpuos__e_sub_f32((y), (t)) : gpuos__e_sub_f32((t), (y)));
-                    break;
-                }
-                case 33: { /* mul */
-                    const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (float)(sw ? gpuos__e_mul_f32((y), (t)) : gpuos__e_mul_f32((t), (y)));
-                    break;
-                }
-                case 39: { /* minimum */
-                    const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (float)(sw ? gpuos__e_minimum_f32((y), (t)) : gpuos__e_minimum_f32((t), (y)));
-                    break;
-                }
-                case 40: { /* maximum */
-                    const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (float)(sw ? gpuos__e_maximum_f32((y), (t)) : gpuos__e_maximum_f32((t), (y)));
-                    break;
-                }
-                default: break; /* graph.c fuses only the operators above */
-                }
-                t = gpuos__d_opaque(t);
-            }
-            *(float *)o = t;
-            return;
-        }
-        default: return;
-        }
-    }
+    /* The epilogue (gpuos__matmul_plan.epi): see gpuos__d_mm_epi_g* below. */
+    static __device__ __forceinline__ void epi(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n, T v);
 };
+#if GPUOS__D_MINE(0)
+/* The epilogue (gpuos__matmul_plan.epi) on output element (m, n) of value v, stored at o:
+   each operator as its own task computes it, the value rounded to the dtype between. Only
+   fused tasks call it; defined with element-wise group 0 (a lighter part than matmul's:
+   compile time), called across parts like the groups. */
+__device__ __noinline__ void gpuos__d_mm_epi_g1(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n,
+                                               float v) {
+    switch (cs) {
+    case 0: { /* f16 */
+        uint16_t t = gpuos__d_opaque((uint16_t)gpuos__f32_to_f16((float)v));
+#pragma unroll 1
+        for (int i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
+            const bool sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 14: { /* tanh */
+                t = (uint16_t)gpuos__f32_to_f16(gpuos__e_tanh_f16(gpuos__f16_to_f32(t)));
+                break;
+            }
+            case 15: { /* sigmoid */
+                t = (uint16_t)gpuos__f32_to_f16(gpuos__e_sigmoid_f16(gpuos__f16_to_f32(t)));
+                break;
+            }
+            case 16: { /* relu */
+                t = (uint16_t)gpuos__f32_to_f16(gpuos__e_relu_f16(gpuos__f16_to_f32(t)));
+                break;
+            }
+            case 17: { /* gelu */
+                t = (uint16_t)gpuos__f32_to_f16(gpuos__e_gelu_f16(gpuos__f16_to_f32(t)));
+                break;
+            }
+            case 18: { /* gelu_tanh */
+                t = (uint16_t)gpuos__f32_to_f16(gpuos__e_gelu_tanh_f16(gpuos__f16_to_f32(t)));
+                break;
+            }
+            case 19: { /* silu */
+                t = (uint16_t)gpuos__f32_to_f16(gpuos__e_silu_f16(gpuos__f16_to_f32(t)));
+                break;
+            }
+            case 31: { /* add */
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (uint16_t)gpuos__f32_to_f16(sw ? gpuos__e_add_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(t)) : gpuos__e_add_f16(gpuos__f16_to_f32(t), gpuos__f16_to_f32(y)));
+                break;
+            }
+            case 32: { /* sub */
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (uint16_t)gpuos__f32_to_f16(sw ? gpuos__e_sub_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(t)) : gpuos__e_sub_f16(gpuos__f16_to_f32(t), gpuos__f16_to_f32(y)));
+                break;
+            }
+            case 33: { /* mul */
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (uint16_t)gpuos__f32_to_f16(sw ? gpuos__e_mul_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(t)) : gpuos__e_mul_f16(gpuos__f16_to_f32(t), gpuos__f16_to_f32(y)));
+                break;
+            }
+            case 39: { /* minimum */
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (uint16_t)gpuos__f32_to_f16(sw ? gpuos__e_minimum_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(t)) : gpuos__e_minimum_f16(gpuos__f16_to_f32(t), gpuos__f16_to_f32(y)));
+                break;
+            }
+            case 40: { /* maximum */
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (uint16_t)gpuos__f32_to_f16(sw ? gpuos__e_maximum_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(t)) : gpuos__e_maximum_f16(gpuos__f16_to_f32(t), gpuos__f16_to_f32(y)));
+                break;
+            }
+            default: break; /* graph.c fuses only the operators above */
+            }
+            t = gpuos__d_opaque(t);
+        }
+        *(uint16_t *)o = t;
+        return;
+    }
+    case 1: { /* bf16 */
+        uint16_t t = gpuos__d_opaque((uint16_t)gpuos__f32_to_bf16((float)v));
+#pragma unroll 1
+        for (int i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
+            const bool sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 14: { /* tanh */
+                t = (uint16_t)gpuos__f32_to_bf16(gpuos__e_tanh_bf16(gpuos__bf16_to_f32(t)));
+                break;
+            }
+            case 15: { /* sigmoid */
+                t = (uint16_t)gpuos__f32_to_bf16(gpuos__e_sigmoid_bf16(gpuos__bf16_to_f32(t)));
+                break;
+            }
+            case 16: { /* relu */
+                t = (uint16_t)gpuos__f32_to_bf16(gpuos__e_relu_bf16(gpuos__bf16_to_f32(t)));
+                break;
+            }
+            case 17: { /* gelu */
+                t = (uint16_t)gpuos__f32_to_bf16(gpuos__e_gelu_bf16(gpuos__bf16_to_f32(t)));
+                break;
+            }
+            case 18: { /* gelu_tanh */
+                t = (uint16_t)gpuos__f32_to_bf16(gpuos__e_gelu_tanh_bf16(gpuos__bf16_to_f32(t)));
+                break;
+            }
+            case 19: { /* silu */
+                t = (uint16_t)gpuos__f32_to_bf16(gpuos__e_silu_bf16(gpuos__bf16_to_f32(t)));
+                break;
+            }
+            case 31: { /* add */
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (uint16_t)gpuos__f32_to_bf16(sw ? gpuos__e_add_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(t)) : gpuos__e_add_bf16(gpuos__bf16_to_f32(t), gpuos__bf16_to_f32(y)));
+                break;
+            }
+            case 32: { /* sub */
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (uint16_t)gpuos__f32_to_bf16(sw ? gpuos__e_sub_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(t)) : gpuos__e_sub_bf16(gpuos__bf16_to_f32(t), gpuos__bf16_to_f32(y)));
+                break;
+            }
+            case 33: { /* mul */
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (uint16_t)gpuos__f32_to_bf16(sw ? gpuos__e_mul_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(t)) : gpuos__e_mul_bf16(gpuos__bf16_to_f32(t), gpuos__bf16_to_f32(y)));
+                break;
+            }
+            case 39: { /* minimum */
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (uint16_t)gpuos__f32_to_bf16(sw ? gpuos__e_minimum_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(t)) : gpuos__e_minimum_bf16(gpuos__bf16_to_f32(t), gpuos__bf16_to_f32(y)));
+                break;
+            }
+            case 40: { /* maximum */
+                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (uint16_t)gpuos__f32_to_bf16(sw ? gpuos__e_maximum_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(t)) : gpuos__e_maximum_bf16(gpuos__bf16_to_f32(t), gpuos__bf16_to_f32(y)));
+                break;
+            }
+            default: break; /* graph.c fuses only the operators above */
+            }
+            t = gpuos__d_opaque(t);
+        }
+        *(uint16_t *)o = t;
+        return;
+    }
+    case 2: { /* f32 */
+        float t = gpuos__d_opaque((float)((float)v));
+#pragma unroll 1
+        for (int i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
+            const bool sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 14: { /* tanh */
+                t = (float)(gpuos__e_tanh_f32((t)));
+                break;
+            }
+            case 15: { /* sigmoid */
+                t = (float)(gpuos__e_sigmoid_f32((t)));
+                break;
+            }
+            case 16: { /* relu */
+                t = (float)(gpuos__e_relu_f32((t)));
+                break;
+            }
+            case 17: { /* gelu */
+                t = (float)(gpuos__e_gelu_f32((t)));
+                break;
+            }
+            case 18: { /* gelu_tanh */
+                t = (float)(gpuos__e_gelu_tanh_f32((t)));
+                break;
+            }
+            case 19: { /* silu */
+                t = (float)(gpuos__e_silu_f32((t)));
+                break;
+            }
+            case 31: { /* add */
+                const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (float)(sw ? gpuos__e_add_f32((y), (t)) : gpuos__e_add_f32((t), (y)));
+                break;
+            }
+            case 32: { /* sub */
+                const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (float)(sw ? gpuos__e_sub_f32((y), (t)) : gpuos__e_sub_f32((t), (y)));
+                break;
+            }
+            case 33: { /* mul */
+                const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (float)(sw ? gpuos__e_mul_f32((y), (t)) : gpuos__e_mul_f32((t), (y)));
+                break;
+            }
+            case 39: { /* minimum */
+                const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (float)(sw ? gpuos__e_minimum_f32((y), (t)) : gpuos__e_minimum_f32((t), (y)));
+                break;
+            }
+            case 40: { /* maximum */
+                const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (float)(sw ? gpuos__e_maximum_f32((y), (t)) : gpuos__e_maximum_f32((t), (y)));
+                break;
+            }
+            default: break; /* graph.c fuses only the operators above */
+            }
+            t = gpuos__d_opaque(t);
+        }
+        *(float *)o = t;
+        return;
+    }
+    default: return;
+    }
+}
+#else
+__device__ void gpuos__d_mm_epi_g1(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n, float v);
+#endif
+__device__ __forceinline__ void gpuos__d_mmg1::epi(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n, T v) {
+    gpuos__d_mm_epi_g1(cs, p, o, m, n, v);
+}
 #if GPUOS__D_MINE(47)
 __device__ __noinline__ void gpuos__d_matmul_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_matmul<gpuos__d_mmg1>(p, begin, end, cs);
@@ -7959,80 +7983,92 @@ struct gpuos__d_mmg2 {
         default: return;
         }
     }
-    /* The epilogue (gpuos__matmul_plan.epi) on output element (m, n) of value v, stored at
-       o: each operator as its own task computes it, the value rounded to the dtype between. */
-    static __device__ __noinline__ void epi(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n, T v) {
-        switch (cs) {
-        case 0: { /* f64 */
-            double t = gpuos__d_opaque((double)((double)v));
-#pragma unroll 1
-            for (int i = 0; i < p->n_epi; ++i) {
-                const int32_t e = p->epi[i];
-                const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
-                const bool sw = (e & GPUOS__EPI_SWAP) != 0;
-                (void)j;
-                (void)sw;
-                switch (e & GPUOS__EPI_OP) {
-                case 14: { /* tanh */
-                    t = (double)(gpuos__e_tanh_f64((t)));
-                    break;
-                }
-                case 15: { /* sigmoid */
-                    t = (double)(gpuos__e_sigmoid_f64((t)));
-                    break;
-                }
-                case 16: { /* relu */
-                    t = (double)(gpuos__e_relu_f64((t)));
-                    break;
-                }
-                case 17: { /* gelu */
-                    t = (double)(gpuos__e_gelu_f64((t)));
-                    break;
-                }
-                case 18: { /* gelu_tanh */
-                    t = (double)(gpuos__e_gelu_tanh_f64((t)));
-                    break;
-                }
-                case 19: { /* silu */
-                    t = (double)(gpuos__e_silu_f64((t)));
-                    break;
-                }
-                case 31: { /* add */
-                    const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (double)(sw ? gpuos__e_add_f64((y), (t)) : gpuos__e_add_f64((t), (y)));
-                    break;
-                }
-                case 32: { /* sub */
-                    const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (double)(sw ? gpuos__e_sub_f64((y), (t)) : gpuos__e_sub_f64((t), (y)));
-                    break;
-                }
-                case 33: { /* mul */
-                    const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (double)(sw ? gpuos__e_mul_f64((y), (t)) : gpuos__e_mul_f64((t), (y)));
-                    break;
-                }
-                case 39: { /* minimum */
-                    const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (double)(sw ? gpuos__e_minimum_f64((y), (t)) : gpuos__e_minimum_f64((t), (y)));
-                    break;
-                }
-                case 40: { /* maximum */
-                    const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                    t = (double)(sw ? gpuos__e_maximum_f64((y), (t)) : gpuos__e_maximum_f64((t), (y)));
-                    break;
-                }
-                default: break; /* graph.c fuses only the operators above */
-                }
-                t = gpuos__d_opaque(t);
-            }
-            *(double *)o = t;
-            return;
-        }
-        default: return;
-        }
-    }
+    /* The epilogue (gpuos__matmul_plan.epi): see gpuos__d_mm_epi_g* below. */
+    static __device__ __forceinline__ void epi(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n, T v);
 };
+#if GPUOS__D_MINE(0)
+/* The epilogue (gpuos__matmul_plan.epi) on output element (m, n) of value v, stored at o:
+   each operator as its own task computes it, the value rounded to the dtype between. Only
+   fused tasks call it; defined with element-wise group 0 (a lighter part than matmul's:
+   compile time), called across parts like the groups. */
+__device__ __noinline__ void gpuos__d_mm_epi_g2(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n,
+                                               double v) {
+    switch (cs) {
+    case 0: { /* f64 */
+        double t = gpuos__d_opaque((double)((double)v));
+#pragma unroll 1
+        for (int i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
+            const bool sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 14: { /* tanh */
+                t = (double)(gpuos__e_tanh_f64((t)));
+                break;
+            }
+            case 15: { /* sigmoid */
+                t = (double)(gpuos__e_sigmoid_f64((t)));
+                break;
+            }
+            case 16: { /* relu */
+                t = (double)(gpuos__e_relu_f64((t)));
+                break;
+            }
+            case 17: { /* gelu */
+                t = (double)(gpuos__e_gelu_f64((t)));
+                break;
+            }
+            case 18: { /* gelu_tanh */
+                t = (double)(gpuos__e_gelu_tanh_f64((t)));
+                break;
+            }
+            case 19: { /* silu */
+                t = (double)(gpuos__e_silu_f64((t)));
+                break;
+            }
+            case 31: { /* add */
+                const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (double)(sw ? gpuos__e_add_f64((y), (t)) : gpuos__e_add_f64((t), (y)));
+                break;
+            }
+            case 32: { /* sub */
+                const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (double)(sw ? gpuos__e_sub_f64((y), (t)) : gpuos__e_sub_f64((t), (y)));
+                break;
+            }
+            case 33: { /* mul */
+                const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (double)(sw ? gpuos__e_mul_f64((y), (t)) : gpuos__e_mul_f64((t), (y)));
+                break;
+            }
+            case 39: { /* minimum */
+                const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (double)(sw ? gpuos__e_minimum_f64((y), (t)) : gpuos__e_minimum_f64((t), (y)));
+                break;
+            }
+            case 40: { /* maximum */
+                const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
+                t = (double)(sw ? gpuos__e_maximum_f64((y), (t)) : gpuos__e_maximum_f64((t), (y)));
+                break;
+            }
+            default: break; /* graph.c fuses only the operators above */
+            }
+            t = gpuos__d_opaque(t);
+        }
+        *(double *)o = t;
+        return;
+    }
+    default: return;
+    }
+}
+#else
+__device__ void gpuos__d_mm_epi_g2(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n, double v);
+#endif
+__device__ __forceinline__ void gpuos__d_mmg2::epi(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n, T v) {
+    gpuos__d_mm_epi_g2(cs, p, o, m, n, v);
+}
 #if GPUOS__D_MINE(48)
 __device__ __noinline__ void gpuos__d_matmul_g2(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_matmul<gpuos__d_mmg2>(p, begin, end, cs);
