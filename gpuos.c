@@ -543,6 +543,23 @@ typedef struct gpuos__rt_version {
     size_t obj_size;
 } gpuos__rt_version;
 
+/* Host-path profile (a diagnostic build only: cc -DGPUOS__PROF_HOST on x86-64): cycles per
+   phase of a submission, summed in gpuos__prof_host[] (tests/gpu/probe_submit.c prints them;
+   indices GPUOS__PH_*). Otherwise the macros are nothing. */
+enum {
+    GPUOS__PH_SUBMIT, GPUOS__PH_LOCK, GPUOS__PH_REPEAT, GPUOS__PH_INSERT, GPUOS__PH_ENCODE, GPUOS__PH_OPERANDS,
+    GPUOS__PH_DEPS, GPUOS__PH_PLAN, GPUOS__PH_PUT, GPUOS__PH_LOG, GPUOS__PH_UNLOCK, GPUOS__PH_COUNT, GPUOS__PH_N
+};
+#if defined(GPUOS__PROF_HOST) && defined(__x86_64__)
+#include <x86intrin.h> /* __rdtsc */
+extern uint64_t gpuos__prof_host[GPUOS__PH_N];
+#define GPUOS__PH_NOW() __rdtsc()
+#define GPUOS__PH(i, t0) (gpuos__prof_host[i] += __rdtsc() - (t0))
+#else
+#define GPUOS__PH_NOW() ((uint64_t)0)
+#define GPUOS__PH(i, t0) ((void)(t0))
+#endif
+
 typedef struct gpuos__job {
     uint64_t seq;
     gpuos_op op;
@@ -574,6 +591,8 @@ typedef struct gpuos__job {
     int lane;                           /* the lane it runs in: 1 (high priority) only when it need not
                                            wait for earlier lane-0 work; set when queued (host) or encoded */
     int state;                          /* host executor: GPUOS__JOB_QUEUED, _TAKEN, _DONE */
+    const void *rep_key;                /* a repeat's table entry (queue.c) and its version: two jobs with */
+    uint32_t rep_ver;                   /* the same pair are the same task (the CUDA encoder's repeat path) */
     struct gpuos__job *next_free;
 } gpuos__job;
 
@@ -2793,6 +2812,20 @@ typedef struct cuda__log {
     cuda__access a[CUDA__LOG_LEN];
 } cuda__log;
 
+/* The last task encoded, when the next identical one may repeat its descriptor (cuda_encode). */
+typedef struct cuda__last {
+    const void *rep_key;  /* gpuos__job.rep_key / rep_ver of the task; NULL: nothing to repeat */
+    uint32_t rep_ver;
+    uint64_t dseq;        /* its lane-0 sequence number */
+    uint64_t dseq1;       /* lane 1's next sequence number then */
+    gpuos__qdesc d;       /* its descriptor */
+    uint64_t plan_key;    /* its plan row's key (the row's epoch is in d.kind) */
+    int n_acc;
+    struct cuda__log *lg[GPUOS__MAX_PTR]; /* the log entries it recorded (dseq, lo, hi, write) */
+    uint64_t lo[GPUOS__MAX_PTR], hi[GPUOS__MAX_PTR];
+    int write[GPUOS__MAX_PTR];
+} cuda__last;
+
 typedef struct cuda__plan_entry {
     uint64_t key;
     uint64_t last_dseq[GPUOS__LANES]; /* the last task of each lane using it; reusable once retired */
@@ -2859,6 +2892,7 @@ struct gpuos__cuda {
     uint64_t idle_dseq;          /* dseq at that sight */
 
     cuda__plan_entry *plans;
+    cuda__last last;             /* the last task encoded, for an identical next one (cuda_encode) */
 
     /* run-time operators: what a module generation is linked from (cuda_build_module) */
     uint64_t base_key;           /* cache key of the built-in device code */
@@ -3698,6 +3732,7 @@ static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c
                                 cuda_errname(c->cu, r), (int)r);
     }
     c->running = 1;
+    c->last.rep_key = NULL; /* a new launch: placement may differ */
     return GPUOS_OK;
 }
 
@@ -3735,6 +3770,7 @@ static void cuda_stop_kernel_locked(gpuos_context *ctx) {
     while ((r = cuda_kernels_query(c)) == CU_ERROR_NOT_READY && cuda_now_ns() - t0 <= limit)
         if (cuda_now_ns() - t0 > 2000000) cuda_sleep_ns(20000);
     c->running = 0;
+    c->last.rep_key = NULL;
     if (r == CU_ERROR_NOT_READY) { /* still running: its memory stays allocated, nothing waits on it */
         c->stuck = 1;
         gpuos__fail_locked(ctx, "the persistent kernel did not stop within wait_timeout_ms = %u ms",
@@ -4155,6 +4191,50 @@ static int cuda_lane1_ok(const struct gpuos__cuda *c, const gpuos__job *job, con
     return 1;
 }
 
+/* The same task as the last one encoded, right after it (a loop's x = x + s): it gets the
+   same descriptor (ctx->mu held; GPUOS_ERR_UNSUPPORTED: encode it in full). The last one was
+   element-wise with no dependency to wait for (cuda__last is kept only then), so each access
+   of the two tasks that conflict is tile-aligned (same element maps and tiling: the same
+   workers, in order), and nothing was encoded on either lane since, so the dependency scan
+   would find now what it found then, nothing; the same plan row (unless it was replaced, by
+   its key and epoch) and base. Its log entries are the last one's, renumbered: its write
+   covers the last one's, and a later task that waits for it (as the newest reader too)
+   waits for the last one as well, whose tiles ran before its own on each worker. */
+static gpuos_status cuda_encode_repeat(gpuos_context *ctx, struct gpuos__cuda *c, gpuos__job *job) {
+    cuda__last *L = &c->last;
+    cuda__plan_entry *pe = &c->plans[L->d.plan_id];
+    cuda__access *e[GPUOS__MAX_PTR];
+    gpuos__qdesc d;
+    gpuos_status st;
+    int k, j;
+    if (job->prio != 0 || !c->running || c->serialize || c->dseq[0] != L->dseq + 1 || c->dseq[1] != L->dseq1 ||
+        !pe->used || pe->key != L->plan_key || pe->epoch != ((L->d.kind >> 8) & 0xffffffu))
+        return GPUOS_ERR_UNSUPPORTED;
+    for (k = 0; k < L->n_acc; k++) { /* every entry it recorded is still there */
+        cuda__log *lg = L->lg[k];
+        e[k] = NULL;
+        for (j = 0; j < lg->n && !e[k]; j++) {
+            cuda__access *a = &lg->a[j];
+            if (a->dseq == L->dseq && a->lane == 0 && a->lo == L->lo[k] && a->hi == L->hi[k] && a->write == L->write[k])
+                e[k] = a;
+        }
+        if (!e[k]) return GPUOS_ERR_UNSUPPORTED;
+    }
+    st = cuda_ring_room(ctx, c, 0, 1);
+    if (st != GPUOS_OK) return st;
+    d = L->d;
+    d.kind = (d.kind & ~(uint32_t)GPUOS__KIND_HICHECK) | (c->hi_used ? (uint32_t)GPUOS__KIND_HICHECK : 0u);
+    cuda_put(c, 0, &d);
+    job->dseq = c->dseq[0];
+    job->lane = 0;
+    pe->last_dseq[0] = job->dseq; /* its plan row stays until it retires */
+    for (k = 0; k < L->n_acc; k++) e[k]->dseq = job->dseq;
+    L->dseq = job->dseq;
+    c->dseq[0]++;
+    if ((c->dseq[0] & 63) == 0) cuda_refresh_retired(c); /* as cuda_encode does */
+    return GPUOS_OK;
+}
+
 /* Encodes one job into its lane's ring (ctx->mu held). job->prio > 0 asks for lane 1. */
 static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos__job *job) {
     cuda__operand ops[GPUOS__MAX_PTR];
@@ -4165,7 +4245,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     const void *plan = &job->plan;
     gpuos__qdesc d;
     gpuos_status st;
-    uint64_t me;
+    uint64_t me, t0 = GPUOS__PH_NOW();
 
     plan_bytes = cuda_plan_bytes(job->kind);
     if (job->dev_kernel < 0)
@@ -4174,6 +4254,10 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     if (job->dev_kernel >= GPUOS__RT_KERNEL_BASE && c->n_rt == 0) /* cannot happen: a version is installed first */
         return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "gpuos_submit: no run-time module holds %s",
                                 gpuos_op_name(job->op));
+    if (job->rep_key && job->rep_key == c->last.rep_key && job->rep_ver == c->last.rep_ver) {
+        st = cuda_encode_repeat(ctx, c, job);
+        if (st != GPUOS_ERR_UNSUPPORTED) return st;
+    }
 
     cuda_tiling(c, job, &tile, &n_tiles);
 
@@ -4183,6 +4267,8 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
        device sees as done at once), and for every high-priority task (a stale mark
        would send it to lane 0). */
     n = cuda_operands(job, ops);
+    GPUOS__PH(GPUOS__PH_OPERANDS, t0);
+    t0 = GPUOS__PH_NOW();
     if (job->prio > 0) c->hi_used = 1;
     if (job->prio > 0 && !c->serialize) {
         cuda_refresh_retired(c);
@@ -4264,6 +4350,8 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         return st;
     }
 
+    GPUOS__PH(GPUOS__PH_DEPS, t0);
+    t0 = GPUOS__PH_NOW();
     /* Launch first: the kernel starts reading the ring at the current position, so it
        must be running before this job writes its first slot (a plan chunk, maybe). */
     if (!c->running) {
@@ -4276,6 +4364,8 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         st = cuda_plan_id(ctx, c, job, plan, plan_bytes, lane, &plan_id, &plan_epoch);
     }
     if (st != GPUOS_OK) return st;
+    GPUOS__PH(GPUOS__PH_PLAN, t0);
+    t0 = GPUOS__PH_NOW();
     st = cuda_ring_room(ctx, c, lane, 1);
     if (st != GPUOS_OK) return st;
 
@@ -4301,6 +4391,16 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     job->dseq = me;
     job->lane = lane;
     c->dseq[lane]++;
+    GPUOS__PH(GPUOS__PH_PUT, t0);
+    /* an identical next task may repeat this one's descriptor (cuda_encode_repeat) */
+    c->last.rep_key = job->rep_key && lane == 0 && d.n_deps == 0 && job->kind == GPUOS__KIND_EW ? job->rep_key : NULL;
+    c->last.rep_ver = job->rep_ver;
+    c->last.dseq = me;
+    c->last.dseq1 = c->dseq[1];
+    c->last.d = d;
+    c->last.plan_key = c->plans[plan_id].key;
+    c->last.n_acc = 0;
+    t0 = GPUOS__PH_NOW();
 
     /* Record this task's accesses. */
     for (k = 0; k < n; k++) {
@@ -4321,7 +4421,15 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         a.write = ops[k].write;
         a.lane = lane;
         cuda_log_record(c, lg, &a);
+        if (c->last.n_acc < GPUOS__MAX_PTR) {
+            const int q = c->last.n_acc++;
+            c->last.lg[q] = lg;
+            c->last.lo[q] = lo;
+            c->last.hi[q] = hi;
+            c->last.write[q] = a.write;
+        }
     }
+    GPUOS__PH(GPUOS__PH_LOG, t0);
     return GPUOS_OK;
 }
 
@@ -4389,6 +4497,7 @@ static void cuda_check_fault_locked(gpuos_context *ctx) {
         } else if (cuda_now_ns() - c->launch_ns > CUDA__RESIDENT_NS) {
             /* the resident blocks cannot be stopped (EXIT needs every worker): keep their memory */
             c->running = 0;
+            c->last.rep_key = NULL;
             c->stuck = 1;
             gpuos__fail_locked(ctx,
                                "only %d of the persistent kernels' %d blocks became resident within %d s (run-time "
@@ -4406,6 +4515,7 @@ static void cuda_check_fault_locked(gpuos_context *ctx) {
     }
     if (r == CU_ERROR_NOT_READY) return;
     c->running = 0;
+    c->last.rep_key = NULL;
     if (r == CU_SUCCESS)
         gpuos__fail_locked(ctx, "the persistent kernel stopped unexpectedly (retired %llu of %llu device tasks)",
                          (unsigned long long)cuda_load_acquire(&c->ctl->retired), (unsigned long long)(c->dseq[0] - 1));
@@ -9168,7 +9278,17 @@ gpuos_status gpuos_submit(gpuos_context *ctx, const gpuos_task *task, uint64_t *
     gpuos_status s;
     if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_submit: ctx is NULL");
     if (!task) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_submit: task is NULL");
+#if defined(GPUOS__PROF_HOST) && defined(__x86_64__)
+    {
+        const uint64_t t0 = GPUOS__PH_NOW();
+        const int r = gpuos__queue_submit_repeat(ctx, task, seq, &s);
+        GPUOS__PH(GPUOS__PH_SUBMIT, t0);
+        gpuos__prof_host[GPUOS__PH_COUNT]++;
+        if (r) return s;
+    }
+#else
     if (gpuos__queue_submit_repeat(ctx, task, seq, &s)) return s; /* the job of an identical recent task */
+#endif
     if ((s = gpuos__plan_task(ctx, task, &job)) != GPUOS_OK) return s;
     return gpuos__queue_push_task(ctx, task, job, seq); /* frees the job on error */
 }
@@ -9429,6 +9549,7 @@ static void queue_insert_locked(gpuos_context *ctx, gpuos__job *job, uint64_t *s
 /* Queues one job (ctx->mu held; may wait for room, releasing it). On error the job is
    retired (freed) and nothing of it is queued. */
 static gpuos_status queue_push_locked(gpuos_context *ctx, gpuos__job *job, uint64_t *seq, int pump) {
+    uint64_t t0 = GPUOS__PH_NOW();
     gpuos_status st = gpuos__queue_wait_room_locked(ctx);
     if (st != GPUOS_OK) {
         job->n_st = 0; /* no references were taken */
@@ -9437,10 +9558,13 @@ static gpuos_status queue_push_locked(gpuos_context *ctx, gpuos__job *job, uint6
         return st;
     }
     queue_insert_locked(ctx, job, seq);
+    GPUOS__PH(GPUOS__PH_INSERT, t0);
     if (ctx->cuda && pump) {
         /* The job is queued (it has its sequence number); a failure to hand it to the
            device now is retried by the next submission, wait or the reaper. */
+        t0 = GPUOS__PH_NOW();
         (void)gpuos__cuda_pump_locked(ctx);
+        GPUOS__PH(GPUOS__PH_ENCODE, t0);
     }
     return GPUOS_OK;
 }
@@ -9483,6 +9607,10 @@ gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs
     return st;
 }
 
+#if defined(GPUOS__PROF_HOST) && defined(__x86_64__)
+uint64_t gpuos__prof_host[GPUOS__PH_N];
+#endif
+
 /* ---------------------------------------------------------------- repeated submissions */
 /* Programs submit the same task again and again (a loop's x = x + s, a frame's update of
    the same tensors). Planning it (validation, broadcasting, byte ranges, aliasing) is most
@@ -9498,6 +9626,7 @@ gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs
 struct gpuos__tcache {
     int used;
     uint32_t stamp;                       /* when it was last used: the set's oldest goes first */
+    uint32_t ver;                         /* bumped when the entry takes another task (gpuos__job.rep_ver) */
     gpuos_task task;                      /* the key (priority and deadline ignored) */
     uint64_t uid[1 + GPUOS_MAX_INPUTS];   /* out's and the inputs' uids (0: none) */
     gpuos__job job;                       /* as gpuos__plan_task built it, before queueing */
@@ -9534,8 +9663,11 @@ static int tcache_match(const gpuos_context *ctx, const struct gpuos__tcache *e,
 int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint64_t *seq, gpuos_status *st) {
     struct gpuos__tcache *e;
     gpuos__job *job;
+    uint64_t t0 = GPUOS__PH_NOW(), t1;
     if (!tcache_ok(task)) return 0;
     pthread_mutex_lock(&ctx->mu);
+    GPUOS__PH(GPUOS__PH_LOCK, t0);
+    t1 = GPUOS__PH_NOW();
     e = NULL;
     if (ctx->tcache) {
         struct gpuos__tcache *set = &ctx->tcache[tcache_slot(task)];
@@ -9557,12 +9689,17 @@ int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint6
         return 0; /* the full path reports it */
     }
     memcpy(job, &e->job, sizeof *job);
+    job->rep_key = e;
+    job->rep_ver = e->ver;
     job->prio = gpuos__urgency(task->priority, task->deadline_us);
     job->deadline_ns = gpuos__deadline_at(task->deadline_us);
     job->dl_open = task->deadline_us != 0;
+    GPUOS__PH(GPUOS__PH_REPEAT, t1);
     *st = queue_push_locked(ctx, job, seq, 1);
+    t1 = GPUOS__PH_NOW();
     if (*st == GPUOS_OK) pthread_cond_signal(&ctx->cv_work);
     pthread_mutex_unlock(&ctx->mu);
+    GPUOS__PH(GPUOS__PH_UNLOCK, t1);
     return 1;
 }
 
@@ -9579,6 +9716,7 @@ gpuos_status gpuos__queue_push_task(gpuos_context *ctx, const gpuos_task *task, 
                 if (e->used && (!set[w].used || (int32_t)(set[w].stamp - e->stamp) < 0)) e = &set[w];
             e->used = 1;
             e->stamp = ++ctx->tcache_clock;
+            e->ver++;
             e->task = *task;
             e->uid[0] = task->out->uid;
             for (i = 0; i < GPUOS_MAX_INPUTS; i++) e->uid[1 + i] = task->in[i] ? task->in[i]->uid : 0;

@@ -84,6 +84,20 @@ typedef struct cuda__log {
     cuda__access a[CUDA__LOG_LEN];
 } cuda__log;
 
+/* The last task encoded, when the next identical one may repeat its descriptor (cuda_encode). */
+typedef struct cuda__last {
+    const void *rep_key;  /* gpuos__job.rep_key / rep_ver of the task; NULL: nothing to repeat */
+    uint32_t rep_ver;
+    uint64_t dseq;        /* its lane-0 sequence number */
+    uint64_t dseq1;       /* lane 1's next sequence number then */
+    gpuos__qdesc d;       /* its descriptor */
+    uint64_t plan_key;    /* its plan row's key (the row's epoch is in d.kind) */
+    int n_acc;
+    struct cuda__log *lg[GPUOS__MAX_PTR]; /* the log entries it recorded (dseq, lo, hi, write) */
+    uint64_t lo[GPUOS__MAX_PTR], hi[GPUOS__MAX_PTR];
+    int write[GPUOS__MAX_PTR];
+} cuda__last;
+
 typedef struct cuda__plan_entry {
     uint64_t key;
     uint64_t last_dseq[GPUOS__LANES]; /* the last task of each lane using it; reusable once retired */
@@ -150,6 +164,7 @@ struct gpuos__cuda {
     uint64_t idle_dseq;          /* dseq at that sight */
 
     cuda__plan_entry *plans;
+    cuda__last last;             /* the last task encoded, for an identical next one (cuda_encode) */
 
     /* run-time operators: what a module generation is linked from (cuda_build_module) */
     uint64_t base_key;           /* cache key of the built-in device code */
@@ -989,6 +1004,7 @@ static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c
                                 cuda_errname(c->cu, r), (int)r);
     }
     c->running = 1;
+    c->last.rep_key = NULL; /* a new launch: placement may differ */
     return GPUOS_OK;
 }
 
@@ -1026,6 +1042,7 @@ static void cuda_stop_kernel_locked(gpuos_context *ctx) {
     while ((r = cuda_kernels_query(c)) == CU_ERROR_NOT_READY && cuda_now_ns() - t0 <= limit)
         if (cuda_now_ns() - t0 > 2000000) cuda_sleep_ns(20000);
     c->running = 0;
+    c->last.rep_key = NULL;
     if (r == CU_ERROR_NOT_READY) { /* still running: its memory stays allocated, nothing waits on it */
         c->stuck = 1;
         gpuos__fail_locked(ctx, "the persistent kernel did not stop within wait_timeout_ms = %u ms",
@@ -1446,6 +1463,50 @@ static int cuda_lane1_ok(const struct gpuos__cuda *c, const gpuos__job *job, con
     return 1;
 }
 
+/* The same task as the last one encoded, right after it (a loop's x = x + s): it gets the
+   same descriptor (ctx->mu held; GPUOS_ERR_UNSUPPORTED: encode it in full). The last one was
+   element-wise with no dependency to wait for (cuda__last is kept only then), so each access
+   of the two tasks that conflict is tile-aligned (same element maps and tiling: the same
+   workers, in order), and nothing was encoded on either lane since, so the dependency scan
+   would find now what it found then, nothing; the same plan row (unless it was replaced, by
+   its key and epoch) and base. Its log entries are the last one's, renumbered: its write
+   covers the last one's, and a later task that waits for it (as the newest reader too)
+   waits for the last one as well, whose tiles ran before its own on each worker. */
+static gpuos_status cuda_encode_repeat(gpuos_context *ctx, struct gpuos__cuda *c, gpuos__job *job) {
+    cuda__last *L = &c->last;
+    cuda__plan_entry *pe = &c->plans[L->d.plan_id];
+    cuda__access *e[GPUOS__MAX_PTR];
+    gpuos__qdesc d;
+    gpuos_status st;
+    int k, j;
+    if (job->prio != 0 || !c->running || c->serialize || c->dseq[0] != L->dseq + 1 || c->dseq[1] != L->dseq1 ||
+        !pe->used || pe->key != L->plan_key || pe->epoch != ((L->d.kind >> 8) & 0xffffffu))
+        return GPUOS_ERR_UNSUPPORTED;
+    for (k = 0; k < L->n_acc; k++) { /* every entry it recorded is still there */
+        cuda__log *lg = L->lg[k];
+        e[k] = NULL;
+        for (j = 0; j < lg->n && !e[k]; j++) {
+            cuda__access *a = &lg->a[j];
+            if (a->dseq == L->dseq && a->lane == 0 && a->lo == L->lo[k] && a->hi == L->hi[k] && a->write == L->write[k])
+                e[k] = a;
+        }
+        if (!e[k]) return GPUOS_ERR_UNSUPPORTED;
+    }
+    st = cuda_ring_room(ctx, c, 0, 1);
+    if (st != GPUOS_OK) return st;
+    d = L->d;
+    d.kind = (d.kind & ~(uint32_t)GPUOS__KIND_HICHECK) | (c->hi_used ? (uint32_t)GPUOS__KIND_HICHECK : 0u);
+    cuda_put(c, 0, &d);
+    job->dseq = c->dseq[0];
+    job->lane = 0;
+    pe->last_dseq[0] = job->dseq; /* its plan row stays until it retires */
+    for (k = 0; k < L->n_acc; k++) e[k]->dseq = job->dseq;
+    L->dseq = job->dseq;
+    c->dseq[0]++;
+    if ((c->dseq[0] & 63) == 0) cuda_refresh_retired(c); /* as cuda_encode does */
+    return GPUOS_OK;
+}
+
 /* Encodes one job into its lane's ring (ctx->mu held). job->prio > 0 asks for lane 1. */
 static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos__job *job) {
     cuda__operand ops[GPUOS__MAX_PTR];
@@ -1456,7 +1517,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     const void *plan = &job->plan;
     gpuos__qdesc d;
     gpuos_status st;
-    uint64_t me;
+    uint64_t me, t0 = GPUOS__PH_NOW();
 
     plan_bytes = cuda_plan_bytes(job->kind);
     if (job->dev_kernel < 0)
@@ -1465,6 +1526,10 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     if (job->dev_kernel >= GPUOS__RT_KERNEL_BASE && c->n_rt == 0) /* cannot happen: a version is installed first */
         return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "gpuos_submit: no run-time module holds %s",
                                 gpuos_op_name(job->op));
+    if (job->rep_key && job->rep_key == c->last.rep_key && job->rep_ver == c->last.rep_ver) {
+        st = cuda_encode_repeat(ctx, c, job);
+        if (st != GPUOS_ERR_UNSUPPORTED) return st;
+    }
 
     cuda_tiling(c, job, &tile, &n_tiles);
 
@@ -1474,6 +1539,8 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
        device sees as done at once), and for every high-priority task (a stale mark
        would send it to lane 0). */
     n = cuda_operands(job, ops);
+    GPUOS__PH(GPUOS__PH_OPERANDS, t0);
+    t0 = GPUOS__PH_NOW();
     if (job->prio > 0) c->hi_used = 1;
     if (job->prio > 0 && !c->serialize) {
         cuda_refresh_retired(c);
@@ -1555,6 +1622,8 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         return st;
     }
 
+    GPUOS__PH(GPUOS__PH_DEPS, t0);
+    t0 = GPUOS__PH_NOW();
     /* Launch first: the kernel starts reading the ring at the current position, so it
        must be running before this job writes its first slot (a plan chunk, maybe). */
     if (!c->running) {
@@ -1567,6 +1636,8 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         st = cuda_plan_id(ctx, c, job, plan, plan_bytes, lane, &plan_id, &plan_epoch);
     }
     if (st != GPUOS_OK) return st;
+    GPUOS__PH(GPUOS__PH_PLAN, t0);
+    t0 = GPUOS__PH_NOW();
     st = cuda_ring_room(ctx, c, lane, 1);
     if (st != GPUOS_OK) return st;
 
@@ -1592,6 +1663,16 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     job->dseq = me;
     job->lane = lane;
     c->dseq[lane]++;
+    GPUOS__PH(GPUOS__PH_PUT, t0);
+    /* an identical next task may repeat this one's descriptor (cuda_encode_repeat) */
+    c->last.rep_key = job->rep_key && lane == 0 && d.n_deps == 0 && job->kind == GPUOS__KIND_EW ? job->rep_key : NULL;
+    c->last.rep_ver = job->rep_ver;
+    c->last.dseq = me;
+    c->last.dseq1 = c->dseq[1];
+    c->last.d = d;
+    c->last.plan_key = c->plans[plan_id].key;
+    c->last.n_acc = 0;
+    t0 = GPUOS__PH_NOW();
 
     /* Record this task's accesses. */
     for (k = 0; k < n; k++) {
@@ -1612,7 +1693,15 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         a.write = ops[k].write;
         a.lane = lane;
         cuda_log_record(c, lg, &a);
+        if (c->last.n_acc < GPUOS__MAX_PTR) {
+            const int q = c->last.n_acc++;
+            c->last.lg[q] = lg;
+            c->last.lo[q] = lo;
+            c->last.hi[q] = hi;
+            c->last.write[q] = a.write;
+        }
     }
+    GPUOS__PH(GPUOS__PH_LOG, t0);
     return GPUOS_OK;
 }
 
@@ -1680,6 +1769,7 @@ static void cuda_check_fault_locked(gpuos_context *ctx) {
         } else if (cuda_now_ns() - c->launch_ns > CUDA__RESIDENT_NS) {
             /* the resident blocks cannot be stopped (EXIT needs every worker): keep their memory */
             c->running = 0;
+            c->last.rep_key = NULL;
             c->stuck = 1;
             gpuos__fail_locked(ctx,
                                "only %d of the persistent kernels' %d blocks became resident within %d s (run-time "
@@ -1697,6 +1787,7 @@ static void cuda_check_fault_locked(gpuos_context *ctx) {
     }
     if (r == CU_ERROR_NOT_READY) return;
     c->running = 0;
+    c->last.rep_key = NULL;
     if (r == CU_SUCCESS)
         gpuos__fail_locked(ctx, "the persistent kernel stopped unexpectedly (retired %llu of %llu device tasks)",
                          (unsigned long long)cuda_load_acquire(&c->ctl->retired), (unsigned long long)(c->dseq[0] - 1));

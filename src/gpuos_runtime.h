@@ -74,6 +74,23 @@ typedef struct gpuos__rt_version {
     size_t obj_size;
 } gpuos__rt_version;
 
+/* Host-path profile (a diagnostic build only: cc -DGPUOS__PROF_HOST on x86-64): cycles per
+   phase of a submission, summed in gpuos__prof_host[] (tests/gpu/probe_submit.c prints them;
+   indices GPUOS__PH_*). Otherwise the macros are nothing. */
+enum {
+    GPUOS__PH_SUBMIT, GPUOS__PH_LOCK, GPUOS__PH_REPEAT, GPUOS__PH_INSERT, GPUOS__PH_ENCODE, GPUOS__PH_OPERANDS,
+    GPUOS__PH_DEPS, GPUOS__PH_PLAN, GPUOS__PH_PUT, GPUOS__PH_LOG, GPUOS__PH_UNLOCK, GPUOS__PH_COUNT, GPUOS__PH_N
+};
+#if defined(GPUOS__PROF_HOST) && defined(__x86_64__)
+#include <x86intrin.h> /* __rdtsc */
+extern uint64_t gpuos__prof_host[GPUOS__PH_N];
+#define GPUOS__PH_NOW() __rdtsc()
+#define GPUOS__PH(i, t0) (gpuos__prof_host[i] += __rdtsc() - (t0))
+#else
+#define GPUOS__PH_NOW() ((uint64_t)0)
+#define GPUOS__PH(i, t0) ((void)(t0))
+#endif
+
 typedef struct gpuos__job {
     uint64_t seq;
     gpuos_op op;
@@ -105,6 +122,8 @@ typedef struct gpuos__job {
     int lane;                           /* the lane it runs in: 1 (high priority) only when it need not
                                            wait for earlier lane-0 work; set when queued (host) or encoded */
     int state;                          /* host executor: GPUOS__JOB_QUEUED, _TAKEN, _DONE */
+    const void *rep_key;                /* a repeat's table entry (queue.c) and its version: two jobs with */
+    uint32_t rep_ver;                   /* the same pair are the same task (the CUDA encoder's repeat path) */
     struct gpuos__job *next_free;
 } gpuos__job;
 

@@ -252,6 +252,7 @@ static void queue_insert_locked(gpuos_context *ctx, gpuos__job *job, uint64_t *s
 /* Queues one job (ctx->mu held; may wait for room, releasing it). On error the job is
    retired (freed) and nothing of it is queued. */
 static gpuos_status queue_push_locked(gpuos_context *ctx, gpuos__job *job, uint64_t *seq, int pump) {
+    uint64_t t0 = GPUOS__PH_NOW();
     gpuos_status st = gpuos__queue_wait_room_locked(ctx);
     if (st != GPUOS_OK) {
         job->n_st = 0; /* no references were taken */
@@ -260,10 +261,13 @@ static gpuos_status queue_push_locked(gpuos_context *ctx, gpuos__job *job, uint6
         return st;
     }
     queue_insert_locked(ctx, job, seq);
+    GPUOS__PH(GPUOS__PH_INSERT, t0);
     if (ctx->cuda && pump) {
         /* The job is queued (it has its sequence number); a failure to hand it to the
            device now is retried by the next submission, wait or the reaper. */
+        t0 = GPUOS__PH_NOW();
         (void)gpuos__cuda_pump_locked(ctx);
+        GPUOS__PH(GPUOS__PH_ENCODE, t0);
     }
     return GPUOS_OK;
 }
@@ -306,6 +310,10 @@ gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs
     return st;
 }
 
+#if defined(GPUOS__PROF_HOST) && defined(__x86_64__)
+uint64_t gpuos__prof_host[GPUOS__PH_N];
+#endif
+
 /* ---------------------------------------------------------------- repeated submissions */
 /* Programs submit the same task again and again (a loop's x = x + s, a frame's update of
    the same tensors). Planning it (validation, broadcasting, byte ranges, aliasing) is most
@@ -321,6 +329,7 @@ gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs
 struct gpuos__tcache {
     int used;
     uint32_t stamp;                       /* when it was last used: the set's oldest goes first */
+    uint32_t ver;                         /* bumped when the entry takes another task (gpuos__job.rep_ver) */
     gpuos_task task;                      /* the key (priority and deadline ignored) */
     uint64_t uid[1 + GPUOS_MAX_INPUTS];   /* out's and the inputs' uids (0: none) */
     gpuos__job job;                       /* as gpuos__plan_task built it, before queueing */
@@ -357,8 +366,11 @@ static int tcache_match(const gpuos_context *ctx, const struct gpuos__tcache *e,
 int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint64_t *seq, gpuos_status *st) {
     struct gpuos__tcache *e;
     gpuos__job *job;
+    uint64_t t0 = GPUOS__PH_NOW(), t1;
     if (!tcache_ok(task)) return 0;
     pthread_mutex_lock(&ctx->mu);
+    GPUOS__PH(GPUOS__PH_LOCK, t0);
+    t1 = GPUOS__PH_NOW();
     e = NULL;
     if (ctx->tcache) {
         struct gpuos__tcache *set = &ctx->tcache[tcache_slot(task)];
@@ -380,12 +392,17 @@ int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint6
         return 0; /* the full path reports it */
     }
     memcpy(job, &e->job, sizeof *job);
+    job->rep_key = e;
+    job->rep_ver = e->ver;
     job->prio = gpuos__urgency(task->priority, task->deadline_us);
     job->deadline_ns = gpuos__deadline_at(task->deadline_us);
     job->dl_open = task->deadline_us != 0;
+    GPUOS__PH(GPUOS__PH_REPEAT, t1);
     *st = queue_push_locked(ctx, job, seq, 1);
+    t1 = GPUOS__PH_NOW();
     if (*st == GPUOS_OK) pthread_cond_signal(&ctx->cv_work);
     pthread_mutex_unlock(&ctx->mu);
+    GPUOS__PH(GPUOS__PH_UNLOCK, t1);
     return 1;
 }
 
@@ -402,6 +419,7 @@ gpuos_status gpuos__queue_push_task(gpuos_context *ctx, const gpuos_task *task, 
                 if (e->used && (!set[w].used || (int32_t)(set[w].stamp - e->stamp) < 0)) e = &set[w];
             e->used = 1;
             e->stamp = ++ctx->tcache_clock;
+            e->ver++;
             e->task = *task;
             e->uid[0] = task->out->uid;
             for (i = 0; i < GPUOS_MAX_INPUTS; i++) e->uid[1 + i] = task->in[i] ? task->in[i]->uid : 0;

@@ -62,6 +62,11 @@ $(BUILD)/probe_latency: tests/gpu/probe_latency.c gpuos.c gpuos.h | $(BUILD)
 $(BUILD)/probe_submit: tests/gpu/probe_submit.c gpuos.h $(BUILD)/gpuos.o | $(BUILD)
 	$(CC) -std=gnu99 -O2 -I. $< $(BUILD)/gpuos.o -o $@ $(LDLIBS)
 
+# The same probe on a diagnostic build of gpuos.c (-DGPUOS__PROF_HOST): cycles per phase of a
+# submission (gpuos__prof_host).
+$(BUILD)/probe_submit_prof: tests/gpu/probe_submit.c gpuos.h gpuos.c | $(BUILD)
+	$(CC) -std=c99 $(WARN) $(CFLAGS) -DGPUOS__PROF_HOST -I. tests/gpu/probe_submit.c gpuos.c -o $@ $(LDLIBS)
+
 # Where a chain's and independent tasks' time goes in the worker blocks (not a test; device
 # cycle counters, GPUOS_CUDA_TIMESTAMPS).
 $(BUILD)/probe_chain: tests/gpu/probe_chain.c tests/gpu/probe_prof.h gpuos.c gpuos.h | $(BUILD)

@@ -15,6 +15,20 @@ static void ru(const char *what){static struct rusage a;struct rusage b;getrusag
     b.ru_nvcsw-a.ru_nvcsw,b.ru_nivcsw-a.ru_nivcsw,b.ru_minflt-a.ru_minflt);
   a=b;}
 static double now(void){struct timespec t;clock_gettime(CLOCK_MONOTONIC,&t);return t.tv_sec*1e6+t.tv_nsec/1e3;}
+#ifdef GPUOS__PROF_HOST /* built with gpuos.c as a diagnostic build: cycles per phase (gpuos__prof_host) */
+#include <string.h>
+#include <x86intrin.h>
+extern uint64_t gpuos__prof_host[];
+static void ph(const char *what){
+  static const char *nm[]={"submit (repeat path, all)","  lock","  repeat: lookup, job copy","  queue insert","  encode (pump)",
+    "    tiling+operands","    dependencies","    plan id","    ring room+put","    log record","  signal+unlock"};
+  double c0=now(); uint64_t r0=__rdtsc(); while(now()-c0<20000){} double ghz=(double)(__rdtsc()-r0)/((now()-c0)*1e3);
+  uint64_t n=gpuos__prof_host[11]; int i; printf("  %s: %llu submissions, TSC %.2f GHz, ns per submission:\n",what,(unsigned long long)n,ghz);
+  for(i=0;i<11;i++) printf("    %-28s %7.1f\n",nm[i],n?gpuos__prof_host[i]/ghz/(double)n:0.0);
+  memset(gpuos__prof_host,0,12*sizeof(uint64_t));}
+#else
+static void ph(const char *what){(void)what;}
+#endif
 int main(void){
   gpuos_config cfg = GPUOS_CONFIG_INIT; gpuos_context *ctx; gpuos_tensor *x[256],*one;
   int64_t n=4096; int i, N=200000; double t0,t1;
@@ -30,8 +44,8 @@ int main(void){
   t0=now(); gpuos_debug_pause(ctx,0); t1=now();
   printf("encode the %d queued tasks on unpause:   %.3f us/op\n", N, (t1-t0)/N);
   gpuos_wait(ctx,60000);
-  ru(NULL); t0=now(); for(i=0;i<N;i++) gpuos_add(ctx,x[i&255],x[i&255],one); t1=now(); ru("full path, submit loop"); gpuos_wait(ctx,60000);
+  ph(NULL); ru(NULL); t0=now(); for(i=0;i<N;i++) gpuos_add(ctx,x[i&255],x[i&255],one); t1=now(); ru("full path, submit loop"); ph("256 tensors"); gpuos_wait(ctx,60000);
   printf("full submit path (validate..encode, ring):   %.3f us/op; +wait %.3f us/op\n",(t1-t0)/N,(now()-t0)/N);
-  ru(NULL); t0=now(); for(i=0;i<N;i++) gpuos_add(ctx,x[0],x[0],one); t1=now(); ru("chain, submit loop"); gpuos_wait(ctx,60000);
+  ph(NULL); ru(NULL); t0=now(); for(i=0;i<N;i++) gpuos_add(ctx,x[0],x[0],one); t1=now(); ru("chain, submit loop"); ph("chain"); gpuos_wait(ctx,60000);
   printf("same tensor (chain), submit only:            %.3f us/op; +wait %.3f us/op\n",(t1-t0)/N,(now()-t0)/N);
   gpuos_destroy(ctx); return 0; }
