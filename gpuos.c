@@ -652,6 +652,7 @@ struct gpuos_context {
     gpuos__job *free_jobs; /* recycled jobs */
     int n_free_jobs;
     struct gpuos__tcache *tcache; /* jobs of recent submissions, to repeat (queue.c; mu) */
+    uint32_t reap_every;   /* GPU: submissions between the submitter's own reaps (GPUOS_CUDA_REAP_EVERY; 0: never) */
     uint32_t tcache_clock;
 
     pthread_t dispatcher;
@@ -2809,22 +2810,29 @@ typedef struct cuda__log {
        (floor_r). A later reader waits until floor_w retired, a later writer until both
        did (GPUOS__DEP_RETIRED): waiting for the floor task alone would miss older ones. */
     uint64_t floor_w[GPUOS__LANES], floor_r[GPUOS__LANES]; /* per lane */
+    uint32_t ver;  /* changes (cuda_log_record, a repeat's renumbering): a task that writes here repeats
+                      its last encoding only if nothing else touched the log since (cuda__memo) */
+    uint32_t wver; /* writes recorded, write floors raised: likewise for a task that only reads here */
     cuda__access a[CUDA__LOG_LEN];
 } cuda__log;
 
-/* The last task encoded, when the next identical one may repeat its descriptor (cuda_encode). */
-typedef struct cuda__last {
-    const void *rep_key;  /* gpuos__job.rep_key / rep_ver of the task; NULL: nothing to repeat */
+/* How a repeated task (gpuos__job.rep_key, rep_ver: the repeat table's entry, queue.c) was
+   last encoded, so that the next identical one may repeat its descriptor (cuda_encode_repeat):
+   kept only for an element-wise lane-0 task that had nothing to wait for. */
+#define CUDA__MEMO 512
+typedef struct cuda__memo {
+    const void *rep_key;  /* NULL: empty */
     uint32_t rep_ver;
+    uint32_t launch;      /* cuda's launches then: placement is per launch */
     uint64_t dseq;        /* its lane-0 sequence number */
-    uint64_t dseq1;       /* lane 1's next sequence number then */
     gpuos__qdesc d;       /* its descriptor */
     uint64_t plan_key;    /* its plan row's key (the row's epoch is in d.kind) */
     int n_acc;
     struct cuda__log *lg[GPUOS__MAX_PTR]; /* the log entries it recorded (dseq, lo, hi, write) */
     uint64_t lo[GPUOS__MAX_PTR], hi[GPUOS__MAX_PTR];
     int write[GPUOS__MAX_PTR];
-} cuda__last;
+    uint32_t ver[GPUOS__MAX_PTR];         /* the log's ver (written here) or wver (only read) after it */
+} cuda__memo;
 
 typedef struct cuda__plan_entry {
     uint64_t key;
@@ -2892,7 +2900,8 @@ struct gpuos__cuda {
     uint64_t idle_dseq;          /* dseq at that sight */
 
     cuda__plan_entry *plans;
-    cuda__last last;             /* the last task encoded, for an identical next one (cuda_encode) */
+    cuda__memo *memo;            /* CUDA__MEMO: repeated tasks' last encodings (cuda_encode_repeat) */
+    uint32_t launches;           /* kernel launches so far (cuda__memo.launch) */
 
     /* run-time operators: what a module generation is linked from (cuda_build_module) */
     uint64_t base_key;           /* cache key of the built-in device code */
@@ -3385,6 +3394,7 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     }
     c->plans = (cuda__plan_entry *)calloc(CUDA__PLAN_CAP, sizeof(cuda__plan_entry));
     if (!c->plans) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the plan cache");
+    c->memo = (cuda__memo *)calloc(CUDA__MEMO, sizeof(cuda__memo)); /* without it: no repeated encodings */
     return GPUOS_OK;
 }
 
@@ -3481,6 +3491,8 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
         if (v >= 256 && v <= (1L << 20)) c->tile_ew = (uint32_t)v & ~255u;
     }
     c->serialize = getenv("GPUOS_CUDA_SERIALIZE") && getenv("GPUOS_CUDA_SERIALIZE")[0] == '1';
+    ctx->reap_every = 32; /* tuning knob (A/B): GPUOS_CUDA_REAP_EVERY=0 leaves retiring to the reaper thread */
+    if (getenv("GPUOS_CUDA_REAP_EVERY")) ctx->reap_every = (uint32_t)strtoul(getenv("GPUOS_CUDA_REAP_EVERY"), NULL, 10);
     c->preload_running = pthread_create(&c->preload, NULL, cuda_preload_main, NULL) == 0;
     st = cuda_open_device(ctx, c, ordinal < 0 ? 0 : ordinal);
     cuda_preload_join(c); /* joined already unless the device failed before its code */
@@ -3549,6 +3561,7 @@ void gpuos__cuda_close(gpuos_context *ctx) {
     free(c->deferred);
     free(c->granges);
     free(c->plans);
+    free(c->memo);
     free(c);
     ctx->cuda = NULL;
 }
@@ -3732,7 +3745,7 @@ static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c
                                 cuda_errname(c->cu, r), (int)r);
     }
     c->running = 1;
-    c->last.rep_key = NULL; /* a new launch: placement may differ */
+    c->launches++; /* repeated tasks encode in full once: placement may differ */
     return GPUOS_OK;
 }
 
@@ -3770,7 +3783,6 @@ static void cuda_stop_kernel_locked(gpuos_context *ctx) {
     while ((r = cuda_kernels_query(c)) == CU_ERROR_NOT_READY && cuda_now_ns() - t0 <= limit)
         if (cuda_now_ns() - t0 > 2000000) cuda_sleep_ns(20000);
     c->running = 0;
-    c->last.rep_key = NULL;
     if (r == CU_ERROR_NOT_READY) { /* still running: its memory stays allocated, nothing waits on it */
         c->stuck = 1;
         gpuos__fail_locked(ctx, "the persistent kernel did not stop within wait_timeout_ms = %u ms",
@@ -4138,10 +4150,13 @@ static void cuda_log_record(const struct gpuos__cuda *c, cuda__log *lg, const cu
             const cuda__access *o = &lg->a[oldest];
             uint64_t *f = o->write ? &lg->floor_w[o->lane] : &lg->floor_r[o->lane];
             if (o->dseq > *f) *f = o->dseq;
+            if (o->write) lg->wver++;
         }
         lg->a[oldest] = lg->a[--lg->n];
     }
     lg->a[lg->n++] = *a;
+    lg->ver++;
+    if (a->write) lg->wver++;
 }
 
 /* The unretired floor of lane l that an access (write or read) of lg's storage must wait
@@ -4191,45 +4206,68 @@ static int cuda_lane1_ok(const struct gpuos__cuda *c, const gpuos__job *job, con
     return 1;
 }
 
-/* The same task as the last one encoded, right after it (a loop's x = x + s): it gets the
-   same descriptor (ctx->mu held; GPUOS_ERR_UNSUPPORTED: encode it in full). The last one was
-   element-wise with no dependency to wait for (cuda__last is kept only then), so each access
-   of the two tasks that conflict is tile-aligned (same element maps and tiling: the same
-   workers, in order), and nothing was encoded on either lane since, so the dependency scan
-   would find now what it found then, nothing; the same plan row (unless it was replaced, by
-   its key and epoch) and base. Its log entries are the last one's, renumbered: its write
-   covers the last one's, and a later task that waits for it (as the newest reader too)
-   waits for the last one as well, whose tiles ran before its own on each worker. */
-static gpuos_status cuda_encode_repeat(gpuos_context *ctx, struct gpuos__cuda *c, gpuos__job *job) {
-    cuda__last *L = &c->last;
-    cuda__plan_entry *pe = &c->plans[L->d.plan_id];
+static cuda__memo *cuda_memo_of(struct gpuos__cuda *c, const void *rep_key) {
+    const uint64_t h = (uint64_t)(uintptr_t)rep_key * 0x9e3779b97f4a7c15ull;
+    return c->memo ? &c->memo[(h >> 40) & (CUDA__MEMO - 1u)] : NULL;
+}
+
+/* A repeated task (the same as one encoded before: loops' x = x + s, a frame's updates) gets
+   the descriptor of its last encoding m (ctx->mu held; GPUOS_ERR_UNSUPPORTED: encode it in
+   full) when what decided it is unchanged: m had nothing to wait for and was element-wise
+   (each access of two instances that conflict is tile-aligned: same element maps, tiling and
+   base, so the same workers run their tiles in order); since m, no one touched the logs of
+   the storages it writes (ver), and no one wrote to those it only reads (wver); the same
+   kernel launch (placement) and plan row (key, epoch). So the dependency scan would find what
+   it found then: nothing. Its log entries are m's, renumbered (its write covers m's, and a
+   later task that waits for it waits for m too, whose tiles ran before its own on each
+   worker); a read entry of m's that a full log dropped is recorded anew. */
+static gpuos_status cuda_encode_repeat(gpuos_context *ctx, struct gpuos__cuda *c, gpuos__job *job, cuda__memo *m) {
+    cuda__plan_entry *pe = &c->plans[m->d.plan_id];
     cuda__access *e[GPUOS__MAX_PTR];
     gpuos__qdesc d;
     gpuos_status st;
     int k, j;
-    if (job->prio != 0 || !c->running || c->serialize || c->dseq[0] != L->dseq + 1 || c->dseq[1] != L->dseq1 ||
-        !pe->used || pe->key != L->plan_key || pe->epoch != ((L->d.kind >> 8) & 0xffffffu))
+    if (job->prio != 0 || !c->running || c->serialize || m->launch != c->launches || !pe->used ||
+        pe->key != m->plan_key || pe->epoch != ((m->d.kind >> 8) & 0xffffffu))
         return GPUOS_ERR_UNSUPPORTED;
-    for (k = 0; k < L->n_acc; k++) { /* every entry it recorded is still there */
-        cuda__log *lg = L->lg[k];
+    for (k = 0; k < m->n_acc; k++) {
+        cuda__log *lg = m->lg[k];
+        if ((m->write[k] ? lg->ver : lg->wver) != m->ver[k]) return GPUOS_ERR_UNSUPPORTED;
         e[k] = NULL;
         for (j = 0; j < lg->n && !e[k]; j++) {
             cuda__access *a = &lg->a[j];
-            if (a->dseq == L->dseq && a->lane == 0 && a->lo == L->lo[k] && a->hi == L->hi[k] && a->write == L->write[k])
+            if (a->dseq == m->dseq && a->lane == 0 && a->lo == m->lo[k] && a->hi == m->hi[k] && a->write == m->write[k])
                 e[k] = a;
         }
-        if (!e[k]) return GPUOS_ERR_UNSUPPORTED;
+        if (!e[k] && m->write[k]) return GPUOS_ERR_UNSUPPORTED; /* cannot happen: its log is unchanged */
     }
     st = cuda_ring_room(ctx, c, 0, 1);
     if (st != GPUOS_OK) return st;
-    d = L->d;
+    d = m->d;
     d.kind = (d.kind & ~(uint32_t)GPUOS__KIND_HICHECK) | (c->hi_used ? (uint32_t)GPUOS__KIND_HICHECK : 0u);
     cuda_put(c, 0, &d);
     job->dseq = c->dseq[0];
     job->lane = 0;
     pe->last_dseq[0] = job->dseq; /* its plan row stays until it retires */
-    for (k = 0; k < L->n_acc; k++) e[k]->dseq = job->dseq;
-    L->dseq = job->dseq;
+    for (k = 0; k < m->n_acc; k++) {
+        if (e[k]) {
+            e[k]->dseq = job->dseq;
+            m->lg[k]->ver++;
+        } else { /* a read m recorded, since dropped from a full log */
+            cuda__access a;
+            memset(&a, 0, sizeof a);
+            a.dseq = job->dseq;
+            a.lo = m->lo[k];
+            a.hi = m->hi[k];
+            a.sig = 0;
+            a.base = d.base;
+            a.write = 0;
+            a.lane = 0;
+            cuda_log_record(c, m->lg[k], &a);
+        }
+    }
+    for (k = 0; k < m->n_acc; k++) m->ver[k] = m->write[k] ? m->lg[k]->ver : m->lg[k]->wver;
+    m->dseq = job->dseq;
     c->dseq[0]++;
     if ((c->dseq[0] & 63) == 0) cuda_refresh_retired(c); /* as cuda_encode does */
     return GPUOS_OK;
@@ -4245,6 +4283,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     const void *plan = &job->plan;
     gpuos__qdesc d;
     gpuos_status st;
+    cuda__memo *memo;
     uint64_t me, t0 = GPUOS__PH_NOW();
 
     plan_bytes = cuda_plan_bytes(job->kind);
@@ -4254,9 +4293,12 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     if (job->dev_kernel >= GPUOS__RT_KERNEL_BASE && c->n_rt == 0) /* cannot happen: a version is installed first */
         return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "gpuos_submit: no run-time module holds %s",
                                 gpuos_op_name(job->op));
-    if (job->rep_key && job->rep_key == c->last.rep_key && job->rep_ver == c->last.rep_ver) {
-        st = cuda_encode_repeat(ctx, c, job);
-        if (st != GPUOS_ERR_UNSUPPORTED) return st;
+    if (job->rep_key) {
+        cuda__memo *m = cuda_memo_of(c, job->rep_key);
+        if (m && m->rep_key == job->rep_key && m->rep_ver == job->rep_ver) {
+            st = cuda_encode_repeat(ctx, c, job, m);
+            if (st != GPUOS_ERR_UNSUPPORTED) return st;
+        }
     }
 
     cuda_tiling(c, job, &tile, &n_tiles);
@@ -4392,14 +4434,21 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     job->lane = lane;
     c->dseq[lane]++;
     GPUOS__PH(GPUOS__PH_PUT, t0);
-    /* an identical next task may repeat this one's descriptor (cuda_encode_repeat) */
-    c->last.rep_key = job->rep_key && lane == 0 && d.n_deps == 0 && job->kind == GPUOS__KIND_EW ? job->rep_key : NULL;
-    c->last.rep_ver = job->rep_ver;
-    c->last.dseq = me;
-    c->last.dseq1 = c->dseq[1];
-    c->last.d = d;
-    c->last.plan_key = c->plans[plan_id].key;
-    c->last.n_acc = 0;
+    /* an identical later task may repeat this one's descriptor (cuda_encode_repeat) */
+    memo = job->rep_key ? cuda_memo_of(c, job->rep_key) : NULL;
+    if (memo && (lane != 0 || d.n_deps != 0 || job->kind != GPUOS__KIND_EW)) {
+        if (memo->rep_key == job->rep_key) memo->rep_key = NULL; /* its last encoding is not this */
+        memo = NULL;
+    }
+    if (memo) {
+        memo->rep_key = job->rep_key;
+        memo->rep_ver = job->rep_ver;
+        memo->launch = c->launches;
+        memo->dseq = me;
+        memo->d = d;
+        memo->plan_key = c->plans[plan_id].key;
+        memo->n_acc = 0;
+    }
     t0 = GPUOS__PH_NOW();
 
     /* Record this task's accesses. */
@@ -4421,14 +4470,16 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         a.write = ops[k].write;
         a.lane = lane;
         cuda_log_record(c, lg, &a);
-        if (c->last.n_acc < GPUOS__MAX_PTR) {
-            const int q = c->last.n_acc++;
-            c->last.lg[q] = lg;
-            c->last.lo[q] = lo;
-            c->last.hi[q] = hi;
-            c->last.write[q] = a.write;
+        if (memo) {
+            const int q = memo->n_acc++;
+            memo->lg[q] = lg;
+            memo->lo[q] = lo;
+            memo->hi[q] = hi;
+            memo->write[q] = a.write;
         }
     }
+    if (memo) /* after its own entries: later changes are others' */
+        for (k = 0; k < memo->n_acc; k++) memo->ver[k] = memo->write[k] ? memo->lg[k]->ver : memo->lg[k]->wver;
     GPUOS__PH(GPUOS__PH_LOG, t0);
     return GPUOS_OK;
 }
@@ -4497,8 +4548,7 @@ static void cuda_check_fault_locked(gpuos_context *ctx) {
         } else if (cuda_now_ns() - c->launch_ns > CUDA__RESIDENT_NS) {
             /* the resident blocks cannot be stopped (EXIT needs every worker): keep their memory */
             c->running = 0;
-            c->last.rep_key = NULL;
-            c->stuck = 1;
+                    c->stuck = 1;
             gpuos__fail_locked(ctx,
                                "only %d of the persistent kernels' %d blocks became resident within %d s (run-time "
                                "workers: %d of %d): other work on the GPU leaves no room for them (gpuos needs every "
@@ -4515,7 +4565,6 @@ static void cuda_check_fault_locked(gpuos_context *ctx) {
     }
     if (r == CU_ERROR_NOT_READY) return;
     c->running = 0;
-    c->last.rep_key = NULL;
     if (r == CU_SUCCESS)
         gpuos__fail_locked(ctx, "the persistent kernel stopped unexpectedly (retired %llu of %llu device tasks)",
                          (unsigned long long)cuda_load_acquire(&c->ctl->retired), (unsigned long long)(c->dseq[0] - 1));
@@ -9565,6 +9614,10 @@ static gpuos_status queue_push_locked(gpuos_context *ctx, gpuos__job *job, uint6
         t0 = GPUOS__PH_NOW();
         (void)gpuos__cuda_pump_locked(ctx);
         GPUOS__PH(GPUOS__PH_ENCODE, t0);
+        /* Every reap_every submissions the submitter retires what finished itself: left to the
+           reaper thread (every 200 us), a fast submitter waited for its lock while it retired
+           hundreds of jobs written by this thread's cache. */
+        if (ctx->reap_every && job->seq % ctx->reap_every == 0) (void)gpuos__cuda_reap_locked(ctx);
     }
     return GPUOS_OK;
 }

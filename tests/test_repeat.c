@@ -204,29 +204,35 @@ static void test_random_program(gpuos_context *ctx) {
     CHECK(bad == 0, "%d of %d tensors differ from C after %d random steps", bad, NT, STEPS);
 }
 
-/* Repeats back to back (on a GPU the encoder repeats the last task's descriptor: cuda_encode_
-   repeat) broken by every event that must end such a repeat: a write of the read operand, a
-   reader, a high-priority task (lane 1), a graph launch, the kernel leaving after idle_ms
-   (every wait below lets it), and the same task from the full path; int32, exact against C. */
+/* Repeats (on a GPU the encoder repeats a task's last descriptor when nothing that decided it
+   changed: cuda_encode_repeat), back to back and round robin over a few tensors that share
+   the read operand, broken by every event that must end such a repeat: a write of the read
+   operand, a reader, a high-priority task (lane 1), a graph launch of the same task, the
+   kernel leaving after idle_ms (every wait below lets it), and another task on the same
+   tensor; int32, exact against C. */
 static void test_back_to_back(void) {
-    enum { N = 5000, STEPS = 4000 };
+    enum { N = 5000, NX = 6, STEPS = 6000 };
     gpuos_config cfg = GPUOS_CONFIG_INIT;
     gpuos_context *ctx = NULL;
-    gpuos_tensor *x, *y, *s, *one, *two;
+    gpuos_tensor *x[NX], *y, *s, *one, *two;
     gpuos_graph *g;
-    static int32_t hx[N], hy[N], got[N];
-    int32_t vone = 1, sum_got = 0;
-    int i, step, checks = 0;
+    static int32_t hx[NX][N], hy[N], got[N];
+    int32_t vone = 1;
+    int i, j, step, checks = 0, cur = 0;
     cfg.device = ctest_device();
     cfg.idle_ms = 2;
     if (gpuos_create(&cfg, &ctx) != GPUOS_OK) {
         CHECK(0, "gpuos_create: %s", gpuos_last_error(NULL));
         return;
     }
-    x = tensor1(ctx, GPUOS_I32, N), y = tensor1(ctx, GPUOS_I32, N);
+    for (j = 0; j < NX; j++) x[j] = tensor1(ctx, GPUOS_I32, N);
+    y = tensor1(ctx, GPUOS_I32, N);
     one = tensor1(ctx, GPUOS_I32, 1), two = tensor1(ctx, GPUOS_I32, 1), s = tensor1(ctx, GPUOS_I32, 1);
-    for (i = 0; i < N; i++) hx[i] = (int32_t)(urand() % 1000), hy[i] = (int32_t)(urand() % 1000);
-    upload_i32(ctx, x, hx, N);
+    for (j = 0; j < NX; j++) {
+        for (i = 0; i < N; i++) hx[j][i] = (int32_t)(urand() % 1000);
+        upload_i32(ctx, x[j], hx[j], N);
+    }
+    for (i = 0; i < N; i++) hy[i] = (int32_t)(urand() % 1000);
     upload_i32(ctx, y, hy, N);
     upload_i32(ctx, one, &vone, 1);
     {
@@ -236,60 +242,63 @@ static void test_back_to_back(void) {
     CHECK(gpuos_graph_create(ctx, &g) == GPUOS_OK, "%s", gpuos_last_error(ctx));
     {
         gpuos_task t = GPUOS_TASK_INIT;
-        t.op = GPUOS_OP_ADD, t.out = x, t.in[0] = x, t.in[1] = one;
+        t.op = GPUOS_OP_ADD, t.out = x[0], t.in[0] = x[0], t.in[1] = one;
         CHECK(gpuos_graph_add(g, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
     }
     for (step = 0; step < STEPS; step++) {
         const uint32_t r = urand() % 100;
-        if (r < 80) { /* the repeat: x += one */
-            CHECK(gpuos_add(ctx, x, x, one) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-            for (i = 0; i < N; i++) hx[i] += vone;
+        if (step % 1500 == 0) cur = 0;
+        if (r < 80) { /* the repeat: x[cur] += one; cur stays (back to back) or moves on (round robin) */
+            if (step >= 3000 || urand() % 4 == 0) cur = (cur + 1) % NX;
+            CHECK(gpuos_add(ctx, x[cur], x[cur], one) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+            for (i = 0; i < N; i++) hx[cur][i] += vone;
         } else if (r < 84) { /* the read operand changes: one += two */
             CHECK(gpuos_add(ctx, one, one, two) == GPUOS_OK, "%s", gpuos_last_error(ctx));
             vone += 2;
-        } else if (r < 88) { /* a reader of x */
+        } else if (r < 88) { /* a reader of x[cur] */
             int64_t ax = 0;
-            int k;
-            CHECK(gpuos_sum(ctx, s, x, NULL, 0, 1) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-            for (k = 0; k < N; k++) ax += hx[k];
-            sum_got = (int32_t)ax;
+            CHECK(gpuos_sum(ctx, s, x[cur], NULL, 0, 1) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+            for (i = 0; i < N; i++) ax += hx[cur][i];
             download_i32(ctx, s, got, 1);
-            CHECK(got[0] == sum_got, "step %d: sum %d, expected %d", step, got[0], sum_got);
+            CHECK(got[0] == (int32_t)ax, "step %d: sum %d, expected %d", step, got[0], (int32_t)ax);
         } else if (r < 92) { /* high priority: y += one (lane 1 when nothing it touches is pending) */
             gpuos_task t = GPUOS_TASK_INIT;
             t.op = GPUOS_OP_ADD, t.out = y, t.in[0] = y, t.in[1] = one, t.priority = GPUOS_PRIORITY_HIGH;
             CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
             for (i = 0; i < N; i++) hy[i] += vone;
-        } else if (r < 95) { /* the same task as a graph launch */
+        } else if (r < 95) { /* the same task as x[0]'s, as a graph launch */
             CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-            for (i = 0; i < N; i++) hx[i] += vone;
+            for (i = 0; i < N; i++) hx[0][i] += vone;
         } else if (r < 97) { /* the kernel leaves after idle_ms */
             struct timespec ts = {0, 5000000};
             CHECK(gpuos_wait(ctx, 60000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
             nanosleep(&ts, NULL);
-        } else { /* x += one with a one of its own (another task, then the repeat again) */
+        } else { /* x[cur] += one through another view of one: another task on the same tensors */
             gpuos_tensor *v = NULL;
             CHECK(gpuos_view_slice(one, 0, 0, 1, 1, &v) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-            CHECK(gpuos_add(ctx, x, x, v) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-            for (i = 0; i < N; i++) hx[i] += vone;
+            CHECK(gpuos_add(ctx, x[cur], x[cur], v) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+            for (i = 0; i < N; i++) hx[cur][i] += vone;
             gpuos_tensor_release(v);
         }
         if (step % 500 == 499) {
-            download_i32(ctx, x, got, N);
-            for (i = 0; i < N && got[i] == hx[i]; i++) continue;
-            CHECK(i == N, "step %d: x[%d] = %d, expected %d", step, i, got[i], hx[i]);
+            download_i32(ctx, x[cur], got, N);
+            for (i = 0; i < N && got[i] == hx[cur][i]; i++) continue;
+            CHECK(i == N, "step %d: x[%d][%d] = %d, expected %d", step, cur, i, i < N ? got[i] : 0, i < N ? hx[cur][i] : 0);
             checks++;
         }
     }
-    download_i32(ctx, x, got, N);
-    for (i = 0; i < N && got[i] == hx[i]; i++) continue;
-    CHECK(i == N, "end: x[%d] = %d, expected %d", i, i < N ? got[i] : 0, i < N ? hx[i] : 0);
+    for (j = 0; j < NX; j++) {
+        download_i32(ctx, x[j], got, N);
+        for (i = 0; i < N && got[i] == hx[j][i]; i++) continue;
+        CHECK(i == N, "end: x[%d][%d] = %d, expected %d", j, i, i < N ? got[i] : 0, i < N ? hx[j][i] : 0);
+    }
     download_i32(ctx, y, got, N);
     for (i = 0; i < N && got[i] == hy[i]; i++) continue;
     CHECK(i == N, "end: y[%d] = %d, expected %d", i, i < N ? got[i] : 0, i < N ? hy[i] : 0);
     CHECK(checks == STEPS / 500, "checks");
     gpuos_graph_release(g);
-    gpuos_tensor_release(x), gpuos_tensor_release(y), gpuos_tensor_release(s);
+    for (j = 0; j < NX; j++) gpuos_tensor_release(x[j]);
+    gpuos_tensor_release(y), gpuos_tensor_release(s);
     gpuos_tensor_release(one), gpuos_tensor_release(two);
     gpuos_destroy(ctx);
 }
