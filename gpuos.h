@@ -451,7 +451,7 @@ GPUOS_API gpuos_status gpuos_wait_task(gpuos_context *ctx, uint64_t seq, uint32_
    Calls on one graph come from one thread at a time; release graphs before their context.
    A node of a run-time operator runs the operator's current version.
 
-   Fusion: a launch without bindings or scalars runs a matmul (2-D output, no batch axes)
+   Fusion: a launch runs a matmul (2-D output, no batch axes)
    and the element-wise nodes right after it that work in place on its output as ONE task:
    add, sub, mul, maximum, minimum with a tensor of another allocation broadcast to the
    output (a bias row, a residual), and relu, gelu, gelu_tanh, silu, sigmoid, tanh, up to 4
@@ -492,8 +492,8 @@ GPUOS_API gpuos_status gpuos_graph_set_priority(gpuos_graph *graph, int priority
 GPUOS_API gpuos_status gpuos_graph_set_deadline(gpuos_graph *graph, uint32_t deadline_us);
 /* Number of nodes. */
 GPUOS_API int gpuos_graph_size(const gpuos_graph *graph);
-/* Diagnostics: the tasks the last launch without bindings queued (nodes less those fused
-   into a matmul; before any launch, or after the graph changed: the node count). -1 for NULL. */
+/* Diagnostics: the tasks the last launch queued (its nodes less those fused into a matmul;
+   0 before any launch). -1 for NULL. */
 GPUOS_API int gpuos_debug_graph_tasks(gpuos_graph *graph);
 /* NULL is allowed. Launched work keeps running. */
 GPUOS_API void gpuos_graph_release(gpuos_graph *graph);

@@ -9,7 +9,7 @@
    equals); memory dependencies between nodes, and between launches, are the queue's, as
    for any submission.
 
-   Fusion: a launch without bindings queues a matmul and the in-place element-wise nodes
+   Fusion: a launch queues a matmul and the in-place element-wise nodes
    that follow it on its output (h = h + bias, h = gelu(h), h = h + x: gen/ops.py EPILOGUE)
    as ONE task, the matmul with an epilogue (gpuos__matmul_plan.epi) that both executors
    apply to each output element as it is stored, rounding as the separate tasks would, so
@@ -41,6 +41,7 @@ struct gpuos_graph {
     struct graph_fused *fz;       /* per launch-order position: the fused task that starts there; valid while fz_ok */
     int fz_ok;
     int n_tasks;                  /* tasks a launch without bindings queues (nodes less fused ones) */
+    int last_tasks;               /* tasks the last launch queued (gpuos_debug_graph_tasks) */
 };
 
 /* A matmul node and the element-wise nodes after it, as one task (len 0: none starts here). */
@@ -252,35 +253,34 @@ static int graph_same_view(const gpuos_tensor *a, const gpuos_tensor *b) {
     return a && b && a->st == b->st && a->offset == b->offset && graph_same_layout(a, b);
 }
 
-/* Can node mm lead a fused task: a matmul of one [M, N] product (no batch), built-in? */
-static int graph_fuse_lead(const graph_node *mm) {
-    const gpuos__job *j = mm->tmpl;
-    return j->kind == GPUOS__KIND_MATMUL && !j->rt && j->plan.matmul.batch_numel == 1 && j->items > 0 &&
-           mm->task.out && mm->task.out->rank == 2 && j->plan.matmul.M == mm->task.out->shape[0] &&
-           j->plan.matmul.N == mm->task.out->shape[1];
+/* Can task mt (planned as mj) lead a fused task: a matmul of one [M, N] product (no batch),
+   built-in? */
+static int graph_fuse_lead(const gpuos_task *mt, const gpuos__job *mj) {
+    return mj->kind == GPUOS__KIND_MATMUL && !mj->rt && mj->plan.matmul.batch_numel == 1 && mj->items > 0 && mt->out &&
+           mt->out->rank == 2 && mj->plan.matmul.M == mt->out->shape[0] && mj->plan.matmul.N == mt->out->shape[1];
 }
 
-/* Adds node e to the epilogue of f (a copy of mm's template) when e is an epilogue operator
-   in place on mm's output: every input that is not the output is another storage, read as
-   broadcast to [M, N]. Returns 0 (f unchanged) when it cannot. */
-static int graph_fuse_add(const graph_node *mm, gpuos__job *f, const graph_node *e) {
-    const gpuos_tensor *out = mm->task.out;
+/* Adds task et (planned as ej) to the epilogue of f (a copy of the matmul mt's job) when it
+   is an epilogue operator in place on mt's output: every input that is not the output is
+   another storage, read as broadcast to [M, N]. Returns 0 (f unchanged) when it cannot. */
+static int graph_fuse_add(const gpuos_task *mt, gpuos__job *f, const gpuos_task *et, const gpuos__job *ej) {
+    const gpuos_tensor *out = mt->out;
     const gpuos__op_info *info;
     gpuos__matmul_plan *p = &f->plan.matmul;
     const int64_t es = (int64_t)gpuos__elsize(out->dtype);
     int code, k, self = -1, other = -1;
-    if (e->tmpl->kind != GPUOS__KIND_EW || e->tmpl->rt || (unsigned)e->task.op >= GPUOS_OP_COUNT) return 0;
-    if (!gpuos__matmul_epi_ok(e->task.op, out->dtype) || p->n_epi >= GPUOS__MM_EPI) return 0;
-    if (!graph_same_view(e->task.out, out)) return 0;
-    info = &gpuos__ops[e->task.op];
-    code = (int)e->task.op;
+    if (ej->kind != GPUOS__KIND_EW || ej->rt || (unsigned)et->op >= GPUOS_OP_COUNT) return 0;
+    if (!gpuos__matmul_epi_ok(et->op, out->dtype) || p->n_epi >= GPUOS__MM_EPI) return 0;
+    if (!graph_same_view(et->out, out)) return 0;
+    info = &gpuos__ops[et->op];
+    code = (int)et->op;
     for (k = 0; k < info->n_in; k++) {
-        if (self < 0 && graph_same_view(e->task.in[k], out)) self = k;
+        if (self < 0 && graph_same_view(et->in[k], out)) self = k;
         else other = k;
     }
     if (self < 0 || info->n_in > 2 || (info->n_in == 1 && other >= 0)) return 0;
     if (other >= 0) { /* binary: the other operand, broadcast to [M, N] */
-        const gpuos_tensor *y = e->task.in[other];
+        const gpuos_tensor *y = et->in[other];
         const char *ptr;
         int64_t sm, sn;
         int j;
@@ -317,26 +317,54 @@ static int graph_fuse_add(const graph_node *mm, gpuos__job *f, const graph_node 
     return 1;
 }
 
+static int graph_fuse_on(void) {
+    const char *env = getenv("GPUOS_GRAPH_FUSE");
+    return !(env && env[0] == '0');
+}
+
+/* A launch with bindings: its jobs (as bound, not queued yet: no references) fused the same
+   way, by the tasks they were planned from; fused followers are freed. Returns the count. */
+static int graph_fuse_jobs(gpuos_context *ctx, gpuos__job **jobs, const gpuos_task *tasks, int n) {
+    int i, m = 0;
+    for (i = 0; i < n;) {
+        int len = 1;
+        if (graph_fuse_lead(&tasks[i], jobs[i]))
+            while (i + len < n && graph_fuse_add(&tasks[i], jobs[i], &tasks[i + len], jobs[i + len])) {
+                jobs[i + len]->n_st = 0;
+                gpuos__job_free(ctx, jobs[i + len]);
+                jobs[i + len] = NULL;
+                len++;
+            }
+        jobs[m++] = jobs[i];
+        i += len;
+    }
+    return m;
+}
+
 /* Builds g->fz for the launch order (g->order valid): each matmul that can lead takes the
    epilogue nodes right after it. */
 static gpuos_status graph_fuse(gpuos_graph *g) {
     gpuos_context *ctx = g->ctx;
-    const char *env = getenv("GPUOS_GRAPH_FUSE");
+    const int on = graph_fuse_on();
     int i;
     graph_drop_fused(ctx, g);
     g->fz = (graph_fused *)calloc((size_t)g->n + 1, sizeof *g->fz);
     if (!g->fz) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_launch: no memory");
     g->n_tasks = g->n;
-    for (i = 0; i < g->n && !(env && env[0] == '0');) {
+    for (i = 0; i < g->n && on;) {
         const graph_node *mm = &g->nodes[g->order[i]];
         gpuos__job *f = NULL;
         int len = 1;
-        if (graph_fuse_lead(mm)) {
+        if (graph_fuse_lead(&mm->task, mm->tmpl)) {
             f = gpuos__job_alloc(ctx);
             if (!f) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_launch: no memory");
             memcpy(f, mm->tmpl, sizeof *f);
             f->next_free = NULL;
-            while (i + len < g->n && graph_fuse_add(mm, f, &g->nodes[g->order[i + len]])) len++;
+            while (i + len < g->n) {
+                const graph_node *e = &g->nodes[g->order[i + len]];
+                if (!graph_fuse_add(&mm->task, f, &e->task, e->tmpl)) break;
+                len++;
+            }
         }
         if (len > 1) {
             g->fz[i].job = f;
@@ -352,17 +380,14 @@ static gpuos_status graph_fuse(gpuos_graph *g) {
     return GPUOS_OK;
 }
 
-int gpuos_debug_graph_tasks(gpuos_graph *g) {
-    if (!g) return -1;
-    if (!g->order_ok || !g->fz_ok) return g->n; /* not launched since it changed */
-    return g->n_tasks;
-}
+int gpuos_debug_graph_tasks(gpuos_graph *g) { return g ? g->last_tasks : -1; }
 
 gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, int n_binds,
                                 const gpuos_graph_scalar *scalars, int n_scalars, uint64_t *seq) {
     static const char fn[] = "gpuos_graph_launch";
     gpuos_context *ctx;
     gpuos__job **jobs;
+    gpuos_task *eff; /* a launch with bindings: each job's task as bound (fusion) */
     int i, j, k, queued = 0, nj = 0, fuse;
     gpuos_status s = GPUOS_OK;
     if (!g) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "%s: graph is NULL", fn);
@@ -432,7 +457,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
                 s = job->xst ? gpuos__cuda_graph_launch_locked(ctx, g->cg, job,
                                                                gpuos__urgency(g->priority, g->deadline_us), seq)
                              : GPUOS_ERR_OUT_OF_MEMORY;
-                if (s == GPUOS_OK) job = NULL; /* queued */
+                if (s == GPUOS_OK) job = NULL, g->last_tasks = g->n_tasks; /* queued */
             }
             pthread_mutex_unlock(&ctx->mu);
             if (job) {
@@ -448,7 +473,12 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
     }
     /* every job first (a node that fails validation queues nothing), then push them in order */
     jobs = (gpuos__job **)calloc((size_t)g->n, sizeof *jobs);
-    if (!jobs) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: no memory", fn);
+    eff = fuse || !graph_fuse_on() ? NULL : (gpuos_task *)malloc((size_t)g->n * sizeof *eff);
+    if (!jobs || (!eff && !fuse && graph_fuse_on())) {
+        free(jobs);
+        free(eff);
+        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: no memory", fn);
+    }
     for (i = 0; i < g->n && s == GPUOS_OK; i++) {
         graph_node *nd = &g->nodes[g->order[i]];
         int bound = 0;
@@ -488,6 +518,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
                     }
             for (j = 0; j < n_scalars; j++)
                 if (scalars[j].node == g->order[i]) t.scalar[scalars[j].index] = scalars[j].value;
+            if (eff) eff[nj] = t;
             s = gpuos__plan_task(ctx, &t, &jobs[nj++]);
         } else { /* the recorded job, copied */
             gpuos__job *job = gpuos__job_alloc(ctx);
@@ -503,9 +534,12 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
                 gpuos__rt_retain_locked(job->rt);
                 pthread_mutex_unlock(&ctx->mu);
             }
+            if (eff) eff[nj] = nd->task;
             jobs[nj++] = job;
         }
     }
+    if (s == GPUOS_OK && eff) nj = graph_fuse_jobs(ctx, jobs, eff, nj);
+    free(eff);
     if (s != GPUOS_OK) {
         for (i = 0; i < nj; i++)
             if (jobs[i]) {
@@ -524,6 +558,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
         if (nj > 0) jobs[nj - 1]->dl_open = g->deadline_us != 0; /* the launch counts once, by its last task */
     }
     s = gpuos__queue_push_batch(ctx, jobs, nj, seq, &queued);
+    g->last_tasks = queued;
     if (s != GPUOS_OK && queued > 0)
         gpuos__set_error(ctx, s, "%s: %s; %d of the launch's %d tasks were queued before it", fn, gpuos_status_string(s),
                          queued, nj);

@@ -128,7 +128,7 @@ static int is_float(gpuos_dtype dt) { return dt == GPUOS_F16 || dt == GPUOS_BF16
    from the same inputs (copied back in between), and compares the bytes of every tensor in
    outs. */
 static void run_both(const char *what, program *p, gpuos_tensor **base, const size_t *bytes, int n_base,
-                     gpuos_tensor **init, int fuse_expected) {
+                     gpuos_tensor **init, int fuse_expected, const gpuos_graph_bind *bind) {
     void *after[2][8];
     int mode, k, i;
     gpuos_graph *g;
@@ -176,6 +176,25 @@ static void run_both(const char *what, program *p, gpuos_tensor **base, const si
         }
         free(x);
     }
+    /* a launch with a binding (an input bound to a copy of itself: planned again, fused the
+       same way) gives the same bytes */
+    if (bind) {
+        uint64_t seq = 0;
+        void *x, *y;
+        for (k = 0; k < n_base; k++) CHECK(gpuos_copy(ctx, base[k], init[k]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_graph_launch(g, bind, 1, NULL, 0, &seq) == GPUOS_OK, "%s: %s", what, gpuos_last_error(ctx));
+        CHECK(gpuos_wait_fence(ctx, seq, 60000) == GPUOS_OK, "%s: %s", what, gpuos_last_error(ctx));
+        CHECK(gpuos_debug_graph_tasks(g) == (fuse_expected ? p->expect_tasks : p->n),
+              "%s: the bound launch queued %d tasks, expected %d", what, gpuos_debug_graph_tasks(g),
+              fuse_expected ? p->expect_tasks : p->n);
+        x = grab(base[0], bytes[0]);
+        for (k = 0; k < n_base; k++) CHECK(gpuos_copy(ctx, base[k], init[k]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        for (i = 0; i < p->n; i++) CHECK(gpuos_submit(ctx, &p->t[i], NULL) == GPUOS_OK, "%s: %s", what, gpuos_last_error(ctx));
+        y = grab(base[0], bytes[0]);
+        CHECK(memcmp(x, y, bytes[0]) == 0, "%s: the bound launch differs from eager tasks", what);
+        free(x);
+        free(y);
+    }
     gpuos_graph_release(g);
 }
 
@@ -187,7 +206,8 @@ static void random_program(int pi, gpuos_dtype dt) {
     const int64_t M = Ms[rnd(5)], K = Ks[rnd(4)], N = Ns[rnd(6)];
     const int ints = !is_float(dt);
     const int layout = (int)rnd(3); /* h: plain, a column slice of [M, N + 3], a transpose of [N, M] */
-    gpuos_tensor *A, *B, *hb, *h = NULL, *y[3], *yb[3], *init[5], *base[5], *s = NULL;
+    gpuos_tensor *A, *B, *A2 = NULL, *hb, *h = NULL, *y[3], *yb[3], *init[5], *base[5], *s = NULL;
+    gpuos_graph_bind bind;
     size_t bytes[5];
     program p;
     int i, k, fused = 1, n_epi = 0, slots = 0, used[3] = {0, 0, 0}, open = 1;
@@ -199,6 +219,7 @@ static void random_program(int pi, gpuos_dtype dt) {
         int64_t sa[2] = {M, K}, sb[2] = {K, N};
         A = rand_tensor(dt, 2, sa, ints);
         B = rand_tensor(dt, 2, sb, ints);
+        CHECK(gpuos_tensor_new(ctx, dt, 2, sa, &A2) == GPUOS_OK, "%s", gpuos_last_error(ctx));
     }
     if (layout == 1) {
         int64_t sh[2] = {M, N + 3};
@@ -296,12 +317,15 @@ static void random_program(int pi, gpuos_dtype dt) {
     base[0] = hb, base[1] = yb[0], base[2] = yb[1], base[3] = yb[2];
     for (k = 0; k < 4; k++) init[k] = like(base[k], &bytes[k]);
     fill_all(); /* the first tasks */
+    CHECK(gpuos_copy(ctx, A2, A) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    bind.recorded = A, bind.actual = A2;
     for (k = 0; k < 4; k++) CHECK(gpuos_copy(ctx, init[k], base[k]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
     snprintf(what, sizeof what, "program %d (%s, M %d K %d N %d, layout %d, %d nodes, %d fused)", pi,
              gpuos_dtype_name(dt), (int)M, (int)K, (int)N, layout, p.n, n_epi);
-    run_both(what, &p, base, bytes, 4, init, 1);
+    run_both(what, &p, base, bytes, 4, init, 1, &bind);
     (void)fused;
     gpuos_tensor_release(A);
+    gpuos_tensor_release(A2);
     gpuos_tensor_release(B);
     gpuos_tensor_release(h);
     gpuos_tensor_release(s);
@@ -314,8 +338,9 @@ static void random_program(int pi, gpuos_dtype dt) {
 }
 
 /* The tiny MLP's layers (bench/ tiny_mlp): matmul, + bias, gelu, + x, layernorm, 3 layers;
-   fused (3 tasks a layer... 2: the matmul with 3 epilogue operators, the layernorm), bound
-   (every node planned again, nothing fused), and with fusion off, all equal eager. */
+   fused (2 tasks a layer: the matmul with 3 epilogue operators, the layernorm), launched
+   bound to the same x0 and to a copy of it (the bound nodes planned again, fused the same
+   way), and eager: all equal bit for bit; with fusion off a launch is every node. */
 static void mlp(gpuos_dtype dt) {
     enum { B = 8, H = 64, NL = 3 };
     gpuos_tensor *x[NL + 1], *h[NL], *w[NL], *bias[NL], *x0b;
@@ -364,7 +389,8 @@ static void mlp(gpuos_dtype dt) {
         if (mode == 2) CHECK(gpuos_copy(ctx, x0b, x[0]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
         if (mode < 3) {
             CHECK(gpuos_graph_launch(g, mode ? &b : NULL, mode ? 1 : 0, NULL, 0, &seq) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-            if (mode == 0) CHECK(gpuos_debug_graph_tasks(g) == 2 * NL, "mlp: %d tasks, expected %d", gpuos_debug_graph_tasks(g), 2 * NL);
+            CHECK(gpuos_debug_graph_tasks(g) == 2 * NL, "mlp launch %d: %d tasks, expected %d", mode,
+                  gpuos_debug_graph_tasks(g), 2 * NL);
         } else {
             for (l = 0; l < NL; l++) {
                 CHECK(gpuos_matmul(ctx, h[l], x[l], w[l]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
