@@ -18,7 +18,7 @@ BUILD   := build
 DTYPES  ?= bool i8 u8 i16 i32 i64 f16 bf16 f32 f64
 RANKS   ?= 0 1 2 3 4 5 6 7 8
 
-EXAMPLES := $(BUILD)/particles
+EXAMPLES := $(BUILD)/particles $(BUILD)/mlp
 
 .PHONY: all run gen check-gen test test-c test-py clean
 all: $(BUILD)/libgpuos.so $(EXAMPLES)
