@@ -415,6 +415,64 @@ static void mlp(gpuos_dtype dt) {
     fresh_end();
 }
 
+/* Matmuls that cannot lead a fused task: batch axes, a 1-D output; and an epilogue that
+   would need a third tensor operand. Each launch queues what the rules give and equals eager
+   tasks bit for bit. */
+static void refused(void) {
+    static const struct {
+        int ra, rb;
+        int64_t sa[3], sb[3];
+        int extra; /* 1: the 3-operand case */
+    } cases[] = {
+        {3, 2, {2, 5, 7}, {7, 9}, 0}, /* batched: [2, 5, 9] */
+        {2, 1, {5, 7}, {7}, 0},       /* matrix @ vector: [5] */
+        {1, 2, {7}, {7, 9}, 0},       /* vector @ matrix: [9] */
+        {2, 2, {5, 7}, {7, 9}, 1},    /* fuses 2 of 3 adds: a third distinct operand */
+    };
+    int c, k;
+    for (c = 0; c < 4; c++) {
+        gpuos_tensor *A, *Bm, *h, *y[3], *init[4], *base[4];
+        int64_t so[3];
+        int ro = 0;
+        size_t bytes[4];
+        program p;
+        char what[64];
+        if (!fresh_begin()) return;
+        memset(&p, 0, sizeof p);
+        A = rand_tensor(GPUOS_F32, cases[c].ra, cases[c].sa, 0);
+        Bm = rand_tensor(GPUOS_F32, cases[c].rb, cases[c].sb, 0);
+        if (cases[c].ra == 3) so[ro++] = cases[c].sa[0];
+        if (cases[c].ra >= 2) so[ro++] = cases[c].sa[cases[c].ra - 2];
+        if (cases[c].rb == 2) so[ro++] = cases[c].sb[1];
+        h = rand_tensor(GPUOS_F32, ro, so, 0);
+        for (k = 0; k < 3; k++) y[k] = rand_tensor(GPUOS_F32, ro, so, 0);
+        base[0] = h, base[1] = y[0], base[2] = y[1], base[3] = y[2];
+        for (k = 0; k < 4; k++) init[k] = like(base[k], &bytes[k]);
+        fill_all();
+        for (k = 0; k < 4; k++) CHECK(gpuos_copy(ctx, init[k], base[k]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        {
+            gpuos_task t = GPUOS_TASK_INIT;
+            t.op = GPUOS_OP_MATMUL, t.out = h, t.in[0] = A, t.in[1] = Bm;
+            p.t[p.n++] = t;
+        }
+        for (k = 0; k < 3; k++) {
+            gpuos_task t = GPUOS_TASK_INIT;
+            t.op = GPUOS_OP_ADD, t.out = h, t.in[0] = h, t.in[1] = y[k];
+            p.t[p.n++] = t;
+        }
+        p.expect_tasks = cases[c].extra ? 2 : p.n; /* matmul + 2 adds, then the third add */
+        snprintf(what, sizeof what, "refused case %d", c);
+        run_both(what, &p, base, bytes, 4, init, 1, NULL);
+        gpuos_tensor_release(A);
+        gpuos_tensor_release(Bm);
+        for (k = 0; k < 4; k++) {
+            gpuos_tensor_release(base[k]);
+            gpuos_tensor_release(init[k]);
+        }
+        fresh_end();
+    }
+}
+
 int main(void) {
     static const gpuos_config init = GPUOS_CONFIG_INIT;
     static const gpuos_dtype dts[] = {GPUOS_F32, GPUOS_F16, GPUOS_BF16, GPUOS_F64, GPUOS_I32, GPUOS_I64, GPUOS_I16,
@@ -427,6 +485,7 @@ int main(void) {
     if (!fresh_begin()) return ctest_summary("test_fuse");
     if (getenv("GPUOS_TEST_SEED")) rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)atoll(getenv("GPUOS_TEST_SEED"));
     for (pi = 0; pi < programs; pi++) random_program(pi, dts[pi % 9]);
+    refused();
     mlp(GPUOS_F32);
     mlp(GPUOS_F16);
     mlp(GPUOS_BF16);
