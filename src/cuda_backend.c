@@ -71,6 +71,8 @@ typedef struct cuda__access {
     uint64_t lo, hi; /* byte range */
     uint64_t sig;    /* element map of an element-wise operand; 0 = none */
     uint32_t base;
+    uint32_t tile;   /* items a tile: tasks align only with equal tiles (the workers a tile count
+                        gives depend on the launch's run-time workers, cuda_job_workers) */
     int write;
     int lane;        /* the task's lane (dseq is in its sequence) */
 } cuda__access;
@@ -1482,6 +1484,52 @@ static cuda__memo *cuda_memo_of(struct gpuos__cuda *c, const void *rep_key) {
     return c->memo ? &c->memo[(h >> 40) & (CUDA__MEMO - 1u)] : NULL;
 }
 
+/* The log entries memo m recorded (e[k], NULL for a read a full log dropped since): 0 when
+   one of its writes is gone (cannot happen while the log's ver is m's). */
+static int cuda_memo_find(const cuda__memo *m, cuda__access **e) {
+    int k, j;
+    for (k = 0; k < m->n_acc; k++) {
+        cuda__log *lg = m->lg[k];
+        e[k] = NULL;
+        for (j = 0; j < lg->n && !e[k]; j++) {
+            cuda__access *a = &lg->a[j];
+            if (a->dseq == m->dseq && a->lane == 0 && a->lo == m->lo[k] && a->hi == m->hi[k] && a->write == m->write[k])
+                e[k] = a;
+        }
+        if (!e[k] && m->write[k]) return 0;
+    }
+    return 1;
+}
+
+/* The repeat's accesses in the logs, as task dseq with descriptor d: first the entries found
+   (renumbered: now the newest, so no record below drops them), then the reads a full log
+   dropped (recording moves entries: e[] is not used after it); then m is this task. */
+static void cuda_memo_relog(const struct gpuos__cuda *c, cuda__memo *m, cuda__access *const *e, uint64_t dseq,
+                            const gpuos__qdesc *d) {
+    int k;
+    for (k = 0; k < m->n_acc; k++)
+        if (e[k]) {
+            e[k]->dseq = dseq;
+            m->lg[k]->ver++;
+        }
+    for (k = 0; k < m->n_acc; k++)
+        if (!e[k]) {
+            cuda__access a;
+            memset(&a, 0, sizeof a);
+            a.dseq = dseq;
+            a.lo = m->lo[k];
+            a.hi = m->hi[k];
+            a.sig = 0; /* no one aligns with it: conservative */
+            a.base = d->base;
+            a.tile = d->tile_items;
+            a.write = 0;
+            a.lane = 0;
+            cuda_log_record(c, m->lg[k], &a);
+        }
+    for (k = 0; k < m->n_acc; k++) m->ver[k] = m->write[k] ? m->lg[k]->ver : m->lg[k]->wver;
+    m->dseq = dseq;
+}
+
 /* A repeated task (the same as one encoded before: loops' x = x + s, a frame's updates) gets
    the descriptor of its last encoding m (ctx->mu held; GPUOS_ERR_UNSUPPORTED: encode it in
    full) when what decided it is unchanged: m had nothing to wait for and was element-wise
@@ -1497,21 +1545,13 @@ static gpuos_status cuda_encode_repeat(gpuos_context *ctx, struct gpuos__cuda *c
     cuda__access *e[GPUOS__MAX_PTR];
     gpuos__qdesc d;
     gpuos_status st;
-    int k, j;
+    int k;
     if (job->prio != 0 || !c->running || c->serialize || m->launch != c->launches || !pe->used ||
         pe->key != m->plan_key || pe->epoch != ((m->d.kind >> 8) & 0xffffffu))
         return GPUOS_ERR_UNSUPPORTED;
-    for (k = 0; k < m->n_acc; k++) {
-        cuda__log *lg = m->lg[k];
-        if ((m->write[k] ? lg->ver : lg->wver) != m->ver[k]) return GPUOS_ERR_UNSUPPORTED;
-        e[k] = NULL;
-        for (j = 0; j < lg->n && !e[k]; j++) {
-            cuda__access *a = &lg->a[j];
-            if (a->dseq == m->dseq && a->lane == 0 && a->lo == m->lo[k] && a->hi == m->hi[k] && a->write == m->write[k])
-                e[k] = a;
-        }
-        if (!e[k] && m->write[k]) return GPUOS_ERR_UNSUPPORTED; /* cannot happen: its log is unchanged */
-    }
+    for (k = 0; k < m->n_acc; k++)
+        if ((m->write[k] ? m->lg[k]->ver : m->lg[k]->wver) != m->ver[k]) return GPUOS_ERR_UNSUPPORTED;
+    if (!cuda_memo_find(m, e)) return GPUOS_ERR_UNSUPPORTED;
     st = cuda_ring_room(ctx, c, 0, 1);
     if (st != GPUOS_OK) return st;
     d = m->d;
@@ -1520,25 +1560,7 @@ static gpuos_status cuda_encode_repeat(gpuos_context *ctx, struct gpuos__cuda *c
     job->dseq = c->dseq[0];
     job->lane = 0;
     pe->last_dseq[0] = job->dseq; /* its plan row stays until it retires */
-    for (k = 0; k < m->n_acc; k++) {
-        if (e[k]) {
-            e[k]->dseq = job->dseq;
-            m->lg[k]->ver++;
-        } else { /* a read m recorded, since dropped from a full log */
-            cuda__access a;
-            memset(&a, 0, sizeof a);
-            a.dseq = job->dseq;
-            a.lo = m->lo[k];
-            a.hi = m->hi[k];
-            a.sig = 0;
-            a.base = d.base;
-            a.write = 0;
-            a.lane = 0;
-            cuda_log_record(c, m->lg[k], &a);
-        }
-    }
-    for (k = 0; k < m->n_acc; k++) m->ver[k] = m->write[k] ? m->lg[k]->ver : m->lg[k]->wver;
-    m->dseq = job->dseq;
+    cuda_memo_relog(c, m, e, job->dseq, &d);
     c->dseq[0]++;
     if ((c->dseq[0] & 63) == 0) cuda_refresh_retired(c); /* as cuda_encode does */
     return GPUOS_OK;
@@ -1623,7 +1645,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
                 continue;
             }
             /* tile-aligned: same item->element map, same tiling: the same worker runs both */
-            if (c->align && job->kind == GPUOS__KIND_EW && a->sig && a->sig == ops[k].sig &&
+            if (c->align && job->kind == GPUOS__KIND_EW && a->sig && a->sig == ops[k].sig && a->tile == tile &&
                 (base == UINT32_MAX || base == a->base)) {
                 base = a->base;
                 continue;
@@ -1707,7 +1729,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     GPUOS__PH(GPUOS__PH_PUT, t0);
     /* an identical later task may repeat this one's descriptor (cuda_encode_repeat) */
     memo = job->rep_key ? cuda_memo_of(c, job->rep_key) : NULL;
-    if (memo && (lane != 0 || d.n_deps != 0 || job->kind != GPUOS__KIND_EW)) {
+    if (memo && (lane != 0 || d.n_deps != 0 || job->kind != GPUOS__KIND_EW || !c->align)) {
         if (memo->rep_key == job->rep_key) memo->rep_key = NULL; /* its last encoding is not this */
         memo = NULL;
     }
@@ -1738,6 +1760,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         a.hi = hi;
         a.sig = job->kind == GPUOS__KIND_EW ? ops[k].sig : 0;
         a.base = base;
+        a.tile = tile;
         a.write = ops[k].write;
         a.lane = lane;
         cuda_log_record(c, lg, &a);
@@ -2507,6 +2530,7 @@ gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__c
         a.hi = e->hi;
         a.sig = e->sig;
         a.base = base0 + g->base_rel[e->node];
+        a.tile = g->desc[e->node].tile_items;
         a.write = e->write;
         a.lane = lane;
         cuda_log_record(c, lg, &a);
