@@ -653,6 +653,7 @@ struct gpuos_context {
     int n_free_jobs;
     struct gpuos__tcache *tcache; /* jobs of recent submissions, to repeat (queue.c; mu) */
     uint32_t reap_every;   /* GPU: submissions between the submitter's own reaps (GPUOS_CUDA_REAP_EVERY; 0: never) */
+    uint32_t reap_count;   /* submissions since the last one */
     uint32_t tcache_clock;
 
     pthread_t dispatcher;
@@ -9676,7 +9677,10 @@ static gpuos_status queue_push_locked(gpuos_context *ctx, gpuos__job *job, uint6
         /* Every reap_every submissions the submitter retires what finished itself: left to the
            reaper thread (every 200 us), a fast submitter waited for its lock while it retired
            hundreds of jobs written by this thread's cache. */
-        if (ctx->reap_every && job->seq % ctx->reap_every == 0) (void)gpuos__cuda_reap_locked(ctx);
+        if (ctx->reap_every && ++ctx->reap_count >= ctx->reap_every) {
+            ctx->reap_count = 0;
+            (void)gpuos__cuda_reap_locked(ctx);
+        }
     }
     return GPUOS_OK;
 }

@@ -184,6 +184,7 @@ struct gpuos_context {
     int n_free_jobs;
     struct gpuos__tcache *tcache; /* jobs of recent submissions, to repeat (queue.c; mu) */
     uint32_t reap_every;   /* GPU: submissions between the submitter's own reaps (GPUOS_CUDA_REAP_EVERY; 0: never) */
+    uint32_t reap_count;   /* submissions since the last one */
     uint32_t tcache_clock;
 
     pthread_t dispatcher;

@@ -271,7 +271,10 @@ static gpuos_status queue_push_locked(gpuos_context *ctx, gpuos__job *job, uint6
         /* Every reap_every submissions the submitter retires what finished itself: left to the
            reaper thread (every 200 us), a fast submitter waited for its lock while it retired
            hundreds of jobs written by this thread's cache. */
-        if (ctx->reap_every && job->seq % ctx->reap_every == 0) (void)gpuos__cuda_reap_locked(ctx);
+        if (ctx->reap_every && ++ctx->reap_count >= ctx->reap_every) {
+            ctx->reap_count = 0;
+            (void)gpuos__cuda_reap_locked(ctx);
+        }
     }
     return GPUOS_OK;
 }
