@@ -221,6 +221,10 @@ gpuos__matmul_fn gpuos__host_matmul(gpuos_dtype key);
 /* Can a matmul of dtype take op as an epilogue operator (gen/ops.py EPILOGUE; both executors
    run it: host_ops.c, device_ops.cu)? */
 int gpuos__matmul_epi_ok(gpuos_op op, gpuos_dtype dtype);
+/* Does epilogue entry e (gpuos__matmul_plan.epi) read a tensor operand (a binary operator)? */
+static inline int gpuos__epi_binary(int32_t e) {
+    return (e & GPUOS__EPI_OP) < GPUOS_OP_COUNT && gpuos__ops[e & GPUOS__EPI_OP].n_in == 2;
+}
 
 /* ---------------------------------------------------------------- f16 / bf16 (src/half.c) */
 float gpuos__f16_to_f32(uint16_t h);
@@ -555,9 +559,11 @@ enum {
 extern uint64_t gpuos__prof_host[GPUOS__PH_N];
 #define GPUOS__PH_NOW() __rdtsc()
 #define GPUOS__PH(i, t0) (gpuos__prof_host[i] += __rdtsc() - (t0))
+#define GPUOS__PH_INC(i) (gpuos__prof_host[i]++)
 #else
 #define GPUOS__PH_NOW() ((uint64_t)0)
 #define GPUOS__PH(i, t0) ((void)(t0))
+#define GPUOS__PH_INC(i) ((void)0)
 #endif
 
 typedef struct gpuos__job {
@@ -3945,7 +3951,7 @@ static int cuda_operands(const gpuos__job *job, cuda__operand *ops) {
             const int32_t e = p->epi[k];
             const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
             int q;
-            if ((e & GPUOS__EPI_OP) >= GPUOS_OP_COUNT || gpuos__ops[e & GPUOS__EPI_OP].n_in != 2) continue;
+            if (!gpuos__epi_binary(e)) continue;
             for (q = 3; q < n && !(ops[q].ptr == p->epi_ptr[j] && ops[q].stride[0] == p->epi_sm[j] && ops[q].stride[1] == p->epi_sn[j]); q++)
                 continue;
             if (q < n || n == GPUOS__MAX_PTR) continue;
@@ -4572,7 +4578,7 @@ static void cuda_check_fault_locked(gpuos_context *ctx) {
         } else if (cuda_now_ns() - c->launch_ns > CUDA__RESIDENT_NS) {
             /* the resident blocks cannot be stopped (EXIT needs every worker): keep their memory */
             c->running = 0;
-                    c->stuck = 1;
+            c->stuck = 1;
             gpuos__fail_locked(ctx,
                                "only %d of the persistent kernels' %d blocks became resident within %d s (run-time "
                                "workers: %d of %d): other work on the GPU leaves no room for them (gpuos needs every "
@@ -7916,22 +7922,20 @@ static int graph_fuse_add(const gpuos_task *mt, gpuos__job *f, const gpuos_task 
         const gpuos_tensor *y = et->in[other];
         const char *ptr;
         int64_t sm, sn;
-        int j;
+        int j, used = 0, found = -1, s;
         if (!y || y->st == out->st || y->dtype != out->dtype || y->rank > 2) return 0;
         ptr = y->st->data + y->offset * es;
         sn = y->rank >= 1 && y->shape[y->rank - 1] != 1 ? y->strides[y->rank - 1] * es : 0;
         sm = y->rank == 2 && y->shape[0] != 1 ? y->strides[0] * es : 0;
-        for (j = 0; j < p->n_epi; j++) /* an operand already read by the epilogue */
-            if ((p->epi[j] & GPUOS__EPI_OP) < GPUOS_OP_COUNT && gpuos__ops[p->epi[j] & GPUOS__EPI_OP].n_in == 2) {
-                const int q = (p->epi[j] >> GPUOS__EPI_IN_SHIFT) & 1;
-                if (p->epi_ptr[q] == ptr && p->epi_sm[q] == sm && p->epi_sn[q] == sn) break;
+        for (s = 0; s < p->n_epi; s++) /* the operand slots in use; this operand's, if already read */
+            if (gpuos__epi_binary(p->epi[s])) {
+                const int q = (p->epi[s] >> GPUOS__EPI_IN_SHIFT) & 1;
+                used |= 1 << q;
+                if (p->epi_ptr[q] == ptr && p->epi_sm[q] == sm && p->epi_sn[q] == sn) found = q;
             }
-        if (j < p->n_epi) {
-            j = (p->epi[j] >> GPUOS__EPI_IN_SHIFT) & 1;
+        if (found >= 0) {
+            j = found;
         } else {
-            int used = 0, s;
-            for (s = 0; s < p->n_epi; s++)
-                if (gpuos__ops[p->epi[s] & GPUOS__EPI_OP].n_in == 2) used |= 1 << ((p->epi[s] >> GPUOS__EPI_IN_SHIFT) & 1);
             for (j = 0; j < GPUOS__MM_EPI_IN && (used >> j & 1); j++) continue;
             if (j == GPUOS__MM_EPI_IN) return 0;
             for (s = 0; s < f->n_st && f->st[s] != y->st; s++) continue;
@@ -8021,7 +8025,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
     gpuos_context *ctx;
     gpuos__job **jobs;
     gpuos_task *eff; /* a launch with bindings: each job's task as bound (fusion) */
-    int i, j, k, queued = 0, nj = 0, fuse;
+    int i, j, k, queued = 0, nj = 0, fuse, fuse_bound;
     gpuos_status s = GPUOS_OK;
     if (!g) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "%s: graph is NULL", fn);
     ctx = g->ctx;
@@ -8059,7 +8063,8 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
             return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "%s: the dependencies have a cycle", fn);
         g->order_ok = 1;
     }
-    /* fused tasks only when nothing is bound: a binding may make an epilogue operand alias the output */
+    /* nothing bound: the fused templates (g->fz); bound: the jobs as bound are fused below
+       (graph_fuse_jobs), since a binding may make an epilogue operand alias the output */
     fuse = n_binds == 0 && n_scalars == 0;
     if (fuse && !g->fz_ok && (s = graph_fuse(g)) != GPUOS_OK) return s;
     /* GPU, nothing bound: the nodes were encoded once; a launch is a copy of their slots */
@@ -8106,8 +8111,9 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
     }
     /* every job first (a node that fails validation queues nothing), then push them in order */
     jobs = (gpuos__job **)calloc((size_t)g->n, sizeof *jobs);
-    eff = fuse || !graph_fuse_on() ? NULL : (gpuos_task *)malloc((size_t)g->n * sizeof *eff);
-    if (!jobs || (!eff && !fuse && graph_fuse_on())) {
+    fuse_bound = !fuse && graph_fuse_on();
+    eff = fuse_bound ? (gpuos_task *)malloc((size_t)g->n * sizeof *eff) : NULL;
+    if (!jobs || (fuse_bound && !eff)) {
         free(jobs);
         free(eff);
         return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: no memory", fn);
@@ -9387,17 +9393,13 @@ gpuos_status gpuos_submit(gpuos_context *ctx, const gpuos_task *task, uint64_t *
     gpuos_status s;
     if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_submit: ctx is NULL");
     if (!task) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_submit: task is NULL");
-#if defined(GPUOS__PROF_HOST) && defined(__x86_64__)
     {
         const uint64_t t0 = GPUOS__PH_NOW();
-        const int r = gpuos__queue_submit_repeat(ctx, task, seq, &s);
+        const int r = gpuos__queue_submit_repeat(ctx, task, seq, &s); /* the job of an identical recent task */
         GPUOS__PH(GPUOS__PH_SUBMIT, t0);
-        gpuos__prof_host[GPUOS__PH_COUNT]++;
+        GPUOS__PH_INC(GPUOS__PH_COUNT);
         if (r) return s;
     }
-#else
-    if (gpuos__queue_submit_repeat(ctx, task, seq, &s)) return s; /* the job of an identical recent task */
-#endif
     if ((s = gpuos__plan_task(ctx, task, &job)) != GPUOS_OK) return s;
     return gpuos__queue_push_task(ctx, task, job, seq); /* frees the job on error */
 }

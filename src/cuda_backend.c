@@ -1215,7 +1215,7 @@ static int cuda_operands(const gpuos__job *job, cuda__operand *ops) {
             const int32_t e = p->epi[k];
             const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
             int q;
-            if ((e & GPUOS__EPI_OP) >= GPUOS_OP_COUNT || gpuos__ops[e & GPUOS__EPI_OP].n_in != 2) continue;
+            if (!gpuos__epi_binary(e)) continue;
             for (q = 3; q < n && !(ops[q].ptr == p->epi_ptr[j] && ops[q].stride[0] == p->epi_sm[j] && ops[q].stride[1] == p->epi_sn[j]); q++)
                 continue;
             if (q < n || n == GPUOS__MAX_PTR) continue;
@@ -1842,7 +1842,7 @@ static void cuda_check_fault_locked(gpuos_context *ctx) {
         } else if (cuda_now_ns() - c->launch_ns > CUDA__RESIDENT_NS) {
             /* the resident blocks cannot be stopped (EXIT needs every worker): keep their memory */
             c->running = 0;
-                    c->stuck = 1;
+            c->stuck = 1;
             gpuos__fail_locked(ctx,
                                "only %d of the persistent kernels' %d blocks became resident within %d s (run-time "
                                "workers: %d of %d): other work on the GPU leaves no room for them (gpuos needs every "

@@ -68,6 +68,10 @@ gpuos__matmul_fn gpuos__host_matmul(gpuos_dtype key);
 /* Can a matmul of dtype take op as an epilogue operator (gen/ops.py EPILOGUE; both executors
    run it: host_ops.c, device_ops.cu)? */
 int gpuos__matmul_epi_ok(gpuos_op op, gpuos_dtype dtype);
+/* Does epilogue entry e (gpuos__matmul_plan.epi) read a tensor operand (a binary operator)? */
+static inline int gpuos__epi_binary(int32_t e) {
+    return (e & GPUOS__EPI_OP) < GPUOS_OP_COUNT && gpuos__ops[e & GPUOS__EPI_OP].n_in == 2;
+}
 
 /* ---------------------------------------------------------------- f16 / bf16 (src/half.c) */
 float gpuos__f16_to_f32(uint16_t h);

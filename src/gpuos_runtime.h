@@ -86,9 +86,11 @@ enum {
 extern uint64_t gpuos__prof_host[GPUOS__PH_N];
 #define GPUOS__PH_NOW() __rdtsc()
 #define GPUOS__PH(i, t0) (gpuos__prof_host[i] += __rdtsc() - (t0))
+#define GPUOS__PH_INC(i) (gpuos__prof_host[i]++)
 #else
 #define GPUOS__PH_NOW() ((uint64_t)0)
 #define GPUOS__PH(i, t0) ((void)(t0))
+#define GPUOS__PH_INC(i) ((void)0)
 #endif
 
 typedef struct gpuos__job {

@@ -283,22 +283,20 @@ static int graph_fuse_add(const gpuos_task *mt, gpuos__job *f, const gpuos_task 
         const gpuos_tensor *y = et->in[other];
         const char *ptr;
         int64_t sm, sn;
-        int j;
+        int j, used = 0, found = -1, s;
         if (!y || y->st == out->st || y->dtype != out->dtype || y->rank > 2) return 0;
         ptr = y->st->data + y->offset * es;
         sn = y->rank >= 1 && y->shape[y->rank - 1] != 1 ? y->strides[y->rank - 1] * es : 0;
         sm = y->rank == 2 && y->shape[0] != 1 ? y->strides[0] * es : 0;
-        for (j = 0; j < p->n_epi; j++) /* an operand already read by the epilogue */
-            if ((p->epi[j] & GPUOS__EPI_OP) < GPUOS_OP_COUNT && gpuos__ops[p->epi[j] & GPUOS__EPI_OP].n_in == 2) {
-                const int q = (p->epi[j] >> GPUOS__EPI_IN_SHIFT) & 1;
-                if (p->epi_ptr[q] == ptr && p->epi_sm[q] == sm && p->epi_sn[q] == sn) break;
+        for (s = 0; s < p->n_epi; s++) /* the operand slots in use; this operand's, if already read */
+            if (gpuos__epi_binary(p->epi[s])) {
+                const int q = (p->epi[s] >> GPUOS__EPI_IN_SHIFT) & 1;
+                used |= 1 << q;
+                if (p->epi_ptr[q] == ptr && p->epi_sm[q] == sm && p->epi_sn[q] == sn) found = q;
             }
-        if (j < p->n_epi) {
-            j = (p->epi[j] >> GPUOS__EPI_IN_SHIFT) & 1;
+        if (found >= 0) {
+            j = found;
         } else {
-            int used = 0, s;
-            for (s = 0; s < p->n_epi; s++)
-                if (gpuos__ops[p->epi[s] & GPUOS__EPI_OP].n_in == 2) used |= 1 << ((p->epi[s] >> GPUOS__EPI_IN_SHIFT) & 1);
             for (j = 0; j < GPUOS__MM_EPI_IN && (used >> j & 1); j++) continue;
             if (j == GPUOS__MM_EPI_IN) return 0;
             for (s = 0; s < f->n_st && f->st[s] != y->st; s++) continue;
@@ -388,7 +386,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
     gpuos_context *ctx;
     gpuos__job **jobs;
     gpuos_task *eff; /* a launch with bindings: each job's task as bound (fusion) */
-    int i, j, k, queued = 0, nj = 0, fuse;
+    int i, j, k, queued = 0, nj = 0, fuse, fuse_bound;
     gpuos_status s = GPUOS_OK;
     if (!g) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "%s: graph is NULL", fn);
     ctx = g->ctx;
@@ -426,7 +424,8 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
             return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "%s: the dependencies have a cycle", fn);
         g->order_ok = 1;
     }
-    /* fused tasks only when nothing is bound: a binding may make an epilogue operand alias the output */
+    /* nothing bound: the fused templates (g->fz); bound: the jobs as bound are fused below
+       (graph_fuse_jobs), since a binding may make an epilogue operand alias the output */
     fuse = n_binds == 0 && n_scalars == 0;
     if (fuse && !g->fz_ok && (s = graph_fuse(g)) != GPUOS_OK) return s;
     /* GPU, nothing bound: the nodes were encoded once; a launch is a copy of their slots */
@@ -473,8 +472,9 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
     }
     /* every job first (a node that fails validation queues nothing), then push them in order */
     jobs = (gpuos__job **)calloc((size_t)g->n, sizeof *jobs);
-    eff = fuse || !graph_fuse_on() ? NULL : (gpuos_task *)malloc((size_t)g->n * sizeof *eff);
-    if (!jobs || (!eff && !fuse && graph_fuse_on())) {
+    fuse_bound = !fuse && graph_fuse_on();
+    eff = fuse_bound ? (gpuos_task *)malloc((size_t)g->n * sizeof *eff) : NULL;
+    if (!jobs || (fuse_bound && !eff)) {
         free(jobs);
         free(eff);
         return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: no memory", fn);

@@ -837,17 +837,13 @@ gpuos_status gpuos_submit(gpuos_context *ctx, const gpuos_task *task, uint64_t *
     gpuos_status s;
     if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_submit: ctx is NULL");
     if (!task) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_submit: task is NULL");
-#if defined(GPUOS__PROF_HOST) && defined(__x86_64__)
     {
         const uint64_t t0 = GPUOS__PH_NOW();
-        const int r = gpuos__queue_submit_repeat(ctx, task, seq, &s);
+        const int r = gpuos__queue_submit_repeat(ctx, task, seq, &s); /* the job of an identical recent task */
         GPUOS__PH(GPUOS__PH_SUBMIT, t0);
-        gpuos__prof_host[GPUOS__PH_COUNT]++;
+        GPUOS__PH_INC(GPUOS__PH_COUNT);
         if (r) return s;
     }
-#else
-    if (gpuos__queue_submit_repeat(ctx, task, seq, &s)) return s; /* the job of an identical recent task */
-#endif
     if ((s = gpuos__plan_task(ctx, task, &job)) != GPUOS_OK) return s;
     return gpuos__queue_push_task(ctx, task, job, seq); /* frees the job on error */
 }
