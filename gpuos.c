@@ -2791,7 +2791,7 @@ int gpuos_debug_pause(gpuos_context *ctx, int paused) {
 #define CUDA__SPIN_NS 1000000ull
 #define CUDA__TILE_EW 1024           /* element-wise items per tile (small tasks) */
 #define CUDA__EW_PASS 1024           /* items of one vector pass of a worker block (256 threads x 4) */
-#define CUDA__MAX_PARTS 8            /* relocatable programs the device code is compiled as, at most */
+#define CUDA__MAX_PARTS 8 /* relocatable programs the device code is compiled as, at most (gen/gen.py MAX_PARTS) */
 #define CUDA__OLD_MODS 16            /* swapped-out run-time modules kept until an idle stop */
 /* A launch whose blocks are not all resident after this long fails the context: the workers
    wait on each other, so a block that never starts would hang the queue. */
@@ -2881,6 +2881,8 @@ struct gpuos__cuda {
     char name[128];
     int cc_major, cc_minor, sm_count, n_blocks, n_workers;
     double compile_ms;           /* 0 when the module came from the cache */
+    double slowest_part_ms;      /* the slowest program's NVRTC time, and the link's (0: from the cache) */
+    double link_ms;
     int from_cache;
 
     /* per lane (gpuos_queue.h): 0 normal, 1 high priority */
@@ -3105,11 +3107,14 @@ typedef struct cuda__part {
     size_t size;
     char *log;
     gpuos_status st;
+    double ms; /* its NVRTC time */
 } cuda__part;
 
 static void *cuda_part_main(void *arg) {
     cuda__part *p = (cuda__part *)arg;
+    const uint64_t t0 = cuda_now_ns();
     p->st = gpuos__nvrtc_compile(p->ctx, p->src, "gpuos_device.cu", p->opts, p->n_opts, 1, &p->cubin, &p->size, &p->log);
+    p->ms = (double)(cuda_now_ns() - t0) / 1e6;
     return NULL;
 }
 
@@ -3217,11 +3222,15 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
     for (i = 0; i < n_opts; i++) key = cuda_hash(key, opts[i], strlen(opts[i]) + 1);
     if (nv) key = cuda_hash(key, &nv->version_major, sizeof(int) * 2);
     /* Relocatable code is compiled as n_parts programs on n_parts threads (NVRTC is
-       single-threaded per program; see "parts" in device_ops.cu) and linked: 5.1 s
-       against 7.7 s as one program on the CI machine's CPU. GPUOS_CUDA_PARTS=1..8. */
+       single-threaded per program) and linked: one per CPU, at most CUDA__MAX_PARTS, the
+       groups spread by their measured NVRTC time ("parts" in device_ops.cu; on the CI
+       machine's CPU the slowest of 8 programs is the kernel's, 2.8 s, against 16 s for one
+       program). GPUOS_CUDA_PARTS=1..8 overrides the count. */
     {
         const char *e = getenv("GPUOS_CUDA_PARTS");
-        n_parts = e && atoi(e) >= 1 && atoi(e) <= CUDA__MAX_PARTS ? atoi(e) : 5;
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        n_parts = ncpu < 1 ? 1 : ncpu > CUDA__MAX_PARTS ? CUDA__MAX_PARTS : (int)ncpu;
+        if (e && atoi(e) >= 1 && atoi(e) <= CUDA__MAX_PARTS) n_parts = atoi(e);
         if (!jl) n_parts = 1;
         key = cuda_hash(key, &n_parts, sizeof n_parts);
     }
@@ -3264,6 +3273,8 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
     t_compile0 = cuda_now_ns();
     cuda_compile_parts(ctx, src, opts, n_opts, n_parts, jl != NULL, parts);
     c->compile_ms = (double)(cuda_now_ns() - t_compile0) / 1e6;
+    for (i = 0; i < n_parts + (jl != NULL); i++)
+        if (parts[i].ms > c->slowest_part_ms) c->slowest_part_ms = parts[i].ms;
     free(src);
     st = GPUOS_OK;
     for (i = 0; i < n_parts && st == GPUOS_OK; i++)
@@ -3303,7 +3314,11 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
             sizes[i] = parts[i].size;
             types[i] = GPUOS__NVJITLINK_INPUT_CUBIN;
         }
-        st = gpuos__nvjitlink_link(ctx, lopts, 1, images, sizes, types, n_parts, &linked, &linked_size, &log);
+        {
+            const uint64_t t_link0 = cuda_now_ns();
+            st = gpuos__nvjitlink_link(ctx, lopts, 1, images, sizes, types, n_parts, &linked, &linked_size, &log);
+            c->link_ms = (double)(cuda_now_ns() - t_link0) / 1e6;
+        }
         for (i = 0; i < n_parts; i++) free(parts[i].cubin);
         if (st != GPUOS_OK) {
             st = gpuos__set_error(ctx, st, "gpuos_create: linking the device code failed:\n%s", log ? log : "");
@@ -4926,6 +4941,15 @@ void gpuos_debug_create_times(gpuos_context *ctx, double *driver_ms, double *con
     if (context_ms) *context_ms = ms[1];
     if (code_ms) *code_ms = ms[2];
     if (rest_ms) *rest_ms = ms[3];
+}
+
+void gpuos_debug_compile_times(gpuos_context *ctx, int *programs, double *compile_ms, double *slowest_ms,
+                               double *link_ms) {
+    const struct gpuos__cuda *c = ctx ? ctx->cuda : NULL;
+    if (programs) *programs = c ? c->n_parts : 0;
+    if (compile_ms) *compile_ms = c ? c->compile_ms : 0;
+    if (slowest_ms) *slowest_ms = c ? c->slowest_part_ms : 0;
+    if (link_ms) *link_ms = c ? c->link_ms : 0;
 }
 
 void gpuos_debug_rt_times(gpuos_context *ctx, double *compile_ms, double *link_ms, double *swap_ms) {
@@ -12640,11 +12664,27 @@ const char *const gpuos__device_source[] = {
     "    return h;\n",
     "}\n",
     "\n",
+    "/* ---------------------------------------------------------------- static shared memory */\n",
+    "/* How the device code's shared buffers are declared. The parts of a split compile\n",
+    "   (-DGPUOS__D_NPARTS=n -DGPUOS__D_PART=k, k < n: see \"parts\" in device_ops.cu) share ONE\n",
+    "   copy, defined by part 0 and external in the others (relocatable code: nvJitLink\n",
+    "   resolves them, and the kernel's static shared memory, limited to 48 KB, holds each\n",
+    "   buffer once whichever parts use it). A whole program, the run-time module's code and\n",
+    "   run-time operators (parts >= n, linked into their own module) keep a static copy. */\n",
+    "#if defined(GPUOS__D_NPARTS) && defined(GPUOS__D_PART) && GPUOS__D_NPARTS > 1 && GPUOS__D_PART > 0 && \\\n",
+    "    GPUOS__D_PART < GPUOS__D_NPARTS\n",
+    "#define GPUOS__D_SHARED extern __shared__\n",
+    "#elif defined(GPUOS__D_NPARTS) && defined(GPUOS__D_PART) && GPUOS__D_NPARTS > 1 && GPUOS__D_PART == 0\n",
+    "#define GPUOS__D_SHARED __shared__\n",
+    "#else\n",
+    "#define GPUOS__D_SHARED static __shared__\n",
+    "#endif\n",
+    "\n",
     "/* ---------------------------------------------------------------- block-level reductions */\n",
-    "/* One static buffer for every cross-warp reduction: 32 warps x 32 bytes (the largest\n",
+    "/* One buffer for every cross-warp reduction: 32 warps x 32 bytes (the largest\n",
     "   accumulator, Welford's {n, mean, m2} in f64, is 24). Static shared memory of the\n",
     "   device code: this (1 KB) and gpuos__d_mm_smem (matmul tiles). */\n",
-    "static __shared__ __align__(16) unsigned char gpuos__d_red_smem[32 * 32]; /* one per program part */\n",
+    "GPUOS__D_SHARED __align__(16) unsigned char gpuos__d_red_smem[32 * 32];\n",
     "\n",
     "GPUOS__FN int gpuos__d_tid(void) { return (int)threadIdx.x; }\n",
     "GPUOS__FN int gpuos__d_nthreads(void) { return (int)blockDim.x; }\n",
@@ -14345,15 +14385,89 @@ const char *const gpuos__device_source[] = {
     "#ifndef GPUOS__D_PART\n",
     "#define GPUOS__D_PART 0\n",
     "#endif\n",
-    "/* Which part defines group g: element-wise groups (no shared memory, most of the\n",
-    "   compile time) are spread over parts 2..n-1; reductions and the persistent kernel are\n",
-    "   part 0; matmul and row-wise part 1. Each part that uses a static shared buffer\n",
-    "   links its own copy of it, so only parts 0 and 1 have any (the kernel's limit is\n",
-    "   48 KB). n == 2: element-wise in part 1, the rest in part 0. */\n",
-    "#define GPUOS__D_MINE(g)                                                                                     \\\n",
-    "    (GPUOS__D_NPARTS == 1 ||                                                                                 \\\n",
-    "     ((g) < 34 \? (GPUOS__D_NPARTS == 2 \? GPUOS__D_PART == 1 : (g) % (GPUOS__D_NPARTS - 2) + 2 == GPUOS__D_PART) \\\n",
-    "      : (g) < 46 || GPUOS__D_NPARTS == 2 \? GPUOS__D_PART == 0 : GPUOS__D_PART == 1))\n",
+    "/* Which part defines group g (GPUOS__D_PG<g>, one entry per program count 2..8): the\n",
+    "   groups are spread by their measured NVRTC time (gen/gen.py, DEVICE PARTS), part 0\n",
+    "   starting with the persistent kernel's. Shared buffers are one copy whatever the parts\n",
+    "   (GPUOS__D_SHARED, prelude). -DGPUOS__D_ONLY=g defines group g alone (-1: none), for\n",
+    "   gen/measure_parts.py. */\n",
+    "#if GPUOS__D_NPARTS > 8\n",
+    "#error \"GPUOS__D_NPARTS: at most 8 parts\"\n",
+    "#endif\n",
+    "#define GPUOS__D_CAT_(a, b) a##b\n",
+    "#define GPUOS__D_CAT(a, b) GPUOS__D_CAT_(a, b)\n",
+    "#define GPUOS__D_CAT2_(a, b) a##b /* a second one: GPUOS__D_SEL expands inside GPUOS__D_CAT */\n",
+    "#define GPUOS__D_CAT2(a, b) GPUOS__D_CAT2_(a, b)\n",
+    "#define GPUOS__D_SEL_1(a2, a3, a4, a5, a6, a7, a8) 0\n",
+    "#define GPUOS__D_SEL_2(a2, a3, a4, a5, a6, a7, a8) a2\n",
+    "#define GPUOS__D_SEL_3(a2, a3, a4, a5, a6, a7, a8) a3\n",
+    "#define GPUOS__D_SEL_4(a2, a3, a4, a5, a6, a7, a8) a4\n",
+    "#define GPUOS__D_SEL_5(a2, a3, a4, a5, a6, a7, a8) a5\n",
+    "#define GPUOS__D_SEL_6(a2, a3, a4, a5, a6, a7, a8) a6\n",
+    "#define GPUOS__D_SEL_7(a2, a3, a4, a5, a6, a7, a8) a7\n",
+    "#define GPUOS__D_SEL_8(a2, a3, a4, a5, a6, a7, a8) a8\n",
+    "#define GPUOS__D_SEL(...) GPUOS__D_CAT2(GPUOS__D_SEL_, GPUOS__D_NPARTS)(__VA_ARGS__)\n",
+    "#define GPUOS__D_PG0 GPUOS__D_SEL(0, 1, 3, 3, 5, 3, 5) /* ew:1_1_1 */\n",
+    "#define GPUOS__D_PG1 GPUOS__D_SEL(1, 2, 2, 2, 2, 2, 2) /* ew:1_2_2 */\n",
+    "#define GPUOS__D_PG2 GPUOS__D_SEL(1, 2, 1, 3, 5, 6, 6) /* ew:1_4_4 */\n",
+    "#define GPUOS__D_PG3 GPUOS__D_SEL(0, 1, 2, 4, 5, 5, 5) /* ew:1_8_8 */\n",
+    "#define GPUOS__D_PG4 GPUOS__D_SEL(0, 1, 1, 2, 4, 2, 4) /* ew:1_1_2 */\n",
+    "#define GPUOS__D_PG5 GPUOS__D_SEL(0, 0, 0, 3, 2, 2, 7) /* ew:1_1_4 */\n",
+    "#define GPUOS__D_PG6 GPUOS__D_SEL(1, 2, 3, 1, 2, 4, 3) /* ew:1_1_8 */\n",
+    "#define GPUOS__D_PG7 GPUOS__D_SEL(1, 0, 1, 1, 2, 4, 6) /* ew:2_1_1_1 */\n",
+    "#define GPUOS__D_PG8 GPUOS__D_SEL(1, 2, 3, 3, 3, 3, 3) /* ew:2_2_2_2 */\n",
+    "#define GPUOS__D_PG9 GPUOS__D_SEL(1, 1, 3, 2, 4, 6, 7) /* ew:2_4_4_4 */\n",
+    "#define GPUOS__D_PG10 GPUOS__D_SEL(0, 2, 2, 4, 3, 5, 7) /* ew:2_8_8_8 */\n",
+    "#define GPUOS__D_PG11 GPUOS__D_SEL(1, 1, 0, 1, 2, 3, 2) /* ew:2_1_2_2 */\n",
+    "#define GPUOS__D_PG12 GPUOS__D_SEL(0, 2, 2, 4, 1, 6, 7) /* ew:2_1_4_4 */\n",
+    "#define GPUOS__D_PG13 GPUOS__D_SEL(0, 0, 0, 4, 3, 3, 6) /* ew:2_1_8_8 */\n",
+    "#define GPUOS__D_PG14 GPUOS__D_SEL(1, 2, 3, 4, 4, 5, 2) /* ew:3_1_1_1_1 */\n",
+    "#define GPUOS__D_PG15 GPUOS__D_SEL(0, 1, 0, 4, 3, 2, 2) /* ew:3_2_1_2_2 */\n",
+    "#define GPUOS__D_PG16 GPUOS__D_SEL(0, 2, 3, 1, 5, 1, 3) /* ew:3_4_1_4_4 */\n",
+    "#define GPUOS__D_PG17 GPUOS__D_SEL(1, 2, 3, 0, 4, 6, 4) /* ew:3_8_1_8_8 */\n",
+    "#define GPUOS__D_PG18 GPUOS__D_SEL(1, 0, 2, 1, 4, 2, 1) /* ew:3_2_2_2_2 */\n",
+    "#define GPUOS__D_PG19 GPUOS__D_SEL(0, 0, 1, 2, 1, 1, 3) /* ew:3_4_4_4_4 */\n",
+    "#define GPUOS__D_PG20 GPUOS__D_SEL(1, 1, 2, 1, 5, 3, 6) /* ew:3_8_8_8_8 */\n",
+    "#define GPUOS__D_PG21 GPUOS__D_SEL(1, 2, 0, 3, 1, 1, 7) /* ew:1_2_1 */\n",
+    "#define GPUOS__D_PG22 GPUOS__D_SEL(0, 2, 2, 3, 4, 6, 2) /* ew:1_4_1 */\n",
+    "#define GPUOS__D_PG23 GPUOS__D_SEL(0, 1, 1, 0, 2, 6, 7) /* ew:1_8_1 */\n",
+    "#define GPUOS__D_PG24 GPUOS__D_SEL(0, 2, 2, 0, 4, 4, 6) /* ew:1_4_2 */\n",
+    "#define GPUOS__D_PG25 GPUOS__D_SEL(1, 1, 2, 3, 1, 2, 4) /* ew:1_8_2 */\n",
+    "#define GPUOS__D_PG26 GPUOS__D_SEL(0, 0, 3, 4, 5, 5, 1) /* ew:1_2_4 */\n",
+    "#define GPUOS__D_PG27 GPUOS__D_SEL(0, 1, 3, 1, 3, 5, 4) /* ew:1_8_4 */\n",
+    "#define GPUOS__D_PG28 GPUOS__D_SEL(1, 2, 1, 3, 1, 5, 5) /* ew:1_2_8 */\n",
+    "#define GPUOS__D_PG29 GPUOS__D_SEL(1, 2, 1, 4, 3, 4, 3) /* ew:1_4_8 */\n",
+    "#define GPUOS__D_PG30 GPUOS__D_SEL(1, 1, 0, 1, 3, 6, 7) /* ew:0_1 */\n",
+    "#define GPUOS__D_PG31 GPUOS__D_SEL(1, 0, 2, 2, 2, 1, 1) /* ew:0_2 */\n",
+    "#define GPUOS__D_PG32 GPUOS__D_SEL(1, 0, 1, 2, 2, 3, 2) /* ew:0_4 */\n",
+    "#define GPUOS__D_PG33 GPUOS__D_SEL(1, 0, 0, 2, 5, 3, 6) /* ew:0_8 */\n",
+    "#define GPUOS__D_PG34 GPUOS__D_SEL(1, 2, 0, 1, 1, 5, 5) /* red:sum */\n",
+    "#define GPUOS__D_PG35 GPUOS__D_SEL(1, 1, 2, 4, 1, 3, 1) /* red:prod */\n",
+    "#define GPUOS__D_PG36 GPUOS__D_SEL(0, 0, 3, 3, 2, 4, 3) /* red:mean */\n",
+    "#define GPUOS__D_PG37 GPUOS__D_SEL(0, 0, 2, 2, 2, 3, 3) /* red:min */\n",
+    "#define GPUOS__D_PG38 GPUOS__D_SEL(0, 0, 3, 0, 4, 2, 5) /* red:max */\n",
+    "#define GPUOS__D_PG39 GPUOS__D_SEL(1, 1, 2, 3, 1, 1, 2) /* red:argmin */\n",
+    "#define GPUOS__D_PG40 GPUOS__D_SEL(0, 1, 3, 4, 2, 6, 5) /* red:argmax */\n",
+    "#define GPUOS__D_PG41 GPUOS__D_SEL(1, 0, 1, 2, 4, 2, 4) /* red:any */\n",
+    "#define GPUOS__D_PG42 GPUOS__D_SEL(0, 2, 3, 0, 5, 1, 2) /* red:all */\n",
+    "#define GPUOS__D_PG43 GPUOS__D_SEL(1, 1, 0, 1, 3, 1, 7) /* red:norm2 */\n",
+    "#define GPUOS__D_PG44 GPUOS__D_SEL(0, 1, 1, 1, 5, 4, 6) /* red:var */\n",
+    "#define GPUOS__D_PG45 GPUOS__D_SEL(1, 0, 0, 4, 3, 4, 5) /* red:std */\n",
+    "#define GPUOS__D_PG46 GPUOS__D_SEL(1, 1, 1, 1, 1, 1, 1) /* mm:uint64_t */\n",
+    "#define GPUOS__D_PG47 GPUOS__D_SEL(0, 1, 3, 4, 4, 4, 4) /* mm:float */\n",
+    "#define GPUOS__D_PG48 GPUOS__D_SEL(0, 2, 2, 2, 4, 2, 4) /* mm:double */\n",
+    "#define GPUOS__D_PG49 GPUOS__D_SEL(0, 1, 3, 1, 4, 6, 5) /* rows:softmax float */\n",
+    "#define GPUOS__D_PG50 GPUOS__D_SEL(1, 0, 3, 3, 5, 5, 5) /* rows:softmax double */\n",
+    "#define GPUOS__D_PG51 GPUOS__D_SEL(0, 0, 1, 2, 3, 1, 6) /* rows:log_softmax float */\n",
+    "#define GPUOS__D_PG52 GPUOS__D_SEL(1, 2, 0, 3, 3, 4, 4) /* rows:log_softmax double */\n",
+    "#define GPUOS__D_PG53 GPUOS__D_SEL(1, 0, 1, 4, 1, 4, 4) /* rows:layernorm float */\n",
+    "#define GPUOS__D_PG54 GPUOS__D_SEL(0, 2, 1, 2, 5, 5, 7) /* rows:layernorm double */\n",
+    "#define GPUOS__D_PG55 GPUOS__D_SEL(1, 2, 2, 3, 5, 5, 3) /* rows:rmsnorm float */\n",
+    "#define GPUOS__D_PG56 GPUOS__D_SEL(0, 1, 1, 2, 1, 6, 1) /* rows:rmsnorm double */\n",
+    "#ifdef GPUOS__D_ONLY\n",
+    "#define GPUOS__D_MINE(g) ((g) == GPUOS__D_ONLY)\n",
+    "#else\n",
+    "#define GPUOS__D_MINE(g) (GPUOS__D_CAT(GPUOS__D_PG, g) == GPUOS__D_PART)\n",
+    "#endif\n",
     "\n",
     "/* ================================================================ common helpers */\n",
     "template <class T> GPUOS__FN T gpuos__d_min(T a, T b) { return a < b \? a : b; }\n",
@@ -15065,7 +15179,7 @@ const char *const gpuos__device_source[] = {
     "#define GPUOS__D_MM_BBYTES 8192 /* B tile: 32 x 64 4-byte or 32 x 32 8-byte values */\n",
     "#define GPUOS__D_MM_INFLIGHT 8  /* tile loads in flight per thread */\n",
     "#define GPUOS__D_MM_SMEM (GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1) * 8 + GPUOS__D_MM_BBYTES)\n",
-    "static __shared__ __align__(16) unsigned char gpuos__d_mm_smem[GPUOS__D_MM_SMEM];\n",
+    "GPUOS__D_SHARED __align__(16) unsigned char gpuos__d_mm_smem[GPUOS__D_MM_SMEM]; /* prelude: one copy */\n",
     "\n",
     "/* Stores output element (m, n) of p at o: through the group's epilogue (D::epi) when a\n",
     "   recorded graph fused element-wise operators into the product (gpuos__matmul_plan.epi;\n",
@@ -19975,8 +20089,8 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(0)\n",
     "/* The epilogue (gpuos__matmul_plan.epi) on output element (m, n) of value v, stored at o:\n",
     "   each operator as its own task computes it, the value rounded to the dtype between. Only\n",
-    "   fused tasks call it; defined with element-wise group 0 (a lighter part than matmul's:\n",
-    "   compile time), called across parts like the groups. */\n",
+    "   fused tasks call it; defined with element-wise group 0 (its NVRTC time counts as that\n",
+    "   group's in gen/part_costs.json), called across parts like the groups. */\n",
     "__device__ __noinline__ void gpuos__d_mm_epi_g0(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n,\n",
     "                                               uint64_t v) {\n",
     "    switch (cs) {\n",
@@ -20266,8 +20380,8 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(0)\n",
     "/* The epilogue (gpuos__matmul_plan.epi) on output element (m, n) of value v, stored at o:\n",
     "   each operator as its own task computes it, the value rounded to the dtype between. Only\n",
-    "   fused tasks call it; defined with element-wise group 0 (a lighter part than matmul's:\n",
-    "   compile time), called across parts like the groups. */\n",
+    "   fused tasks call it; defined with element-wise group 0 (its NVRTC time counts as that\n",
+    "   group's in gen/part_costs.json), called across parts like the groups. */\n",
     "__device__ __noinline__ void gpuos__d_mm_epi_g1(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n,\n",
     "                                               float v) {\n",
     "    switch (cs) {\n",
@@ -20519,8 +20633,8 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__D_MINE(0)\n",
     "/* The epilogue (gpuos__matmul_plan.epi) on output element (m, n) of value v, stored at o:\n",
     "   each operator as its own task computes it, the value rounded to the dtype between. Only\n",
-    "   fused tasks call it; defined with element-wise group 0 (a lighter part than matmul's:\n",
-    "   compile time), called across parts like the groups. */\n",
+    "   fused tasks call it; defined with element-wise group 0 (its NVRTC time counts as that\n",
+    "   group's in gen/part_costs.json), called across parts like the groups. */\n",
     "__device__ __noinline__ void gpuos__d_mm_epi_g2(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n,\n",
     "                                               double v) {\n",
     "    switch (cs) {\n",

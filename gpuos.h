@@ -564,6 +564,12 @@ GPUOS_API gpuos_status gpuos_op_remove(gpuos_context *ctx, gpuos_op op);
 /* Diagnostics (benchmarks): the last definition's NVRTC time, nvJitLink time and module swap
    pause in ms (0 for what came from the disk cache, and on the host executor). */
 GPUOS_API void gpuos_debug_rt_times(gpuos_context *ctx, double *compile_ms, double *link_ms, double *swap_ms);
+/* Diagnostics (benchmarks): how gpuos_create compiled the device code on a GPU: the NVRTC
+   programs it was split into (compiled on as many threads; 0: one whole program), the time
+   until linked (ms), the slowest program's NVRTC time and the nvJitLink time. Times are 0
+   when the code came from the disk cache, and everything on the host executor. */
+GPUOS_API void gpuos_debug_compile_times(gpuos_context *ctx, int *programs, double *compile_ms, double *slowest_ms,
+                                         double *link_ms);
 /* Diagnostics (benchmarks): where gpuos_create's time went on a GPU, in ms: the driver's
    initialisation (cuInit), the device's context, the device code (compiled or read from the
    disk cache, loaded, kernel set up), and the rest (streams, queue memory, threads). All 0

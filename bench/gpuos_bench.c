@@ -493,7 +493,13 @@ static int child_once(const char *cache_dir, double *secs) {
         static int nth;
         double dr, cx, cd, rs;
         gpuos_debug_create_times(ctx, &dr, &cx, &cd, &rs);
-        printf("INFO child.create_ms %s: cuInit %.1f, context %.1f, device code %.1f, rest %.1f; first result "
+        int np;
+        double cm, sm, lm;
+        gpuos_debug_compile_times(ctx, &np, &cm, &sm, &lm);
+        if (cm > 0)
+            printf("INFO child.compile %d NVRTC programs: %.0f ms until linked, the slowest %.0f ms, link %.0f ms\n", np,
+                   cm, sm, lm);
+        printf("INFO child.create_ms %s cuInit %.1f, context %.1f, device code %.1f, rest %.1f; first result "
                "%.1f\n", nth++ ? "second" : "first", dr, cx, cd, rs, *secs * 1e3 - (dr + cx + cd + rs));
     }
     static int said;
@@ -555,7 +561,9 @@ static int run_child(const char *cache_dir, double *first, double *second) {
         else if (strncmp(line, "INFO child.backend ", 19) == 0 && !said_backend++)
             printf("INFO %s.backend %s", cur_row, line + 19);
         else if (strncmp(line, "INFO child.create_ms ", 21) == 0)
-            printf("INFO %s.create_ms %s", cur_row, line + 21);
+            printf("INFO %s.create_ms.%s", cur_row, line + 21);
+        else if (strncmp(line, "INFO child.compile ", 19) == 0)
+            printf("INFO %s.compile %s", cur_row, line + 19);
     }
     if (f) fclose(f);
     int status = 0;

@@ -55,7 +55,7 @@
 #define CUDA__SPIN_NS 1000000ull
 #define CUDA__TILE_EW 1024           /* element-wise items per tile (small tasks) */
 #define CUDA__EW_PASS 1024           /* items of one vector pass of a worker block (256 threads x 4) */
-#define CUDA__MAX_PARTS 8            /* relocatable programs the device code is compiled as, at most */
+#define CUDA__MAX_PARTS 8 /* relocatable programs the device code is compiled as, at most (gen/gen.py MAX_PARTS) */
 #define CUDA__OLD_MODS 16            /* swapped-out run-time modules kept until an idle stop */
 /* A launch whose blocks are not all resident after this long fails the context: the workers
    wait on each other, so a block that never starts would hang the queue. */
@@ -145,6 +145,8 @@ struct gpuos__cuda {
     char name[128];
     int cc_major, cc_minor, sm_count, n_blocks, n_workers;
     double compile_ms;           /* 0 when the module came from the cache */
+    double slowest_part_ms;      /* the slowest program's NVRTC time, and the link's (0: from the cache) */
+    double link_ms;
     int from_cache;
 
     /* per lane (gpuos_queue.h): 0 normal, 1 high priority */
@@ -369,11 +371,14 @@ typedef struct cuda__part {
     size_t size;
     char *log;
     gpuos_status st;
+    double ms; /* its NVRTC time */
 } cuda__part;
 
 static void *cuda_part_main(void *arg) {
     cuda__part *p = (cuda__part *)arg;
+    const uint64_t t0 = cuda_now_ns();
     p->st = gpuos__nvrtc_compile(p->ctx, p->src, "gpuos_device.cu", p->opts, p->n_opts, 1, &p->cubin, &p->size, &p->log);
+    p->ms = (double)(cuda_now_ns() - t0) / 1e6;
     return NULL;
 }
 
@@ -481,11 +486,15 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
     for (i = 0; i < n_opts; i++) key = cuda_hash(key, opts[i], strlen(opts[i]) + 1);
     if (nv) key = cuda_hash(key, &nv->version_major, sizeof(int) * 2);
     /* Relocatable code is compiled as n_parts programs on n_parts threads (NVRTC is
-       single-threaded per program; see "parts" in device_ops.cu) and linked: 5.1 s
-       against 7.7 s as one program on the CI machine's CPU. GPUOS_CUDA_PARTS=1..8. */
+       single-threaded per program) and linked: one per CPU, at most CUDA__MAX_PARTS, the
+       groups spread by their measured NVRTC time ("parts" in device_ops.cu; on the CI
+       machine's CPU the slowest of 8 programs is the kernel's, 2.8 s, against 16 s for one
+       program). GPUOS_CUDA_PARTS=1..8 overrides the count. */
     {
         const char *e = getenv("GPUOS_CUDA_PARTS");
-        n_parts = e && atoi(e) >= 1 && atoi(e) <= CUDA__MAX_PARTS ? atoi(e) : 5;
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        n_parts = ncpu < 1 ? 1 : ncpu > CUDA__MAX_PARTS ? CUDA__MAX_PARTS : (int)ncpu;
+        if (e && atoi(e) >= 1 && atoi(e) <= CUDA__MAX_PARTS) n_parts = atoi(e);
         if (!jl) n_parts = 1;
         key = cuda_hash(key, &n_parts, sizeof n_parts);
     }
@@ -528,6 +537,8 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
     t_compile0 = cuda_now_ns();
     cuda_compile_parts(ctx, src, opts, n_opts, n_parts, jl != NULL, parts);
     c->compile_ms = (double)(cuda_now_ns() - t_compile0) / 1e6;
+    for (i = 0; i < n_parts + (jl != NULL); i++)
+        if (parts[i].ms > c->slowest_part_ms) c->slowest_part_ms = parts[i].ms;
     free(src);
     st = GPUOS_OK;
     for (i = 0; i < n_parts && st == GPUOS_OK; i++)
@@ -567,7 +578,11 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
             sizes[i] = parts[i].size;
             types[i] = GPUOS__NVJITLINK_INPUT_CUBIN;
         }
-        st = gpuos__nvjitlink_link(ctx, lopts, 1, images, sizes, types, n_parts, &linked, &linked_size, &log);
+        {
+            const uint64_t t_link0 = cuda_now_ns();
+            st = gpuos__nvjitlink_link(ctx, lopts, 1, images, sizes, types, n_parts, &linked, &linked_size, &log);
+            c->link_ms = (double)(cuda_now_ns() - t_link0) / 1e6;
+        }
         for (i = 0; i < n_parts; i++) free(parts[i].cubin);
         if (st != GPUOS_OK) {
             st = gpuos__set_error(ctx, st, "gpuos_create: linking the device code failed:\n%s", log ? log : "");
@@ -2190,6 +2205,15 @@ void gpuos_debug_create_times(gpuos_context *ctx, double *driver_ms, double *con
     if (context_ms) *context_ms = ms[1];
     if (code_ms) *code_ms = ms[2];
     if (rest_ms) *rest_ms = ms[3];
+}
+
+void gpuos_debug_compile_times(gpuos_context *ctx, int *programs, double *compile_ms, double *slowest_ms,
+                               double *link_ms) {
+    const struct gpuos__cuda *c = ctx ? ctx->cuda : NULL;
+    if (programs) *programs = c ? c->n_parts : 0;
+    if (compile_ms) *compile_ms = c ? c->compile_ms : 0;
+    if (slowest_ms) *slowest_ms = c ? c->slowest_part_ms : 0;
+    if (link_ms) *link_ms = c ? c->link_ms : 0;
 }
 
 void gpuos_debug_rt_times(gpuos_context *ctx, double *compile_ms, double *link_ms, double *swap_ms) {

@@ -104,11 +104,27 @@ GPUOS__FN uint16_t gpuos__f64_to_bf16(double d) { /* one rounding from f64 (PTX 
     return h;
 }
 
+/* ---------------------------------------------------------------- static shared memory */
+/* How the device code's shared buffers are declared. The parts of a split compile
+   (-DGPUOS__D_NPARTS=n -DGPUOS__D_PART=k, k < n: see "parts" in device_ops.cu) share ONE
+   copy, defined by part 0 and external in the others (relocatable code: nvJitLink
+   resolves them, and the kernel's static shared memory, limited to 48 KB, holds each
+   buffer once whichever parts use it). A whole program, the run-time module's code and
+   run-time operators (parts >= n, linked into their own module) keep a static copy. */
+#if defined(GPUOS__D_NPARTS) && defined(GPUOS__D_PART) && GPUOS__D_NPARTS > 1 && GPUOS__D_PART > 0 && \
+    GPUOS__D_PART < GPUOS__D_NPARTS
+#define GPUOS__D_SHARED extern __shared__
+#elif defined(GPUOS__D_NPARTS) && defined(GPUOS__D_PART) && GPUOS__D_NPARTS > 1 && GPUOS__D_PART == 0
+#define GPUOS__D_SHARED __shared__
+#else
+#define GPUOS__D_SHARED static __shared__
+#endif
+
 /* ---------------------------------------------------------------- block-level reductions */
-/* One static buffer for every cross-warp reduction: 32 warps x 32 bytes (the largest
+/* One buffer for every cross-warp reduction: 32 warps x 32 bytes (the largest
    accumulator, Welford's {n, mean, m2} in f64, is 24). Static shared memory of the
    device code: this (1 KB) and gpuos__d_mm_smem (matmul tiles). */
-static __shared__ __align__(16) unsigned char gpuos__d_red_smem[32 * 32]; /* one per program part */
+GPUOS__D_SHARED __align__(16) unsigned char gpuos__d_red_smem[32 * 32];
 
 GPUOS__FN int gpuos__d_tid(void) { return (int)threadIdx.x; }
 GPUOS__FN int gpuos__d_nthreads(void) { return (int)blockDim.x; }

@@ -36,15 +36,89 @@
 #ifndef GPUOS__D_PART
 #define GPUOS__D_PART 0
 #endif
-/* Which part defines group g: element-wise groups (no shared memory, most of the
-   compile time) are spread over parts 2..n-1; reductions and the persistent kernel are
-   part 0; matmul and row-wise part 1. Each part that uses a static shared buffer
-   links its own copy of it, so only parts 0 and 1 have any (the kernel's limit is
-   48 KB). n == 2: element-wise in part 1, the rest in part 0. */
-#define GPUOS__D_MINE(g)                                                                                     \
-    (GPUOS__D_NPARTS == 1 ||                                                                                 \
-     ((g) < 34 ? (GPUOS__D_NPARTS == 2 ? GPUOS__D_PART == 1 : (g) % (GPUOS__D_NPARTS - 2) + 2 == GPUOS__D_PART) \
-      : (g) < 46 || GPUOS__D_NPARTS == 2 ? GPUOS__D_PART == 0 : GPUOS__D_PART == 1))
+/* Which part defines group g (GPUOS__D_PG<g>, one entry per program count 2..8): the
+   groups are spread by their measured NVRTC time (gen/gen.py, DEVICE PARTS), part 0
+   starting with the persistent kernel's. Shared buffers are one copy whatever the parts
+   (GPUOS__D_SHARED, prelude). -DGPUOS__D_ONLY=g defines group g alone (-1: none), for
+   gen/measure_parts.py. */
+#if GPUOS__D_NPARTS > 8
+#error "GPUOS__D_NPARTS: at most 8 parts"
+#endif
+#define GPUOS__D_CAT_(a, b) a##b
+#define GPUOS__D_CAT(a, b) GPUOS__D_CAT_(a, b)
+#define GPUOS__D_CAT2_(a, b) a##b /* a second one: GPUOS__D_SEL expands inside GPUOS__D_CAT */
+#define GPUOS__D_CAT2(a, b) GPUOS__D_CAT2_(a, b)
+#define GPUOS__D_SEL_1(a2, a3, a4, a5, a6, a7, a8) 0
+#define GPUOS__D_SEL_2(a2, a3, a4, a5, a6, a7, a8) a2
+#define GPUOS__D_SEL_3(a2, a3, a4, a5, a6, a7, a8) a3
+#define GPUOS__D_SEL_4(a2, a3, a4, a5, a6, a7, a8) a4
+#define GPUOS__D_SEL_5(a2, a3, a4, a5, a6, a7, a8) a5
+#define GPUOS__D_SEL_6(a2, a3, a4, a5, a6, a7, a8) a6
+#define GPUOS__D_SEL_7(a2, a3, a4, a5, a6, a7, a8) a7
+#define GPUOS__D_SEL_8(a2, a3, a4, a5, a6, a7, a8) a8
+#define GPUOS__D_SEL(...) GPUOS__D_CAT2(GPUOS__D_SEL_, GPUOS__D_NPARTS)(__VA_ARGS__)
+#define GPUOS__D_PG0 GPUOS__D_SEL(0, 1, 3, 3, 5, 3, 5) /* ew:1_1_1 */
+#define GPUOS__D_PG1 GPUOS__D_SEL(1, 2, 2, 2, 2, 2, 2) /* ew:1_2_2 */
+#define GPUOS__D_PG2 GPUOS__D_SEL(1, 2, 1, 3, 5, 6, 6) /* ew:1_4_4 */
+#define GPUOS__D_PG3 GPUOS__D_SEL(0, 1, 2, 4, 5, 5, 5) /* ew:1_8_8 */
+#define GPUOS__D_PG4 GPUOS__D_SEL(0, 1, 1, 2, 4, 2, 4) /* ew:1_1_2 */
+#define GPUOS__D_PG5 GPUOS__D_SEL(0, 0, 0, 3, 2, 2, 7) /* ew:1_1_4 */
+#define GPUOS__D_PG6 GPUOS__D_SEL(1, 2, 3, 1, 2, 4, 3) /* ew:1_1_8 */
+#define GPUOS__D_PG7 GPUOS__D_SEL(1, 0, 1, 1, 2, 4, 6) /* ew:2_1_1_1 */
+#define GPUOS__D_PG8 GPUOS__D_SEL(1, 2, 3, 3, 3, 3, 3) /* ew:2_2_2_2 */
+#define GPUOS__D_PG9 GPUOS__D_SEL(1, 1, 3, 2, 4, 6, 7) /* ew:2_4_4_4 */
+#define GPUOS__D_PG10 GPUOS__D_SEL(0, 2, 2, 4, 3, 5, 7) /* ew:2_8_8_8 */
+#define GPUOS__D_PG11 GPUOS__D_SEL(1, 1, 0, 1, 2, 3, 2) /* ew:2_1_2_2 */
+#define GPUOS__D_PG12 GPUOS__D_SEL(0, 2, 2, 4, 1, 6, 7) /* ew:2_1_4_4 */
+#define GPUOS__D_PG13 GPUOS__D_SEL(0, 0, 0, 4, 3, 3, 6) /* ew:2_1_8_8 */
+#define GPUOS__D_PG14 GPUOS__D_SEL(1, 2, 3, 4, 4, 5, 2) /* ew:3_1_1_1_1 */
+#define GPUOS__D_PG15 GPUOS__D_SEL(0, 1, 0, 4, 3, 2, 2) /* ew:3_2_1_2_2 */
+#define GPUOS__D_PG16 GPUOS__D_SEL(0, 2, 3, 1, 5, 1, 3) /* ew:3_4_1_4_4 */
+#define GPUOS__D_PG17 GPUOS__D_SEL(1, 2, 3, 0, 4, 6, 4) /* ew:3_8_1_8_8 */
+#define GPUOS__D_PG18 GPUOS__D_SEL(1, 0, 2, 1, 4, 2, 1) /* ew:3_2_2_2_2 */
+#define GPUOS__D_PG19 GPUOS__D_SEL(0, 0, 1, 2, 1, 1, 3) /* ew:3_4_4_4_4 */
+#define GPUOS__D_PG20 GPUOS__D_SEL(1, 1, 2, 1, 5, 3, 6) /* ew:3_8_8_8_8 */
+#define GPUOS__D_PG21 GPUOS__D_SEL(1, 2, 0, 3, 1, 1, 7) /* ew:1_2_1 */
+#define GPUOS__D_PG22 GPUOS__D_SEL(0, 2, 2, 3, 4, 6, 2) /* ew:1_4_1 */
+#define GPUOS__D_PG23 GPUOS__D_SEL(0, 1, 1, 0, 2, 6, 7) /* ew:1_8_1 */
+#define GPUOS__D_PG24 GPUOS__D_SEL(0, 2, 2, 0, 4, 4, 6) /* ew:1_4_2 */
+#define GPUOS__D_PG25 GPUOS__D_SEL(1, 1, 2, 3, 1, 2, 4) /* ew:1_8_2 */
+#define GPUOS__D_PG26 GPUOS__D_SEL(0, 0, 3, 4, 5, 5, 1) /* ew:1_2_4 */
+#define GPUOS__D_PG27 GPUOS__D_SEL(0, 1, 3, 1, 3, 5, 4) /* ew:1_8_4 */
+#define GPUOS__D_PG28 GPUOS__D_SEL(1, 2, 1, 3, 1, 5, 5) /* ew:1_2_8 */
+#define GPUOS__D_PG29 GPUOS__D_SEL(1, 2, 1, 4, 3, 4, 3) /* ew:1_4_8 */
+#define GPUOS__D_PG30 GPUOS__D_SEL(1, 1, 0, 1, 3, 6, 7) /* ew:0_1 */
+#define GPUOS__D_PG31 GPUOS__D_SEL(1, 0, 2, 2, 2, 1, 1) /* ew:0_2 */
+#define GPUOS__D_PG32 GPUOS__D_SEL(1, 0, 1, 2, 2, 3, 2) /* ew:0_4 */
+#define GPUOS__D_PG33 GPUOS__D_SEL(1, 0, 0, 2, 5, 3, 6) /* ew:0_8 */
+#define GPUOS__D_PG34 GPUOS__D_SEL(1, 2, 0, 1, 1, 5, 5) /* red:sum */
+#define GPUOS__D_PG35 GPUOS__D_SEL(1, 1, 2, 4, 1, 3, 1) /* red:prod */
+#define GPUOS__D_PG36 GPUOS__D_SEL(0, 0, 3, 3, 2, 4, 3) /* red:mean */
+#define GPUOS__D_PG37 GPUOS__D_SEL(0, 0, 2, 2, 2, 3, 3) /* red:min */
+#define GPUOS__D_PG38 GPUOS__D_SEL(0, 0, 3, 0, 4, 2, 5) /* red:max */
+#define GPUOS__D_PG39 GPUOS__D_SEL(1, 1, 2, 3, 1, 1, 2) /* red:argmin */
+#define GPUOS__D_PG40 GPUOS__D_SEL(0, 1, 3, 4, 2, 6, 5) /* red:argmax */
+#define GPUOS__D_PG41 GPUOS__D_SEL(1, 0, 1, 2, 4, 2, 4) /* red:any */
+#define GPUOS__D_PG42 GPUOS__D_SEL(0, 2, 3, 0, 5, 1, 2) /* red:all */
+#define GPUOS__D_PG43 GPUOS__D_SEL(1, 1, 0, 1, 3, 1, 7) /* red:norm2 */
+#define GPUOS__D_PG44 GPUOS__D_SEL(0, 1, 1, 1, 5, 4, 6) /* red:var */
+#define GPUOS__D_PG45 GPUOS__D_SEL(1, 0, 0, 4, 3, 4, 5) /* red:std */
+#define GPUOS__D_PG46 GPUOS__D_SEL(1, 1, 1, 1, 1, 1, 1) /* mm:uint64_t */
+#define GPUOS__D_PG47 GPUOS__D_SEL(0, 1, 3, 4, 4, 4, 4) /* mm:float */
+#define GPUOS__D_PG48 GPUOS__D_SEL(0, 2, 2, 2, 4, 2, 4) /* mm:double */
+#define GPUOS__D_PG49 GPUOS__D_SEL(0, 1, 3, 1, 4, 6, 5) /* rows:softmax float */
+#define GPUOS__D_PG50 GPUOS__D_SEL(1, 0, 3, 3, 5, 5, 5) /* rows:softmax double */
+#define GPUOS__D_PG51 GPUOS__D_SEL(0, 0, 1, 2, 3, 1, 6) /* rows:log_softmax float */
+#define GPUOS__D_PG52 GPUOS__D_SEL(1, 2, 0, 3, 3, 4, 4) /* rows:log_softmax double */
+#define GPUOS__D_PG53 GPUOS__D_SEL(1, 0, 1, 4, 1, 4, 4) /* rows:layernorm float */
+#define GPUOS__D_PG54 GPUOS__D_SEL(0, 2, 1, 2, 5, 5, 7) /* rows:layernorm double */
+#define GPUOS__D_PG55 GPUOS__D_SEL(1, 2, 2, 3, 5, 5, 3) /* rows:rmsnorm float */
+#define GPUOS__D_PG56 GPUOS__D_SEL(0, 1, 1, 2, 1, 6, 1) /* rows:rmsnorm double */
+#ifdef GPUOS__D_ONLY
+#define GPUOS__D_MINE(g) ((g) == GPUOS__D_ONLY)
+#else
+#define GPUOS__D_MINE(g) (GPUOS__D_CAT(GPUOS__D_PG, g) == GPUOS__D_PART)
+#endif
 
 /* ================================================================ common helpers */
 template <class T> GPUOS__FN T gpuos__d_min(T a, T b) { return a < b ? a : b; }
@@ -756,7 +830,7 @@ template <class D, int OP> GPUOS__FN void gpuos__d_rows(const gpuos__rows_plan *
 #define GPUOS__D_MM_BBYTES 8192 /* B tile: 32 x 64 4-byte or 32 x 32 8-byte values */
 #define GPUOS__D_MM_INFLIGHT 8  /* tile loads in flight per thread */
 #define GPUOS__D_MM_SMEM (GPUOS__D_MM_TM * (GPUOS__D_MM_TK + 1) * 8 + GPUOS__D_MM_BBYTES)
-static __shared__ __align__(16) unsigned char gpuos__d_mm_smem[GPUOS__D_MM_SMEM];
+GPUOS__D_SHARED __align__(16) unsigned char gpuos__d_mm_smem[GPUOS__D_MM_SMEM]; /* prelude: one copy */
 
 /* Stores output element (m, n) of p at o: through the group's epilogue (D::epi) when a
    recorded graph fused element-wise operators into the product (gpuos__matmul_plan.epi;
@@ -5666,8 +5740,8 @@ struct gpuos__d_mmg0 {
 #if GPUOS__D_MINE(0)
 /* The epilogue (gpuos__matmul_plan.epi) on output element (m, n) of value v, stored at o:
    each operator as its own task computes it, the value rounded to the dtype between. Only
-   fused tasks call it; defined with element-wise group 0 (a lighter part than matmul's:
-   compile time), called across parts like the groups. */
+   fused tasks call it; defined with element-wise group 0 (its NVRTC time counts as that
+   group's in gen/part_costs.json), called across parts like the groups. */
 __device__ __noinline__ void gpuos__d_mm_epi_g0(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n,
                                                uint64_t v) {
     switch (cs) {
@@ -5957,8 +6031,8 @@ struct gpuos__d_mmg1 {
 #if GPUOS__D_MINE(0)
 /* The epilogue (gpuos__matmul_plan.epi) on output element (m, n) of value v, stored at o:
    each operator as its own task computes it, the value rounded to the dtype between. Only
-   fused tasks call it; defined with element-wise group 0 (a lighter part than matmul's:
-   compile time), called across parts like the groups. */
+   fused tasks call it; defined with element-wise group 0 (its NVRTC time counts as that
+   group's in gen/part_costs.json), called across parts like the groups. */
 __device__ __noinline__ void gpuos__d_mm_epi_g1(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n,
                                                float v) {
     switch (cs) {
@@ -6210,8 +6284,8 @@ struct gpuos__d_mmg2 {
 #if GPUOS__D_MINE(0)
 /* The epilogue (gpuos__matmul_plan.epi) on output element (m, n) of value v, stored at o:
    each operator as its own task computes it, the value rounded to the dtype between. Only
-   fused tasks call it; defined with element-wise group 0 (a lighter part than matmul's:
-   compile time), called across parts like the groups. */
+   fused tasks call it; defined with element-wise group 0 (its NVRTC time counts as that
+   group's in gen/part_costs.json), called across parts like the groups. */
 __device__ __noinline__ void gpuos__d_mm_epi_g2(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n,
                                                double v) {
     switch (cs) {
