@@ -599,6 +599,7 @@ typedef struct gpuos__job {
     int state;                          /* host executor: GPUOS__JOB_QUEUED, _TAKEN, _DONE */
     const void *rep_key;                /* a repeat's table entry (queue.c) and its version: two jobs with */
     uint32_t rep_ver;                   /* the same pair are the same task (the CUDA encoder's repeat path) */
+    uint32_t rep_slot;                  /* that entry's index in the table (< GPUOS__TCACHE) */
     struct gpuos__job *next_free;
 } gpuos__job;
 
@@ -609,6 +610,25 @@ enum { GPUOS__JOB_QUEUED = 0, GPUOS__JOB_TAKEN = 1, GPUOS__JOB_DONE = 2 };
    bounds (two 256-thread blocks per multiprocessor) allow 128, and __launch_bounds__
    overrides the option for the kernel, so the functions it calls get the same cap. */
 #define GPUOS__MAXRREG 128
+/* Entries of the repeat table (queue.c): a task submitted again while its entry holds it is
+   copied, not planned; the CUDA encoder keeps one last encoding per entry (cuda__memo). */
+#define GPUOS__TCACHE 1024u
+
+/* ctx->mu for the submission paths, whose holders keep it for about a microsecond: a
+   while of polite retries before sleeping in the kernel. A plain pthread_mutex_lock sends
+   a second submitting thread to sleep and the first one's unlock through a wake-up of
+   several microseconds: measured, two submitting threads did less than half the work of
+   one (make bench, independent). */
+static inline void gpuos__lock_spin(pthread_mutex_t *mu) {
+    int i;
+    for (i = 0; i < 200; i++) {
+        if (pthread_mutex_trylock(mu) == 0) return;
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+        __builtin_ia32_pause();
+#endif
+    }
+    pthread_mutex_lock(mu);
+}
 #define GPUOS__STR_(x) #x
 #define GPUOS__STR(x) GPUOS__STR_(x)
 #define GPUOS__ERR_SLOTS 4
@@ -2828,7 +2848,7 @@ typedef struct cuda__log {
 /* How a repeated task (gpuos__job.rep_key, rep_ver: the repeat table's entry, queue.c) was
    last encoded, so that the next identical one may repeat its descriptor (cuda_encode_repeat):
    kept only for an element-wise lane-0 task that had nothing to wait for. */
-#define CUDA__MEMO 512
+#define CUDA__MEMO GPUOS__TCACHE /* one per repeat-table entry (gpuos__job.rep_slot) */
 typedef struct cuda__memo {
     const void *rep_key;  /* NULL: empty */
     uint32_t rep_ver;
@@ -4230,9 +4250,10 @@ static int cuda_lane1_ok(const struct gpuos__cuda *c, const gpuos__job *job, con
     return 1;
 }
 
-static cuda__memo *cuda_memo_of(struct gpuos__cuda *c, const void *rep_key) {
-    const uint64_t h = (uint64_t)(uintptr_t)rep_key * 0x9e3779b97f4a7c15ull;
-    return c->memo ? &c->memo[(h >> 40) & (CUDA__MEMO - 1u)] : NULL;
+/* The memo of a repeated job's table entry: indexed by the entry, so repeats never evict
+   each other (a hash of 256 entries into 512 memos left half of them colliding). */
+static cuda__memo *cuda_memo_of(struct gpuos__cuda *c, const gpuos__job *job) {
+    return c->memo && job->rep_slot < CUDA__MEMO ? &c->memo[job->rep_slot] : NULL;
 }
 
 /* The log entries memo m recorded (e[k], NULL for a read a full log dropped since): 0 when
@@ -4338,7 +4359,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "gpuos_submit: no run-time module holds %s",
                                 gpuos_op_name(job->op));
     if (job->rep_key) {
-        cuda__memo *m = cuda_memo_of(c, job->rep_key);
+        cuda__memo *m = cuda_memo_of(c, job);
         if (m && m->rep_key == job->rep_key && m->rep_ver == job->rep_ver) {
             st = cuda_encode_repeat(ctx, c, job, m);
             if (st != GPUOS_ERR_UNSUPPORTED) return st;
@@ -4479,7 +4500,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     c->dseq[lane]++;
     GPUOS__PH(GPUOS__PH_PUT, t0);
     /* an identical later task may repeat this one's descriptor (cuda_encode_repeat) */
-    memo = job->rep_key ? cuda_memo_of(c, job->rep_key) : NULL;
+    memo = job->rep_key ? cuda_memo_of(c, job) : NULL;
     if (memo && (lane != 0 || d.n_deps != 0 || job->kind != GPUOS__KIND_EW || !c->align)) {
         if (memo->rep_key == job->rep_key) memo->rep_key = NULL; /* its last encoding is not this */
         memo = NULL;
@@ -9719,7 +9740,7 @@ void gpuos__queue_push_sent_locked(gpuos_context *ctx, gpuos__job *job, uint64_t
 
 gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *seq) {
     gpuos_status st;
-    pthread_mutex_lock(&ctx->mu);
+    gpuos__lock_spin(&ctx->mu);
     st = queue_push_locked(ctx, job, seq, 1);
     if (st == GPUOS_OK) pthread_cond_signal(&ctx->cv_work);
     pthread_mutex_unlock(&ctx->mu);
@@ -9763,8 +9784,9 @@ uint64_t gpuos__prof_host[GPUOS__PH_N];
    the same context and uid (an address reused by a new tensor has a new uid). A repeat
    copies the job instead of planning it (run-time operators excepted: their versions
    change). */
-#define QUEUE_TCACHE 512u /* entries: 128 sets of 4 */
-#define QUEUE_TCACHE_WAYS 4u
+#define QUEUE_TCACHE GPUOS__TCACHE /* entries: 128 sets of 8 (256 tasks repeated in turn: 4 ways
+                                      left 5-15% of them without an entry in every round) */
+#define QUEUE_TCACHE_WAYS 8u
 struct gpuos__tcache {
     int used;
     uint32_t stamp;                       /* when it was last used: the set's oldest goes first */
@@ -9807,7 +9829,7 @@ int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint6
     gpuos__job *job;
     uint64_t t0 = GPUOS__PH_NOW(), t1;
     if (!tcache_ok(task)) return 0;
-    pthread_mutex_lock(&ctx->mu);
+    gpuos__lock_spin(&ctx->mu);
     GPUOS__PH(GPUOS__PH_LOCK, t0);
     t1 = GPUOS__PH_NOW();
     e = NULL;
@@ -9833,6 +9855,7 @@ int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint6
     memcpy(job, &e->job, sizeof *job);
     job->rep_key = e;
     job->rep_ver = e->ver;
+    job->rep_slot = (uint32_t)(e - ctx->tcache);
     job->prio = gpuos__urgency(task->priority, task->deadline_us);
     job->deadline_ns = gpuos__deadline_at(task->deadline_us);
     job->dl_open = task->deadline_us != 0;
@@ -9847,7 +9870,7 @@ int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint6
 
 gpuos_status gpuos__queue_push_task(gpuos_context *ctx, const gpuos_task *task, gpuos__job *job, uint64_t *seq) {
     gpuos_status st;
-    pthread_mutex_lock(&ctx->mu);
+    gpuos__lock_spin(&ctx->mu);
     if (!job->rt && !job->xst && tcache_ok(task) && ctx->ring) {
         if (!ctx->tcache) ctx->tcache = (struct gpuos__tcache *)calloc(QUEUE_TCACHE, sizeof *ctx->tcache);
         if (ctx->tcache) { /* (without memory: no repeats, nothing else changes) */
@@ -10022,7 +10045,7 @@ gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, int one, uint32_t
 uint64_t gpuos_fence(gpuos_context *ctx) {
     uint64_t s;
     if (!ctx) return 0;
-    pthread_mutex_lock(&ctx->mu);
+    gpuos__lock_spin(&ctx->mu);
     s = ctx->submitted;
     pthread_mutex_unlock(&ctx->mu);
     return s;

@@ -92,7 +92,7 @@ typedef struct cuda__log {
 /* How a repeated task (gpuos__job.rep_key, rep_ver: the repeat table's entry, queue.c) was
    last encoded, so that the next identical one may repeat its descriptor (cuda_encode_repeat):
    kept only for an element-wise lane-0 task that had nothing to wait for. */
-#define CUDA__MEMO 512
+#define CUDA__MEMO GPUOS__TCACHE /* one per repeat-table entry (gpuos__job.rep_slot) */
 typedef struct cuda__memo {
     const void *rep_key;  /* NULL: empty */
     uint32_t rep_ver;
@@ -1494,9 +1494,10 @@ static int cuda_lane1_ok(const struct gpuos__cuda *c, const gpuos__job *job, con
     return 1;
 }
 
-static cuda__memo *cuda_memo_of(struct gpuos__cuda *c, const void *rep_key) {
-    const uint64_t h = (uint64_t)(uintptr_t)rep_key * 0x9e3779b97f4a7c15ull;
-    return c->memo ? &c->memo[(h >> 40) & (CUDA__MEMO - 1u)] : NULL;
+/* The memo of a repeated job's table entry: indexed by the entry, so repeats never evict
+   each other (a hash of 256 entries into 512 memos left half of them colliding). */
+static cuda__memo *cuda_memo_of(struct gpuos__cuda *c, const gpuos__job *job) {
+    return c->memo && job->rep_slot < CUDA__MEMO ? &c->memo[job->rep_slot] : NULL;
 }
 
 /* The log entries memo m recorded (e[k], NULL for a read a full log dropped since): 0 when
@@ -1602,7 +1603,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "gpuos_submit: no run-time module holds %s",
                                 gpuos_op_name(job->op));
     if (job->rep_key) {
-        cuda__memo *m = cuda_memo_of(c, job->rep_key);
+        cuda__memo *m = cuda_memo_of(c, job);
         if (m && m->rep_key == job->rep_key && m->rep_ver == job->rep_ver) {
             st = cuda_encode_repeat(ctx, c, job, m);
             if (st != GPUOS_ERR_UNSUPPORTED) return st;
@@ -1743,7 +1744,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     c->dseq[lane]++;
     GPUOS__PH(GPUOS__PH_PUT, t0);
     /* an identical later task may repeat this one's descriptor (cuda_encode_repeat) */
-    memo = job->rep_key ? cuda_memo_of(c, job->rep_key) : NULL;
+    memo = job->rep_key ? cuda_memo_of(c, job) : NULL;
     if (memo && (lane != 0 || d.n_deps != 0 || job->kind != GPUOS__KIND_EW || !c->align)) {
         if (memo->rep_key == job->rep_key) memo->rep_key = NULL; /* its last encoding is not this */
         memo = NULL;

@@ -126,6 +126,7 @@ typedef struct gpuos__job {
     int state;                          /* host executor: GPUOS__JOB_QUEUED, _TAKEN, _DONE */
     const void *rep_key;                /* a repeat's table entry (queue.c) and its version: two jobs with */
     uint32_t rep_ver;                   /* the same pair are the same task (the CUDA encoder's repeat path) */
+    uint32_t rep_slot;                  /* that entry's index in the table (< GPUOS__TCACHE) */
     struct gpuos__job *next_free;
 } gpuos__job;
 
@@ -136,6 +137,25 @@ enum { GPUOS__JOB_QUEUED = 0, GPUOS__JOB_TAKEN = 1, GPUOS__JOB_DONE = 2 };
    bounds (two 256-thread blocks per multiprocessor) allow 128, and __launch_bounds__
    overrides the option for the kernel, so the functions it calls get the same cap. */
 #define GPUOS__MAXRREG 128
+/* Entries of the repeat table (queue.c): a task submitted again while its entry holds it is
+   copied, not planned; the CUDA encoder keeps one last encoding per entry (cuda__memo). */
+#define GPUOS__TCACHE 1024u
+
+/* ctx->mu for the submission paths, whose holders keep it for about a microsecond: a
+   while of polite retries before sleeping in the kernel. A plain pthread_mutex_lock sends
+   a second submitting thread to sleep and the first one's unlock through a wake-up of
+   several microseconds: measured, two submitting threads did less than half the work of
+   one (make bench, independent). */
+static inline void gpuos__lock_spin(pthread_mutex_t *mu) {
+    int i;
+    for (i = 0; i < 200; i++) {
+        if (pthread_mutex_trylock(mu) == 0) return;
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+        __builtin_ia32_pause();
+#endif
+    }
+    pthread_mutex_lock(mu);
+}
 #define GPUOS__STR_(x) #x
 #define GPUOS__STR(x) GPUOS__STR_(x)
 #define GPUOS__ERR_SLOTS 4

@@ -287,7 +287,7 @@ void gpuos__queue_push_sent_locked(gpuos_context *ctx, gpuos__job *job, uint64_t
 
 gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *seq) {
     gpuos_status st;
-    pthread_mutex_lock(&ctx->mu);
+    gpuos__lock_spin(&ctx->mu);
     st = queue_push_locked(ctx, job, seq, 1);
     if (st == GPUOS_OK) pthread_cond_signal(&ctx->cv_work);
     pthread_mutex_unlock(&ctx->mu);
@@ -331,8 +331,9 @@ uint64_t gpuos__prof_host[GPUOS__PH_N];
    the same context and uid (an address reused by a new tensor has a new uid). A repeat
    copies the job instead of planning it (run-time operators excepted: their versions
    change). */
-#define QUEUE_TCACHE 512u /* entries: 128 sets of 4 */
-#define QUEUE_TCACHE_WAYS 4u
+#define QUEUE_TCACHE GPUOS__TCACHE /* entries: 128 sets of 8 (256 tasks repeated in turn: 4 ways
+                                      left 5-15% of them without an entry in every round) */
+#define QUEUE_TCACHE_WAYS 8u
 struct gpuos__tcache {
     int used;
     uint32_t stamp;                       /* when it was last used: the set's oldest goes first */
@@ -375,7 +376,7 @@ int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint6
     gpuos__job *job;
     uint64_t t0 = GPUOS__PH_NOW(), t1;
     if (!tcache_ok(task)) return 0;
-    pthread_mutex_lock(&ctx->mu);
+    gpuos__lock_spin(&ctx->mu);
     GPUOS__PH(GPUOS__PH_LOCK, t0);
     t1 = GPUOS__PH_NOW();
     e = NULL;
@@ -401,6 +402,7 @@ int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint6
     memcpy(job, &e->job, sizeof *job);
     job->rep_key = e;
     job->rep_ver = e->ver;
+    job->rep_slot = (uint32_t)(e - ctx->tcache);
     job->prio = gpuos__urgency(task->priority, task->deadline_us);
     job->deadline_ns = gpuos__deadline_at(task->deadline_us);
     job->dl_open = task->deadline_us != 0;
@@ -415,7 +417,7 @@ int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint6
 
 gpuos_status gpuos__queue_push_task(gpuos_context *ctx, const gpuos_task *task, gpuos__job *job, uint64_t *seq) {
     gpuos_status st;
-    pthread_mutex_lock(&ctx->mu);
+    gpuos__lock_spin(&ctx->mu);
     if (!job->rt && !job->xst && tcache_ok(task) && ctx->ring) {
         if (!ctx->tcache) ctx->tcache = (struct gpuos__tcache *)calloc(QUEUE_TCACHE, sizeof *ctx->tcache);
         if (ctx->tcache) { /* (without memory: no repeats, nothing else changes) */
@@ -590,7 +592,7 @@ gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, int one, uint32_t
 uint64_t gpuos_fence(gpuos_context *ctx) {
     uint64_t s;
     if (!ctx) return 0;
-    pthread_mutex_lock(&ctx->mu);
+    gpuos__lock_spin(&ctx->mu);
     s = ctx->submitted;
     pthread_mutex_unlock(&ctx->mu);
     return s;
