@@ -5,6 +5,7 @@
 OUT=${OUT:-/tmp/gpuos-out}
 mkdir -p "$OUT"
 export GPUOS_CACHE_DIR=${GPUOS_CACHE_DIR:-/tmp/gpuos-cache}
+# the device tool's copy of the tree may carry a stale .git: pass GPUOS_BENCH_COMMIT=<hash> literally
 COMMIT=${GPUOS_BENCH_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 make -j16 -s all build/order_check build/smoke build/tests/test_order_stress build/tests/test_priority build/tests/test_runs build/tests/test_graph build/tests/test_rtops build/tests/test_fuse build/probe_latency build/probe_submit build/probe_chain \
