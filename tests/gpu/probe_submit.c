@@ -47,7 +47,8 @@ int main(void){
   ph(NULL); ru(NULL); t0=now(); for(i=0;i<N;i++) gpuos_add(ctx,x[i&255],x[i&255],one); t1=now(); ru("full path, submit loop"); ph("256 tensors"); gpuos_wait(ctx,60000);
   printf("full submit path (validate..encode, ring):   %.3f us/op; +wait %.3f us/op\n",(t1-t0)/N,(now()-t0)/N);
   { gpuos_tensor *y[256]; for(i=0;i<256;i++) gpuos_tensor_new(ctx,GPUOS_F32,1,&n,&y[i]);
-    for(i=0;i<20000;i++) gpuos_add(ctx,y[i&255],x[i&255],one); gpuos_wait(ctx,60000);
+    for(i=0;i<20000;i++) gpuos_add(ctx,y[i&255],x[i&255],one);
+    gpuos_wait(ctx,60000);
     ph(NULL); ru(NULL); t0=now(); for(i=0;i<N;i++) gpuos_add(ctx,y[i&255],x[i&255],one); t1=now(); ru("independent (y_k = x_k + 1), submit loop"); ph("independent"); gpuos_wait(ctx,60000);
     printf("independent (as make bench), submit only:    %.3f us/op; +wait %.3f us/op\n",(t1-t0)/N,(now()-t0)/N);
     for(i=0;i<256;i++) gpuos_tensor_release(y[i]); }
