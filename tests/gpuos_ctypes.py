@@ -159,6 +159,8 @@ _SIGNATURES = {
     "gpuos_wait": (c_int, [_P, c_uint32]),
     "gpuos_compile_device_code": (c_int, [c_int, c_int, c_char_p, c_size_t]),
     "gpuos_debug_pause": (c_int, [_P, c_int]),
+    "gpuos_debug_compile_times": (None, [_P, POINTER(c_int), POINTER(c_double), POINTER(c_double),
+                                         POINTER(c_double)]),
 }
 
 # C parameter types of the generated convenience functions -> ctypes

@@ -20,6 +20,25 @@ def test_every_public_function_exported():
     assert not missing, "not exported (or not bindable): %s" % missing
 
 
+def test_debug_compile_times(ctx):
+    """NULL and the host executor compiled nothing: every figure 0. On a GPU: the programs the
+    device code was split into, and times that are all 0 (from the disk cache) or all set, the
+    slowest program within the compile. NULL outputs are allowed."""
+    from ctypes import byref, c_double, c_int
+    from gpuos_ctypes import BACKEND_CUDA
+    L = lib()
+    n, cm, sm, lm = c_int(-1), c_double(-1), c_double(-1), c_double(-1)
+    L.gpuos_debug_compile_times(None, byref(n), byref(cm), byref(sm), byref(lm))
+    assert (n.value, cm.value, sm.value, lm.value) == (0, 0.0, 0.0, 0.0)
+    L.gpuos_debug_compile_times(ctx.ptr, byref(n), byref(cm), byref(sm), byref(lm))
+    if ctx.backend() != BACKEND_CUDA:
+        assert (n.value, cm.value, sm.value, lm.value) == (0, 0.0, 0.0, 0.0)
+    else:
+        assert 0 <= n.value <= 8
+        assert (cm.value == 0) == (sm.value == 0) and 0 <= sm.value <= cm.value and lm.value >= 0
+    L.gpuos_debug_compile_times(ctx.ptr, None, None, None, None)
+
+
 def test_version():
     assert lib().gpuos_version() == header_version()
 
