@@ -287,6 +287,13 @@ int gpuos__device_kernel_id(gpuos_op op, gpuos_dtype key, gpuos_dtype out);
 #define GPUOS__LANES 2
 #define GPUOS__PK_THREADS 256    /* threads per block of the persistent kernel */
 
+/* qdesc.stamp flag: the task writes mapped host memory (a pinned tensor, the staging of a
+   small download). The worker publishes it after a system-scope fence, so the host, which
+   reads that memory once it sees the task retired, sees the writes: a GPU-scope fence does
+   not order them before the retirer's write to the host (a download missed 2 of its
+   16-byte stores so, in one GPU suite run). */
+#define GPUOS__DESC_SYSW 2u
+
 /* A task as the device sees it (56 bytes). */
 typedef struct gpuos__qdesc {
     uint32_t kind;       /* GPUOS__SLOT_TASK or GPUOS__SLOT_EXIT, | plan epoch << 8 (GPUOS__KIND) */
@@ -297,7 +304,7 @@ typedef struct gpuos__qdesc {
     uint32_t tile_items; /* items per tile */
     uint32_t n_tiles;
     uint32_t base;       /* tile t runs on worker (base + t) % n (gpuos__pk_params.n_main, n_rt) */
-    uint32_t stamp;      /* unused (kept for the layout) */
+    uint32_t stamp;      /* GPUOS__DESC_SYSW; bit 0: host bookkeeping of recorded graphs */
     uint32_t dep_delta[GPUOS__MAX_DEPS];
 } gpuos__qdesc;
 
@@ -337,8 +344,8 @@ typedef struct gpuos__qgraph {
    check flag and external dependencies added. The host uses it when it sends one slot per
    node, the fetcher when it expands a GRAPH slot (gpuos__fetch_graph). */
 GPUOS__QFN void gpuos__qgraph_node(const gpuos__qgraph *g, gpuos__qdesc *d, uint64_t seq) {
-    const uint32_t ext = d->stamp;
-    d->stamp = 0;
+    const uint32_t ext = d->stamp & 1u;
+    d->stamp &= GPUOS__DESC_SYSW;
     d->base += g->base;
     d->kind |= g->kind & GPUOS__KIND_HICHECK;
     if (ext && (g->ext || g->hi) && d->n_deps != GPUOS__DEPS_ALL) {
@@ -692,6 +699,8 @@ struct gpuos_context {
     struct gpuos__rt_version *rt_slot[2 * GPUOS_MAX_RUNTIME_OPS];
     char rt_reserved[GPUOS_MAX_RUNTIME_OPS]; /* an index being defined */
     pthread_mutex_t rt_mu;                     /* one definition at a time (before mu) */
+    pthread_mutex_t stage_mu;  /* small GPU downloads, one at a time through the staging below (tensor.c) */
+    gpuos_tensor *stage[GPUOS_DTYPE_COUNT]; /* per dtype: mapped pinned staging, created on first need */
 
     struct gpuos__cuda *cuda; /* the CUDA backend (cuda_backend.c); NULL on the host */
     uint32_t cuda_sent;       /* queued jobs (from ring_head) already sent to the device */
@@ -2633,6 +2642,12 @@ gpuos_status gpuos_create(const gpuos_config *config, gpuos_context **out) {
         mu_ok = 0;
         goto fail_sync;
     }
+    if (pthread_mutex_init(&ctx->stage_mu, NULL) != 0) {
+        pthread_mutex_destroy(&ctx->rt_mu);
+        pthread_mutex_destroy(&ctx->mu);
+        mu_ok = 0;
+        goto fail_sync;
+    }
     if (!(room_ok = gpuos__cond_init_monotonic(&ctx->cv_room))) goto fail_sync;
     if (!(work_ok = gpuos__cond_init_monotonic(&ctx->cv_work))) goto fail_sync;
     if (!(done_ok = gpuos__cond_init_monotonic(&ctx->cv_done))) goto fail_sync;
@@ -2675,6 +2690,7 @@ fail:
     if (mu_ok) {
         pthread_mutex_destroy(&ctx->mu);
         pthread_mutex_destroy(&ctx->rt_mu);
+        pthread_mutex_destroy(&ctx->stage_mu);
     }
     free(ctx->cache_dir);
     free(ctx);
@@ -2688,6 +2704,7 @@ void gpuos__context_free(gpuos_context *ctx) {
     pthread_cond_destroy(&ctx->cv_room);
     pthread_mutex_destroy(&ctx->mu);
     pthread_mutex_destroy(&ctx->rt_mu);
+    pthread_mutex_destroy(&ctx->stage_mu);
     free(ctx->cache_dir);
     free(ctx);
 }
@@ -2710,6 +2727,15 @@ void gpuos_destroy(gpuos_context *ctx) {
 
     /* Let queued work finish (at most wait_timeout_ms); what is left is dropped. */
     (void)gpuos__wait_seq(ctx, last, 0, ctx->cfg.wait_timeout_ms, "gpuos_destroy");
+    {
+        int d;
+        pthread_mutex_lock(&ctx->stage_mu);
+        for (d = 0; d < GPUOS_DTYPE_COUNT; d++) {
+            gpuos_tensor_release(ctx->stage[d]);
+            ctx->stage[d] = NULL;
+        }
+        pthread_mutex_unlock(&ctx->stage_mu);
+    }
     if (ctx->cuda) {
         gpuos__queue_fini(ctx); /* storages of dropped jobs go back while the GPU is still open */
         gpuos__cuda_close(ctx);
@@ -4342,7 +4368,7 @@ static gpuos_status cuda_encode_repeat(gpuos_context *ctx, struct gpuos__cuda *c
 static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos__job *job) {
     cuda__operand ops[GPUOS__MAX_PTR];
     uint64_t deps[2 * GPUOS__MAX_PTR * (CUDA__LOG_LEN + 1)], floor = 0, hi_max = 0;
-    int n_deps = 0, all = 0, n, k, j, lane = 0;
+    int n_deps = 0, all = 0, n, k, j, lane = 0, sysw = 0;
     uint32_t plan_bytes, plan_id = 0, plan_epoch = 0, tile, base = UINT32_MAX;
     int64_t n_tiles, n_items = job->items;
     const void *plan = &job->plan;
@@ -4396,6 +4422,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
             all = 1;
             continue;
         }
+        if (ops[k].write && s->pinned) sysw = 1; /* mapped host memory (GPUOS__DESC_SYSW) */
         if (!s->cuda_log) {
             s->cuda_log = calloc(1, sizeof(cuda__log));
             if (!s->cuda_log) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_submit: no memory");
@@ -4484,6 +4511,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     d.tile_items = tile;
     d.n_tiles = (uint32_t)n_tiles;
     d.base = base;
+    d.stamp = sysw ? GPUOS__DESC_SYSW : 0u;
     if (all) {
         d.n_deps = GPUOS__DEPS_ALL;
         if (lane == 0 && c->dseq[1] - 1 > c->retired_seen[1]) /* and every earlier lane-1 task */
@@ -5048,7 +5076,7 @@ static cuda__grange *cuda_grange_of(struct gpuos__cuda *c, const void *ddesc) {
 
 struct gpuos__cuda_graph {
     int n;
-    gpuos__qdesc *desc;   /* per node; stamp = 1: the node waits for the launch's external dependency */
+    gpuos__qdesc *desc;   /* per node; stamp bit 0: the node waits for the launch's external dependency; GPUOS__DESC_SYSW */
     void *ddesc;          /* desc in the device pool (a launch is one GRAPH slot); NULL: one slot per node */
     uint32_t *base_rel;   /* per node */
     uint32_t n_rel;
@@ -5195,6 +5223,11 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
         d->n_tiles = (uint32_t)n_tiles;
         d->base = base;
         d->stamp = (uint32_t)ext;
+        for (q = 0; q < g->n_acc; q++) /* it writes mapped host memory: published after a system fence */
+            if (g->acc[q].node == k && g->acc[q].write && g->acc[q].st->pinned) {
+                d->stamp |= GPUOS__DESC_SYSW;
+                break;
+            }
         if (all) {
             d->n_deps = GPUOS__DEPS_ALL;
         } else {
@@ -5229,7 +5262,7 @@ static void cuda_graph_ext(const struct gpuos__cuda *c, const struct gpuos__cuda
     ext[0] = ext[1] = 0;
     for (k = 0; k < g->n_acc; k++) {
         const cuda__gacc *e = &g->acc[k];
-        if (g->desc[e->node].stamp && e->st->cuda_log)
+        if ((g->desc[e->node].stamp & 1u) && e->st->cuda_log)
             cuda_log_newest(c, (const cuda__log *)e->st->cuda_log, e->lo, e->hi, e->write, ext);
     }
 }
@@ -11237,6 +11270,49 @@ static gpuos_status tensor_transfer_device(gpuos_context *ctx, const gpuos_tenso
     return s;
 }
 
+/* A small download on a GPU: one copy task from t into mapped pinned staging (ordered after
+   t's writers like any task), a wait for that task, and a memcpy out of the staging. The
+   driver's copy and its stream synchronisation took as long again as the wait for the
+   writers; this is one trip through the queue. *done = 0: not taken (the caller copies). */
+#define TENSOR_STAGE_BYTES 65536
+static gpuos_status tensor_download_staged(gpuos_context *ctx, const gpuos_tensor *t, void *host, size_t bytes,
+                                           int *done) {
+    const int64_t elsize = (int64_t)gpuos__elsize(t->dtype);
+    int64_t strides[GPUOS_MAX_RANK], n = TENSOR_STAGE_BYTES / elsize, step = 1;
+    gpuos_tensor *view = NULL;
+    gpuos_task task = GPUOS_TASK_INIT;
+    uint64_t seq;
+    gpuos_status s;
+    int k;
+    *done = 0;
+    if (!ctx->cuda || bytes > TENSOR_STAGE_BYTES || (int)t->dtype < 0 || (int)t->dtype >= GPUOS_DTYPE_COUNT)
+        return GPUOS_OK;
+    for (k = t->rank - 1; k >= 0; k--) { /* the staging view: contiguous, t's shape */
+        strides[k] = step;
+        step *= t->shape[k];
+    }
+    pthread_mutex_lock(&ctx->stage_mu);
+    if ((!ctx->stage[t->dtype] && gpuos_tensor_new_pinned(ctx, t->dtype, 1, &n, &ctx->stage[t->dtype]) != GPUOS_OK) ||
+        gpuos_view_strided(ctx->stage[t->dtype], t->rank, t->shape, strides, 0, &view) != GPUOS_OK) {
+        pthread_mutex_unlock(&ctx->stage_mu);
+        return GPUOS_OK; /* (no pinned memory: the driver's copy) */
+    }
+    task.op = GPUOS_OP_COPY;
+    task.out = view;
+    task.in[0] = (gpuos_tensor *)t;
+    s = gpuos_submit(ctx, &task, &seq); /* (refused: the driver's copy, which reports what is wrong) */
+    if (s == GPUOS_OK) {
+        *done = 1;
+        s = gpuos_wait_task(ctx, seq, ctx->cfg.wait_timeout_ms);
+        /* the device's writes to mapped memory are seen by the host once the task is seen
+           done, as for pinned tensors (docs/ARCHITECTURE.md) */
+        if (s == GPUOS_OK) memcpy(host, gpuos_tensor_host_data(view), bytes);
+    }
+    gpuos_tensor_release(view);
+    pthread_mutex_unlock(&ctx->stage_mu);
+    return s;
+}
+
 static gpuos_status tensor_transfer(gpuos_context *ctx, const gpuos_tensor *t, void *host, size_t bytes,
                                     int to_view, const char *fn) {
     size_t elsize, want;
@@ -11258,6 +11334,11 @@ static gpuos_status tensor_transfer(gpuos_context *ctx, const gpuos_tensor *t, v
                                 bytes, (long long)t->numel, elsize, want);
     if (!host && bytes > 0)
         return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "%s: the host buffer is NULL", fn);
+    if (!to_view && t->numel > 0 && t->st->on_device) {
+        int done;
+        s = tensor_download_staged(ctx, t, host, bytes, &done);
+        if (done) return s;
+    }
     /* Wait for the queued jobs that use this memory (jobs run in order). */
     pthread_mutex_lock(&ctx->mu);
     last_use = t->st->last_use;
@@ -22243,6 +22324,13 @@ const char *const gpuos__device_source[] = {
     "#define GPUOS__LANES 2\n",
     "#define GPUOS__PK_THREADS 256    /* threads per block of the persistent kernel */\n",
     "\n",
+    "/* qdesc.stamp flag: the task writes mapped host memory (a pinned tensor, the staging of a\n",
+    "   small download). The worker publishes it after a system-scope fence, so the host, which\n",
+    "   reads that memory once it sees the task retired, sees the writes: a GPU-scope fence does\n",
+    "   not order them before the retirer's write to the host (a download missed 2 of its\n",
+    "   16-byte stores so, in one GPU suite run). */\n",
+    "#define GPUOS__DESC_SYSW 2u\n",
+    "\n",
     "/* A task as the device sees it (56 bytes). */\n",
     "typedef struct gpuos__qdesc {\n",
     "    uint32_t kind;       /* GPUOS__SLOT_TASK or GPUOS__SLOT_EXIT, | plan epoch << 8 (GPUOS__KIND) */\n",
@@ -22253,7 +22341,7 @@ const char *const gpuos__device_source[] = {
     "    uint32_t tile_items; /* items per tile */\n",
     "    uint32_t n_tiles;\n",
     "    uint32_t base;       /* tile t runs on worker (base + t) % n (gpuos__pk_params.n_main, n_rt) */\n",
-    "    uint32_t stamp;      /* unused (kept for the layout) */\n",
+    "    uint32_t stamp;      /* GPUOS__DESC_SYSW; bit 0: host bookkeeping of recorded graphs */\n",
     "    uint32_t dep_delta[GPUOS__MAX_DEPS];\n",
     "} gpuos__qdesc;\n",
     "\n",
@@ -22293,8 +22381,8 @@ const char *const gpuos__device_source[] = {
     "   check flag and external dependencies added. The host uses it when it sends one slot per\n",
     "   node, the fetcher when it expands a GRAPH slot (gpuos__fetch_graph). */\n",
     "GPUOS__QFN void gpuos__qgraph_node(const gpuos__qgraph *g, gpuos__qdesc *d, uint64_t seq) {\n",
-    "    const uint32_t ext = d->stamp;\n",
-    "    d->stamp = 0;\n",
+    "    const uint32_t ext = d->stamp & 1u;\n",
+    "    d->stamp &= GPUOS__DESC_SYSW;\n",
     "    d->base += g->base;\n",
     "    d->kind |= g->kind & GPUOS__KIND_HICHECK;\n",
     "    if (ext && (g->ext || g->hi) && d->n_deps != GPUOS__DEPS_ALL) {\n",
@@ -23079,11 +23167,18 @@ const char *const gpuos__device_source[] = {
     "/* Publishes the finished tiles of batch entries [from, to) of queue lane Q (s_mine[k]\n",
     "   tiles of task s_seq[k]), called by every lane of warp 0 after a barrier of the block: one fence (the\n",
     "   warp's; it orders every tile the block wrote before, which the barrier made this warp's\n",
-    "   to publish), then the done counters, one per lane, in parallel. */\n",
+    "   to publish; system scope when one of them wrote mapped host memory, GPUOS__DESC_SYSW),\n",
+    "   then the done counters, one per lane, in parallel. */\n",
     "static __device__ __forceinline__ void gpuos__pk_publish(const gpuos__pk_params &P, int Q, int lane, int from, int to,\n",
-    "                                                         const uint64_t *s_seq, const uint32_t *s_mine) {\n",
+    "                                                         const uint64_t *s_seq, const uint32_t *s_mine,\n",
+    "                                                         const gpuos__qdesc *s_d) {\n",
     "    __syncwarp(); /* thread 0 wrote s_mine */\n",
-    "    __threadfence();\n",
+    "    bool sys = false;\n",
+    "    for (int k = from + lane; k < to; k += 32) sys |= s_mine[k] && (s_d[k].stamp & GPUOS__DESC_SYSW);\n",
+    "    if (__any_sync(0xffffffffu, sys))\n",
+    "        __threadfence_system();\n",
+    "    else\n",
+    "        __threadfence();\n",
     "    for (int k = from + lane; k < to; k += 32)\n",
     "        if (s_mine[k]) atomicAdd(&P.done[Q][s_seq[k] & (P.task_cap - 1)], s_mine[k]);\n",
     "}\n",
@@ -23119,7 +23214,7 @@ const char *const gpuos__device_source[] = {
     "            const uint64_t seq = s_seq[i];\n",
     "            if (d->n_deps) {\n",
     "                if (tid < 32) { /* publish our finished tiles first: the producer may wait on them */\n",
-    "                    gpuos__pk_publish(P, 1, lane, flushed, i, s_seq, s_mine);\n",
+    "                    gpuos__pk_publish(P, 1, lane, flushed, i, s_seq, s_mine, s_d);\n",
     "                    unsigned spin = 0;\n",
     "                    if (tid == 0)\n",
     "                        while (!gpuos__pk_deps_ready(P, 1, d, seq))\n",
@@ -23145,7 +23240,7 @@ const char *const gpuos__device_source[] = {
     "            if (tid == 0) s_mine[i] = mine;\n",
     "        }\n",
     "        if (tid < 32) {\n",
-    "            gpuos__pk_publish(P, 1, lane, flushed, n, s_seq, s_mine);\n",
+    "            gpuos__pk_publish(P, 1, lane, flushed, n, s_seq, s_mine, s_d);\n",
     "            if (tid == 0) {\n",
     "                gpuos__st_release_gpu_u32(&P.wpos[1][me], head + n);\n",
     "                *s_hhead = head + n;\n",
@@ -23317,7 +23412,7 @@ const char *const gpuos__device_source[] = {
     "            GPUOS__PROF_T0(t_deps);\n",
     "            if (d->n_deps) {\n",
     "                if (tid < 32) /* publish our finished tiles first: the producer may wait on them */\n",
-    "                    gpuos__pk_publish(P, 0, lane, flushed, i, s_seq, s_mine);\n",
+    "                    gpuos__pk_publish(P, 0, lane, flushed, i, s_seq, s_mine, s_d);\n",
     "                else if (GPUOS__PK_PLAN_EARLY)\n",
     "                    gpuos__pk_load_plan(P, d, s_plan, tid - 32, blockDim.x - 32, plan_row, plan_epoch);\n",
     "                if (GPUOS__PK_PLAN_EARLY && gpuos__pk_plan_changed(d, plan_row, plan_epoch)) {\n",
@@ -23448,7 +23543,7 @@ const char *const gpuos__device_source[] = {
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
     "            if (tid == 0) P.ctl->stamp[3] = gpuos__globaltimer();\n",
     "#endif\n",
-    "            gpuos__pk_publish(P, 0, lane, flushed, n, s_seq, s_mine);\n",
+    "            gpuos__pk_publish(P, 0, lane, flushed, n, s_seq, s_mine, s_d);\n",
     "            __syncwarp();\n",
     "            /* after lane 0's fence in gpuos__pk_publish: the batch's reads of its entries\n",
     "               and their task-ring descriptors come first (on EXIT, n ends at it) */\n",

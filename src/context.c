@@ -95,6 +95,12 @@ gpuos_status gpuos_create(const gpuos_config *config, gpuos_context **out) {
         mu_ok = 0;
         goto fail_sync;
     }
+    if (pthread_mutex_init(&ctx->stage_mu, NULL) != 0) {
+        pthread_mutex_destroy(&ctx->rt_mu);
+        pthread_mutex_destroy(&ctx->mu);
+        mu_ok = 0;
+        goto fail_sync;
+    }
     if (!(room_ok = gpuos__cond_init_monotonic(&ctx->cv_room))) goto fail_sync;
     if (!(work_ok = gpuos__cond_init_monotonic(&ctx->cv_work))) goto fail_sync;
     if (!(done_ok = gpuos__cond_init_monotonic(&ctx->cv_done))) goto fail_sync;
@@ -137,6 +143,7 @@ fail:
     if (mu_ok) {
         pthread_mutex_destroy(&ctx->mu);
         pthread_mutex_destroy(&ctx->rt_mu);
+        pthread_mutex_destroy(&ctx->stage_mu);
     }
     free(ctx->cache_dir);
     free(ctx);
@@ -150,6 +157,7 @@ void gpuos__context_free(gpuos_context *ctx) {
     pthread_cond_destroy(&ctx->cv_room);
     pthread_mutex_destroy(&ctx->mu);
     pthread_mutex_destroy(&ctx->rt_mu);
+    pthread_mutex_destroy(&ctx->stage_mu);
     free(ctx->cache_dir);
     free(ctx);
 }
@@ -172,6 +180,15 @@ void gpuos_destroy(gpuos_context *ctx) {
 
     /* Let queued work finish (at most wait_timeout_ms); what is left is dropped. */
     (void)gpuos__wait_seq(ctx, last, 0, ctx->cfg.wait_timeout_ms, "gpuos_destroy");
+    {
+        int d;
+        pthread_mutex_lock(&ctx->stage_mu);
+        for (d = 0; d < GPUOS_DTYPE_COUNT; d++) {
+            gpuos_tensor_release(ctx->stage[d]);
+            ctx->stage[d] = NULL;
+        }
+        pthread_mutex_unlock(&ctx->stage_mu);
+    }
     if (ctx->cuda) {
         gpuos__queue_fini(ctx); /* storages of dropped jobs go back while the GPU is still open */
         gpuos__cuda_close(ctx);

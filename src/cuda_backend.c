@@ -1586,7 +1586,7 @@ static gpuos_status cuda_encode_repeat(gpuos_context *ctx, struct gpuos__cuda *c
 static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos__job *job) {
     cuda__operand ops[GPUOS__MAX_PTR];
     uint64_t deps[2 * GPUOS__MAX_PTR * (CUDA__LOG_LEN + 1)], floor = 0, hi_max = 0;
-    int n_deps = 0, all = 0, n, k, j, lane = 0;
+    int n_deps = 0, all = 0, n, k, j, lane = 0, sysw = 0;
     uint32_t plan_bytes, plan_id = 0, plan_epoch = 0, tile, base = UINT32_MAX;
     int64_t n_tiles, n_items = job->items;
     const void *plan = &job->plan;
@@ -1640,6 +1640,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
             all = 1;
             continue;
         }
+        if (ops[k].write && s->pinned) sysw = 1; /* mapped host memory (GPUOS__DESC_SYSW) */
         if (!s->cuda_log) {
             s->cuda_log = calloc(1, sizeof(cuda__log));
             if (!s->cuda_log) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_submit: no memory");
@@ -1728,6 +1729,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     d.tile_items = tile;
     d.n_tiles = (uint32_t)n_tiles;
     d.base = base;
+    d.stamp = sysw ? GPUOS__DESC_SYSW : 0u;
     if (all) {
         d.n_deps = GPUOS__DEPS_ALL;
         if (lane == 0 && c->dseq[1] - 1 > c->retired_seen[1]) /* and every earlier lane-1 task */
@@ -2292,7 +2294,7 @@ static cuda__grange *cuda_grange_of(struct gpuos__cuda *c, const void *ddesc) {
 
 struct gpuos__cuda_graph {
     int n;
-    gpuos__qdesc *desc;   /* per node; stamp = 1: the node waits for the launch's external dependency */
+    gpuos__qdesc *desc;   /* per node; stamp bit 0: the node waits for the launch's external dependency; GPUOS__DESC_SYSW */
     void *ddesc;          /* desc in the device pool (a launch is one GRAPH slot); NULL: one slot per node */
     uint32_t *base_rel;   /* per node */
     uint32_t n_rel;
@@ -2439,6 +2441,11 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
         d->n_tiles = (uint32_t)n_tiles;
         d->base = base;
         d->stamp = (uint32_t)ext;
+        for (q = 0; q < g->n_acc; q++) /* it writes mapped host memory: published after a system fence */
+            if (g->acc[q].node == k && g->acc[q].write && g->acc[q].st->pinned) {
+                d->stamp |= GPUOS__DESC_SYSW;
+                break;
+            }
         if (all) {
             d->n_deps = GPUOS__DEPS_ALL;
         } else {
@@ -2473,7 +2480,7 @@ static void cuda_graph_ext(const struct gpuos__cuda *c, const struct gpuos__cuda
     ext[0] = ext[1] = 0;
     for (k = 0; k < g->n_acc; k++) {
         const cuda__gacc *e = &g->acc[k];
-        if (g->desc[e->node].stamp && e->st->cuda_log)
+        if ((g->desc[e->node].stamp & 1u) && e->st->cuda_log)
             cuda_log_newest(c, (const cuda__log *)e->st->cuda_log, e->lo, e->hi, e->write, ext);
     }
 }

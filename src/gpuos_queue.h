@@ -40,6 +40,13 @@
 #define GPUOS__LANES 2
 #define GPUOS__PK_THREADS 256    /* threads per block of the persistent kernel */
 
+/* qdesc.stamp flag: the task writes mapped host memory (a pinned tensor, the staging of a
+   small download). The worker publishes it after a system-scope fence, so the host, which
+   reads that memory once it sees the task retired, sees the writes: a GPU-scope fence does
+   not order them before the retirer's write to the host (a download missed 2 of its
+   16-byte stores so, in one GPU suite run). */
+#define GPUOS__DESC_SYSW 2u
+
 /* A task as the device sees it (56 bytes). */
 typedef struct gpuos__qdesc {
     uint32_t kind;       /* GPUOS__SLOT_TASK or GPUOS__SLOT_EXIT, | plan epoch << 8 (GPUOS__KIND) */
@@ -50,7 +57,7 @@ typedef struct gpuos__qdesc {
     uint32_t tile_items; /* items per tile */
     uint32_t n_tiles;
     uint32_t base;       /* tile t runs on worker (base + t) % n (gpuos__pk_params.n_main, n_rt) */
-    uint32_t stamp;      /* unused (kept for the layout) */
+    uint32_t stamp;      /* GPUOS__DESC_SYSW; bit 0: host bookkeeping of recorded graphs */
     uint32_t dep_delta[GPUOS__MAX_DEPS];
 } gpuos__qdesc;
 
@@ -90,8 +97,8 @@ typedef struct gpuos__qgraph {
    check flag and external dependencies added. The host uses it when it sends one slot per
    node, the fetcher when it expands a GRAPH slot (gpuos__fetch_graph). */
 GPUOS__QFN void gpuos__qgraph_node(const gpuos__qgraph *g, gpuos__qdesc *d, uint64_t seq) {
-    const uint32_t ext = d->stamp;
-    d->stamp = 0;
+    const uint32_t ext = d->stamp & 1u;
+    d->stamp &= GPUOS__DESC_SYSW;
     d->base += g->base;
     d->kind |= g->kind & GPUOS__KIND_HICHECK;
     if (ext && (g->ext || g->hi) && d->n_deps != GPUOS__DEPS_ALL) {

@@ -219,6 +219,8 @@ struct gpuos_context {
     struct gpuos__rt_version *rt_slot[2 * GPUOS_MAX_RUNTIME_OPS];
     char rt_reserved[GPUOS_MAX_RUNTIME_OPS]; /* an index being defined */
     pthread_mutex_t rt_mu;                     /* one definition at a time (before mu) */
+    pthread_mutex_t stage_mu;  /* small GPU downloads, one at a time through the staging below (tensor.c) */
+    gpuos_tensor *stage[GPUOS_DTYPE_COUNT]; /* per dtype: mapped pinned staging, created on first need */
 
     struct gpuos__cuda *cuda; /* the CUDA backend (cuda_backend.c); NULL on the host */
     uint32_t cuda_sent;       /* queued jobs (from ring_head) already sent to the device */

@@ -465,6 +465,49 @@ static gpuos_status tensor_transfer_device(gpuos_context *ctx, const gpuos_tenso
     return s;
 }
 
+/* A small download on a GPU: one copy task from t into mapped pinned staging (ordered after
+   t's writers like any task), a wait for that task, and a memcpy out of the staging. The
+   driver's copy and its stream synchronisation took as long again as the wait for the
+   writers; this is one trip through the queue. *done = 0: not taken (the caller copies). */
+#define TENSOR_STAGE_BYTES 65536
+static gpuos_status tensor_download_staged(gpuos_context *ctx, const gpuos_tensor *t, void *host, size_t bytes,
+                                           int *done) {
+    const int64_t elsize = (int64_t)gpuos__elsize(t->dtype);
+    int64_t strides[GPUOS_MAX_RANK], n = TENSOR_STAGE_BYTES / elsize, step = 1;
+    gpuos_tensor *view = NULL;
+    gpuos_task task = GPUOS_TASK_INIT;
+    uint64_t seq;
+    gpuos_status s;
+    int k;
+    *done = 0;
+    if (!ctx->cuda || bytes > TENSOR_STAGE_BYTES || (int)t->dtype < 0 || (int)t->dtype >= GPUOS_DTYPE_COUNT)
+        return GPUOS_OK;
+    for (k = t->rank - 1; k >= 0; k--) { /* the staging view: contiguous, t's shape */
+        strides[k] = step;
+        step *= t->shape[k];
+    }
+    pthread_mutex_lock(&ctx->stage_mu);
+    if ((!ctx->stage[t->dtype] && gpuos_tensor_new_pinned(ctx, t->dtype, 1, &n, &ctx->stage[t->dtype]) != GPUOS_OK) ||
+        gpuos_view_strided(ctx->stage[t->dtype], t->rank, t->shape, strides, 0, &view) != GPUOS_OK) {
+        pthread_mutex_unlock(&ctx->stage_mu);
+        return GPUOS_OK; /* (no pinned memory: the driver's copy) */
+    }
+    task.op = GPUOS_OP_COPY;
+    task.out = view;
+    task.in[0] = (gpuos_tensor *)t;
+    s = gpuos_submit(ctx, &task, &seq); /* (refused: the driver's copy, which reports what is wrong) */
+    if (s == GPUOS_OK) {
+        *done = 1;
+        s = gpuos_wait_task(ctx, seq, ctx->cfg.wait_timeout_ms);
+        /* the device's writes to mapped memory are seen by the host once the task is seen
+           done, as for pinned tensors (docs/ARCHITECTURE.md) */
+        if (s == GPUOS_OK) memcpy(host, gpuos_tensor_host_data(view), bytes);
+    }
+    gpuos_tensor_release(view);
+    pthread_mutex_unlock(&ctx->stage_mu);
+    return s;
+}
+
 static gpuos_status tensor_transfer(gpuos_context *ctx, const gpuos_tensor *t, void *host, size_t bytes,
                                     int to_view, const char *fn) {
     size_t elsize, want;
@@ -486,6 +529,11 @@ static gpuos_status tensor_transfer(gpuos_context *ctx, const gpuos_tensor *t, v
                                 bytes, (long long)t->numel, elsize, want);
     if (!host && bytes > 0)
         return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "%s: the host buffer is NULL", fn);
+    if (!to_view && t->numel > 0 && t->st->on_device) {
+        int done;
+        s = tensor_download_staged(ctx, t, host, bytes, &done);
+        if (done) return s;
+    }
     /* Wait for the queued jobs that use this memory (jobs run in order). */
     pthread_mutex_lock(&ctx->mu);
     last_use = t->st->last_use;

@@ -650,11 +650,18 @@ static __device__ __forceinline__ void gpuos__pk_load_plan(const gpuos__pk_param
 /* Publishes the finished tiles of batch entries [from, to) of queue lane Q (s_mine[k]
    tiles of task s_seq[k]), called by every lane of warp 0 after a barrier of the block: one fence (the
    warp's; it orders every tile the block wrote before, which the barrier made this warp's
-   to publish), then the done counters, one per lane, in parallel. */
+   to publish; system scope when one of them wrote mapped host memory, GPUOS__DESC_SYSW),
+   then the done counters, one per lane, in parallel. */
 static __device__ __forceinline__ void gpuos__pk_publish(const gpuos__pk_params &P, int Q, int lane, int from, int to,
-                                                         const uint64_t *s_seq, const uint32_t *s_mine) {
+                                                         const uint64_t *s_seq, const uint32_t *s_mine,
+                                                         const gpuos__qdesc *s_d) {
     __syncwarp(); /* thread 0 wrote s_mine */
-    __threadfence();
+    bool sys = false;
+    for (int k = from + lane; k < to; k += 32) sys |= s_mine[k] && (s_d[k].stamp & GPUOS__DESC_SYSW);
+    if (__any_sync(0xffffffffu, sys))
+        __threadfence_system();
+    else
+        __threadfence();
     for (int k = from + lane; k < to; k += 32)
         if (s_mine[k]) atomicAdd(&P.done[Q][s_seq[k] & (P.task_cap - 1)], s_mine[k]);
 }
@@ -690,7 +697,7 @@ static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint
             const uint64_t seq = s_seq[i];
             if (d->n_deps) {
                 if (tid < 32) { /* publish our finished tiles first: the producer may wait on them */
-                    gpuos__pk_publish(P, 1, lane, flushed, i, s_seq, s_mine);
+                    gpuos__pk_publish(P, 1, lane, flushed, i, s_seq, s_mine, s_d);
                     unsigned spin = 0;
                     if (tid == 0)
                         while (!gpuos__pk_deps_ready(P, 1, d, seq))
@@ -716,7 +723,7 @@ static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint
             if (tid == 0) s_mine[i] = mine;
         }
         if (tid < 32) {
-            gpuos__pk_publish(P, 1, lane, flushed, n, s_seq, s_mine);
+            gpuos__pk_publish(P, 1, lane, flushed, n, s_seq, s_mine, s_d);
             if (tid == 0) {
                 gpuos__st_release_gpu_u32(&P.wpos[1][me], head + n);
                 *s_hhead = head + n;
@@ -888,7 +895,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
             GPUOS__PROF_T0(t_deps);
             if (d->n_deps) {
                 if (tid < 32) /* publish our finished tiles first: the producer may wait on them */
-                    gpuos__pk_publish(P, 0, lane, flushed, i, s_seq, s_mine);
+                    gpuos__pk_publish(P, 0, lane, flushed, i, s_seq, s_mine, s_d);
                 else if (GPUOS__PK_PLAN_EARLY)
                     gpuos__pk_load_plan(P, d, s_plan, tid - 32, blockDim.x - 32, plan_row, plan_epoch);
                 if (GPUOS__PK_PLAN_EARLY && gpuos__pk_plan_changed(d, plan_row, plan_epoch)) {
@@ -1019,7 +1026,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #ifdef GPUOS__PK_TIMESTAMPS
             if (tid == 0) P.ctl->stamp[3] = gpuos__globaltimer();
 #endif
-            gpuos__pk_publish(P, 0, lane, flushed, n, s_seq, s_mine);
+            gpuos__pk_publish(P, 0, lane, flushed, n, s_seq, s_mine, s_d);
             __syncwarp();
             /* after lane 0's fence in gpuos__pk_publish: the batch's reads of its entries
                and their task-ring descriptors come first (on EXIT, n ends at it) */

@@ -9666,6 +9666,13 @@ extern "C" __global__ void gpuos__d_test_kernel(int kernel_id, const void *plan,
 #define GPUOS__LANES 2
 #define GPUOS__PK_THREADS 256    /* threads per block of the persistent kernel */
 
+/* qdesc.stamp flag: the task writes mapped host memory (a pinned tensor, the staging of a
+   small download). The worker publishes it after a system-scope fence, so the host, which
+   reads that memory once it sees the task retired, sees the writes: a GPU-scope fence does
+   not order them before the retirer's write to the host (a download missed 2 of its
+   16-byte stores so, in one GPU suite run). */
+#define GPUOS__DESC_SYSW 2u
+
 /* A task as the device sees it (56 bytes). */
 typedef struct gpuos__qdesc {
     uint32_t kind;       /* GPUOS__SLOT_TASK or GPUOS__SLOT_EXIT, | plan epoch << 8 (GPUOS__KIND) */
@@ -9676,7 +9683,7 @@ typedef struct gpuos__qdesc {
     uint32_t tile_items; /* items per tile */
     uint32_t n_tiles;
     uint32_t base;       /* tile t runs on worker (base + t) % n (gpuos__pk_params.n_main, n_rt) */
-    uint32_t stamp;      /* unused (kept for the layout) */
+    uint32_t stamp;      /* GPUOS__DESC_SYSW; bit 0: host bookkeeping of recorded graphs */
     uint32_t dep_delta[GPUOS__MAX_DEPS];
 } gpuos__qdesc;
 
@@ -9716,8 +9723,8 @@ typedef struct gpuos__qgraph {
    check flag and external dependencies added. The host uses it when it sends one slot per
    node, the fetcher when it expands a GRAPH slot (gpuos__fetch_graph). */
 GPUOS__QFN void gpuos__qgraph_node(const gpuos__qgraph *g, gpuos__qdesc *d, uint64_t seq) {
-    const uint32_t ext = d->stamp;
-    d->stamp = 0;
+    const uint32_t ext = d->stamp & 1u;
+    d->stamp &= GPUOS__DESC_SYSW;
     d->base += g->base;
     d->kind |= g->kind & GPUOS__KIND_HICHECK;
     if (ext && (g->ext || g->hi) && d->n_deps != GPUOS__DEPS_ALL) {
@@ -10502,11 +10509,18 @@ static __device__ __forceinline__ void gpuos__pk_load_plan(const gpuos__pk_param
 /* Publishes the finished tiles of batch entries [from, to) of queue lane Q (s_mine[k]
    tiles of task s_seq[k]), called by every lane of warp 0 after a barrier of the block: one fence (the
    warp's; it orders every tile the block wrote before, which the barrier made this warp's
-   to publish), then the done counters, one per lane, in parallel. */
+   to publish; system scope when one of them wrote mapped host memory, GPUOS__DESC_SYSW),
+   then the done counters, one per lane, in parallel. */
 static __device__ __forceinline__ void gpuos__pk_publish(const gpuos__pk_params &P, int Q, int lane, int from, int to,
-                                                         const uint64_t *s_seq, const uint32_t *s_mine) {
+                                                         const uint64_t *s_seq, const uint32_t *s_mine,
+                                                         const gpuos__qdesc *s_d) {
     __syncwarp(); /* thread 0 wrote s_mine */
-    __threadfence();
+    bool sys = false;
+    for (int k = from + lane; k < to; k += 32) sys |= s_mine[k] && (s_d[k].stamp & GPUOS__DESC_SYSW);
+    if (__any_sync(0xffffffffu, sys))
+        __threadfence_system();
+    else
+        __threadfence();
     for (int k = from + lane; k < to; k += 32)
         if (s_mine[k]) atomicAdd(&P.done[Q][s_seq[k] & (P.task_cap - 1)], s_mine[k]);
 }
@@ -10542,7 +10556,7 @@ static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint
             const uint64_t seq = s_seq[i];
             if (d->n_deps) {
                 if (tid < 32) { /* publish our finished tiles first: the producer may wait on them */
-                    gpuos__pk_publish(P, 1, lane, flushed, i, s_seq, s_mine);
+                    gpuos__pk_publish(P, 1, lane, flushed, i, s_seq, s_mine, s_d);
                     unsigned spin = 0;
                     if (tid == 0)
                         while (!gpuos__pk_deps_ready(P, 1, d, seq))
@@ -10568,7 +10582,7 @@ static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint
             if (tid == 0) s_mine[i] = mine;
         }
         if (tid < 32) {
-            gpuos__pk_publish(P, 1, lane, flushed, n, s_seq, s_mine);
+            gpuos__pk_publish(P, 1, lane, flushed, n, s_seq, s_mine, s_d);
             if (tid == 0) {
                 gpuos__st_release_gpu_u32(&P.wpos[1][me], head + n);
                 *s_hhead = head + n;
@@ -10740,7 +10754,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
             GPUOS__PROF_T0(t_deps);
             if (d->n_deps) {
                 if (tid < 32) /* publish our finished tiles first: the producer may wait on them */
-                    gpuos__pk_publish(P, 0, lane, flushed, i, s_seq, s_mine);
+                    gpuos__pk_publish(P, 0, lane, flushed, i, s_seq, s_mine, s_d);
                 else if (GPUOS__PK_PLAN_EARLY)
                     gpuos__pk_load_plan(P, d, s_plan, tid - 32, blockDim.x - 32, plan_row, plan_epoch);
                 if (GPUOS__PK_PLAN_EARLY && gpuos__pk_plan_changed(d, plan_row, plan_epoch)) {
@@ -10871,7 +10885,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #ifdef GPUOS__PK_TIMESTAMPS
             if (tid == 0) P.ctl->stamp[3] = gpuos__globaltimer();
 #endif
-            gpuos__pk_publish(P, 0, lane, flushed, n, s_seq, s_mine);
+            gpuos__pk_publish(P, 0, lane, flushed, n, s_seq, s_mine, s_d);
             __syncwarp();
             /* after lane 0's fence in gpuos__pk_publish: the batch's reads of its entries
                and their task-ring descriptors come first (on EXIT, n ends at it) */
