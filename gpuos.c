@@ -11287,6 +11287,10 @@ static gpuos_status tensor_download_staged(gpuos_context *ctx, const gpuos_tenso
     *done = 0;
     if (!ctx->cuda || bytes > TENSOR_STAGE_BYTES || (int)t->dtype < 0 || (int)t->dtype >= GPUOS_DTYPE_COUNT)
         return GPUOS_OK;
+    /* diagnostic: GPUOS_CUDA_STAGE=0 sends every download through the driver's copy (the
+       staging is allocated at the first download, maybe while the kernel runs, where
+       compute-sanitizer memcheck cannot see it) */
+    if (getenv("GPUOS_CUDA_STAGE") && atoi(getenv("GPUOS_CUDA_STAGE")) == 0) return GPUOS_OK;
     for (k = t->rank - 1; k >= 0; k--) { /* the staging view: contiguous, t's shape */
         strides[k] = step;
         step *= t->shape[k];
