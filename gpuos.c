@@ -293,6 +293,9 @@ int gpuos__device_kernel_id(gpuos_op op, gpuos_dtype key, gpuos_dtype out);
    not order them before the retirer's write to the host (a download missed 2 of its
    16-byte stores so, in one GPU suite run). */
 #define GPUOS__DESC_SYSW 2u
+/* qdesc.stamp flag of a recorded graph's node (host and gpuos__qgraph_node): it waits for the
+   launch's external dependency; cleared when the node becomes a task */
+#define GPUOS__DESC_EXT 1u
 
 /* A task as the device sees it (56 bytes). */
 typedef struct gpuos__qdesc {
@@ -304,7 +307,7 @@ typedef struct gpuos__qdesc {
     uint32_t tile_items; /* items per tile */
     uint32_t n_tiles;
     uint32_t base;       /* tile t runs on worker (base + t) % n (gpuos__pk_params.n_main, n_rt) */
-    uint32_t stamp;      /* GPUOS__DESC_SYSW; bit 0: host bookkeeping of recorded graphs */
+    uint32_t stamp;      /* GPUOS__DESC_SYSW, GPUOS__DESC_EXT */
     uint32_t dep_delta[GPUOS__MAX_DEPS];
 } gpuos__qdesc;
 
@@ -324,7 +327,7 @@ typedef struct gpuos__qplan {
 typedef struct gpuos__qgraph {
     uint32_t kind;   /* GPUOS__SLOT_GRAPH, | GPUOS__KIND_HICHECK: its tasks get that flag */
     uint32_t n;      /* nodes (>= 1) */
-    uint64_t desc;   /* device address of gpuos__qdesc[n] (stamp 1: the node first touches
+    uint64_t desc;   /* device address of gpuos__qdesc[n] (GPUOS__DESC_EXT: the node first touches
                         memory outside the graph's own order and waits for ext and hi) */
     uint64_t ext;    /* such nodes wait until this lane retired task ext (0: nothing) */
     uint32_t base;   /* added to every node's base */
@@ -344,7 +347,7 @@ typedef struct gpuos__qgraph {
    check flag and external dependencies added. The host uses it when it sends one slot per
    node, the fetcher when it expands a GRAPH slot (gpuos__fetch_graph). */
 GPUOS__QFN void gpuos__qgraph_node(const gpuos__qgraph *g, gpuos__qdesc *d, uint64_t seq) {
-    const uint32_t ext = d->stamp & 1u;
+    const uint32_t ext = d->stamp & GPUOS__DESC_EXT;
     d->stamp &= GPUOS__DESC_SYSW;
     d->base += g->base;
     d->kind |= g->kind & GPUOS__KIND_HICHECK;
@@ -700,6 +703,7 @@ struct gpuos_context {
     char rt_reserved[GPUOS_MAX_RUNTIME_OPS]; /* an index being defined */
     pthread_mutex_t rt_mu;                     /* one definition at a time (before mu) */
     pthread_mutex_t stage_mu;  /* small GPU downloads, one at a time through the staging below (tensor.c) */
+    size_t stage_bytes;        /* downloads up to this size go through it (GPU: 64 KB; 0: none) */
     gpuos_tensor *stage[GPUOS_DTYPE_COUNT]; /* per dtype: mapped pinned staging, created on first need */
 
     struct gpuos__cuda *cuda; /* the CUDA backend (cuda_backend.c); NULL on the host */
@@ -3567,6 +3571,10 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     st = cuda_open_device(ctx, c, ordinal < 0 ? 0 : ordinal);
     cuda_preload_join(c); /* joined already unless the device failed before its code */
     if (st == GPUOS_OK) {
+        /* small downloads through pinned staging (tensor.c); diagnostic: GPUOS_CUDA_STAGE=0
+           sends them through the driver's copy (the staging is allocated at the first
+           download, maybe while the kernel runs, where compute-sanitizer memcheck cannot see it) */
+        ctx->stage_bytes = getenv("GPUOS_CUDA_STAGE") && atoi(getenv("GPUOS_CUDA_STAGE")) == 0 ? 0 : 65536;
         c->last_activity_ns = cuda_now_ns();
         if (pthread_create(&c->reaper, NULL, cuda_reaper_main, ctx) != 0)
             st = gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "gpuos_create: cannot start the reaper thread");
@@ -3634,6 +3642,7 @@ void gpuos__cuda_close(gpuos_context *ctx) {
     free(c->memo);
     free(c);
     ctx->cuda = NULL;
+    ctx->stage_bytes = 0;
 }
 
 /* ---------------------------------------------------------------- device memory */
@@ -5076,7 +5085,7 @@ static cuda__grange *cuda_grange_of(struct gpuos__cuda *c, const void *ddesc) {
 
 struct gpuos__cuda_graph {
     int n;
-    gpuos__qdesc *desc;   /* per node; stamp bit 0: the node waits for the launch's external dependency; GPUOS__DESC_SYSW */
+    gpuos__qdesc *desc;   /* per node; stamp: GPUOS__DESC_EXT, GPUOS__DESC_SYSW */
     void *ddesc;          /* desc in the device pool (a launch is one GRAPH slot); NULL: one slot per node */
     uint32_t *base_rel;   /* per node */
     uint32_t n_rel;
@@ -5139,7 +5148,7 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
         const gpuos__job *job = jobs[k];
         cuda__operand ops[GPUOS__MAX_PTR];
         uint64_t deps[GPUOS__MAX_PTR * 64];
-        int n_deps = 0, all = 0, m, a, b, no, ext = 0;
+        int n_deps = 0, all = 0, m, a, b, no, ext = 0, sysw = 0;
         uint32_t base = UINT32_MAX, plan_bytes, tile, epoch = 0;
         int64_t n_tiles, n_items = job->items;
         gpuos__qdesc *d = &g->desc[k];
@@ -5190,6 +5199,7 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
         for (q = 0; q < g->n_acc; q++) {
             const cuda__gacc *w = &g->acc[q];
             if (w->node != k || !w->write) continue;
+            if (w->st->pinned) sysw = 1; /* mapped host memory: published after a system fence */
             for (j = 0; j < g->n_acc; j++)
                 if (g->acc[j].node != k && g->acc[j].st == w->st && g->acc[j].lo >= w->lo && g->acc[j].hi <= w->hi)
                     g->acc[j].dead = 1;
@@ -5222,12 +5232,7 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
         d->tile_items = tile;
         d->n_tiles = (uint32_t)n_tiles;
         d->base = base;
-        d->stamp = (uint32_t)ext;
-        for (q = 0; q < g->n_acc; q++) /* it writes mapped host memory: published after a system fence */
-            if (g->acc[q].node == k && g->acc[q].write && g->acc[q].st->pinned) {
-                d->stamp |= GPUOS__DESC_SYSW;
-                break;
-            }
+        d->stamp = (ext ? GPUOS__DESC_EXT : 0u) | (sysw ? GPUOS__DESC_SYSW : 0u);
         if (all) {
             d->n_deps = GPUOS__DEPS_ALL;
         } else {
@@ -5262,7 +5267,7 @@ static void cuda_graph_ext(const struct gpuos__cuda *c, const struct gpuos__cuda
     ext[0] = ext[1] = 0;
     for (k = 0; k < g->n_acc; k++) {
         const cuda__gacc *e = &g->acc[k];
-        if ((g->desc[e->node].stamp & 1u) && e->st->cuda_log)
+        if ((g->desc[e->node].stamp & GPUOS__DESC_EXT) && e->st->cuda_log)
             cuda_log_newest(c, (const cuda__log *)e->st->cuda_log, e->lo, e->hi, e->write, ext);
     }
 }
@@ -11274,27 +11279,17 @@ static gpuos_status tensor_transfer_device(gpuos_context *ctx, const gpuos_tenso
    t's writers like any task), a wait for that task, and a memcpy out of the staging. The
    driver's copy and its stream synchronisation took as long again as the wait for the
    writers; this is one trip through the queue. *done = 0: not taken (the caller copies). */
-#define TENSOR_STAGE_BYTES 65536
 static gpuos_status tensor_download_staged(gpuos_context *ctx, const gpuos_tensor *t, void *host, size_t bytes,
                                            int *done) {
-    const int64_t elsize = (int64_t)gpuos__elsize(t->dtype);
-    int64_t strides[GPUOS_MAX_RANK], n = TENSOR_STAGE_BYTES / elsize, step = 1;
+    int64_t strides[GPUOS_MAX_RANK], n;
     gpuos_tensor *view = NULL;
     gpuos_task task = GPUOS_TASK_INIT;
     uint64_t seq;
     gpuos_status s;
-    int k;
     *done = 0;
-    if (!ctx->cuda || bytes > TENSOR_STAGE_BYTES || (int)t->dtype < 0 || (int)t->dtype >= GPUOS_DTYPE_COUNT)
-        return GPUOS_OK;
-    /* diagnostic: GPUOS_CUDA_STAGE=0 sends every download through the driver's copy (the
-       staging is allocated at the first download, maybe while the kernel runs, where
-       compute-sanitizer memcheck cannot see it) */
-    if (getenv("GPUOS_CUDA_STAGE") && atoi(getenv("GPUOS_CUDA_STAGE")) == 0) return GPUOS_OK;
-    for (k = t->rank - 1; k >= 0; k--) { /* the staging view: contiguous, t's shape */
-        strides[k] = step;
-        step *= t->shape[k];
-    }
+    if (bytes > ctx->stage_bytes || (int)t->dtype < 0 || (int)t->dtype >= GPUOS_DTYPE_COUNT) return GPUOS_OK;
+    n = (int64_t)(ctx->stage_bytes / gpuos__elsize(t->dtype));
+    tensor_contiguous_strides(t->rank, t->shape, strides); /* the staging view: contiguous, t's shape */
     pthread_mutex_lock(&ctx->stage_mu);
     if ((!ctx->stage[t->dtype] && gpuos_tensor_new_pinned(ctx, t->dtype, 1, &n, &ctx->stage[t->dtype]) != GPUOS_OK) ||
         gpuos_view_strided(ctx->stage[t->dtype], t->rank, t->shape, strides, 0, &view) != GPUOS_OK) {
@@ -22334,6 +22329,9 @@ const char *const gpuos__device_source[] = {
     "   not order them before the retirer's write to the host (a download missed 2 of its\n",
     "   16-byte stores so, in one GPU suite run). */\n",
     "#define GPUOS__DESC_SYSW 2u\n",
+    "/* qdesc.stamp flag of a recorded graph's node (host and gpuos__qgraph_node): it waits for the\n",
+    "   launch's external dependency; cleared when the node becomes a task */\n",
+    "#define GPUOS__DESC_EXT 1u\n",
     "\n",
     "/* A task as the device sees it (56 bytes). */\n",
     "typedef struct gpuos__qdesc {\n",
@@ -22345,7 +22343,7 @@ const char *const gpuos__device_source[] = {
     "    uint32_t tile_items; /* items per tile */\n",
     "    uint32_t n_tiles;\n",
     "    uint32_t base;       /* tile t runs on worker (base + t) % n (gpuos__pk_params.n_main, n_rt) */\n",
-    "    uint32_t stamp;      /* GPUOS__DESC_SYSW; bit 0: host bookkeeping of recorded graphs */\n",
+    "    uint32_t stamp;      /* GPUOS__DESC_SYSW, GPUOS__DESC_EXT */\n",
     "    uint32_t dep_delta[GPUOS__MAX_DEPS];\n",
     "} gpuos__qdesc;\n",
     "\n",
@@ -22365,7 +22363,7 @@ const char *const gpuos__device_source[] = {
     "typedef struct gpuos__qgraph {\n",
     "    uint32_t kind;   /* GPUOS__SLOT_GRAPH, | GPUOS__KIND_HICHECK: its tasks get that flag */\n",
     "    uint32_t n;      /* nodes (>= 1) */\n",
-    "    uint64_t desc;   /* device address of gpuos__qdesc[n] (stamp 1: the node first touches\n",
+    "    uint64_t desc;   /* device address of gpuos__qdesc[n] (GPUOS__DESC_EXT: the node first touches\n",
     "                        memory outside the graph's own order and waits for ext and hi) */\n",
     "    uint64_t ext;    /* such nodes wait until this lane retired task ext (0: nothing) */\n",
     "    uint32_t base;   /* added to every node's base */\n",
@@ -22385,7 +22383,7 @@ const char *const gpuos__device_source[] = {
     "   check flag and external dependencies added. The host uses it when it sends one slot per\n",
     "   node, the fetcher when it expands a GRAPH slot (gpuos__fetch_graph). */\n",
     "GPUOS__QFN void gpuos__qgraph_node(const gpuos__qgraph *g, gpuos__qdesc *d, uint64_t seq) {\n",
-    "    const uint32_t ext = d->stamp & 1u;\n",
+    "    const uint32_t ext = d->stamp & GPUOS__DESC_EXT;\n",
     "    d->stamp &= GPUOS__DESC_SYSW;\n",
     "    d->base += g->base;\n",
     "    d->kind |= g->kind & GPUOS__KIND_HICHECK;\n",

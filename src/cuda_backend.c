@@ -785,6 +785,10 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     st = cuda_open_device(ctx, c, ordinal < 0 ? 0 : ordinal);
     cuda_preload_join(c); /* joined already unless the device failed before its code */
     if (st == GPUOS_OK) {
+        /* small downloads through pinned staging (tensor.c); diagnostic: GPUOS_CUDA_STAGE=0
+           sends them through the driver's copy (the staging is allocated at the first
+           download, maybe while the kernel runs, where compute-sanitizer memcheck cannot see it) */
+        ctx->stage_bytes = getenv("GPUOS_CUDA_STAGE") && atoi(getenv("GPUOS_CUDA_STAGE")) == 0 ? 0 : 65536;
         c->last_activity_ns = cuda_now_ns();
         if (pthread_create(&c->reaper, NULL, cuda_reaper_main, ctx) != 0)
             st = gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "gpuos_create: cannot start the reaper thread");
@@ -852,6 +856,7 @@ void gpuos__cuda_close(gpuos_context *ctx) {
     free(c->memo);
     free(c);
     ctx->cuda = NULL;
+    ctx->stage_bytes = 0;
 }
 
 /* ---------------------------------------------------------------- device memory */
@@ -2294,7 +2299,7 @@ static cuda__grange *cuda_grange_of(struct gpuos__cuda *c, const void *ddesc) {
 
 struct gpuos__cuda_graph {
     int n;
-    gpuos__qdesc *desc;   /* per node; stamp bit 0: the node waits for the launch's external dependency; GPUOS__DESC_SYSW */
+    gpuos__qdesc *desc;   /* per node; stamp: GPUOS__DESC_EXT, GPUOS__DESC_SYSW */
     void *ddesc;          /* desc in the device pool (a launch is one GRAPH slot); NULL: one slot per node */
     uint32_t *base_rel;   /* per node */
     uint32_t n_rel;
@@ -2357,7 +2362,7 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
         const gpuos__job *job = jobs[k];
         cuda__operand ops[GPUOS__MAX_PTR];
         uint64_t deps[GPUOS__MAX_PTR * 64];
-        int n_deps = 0, all = 0, m, a, b, no, ext = 0;
+        int n_deps = 0, all = 0, m, a, b, no, ext = 0, sysw = 0;
         uint32_t base = UINT32_MAX, plan_bytes, tile, epoch = 0;
         int64_t n_tiles, n_items = job->items;
         gpuos__qdesc *d = &g->desc[k];
@@ -2408,6 +2413,7 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
         for (q = 0; q < g->n_acc; q++) {
             const cuda__gacc *w = &g->acc[q];
             if (w->node != k || !w->write) continue;
+            if (w->st->pinned) sysw = 1; /* mapped host memory: published after a system fence */
             for (j = 0; j < g->n_acc; j++)
                 if (g->acc[j].node != k && g->acc[j].st == w->st && g->acc[j].lo >= w->lo && g->acc[j].hi <= w->hi)
                     g->acc[j].dead = 1;
@@ -2440,12 +2446,7 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
         d->tile_items = tile;
         d->n_tiles = (uint32_t)n_tiles;
         d->base = base;
-        d->stamp = (uint32_t)ext;
-        for (q = 0; q < g->n_acc; q++) /* it writes mapped host memory: published after a system fence */
-            if (g->acc[q].node == k && g->acc[q].write && g->acc[q].st->pinned) {
-                d->stamp |= GPUOS__DESC_SYSW;
-                break;
-            }
+        d->stamp = (ext ? GPUOS__DESC_EXT : 0u) | (sysw ? GPUOS__DESC_SYSW : 0u);
         if (all) {
             d->n_deps = GPUOS__DEPS_ALL;
         } else {
@@ -2480,7 +2481,7 @@ static void cuda_graph_ext(const struct gpuos__cuda *c, const struct gpuos__cuda
     ext[0] = ext[1] = 0;
     for (k = 0; k < g->n_acc; k++) {
         const cuda__gacc *e = &g->acc[k];
-        if ((g->desc[e->node].stamp & 1u) && e->st->cuda_log)
+        if ((g->desc[e->node].stamp & GPUOS__DESC_EXT) && e->st->cuda_log)
             cuda_log_newest(c, (const cuda__log *)e->st->cuda_log, e->lo, e->hi, e->write, ext);
     }
 }

@@ -46,6 +46,9 @@
    not order them before the retirer's write to the host (a download missed 2 of its
    16-byte stores so, in one GPU suite run). */
 #define GPUOS__DESC_SYSW 2u
+/* qdesc.stamp flag of a recorded graph's node (host and gpuos__qgraph_node): it waits for the
+   launch's external dependency; cleared when the node becomes a task */
+#define GPUOS__DESC_EXT 1u
 
 /* A task as the device sees it (56 bytes). */
 typedef struct gpuos__qdesc {
@@ -57,7 +60,7 @@ typedef struct gpuos__qdesc {
     uint32_t tile_items; /* items per tile */
     uint32_t n_tiles;
     uint32_t base;       /* tile t runs on worker (base + t) % n (gpuos__pk_params.n_main, n_rt) */
-    uint32_t stamp;      /* GPUOS__DESC_SYSW; bit 0: host bookkeeping of recorded graphs */
+    uint32_t stamp;      /* GPUOS__DESC_SYSW, GPUOS__DESC_EXT */
     uint32_t dep_delta[GPUOS__MAX_DEPS];
 } gpuos__qdesc;
 
@@ -77,7 +80,7 @@ typedef struct gpuos__qplan {
 typedef struct gpuos__qgraph {
     uint32_t kind;   /* GPUOS__SLOT_GRAPH, | GPUOS__KIND_HICHECK: its tasks get that flag */
     uint32_t n;      /* nodes (>= 1) */
-    uint64_t desc;   /* device address of gpuos__qdesc[n] (stamp 1: the node first touches
+    uint64_t desc;   /* device address of gpuos__qdesc[n] (GPUOS__DESC_EXT: the node first touches
                         memory outside the graph's own order and waits for ext and hi) */
     uint64_t ext;    /* such nodes wait until this lane retired task ext (0: nothing) */
     uint32_t base;   /* added to every node's base */
@@ -97,7 +100,7 @@ typedef struct gpuos__qgraph {
    check flag and external dependencies added. The host uses it when it sends one slot per
    node, the fetcher when it expands a GRAPH slot (gpuos__fetch_graph). */
 GPUOS__QFN void gpuos__qgraph_node(const gpuos__qgraph *g, gpuos__qdesc *d, uint64_t seq) {
-    const uint32_t ext = d->stamp & 1u;
+    const uint32_t ext = d->stamp & GPUOS__DESC_EXT;
     d->stamp &= GPUOS__DESC_SYSW;
     d->base += g->base;
     d->kind |= g->kind & GPUOS__KIND_HICHECK;

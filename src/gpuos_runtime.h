@@ -220,6 +220,7 @@ struct gpuos_context {
     char rt_reserved[GPUOS_MAX_RUNTIME_OPS]; /* an index being defined */
     pthread_mutex_t rt_mu;                     /* one definition at a time (before mu) */
     pthread_mutex_t stage_mu;  /* small GPU downloads, one at a time through the staging below (tensor.c) */
+    size_t stage_bytes;        /* downloads up to this size go through it (GPU: 64 KB; 0: none) */
     gpuos_tensor *stage[GPUOS_DTYPE_COUNT]; /* per dtype: mapped pinned staging, created on first need */
 
     struct gpuos__cuda *cuda; /* the CUDA backend (cuda_backend.c); NULL on the host */

@@ -469,27 +469,17 @@ static gpuos_status tensor_transfer_device(gpuos_context *ctx, const gpuos_tenso
    t's writers like any task), a wait for that task, and a memcpy out of the staging. The
    driver's copy and its stream synchronisation took as long again as the wait for the
    writers; this is one trip through the queue. *done = 0: not taken (the caller copies). */
-#define TENSOR_STAGE_BYTES 65536
 static gpuos_status tensor_download_staged(gpuos_context *ctx, const gpuos_tensor *t, void *host, size_t bytes,
                                            int *done) {
-    const int64_t elsize = (int64_t)gpuos__elsize(t->dtype);
-    int64_t strides[GPUOS_MAX_RANK], n = TENSOR_STAGE_BYTES / elsize, step = 1;
+    int64_t strides[GPUOS_MAX_RANK], n;
     gpuos_tensor *view = NULL;
     gpuos_task task = GPUOS_TASK_INIT;
     uint64_t seq;
     gpuos_status s;
-    int k;
     *done = 0;
-    if (!ctx->cuda || bytes > TENSOR_STAGE_BYTES || (int)t->dtype < 0 || (int)t->dtype >= GPUOS_DTYPE_COUNT)
-        return GPUOS_OK;
-    /* diagnostic: GPUOS_CUDA_STAGE=0 sends every download through the driver's copy (the
-       staging is allocated at the first download, maybe while the kernel runs, where
-       compute-sanitizer memcheck cannot see it) */
-    if (getenv("GPUOS_CUDA_STAGE") && atoi(getenv("GPUOS_CUDA_STAGE")) == 0) return GPUOS_OK;
-    for (k = t->rank - 1; k >= 0; k--) { /* the staging view: contiguous, t's shape */
-        strides[k] = step;
-        step *= t->shape[k];
-    }
+    if (bytes > ctx->stage_bytes || (int)t->dtype < 0 || (int)t->dtype >= GPUOS_DTYPE_COUNT) return GPUOS_OK;
+    n = (int64_t)(ctx->stage_bytes / gpuos__elsize(t->dtype));
+    tensor_contiguous_strides(t->rank, t->shape, strides); /* the staging view: contiguous, t's shape */
     pthread_mutex_lock(&ctx->stage_mu);
     if ((!ctx->stage[t->dtype] && gpuos_tensor_new_pinned(ctx, t->dtype, 1, &n, &ctx->stage[t->dtype]) != GPUOS_OK) ||
         gpuos_view_strided(ctx->stage[t->dtype], t->rank, t->shape, strides, 0, &view) != GPUOS_OK) {
