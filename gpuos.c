@@ -704,7 +704,8 @@ struct gpuos_context {
     pthread_mutex_t rt_mu;                     /* one definition at a time (before mu) */
     pthread_mutex_t stage_mu;  /* small GPU downloads, one at a time through the staging below (tensor.c) */
     size_t stage_bytes;        /* downloads up to this size go through it (GPU: 64 KB; 0: none) */
-    gpuos_tensor *stage[GPUOS_DTYPE_COUNT]; /* per dtype: mapped pinned staging, created on first need */
+    gpuos_tensor *stage_buf;   /* mapped pinned staging (stage_bytes of u8), allocated before the kernel's first launch */
+    gpuos_tensor *stage_view;  /* the last download's view of it (dtype, shape), reused while they repeat */
 
     struct gpuos__cuda *cuda; /* the CUDA backend (cuda_backend.c); NULL on the host */
     uint32_t cuda_sent;       /* queued jobs (from ring_head) already sent to the device */
@@ -755,6 +756,9 @@ gpuos_status gpuos__check_in_storage(const gpuos_context *ctx, const char *fn, s
 size_t gpuos__elsize(gpuos_dtype dtype);
 int gpuos__is_contiguous(int rank, const int64_t *shape, const int64_t *strides);
 /* A new handle on st (takes a reference on it). shape and strides are trusted. */
+/* small GPU downloads' pinned staging (tensor.c): allocated after the CUDA backend opens, freed at destroy */
+void gpuos__stage_open(gpuos_context *ctx);
+void gpuos__stage_close(gpuos_context *ctx);
 gpuos_status gpuos__tensor_make(gpuos_context *ctx, gpuos__storage *st, gpuos_dtype dtype, int rank,
                                 const int64_t *shape, const int64_t *strides, int64_t offset, gpuos_tensor **out);
 /* Reference counting; the _locked forms need ctx->mu held. release_locked returns 1
@@ -2666,6 +2670,7 @@ gpuos_status gpuos_create(const gpuos_config *config, gpuos_context **out) {
         st = gpuos__cuda_open(ctx, config->device);
         if (st == GPUOS_OK) {
             ctx->backend = GPUOS_BACKEND_CUDA;
+            gpuos__stage_open(ctx);
         } else if (config->device >= 0) {
             gpuos__set_error(NULL, st, "%s; use GPUOS_DEVICE_AUTO or GPUOS_DEVICE_HOST to run on the host",
                              context_detail(ctx));
@@ -2731,15 +2736,7 @@ void gpuos_destroy(gpuos_context *ctx) {
 
     /* Let queued work finish (at most wait_timeout_ms); what is left is dropped. */
     (void)gpuos__wait_seq(ctx, last, 0, ctx->cfg.wait_timeout_ms, "gpuos_destroy");
-    {
-        int d;
-        pthread_mutex_lock(&ctx->stage_mu);
-        for (d = 0; d < GPUOS_DTYPE_COUNT; d++) {
-            gpuos_tensor_release(ctx->stage[d]);
-            ctx->stage[d] = NULL;
-        }
-        pthread_mutex_unlock(&ctx->stage_mu);
-    }
+    gpuos__stage_close(ctx);
     if (ctx->cuda) {
         gpuos__queue_fini(ctx); /* storages of dropped jobs go back while the GPU is still open */
         gpuos__cuda_close(ctx);
@@ -3571,9 +3568,9 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     st = cuda_open_device(ctx, c, ordinal < 0 ? 0 : ordinal);
     cuda_preload_join(c); /* joined already unless the device failed before its code */
     if (st == GPUOS_OK) {
-        /* small downloads through pinned staging (tensor.c); diagnostic: GPUOS_CUDA_STAGE=0
-           sends them through the driver's copy (the staging is allocated at the first
-           download, maybe while the kernel runs, where compute-sanitizer memcheck cannot see it) */
+        /* small downloads through pinned staging (tensor.c, gpuos__stage_open allocates it
+           before the kernel's first launch); diagnostic: GPUOS_CUDA_STAGE=0 sends them
+           through the driver's copy */
         ctx->stage_bytes = getenv("GPUOS_CUDA_STAGE") && atoi(getenv("GPUOS_CUDA_STAGE")) == 0 ? 0 : 65536;
         c->last_activity_ns = cuda_now_ns();
         if (pthread_create(&c->reaper, NULL, cuda_reaper_main, ctx) != 0)
@@ -11275,26 +11272,55 @@ static gpuos_status tensor_transfer_device(gpuos_context *ctx, const gpuos_tenso
     return s;
 }
 
-/* A small download on a GPU: one copy task from t into mapped pinned staging (ordered after
+/* The staging of small GPU downloads: one mapped pinned buffer of ctx->stage_bytes, allocated
+   when the CUDA backend has opened, before the kernel's first launch (memory allocated while
+   the kernel runs is invisible to compute-sanitizer memcheck, and the allocation is not paid
+   by the first download). No pinned memory: stage_bytes 0, downloads through the driver's copy. */
+void gpuos__stage_open(gpuos_context *ctx) {
+    int64_t n = (int64_t)ctx->stage_bytes;
+    if (n > 0 && gpuos_tensor_new_pinned(ctx, GPUOS_U8, 1, &n, &ctx->stage_buf) != GPUOS_OK) {
+        ctx->stage_bytes = 0; /* (the detail stays as gpuos_last_error's) */
+    }
+}
+
+void gpuos__stage_close(gpuos_context *ctx) {
+    pthread_mutex_lock(&ctx->stage_mu);
+    gpuos_tensor_release(ctx->stage_view);
+    gpuos_tensor_release(ctx->stage_buf);
+    ctx->stage_view = ctx->stage_buf = NULL;
+    pthread_mutex_unlock(&ctx->stage_mu);
+}
+
+/* A small download on a GPU: one copy task from t into the mapped pinned staging (ordered after
    t's writers like any task), a wait for that task, and a memcpy out of the staging. The
    driver's copy and its stream synchronisation took as long again as the wait for the
-   writers; this is one trip through the queue. *done = 0: not taken (the caller copies). */
+   writers; this is one trip through the queue. The staging view (contiguous, t's dtype and
+   shape) is kept while downloads repeat them, so a repeated download is a repeated task
+   (the repeat table's). *done = 0: not taken (the caller copies). */
 static gpuos_status tensor_download_staged(gpuos_context *ctx, const gpuos_tensor *t, void *host, size_t bytes,
                                            int *done) {
-    int64_t strides[GPUOS_MAX_RANK], n;
-    gpuos_tensor *view = NULL;
+    int64_t strides[GPUOS_MAX_RANK];
+    gpuos_tensor *view;
     gpuos_task task = GPUOS_TASK_INIT;
     uint64_t seq;
     gpuos_status s;
     *done = 0;
-    if (bytes > ctx->stage_bytes || (int)t->dtype < 0 || (int)t->dtype >= GPUOS_DTYPE_COUNT) return GPUOS_OK;
-    n = (int64_t)(ctx->stage_bytes / gpuos__elsize(t->dtype));
-    tensor_contiguous_strides(t->rank, t->shape, strides); /* the staging view: contiguous, t's shape */
+    if (bytes > ctx->stage_bytes) return GPUOS_OK;
     pthread_mutex_lock(&ctx->stage_mu);
-    if ((!ctx->stage[t->dtype] && gpuos_tensor_new_pinned(ctx, t->dtype, 1, &n, &ctx->stage[t->dtype]) != GPUOS_OK) ||
-        gpuos_view_strided(ctx->stage[t->dtype], t->rank, t->shape, strides, 0, &view) != GPUOS_OK) {
+    view = ctx->stage_view;
+    if (!ctx->stage_buf) { /* closed meanwhile */
         pthread_mutex_unlock(&ctx->stage_mu);
-        return GPUOS_OK; /* (no pinned memory: the driver's copy) */
+        return GPUOS_OK;
+    }
+    if (!view || view->dtype != t->dtype || view->rank != t->rank ||
+        memcmp(view->shape, t->shape, (size_t)t->rank * sizeof t->shape[0]) != 0) {
+        tensor_contiguous_strides(t->rank, t->shape, strides);
+        if (gpuos__tensor_make(ctx, ctx->stage_buf->st, t->dtype, t->rank, t->shape, strides, 0, &view) != GPUOS_OK) {
+            pthread_mutex_unlock(&ctx->stage_mu);
+            return GPUOS_OK; /* (no memory for a handle: the driver's copy) */
+        }
+        gpuos_tensor_release(ctx->stage_view);
+        ctx->stage_view = view;
     }
     task.op = GPUOS_OP_COPY;
     task.out = view;
@@ -11307,7 +11333,6 @@ static gpuos_status tensor_download_staged(gpuos_context *ctx, const gpuos_tenso
            done, as for pinned tensors (docs/ARCHITECTURE.md) */
         if (s == GPUOS_OK) memcpy(host, gpuos_tensor_host_data(view), bytes);
     }
-    gpuos_tensor_release(view);
     pthread_mutex_unlock(&ctx->stage_mu);
     return s;
 }
@@ -23169,15 +23194,14 @@ const char *const gpuos__device_source[] = {
     "/* Publishes the finished tiles of batch entries [from, to) of queue lane Q (s_mine[k]\n",
     "   tiles of task s_seq[k]), called by every lane of warp 0 after a barrier of the block: one fence (the\n",
     "   warp's; it orders every tile the block wrote before, which the barrier made this warp's\n",
-    "   to publish; system scope when one of them wrote mapped host memory, GPUOS__DESC_SYSW),\n",
+    "   to publish; system scope when one of them writes mapped host memory: bit k of sysw,\n",
+    "   GPUOS__DESC_SYSW, noted when the batch was read, so that other batches pay one test),\n",
     "   then the done counters, one per lane, in parallel. */\n",
     "static __device__ __forceinline__ void gpuos__pk_publish(const gpuos__pk_params &P, int Q, int lane, int from, int to,\n",
     "                                                         const uint64_t *s_seq, const uint32_t *s_mine,\n",
-    "                                                         const gpuos__qdesc *s_d) {\n",
+    "                                                         uint32_t sysw) {\n",
     "    __syncwarp(); /* thread 0 wrote s_mine */\n",
-    "    bool sys = false;\n",
-    "    for (int k = from + lane; k < to; k += 32) sys |= s_mine[k] && (s_d[k].stamp & GPUOS__DESC_SYSW);\n",
-    "    if (__any_sync(0xffffffffu, sys))\n",
+    "    if (sysw & (uint32_t)(((1ull << to) - 1u) & ~((1ull << from) - 1u)))\n",
     "        __threadfence_system();\n",
     "    else\n",
     "        __threadfence();\n",
@@ -23197,6 +23221,7 @@ const char *const gpuos__device_source[] = {
     "    __shared__ uint32_t s_mine[32];\n",
     "    __shared__ uint64_t s_plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8];\n",
     "    __shared__ int s_n;\n",
+    "    __shared__ uint32_t s_sysw; /* bit k: entry k writes mapped host memory (gpuos__pk_publish) */\n",
     "    const int tid = threadIdx.x, lane = tid & 31;\n",
     "    const gpuos__ientry *inbox = P.inbox[1] + (size_t)me * P.inbox_cap;\n",
     "    for (;;) {\n",
@@ -23205,7 +23230,8 @@ const char *const gpuos__device_source[] = {
     "            const int ok = gpuos__pk_read_entry(P, 1, inbox, head + lane, *s_href, &s_d[lane], &s_seq[lane]);\n",
     "            s_mine[lane] = 0;\n",
     "            uint32_t b = __ballot_sync(0xffffffffu, ok);\n",
-    "            if (lane == 0) s_n = b == 0xffffffffu \? 32 : __ffs(~b) - 1;\n",
+    "            const uint32_t sw = __ballot_sync(0xffffffffu, ok && (s_d[lane].stamp & GPUOS__DESC_SYSW));\n",
+    "            if (lane == 0) s_n = b == 0xffffffffu \? 32 : __ffs(~b) - 1, s_sysw = sw;\n",
     "        }\n",
     "        __syncthreads();\n",
     "        const int n = s_n;\n",
@@ -23216,7 +23242,7 @@ const char *const gpuos__device_source[] = {
     "            const uint64_t seq = s_seq[i];\n",
     "            if (d->n_deps) {\n",
     "                if (tid < 32) { /* publish our finished tiles first: the producer may wait on them */\n",
-    "                    gpuos__pk_publish(P, 1, lane, flushed, i, s_seq, s_mine, s_d);\n",
+    "                    gpuos__pk_publish(P, 1, lane, flushed, i, s_seq, s_mine, s_sysw);\n",
     "                    unsigned spin = 0;\n",
     "                    if (tid == 0)\n",
     "                        while (!gpuos__pk_deps_ready(P, 1, d, seq))\n",
@@ -23242,7 +23268,7 @@ const char *const gpuos__device_source[] = {
     "            if (tid == 0) s_mine[i] = mine;\n",
     "        }\n",
     "        if (tid < 32) {\n",
-    "            gpuos__pk_publish(P, 1, lane, flushed, n, s_seq, s_mine, s_d);\n",
+    "            gpuos__pk_publish(P, 1, lane, flushed, n, s_seq, s_mine, s_sysw);\n",
     "            if (tid == 0) {\n",
     "                gpuos__st_release_gpu_u32(&P.wpos[1][me], head + n);\n",
     "                *s_hhead = head + n;\n",
@@ -23329,6 +23355,7 @@ const char *const gpuos__device_source[] = {
     "    __shared__ uint32_t s_hhead;   /* lane 1: inbox entries consumed (gpuos__pk_hi) */\n",
     "    __shared__ uint64_t s_href;    /* lane 1: the seq of the last entry consumed (gpuos__pk_read_entry) */\n",
     "    __shared__ uint32_t s_same;    /* bit i: entry i + 1 is identical to entry i (runs) */\n",
+    "    __shared__ uint32_t s_sysw;    /* bit i: entry i writes mapped host memory (gpuos__pk_publish) */\n",
     "    const int tid = threadIdx.x, lane = tid & 31;\n",
     "    const gpuos__ientry *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;\n",
     "    uint32_t head = P.wpos[0][me];\n",
@@ -23361,6 +23388,8 @@ const char *const gpuos__device_source[] = {
     "                uint32_t b = __ballot_sync(0xffffffffu, ok);\n",
     "                int n = b == 0xffffffffu \? 32 : __ffs(~b) - 1;\n",
     "                if (n > 0) {\n",
+    "                    const uint32_t sw = __ballot_sync(0xffffffffu, ok && (s_d[lane].stamp & GPUOS__DESC_SYSW));\n",
+    "                    if (lane == 0) s_sysw = sw;\n",
     "#if GPUOS__PK_RUN_ON\n",
     "                    uint32_t same = 0;\n",
     "                    if (n > 1) { /* runs: which entries repeat the one before them */\n",
@@ -23414,7 +23443,7 @@ const char *const gpuos__device_source[] = {
     "            GPUOS__PROF_T0(t_deps);\n",
     "            if (d->n_deps) {\n",
     "                if (tid < 32) /* publish our finished tiles first: the producer may wait on them */\n",
-    "                    gpuos__pk_publish(P, 0, lane, flushed, i, s_seq, s_mine, s_d);\n",
+    "                    gpuos__pk_publish(P, 0, lane, flushed, i, s_seq, s_mine, s_sysw);\n",
     "                else if (GPUOS__PK_PLAN_EARLY)\n",
     "                    gpuos__pk_load_plan(P, d, s_plan, tid - 32, blockDim.x - 32, plan_row, plan_epoch);\n",
     "                if (GPUOS__PK_PLAN_EARLY && gpuos__pk_plan_changed(d, plan_row, plan_epoch)) {\n",
@@ -23545,7 +23574,7 @@ const char *const gpuos__device_source[] = {
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
     "            if (tid == 0) P.ctl->stamp[3] = gpuos__globaltimer();\n",
     "#endif\n",
-    "            gpuos__pk_publish(P, 0, lane, flushed, n, s_seq, s_mine, s_d);\n",
+    "            gpuos__pk_publish(P, 0, lane, flushed, n, s_seq, s_mine, s_sysw);\n",
     "            __syncwarp();\n",
     "            /* after lane 0's fence in gpuos__pk_publish: the batch's reads of its entries\n",
     "               and their task-ring descriptors come first (on EXIT, n ends at it) */\n",

@@ -115,6 +115,7 @@ gpuos_status gpuos_create(const gpuos_config *config, gpuos_context **out) {
         st = gpuos__cuda_open(ctx, config->device);
         if (st == GPUOS_OK) {
             ctx->backend = GPUOS_BACKEND_CUDA;
+            gpuos__stage_open(ctx);
         } else if (config->device >= 0) {
             gpuos__set_error(NULL, st, "%s; use GPUOS_DEVICE_AUTO or GPUOS_DEVICE_HOST to run on the host",
                              context_detail(ctx));
@@ -180,15 +181,7 @@ void gpuos_destroy(gpuos_context *ctx) {
 
     /* Let queued work finish (at most wait_timeout_ms); what is left is dropped. */
     (void)gpuos__wait_seq(ctx, last, 0, ctx->cfg.wait_timeout_ms, "gpuos_destroy");
-    {
-        int d;
-        pthread_mutex_lock(&ctx->stage_mu);
-        for (d = 0; d < GPUOS_DTYPE_COUNT; d++) {
-            gpuos_tensor_release(ctx->stage[d]);
-            ctx->stage[d] = NULL;
-        }
-        pthread_mutex_unlock(&ctx->stage_mu);
-    }
+    gpuos__stage_close(ctx);
     if (ctx->cuda) {
         gpuos__queue_fini(ctx); /* storages of dropped jobs go back while the GPU is still open */
         gpuos__cuda_close(ctx);

@@ -785,9 +785,9 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     st = cuda_open_device(ctx, c, ordinal < 0 ? 0 : ordinal);
     cuda_preload_join(c); /* joined already unless the device failed before its code */
     if (st == GPUOS_OK) {
-        /* small downloads through pinned staging (tensor.c); diagnostic: GPUOS_CUDA_STAGE=0
-           sends them through the driver's copy (the staging is allocated at the first
-           download, maybe while the kernel runs, where compute-sanitizer memcheck cannot see it) */
+        /* small downloads through pinned staging (tensor.c, gpuos__stage_open allocates it
+           before the kernel's first launch); diagnostic: GPUOS_CUDA_STAGE=0 sends them
+           through the driver's copy */
         ctx->stage_bytes = getenv("GPUOS_CUDA_STAGE") && atoi(getenv("GPUOS_CUDA_STAGE")) == 0 ? 0 : 65536;
         c->last_activity_ns = cuda_now_ns();
         if (pthread_create(&c->reaper, NULL, cuda_reaper_main, ctx) != 0)

@@ -221,7 +221,8 @@ struct gpuos_context {
     pthread_mutex_t rt_mu;                     /* one definition at a time (before mu) */
     pthread_mutex_t stage_mu;  /* small GPU downloads, one at a time through the staging below (tensor.c) */
     size_t stage_bytes;        /* downloads up to this size go through it (GPU: 64 KB; 0: none) */
-    gpuos_tensor *stage[GPUOS_DTYPE_COUNT]; /* per dtype: mapped pinned staging, created on first need */
+    gpuos_tensor *stage_buf;   /* mapped pinned staging (stage_bytes of u8), allocated before the kernel's first launch */
+    gpuos_tensor *stage_view;  /* the last download's view of it (dtype, shape), reused while they repeat */
 
     struct gpuos__cuda *cuda; /* the CUDA backend (cuda_backend.c); NULL on the host */
     uint32_t cuda_sent;       /* queued jobs (from ring_head) already sent to the device */
@@ -272,6 +273,9 @@ gpuos_status gpuos__check_in_storage(const gpuos_context *ctx, const char *fn, s
 size_t gpuos__elsize(gpuos_dtype dtype);
 int gpuos__is_contiguous(int rank, const int64_t *shape, const int64_t *strides);
 /* A new handle on st (takes a reference on it). shape and strides are trusted. */
+/* small GPU downloads' pinned staging (tensor.c): allocated after the CUDA backend opens, freed at destroy */
+void gpuos__stage_open(gpuos_context *ctx);
+void gpuos__stage_close(gpuos_context *ctx);
 gpuos_status gpuos__tensor_make(gpuos_context *ctx, gpuos__storage *st, gpuos_dtype dtype, int rank,
                                 const int64_t *shape, const int64_t *strides, int64_t offset, gpuos_tensor **out);
 /* Reference counting; the _locked forms need ctx->mu held. release_locked returns 1

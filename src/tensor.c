@@ -465,26 +465,55 @@ static gpuos_status tensor_transfer_device(gpuos_context *ctx, const gpuos_tenso
     return s;
 }
 
-/* A small download on a GPU: one copy task from t into mapped pinned staging (ordered after
+/* The staging of small GPU downloads: one mapped pinned buffer of ctx->stage_bytes, allocated
+   when the CUDA backend has opened, before the kernel's first launch (memory allocated while
+   the kernel runs is invisible to compute-sanitizer memcheck, and the allocation is not paid
+   by the first download). No pinned memory: stage_bytes 0, downloads through the driver's copy. */
+void gpuos__stage_open(gpuos_context *ctx) {
+    int64_t n = (int64_t)ctx->stage_bytes;
+    if (n > 0 && gpuos_tensor_new_pinned(ctx, GPUOS_U8, 1, &n, &ctx->stage_buf) != GPUOS_OK) {
+        ctx->stage_bytes = 0; /* (the detail stays as gpuos_last_error's) */
+    }
+}
+
+void gpuos__stage_close(gpuos_context *ctx) {
+    pthread_mutex_lock(&ctx->stage_mu);
+    gpuos_tensor_release(ctx->stage_view);
+    gpuos_tensor_release(ctx->stage_buf);
+    ctx->stage_view = ctx->stage_buf = NULL;
+    pthread_mutex_unlock(&ctx->stage_mu);
+}
+
+/* A small download on a GPU: one copy task from t into the mapped pinned staging (ordered after
    t's writers like any task), a wait for that task, and a memcpy out of the staging. The
    driver's copy and its stream synchronisation took as long again as the wait for the
-   writers; this is one trip through the queue. *done = 0: not taken (the caller copies). */
+   writers; this is one trip through the queue. The staging view (contiguous, t's dtype and
+   shape) is kept while downloads repeat them, so a repeated download is a repeated task
+   (the repeat table's). *done = 0: not taken (the caller copies). */
 static gpuos_status tensor_download_staged(gpuos_context *ctx, const gpuos_tensor *t, void *host, size_t bytes,
                                            int *done) {
-    int64_t strides[GPUOS_MAX_RANK], n;
-    gpuos_tensor *view = NULL;
+    int64_t strides[GPUOS_MAX_RANK];
+    gpuos_tensor *view;
     gpuos_task task = GPUOS_TASK_INIT;
     uint64_t seq;
     gpuos_status s;
     *done = 0;
-    if (bytes > ctx->stage_bytes || (int)t->dtype < 0 || (int)t->dtype >= GPUOS_DTYPE_COUNT) return GPUOS_OK;
-    n = (int64_t)(ctx->stage_bytes / gpuos__elsize(t->dtype));
-    tensor_contiguous_strides(t->rank, t->shape, strides); /* the staging view: contiguous, t's shape */
+    if (bytes > ctx->stage_bytes) return GPUOS_OK;
     pthread_mutex_lock(&ctx->stage_mu);
-    if ((!ctx->stage[t->dtype] && gpuos_tensor_new_pinned(ctx, t->dtype, 1, &n, &ctx->stage[t->dtype]) != GPUOS_OK) ||
-        gpuos_view_strided(ctx->stage[t->dtype], t->rank, t->shape, strides, 0, &view) != GPUOS_OK) {
+    view = ctx->stage_view;
+    if (!ctx->stage_buf) { /* closed meanwhile */
         pthread_mutex_unlock(&ctx->stage_mu);
-        return GPUOS_OK; /* (no pinned memory: the driver's copy) */
+        return GPUOS_OK;
+    }
+    if (!view || view->dtype != t->dtype || view->rank != t->rank ||
+        memcmp(view->shape, t->shape, (size_t)t->rank * sizeof t->shape[0]) != 0) {
+        tensor_contiguous_strides(t->rank, t->shape, strides);
+        if (gpuos__tensor_make(ctx, ctx->stage_buf->st, t->dtype, t->rank, t->shape, strides, 0, &view) != GPUOS_OK) {
+            pthread_mutex_unlock(&ctx->stage_mu);
+            return GPUOS_OK; /* (no memory for a handle: the driver's copy) */
+        }
+        gpuos_tensor_release(ctx->stage_view);
+        ctx->stage_view = view;
     }
     task.op = GPUOS_OP_COPY;
     task.out = view;
@@ -497,7 +526,6 @@ static gpuos_status tensor_download_staged(gpuos_context *ctx, const gpuos_tenso
            done, as for pinned tensors (docs/ARCHITECTURE.md) */
         if (s == GPUOS_OK) memcpy(host, gpuos_tensor_host_data(view), bytes);
     }
-    gpuos_tensor_release(view);
     pthread_mutex_unlock(&ctx->stage_mu);
     return s;
 }

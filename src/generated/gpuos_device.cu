@@ -10512,15 +10512,14 @@ static __device__ __forceinline__ void gpuos__pk_load_plan(const gpuos__pk_param
 /* Publishes the finished tiles of batch entries [from, to) of queue lane Q (s_mine[k]
    tiles of task s_seq[k]), called by every lane of warp 0 after a barrier of the block: one fence (the
    warp's; it orders every tile the block wrote before, which the barrier made this warp's
-   to publish; system scope when one of them wrote mapped host memory, GPUOS__DESC_SYSW),
+   to publish; system scope when one of them writes mapped host memory: bit k of sysw,
+   GPUOS__DESC_SYSW, noted when the batch was read, so that other batches pay one test),
    then the done counters, one per lane, in parallel. */
 static __device__ __forceinline__ void gpuos__pk_publish(const gpuos__pk_params &P, int Q, int lane, int from, int to,
                                                          const uint64_t *s_seq, const uint32_t *s_mine,
-                                                         const gpuos__qdesc *s_d) {
+                                                         uint32_t sysw) {
     __syncwarp(); /* thread 0 wrote s_mine */
-    bool sys = false;
-    for (int k = from + lane; k < to; k += 32) sys |= s_mine[k] && (s_d[k].stamp & GPUOS__DESC_SYSW);
-    if (__any_sync(0xffffffffu, sys))
+    if (sysw & (uint32_t)(((1ull << to) - 1u) & ~((1ull << from) - 1u)))
         __threadfence_system();
     else
         __threadfence();
@@ -10540,6 +10539,7 @@ static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint
     __shared__ uint32_t s_mine[32];
     __shared__ uint64_t s_plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8];
     __shared__ int s_n;
+    __shared__ uint32_t s_sysw; /* bit k: entry k writes mapped host memory (gpuos__pk_publish) */
     const int tid = threadIdx.x, lane = tid & 31;
     const gpuos__ientry *inbox = P.inbox[1] + (size_t)me * P.inbox_cap;
     for (;;) {
@@ -10548,7 +10548,8 @@ static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint
             const int ok = gpuos__pk_read_entry(P, 1, inbox, head + lane, *s_href, &s_d[lane], &s_seq[lane]);
             s_mine[lane] = 0;
             uint32_t b = __ballot_sync(0xffffffffu, ok);
-            if (lane == 0) s_n = b == 0xffffffffu ? 32 : __ffs(~b) - 1;
+            const uint32_t sw = __ballot_sync(0xffffffffu, ok && (s_d[lane].stamp & GPUOS__DESC_SYSW));
+            if (lane == 0) s_n = b == 0xffffffffu ? 32 : __ffs(~b) - 1, s_sysw = sw;
         }
         __syncthreads();
         const int n = s_n;
@@ -10559,7 +10560,7 @@ static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint
             const uint64_t seq = s_seq[i];
             if (d->n_deps) {
                 if (tid < 32) { /* publish our finished tiles first: the producer may wait on them */
-                    gpuos__pk_publish(P, 1, lane, flushed, i, s_seq, s_mine, s_d);
+                    gpuos__pk_publish(P, 1, lane, flushed, i, s_seq, s_mine, s_sysw);
                     unsigned spin = 0;
                     if (tid == 0)
                         while (!gpuos__pk_deps_ready(P, 1, d, seq))
@@ -10585,7 +10586,7 @@ static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint
             if (tid == 0) s_mine[i] = mine;
         }
         if (tid < 32) {
-            gpuos__pk_publish(P, 1, lane, flushed, n, s_seq, s_mine, s_d);
+            gpuos__pk_publish(P, 1, lane, flushed, n, s_seq, s_mine, s_sysw);
             if (tid == 0) {
                 gpuos__st_release_gpu_u32(&P.wpos[1][me], head + n);
                 *s_hhead = head + n;
@@ -10672,6 +10673,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
     __shared__ uint32_t s_hhead;   /* lane 1: inbox entries consumed (gpuos__pk_hi) */
     __shared__ uint64_t s_href;    /* lane 1: the seq of the last entry consumed (gpuos__pk_read_entry) */
     __shared__ uint32_t s_same;    /* bit i: entry i + 1 is identical to entry i (runs) */
+    __shared__ uint32_t s_sysw;    /* bit i: entry i writes mapped host memory (gpuos__pk_publish) */
     const int tid = threadIdx.x, lane = tid & 31;
     const gpuos__ientry *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;
     uint32_t head = P.wpos[0][me];
@@ -10704,6 +10706,8 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                 uint32_t b = __ballot_sync(0xffffffffu, ok);
                 int n = b == 0xffffffffu ? 32 : __ffs(~b) - 1;
                 if (n > 0) {
+                    const uint32_t sw = __ballot_sync(0xffffffffu, ok && (s_d[lane].stamp & GPUOS__DESC_SYSW));
+                    if (lane == 0) s_sysw = sw;
 #if GPUOS__PK_RUN_ON
                     uint32_t same = 0;
                     if (n > 1) { /* runs: which entries repeat the one before them */
@@ -10757,7 +10761,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
             GPUOS__PROF_T0(t_deps);
             if (d->n_deps) {
                 if (tid < 32) /* publish our finished tiles first: the producer may wait on them */
-                    gpuos__pk_publish(P, 0, lane, flushed, i, s_seq, s_mine, s_d);
+                    gpuos__pk_publish(P, 0, lane, flushed, i, s_seq, s_mine, s_sysw);
                 else if (GPUOS__PK_PLAN_EARLY)
                     gpuos__pk_load_plan(P, d, s_plan, tid - 32, blockDim.x - 32, plan_row, plan_epoch);
                 if (GPUOS__PK_PLAN_EARLY && gpuos__pk_plan_changed(d, plan_row, plan_epoch)) {
@@ -10888,7 +10892,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #ifdef GPUOS__PK_TIMESTAMPS
             if (tid == 0) P.ctl->stamp[3] = gpuos__globaltimer();
 #endif
-            gpuos__pk_publish(P, 0, lane, flushed, n, s_seq, s_mine, s_d);
+            gpuos__pk_publish(P, 0, lane, flushed, n, s_seq, s_mine, s_sysw);
             __syncwarp();
             /* after lane 0's fence in gpuos__pk_publish: the batch's reads of its entries
                and their task-ring descriptors come first (on EXIT, n ends at it) */
