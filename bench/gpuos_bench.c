@@ -424,6 +424,63 @@ static int row_independent(void) {
     return 0;
 }
 
+/* ------------------------------------------------------------------ independent_graph */
+/* The same adds submitted in batches: one recorded graph of G = 1000 independent
+   out_k = in_k + 1 (distinct tensors, as the CUDA graph baseline's 1000 kernel nodes),
+   launched back to back (each launch one call and one ring slot; a launch's node k follows
+   the previous launch's node k on the same worker), until the last launch's fence (ops/s). */
+static int row_independent_graph(void) {
+    enum { G = 1000 };
+    gpuos_context *ctx = g_ctx;
+    gpuos_tensor *in[G], *out[G], *one;
+    gpuos_graph *g;
+    int64_t n = SMALL_N;
+    CK(ctx, gpuos_tensor_scalar(ctx, GPUOS_F32, 1.0, &one));
+    for (int k = 0; k < G; k++) {
+        if (new_filled(ctx, SMALL_N, (float)(k % 1000), &in[k])) return -1;
+        CK(ctx, gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &out[k]));
+    }
+    CK(ctx, gpuos_graph_create(ctx, &g));
+    for (int k = 0; k < G; k++) {
+        gpuos_task t = GPUOS_TASK_INIT;
+        t.op = GPUOS_OP_ADD, t.out = out[k], t.in[0] = in[k], t.in[1] = one;
+        CK(ctx, gpuos_graph_add(g, &t, NULL));
+    }
+    int warm = reps(1, 1), R = reps(7, 3);
+    long launches = O.indep_ops / G > 0 ? O.indep_ops / G : 1;
+    double *rates = (double *)malloc((size_t)R * sizeof(double));
+    if (!rates) return failmsg("out of host memory");
+    for (int r = 0; r < warm + R; r++) {
+        uint64_t seq = 0;
+        double t0 = now_s();
+        for (long i = 0; i < launches; i++) CK(ctx, gpuos_graph_launch(g, NULL, 0, NULL, 0, &seq));
+        double t1 = now_s();
+        CK(ctx, gpuos_wait_fence(ctx, seq, WAIT_MS));
+        double t2 = now_s();
+        if (r == warm - 1 && !O.indep_ops_set) { /* about 0.25 s a measurement */
+            double want = (double)launches * G / (t2 - t0) * 0.25 / G;
+            launches = want < 2 ? 2 : want > 20000 ? 20000 : (long)want;
+            printf("INFO independent_graph.launches_per_measurement %ld\n", launches);
+        }
+        if (r >= warm) {
+            rates[r - warm] = (double)launches * G / (t2 - t0);
+            printf("INFO independent_graph.submit_us_per_launch %.3f\n", (t1 - t0) / launches * 1e6);
+        }
+    }
+    for (int k = 0; k < G; k += G / 8)
+        if (check_filled(ctx, out[k], SMALL_N, (float)(k % 1000), 1.0)) return -1;
+    printf("INFO independent_graph.nodes %d\n", G);
+    row_out("independent_graph", "ops/s", median_info("independent_graph", rates, R, 1.0));
+    gpuos_graph_release(g);
+    for (int k = 0; k < G; k++) {
+        gpuos_tensor_release(in[k]);
+        gpuos_tensor_release(out[k]);
+    }
+    gpuos_tensor_release(one);
+    free(rates);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ large_elementwise */
 static int row_large(void) {
     gpuos_context *ctx = g_ctx;
@@ -1237,6 +1294,7 @@ static const bench_row ROWS[] = {
     {"roundtrip", "us", 1, row_roundtrip},
     {"roundtrip_download", "us", 1, row_roundtrip_download},
     {"independent", "ops/s", 1, row_independent},
+    {"independent_graph", "ops/s", 1, row_independent_graph},
     {"chain", "us/op", 1, row_chain},
     {"large_elementwise", "GB/s", 1, row_large},
     {"cold_start", "s", 0, row_cold_start},

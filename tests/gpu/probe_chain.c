@@ -79,6 +79,28 @@ int main(void) {
         prof_read(ctx, p1);
         prof_report("independent", p0, p1, t0, 20000, "op");
     }
+    { /* independent as one recorded graph of 256 adds (bench independent_graph's form),
+         launched back to back: what the fetcher's expansion costs per node */
+        gpuos_graph *g;
+        uint64_t seq = 0;
+        if (gpuos_graph_create(ctx, &g) != GPUOS_OK) return 1;
+        for (i = 0; i < 256; i++) {
+            gpuos_task t = GPUOS_TASK_INIT;
+            t.op = GPUOS_OP_ADD, t.out = out[i], t.in[0] = in[i], t.in[1] = one;
+            gpuos_graph_add(g, &t, NULL);
+        }
+        for (r = 0; r < 3; r++) {
+            double t0;
+            prof_read(ctx, p0);
+            t0 = now_us();
+            for (i = 0; i < 200; i++) gpuos_graph_launch(g, NULL, 0, NULL, 0, &seq);
+            gpuos_wait_fence(ctx, seq, 10000);
+            t0 = now_us() - t0;
+            prof_read(ctx, p1);
+            prof_report("independent graph (per launch of 256)", p0, p1, t0, 200, "launch");
+        }
+        gpuos_graph_release(g);
+    }
     { /* pipeline_jobs: 8 slots, each a graph of copy-in, 20 in-place adds, copy-out */
         enum { S = 8, OPS = 20, JOBS = 2000 };
         gpuos_tensor *pin_in[S], *pin_out[S], *xs[S];
