@@ -167,6 +167,8 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
     __shared__ gpuos__qdesc s_d[MAXN];
     __shared__ uint32_t s_off[MAXN + 1];
     __shared__ uint32_t s_wo[MAXN], s_wn[MAXN]; /* a task's workers: inboxes s_wo + (base + j) % s_wn */
+    __shared__ uint32_t s_wr[MAXN];             /* base % s_wn, once a batch */
+    __shared__ uint8_t s_beg[32];               /* a push round: the task whose pairs begin at lane k */
     const int lane = threadIdx.x & 31;
     const uint32_t nw = P.n_main + P.n_rt; /* every inbox (EXIT goes to all) */
     gpuos__dtask *const tasks = P.tasks[LANE];
@@ -223,10 +225,12 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
             if (is_exit) { /* every inbox */
                 s_wo[lane] = 0;
                 s_wn[lane] = nw;
+                s_wr[lane] = 0;
                 cnt = nw;
             } else {
                 s_wo[lane] = rt ? P.n_main : 0;
                 s_wn[lane] = nk;
+                s_wr[lane] = d->base % nk;
                 cnt = d->n_tiles < nk ? d->n_tiles : nk;
             }
         }
@@ -253,20 +257,51 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
     for (uint32_t i = lane; i < n_tasks; i += 32)
         asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&tasks[(s_seq + i) & (P.task_cap - 1)].seq), "l"(s_seq + i) : "memory");
     GPUOS__FPH(GPUOS__PROF_F_STAMP);
+    uint32_t carry = 0; /* the task of the previous round's last pair */
     for (uint32_t p0 = 0; p0 < pairs; p0 += 32) {
         const uint32_t p = p0 + lane;
         const int active = p < pairs;
-        uint32_t i = 0, w = 0xffffffffu;
-        if (active) {
-            uint32_t lo = 0, hi = n_tasks; /* last task with s_off[i] <= p */
-            while (hi - lo > 1) {
-                uint32_t mid = (lo + hi) >> 1;
-                if (s_off[mid] <= p) lo = mid; else hi = mid;
+        /* pair p's task, the last one with pairs beginning at or before p (tasks without
+           pairs have none): lane t < n_tasks marks where task t's pairs begin in this
+           round, and each pair lane takes the nearest mark at or below it (else the task
+           the previous round ended in). A binary search over s_off and a modulo cost a
+           round ~500 of its ~1400 cycles (ab/mb.cu, H100). */
+        uint32_t mark = 0;
+        if ((uint32_t)lane < n_tasks) {
+            const uint32_t o = s_off[lane];
+            if (s_off[lane + 1] > o && o >= p0 && o - p0 < 32u) {
+                mark = 1u << (o - p0);
+                s_beg[o - p0] = (uint8_t)lane;
             }
-            i = lo;
-            w = s_wo[i] + (s_d[i].base + (p - s_off[i])) % s_wn[i];
         }
-        const uint32_t peers = __match_any_sync(0xffffffffu, w);
+#if __CUDA_ARCH__ >= 800
+        const uint32_t begins = __reduce_or_sync(0xffffffffu, mark);
+#else
+        uint32_t begins = mark;
+#pragma unroll
+        for (int k = 16; k >= 1; k >>= 1) begins |= __shfl_xor_sync(0xffffffffu, begins, k);
+#endif
+        __syncwarp();
+        const uint32_t below = begins & ((2u << lane) - 1u); /* lane 31: every bit */
+        const uint32_t i = below ? s_beg[31 - __clz(below)] : carry;
+        carry = __shfl_sync(0xffffffffu, i, 31);
+        uint32_t w = 0xffffffffu;
+        const uint32_t wo = s_wo[i], wn = s_wn[i];
+        if (active) { /* (base + j) % wn as (base % wn + j) less wn once: j < cnt <= wn */
+            w = s_wr[i] + (p - s_off[i]);
+            if (w >= wn) w -= wn;
+            w += wo;
+        }
+        /* each lane's rank among the round's lanes naming its worker: none share one when
+           the round's workers are consecutive (independent tasks on advancing bases, one
+           task's tiles), else __match_any_sync (~350 cycles) */
+        const uint32_t w0 = __shfl_sync(0xffffffffu, w, 0), wo0 = __shfl_sync(0xffffffffu, wo, 0),
+                       wn0 = __shfl_sync(0xffffffffu, wn, 0);
+        uint32_t ex = w0 - wo0 + (uint32_t)lane; /* w0's worker + lane, wrapped: lane < wn0 */
+        if (ex >= wn0) ex -= wn0;
+        const bool consecutive =
+            __all_sync(0xffffffffu, !active || ((uint32_t)lane < wn0 && wo == wo0 && wn == wn0 && w == wo0 + ex));
+        const uint32_t peers = consecutive ? 1u << lane : __match_any_sync(0xffffffffu, w);
         const uint32_t prank = __popc(peers & ((1u << lane) - 1));
         const uint32_t tail = active ? s_wtail[w] : 0;
         const int last = active && prank == (uint32_t)__popc(peers) - 1; /* w's newest entry of the round */
