@@ -161,6 +161,7 @@ struct gpuos__cuda {
     int stuck;                   /* the kernel did not stop in time: free nothing the driver would wait on */
     uint32_t next_base;          /* round robin for unaligned tasks */
     uint32_t plan_epoch;         /* plans written so far */
+    uint32_t plan_pins;          /* pinned plan rows (recorded graphs' nodes): at most half the table */
     int align;                   /* tile-local alignment on (GPUOS_CUDA_ALIGN=0 turns it off) */
     uint32_t tile_ew;            /* smallest element-wise tile (CUDA__TILE_EW; GPUOS_CUDA_TILE_EW, tuning) */
     int graph_slots;             /* launch recorded graphs as one slot per node (GPUOS_CUDA_GRAPH_SLOTS=1, A/B) */
@@ -1289,6 +1290,13 @@ static int cuda_plan_fetched(struct gpuos__cuda *c, const cuda__plan_entry *e) {
     return e->wpos <= c->fetched_seen[e->wlane];
 }
 
+/* May plan row e be replaced: unused, or every task that used it retired and no recorded
+   graph pins it? */
+static int cuda_plan_free(const struct gpuos__cuda *c, const cuda__plan_entry *e) {
+    return !e->used ||
+           (e->last_dseq[0] <= c->retired_seen[0] && e->last_dseq[1] <= c->retired_seen[1] && e->pins == 0);
+}
+
 /* Finds or sends the plan for a task of `lane`; returns its id (ctx->mu held). */
 static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, const gpuos__job *job, const void *plan,
                                  uint32_t bytes, int lane, uint32_t *id, uint32_t *epoch) {
@@ -1312,18 +1320,24 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
                 *epoch = e->epoch;
                 return GPUOS_OK;
             }
-            if (victim == UINT32_MAX &&
-                (!e->used || (e->last_dseq[0] <= c->retired_seen[0] && e->last_dseq[1] <= c->retired_seen[1] &&
-                              e->pins == 0)))
-                victim = s;
+            if (victim == UINT32_MAX && cuda_plan_free(c, e)) victim = s;
         }
+        if (victim != UINT32_MAX) break;
+        /* the window is taken (recorded graphs' pinned rows cluster there, or queued tasks'):
+           any free row will do, found by a scan (later lookups miss it: a duplicate row at
+           worst). Only a table held whole by queued tasks waits. */
+        for (i = 0; i < CUDA__PLAN_CAP && victim == UINT32_MAX; i++)
+            if (cuda_plan_free(c, &c->plans[(h + CUDA__PLAN_PROBE + i) & (CUDA__PLAN_CAP - 1)]))
+                victim = (h + CUDA__PLAN_PROBE + i) & (CUDA__PLAN_CAP - 1);
         if (victim != UINT32_MAX) break;
         /* every candidate is in use by queued tasks: wait for some to retire */
         cuda_refresh_retired(c);
         if (!t0) t0 = cuda_now_ns();
         if (cuda_now_ns() - t0 > (uint64_t)(ctx->cfg.submit_timeout_ms + 1) * 1000000ull)
-            return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL, "gpuos_submit: no free plan slot for %u ms",
-                                    (unsigned)ctx->cfg.submit_timeout_ms);
+            return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL,
+                                    "gpuos_submit: no free plan slot for %u ms (the device's %u plan rows are held "
+                                    "by queued tasks and recorded graphs)",
+                                    (unsigned)ctx->cfg.submit_timeout_ms, CUDA__PLAN_CAP);
         cuda_sleep_ns(2000);
     }
     {
@@ -2318,6 +2332,7 @@ void gpuos__cuda_graph_free_locked(gpuos_context *ctx, struct gpuos__cuda_graph 
     if (!g) return;
     if (ctx->cuda) {
         for (k = 0; k < g->n_pinned; k++) ctx->cuda->plans[g->plan_ids[k]].pins--;
+        ctx->cuda->plan_pins -= (uint32_t)g->n_pinned;
         if (g->ddesc) {
             cuda__grange *r = cuda_grange_of(ctx->cuda, g->ddesc);
             if (r) r->freed = 1; /* reused once its launches are fetched */
@@ -2340,7 +2355,10 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
     int k, j, q;
     gpuos_status st = GPUOS_OK;
     *out = NULL;
-    if (n < 1 || (uint64_t)n + GPUOS__PLAN_SLOTS * (uint64_t)n > c->P.ring_slots / 2)
+    /* (refused: launched node by node) the plan chunks must fit the ring, and the pinned
+       plan rows half the device's table, so that queued tasks always find rows */
+    if (n < 1 || (uint64_t)n + GPUOS__PLAN_SLOTS * (uint64_t)n > c->P.ring_slots / 2 ||
+        c->plan_pins + (uint64_t)n > CUDA__PLAN_CAP / 2)
         return GPUOS_ERR_UNSUPPORTED;
     g = (struct gpuos__cuda_graph *)calloc(1, sizeof *g);
     if (!g) return GPUOS_ERR_OUT_OF_MEMORY;
@@ -2437,6 +2455,7 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
         }
         if (st != GPUOS_OK) break;
         c->plans[g->plan_ids[k]].pins++;
+        c->plan_pins++;
         g->n_pinned = k + 1;
         memset(d, 0, sizeof *d);
         d->kind = GPUOS__SLOT_TASK | epoch << 8;

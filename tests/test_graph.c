@@ -3,8 +3,8 @@
    changes between launches without re-recording, bindings of other tensors and scalars,
    many launches in flight on their own buffers, explicit dependencies and refused cycles,
    a run-time operator redefined after recording, large graphs launched many times over
-   (on a GPU: expanded on the device in chunks, past the task ring's size), and every error
-   of the API. */
+   (on a GPU: expanded on the device in chunks, past the task ring's size), many graphs of
+   many distinct nodes alive at once (the device's plan table), and every error of the API. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdint.h>
@@ -476,6 +476,66 @@ static void test_large(gpuos_context *ctx) {
     gpuos_tensor_release(c);
 }
 
+/* Many graphs of many distinct nodes alive at once (on a GPU each node pins a row of the
+   device's plan table, 4096 rows, at most half of them pinned; linear probing clusters them):
+   every launch must be queued at once and be right, the graphs past the pinning limit
+   launched node by node. Four graphs of 1200 out_k = in_k + c_g, launched in turn, then the
+   eager out_k = out_k * 2 on every tensor. */
+#define MANY_G 4
+#define MANY_N 1200
+#define MANY_E 16
+static void test_many_plans(gpuos_context *ctx) {
+    static float hin[MANY_N][MANY_E], got[MANY_E];
+    gpuos_tensor **in = (gpuos_tensor **)calloc(MANY_N, sizeof *in), **out = (gpuos_tensor **)calloc(MANY_N, sizeof *out);
+    gpuos_tensor *c[MANY_G] = {NULL};
+    gpuos_graph *g[MANY_G] = {NULL};
+    int i, k, r, bad = 0;
+    if (!in || !out) {
+        CHECK(0, "out of host memory");
+        free(in);
+        free(out);
+        return;
+    }
+    for (i = 0; i < MANY_N; i++) {
+        in[i] = vec(ctx, MANY_E);
+        out[i] = vec(ctx, MANY_E);
+        if (!in[i] || !out[i]) return;
+        fill_random(ctx, in[i], hin[i], MANY_E);
+    }
+    for (k = 0; k < MANY_G; k++) {
+        CHECK(gpuos_tensor_scalar(ctx, GPUOS_F32, (double)(k + 1), &c[k]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_graph_create(ctx, &g[k]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        if (!c[k] || !g[k]) return;
+        for (i = 0; i < MANY_N; i++) {
+            gpuos_task t = GPUOS_TASK_INIT;
+            t.op = GPUOS_OP_ADD, t.out = out[i], t.in[0] = in[i], t.in[1] = c[k];
+            CHECK(gpuos_graph_add(g[k], &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        }
+    }
+    for (r = 0; r < 2; r++)
+        for (k = 0; k < MANY_G; k++) {
+            uint64_t seq = 0;
+            const gpuos_status st = gpuos_graph_launch(g[k], NULL, 0, NULL, 0, &seq);
+            CHECK(st == GPUOS_OK, "round %d, graph %d: %s: %s", r, k, gpuos_status_string(st), gpuos_last_error(ctx));
+        }
+    for (i = 0; i < MANY_N; i++) CHECK(gpuos_mul(ctx, out[i], out[i], c[1]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (i = 0; i < MANY_N; i++) { /* the last launch's (graph MANY_G - 1) sums, doubled */
+        CHECK(gpuos_download(ctx, out[i], got, sizeof got) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        for (k = 0; k < MANY_E; k++) bad += got[k] != (hin[i][k] + (float)MANY_G) * 2.0f;
+    }
+    CHECK(bad == 0, "%d graphs of %d distinct nodes: %d elements wrong", MANY_G, MANY_N, bad);
+    for (k = 0; k < MANY_G; k++) {
+        gpuos_graph_release(g[k]);
+        gpuos_tensor_release(c[k]);
+    }
+    for (i = 0; i < MANY_N; i++) {
+        gpuos_tensor_release(in[i]);
+        gpuos_tensor_release(out[i]);
+    }
+    free(in);
+    free(out);
+}
+
 int main(void) {
     gpuos_config cfg = GPUOS_CONFIG_INIT;
     gpuos_context *ctx;
@@ -497,6 +557,7 @@ int main(void) {
         test_interleaved(ctx);
         test_pinned_pipeline(ctx);
         test_large(ctx);
+        test_many_plans(ctx);
     }
     CHECK(gpuos_context_status(ctx) == GPUOS_OK, "healthy: %s", gpuos_last_error(ctx));
     gpuos_destroy(ctx);
