@@ -265,7 +265,7 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
            pairs have none): lane t < n_tasks marks where task t's pairs begin in this
            round, and each pair lane takes the nearest mark at or below it (else the task
            the previous round ended in). A binary search over s_off and a modulo cost a
-           round ~500 of its ~1400 cycles (ab/mb.cu, H100). */
+           round ~500 of its ~1400 cycles (tests/gpu/probe_rank.cu, H100). */
         uint32_t mark = 0;
         if ((uint32_t)lane < n_tasks) {
             const uint32_t o = s_off[lane];

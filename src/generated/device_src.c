@@ -10135,7 +10135,7 @@ const char *const gpuos__device_source[] = {
     "           pairs have none): lane t < n_tasks marks where task t's pairs begin in this\n",
     "           round, and each pair lane takes the nearest mark at or below it (else the task\n",
     "           the previous round ended in). A binary search over s_off and a modulo cost a\n",
-    "           round ~500 of its ~1400 cycles (ab/mb.cu, H100). */\n",
+    "           round ~500 of its ~1400 cycles (tests/gpu/probe_rank.cu, H100). */\n",
     "        uint32_t mark = 0;\n",
     "        if ((uint32_t)lane < n_tasks) {\n",
     "            const uint32_t o = s_off[lane];\n",
