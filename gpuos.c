@@ -703,7 +703,7 @@ struct gpuos_context {
     char rt_reserved[GPUOS_MAX_RUNTIME_OPS]; /* an index being defined */
     pthread_mutex_t rt_mu;                     /* one definition at a time (before mu) */
     pthread_mutex_t stage_mu;  /* small GPU downloads, one at a time through the staging below (tensor.c) */
-    size_t stage_bytes;        /* downloads up to this size go through it (GPU: 64 KB; 0: none) */
+    size_t stage_bytes;        /* downloads up to this size go through it (its size; 0: none, as on the host) */
     gpuos_tensor *stage_buf;   /* mapped pinned staging (stage_bytes of u8), allocated before the kernel's first launch */
     gpuos_tensor *stage_view;  /* the last download's view of it (dtype, shape), reused while they repeat */
 
@@ -3569,10 +3569,6 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     st = cuda_open_device(ctx, c, ordinal < 0 ? 0 : ordinal);
     cuda_preload_join(c); /* joined already unless the device failed before its code */
     if (st == GPUOS_OK) {
-        /* small downloads through pinned staging (tensor.c, gpuos__stage_open allocates it
-           before the kernel's first launch); diagnostic: GPUOS_CUDA_STAGE=0 sends them
-           through the driver's copy */
-        ctx->stage_bytes = getenv("GPUOS_CUDA_STAGE") && atoi(getenv("GPUOS_CUDA_STAGE")) == 0 ? 0 : 65536;
         c->last_activity_ns = cuda_now_ns();
         if (pthread_create(&c->reaper, NULL, cuda_reaper_main, ctx) != 0)
             st = gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "gpuos_create: cannot start the reaper thread");
@@ -3640,7 +3636,6 @@ void gpuos__cuda_close(gpuos_context *ctx) {
     free(c->memo);
     free(c);
     ctx->cuda = NULL;
-    ctx->stage_bytes = 0;
 }
 
 /* ---------------------------------------------------------------- device memory */
@@ -4109,9 +4104,10 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
         /* the window is taken (recorded graphs' pinned rows cluster there, or queued tasks'):
            any free row will do, found by a scan (later lookups miss it: a duplicate row at
            worst). Only a table held whole by queued tasks waits. */
-        for (i = 0; i < CUDA__PLAN_CAP && victim == UINT32_MAX; i++)
-            if (cuda_plan_free(c, &c->plans[(h + CUDA__PLAN_PROBE + i) & (CUDA__PLAN_CAP - 1)]))
-                victim = (h + CUDA__PLAN_PROBE + i) & (CUDA__PLAN_CAP - 1);
+        for (i = 0; i < CUDA__PLAN_CAP && victim == UINT32_MAX; i++) {
+            const uint32_t s = (h + CUDA__PLAN_PROBE + i) & (CUDA__PLAN_CAP - 1);
+            if (cuda_plan_free(c, &c->plans[s])) victim = s;
+        }
         if (victim != UINT32_MAX) break;
         /* every candidate is in use by queued tasks: wait for some to retire */
         cuda_refresh_retired(c);
@@ -10837,7 +10833,7 @@ void gpuos__fail_locked(gpuos_context *ctx, const char *fmt, ...) {
 // #include "gpuos_runtime.h" (inlined above)
 
 #include <math.h>   /* isnan */
-#include <stdlib.h> /* malloc, free */
+#include <stdlib.h> /* malloc, free, getenv */
 #include <string.h> /* memcpy */
 
 size_t gpuos__elsize(gpuos_dtype dtype) {
@@ -11291,15 +11287,18 @@ static gpuos_status tensor_transfer_device(gpuos_context *ctx, const gpuos_tenso
     return s;
 }
 
-/* The staging of small GPU downloads: one mapped pinned buffer of ctx->stage_bytes, allocated
-   when the CUDA backend has opened, before the kernel's first launch (memory allocated while
-   the kernel runs is invisible to compute-sanitizer memcheck, and the allocation is not paid
-   by the first download). No pinned memory: stage_bytes 0, downloads through the driver's copy. */
+/* The staging of small GPU downloads: one mapped pinned buffer of TENSOR_STAGE_BYTES
+   (ctx->stage_bytes while it exists), allocated when the CUDA backend has opened, before the
+   kernel's first launch (memory allocated while the kernel runs is invisible to
+   compute-sanitizer memcheck, and the allocation is not paid by the first download). No
+   pinned memory, or the diagnostic GPUOS_CUDA_STAGE=0: stage_bytes 0, downloads through the
+   driver's copy. */
+#define TENSOR_STAGE_BYTES 65536
 void gpuos__stage_open(gpuos_context *ctx) {
-    int64_t n = (int64_t)ctx->stage_bytes;
-    if (n > 0 && gpuos_tensor_new_pinned(ctx, GPUOS_U8, 1, &n, &ctx->stage_buf) != GPUOS_OK) {
-        ctx->stage_bytes = 0; /* (the detail stays as gpuos_last_error's) */
-    }
+    int64_t n = TENSOR_STAGE_BYTES;
+    if (getenv("GPUOS_CUDA_STAGE") && atoi(getenv("GPUOS_CUDA_STAGE")) == 0) return;
+    if (gpuos_tensor_new_pinned(ctx, GPUOS_U8, 1, &n, &ctx->stage_buf) == GPUOS_OK)
+        ctx->stage_bytes = TENSOR_STAGE_BYTES; /* (else the detail stays as gpuos_last_error's) */
 }
 
 void gpuos__stage_close(gpuos_context *ctx) {
@@ -11307,6 +11306,7 @@ void gpuos__stage_close(gpuos_context *ctx) {
     gpuos_tensor_release(ctx->stage_view);
     gpuos_tensor_release(ctx->stage_buf);
     ctx->stage_view = ctx->stage_buf = NULL;
+    ctx->stage_bytes = 0;
     pthread_mutex_unlock(&ctx->stage_mu);
 }
 

@@ -786,10 +786,6 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     st = cuda_open_device(ctx, c, ordinal < 0 ? 0 : ordinal);
     cuda_preload_join(c); /* joined already unless the device failed before its code */
     if (st == GPUOS_OK) {
-        /* small downloads through pinned staging (tensor.c, gpuos__stage_open allocates it
-           before the kernel's first launch); diagnostic: GPUOS_CUDA_STAGE=0 sends them
-           through the driver's copy */
-        ctx->stage_bytes = getenv("GPUOS_CUDA_STAGE") && atoi(getenv("GPUOS_CUDA_STAGE")) == 0 ? 0 : 65536;
         c->last_activity_ns = cuda_now_ns();
         if (pthread_create(&c->reaper, NULL, cuda_reaper_main, ctx) != 0)
             st = gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "gpuos_create: cannot start the reaper thread");
@@ -857,7 +853,6 @@ void gpuos__cuda_close(gpuos_context *ctx) {
     free(c->memo);
     free(c);
     ctx->cuda = NULL;
-    ctx->stage_bytes = 0;
 }
 
 /* ---------------------------------------------------------------- device memory */
@@ -1326,9 +1321,10 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
         /* the window is taken (recorded graphs' pinned rows cluster there, or queued tasks'):
            any free row will do, found by a scan (later lookups miss it: a duplicate row at
            worst). Only a table held whole by queued tasks waits. */
-        for (i = 0; i < CUDA__PLAN_CAP && victim == UINT32_MAX; i++)
-            if (cuda_plan_free(c, &c->plans[(h + CUDA__PLAN_PROBE + i) & (CUDA__PLAN_CAP - 1)]))
-                victim = (h + CUDA__PLAN_PROBE + i) & (CUDA__PLAN_CAP - 1);
+        for (i = 0; i < CUDA__PLAN_CAP && victim == UINT32_MAX; i++) {
+            const uint32_t s = (h + CUDA__PLAN_PROBE + i) & (CUDA__PLAN_CAP - 1);
+            if (cuda_plan_free(c, &c->plans[s])) victim = s;
+        }
         if (victim != UINT32_MAX) break;
         /* every candidate is in use by queued tasks: wait for some to retire */
         cuda_refresh_retired(c);

@@ -220,7 +220,7 @@ struct gpuos_context {
     char rt_reserved[GPUOS_MAX_RUNTIME_OPS]; /* an index being defined */
     pthread_mutex_t rt_mu;                     /* one definition at a time (before mu) */
     pthread_mutex_t stage_mu;  /* small GPU downloads, one at a time through the staging below (tensor.c) */
-    size_t stage_bytes;        /* downloads up to this size go through it (GPU: 64 KB; 0: none) */
+    size_t stage_bytes;        /* downloads up to this size go through it (its size; 0: none, as on the host) */
     gpuos_tensor *stage_buf;   /* mapped pinned staging (stage_bytes of u8), allocated before the kernel's first launch */
     gpuos_tensor *stage_view;  /* the last download's view of it (dtype, shape), reused while they repeat */
 

@@ -11,7 +11,7 @@
 #include "gpuos_runtime.h"
 
 #include <math.h>   /* isnan */
-#include <stdlib.h> /* malloc, free */
+#include <stdlib.h> /* malloc, free, getenv */
 #include <string.h> /* memcpy */
 
 size_t gpuos__elsize(gpuos_dtype dtype) {
@@ -465,15 +465,18 @@ static gpuos_status tensor_transfer_device(gpuos_context *ctx, const gpuos_tenso
     return s;
 }
 
-/* The staging of small GPU downloads: one mapped pinned buffer of ctx->stage_bytes, allocated
-   when the CUDA backend has opened, before the kernel's first launch (memory allocated while
-   the kernel runs is invisible to compute-sanitizer memcheck, and the allocation is not paid
-   by the first download). No pinned memory: stage_bytes 0, downloads through the driver's copy. */
+/* The staging of small GPU downloads: one mapped pinned buffer of TENSOR_STAGE_BYTES
+   (ctx->stage_bytes while it exists), allocated when the CUDA backend has opened, before the
+   kernel's first launch (memory allocated while the kernel runs is invisible to
+   compute-sanitizer memcheck, and the allocation is not paid by the first download). No
+   pinned memory, or the diagnostic GPUOS_CUDA_STAGE=0: stage_bytes 0, downloads through the
+   driver's copy. */
+#define TENSOR_STAGE_BYTES 65536
 void gpuos__stage_open(gpuos_context *ctx) {
-    int64_t n = (int64_t)ctx->stage_bytes;
-    if (n > 0 && gpuos_tensor_new_pinned(ctx, GPUOS_U8, 1, &n, &ctx->stage_buf) != GPUOS_OK) {
-        ctx->stage_bytes = 0; /* (the detail stays as gpuos_last_error's) */
-    }
+    int64_t n = TENSOR_STAGE_BYTES;
+    if (getenv("GPUOS_CUDA_STAGE") && atoi(getenv("GPUOS_CUDA_STAGE")) == 0) return;
+    if (gpuos_tensor_new_pinned(ctx, GPUOS_U8, 1, &n, &ctx->stage_buf) == GPUOS_OK)
+        ctx->stage_bytes = TENSOR_STAGE_BYTES; /* (else the detail stays as gpuos_last_error's) */
 }
 
 void gpuos__stage_close(gpuos_context *ctx) {
@@ -481,6 +484,7 @@ void gpuos__stage_close(gpuos_context *ctx) {
     gpuos_tensor_release(ctx->stage_view);
     gpuos_tensor_release(ctx->stage_buf);
     ctx->stage_view = ctx->stage_buf = NULL;
+    ctx->stage_bytes = 0;
     pthread_mutex_unlock(&ctx->stage_mu);
 }
 
