@@ -301,9 +301,10 @@ static int row_independent() {
     }
     for (int k = 0; k < std::min(P, G); k += (P > 8 ? P / 8 : 1))
         if (check(out + (size_t)k * SMALL_N, SMALL_N, (float)(k % 1000), 1.0)) return -1;
-    row_out("independent", "cuda_graph", "ops/s", median_info("independent.cuda_graph", t, 1.0));
+    const double graph_rate = median_info("independent.cuda_graph", t, 1.0);
+    row_out("independent", "cuda_graph", "ops/s", graph_rate);
     /* gpuos's batched form (a recorded graph of the same 1000 adds) is compared with this replay */
-    row_out("independent_graph", "cuda_graph", "ops/s", median_info("independent_graph.cuda_graph", t, 1.0));
+    row_out("independent_graph", "cuda_graph", "ops/s", graph_rate);
     CK(cudaGraphExecDestroy(ge));
     CK(cudaGraphDestroy(g));
     CK(cudaFree(in));

@@ -179,9 +179,10 @@ class Bench:
         v = self.timed(warm, R, replay)
         for k in range(0, G, max(1, G // 8)):
             self.check(outs[k], float(k % 1000), 1.0)
-        row_out("independent", "torch_graph", "ops/s", replays * G / median_info("independent.torch_graph.s", v))
+        rate = replays * G / median_info("independent.torch_graph.s", v)
+        row_out("independent", "torch_graph", "ops/s", rate)
         # gpuos's batched form (a recorded graph of the same adds) is compared with this replay
-        row_out("independent_graph", "torch_graph", "ops/s", replays * G / median_info("independent.torch_graph.s", v))
+        row_out("independent_graph", "torch_graph", "ops/s", rate)
 
     def large_elementwise(self):
         t = self.torch
