@@ -106,7 +106,7 @@ typedef struct gpuos__rows_plan {
    output row m: out[b][m][n] = sum_k a[b][m][k] * b[b][k][n]. */
 typedef struct gpuos__matmul_plan {
     int32_t batch_rank;
-    int32_t pad_;
+    int32_t pro; /* 1: a fused layernorm prologue (below); 0: none */
     int64_t batch_numel;
     int64_t batch_shape[GPUOS__MAX_RANK];
     int64_t batch_a_stride[GPUOS__MAX_RANK];   /* bytes */
@@ -134,6 +134,15 @@ typedef struct gpuos__matmul_plan {
     int32_t pad2_;
     const char *epi_ptr[GPUOS__MM_EPI_IN];
     int64_t epi_sm[GPUOS__MM_EPI_IN], epi_sn[GPUOS__MM_EPI_IN]; /* bytes */
+    /* Prologue (pro = 1): a layernorm (no weight, no bias) that a recorded graph fused in
+       front of the product (src/graph.c): a (a_m, a_k) is the layernorm's input, [M, K];
+       each row is normalised as the layernorm task would (eps pro_eps), written to pro_out
+       (pro_om, pro_ok: bytes) and multiplied by b as A. Only f32, no batch axes, M <= 8,
+       the device's narrow column blocks (column block cb also writes columns
+       [8 cb, 8 cb + 8) of pro_out, so K <= 8 n_cb). */
+    char *pro_out;
+    int64_t pro_om, pro_ok;
+    double pro_eps;
 } gpuos__matmul_plan;
 
 /* Run-time operators (src/rtops.c) on the device: task kernel ids from
@@ -4010,6 +4019,20 @@ static int cuda_operands(const gpuos__job *job, cuda__operand *ops) {
             ops[k].write = k == 0;
         }
         n = 3;
+        if (p->pro) { /* a fused layernorm prologue writes its output, [M, K] (before the epilogue's
+                         operands: a read of that same view is then covered by this write) */
+            ops[n].ptr = p->pro_out;
+            ops[n].pre_shape[0] = p->M;
+            ops[n].pre_stride[0] = p->pro_om;
+            ops[n].pre_shape[1] = p->K;
+            ops[n].pre_stride[1] = p->pro_ok;
+            ops[n].rank = 2;
+            ops[n].shape = ops[n].pre_shape;
+            ops[n].stride = ops[n].pre_stride;
+            ops[n].elsize = job->elsize[0];
+            ops[n].write = 1;
+            n++;
+        }
         for (k = 0; k < p->n_epi; k++) { /* a fused epilogue's tensor operands, read as [M, N] */
             const int32_t e = p->epi[k];
             const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
@@ -4163,7 +4186,9 @@ static int64_t cuda_matmul_cb(const struct gpuos__cuda *c, const gpuos__job *job
     const gpuos__matmul_plan *p = &job->plan.matmul;
     const int64_t cw = p->M <= 8 ? 8 : 32;
     int64_t row_tiles, ncb;
-    if (job->kind != GPUOS__KIND_MATMUL || job->items <= 0 || p->N < 64) return 1;
+    if (job->kind != GPUOS__KIND_MATMUL || job->items <= 0) return 1;
+    if (p->pro) return (p->N + 7) / 8; /* a fused prologue runs on narrow blocks only (src/graph.c) */
+    if (p->N < 64) return 1;
     row_tiles = (job->items + 31) / 32;
     ncb = ((int64_t)cuda_job_workers(c, job) / 2) / row_tiles;
     if (ncb > (p->N + cw - 1) / cw) ncb = (p->N + cw - 1) / cw;
@@ -8022,6 +8047,11 @@ static int graph_fuse_add(const gpuos_task *mt, gpuos__job *f, const gpuos_task 
         ptr = y->st->data + y->offset * es;
         sn = y->rank >= 1 && y->shape[y->rank - 1] != 1 ? y->strides[y->rank - 1] * es : 0;
         sm = y->rank == 2 && y->shape[0] != 1 ? y->strides[0] * es : 0;
+        /* the prologue's output (written by this task: column block cb reads back only the
+           columns it wrote, so only that very view, with K == N) */
+        if (p->pro && p->pro_out >= y->st->data && p->pro_out < y->st->data + y->st->bytes &&
+            !(ptr == p->pro_out && p->K == p->N && sn == p->pro_ok && (p->M == 1 || sm == p->pro_om)))
+            return 0;
         for (s = 0; s < p->n_epi; s++) /* the operand slots in use; this operand's, if already read */
             if (gpuos__epi_binary(p->epi[s])) {
                 const int q = (p->epi[s] >> GPUOS__EPI_IN_SHIFT) & 1;
@@ -8049,6 +8079,54 @@ static int graph_fuse_add(const gpuos_task *mt, gpuos__job *f, const gpuos_task 
     return 1;
 }
 
+/* Would the device's layernorm give a row of n elements, alone in its tile, to the whole block
+   (gpuos__d_group(1, 3 n) == GPUOS__PK_THREADS, device_ops.cu)? The prologue reduces a row as
+   that block does, so that its values are the layernorm task's bit for bit. */
+static int graph_ln_block(int64_t n) {
+    const int64_t nt = GPUOS__PK_THREADS, n_in = 3 * n;
+    const int64_t c1 = n_in, c32 = (n_in + 31) / 32 + 8, cb = (n_in + nt - 1) / nt + 24;
+    return !(c1 <= c32 && c1 <= cb) && cb < c32;
+}
+
+/* Makes f (a copy of the job mj of matmul task mt, which can lead) the fused task of the
+   layernorm lt (planned as lj) right before it and the matmul, when mt's A is lt's output:
+   the layernorm becomes the product's prologue (gpuos__matmul_plan.pro), which normalises
+   each row of lt's input, writes it to lt's output and multiplies it. Only where the
+   device's narrow column blocks run it (f32, M <= 8, every column of lt's output written by
+   one block: K <= 8 ceil(N / 8), K at most 512 for its shared buffer) and the layernorm has
+   no weight or bias; its input and output are other storages than the product's output and
+   B. Returns 0 (f unchanged) when it cannot. */
+static int graph_fuse_pro(const gpuos_task *lt, const gpuos__job *lj, const gpuos_task *mt, gpuos__job *f) {
+    const gpuos__rows_plan *r = &lj->plan.rows;
+    gpuos__matmul_plan *p = &f->plan.matmul;
+    const gpuos_tensor *x = lt->out, *hin = lt->in[0];
+    int s;
+    if (lj->kind != GPUOS__KIND_ROWS || lj->op != GPUOS_OP_LAYERNORM || lj->rt || r->weight || r->bias) return 0;
+    if (!x || !hin || x->dtype != GPUOS_F32 || hin->dtype != GPUOS_F32 || mt->out->dtype != GPUOS_F32 ||
+        mt->in[1]->dtype != GPUOS_F32)
+        return 0;
+    if (!graph_same_view(mt->in[0], x) || p->pro || p->n_epi > 0) return 0;
+    if (p->M > 8 || p->N < 9 || p->K != r->n || p->K > 512 || p->K > 8 * ((p->N + 7) / 8) || !graph_ln_block(p->K))
+        return 0;
+    if (r->outer_numel != p->M || r->outer_rank > 1 || (r->outer_rank == 0 && p->M != 1)) return 0;
+    if (hin->st == x->st || mt->out->st == hin->st || mt->out->st == x->st || mt->in[1]->st == x->st) return 0;
+    for (s = 0; s < f->n_st && f->st[s] != hin->st; s++) continue;
+    if (s == f->n_st) { /* the layernorm's input: a storage the task reads */
+        if (f->n_st == GPUOS__MAX_PTR) return 0;
+        f->st[f->n_st++] = hin->st;
+    }
+    p->pro = 1;
+    p->pro_out = r->out;
+    p->pro_om = r->outer_rank ? r->outer_out_stride[0] : 0;
+    p->pro_ok = r->out_stride;
+    p->pro_eps = r->eps;
+    p->a = r->in;
+    p->a_m = r->outer_rank ? r->outer_in_stride[0] : 0;
+    p->a_k = r->in_stride;
+    f->item_cost += 8 * p->K;
+    return 1;
+}
+
 static int graph_fuse_on(void) {
     const char *env = getenv("GPUOS_GRAPH_FUSE");
     return !(env && env[0] == '0');
@@ -8059,15 +8137,23 @@ static int graph_fuse_on(void) {
 static int graph_fuse_jobs(gpuos_context *ctx, gpuos__job **jobs, const gpuos_task *tasks, int n) {
     int i, m = 0;
     for (i = 0; i < n;) {
-        int len = 1;
-        if (graph_fuse_lead(&tasks[i], jobs[i]))
-            while (i + len < n && graph_fuse_add(&tasks[i], jobs[i], &tasks[i + len], jobs[i + len])) {
+        int len = 1, lead = i;
+        if (i + 1 < n && graph_fuse_lead(&tasks[i + 1], jobs[i + 1]) &&
+            graph_fuse_pro(&tasks[i], jobs[i], &tasks[i + 1], jobs[i + 1])) { /* the layernorm in front */
+            jobs[i]->n_st = 0;
+            gpuos__job_free(ctx, jobs[i]);
+            jobs[i] = NULL;
+            lead = i + 1;
+            len = 2;
+        }
+        if (graph_fuse_lead(&tasks[lead], jobs[lead]))
+            while (i + len < n && graph_fuse_add(&tasks[lead], jobs[lead], &tasks[i + len], jobs[i + len])) {
                 jobs[i + len]->n_st = 0;
                 gpuos__job_free(ctx, jobs[i + len]);
                 jobs[i + len] = NULL;
                 len++;
             }
-        jobs[m++] = jobs[i];
+        jobs[m++] = jobs[lead];
         i += len;
     }
     return m;
@@ -8087,11 +8173,30 @@ static gpuos_status graph_fuse(gpuos_graph *g) {
         const graph_node *mm = &g->nodes[g->order[i]];
         gpuos__job *f = NULL;
         int len = 1;
-        if (graph_fuse_lead(&mm->task, mm->tmpl)) {
+        if (i + 1 < g->n && graph_fuse_lead(&g->nodes[g->order[i + 1]].task, g->nodes[g->order[i + 1]].tmpl)) {
+            /* a layernorm right before a matmul that reads its output: the product's prologue */
+            const graph_node *ln = mm;
+            mm = &g->nodes[g->order[i + 1]];
             f = gpuos__job_alloc(ctx);
             if (!f) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_launch: no memory");
             memcpy(f, mm->tmpl, sizeof *f);
             f->next_free = NULL;
+            if (graph_fuse_pro(&ln->task, ln->tmpl, &mm->task, f)) {
+                len = 2;
+            } else {
+                f->n_st = 0; /* holds no references */
+                gpuos__job_free(ctx, f);
+                f = NULL;
+                mm = ln;
+            }
+        }
+        if (!f && graph_fuse_lead(&mm->task, mm->tmpl)) {
+            f = gpuos__job_alloc(ctx);
+            if (!f) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_launch: no memory");
+            memcpy(f, mm->tmpl, sizeof *f);
+            f->next_free = NULL;
+        }
+        if (f) {
             while (i + len < g->n) {
                 const graph_node *e = &g->nodes[g->order[i + len]];
                 if (!graph_fuse_add(&mm->task, f, &e->task, e->tmpl)) break;
@@ -8462,6 +8567,7 @@ uint16_t gpuos__f64_to_bf16(double d) { return (uint16_t)half_from_f64(d, 8, 7);
 
 #include <signal.h> /* sigfillset, pthread_sigmask */
 #include <stdlib.h> /* calloc, free */
+#include <string.h> /* memset */
 
 #define HOST_SPLIT_WORK ((int64_t)32768)  /* element operations before a job is split */
 #define HOST_CHUNK_WORK ((int64_t)8192)   /* at least this much work per chunk */
@@ -8480,6 +8586,33 @@ struct gpuos__pool {
 };
 
 /* ---------------------------------------------------------------- running a range */
+/* Rows [begin, end) of a matmul with a fused layernorm prologue (gpuos__matmul_plan.pro:
+   no batch axes, so an item is a row): each row normalised by the layernorm kernel into
+   pro_out, then multiplied from there; the epilogue may read back only that row. */
+static void host_matmul_pro(const gpuos__matmul_plan *p, gpuos__matmul_fn mm, int64_t begin, int64_t end) {
+    const gpuos__rows_fn ln = gpuos__host_rows(GPUOS_OP_LAYERNORM, GPUOS_F32);
+    gpuos__rows_plan r;
+    gpuos__matmul_plan q = *p;
+    memset(&r, 0, sizeof r);
+    r.outer_rank = 1;
+    r.outer_numel = p->M;
+    r.outer_shape[0] = p->M;
+    r.outer_in_stride[0] = p->a_m;
+    r.outer_out_stride[0] = p->pro_om;
+    r.n = p->K;
+    r.in_stride = p->a_k;
+    r.out_stride = p->pro_ok;
+    r.out = p->pro_out;
+    r.in = p->a;
+    r.eps = p->pro_eps;
+    ln(&r, begin, end);
+    q.pro = 0;
+    q.a = p->pro_out;
+    q.a_m = p->pro_om;
+    q.a_k = p->pro_ok;
+    mm(&q, begin, end);
+}
+
 static void host_run_range(const gpuos__job *job, int64_t begin, int64_t end) {
     switch (job->kind) {
     case GPUOS__KIND_EW:
@@ -8488,7 +8621,10 @@ static void host_run_range(const gpuos__job *job, int64_t begin, int64_t end) {
         break;
     case GPUOS__KIND_REDUCE: job->reduce_fn(&job->plan.reduce, begin, end); break;
     case GPUOS__KIND_ROWS: job->rows_fn(&job->plan.rows, begin, end); break;
-    case GPUOS__KIND_MATMUL: job->matmul_fn(&job->plan.matmul, begin, end); break;
+    case GPUOS__KIND_MATMUL:
+        if (job->plan.matmul.pro) host_matmul_pro(&job->plan.matmul, job->matmul_fn, begin, end);
+        else job->matmul_fn(&job->plan.matmul, begin, end);
+        break;
     default: break; /* plan.c never queues another kind */
     }
 }
@@ -12978,7 +13114,7 @@ const char *const gpuos__device_source[] = {
     "   output row m: out[b][m][n] = sum_k a[b][m][k] * b[b][k][n]. */\n",
     "typedef struct gpuos__matmul_plan {\n",
     "    int32_t batch_rank;\n",
-    "    int32_t pad_;\n",
+    "    int32_t pro; /* 1: a fused layernorm prologue (below); 0: none */\n",
     "    int64_t batch_numel;\n",
     "    int64_t batch_shape[GPUOS__MAX_RANK];\n",
     "    int64_t batch_a_stride[GPUOS__MAX_RANK];   /* bytes */\n",
@@ -13006,6 +13142,15 @@ const char *const gpuos__device_source[] = {
     "    int32_t pad2_;\n",
     "    const char *epi_ptr[GPUOS__MM_EPI_IN];\n",
     "    int64_t epi_sm[GPUOS__MM_EPI_IN], epi_sn[GPUOS__MM_EPI_IN]; /* bytes */\n",
+    "    /* Prologue (pro = 1): a layernorm (no weight, no bias) that a recorded graph fused in\n",
+    "       front of the product (src/graph.c): a (a_m, a_k) is the layernorm's input, [M, K];\n",
+    "       each row is normalised as the layernorm task would (eps pro_eps), written to pro_out\n",
+    "       (pro_om, pro_ok: bytes) and multiplied by b as A. Only f32, no batch axes, M <= 8,\n",
+    "       the device's narrow column blocks (column block cb also writes columns\n",
+    "       [8 cb, 8 cb + 8) of pro_out, so K <= 8 n_cb). */\n",
+    "    char *pro_out;\n",
+    "    int64_t pro_om, pro_ok;\n",
+    "    double pro_eps;\n",
     "} gpuos__matmul_plan;\n",
     "\n",
     "/* Run-time operators (src/rtops.c) on the device: task kernel ids from\n",
@@ -15473,13 +15618,114 @@ const char *const gpuos__device_source[] = {
     "#define GPUOS__D_MM_NC 8\n",
     "#define GPUOS__D_MM_KG 8\n",
     "#ifndef GPUOS__D_MM_NARROW\n",
-    "#define GPUOS__D_MM_NARROW 1 /* 0: narrow blocks take the skinny path */\n",
+    "#define GPUOS__D_MM_NARROW 1 /* 0: narrow blocks take the skinny path (not a fused prologue's) */\n",
     "#endif\n",
+    "\n",
+    "/* A narrow block's fused layernorm prologue (gpuos__matmul_plan.pro, src/graph.c): rows\n",
+    "   [0, rows) of A (the layernorm's input, K = k_n <= 2 * blockDim elements) normalised into\n",
+    "   As ([k][SR], missing rows 0), and columns [n0, n0 + NC) of them stored at X (the\n",
+    "   layernorm's output). Every value is the layernorm task's bit for bit: that task gives a\n",
+    "   row of this length to the whole block (graph.c checks gpuos__d_group's choice), where\n",
+    "   thread t sums its elements t, t + blockDim in order from 0 and the partial sums meet as\n",
+    "   gpuos__d_group_reduce adds them (warps, then the warps' sums in warp 0's order); here the\n",
+    "   SR rows go through the same steps side by side, through red ([SR][8], the shared buffer\n",
+    "   before As is written). Adding the missing elements' zeros, as the task's cached path\n",
+    "   does, changes no sum (a sum from +0 is never -0). */\n",
+    "/* gpuos__d_warp_reduce(gpuos__d_sum(), v[r]) for every r, the rows' shuffles interleaved:\n",
+    "   the same additions in the same order for each row. */\n",
+    "template <int NR, class T> GPUOS__FN void gpuos__d_warp_sum_rows(T (&v)[NR]) {\n",
+    "    const int lane = gpuos__d_tid() & 31;\n",
+    "#pragma unroll\n",
+    "    for (int k = 1; k < 32; k <<= 1) {\n",
+    "#pragma unroll\n",
+    "        for (int r = 0; r < NR; ++r) {\n",
+    "            const T o = gpuos__d_shfl_xor(v[r], k);\n",
+    "            v[r] = (lane & k) \? o + v[r] : v[r] + o;\n",
+    "        }\n",
+    "    }\n",
+    "}\n",
+    "\n",
+    "#ifndef GPUOS__D_MM_PRO_INLINE\n",
+    "/* 0: out of line, its registers not the product's (tiny_mlp 93.4 us, inline 98.9: H100) */\n",
+    "#define GPUOS__D_MM_PRO_INLINE 0\n",
+    "#endif\n",
+    "#if GPUOS__D_MM_PRO_INLINE\n",
+    "#define GPUOS__D_MM_PRO_FN GPUOS__FN\n",
+    "#else\n",
+    "#define GPUOS__D_MM_PRO_FN static __device__ __noinline__\n",
+    "#endif\n",
+    "template <class D, int cs>\n",
+    "GPUOS__D_MM_PRO_FN void gpuos__d_mm_pro(const char *A, int rows, int k_n, int64_t a_m, int64_t a_k, char *X,\n",
+    "                                                    int64_t x_m, int64_t x_k, typename D::T eps, int64_t n0,\n",
+    "                                                    typename D::T *As) {\n",
+    "    typedef typename D::T T;\n",
+    "    enum { SR = GPUOS__D_MM_SR, NC = GPUOS__D_MM_NC, C = 2 };\n",
+    "    const int tid = gpuos__d_tid(), nt = gpuos__d_nthreads(), lane = tid & 31, warp = tid >> 5, nw = nt >> 5;\n",
+    "    T *red = As; /* [SR][8] */\n",
+    "    T x[SR][C], s[SR];\n",
+    "#pragma unroll\n",
+    "    for (int r = 0; r < SR; ++r)\n",
+    "#pragma unroll\n",
+    "        for (int c = 0; c < C; ++c) {\n",
+    "            const int j = tid + c * nt;\n",
+    "            x[r][c] = r < rows && j < k_n \? D::cvt(cs, D::raw(cs, A + r * a_m + j * a_k)) : (T)0;\n",
+    "        }\n",
+    "#pragma unroll\n",
+    "    for (int r = 0; r < SR; ++r) {\n",
+    "        s[r] = 0;\n",
+    "#pragma unroll\n",
+    "        for (int c = 0; c < C; ++c)\n",
+    "            if (tid + c * nt < k_n) s[r] += x[r][c];\n",
+    "    }\n",
+    "    /* the block's sums, as gpuos__d_group_reduce: each warp, then warp 0's lanes over the warps */\n",
+    "    gpuos__d_warp_sum_rows(s);\n",
+    "    if (lane == 0)\n",
+    "#pragma unroll\n",
+    "        for (int r = 0; r < SR; ++r) red[r * 8 + warp] = s[r];\n",
+    "    __syncthreads();\n",
+    "#pragma unroll\n",
+    "    for (int r = 0; r < SR; ++r) s[r] = lane < nw \? red[r * 8 + lane] : (T)0;\n",
+    "    gpuos__d_warp_sum_rows(s);\n",
+    "    __syncthreads();\n",
+    "    T mean[SR];\n",
+    "#pragma unroll\n",
+    "    for (int r = 0; r < SR; ++r) {\n",
+    "        mean[r] = s[r] / (T)k_n;\n",
+    "        s[r] = 0;\n",
+    "#pragma unroll\n",
+    "        for (int c = 0; c < C; ++c)\n",
+    "            if (tid + c * nt < k_n) {\n",
+    "                const T d = x[r][c] - mean[r];\n",
+    "                s[r] += d * d;\n",
+    "            }\n",
+    "    }\n",
+    "    gpuos__d_warp_sum_rows(s);\n",
+    "    if (lane == 0)\n",
+    "#pragma unroll\n",
+    "        for (int r = 0; r < SR; ++r) red[r * 8 + warp] = s[r];\n",
+    "    __syncthreads();\n",
+    "#pragma unroll\n",
+    "    for (int r = 0; r < SR; ++r) s[r] = lane < nw \? red[r * 8 + lane] : (T)0;\n",
+    "    gpuos__d_warp_sum_rows(s);\n",
+    "    __syncthreads(); /* red is read by all before As overwrites it */\n",
+    "#pragma unroll\n",
+    "    for (int r = 0; r < SR; ++r) {\n",
+    "        const T den = gpuos__d_sqrt(s[r] / (T)k_n + eps); /* divided by, as the layernorm task does */\n",
+    "#pragma unroll\n",
+    "        for (int c = 0; c < C; ++c) {\n",
+    "            const int j = tid + c * nt;\n",
+    "            if (j >= k_n) continue;\n",
+    "            const T y = r < rows \? (x[r][c] - mean[r]) / den : (T)0;\n",
+    "            As[j * SR + r] = y;\n",
+    "            if (r < rows && j >= n0 && j < n0 + NC) D::st(cs, X + r * x_m + j * x_k, y);\n",
+    "        }\n",
+    "    }\n",
+    "}\n",
     "template <class D, int cs> /* per dtype case, inline in its entry gpuos__d_matmul_narrow */\n",
     "static __device__ __forceinline__ void gpuos__d_mm_narrow(const char *A, const char *B, char *O, int rows, int64_t n0,\n",
     "                                                       int64_t nend, int64_t K, int64_t a_m, int64_t a_k, int64_t b_k,\n",
     "                                                       int64_t b_n, int64_t o_m, int64_t o_n,\n",
-    "                                                       const gpuos__matmul_plan *p, int64_t m0) {\n",
+    "                                                       const gpuos__matmul_plan *p, int64_t m0, char *X) {\n",
     "    typedef typename D::T T;\n",
     "    typedef typename D::R R;\n",
     "    enum { SR = GPUOS__D_MM_SR, NC = GPUOS__D_MM_NC, KG = GPUOS__D_MM_KG, V = GPUOS__D_EW_U };\n",
@@ -15494,16 +15740,24 @@ const char *const gpuos__device_source[] = {
     "#pragma unroll\n",
     "    for (int q = 0; q < KG; ++q) /* the first loads of B fly during A's staging */\n",
     "        bv[q] = col_ok && kb + q < ke \? D::raw(cs, Bk + q * b_k) : (R)0;\n",
+    "    bool pro = false;\n",
+    "    if constexpr (T(1) / T(2) != T(0)) /* floating-point groups (graph.c fuses f32 only) */\n",
+    "        if (p->pro) { /* A is the fused layernorm of the rows at A (which also go to X) */\n",
+    "            gpuos__d_mm_pro<D, cs>(A, rows, k_n, a_m, a_k, X, p->pro_om, p->pro_ok, (T)p->pro_eps, n0, As);\n",
+    "            pro = true;\n",
+    "        }\n",
+    "    if (!pro) {\n",
     "#pragma unroll 1\n",
-    "    for (int kk = tid; kk < k_n; kk += nt) { /* A: SR loads in flight */\n",
-    "        const char *a = A + (int64_t)kk * a_k;\n",
-    "        R x[SR];\n",
+    "        for (int kk = tid; kk < k_n; kk += nt) { /* A: SR loads in flight */\n",
+    "            const char *a = A + (int64_t)kk * a_k;\n",
+    "            R x[SR];\n",
     "#pragma unroll\n",
-    "        for (int r = 0; r < SR; ++r) x[r] = r < rows \? D::raw(cs, a + r * a_m) : (R)0;\n",
+    "            for (int r = 0; r < SR; ++r) x[r] = r < rows \? D::raw(cs, a + r * a_m) : (R)0;\n",
     "#pragma unroll\n",
-    "        for (int r = 0; r < SR; ++r) As[kk * SR + r] = r < rows \? D::cvt(cs, x[r]) : (T)0;\n",
+    "            for (int r = 0; r < SR; ++r) As[kk * SR + r] = r < rows \? D::cvt(cs, x[r]) : (T)0;\n",
+    "        }\n",
     "    }\n",
-    "    __syncthreads();\n",
+    "    __syncthreads(); /* As (and X's columns, which the epilogue may read back) */\n",
     "    T acc[SR];\n",
     "#pragma unroll\n",
     "    for (int r = 0; r < SR; ++r) acc[r] = 0;\n",
@@ -15568,7 +15822,7 @@ const char *const gpuos__device_source[] = {
     "   blocks are 8 wide when ceil(N / n_cb) <= 8 (see gpuos__d_matmul). */\n",
     "template <class D> GPUOS__FN bool gpuos__d_mm_narrow_ok(const gpuos__matmul_plan *p) {\n",
     "    const int nt = gpuos__d_nthreads();\n",
-    "    return GPUOS__D_MM_NARROW && sizeof(typename D::T) == 4 && p->n_cb > 1 && p->M <= GPUOS__D_MM_SR &&\n",
+    "    return (GPUOS__D_MM_NARROW || p->pro) && sizeof(typename D::T) == 4 && p->n_cb > 1 && p->M <= GPUOS__D_MM_SR &&\n",
     "           p->N <= GPUOS__D_MM_NC * p->n_cb && p->K * GPUOS__D_MM_SR * 4 <= GPUOS__D_MM_SMEM && nt <= 256 && nt % 32 == 0;\n",
     "}\n",
     "/* A narrow tile: rows [begin, end) of one column block and batch entry (the CUDA backend's\n",
@@ -15583,10 +15837,10 @@ const char *const gpuos__device_source[] = {
     "    int64_t oa, ob, oo;\n",
     "    gpuos__d_mm_batch(p, bi, &oa, &ob, &oo);\n",
     "    const char *A = p->a + oa + m0 * p->a_m, *B = p->b + ob;\n",
-    "    char *O = p->out + oo + m0 * p->o_m;\n",
+    "    char *O = p->out + oo + m0 * p->o_m, *X = p->pro \? p->pro_out + m0 * p->pro_om : (char *)NULL;\n",
     "    gpuos__d_with_case<D::NCS>(cs, [&](auto c) {\n",
     "        gpuos__d_mm_narrow<D, decltype(c)::v>(A, B, O, rows, nbeg, nend, p->K, p->a_m, p->a_k, p->b_k, p->b_n, p->o_m,\n",
-    "                                               p->o_n, p, m0);\n",
+    "                                               p->o_n, p, m0, X);\n",
     "    });\n",
     "}\n",
     "\n",

@@ -1227,6 +1227,20 @@ static int cuda_operands(const gpuos__job *job, cuda__operand *ops) {
             ops[k].write = k == 0;
         }
         n = 3;
+        if (p->pro) { /* a fused layernorm prologue writes its output, [M, K] (before the epilogue's
+                         operands: a read of that same view is then covered by this write) */
+            ops[n].ptr = p->pro_out;
+            ops[n].pre_shape[0] = p->M;
+            ops[n].pre_stride[0] = p->pro_om;
+            ops[n].pre_shape[1] = p->K;
+            ops[n].pre_stride[1] = p->pro_ok;
+            ops[n].rank = 2;
+            ops[n].shape = ops[n].pre_shape;
+            ops[n].stride = ops[n].pre_stride;
+            ops[n].elsize = job->elsize[0];
+            ops[n].write = 1;
+            n++;
+        }
         for (k = 0; k < p->n_epi; k++) { /* a fused epilogue's tensor operands, read as [M, N] */
             const int32_t e = p->epi[k];
             const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
@@ -1380,7 +1394,9 @@ static int64_t cuda_matmul_cb(const struct gpuos__cuda *c, const gpuos__job *job
     const gpuos__matmul_plan *p = &job->plan.matmul;
     const int64_t cw = p->M <= 8 ? 8 : 32;
     int64_t row_tiles, ncb;
-    if (job->kind != GPUOS__KIND_MATMUL || job->items <= 0 || p->N < 64) return 1;
+    if (job->kind != GPUOS__KIND_MATMUL || job->items <= 0) return 1;
+    if (p->pro) return (p->N + 7) / 8; /* a fused prologue runs on narrow blocks only (src/graph.c) */
+    if (p->N < 64) return 1;
     row_tiles = (job->items + 31) / 32;
     ncb = ((int64_t)cuda_job_workers(c, job) / 2) / row_tiles;
     if (ncb > (p->N + cw - 1) / cw) ncb = (p->N + cw - 1) / cw;

@@ -89,7 +89,7 @@ typedef struct gpuos__rows_plan {
    output row m: out[b][m][n] = sum_k a[b][m][k] * b[b][k][n]. */
 typedef struct gpuos__matmul_plan {
     int32_t batch_rank;
-    int32_t pad_;
+    int32_t pro; /* 1: a fused layernorm prologue (below); 0: none */
     int64_t batch_numel;
     int64_t batch_shape[GPUOS__MAX_RANK];
     int64_t batch_a_stride[GPUOS__MAX_RANK];   /* bytes */
@@ -117,6 +117,15 @@ typedef struct gpuos__matmul_plan {
     int32_t pad2_;
     const char *epi_ptr[GPUOS__MM_EPI_IN];
     int64_t epi_sm[GPUOS__MM_EPI_IN], epi_sn[GPUOS__MM_EPI_IN]; /* bytes */
+    /* Prologue (pro = 1): a layernorm (no weight, no bias) that a recorded graph fused in
+       front of the product (src/graph.c): a (a_m, a_k) is the layernorm's input, [M, K];
+       each row is normalised as the layernorm task would (eps pro_eps), written to pro_out
+       (pro_om, pro_ok: bytes) and multiplied by b as A. Only f32, no batch axes, M <= 8,
+       the device's narrow column blocks (column block cb also writes columns
+       [8 cb, 8 cb + 8) of pro_out, so K <= 8 n_cb). */
+    char *pro_out;
+    int64_t pro_om, pro_ok;
+    double pro_eps;
 } gpuos__matmul_plan;
 
 /* Run-time operators (src/rtops.c) on the device: task kernel ids from

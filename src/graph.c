@@ -288,6 +288,11 @@ static int graph_fuse_add(const gpuos_task *mt, gpuos__job *f, const gpuos_task 
         ptr = y->st->data + y->offset * es;
         sn = y->rank >= 1 && y->shape[y->rank - 1] != 1 ? y->strides[y->rank - 1] * es : 0;
         sm = y->rank == 2 && y->shape[0] != 1 ? y->strides[0] * es : 0;
+        /* the prologue's output (written by this task: column block cb reads back only the
+           columns it wrote, so only that very view, with K == N) */
+        if (p->pro && p->pro_out >= y->st->data && p->pro_out < y->st->data + y->st->bytes &&
+            !(ptr == p->pro_out && p->K == p->N && sn == p->pro_ok && (p->M == 1 || sm == p->pro_om)))
+            return 0;
         for (s = 0; s < p->n_epi; s++) /* the operand slots in use; this operand's, if already read */
             if (gpuos__epi_binary(p->epi[s])) {
                 const int q = (p->epi[s] >> GPUOS__EPI_IN_SHIFT) & 1;
@@ -315,6 +320,54 @@ static int graph_fuse_add(const gpuos_task *mt, gpuos__job *f, const gpuos_task 
     return 1;
 }
 
+/* Would the device's layernorm give a row of n elements, alone in its tile, to the whole block
+   (gpuos__d_group(1, 3 n) == GPUOS__PK_THREADS, device_ops.cu)? The prologue reduces a row as
+   that block does, so that its values are the layernorm task's bit for bit. */
+static int graph_ln_block(int64_t n) {
+    const int64_t nt = GPUOS__PK_THREADS, n_in = 3 * n;
+    const int64_t c1 = n_in, c32 = (n_in + 31) / 32 + 8, cb = (n_in + nt - 1) / nt + 24;
+    return !(c1 <= c32 && c1 <= cb) && cb < c32;
+}
+
+/* Makes f (a copy of the job mj of matmul task mt, which can lead) the fused task of the
+   layernorm lt (planned as lj) right before it and the matmul, when mt's A is lt's output:
+   the layernorm becomes the product's prologue (gpuos__matmul_plan.pro), which normalises
+   each row of lt's input, writes it to lt's output and multiplies it. Only where the
+   device's narrow column blocks run it (f32, M <= 8, every column of lt's output written by
+   one block: K <= 8 ceil(N / 8), K at most 512 for its shared buffer) and the layernorm has
+   no weight or bias; its input and output are other storages than the product's output and
+   B. Returns 0 (f unchanged) when it cannot. */
+static int graph_fuse_pro(const gpuos_task *lt, const gpuos__job *lj, const gpuos_task *mt, gpuos__job *f) {
+    const gpuos__rows_plan *r = &lj->plan.rows;
+    gpuos__matmul_plan *p = &f->plan.matmul;
+    const gpuos_tensor *x = lt->out, *hin = lt->in[0];
+    int s;
+    if (lj->kind != GPUOS__KIND_ROWS || lj->op != GPUOS_OP_LAYERNORM || lj->rt || r->weight || r->bias) return 0;
+    if (!x || !hin || x->dtype != GPUOS_F32 || hin->dtype != GPUOS_F32 || mt->out->dtype != GPUOS_F32 ||
+        mt->in[1]->dtype != GPUOS_F32)
+        return 0;
+    if (!graph_same_view(mt->in[0], x) || p->pro || p->n_epi > 0) return 0;
+    if (p->M > 8 || p->N < 9 || p->K != r->n || p->K > 512 || p->K > 8 * ((p->N + 7) / 8) || !graph_ln_block(p->K))
+        return 0;
+    if (r->outer_numel != p->M || r->outer_rank > 1 || (r->outer_rank == 0 && p->M != 1)) return 0;
+    if (hin->st == x->st || mt->out->st == hin->st || mt->out->st == x->st || mt->in[1]->st == x->st) return 0;
+    for (s = 0; s < f->n_st && f->st[s] != hin->st; s++) continue;
+    if (s == f->n_st) { /* the layernorm's input: a storage the task reads */
+        if (f->n_st == GPUOS__MAX_PTR) return 0;
+        f->st[f->n_st++] = hin->st;
+    }
+    p->pro = 1;
+    p->pro_out = r->out;
+    p->pro_om = r->outer_rank ? r->outer_out_stride[0] : 0;
+    p->pro_ok = r->out_stride;
+    p->pro_eps = r->eps;
+    p->a = r->in;
+    p->a_m = r->outer_rank ? r->outer_in_stride[0] : 0;
+    p->a_k = r->in_stride;
+    f->item_cost += 8 * p->K;
+    return 1;
+}
+
 static int graph_fuse_on(void) {
     const char *env = getenv("GPUOS_GRAPH_FUSE");
     return !(env && env[0] == '0');
@@ -325,15 +378,23 @@ static int graph_fuse_on(void) {
 static int graph_fuse_jobs(gpuos_context *ctx, gpuos__job **jobs, const gpuos_task *tasks, int n) {
     int i, m = 0;
     for (i = 0; i < n;) {
-        int len = 1;
-        if (graph_fuse_lead(&tasks[i], jobs[i]))
-            while (i + len < n && graph_fuse_add(&tasks[i], jobs[i], &tasks[i + len], jobs[i + len])) {
+        int len = 1, lead = i;
+        if (i + 1 < n && graph_fuse_lead(&tasks[i + 1], jobs[i + 1]) &&
+            graph_fuse_pro(&tasks[i], jobs[i], &tasks[i + 1], jobs[i + 1])) { /* the layernorm in front */
+            jobs[i]->n_st = 0;
+            gpuos__job_free(ctx, jobs[i]);
+            jobs[i] = NULL;
+            lead = i + 1;
+            len = 2;
+        }
+        if (graph_fuse_lead(&tasks[lead], jobs[lead]))
+            while (i + len < n && graph_fuse_add(&tasks[lead], jobs[lead], &tasks[i + len], jobs[i + len])) {
                 jobs[i + len]->n_st = 0;
                 gpuos__job_free(ctx, jobs[i + len]);
                 jobs[i + len] = NULL;
                 len++;
             }
-        jobs[m++] = jobs[i];
+        jobs[m++] = jobs[lead];
         i += len;
     }
     return m;
@@ -353,11 +414,30 @@ static gpuos_status graph_fuse(gpuos_graph *g) {
         const graph_node *mm = &g->nodes[g->order[i]];
         gpuos__job *f = NULL;
         int len = 1;
-        if (graph_fuse_lead(&mm->task, mm->tmpl)) {
+        if (i + 1 < g->n && graph_fuse_lead(&g->nodes[g->order[i + 1]].task, g->nodes[g->order[i + 1]].tmpl)) {
+            /* a layernorm right before a matmul that reads its output: the product's prologue */
+            const graph_node *ln = mm;
+            mm = &g->nodes[g->order[i + 1]];
             f = gpuos__job_alloc(ctx);
             if (!f) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_launch: no memory");
             memcpy(f, mm->tmpl, sizeof *f);
             f->next_free = NULL;
+            if (graph_fuse_pro(&ln->task, ln->tmpl, &mm->task, f)) {
+                len = 2;
+            } else {
+                f->n_st = 0; /* holds no references */
+                gpuos__job_free(ctx, f);
+                f = NULL;
+                mm = ln;
+            }
+        }
+        if (!f && graph_fuse_lead(&mm->task, mm->tmpl)) {
+            f = gpuos__job_alloc(ctx);
+            if (!f) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_launch: no memory");
+            memcpy(f, mm->tmpl, sizeof *f);
+            f->next_free = NULL;
+        }
+        if (f) {
             while (i + len < g->n) {
                 const graph_node *e = &g->nodes[g->order[i + len]];
                 if (!graph_fuse_add(&mm->task, f, &e->task, e->tmpl)) break;

@@ -11,6 +11,7 @@
 
 #include <signal.h> /* sigfillset, pthread_sigmask */
 #include <stdlib.h> /* calloc, free */
+#include <string.h> /* memset */
 
 #define HOST_SPLIT_WORK ((int64_t)32768)  /* element operations before a job is split */
 #define HOST_CHUNK_WORK ((int64_t)8192)   /* at least this much work per chunk */
@@ -29,6 +30,33 @@ struct gpuos__pool {
 };
 
 /* ---------------------------------------------------------------- running a range */
+/* Rows [begin, end) of a matmul with a fused layernorm prologue (gpuos__matmul_plan.pro:
+   no batch axes, so an item is a row): each row normalised by the layernorm kernel into
+   pro_out, then multiplied from there; the epilogue may read back only that row. */
+static void host_matmul_pro(const gpuos__matmul_plan *p, gpuos__matmul_fn mm, int64_t begin, int64_t end) {
+    const gpuos__rows_fn ln = gpuos__host_rows(GPUOS_OP_LAYERNORM, GPUOS_F32);
+    gpuos__rows_plan r;
+    gpuos__matmul_plan q = *p;
+    memset(&r, 0, sizeof r);
+    r.outer_rank = 1;
+    r.outer_numel = p->M;
+    r.outer_shape[0] = p->M;
+    r.outer_in_stride[0] = p->a_m;
+    r.outer_out_stride[0] = p->pro_om;
+    r.n = p->K;
+    r.in_stride = p->a_k;
+    r.out_stride = p->pro_ok;
+    r.out = p->pro_out;
+    r.in = p->a;
+    r.eps = p->pro_eps;
+    ln(&r, begin, end);
+    q.pro = 0;
+    q.a = p->pro_out;
+    q.a_m = p->pro_om;
+    q.a_k = p->pro_ok;
+    mm(&q, begin, end);
+}
+
 static void host_run_range(const gpuos__job *job, int64_t begin, int64_t end) {
     switch (job->kind) {
     case GPUOS__KIND_EW:
@@ -37,7 +65,10 @@ static void host_run_range(const gpuos__job *job, int64_t begin, int64_t end) {
         break;
     case GPUOS__KIND_REDUCE: job->reduce_fn(&job->plan.reduce, begin, end); break;
     case GPUOS__KIND_ROWS: job->rows_fn(&job->plan.rows, begin, end); break;
-    case GPUOS__KIND_MATMUL: job->matmul_fn(&job->plan.matmul, begin, end); break;
+    case GPUOS__KIND_MATMUL:
+        if (job->plan.matmul.pro) host_matmul_pro(&job->plan.matmul, job->matmul_fn, begin, end);
+        else job->matmul_fn(&job->plan.matmul, begin, end);
+        break;
     default: break; /* plan.c never queues another kind */
     }
 }

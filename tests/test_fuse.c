@@ -340,9 +340,20 @@ static void random_program(int pi, gpuos_dtype dt) {
 /* The tiny MLP's layers (bench/ tiny_mlp): matmul, + bias, gelu, + x, layernorm, 3 layers;
    fused (2 tasks a layer: the matmul with 3 epilogue operators, the layernorm), launched
    bound to the same x0 and to a copy of it (the bound nodes planned again, fused the same
-   way), and eager: all equal bit for bit; with fusion off a launch is every node. */
-static void mlp(gpuos_dtype dt) {
-    enum { B = 8, H = 64, NL = 3 };
+   way), and eager: all equal bit for bit; with fusion off a launch is every node. With H = 256
+   in f32 each layernorm but the last is the next matmul's prologue: NL + 1 tasks. */
+/* Would the device's layernorm give a row of n elements, alone in its tile, to its whole block of
+   256 threads (gpuos__d_group's cost model, device_ops.cu)? graph.c fuses a layernorm in front of
+   a matmul only then (the prologue reduces as that block does). */
+static int ln_block(int64_t n) {
+    const int64_t n_in = 3 * n, c1 = n_in, c32 = (n_in + 31) / 32 + 8, cb = (n_in + 255) / 256 + 24;
+    return !(c1 <= c32 && c1 <= cb) && cb < c32;
+}
+
+static void mlp(gpuos_dtype dt, int H) {
+    enum { B = 8, NL = 3 };
+    /* f32 with rows the block reduces: each layernorm is the next matmul's prologue */
+    const int expect = dt == GPUOS_F32 && ln_block(H) && H <= 512 ? NL + 1 : 2 * NL;
     gpuos_tensor *x[NL + 1], *h[NL], *w[NL], *bias[NL], *x0b;
     gpuos_graph *g, *g0;
     int64_t sx[2] = {B, H}, sw[2] = {H, H}, sb[1] = {H};
@@ -389,8 +400,8 @@ static void mlp(gpuos_dtype dt) {
         if (mode == 2) CHECK(gpuos_copy(ctx, x0b, x[0]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
         if (mode < 3) {
             CHECK(gpuos_graph_launch(g, mode ? &b : NULL, mode ? 1 : 0, NULL, 0, &seq) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-            CHECK(gpuos_debug_graph_tasks(g) == 2 * NL, "mlp launch %d: %d tasks, expected %d", mode,
-                  gpuos_debug_graph_tasks(g), 2 * NL);
+            CHECK(gpuos_debug_graph_tasks(g) == expect, "mlp %s H %d launch %d: %d tasks, expected %d",
+                  gpuos_dtype_name(dt), H, mode, gpuos_debug_graph_tasks(g), expect);
         } else {
             for (l = 0; l < NL; l++) {
                 CHECK(gpuos_matmul(ctx, h[l], x[l], w[l]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
@@ -405,13 +416,118 @@ static void mlp(gpuos_dtype dt) {
         r[mode] = grab(x[NL], bytes);
     }
     for (mode = 1; mode < 4; mode++)
-        CHECK(memcmp(r[0], r[mode], bytes) == 0, "mlp %s: the fused forward differs from %s", gpuos_dtype_name(dt),
+        CHECK(memcmp(r[0], r[mode], bytes) == 0, "mlp %s H %d: the fused forward differs from %s", gpuos_dtype_name(dt), H,
               mode == 1 ? "the bound launch" : mode == 2 ? "a launch bound to a copy of x0" : "eager tasks");
     for (mode = 0; mode < 4; mode++) free(r[mode]);
     gpuos_graph_release(g);
     for (l = 0; l <= NL; l++) gpuos_tensor_release(x[l]);
     for (l = 0; l < NL; l++) gpuos_tensor_release(h[l]), gpuos_tensor_release(w[l]), gpuos_tensor_release(bias[l]);
     gpuos_tensor_release(x0b);
+    fresh_end();
+}
+
+/* A layernorm in front of a matmul that reads its output (graph.c's prologue, f32): x =
+   layernorm(hin), h = x @ W, then some of h + bias, gelu(h), h + x (when K == N), maybe a
+   reader of x after. Shapes at the rules' edges (M <= 8, N >= 9, rows the block reduces, K <=
+   512 and <= 8 ceil(N / 8)); hin a plain tensor, a column slice or a transpose; x plain or a
+   column slice; now and then a layernorm weight or one in place (x is hin: never fused).
+   The graph queues what the rules give and equals eager tasks bit for bit. */
+static int n_pro_fused, n_pro;
+static void random_pro(int pi) {
+    static const int64_t Ms[] = {1, 3, 8, 8, 9}, Ks[] = {64, 200, 224, 256, 256, 300, 512, 513},
+                         Ns[] = {8, 9, 64, 256, 300};
+    const int64_t M = Ms[rnd(5)], K = Ks[rnd(8)];
+    const int64_t N = rnd(2) ? K : Ns[rnd(5)];
+    const int in_layout = (int)rnd(3), out_layout = (int)rnd(2), weighted = rnd(8) == 0, alias = rnd(8) == 0;
+    gpuos_tensor *hb, *hin = NULL, *xb, *x = NULL, *W, *h, *bias, *wt = NULL, *s = NULL, *init[4], *base[4];
+    size_t bytes[4];
+    program p;
+    int k, n_epi = 0, n_base = 3, pro;
+    char what[160];
+    memset(&p, 0, sizeof p);
+    if (!fresh_begin()) return;
+    if (in_layout == 1) {
+        int64_t sh[2] = {M, K + 5};
+        hb = rand_tensor(GPUOS_F32, 2, sh, 0);
+        CHECK(gpuos_view_slice(hb, 1, 2, 2 + K, 1, &hin) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    } else if (in_layout == 2) {
+        int64_t sh[2] = {K, M};
+        hb = rand_tensor(GPUOS_F32, 2, sh, 0);
+        CHECK(gpuos_view_transpose(hb, 0, 1, &hin) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    } else {
+        int64_t sh[2] = {M, K};
+        hb = rand_tensor(GPUOS_F32, 2, sh, 0);
+        hin = whole(hb);
+    }
+    if (alias) { /* in place: x is hin */
+        x = whole(hin);
+        xb = hb;
+    } else if (out_layout == 1) {
+        int64_t sh[2] = {M, K + 3};
+        xb = rand_tensor(GPUOS_F32, 2, sh, 0);
+        CHECK(gpuos_view_slice(xb, 1, 1, 1 + K, 1, &x) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    } else {
+        int64_t sh[2] = {M, K};
+        xb = rand_tensor(GPUOS_F32, 2, sh, 0);
+        x = whole(xb);
+    }
+    {
+        int64_t sw[2] = {K, N}, sh[2] = {M, N}, sb[1] = {N}, sk[1] = {K};
+        W = rand_tensor(GPUOS_F32, 2, sw, 0);
+        h = rand_tensor(GPUOS_F32, 2, sh, 0);
+        bias = rand_tensor(GPUOS_F32, 1, sb, 0);
+        if (weighted) wt = rand_tensor(GPUOS_F32, 1, sk, 0);
+    }
+    CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 0, NULL, &s) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    {
+        gpuos_task t = GPUOS_TASK_INIT;
+        t.op = GPUOS_OP_LAYERNORM, t.out = x, t.in[0] = hin, t.in[1] = wt, t.scalar[0] = 1e-5;
+        p.t[p.n++] = t;
+        t = (gpuos_task)GPUOS_TASK_INIT;
+        t.op = GPUOS_OP_MATMUL, t.out = h, t.in[0] = x, t.in[1] = W;
+        p.t[p.n++] = t;
+    }
+    if (rnd(2)) {
+        gpuos_task t = GPUOS_TASK_INIT;
+        t.op = GPUOS_OP_ADD, t.out = h, t.in[0] = h, t.in[1] = bias;
+        p.t[p.n++] = t, n_epi++;
+    }
+    if (rnd(2)) {
+        gpuos_task t = GPUOS_TASK_INIT;
+        t.op = GPUOS_OP_GELU, t.out = h, t.in[0] = h;
+        p.t[p.n++] = t, n_epi++;
+    }
+    if (K == N && rnd(3)) { /* the residual: reads back the prologue's output */
+        gpuos_task t = GPUOS_TASK_INIT;
+        t.op = GPUOS_OP_ADD, t.out = h, t.in[0] = x, t.in[1] = h;
+        p.t[p.n++] = t, n_epi++;
+    }
+    if (rnd(3) == 0) { /* a reader of x after the fused task */
+        gpuos_task t = GPUOS_TASK_INIT;
+        t.op = GPUOS_OP_SUM, t.out = s, t.in[0] = x;
+        p.t[p.n++] = t;
+    }
+    pro = !weighted && !alias && M <= 8 && N >= 9 && K <= 512 && K <= 8 * ((N + 7) / 8) && ln_block(K);
+    n_pro++, n_pro_fused += pro;
+    p.expect_tasks = p.n - n_epi - pro;
+    base[0] = xb, base[1] = h, base[2] = s;
+    for (k = 0; k < n_base; k++) init[k] = like(base[k], &bytes[k]);
+    fill_all();
+    for (k = 0; k < n_base; k++) CHECK(gpuos_copy(ctx, init[k], base[k]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    snprintf(what, sizeof what, "prologue program %d (M %d K %d N %d, in %d out %d%s%s, %d nodes, %d epilogue, %s)", pi,
+             (int)M, (int)K, (int)N, in_layout, out_layout, weighted ? ", weight" : "", alias ? ", in place" : "",
+             p.n, n_epi, pro ? "prologue" : "no prologue");
+    run_both(what, &p, base, bytes, n_base, init, 1, NULL);
+    if (!alias) gpuos_tensor_release(hb); /* else it is base[0] */
+    gpuos_tensor_release(hin);
+    gpuos_tensor_release(x);
+    gpuos_tensor_release(W);
+    gpuos_tensor_release(bias);
+    if (wt) gpuos_tensor_release(wt);
+    for (k = 0; k < n_base; k++) {
+        gpuos_tensor_release(base[k]);
+        gpuos_tensor_release(init[k]);
+    }
     fresh_end();
 }
 
@@ -486,9 +602,13 @@ int main(void) {
     if (getenv("GPUOS_TEST_SEED")) rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)atoll(getenv("GPUOS_TEST_SEED"));
     for (pi = 0; pi < programs; pi++) random_program(pi, dts[pi % 9]);
     refused();
-    mlp(GPUOS_F32);
-    mlp(GPUOS_F16);
-    mlp(GPUOS_BF16);
+    for (pi = 0; pi < programs; pi++) random_pro(pi);
+    printf("test_fuse: %d of %d layernorm + matmul programs fused as a prologue\n", n_pro_fused, n_pro);
+    mlp(GPUOS_F32, 64);
+    mlp(GPUOS_F32, 256);
+    mlp(GPUOS_F16, 64);
+    mlp(GPUOS_F16, 256);
+    mlp(GPUOS_BF16, 64);
     CHECK(gpuos_debug_graph_tasks(NULL) == -1, "NULL graph");
     if (ctx) gpuos_destroy(ctx);
     return ctest_summary("test_fuse");

@@ -277,7 +277,7 @@ typedef struct gpuos__rows_plan {
    output row m: out[b][m][n] = sum_k a[b][m][k] * b[b][k][n]. */
 typedef struct gpuos__matmul_plan {
     int32_t batch_rank;
-    int32_t pad_;
+    int32_t pro; /* 1: a fused layernorm prologue (below); 0: none */
     int64_t batch_numel;
     int64_t batch_shape[GPUOS__MAX_RANK];
     int64_t batch_a_stride[GPUOS__MAX_RANK];   /* bytes */
@@ -305,6 +305,15 @@ typedef struct gpuos__matmul_plan {
     int32_t pad2_;
     const char *epi_ptr[GPUOS__MM_EPI_IN];
     int64_t epi_sm[GPUOS__MM_EPI_IN], epi_sn[GPUOS__MM_EPI_IN]; /* bytes */
+    /* Prologue (pro = 1): a layernorm (no weight, no bias) that a recorded graph fused in
+       front of the product (src/graph.c): a (a_m, a_k) is the layernorm's input, [M, K];
+       each row is normalised as the layernorm task would (eps pro_eps), written to pro_out
+       (pro_om, pro_ok: bytes) and multiplied by b as A. Only f32, no batch axes, M <= 8,
+       the device's narrow column blocks (column block cb also writes columns
+       [8 cb, 8 cb + 8) of pro_out, so K <= 8 n_cb). */
+    char *pro_out;
+    int64_t pro_om, pro_ok;
+    double pro_eps;
 } gpuos__matmul_plan;
 
 /* Run-time operators (src/rtops.c) on the device: task kernel ids from
@@ -2772,13 +2781,114 @@ static __device__ __noinline__ void gpuos__d_mm_skinny(const char *A, const char
 #define GPUOS__D_MM_NC 8
 #define GPUOS__D_MM_KG 8
 #ifndef GPUOS__D_MM_NARROW
-#define GPUOS__D_MM_NARROW 1 /* 0: narrow blocks take the skinny path */
+#define GPUOS__D_MM_NARROW 1 /* 0: narrow blocks take the skinny path (not a fused prologue's) */
 #endif
+
+/* A narrow block's fused layernorm prologue (gpuos__matmul_plan.pro, src/graph.c): rows
+   [0, rows) of A (the layernorm's input, K = k_n <= 2 * blockDim elements) normalised into
+   As ([k][SR], missing rows 0), and columns [n0, n0 + NC) of them stored at X (the
+   layernorm's output). Every value is the layernorm task's bit for bit: that task gives a
+   row of this length to the whole block (graph.c checks gpuos__d_group's choice), where
+   thread t sums its elements t, t + blockDim in order from 0 and the partial sums meet as
+   gpuos__d_group_reduce adds them (warps, then the warps' sums in warp 0's order); here the
+   SR rows go through the same steps side by side, through red ([SR][8], the shared buffer
+   before As is written). Adding the missing elements' zeros, as the task's cached path
+   does, changes no sum (a sum from +0 is never -0). */
+/* gpuos__d_warp_reduce(gpuos__d_sum(), v[r]) for every r, the rows' shuffles interleaved:
+   the same additions in the same order for each row. */
+template <int NR, class T> GPUOS__FN void gpuos__d_warp_sum_rows(T (&v)[NR]) {
+    const int lane = gpuos__d_tid() & 31;
+#pragma unroll
+    for (int k = 1; k < 32; k <<= 1) {
+#pragma unroll
+        for (int r = 0; r < NR; ++r) {
+            const T o = gpuos__d_shfl_xor(v[r], k);
+            v[r] = (lane & k) ? o + v[r] : v[r] + o;
+        }
+    }
+}
+
+#ifndef GPUOS__D_MM_PRO_INLINE
+/* 0: out of line, its registers not the product's (tiny_mlp 93.4 us, inline 98.9: H100) */
+#define GPUOS__D_MM_PRO_INLINE 0
+#endif
+#if GPUOS__D_MM_PRO_INLINE
+#define GPUOS__D_MM_PRO_FN GPUOS__FN
+#else
+#define GPUOS__D_MM_PRO_FN static __device__ __noinline__
+#endif
+template <class D, int cs>
+GPUOS__D_MM_PRO_FN void gpuos__d_mm_pro(const char *A, int rows, int k_n, int64_t a_m, int64_t a_k, char *X,
+                                                    int64_t x_m, int64_t x_k, typename D::T eps, int64_t n0,
+                                                    typename D::T *As) {
+    typedef typename D::T T;
+    enum { SR = GPUOS__D_MM_SR, NC = GPUOS__D_MM_NC, C = 2 };
+    const int tid = gpuos__d_tid(), nt = gpuos__d_nthreads(), lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
+    T *red = As; /* [SR][8] */
+    T x[SR][C], s[SR];
+#pragma unroll
+    for (int r = 0; r < SR; ++r)
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+            const int j = tid + c * nt;
+            x[r][c] = r < rows && j < k_n ? D::cvt(cs, D::raw(cs, A + r * a_m + j * a_k)) : (T)0;
+        }
+#pragma unroll
+    for (int r = 0; r < SR; ++r) {
+        s[r] = 0;
+#pragma unroll
+        for (int c = 0; c < C; ++c)
+            if (tid + c * nt < k_n) s[r] += x[r][c];
+    }
+    /* the block's sums, as gpuos__d_group_reduce: each warp, then warp 0's lanes over the warps */
+    gpuos__d_warp_sum_rows(s);
+    if (lane == 0)
+#pragma unroll
+        for (int r = 0; r < SR; ++r) red[r * 8 + warp] = s[r];
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < SR; ++r) s[r] = lane < nw ? red[r * 8 + lane] : (T)0;
+    gpuos__d_warp_sum_rows(s);
+    __syncthreads();
+    T mean[SR];
+#pragma unroll
+    for (int r = 0; r < SR; ++r) {
+        mean[r] = s[r] / (T)k_n;
+        s[r] = 0;
+#pragma unroll
+        for (int c = 0; c < C; ++c)
+            if (tid + c * nt < k_n) {
+                const T d = x[r][c] - mean[r];
+                s[r] += d * d;
+            }
+    }
+    gpuos__d_warp_sum_rows(s);
+    if (lane == 0)
+#pragma unroll
+        for (int r = 0; r < SR; ++r) red[r * 8 + warp] = s[r];
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < SR; ++r) s[r] = lane < nw ? red[r * 8 + lane] : (T)0;
+    gpuos__d_warp_sum_rows(s);
+    __syncthreads(); /* red is read by all before As overwrites it */
+#pragma unroll
+    for (int r = 0; r < SR; ++r) {
+        const T den = gpuos__d_sqrt(s[r] / (T)k_n + eps); /* divided by, as the layernorm task does */
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+            const int j = tid + c * nt;
+            if (j >= k_n) continue;
+            const T y = r < rows ? (x[r][c] - mean[r]) / den : (T)0;
+            As[j * SR + r] = y;
+            if (r < rows && j >= n0 && j < n0 + NC) D::st(cs, X + r * x_m + j * x_k, y);
+        }
+    }
+}
 template <class D, int cs> /* per dtype case, inline in its entry gpuos__d_matmul_narrow */
 static __device__ __forceinline__ void gpuos__d_mm_narrow(const char *A, const char *B, char *O, int rows, int64_t n0,
                                                        int64_t nend, int64_t K, int64_t a_m, int64_t a_k, int64_t b_k,
                                                        int64_t b_n, int64_t o_m, int64_t o_n,
-                                                       const gpuos__matmul_plan *p, int64_t m0) {
+                                                       const gpuos__matmul_plan *p, int64_t m0, char *X) {
     typedef typename D::T T;
     typedef typename D::R R;
     enum { SR = GPUOS__D_MM_SR, NC = GPUOS__D_MM_NC, KG = GPUOS__D_MM_KG, V = GPUOS__D_EW_U };
@@ -2793,16 +2903,24 @@ static __device__ __forceinline__ void gpuos__d_mm_narrow(const char *A, const c
 #pragma unroll
     for (int q = 0; q < KG; ++q) /* the first loads of B fly during A's staging */
         bv[q] = col_ok && kb + q < ke ? D::raw(cs, Bk + q * b_k) : (R)0;
+    bool pro = false;
+    if constexpr (T(1) / T(2) != T(0)) /* floating-point groups (graph.c fuses f32 only) */
+        if (p->pro) { /* A is the fused layernorm of the rows at A (which also go to X) */
+            gpuos__d_mm_pro<D, cs>(A, rows, k_n, a_m, a_k, X, p->pro_om, p->pro_ok, (T)p->pro_eps, n0, As);
+            pro = true;
+        }
+    if (!pro) {
 #pragma unroll 1
-    for (int kk = tid; kk < k_n; kk += nt) { /* A: SR loads in flight */
-        const char *a = A + (int64_t)kk * a_k;
-        R x[SR];
+        for (int kk = tid; kk < k_n; kk += nt) { /* A: SR loads in flight */
+            const char *a = A + (int64_t)kk * a_k;
+            R x[SR];
 #pragma unroll
-        for (int r = 0; r < SR; ++r) x[r] = r < rows ? D::raw(cs, a + r * a_m) : (R)0;
+            for (int r = 0; r < SR; ++r) x[r] = r < rows ? D::raw(cs, a + r * a_m) : (R)0;
 #pragma unroll
-        for (int r = 0; r < SR; ++r) As[kk * SR + r] = r < rows ? D::cvt(cs, x[r]) : (T)0;
+            for (int r = 0; r < SR; ++r) As[kk * SR + r] = r < rows ? D::cvt(cs, x[r]) : (T)0;
+        }
     }
-    __syncthreads();
+    __syncthreads(); /* As (and X's columns, which the epilogue may read back) */
     T acc[SR];
 #pragma unroll
     for (int r = 0; r < SR; ++r) acc[r] = 0;
@@ -2867,7 +2985,7 @@ GPUOS__FN void gpuos__d_mm_batch(const gpuos__matmul_plan *p, int64_t bi, int64_
    blocks are 8 wide when ceil(N / n_cb) <= 8 (see gpuos__d_matmul). */
 template <class D> GPUOS__FN bool gpuos__d_mm_narrow_ok(const gpuos__matmul_plan *p) {
     const int nt = gpuos__d_nthreads();
-    return GPUOS__D_MM_NARROW && sizeof(typename D::T) == 4 && p->n_cb > 1 && p->M <= GPUOS__D_MM_SR &&
+    return (GPUOS__D_MM_NARROW || p->pro) && sizeof(typename D::T) == 4 && p->n_cb > 1 && p->M <= GPUOS__D_MM_SR &&
            p->N <= GPUOS__D_MM_NC * p->n_cb && p->K * GPUOS__D_MM_SR * 4 <= GPUOS__D_MM_SMEM && nt <= 256 && nt % 32 == 0;
 }
 /* A narrow tile: rows [begin, end) of one column block and batch entry (the CUDA backend's
@@ -2882,10 +3000,10 @@ template <class D> GPUOS__FN void gpuos__d_matmul_narrow(const gpuos__matmul_pla
     int64_t oa, ob, oo;
     gpuos__d_mm_batch(p, bi, &oa, &ob, &oo);
     const char *A = p->a + oa + m0 * p->a_m, *B = p->b + ob;
-    char *O = p->out + oo + m0 * p->o_m;
+    char *O = p->out + oo + m0 * p->o_m, *X = p->pro ? p->pro_out + m0 * p->pro_om : (char *)NULL;
     gpuos__d_with_case<D::NCS>(cs, [&](auto c) {
         gpuos__d_mm_narrow<D, decltype(c)::v>(A, B, O, rows, nbeg, nend, p->K, p->a_m, p->a_k, p->b_k, p->b_n, p->o_m,
-                                               p->o_n, p, m0);
+                                               p->o_n, p, m0, X);
     });
 }
 
