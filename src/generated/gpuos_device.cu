@@ -2808,6 +2808,22 @@ template <int NR, class T> GPUOS__FN void gpuos__d_warp_sum_rows(T (&v)[NR]) {
     }
 }
 
+/* The block's sums of v[r] for every r, as gpuos__d_group_reduce adds one value (each warp,
+   then warp 0's order over the warps' sums), through red ([NR][8], blockDim <= 256); the same
+   value in every thread; two barriers, the last after every read of red. */
+template <int NR, class T> GPUOS__FN void gpuos__d_block_sum_rows(T (&v)[NR], T *red) {
+    const int tid = gpuos__d_tid(), lane = tid & 31, warp = tid >> 5, nw = gpuos__d_nthreads() >> 5;
+    gpuos__d_warp_sum_rows(v);
+    if (lane == 0)
+#pragma unroll
+        for (int r = 0; r < NR; ++r) red[r * 8 + warp] = v[r];
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < NR; ++r) v[r] = lane < nw ? red[r * 8 + lane] : (T)0;
+    gpuos__d_warp_sum_rows(v);
+    __syncthreads();
+}
+
 #ifndef GPUOS__D_MM_PRO_INLINE
 /* 0: out of line, its registers not the product's (tiny_mlp 93.4 us, inline 98.9: H100) */
 #define GPUOS__D_MM_PRO_INLINE 0
@@ -2823,7 +2839,7 @@ GPUOS__D_MM_PRO_FN void gpuos__d_mm_pro(const char *A, int rows, int k_n, int64_
                                                     typename D::T *As) {
     typedef typename D::T T;
     enum { SR = GPUOS__D_MM_SR, NC = GPUOS__D_MM_NC, C = 2 };
-    const int tid = gpuos__d_tid(), nt = gpuos__d_nthreads(), lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
+    const int tid = gpuos__d_tid(), nt = gpuos__d_nthreads();
     T *red = As; /* [SR][8] */
     T x[SR][C], s[SR];
 #pragma unroll
@@ -2840,16 +2856,7 @@ GPUOS__D_MM_PRO_FN void gpuos__d_mm_pro(const char *A, int rows, int k_n, int64_
         for (int c = 0; c < C; ++c)
             if (tid + c * nt < k_n) s[r] += x[r][c];
     }
-    /* the block's sums, as gpuos__d_group_reduce: each warp, then warp 0's lanes over the warps */
-    gpuos__d_warp_sum_rows(s);
-    if (lane == 0)
-#pragma unroll
-        for (int r = 0; r < SR; ++r) red[r * 8 + warp] = s[r];
-    __syncthreads();
-#pragma unroll
-    for (int r = 0; r < SR; ++r) s[r] = lane < nw ? red[r * 8 + lane] : (T)0;
-    gpuos__d_warp_sum_rows(s);
-    __syncthreads();
+    gpuos__d_block_sum_rows(s, red);
     T mean[SR];
 #pragma unroll
     for (int r = 0; r < SR; ++r) {
@@ -2862,15 +2869,7 @@ GPUOS__D_MM_PRO_FN void gpuos__d_mm_pro(const char *A, int rows, int k_n, int64_
                 s[r] += d * d;
             }
     }
-    gpuos__d_warp_sum_rows(s);
-    if (lane == 0)
-#pragma unroll
-        for (int r = 0; r < SR; ++r) red[r * 8 + warp] = s[r];
-    __syncthreads();
-#pragma unroll
-    for (int r = 0; r < SR; ++r) s[r] = lane < nw ? red[r * 8 + lane] : (T)0;
-    gpuos__d_warp_sum_rows(s);
-    __syncthreads(); /* red is read by all before As overwrites it */
+    gpuos__d_block_sum_rows(s, red); /* its last barrier: red is read by all before As overwrites it */
 #pragma unroll
     for (int r = 0; r < SR; ++r) {
         const T den = gpuos__d_sqrt(s[r] / (T)k_n + eps); /* divided by, as the layernorm task does */
