@@ -708,12 +708,14 @@ static __device__ __noinline__ void gpuos__d_rows_cached(const gpuos__rows_plan 
                 v += d * d;
             }
             v = gpuos__d_group_reduce(gpuos__d_sum(), v, g, (T)0);
-            const T den = gpuos__d_sqrt(v / (T)n + eps); /* divided by, as the host does */
+            /* one division a row, then multiplies (the prologue of a fused matmul, gpuos__d_mm_pro,
+               computes the same; the host divides each element: within the tolerance) */
+            const T inv = (T)1 / gpuos__d_sqrt(v / (T)n + eps);
 #pragma unroll
             for (int c = 0; c < C; ++c) {
                 if (c * g >= left) continue;
                 const int64_t j = lane + (int64_t)c * g;
-                T y = (x[c] - mean) / den;
+                T y = (x[c] - mean) * inv;
                 if (w) y = y * D::ld(cs, w + j * ws);
                 if (bi) y = y + D::ld(cs, bi + j * bs);
                 D::st(cs, out + j * so, y);
@@ -786,9 +788,11 @@ template <class D, int OP> GPUOS__FN void gpuos__d_rows(const gpuos__rows_plan *
                 v += d * d;
             }
             v = gpuos__d_group_reduce(gpuos__d_sum(), v, g, (T)0);
-            const T den = gpuos__d_sqrt(v / (T)n + eps); /* divided by, as the host does */
+            /* one division a row, then multiplies (the prologue of a fused matmul, gpuos__d_mm_pro,
+               computes the same; the host divides each element: within the tolerance) */
+            const T inv = (T)1 / gpuos__d_sqrt(v / (T)n + eps);
             for (int64_t j = lane; j < nn; j += g) {
-                T y = (D::ld(cs, in + j * si) - mean) / den;
+                T y = (D::ld(cs, in + j * si) - mean) * inv;
                 if (w) y = y * D::ld(cs, w + j * ws);
                 if (bi) y = y + D::ld(cs, bi + j * bs);
                 D::st(cs, out + j * so, y);
@@ -989,7 +993,9 @@ static __device__ __noinline__ void gpuos__d_mm_skinny(const char *A, const char
    gpuos__d_group_reduce adds them (warps, then the warps' sums in warp 0's order); here the
    SR rows go through the same steps side by side, through red ([SR][8], the shared buffer
    before As is written). Adding the missing elements' zeros, as the task's cached path
-   does, changes no sum (a sum from +0 is never -0). */
+   does, changes no sum (a sum from +0 is never -0). A row's mean and 1 / deviation are
+   computed once, by thread r (the task's threads each compute the same values), and
+   shared past As: every thread dividing for every row cost the tiny MLP 30 us a forward. */
 /* gpuos__d_warp_reduce(gpuos__d_sum(), v[r]) for every r, the rows' shuffles interleaved:
    the same additions in the same order for each row. */
 template <int NR, class T> GPUOS__FN void gpuos__d_warp_sum_rows(T (&v)[NR]) {
@@ -1053,10 +1059,20 @@ GPUOS__D_MM_PRO_FN void gpuos__d_mm_pro(const char *A, int rows, int k_n, int64_
             if (tid + c * nt < k_n) s[r] += x[r][c];
     }
     gpuos__d_block_sum_rows(s, red);
+    /* a row's statistics by one thread (thread r: row r), shared through st (past As) */
+    T *st = As + k_n * SR; /* [2][SR]: means, then 1 / deviations */
+    if (tid < SR) {
+        T v = s[0];
+#pragma unroll
+        for (int r = 1; r < SR; ++r)
+            if (tid == r) v = s[r];
+        st[tid] = v / (T)k_n;
+    }
+    __syncthreads();
     T mean[SR];
 #pragma unroll
     for (int r = 0; r < SR; ++r) {
-        mean[r] = s[r] / (T)k_n;
+        mean[r] = st[r];
         s[r] = 0;
 #pragma unroll
         for (int c = 0; c < C; ++c)
@@ -1066,14 +1082,22 @@ GPUOS__D_MM_PRO_FN void gpuos__d_mm_pro(const char *A, int rows, int k_n, int64_
             }
     }
     gpuos__d_block_sum_rows(s, red); /* its last barrier: red is read by all before As overwrites it */
+    if (tid < SR) {
+        T v = s[0];
+#pragma unroll
+        for (int r = 1; r < SR; ++r)
+            if (tid == r) v = s[r];
+        st[SR + tid] = (T)1 / gpuos__d_sqrt(v / (T)k_n + eps); /* as the layernorm task computes it */
+    }
+    __syncthreads();
 #pragma unroll
     for (int r = 0; r < SR; ++r) {
-        const T den = gpuos__d_sqrt(s[r] / (T)k_n + eps); /* divided by, as the layernorm task does */
+        const T inv = st[SR + r];
 #pragma unroll
         for (int c = 0; c < C; ++c) {
             const int j = tid + c * nt;
             if (j >= k_n) continue;
-            const T y = r < rows ? (x[r][c] - mean[r]) / den : (T)0;
+            const T y = r < rows ? (x[r][c] - mean[r]) * inv : (T)0;
             As[j * SR + r] = y;
             if (r < rows && j >= n0 && j < n0 + NC) D::st(cs, X + r * x_m + j * x_k, y);
         }

@@ -50,7 +50,7 @@ int main(void) {
     gpuos_fill(ctx, a, 0.01), gpuos_fill(ctx, b, 0.01), gpuos_fill(ctx, c, 0.01);
     gpuos_fill(ctx, w, 0.001), gpuos_fill(ctx, bias, 0.0);
     gpuos_wait(ctx, 10000);
-    for (kind = 0; kind < 5; kind++) {
+    for (kind = getenv("PROBE_FORWARD_ONLY") ? 5 : 0; kind < 5; kind++) {
         int dep;
         for (dep = 0; dep < 2; dep++) {
             gpuos_graph *g;
@@ -84,6 +84,41 @@ int main(void) {
             }
             gpuos_graph_release(g);
         }
+    }
+    { /* the bench's forward: 8 layers of [matmul, + bias, gelu, + x, layernorm] as one graph
+         (fused: each layernorm but the last is the next matmul's prologue) */
+        enum { NL = 8 };
+        gpuos_tensor *x[NL + 1], *h[NL];
+        gpuos_graph *g;
+        int l;
+        for (l = 0; l <= NL; l++) gpuos_tensor_new(ctx, GPUOS_F32, 2, sx, &x[l]), gpuos_fill(ctx, x[l], 0.01);
+        for (l = 0; l < NL; l++) gpuos_tensor_new(ctx, GPUOS_F32, 2, sx, &h[l]);
+        gpuos_graph_create(ctx, &g);
+        for (l = 0; l < NL; l++) {
+            gpuos_task t = GPUOS_TASK_INIT;
+            t.op = GPUOS_OP_MATMUL, t.out = h[l], t.in[0] = x[l], t.in[1] = w;
+            gpuos_graph_add(g, &t, NULL);
+            t.op = GPUOS_OP_ADD, t.in[0] = h[l], t.in[1] = bias;
+            gpuos_graph_add(g, &t, NULL);
+            t.op = GPUOS_OP_GELU, t.in[1] = NULL;
+            gpuos_graph_add(g, &t, NULL);
+            t.op = GPUOS_OP_ADD, t.in[1] = x[l];
+            gpuos_graph_add(g, &t, NULL);
+            t.op = GPUOS_OP_LAYERNORM, t.out = x[l + 1], t.in[0] = h[l], t.in[1] = NULL, t.scalar[0] = 1e-5;
+            gpuos_graph_add(g, &t, NULL);
+        }
+        {
+            unsigned long long p0[GPUOS__PROF_N], p1[GPUOS__PROF_N];
+            double us;
+            if (prof) prof_read(ctx, p0);
+            us = time_graph(ctx, g, 1);
+            printf("%-22s %-11s %8.2f us/forward (%d tasks)\n", "tiny_mlp forward", "graph", us, gpuos_debug_graph_tasks(g));
+            if (prof) {
+                prof_read(ctx, p1);
+                prof_report("tiny_mlp forward", p0, p1, us * 6, 6 * gpuos_debug_graph_tasks(g), "task (6 launches)");
+            }
+        }
+        gpuos_graph_release(g);
     }
     printf("status: %s\n", gpuos_context_status(ctx) == GPUOS_OK ? "ok" : gpuos_last_error(ctx));
     gpuos_destroy(ctx);
