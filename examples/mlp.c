@@ -2,8 +2,9 @@
    launched for many requests, each bound to its own input and output tensors.
 
    A layer is h = x @ W + b; h = gelu(h); h = h + x; x' = layernorm(h). Recorded as a graph,
-   each layer's matmul takes its bias, activation and residual as an epilogue (one task
-   instead of four: gpuos.h, "Fusion"), with the same results bit for bit. Requests are
+   each layer's matmul takes its bias, activation and residual as an epilogue, and the layer
+   before's layernorm as a prologue (5 tasks for 20 nodes: gpuos.h, "Fusion"), with the same
+   results bit for bit. Requests are
    launched back to back, up to 8 in flight, each with gpuos_graph_bind naming its input and
    output; the results are checked against a plain C forward.
 
