@@ -517,7 +517,18 @@ static void random_pro(int pi) {
     snprintf(what, sizeof what, "prologue program %d (M %d K %d N %d, in %d out %d%s%s, %d nodes, %d epilogue, %s)", pi,
              (int)M, (int)K, (int)N, in_layout, out_layout, weighted ? ", weight" : "", alias ? ", in place" : "",
              p.n, n_epi, pro ? "prologue" : "no prologue");
-    run_both(what, &p, base, bytes, n_base, init, 1, NULL);
+    if (in_layout == 0 && !alias) { /* also launched with hin bound to a copy of it (fused as bound) */
+        gpuos_tensor *h2 = NULL;
+        gpuos_graph_bind bind;
+        int64_t sh[2] = {M, K};
+        CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 2, sh, &h2) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_copy(ctx, h2, hin) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        bind.recorded = hin, bind.actual = h2;
+        run_both(what, &p, base, bytes, n_base, init, 1, &bind);
+        gpuos_tensor_release(h2);
+    } else {
+        run_both(what, &p, base, bytes, n_base, init, 1, NULL);
+    }
     if (!alias) gpuos_tensor_release(hb); /* else it is base[0] */
     gpuos_tensor_release(hin);
     gpuos_tensor_release(x);
