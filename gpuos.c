@@ -4170,6 +4170,13 @@ static uint32_t cuda_plan_bytes(int kind) {
     default: return sizeof(gpuos__matmul_plan);
     }
 }
+/* every plan fits its row of the device table (the matmul plan fills it: 480 of 480 bytes) */
+typedef char cuda__plans_fit[sizeof(gpuos__ew_plan) <= GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD &&
+                                     sizeof(gpuos__reduce_plan) <= GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD &&
+                                     sizeof(gpuos__rows_plan) <= GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD &&
+                                     sizeof(gpuos__matmul_plan) <= GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD
+                                 ? 1
+                                 : -1];
 
 /* The worker blocks a job's tiles are spread over: the run-time module's for a run-time
    operator, else the main kernel's (as last launched; a job is encoded once it runs). */
@@ -8019,6 +8026,12 @@ static int graph_fuse_lead(const gpuos_task *mt, const gpuos__job *mj) {
            mt->out->rank == 2 && mj->plan.matmul.M == mt->out->shape[0] && mj->plan.matmul.N == mt->out->shape[1];
 }
 
+/* Is the epilogue operand (ptr, sm, sn) the fused prologue's output view (one operand with it
+   in cuda_operands)? */
+static int graph_pro_view(const gpuos__matmul_plan *p, const char *ptr, int64_t sm, int64_t sn) {
+    return ptr == p->pro_out && sm == p->pro_om && sn == p->pro_ok;
+}
+
 /* Adds task et (planned as ej) to the epilogue of f (a copy of the matmul mt's job) when it
    is an epilogue operator in place on mt's output: every input that is not the output is
    another storage, read as broadcast to [M, N]. Returns 0 (f unchanged) when it cannot. */
@@ -8063,6 +8076,11 @@ static int graph_fuse_add(const gpuos_task *mt, gpuos__job *f, const gpuos_task 
         } else {
             for (j = 0; j < GPUOS__MM_EPI_IN && (used >> j & 1); j++) continue;
             if (j == GPUOS__MM_EPI_IN) return 0;
+            /* with a prologue the task's operand views are out, a, b and the prologue's output
+               (cuda_operands: GPUOS__MAX_PTR at most): room for one more, besides that view */
+            if (p->pro && j > 0 && !graph_pro_view(p, p->epi_ptr[0], p->epi_sm[0], p->epi_sn[0]) &&
+                !graph_pro_view(p, ptr, sm, sn))
+                return 0;
             for (s = 0; s < f->n_st && f->st[s] != y->st; s++) continue;
             if (s == f->n_st) { /* its storage, for references and dependencies (an input) */
                 if (f->n_st == GPUOS__MAX_PTR) return 0;
@@ -9832,7 +9850,8 @@ static gpuos__job *queue_at(const gpuos_context *ctx, uint32_t i) {
 }
 
 /* Host executor: does job a write memory that job b uses (storage ranges; a job writes
-   its output's storage, st[0], and a graph launch's job may write any of its xst)? */
+   its output's storage, st[0], a graph launch's job may write any of its xst, and a matmul
+   with a fused layernorm prologue also the layernorm's output: taken as any of its st)? */
 static int queue_st_overlap(const gpuos__storage *x, const gpuos__storage *y) {
     return x == y || (x->data < y->data + y->bytes && y->data < x->data + x->bytes);
 }
@@ -9840,7 +9859,7 @@ static int queue_writes_into(const gpuos__job *a, const gpuos__job *b) {
     int i, j;
     for (i = 0; i < a->n_st + a->n_xst; i++) {
         const gpuos__storage *w = i < a->n_st ? a->st[i] : a->xst[i - a->n_st];
-        if (i > 0 && i < a->n_st) continue; /* inputs */
+        if (i > 0 && i < a->n_st && !(a->kind == GPUOS__KIND_MATMUL && a->plan.matmul.pro)) continue; /* inputs */
         for (j = 0; j < b->n_st + b->n_xst; j++)
             if (queue_st_overlap(w, j < b->n_st ? b->st[j] : b->xst[j - b->n_st])) return 1;
     }
@@ -15869,6 +15888,9 @@ const char *const gpuos__device_source[] = {
     "\n",
     "template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    typedef typename D::T T;\n",
+    "    /* a fused prologue runs on narrow blocks only (graph.c, cuda_matmul_cb): never here; were it\n",
+    "       to, a device fault (reported by the next call) rather than a silently wrong product */\n",
+    "    if (p->pro) __trap();\n",
     "    const int64_t M = p->M, N = p->N, K = p->K;\n",
     "    const int64_t a_m = p->a_m, a_k = p->a_k, b_k = p->b_k, b_n = p->b_n, o_m = p->o_m, o_n = p->o_n;\n",
     "    const int tid = gpuos__d_tid(), nt = gpuos__d_nthreads();\n",

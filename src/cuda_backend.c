@@ -1378,6 +1378,13 @@ static uint32_t cuda_plan_bytes(int kind) {
     default: return sizeof(gpuos__matmul_plan);
     }
 }
+/* every plan fits its row of the device table (the matmul plan fills it: 480 of 480 bytes) */
+typedef char cuda__plans_fit[sizeof(gpuos__ew_plan) <= GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD &&
+                                     sizeof(gpuos__reduce_plan) <= GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD &&
+                                     sizeof(gpuos__rows_plan) <= GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD &&
+                                     sizeof(gpuos__matmul_plan) <= GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD
+                                 ? 1
+                                 : -1];
 
 /* The worker blocks a job's tiles are spread over: the run-time module's for a run-time
    operator, else the main kernel's (as last launched; a job is encoded once it runs). */

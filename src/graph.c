@@ -260,6 +260,12 @@ static int graph_fuse_lead(const gpuos_task *mt, const gpuos__job *mj) {
            mt->out->rank == 2 && mj->plan.matmul.M == mt->out->shape[0] && mj->plan.matmul.N == mt->out->shape[1];
 }
 
+/* Is the epilogue operand (ptr, sm, sn) the fused prologue's output view (one operand with it
+   in cuda_operands)? */
+static int graph_pro_view(const gpuos__matmul_plan *p, const char *ptr, int64_t sm, int64_t sn) {
+    return ptr == p->pro_out && sm == p->pro_om && sn == p->pro_ok;
+}
+
 /* Adds task et (planned as ej) to the epilogue of f (a copy of the matmul mt's job) when it
    is an epilogue operator in place on mt's output: every input that is not the output is
    another storage, read as broadcast to [M, N]. Returns 0 (f unchanged) when it cannot. */
@@ -304,6 +310,11 @@ static int graph_fuse_add(const gpuos_task *mt, gpuos__job *f, const gpuos_task 
         } else {
             for (j = 0; j < GPUOS__MM_EPI_IN && (used >> j & 1); j++) continue;
             if (j == GPUOS__MM_EPI_IN) return 0;
+            /* with a prologue the task's operand views are out, a, b and the prologue's output
+               (cuda_operands: GPUOS__MAX_PTR at most): room for one more, besides that view */
+            if (p->pro && j > 0 && !graph_pro_view(p, p->epi_ptr[0], p->epi_sm[0], p->epi_sn[0]) &&
+                !graph_pro_view(p, ptr, sm, sn))
+                return 0;
             for (s = 0; s < f->n_st && f->st[s] != y->st; s++) continue;
             if (s == f->n_st) { /* its storage, for references and dependencies (an input) */
                 if (f->n_st == GPUOS__MAX_PTR) return 0;

@@ -193,7 +193,8 @@ static gpuos__job *queue_at(const gpuos_context *ctx, uint32_t i) {
 }
 
 /* Host executor: does job a write memory that job b uses (storage ranges; a job writes
-   its output's storage, st[0], and a graph launch's job may write any of its xst)? */
+   its output's storage, st[0], a graph launch's job may write any of its xst, and a matmul
+   with a fused layernorm prologue also the layernorm's output: taken as any of its st)? */
 static int queue_st_overlap(const gpuos__storage *x, const gpuos__storage *y) {
     return x == y || (x->data < y->data + y->bytes && y->data < x->data + x->bytes);
 }
@@ -201,7 +202,7 @@ static int queue_writes_into(const gpuos__job *a, const gpuos__job *b) {
     int i, j;
     for (i = 0; i < a->n_st + a->n_xst; i++) {
         const gpuos__storage *w = i < a->n_st ? a->st[i] : a->xst[i - a->n_st];
-        if (i > 0 && i < a->n_st) continue; /* inputs */
+        if (i > 0 && i < a->n_st && !(a->kind == GPUOS__KIND_MATMUL && a->plan.matmul.pro)) continue; /* inputs */
         for (j = 0; j < b->n_st + b->n_xst; j++)
             if (queue_st_overlap(w, j < b->n_st ? b->st[j] : b->xst[j - b->n_st])) return 1;
     }

@@ -542,6 +542,88 @@ static void random_pro(int pi) {
     fresh_end();
 }
 
+/* The prologue's operand limits and writes (review findings):
+   1. W and the bias are views of one storage, the residual r another: the fused task would
+      have 6 operand views (h, hin, W, x, b, r), one more than the device's dependency scan
+      lists, so the residual add is not fused (r is written just before: the fused task must
+      not read it early);
+   2. a high-priority max(x) submitted behind a launch whose fused task writes x (queued
+      while the executor is paused) reads the new x: the queue sees the prologue's write. */
+static void pro_limits(void) {
+    enum { M = 8, K = 256 };
+    gpuos_tensor *P, *W = NULL, *b = NULL, *hin, *x, *h, *r, *s, *s2, *init[4], *base[4];
+    size_t bytes[4];
+    program p;
+    int k;
+    if (!fresh_begin()) return;
+    memset(&p, 0, sizeof p);
+    {
+        int64_t sp[2] = {K + 1, K}, sx[2] = {M, K};
+        P = rand_tensor(GPUOS_F32, 2, sp, 0);
+        hin = rand_tensor(GPUOS_F32, 2, sx, 0);
+        x = rand_tensor(GPUOS_F32, 2, sx, 0);
+        h = rand_tensor(GPUOS_F32, 2, sx, 0);
+        r = rand_tensor(GPUOS_F32, 2, sx, 0);
+    }
+    CHECK(gpuos_view_slice(P, 0, 0, K, 1, &W) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_view_slice(P, 0, K, K + 1, 1, &b) == GPUOS_OK, "%s", gpuos_last_error(ctx)); /* [1, K] */
+    CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 0, NULL, &s) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 0, NULL, &s2) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    fill_all();
+    {
+        gpuos_task t = GPUOS_TASK_INIT;
+        t.op = GPUOS_OP_ADD, t.out = r, t.in[0] = r, t.in[1] = r;
+        p.t[p.n++] = t;
+        t.op = GPUOS_OP_LAYERNORM, t.out = x, t.in[0] = hin, t.in[1] = NULL, t.scalar[0] = 1e-5;
+        p.t[p.n++] = t;
+        t = (gpuos_task)GPUOS_TASK_INIT;
+        t.op = GPUOS_OP_MATMUL, t.out = h, t.in[0] = x, t.in[1] = W;
+        p.t[p.n++] = t;
+        t.op = GPUOS_OP_ADD, t.out = h, t.in[0] = h, t.in[1] = b;
+        p.t[p.n++] = t;
+        t.op = GPUOS_OP_ADD, t.out = h, t.in[0] = h, t.in[1] = r;
+        p.t[p.n++] = t;
+    }
+    p.expect_tasks = 3; /* r + r; layernorm + matmul + bias; + r */
+    base[0] = x, base[1] = h, base[2] = r, base[3] = P;
+    for (k = 0; k < 4; k++) init[k] = like(base[k], &bytes[k]);
+    for (k = 0; k < 4; k++) CHECK(gpuos_copy(ctx, init[k], base[k]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    run_both("prologue with a sixth operand view", &p, base, bytes, 4, init, 1, NULL);
+    { /* 2: the fused task (nodes 1-3) writes x; a high-priority reader of x behind it */
+        gpuos_graph *g;
+        gpuos_task t = GPUOS_TASK_INIT;
+        float a = 0, e = 0;
+        CHECK(gpuos_graph_create(ctx, &g) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        for (k = 1; k < 4; k++) CHECK(gpuos_graph_add(g, &p.t[k], NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_fill(ctx, x, 0.0) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_wait(ctx, 60000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        gpuos_debug_pause(ctx, 1);
+        CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_debug_graph_tasks(g) == 1, "the layernorm, matmul and bias: %d tasks, expected 1",
+              gpuos_debug_graph_tasks(g));
+        t.op = GPUOS_OP_MAX, t.out = s, t.in[0] = x, t.priority = GPUOS_PRIORITY_HIGH; /* > 0 once normalised */
+        CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        gpuos_debug_pause(ctx, 0);
+        CHECK(gpuos_wait(ctx, 60000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        t.priority = GPUOS_PRIORITY_NORMAL, t.out = s2; /* the same max, after everything */
+        CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_download(ctx, s, &a, sizeof a) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_download(ctx, s2, &e, sizeof e) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(a == e && e > 0, "a high-priority max(x) behind the fused task read %g, expected %g (the new x)", a, e);
+        gpuos_graph_release(g);
+    }
+    gpuos_tensor_release(W);
+    gpuos_tensor_release(b);
+    gpuos_tensor_release(hin);
+    gpuos_tensor_release(s);
+    gpuos_tensor_release(s2);
+    for (k = 0; k < 4; k++) {
+        gpuos_tensor_release(base[k]);
+        gpuos_tensor_release(init[k]);
+    }
+    fresh_end();
+}
+
 /* Matmuls that cannot lead a fused task: batch axes, a 1-D output; and an epilogue that
    would need a third tensor operand. Each launch queues what the rules give and equals eager
    tasks bit for bit. */
@@ -613,6 +695,7 @@ int main(void) {
     if (getenv("GPUOS_TEST_SEED")) rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)atoll(getenv("GPUOS_TEST_SEED"));
     for (pi = 0; pi < programs; pi++) random_program(pi, dts[pi % 9]);
     refused();
+    pro_limits();
     for (pi = 0; pi < programs; pi++) random_pro(pi);
     printf("test_fuse: %d of %d layernorm + matmul programs fused as a prologue\n", n_pro_fused, n_pro);
     mlp(GPUOS_F32, 64);

@@ -1228,6 +1228,9 @@ template <class D> GPUOS__FN void gpuos__d_matmul_narrow(const gpuos__matmul_pla
 
 template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     typedef typename D::T T;
+    /* a fused prologue runs on narrow blocks only (graph.c, cuda_matmul_cb): never here; were it
+       to, a device fault (reported by the next call) rather than a silently wrong product */
+    if (p->pro) __trap();
     const int64_t M = p->M, N = p->N, K = p->K;
     const int64_t a_m = p->a_m, a_k = p->a_k, b_k = p->b_k, b_n = p->b_n, o_m = p->o_m, o_n = p->o_n;
     const int tid = gpuos__d_tid(), nt = gpuos__d_nthreads();
