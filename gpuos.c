@@ -8150,37 +8150,72 @@ static int graph_fuse_on(void) {
     return !(env && env[0] == '0');
 }
 
+/* A launch order to fuse: the tasks and jobs at positions 0..n-1, either a launch's jobs as
+   bound and the tasks they were planned from (tasks, jobs), or a graph's nodes in launch
+   order (nodes, order: their templates). */
+typedef struct graph_seq {
+    const gpuos_task *tasks;
+    gpuos__job *const *jobs;
+    const graph_node *nodes;
+    const int *order;
+} graph_seq;
+static const gpuos_task *graph_seq_task(const graph_seq *s, int k) {
+    return s->tasks ? &s->tasks[k] : &s->nodes[s->order[k]].task;
+}
+static const gpuos__job *graph_seq_job(const graph_seq *s, int k) {
+    return s->jobs ? s->jobs[k] : s->nodes[s->order[k]].tmpl;
+}
+
+/* The fused group that starts at position i of s (n positions): a layernorm the matmul after
+   it takes as a prologue, or not; the matmul that leads; the epilogue nodes after it. Returns
+   its length, and in *f the fused job (a copy of the matmul's, fused); 1: nothing fused, *f
+   not meaningful. The jobs of s are not changed. */
+static int graph_group(const graph_seq *s, int n, int i, gpuos__job *f) {
+    int len = 0, lead = i;
+    if (i + 1 < n && graph_fuse_lead(graph_seq_task(s, i + 1), graph_seq_job(s, i + 1))) {
+        memcpy(f, graph_seq_job(s, i + 1), sizeof *f);
+        if (graph_fuse_pro(graph_seq_task(s, i), graph_seq_job(s, i), graph_seq_task(s, i + 1), f))
+            len = 2, lead = i + 1;
+    }
+    if (len == 0) {
+        if (!graph_fuse_lead(graph_seq_task(s, i), graph_seq_job(s, i))) return 1;
+        memcpy(f, graph_seq_job(s, i), sizeof *f);
+        len = 1;
+    }
+    while (i + len < n && graph_fuse_add(graph_seq_task(s, lead), f, graph_seq_task(s, i + len), graph_seq_job(s, i + len)))
+        len++;
+    f->next_free = NULL;
+    return len;
+}
+
 /* A launch with bindings: its jobs (as bound, not queued yet: no references) fused the same
-   way, by the tasks they were planned from; fused followers are freed. Returns the count. */
+   way, by the tasks they were planned from: a group's first job becomes the fused job, the
+   others are freed. Returns the count. */
 static int graph_fuse_jobs(gpuos_context *ctx, gpuos__job **jobs, const gpuos_task *tasks, int n) {
-    int i, m = 0;
+    const graph_seq s = {tasks, jobs, NULL, NULL};
+    gpuos__job f;
+    int i, k, m = 0;
     for (i = 0; i < n;) {
-        int len = 1, lead = i;
-        if (i + 1 < n && graph_fuse_lead(&tasks[i + 1], jobs[i + 1]) &&
-            graph_fuse_pro(&tasks[i], jobs[i], &tasks[i + 1], jobs[i + 1])) { /* the layernorm in front */
-            jobs[i]->n_st = 0;
-            gpuos__job_free(ctx, jobs[i]);
-            jobs[i] = NULL;
-            lead = i + 1;
-            len = 2;
-        }
-        if (graph_fuse_lead(&tasks[lead], jobs[lead]))
-            while (i + len < n && graph_fuse_add(&tasks[lead], jobs[lead], &tasks[i + len], jobs[i + len])) {
-                jobs[i + len]->n_st = 0;
-                gpuos__job_free(ctx, jobs[i + len]);
-                jobs[i + len] = NULL;
-                len++;
+        const int len = graph_group(&s, n, i, &f);
+        if (len > 1) {
+            memcpy(jobs[i], &f, sizeof f);
+            for (k = i + 1; k < i + len; k++) {
+                jobs[k]->n_st = 0;
+                gpuos__job_free(ctx, jobs[k]);
+                jobs[k] = NULL;
             }
-        jobs[m++] = jobs[lead];
+        }
+        jobs[m++] = jobs[i];
         i += len;
     }
     return m;
 }
 
-/* Builds g->fz for the launch order (g->order valid): each matmul that can lead takes the
-   epilogue nodes right after it. */
+/* Builds g->fz for the launch order (g->order valid): each group (graph_group) becomes a
+   fused template at its first position. */
 static gpuos_status graph_fuse(gpuos_graph *g) {
     gpuos_context *ctx = g->ctx;
+    const graph_seq s = {NULL, NULL, g->nodes, g->order};
     const int on = graph_fuse_on();
     int i;
     graph_drop_fused(ctx, g);
@@ -8188,46 +8223,15 @@ static gpuos_status graph_fuse(gpuos_graph *g) {
     if (!g->fz) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_launch: no memory");
     g->n_tasks = g->n;
     for (i = 0; i < g->n && on;) {
-        const graph_node *mm = &g->nodes[g->order[i]];
-        gpuos__job *f = NULL;
-        int len = 1;
-        if (i + 1 < g->n && graph_fuse_lead(&g->nodes[g->order[i + 1]].task, g->nodes[g->order[i + 1]].tmpl)) {
-            /* a layernorm right before a matmul that reads its output: the product's prologue */
-            const graph_node *ln = mm;
-            mm = &g->nodes[g->order[i + 1]];
-            f = gpuos__job_alloc(ctx);
-            if (!f) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_launch: no memory");
-            memcpy(f, mm->tmpl, sizeof *f);
-            f->next_free = NULL;
-            if (graph_fuse_pro(&ln->task, ln->tmpl, &mm->task, f)) {
-                len = 2;
-            } else {
-                f->n_st = 0; /* holds no references */
-                gpuos__job_free(ctx, f);
-                f = NULL;
-                mm = ln;
-            }
-        }
-        if (!f && graph_fuse_lead(&mm->task, mm->tmpl)) {
-            f = gpuos__job_alloc(ctx);
-            if (!f) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_launch: no memory");
-            memcpy(f, mm->tmpl, sizeof *f);
-            f->next_free = NULL;
-        }
-        if (f) {
-            while (i + len < g->n) {
-                const graph_node *e = &g->nodes[g->order[i + len]];
-                if (!graph_fuse_add(&mm->task, f, &e->task, e->tmpl)) break;
-                len++;
-            }
-        }
+        gpuos__job f;
+        const int len = graph_group(&s, g->n, i, &f);
         if (len > 1) {
-            g->fz[i].job = f;
+            gpuos__job *job = gpuos__job_alloc(ctx);
+            if (!job) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_launch: no memory");
+            memcpy(job, &f, sizeof f);
+            g->fz[i].job = job;
             g->fz[i].len = len;
             g->n_tasks -= len - 1;
-        } else if (f) {
-            f->n_st = 0; /* holds no references */
-            gpuos__job_free(ctx, f);
         }
         i += len;
     }
