@@ -26106,10 +26106,14 @@ static void gpuos__hk_epi_f64(const gpuos__matmul_plan *p, char *o, int64_t m) {
 }
 
 /* Item = (batch index, output row m); out[m][n] = sum_k a[m][k] * b[k][n], accumulated in
-   the accumulator type (integers: 64 bits, wrapping); then the row's epilogue, if any. */
+   the accumulator type (integers: 64 bits, wrapping), k in order; then the row's epilogue, if
+   any. Columns in blocks of GPUOS__HK_MM_NB accumulators, k outermost within a block: B is
+   read along its rows (a row-major B: contiguous), each a[m][k] loaded once a block. */
+#define GPUOS__HK_MM_NB 64
 #define GPUOS__HK_MATMUL(NAME, EPI, T, LD, STO, ACC, RES)                                           \
     static void NAME(const gpuos__matmul_plan *p, int64_t begin, int64_t end) {                    \
-        int64_t item, n, k;                                                                         \
+        int64_t item, n0, n, k;                                                                     \
+        ACC acc[GPUOS__HK_MM_NB];                                                                   \
         for (item = begin; item < end; ++item) {                                                    \
             const int64_t bi = item / p->M, m = item % p->M;                                        \
             const char *a = p->a + m * p->a_m +                                                     \
@@ -26117,12 +26121,15 @@ static void gpuos__hk_epi_f64(const gpuos__matmul_plan *p, char *o, int64_t m) {
             const char *b = p->b + gpuos__hk_offset(bi, p->batch_rank, p->batch_shape, p->batch_b_stride); \
             char *o = p->out + m * p->o_m +                                                         \
                       gpuos__hk_offset(bi, p->batch_rank, p->batch_shape, p->batch_out_stride);     \
-            for (n = 0; n < p->N; ++n) {                                                            \
-                ACC acc = 0;                                                                        \
-                for (k = 0; k < p->K; ++k)                                                          \
-                    acc += (ACC)LD(*(const T *)(a + k * p->a_k)) *                                  \
-                           (ACC)LD(*(const T *)(b + k * p->b_k + n * p->b_n));                      \
-                *(T *)(o + n * p->o_n) = STO((RES)acc);                                             \
+            for (n0 = 0; n0 < p->N; n0 += GPUOS__HK_MM_NB) {                                        \
+                const int64_t nb = p->N - n0 < GPUOS__HK_MM_NB ? p->N - n0 : GPUOS__HK_MM_NB;      \
+                for (n = 0; n < nb; ++n) acc[n] = 0;                                                \
+                for (k = 0; k < p->K; ++k) {                                                        \
+                    const ACC x = (ACC)LD(*(const T *)(a + k * p->a_k));                            \
+                    const char *bk = b + k * p->b_k + n0 * p->b_n;                                  \
+                    for (n = 0; n < nb; ++n) acc[n] += x * (ACC)LD(*(const T *)(bk + n * p->b_n));  \
+                }                                                                                   \
+                for (n = 0; n < nb; ++n) *(T *)(o + (n0 + n) * p->o_n) = STO((RES)acc[n]);          \
             }                                                                                       \
             if (p->n_epi > 0) EPI(p, o, m);                                                         \
         }                                                                                           \
