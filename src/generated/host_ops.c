@@ -1761,7 +1761,12 @@ static void gpuos__hk_epi_f64(const gpuos__matmul_plan *p, char *o, int64_t m) {
                 for (k = 0; k < p->K; ++k) {                                                        \
                     const ACC x = (ACC)LD(*(const T *)(a + k * p->a_k));                            \
                     const char *bk = b + k * p->b_k + n0 * p->b_n;                                  \
-                    for (n = 0; n < nb; ++n) acc[n] += x * (ACC)LD(*(const T *)(bk + n * p->b_n));  \
+                    if (p->b_n == (int64_t)sizeof(T) && nb == GPUOS__HK_MM_NB) { /* a vector loop */ \
+                        const T *bv = (const T *)bk;                                                \
+                        for (n = 0; n < GPUOS__HK_MM_NB; ++n) acc[n] += x * (ACC)LD(bv[n]);         \
+                    } else {                                                                        \
+                        for (n = 0; n < nb; ++n) acc[n] += x * (ACC)LD(*(const T *)(bk + n * p->b_n)); \
+                    }                                                                               \
                 }                                                                                   \
                 for (n = 0; n < nb; ++n) *(T *)(o + (n0 + n) * p->o_n) = STO((RES)acc[n]);          \
             }                                                                                       \
