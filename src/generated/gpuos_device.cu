@@ -2865,13 +2865,7 @@ GPUOS__D_MM_PRO_FN void gpuos__d_mm_pro(const char *A, int rows, int k_n, int64_
     gpuos__d_block_sum_rows(s, red);
     /* a row's statistics by one thread (thread r: row r), shared through st (past As) */
     T *st = As + k_n * SR; /* [2][SR]: means, then 1 / deviations */
-    if (tid < SR) {
-        T v = s[0];
-#pragma unroll
-        for (int r = 1; r < SR; ++r)
-            if (tid == r) v = s[r];
-        st[tid] = v / (T)k_n;
-    }
+    if (tid < SR) st[tid] = gpuos__d_pick<SR>(s, tid) / (T)k_n;
     __syncthreads();
     T mean[SR];
 #pragma unroll
@@ -2886,13 +2880,8 @@ GPUOS__D_MM_PRO_FN void gpuos__d_mm_pro(const char *A, int rows, int k_n, int64_
             }
     }
     gpuos__d_block_sum_rows(s, red); /* its last barrier: red is read by all before As overwrites it */
-    if (tid < SR) {
-        T v = s[0];
-#pragma unroll
-        for (int r = 1; r < SR; ++r)
-            if (tid == r) v = s[r];
-        st[SR + tid] = (T)1 / gpuos__d_sqrt(v / (T)k_n + eps); /* as the layernorm task computes it */
-    }
+    if (tid < SR) /* as the layernorm task computes it */
+        st[SR + tid] = (T)1 / gpuos__d_sqrt(gpuos__d_pick<SR>(s, tid) / (T)k_n + eps);
     __syncthreads();
 #pragma unroll
     for (int r = 0; r < SR; ++r) {
