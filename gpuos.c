@@ -764,10 +764,10 @@ gpuos_status gpuos__check_in_storage(const gpuos_context *ctx, const char *fn, s
 /* Bytes per element; 0 for an unknown dtype. */
 size_t gpuos__elsize(gpuos_dtype dtype);
 int gpuos__is_contiguous(int rank, const int64_t *shape, const int64_t *strides);
-/* A new handle on st (takes a reference on it). shape and strides are trusted. */
 /* small GPU downloads' pinned staging (tensor.c): allocated after the CUDA backend opens, freed at destroy */
 void gpuos__stage_open(gpuos_context *ctx);
 void gpuos__stage_close(gpuos_context *ctx);
+/* A new handle on st (takes a reference on it). shape and strides are trusted. */
 gpuos_status gpuos__tensor_make(gpuos_context *ctx, gpuos__storage *st, gpuos_dtype dtype, int rank,
                                 const int64_t *shape, const int64_t *strides, int64_t offset, gpuos_tensor **out);
 /* Reference counting; the _locked forms need ctx->mu held. release_locked returns 1
@@ -8026,8 +8026,9 @@ static int graph_fuse_lead(const gpuos_task *mt, const gpuos__job *mj) {
            mt->out->rank == 2 && mj->plan.matmul.M == mt->out->shape[0] && mj->plan.matmul.N == mt->out->shape[1];
 }
 
-/* Is the epilogue operand (ptr, sm, sn) the fused prologue's output view (one operand with it
-   in cuda_operands)? */
+/* Is the epilogue operand (ptr, sm, sn) the fused prologue's output view exactly (one operand
+   with it in cuda_operands, which compares strides)? An M = 1 view read with sm 0 reads the
+   same elements (graph_fuse_add lets it read them back) but is a separate operand there. */
 static int graph_pro_view(const gpuos__matmul_plan *p, const char *ptr, int64_t sm, int64_t sn) {
     return ptr == p->pro_out && sm == p->pro_om && sn == p->pro_ok;
 }

@@ -272,10 +272,10 @@ gpuos_status gpuos__check_in_storage(const gpuos_context *ctx, const char *fn, s
 /* Bytes per element; 0 for an unknown dtype. */
 size_t gpuos__elsize(gpuos_dtype dtype);
 int gpuos__is_contiguous(int rank, const int64_t *shape, const int64_t *strides);
-/* A new handle on st (takes a reference on it). shape and strides are trusted. */
 /* small GPU downloads' pinned staging (tensor.c): allocated after the CUDA backend opens, freed at destroy */
 void gpuos__stage_open(gpuos_context *ctx);
 void gpuos__stage_close(gpuos_context *ctx);
+/* A new handle on st (takes a reference on it). shape and strides are trusted. */
 gpuos_status gpuos__tensor_make(gpuos_context *ctx, gpuos__storage *st, gpuos_dtype dtype, int rank,
                                 const int64_t *shape, const int64_t *strides, int64_t offset, gpuos_tensor **out);
 /* Reference counting; the _locked forms need ctx->mu held. release_locked returns 1

@@ -260,8 +260,9 @@ static int graph_fuse_lead(const gpuos_task *mt, const gpuos__job *mj) {
            mt->out->rank == 2 && mj->plan.matmul.M == mt->out->shape[0] && mj->plan.matmul.N == mt->out->shape[1];
 }
 
-/* Is the epilogue operand (ptr, sm, sn) the fused prologue's output view (one operand with it
-   in cuda_operands)? */
+/* Is the epilogue operand (ptr, sm, sn) the fused prologue's output view exactly (one operand
+   with it in cuda_operands, which compares strides)? An M = 1 view read with sm 0 reads the
+   same elements (graph_fuse_add lets it read them back) but is a separate operand there. */
 static int graph_pro_view(const gpuos__matmul_plan *p, const char *ptr, int64_t sm, int64_t sn) {
     return ptr == p->pro_out && sm == p->pro_om && sn == p->pro_ok;
 }
