@@ -439,7 +439,7 @@ static void random_pro(int pi) {
     const int64_t M = Ms[rnd(5)], K = Ks[rnd(8)];
     const int64_t N = rnd(2) ? K : Ns[rnd(5)];
     const int in_layout = (int)rnd(3), out_layout = (int)rnd(2), weighted = rnd(8) == 0, alias = rnd(8) == 0;
-    gpuos_tensor *hb, *hin = NULL, *xb, *x = NULL, *W, *h, *bias, *wt = NULL, *s = NULL, *init[4], *base[4];
+    gpuos_tensor *hb, *hin = NULL, *xb, *x = NULL, *W, *h, *bias, *wt = NULL, *s = NULL, *h2 = NULL, *init[4], *base[4];
     size_t bytes[4];
     program p;
     int k, n_epi = 0, n_base = 3, pro;
@@ -512,16 +512,17 @@ static void random_pro(int pi) {
     p.expect_tasks = p.n - n_epi - pro;
     base[0] = xb, base[1] = h, base[2] = s;
     for (k = 0; k < n_base; k++) init[k] = like(base[k], &bytes[k]);
+    if (in_layout == 0 && !alias) { /* the copy of hin bound below, allocated before the first task */
+        int64_t sh2[2] = {M, K};
+        CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 2, sh2, &h2) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    }
     fill_all();
     for (k = 0; k < n_base; k++) CHECK(gpuos_copy(ctx, init[k], base[k]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
     snprintf(what, sizeof what, "prologue program %d (M %d K %d N %d, in %d out %d%s%s, %d nodes, %d epilogue, %s)", pi,
              (int)M, (int)K, (int)N, in_layout, out_layout, weighted ? ", weight" : "", alias ? ", in place" : "",
              p.n, n_epi, pro ? "prologue" : "no prologue");
-    if (in_layout == 0 && !alias) { /* also launched with hin bound to a copy of it (fused as bound) */
-        gpuos_tensor *h2 = NULL;
+    if (h2) { /* also launched with hin bound to a copy of it (fused as bound) */
         gpuos_graph_bind bind;
-        int64_t sh[2] = {M, K};
-        CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 2, sh, &h2) == GPUOS_OK, "%s", gpuos_last_error(ctx));
         CHECK(gpuos_copy(ctx, h2, hin) == GPUOS_OK, "%s", gpuos_last_error(ctx));
         bind.recorded = hin, bind.actual = h2;
         run_both(what, &p, base, bytes, n_base, init, 1, &bind);
@@ -569,6 +570,8 @@ static void pro_limits(void) {
     CHECK(gpuos_view_slice(P, 0, K, K + 1, 1, &b) == GPUOS_OK, "%s", gpuos_last_error(ctx)); /* [1, K] */
     CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 0, NULL, &s) == GPUOS_OK, "%s", gpuos_last_error(ctx));
     CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 0, NULL, &s2) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    base[0] = x, base[1] = h, base[2] = r, base[3] = P;
+    for (k = 0; k < 4; k++) init[k] = like(base[k], &bytes[k]); /* before the first task (memcheck) */
     fill_all();
     {
         gpuos_task t = GPUOS_TASK_INIT;
@@ -585,8 +588,6 @@ static void pro_limits(void) {
         p.t[p.n++] = t;
     }
     p.expect_tasks = 3; /* r + r; layernorm + matmul + bias; + r */
-    base[0] = x, base[1] = h, base[2] = r, base[3] = P;
-    for (k = 0; k < 4; k++) init[k] = like(base[k], &bytes[k]);
     for (k = 0; k < 4; k++) CHECK(gpuos_copy(ctx, init[k], base[k]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
     run_both("prologue with a sixth operand view", &p, base, bytes, 4, init, 1, NULL);
     { /* 2: the fused task (nodes 1-3) writes x; a high-priority reader of x behind it */
