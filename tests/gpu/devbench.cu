@@ -6,6 +6,9 @@
       threads: 0.57 us/op).
    2. throughput: gpuos__d_test_kernel over a large tensor with many blocks: GB/s.
 
+   3. `devbench mm[N]`: the tiny MLP's layer tile (a narrow matmul block, its epilogue and its
+      layernorm prologue) only; N picks one case, for ncu.
+
    nvcc -arch=sm_90 -O2 -std=c++17 -rdc=true -maxrregcount=128 -I. tests/gpu/devbench.cu build/gpuos.o \
         -o build/devbench -ldl -lpthread                      (`make bench-gpu-dev`) */
 #include "../../src/generated/gpuos_device.cu"
@@ -96,12 +99,55 @@ static gpuos__ew_plan ew_plan(int nin, int64_t n, size_t es_out, size_t es_in, c
     return p;
 }
 
-int main(void) {
+/* The tiny MLP's layer tile: one 8-column block of [8,256] @ [256,256] f32, plain, with the
+   epilogue (+ bias, gelu, + residual), and with the layernorm prologue too (the fused task
+   of a recorded graph, src/graph.c). which < 0: all four, timed; else case `which` only,
+   launched twice (for ncu: --launch-skip 1 --launch-count 1). */
+static void mm_layer(char **bufs, int which) {
+    static const char *names[] = {"plain", "epilogue (+b, gelu, +x)", "prologue (layernorm)", "prologue + epilogue"};
+    const int64_t M = 8, K = 256, N = 256;
+    { /* inputs: small values, not zeros (the layernorm's and gelu's paths) */
+        float *h = (float *)malloc(1 << 22);
+        for (int i = 0; i < (1 << 20); ++i) h[i] = (float)((int)(((int64_t)i * 7919) % 2001) - 1000) / 1000.0f;
+        for (int k = 1; k < 4; ++k) CK(cudaMemcpy(bufs[k], h, 1 << 22, cudaMemcpyHostToDevice));
+        free(h);
+    }
+    for (int v = 0; v < 4; ++v) {
+        if (which >= 0 && v != which) continue;
+        gpuos__matmul_plan p;
+        memset(&p, 0, sizeof p);
+        p.batch_numel = 1;
+        p.M = M, p.N = N, p.K = K;
+        p.a_m = K * 4, p.a_k = 4, p.b_k = N * 4, p.b_n = 4, p.o_m = N * 4, p.o_n = 4;
+        p.a = bufs[1], p.b = bufs[2], p.out = bufs[0];
+        p.n_cb = 32;
+        char *X = bufs[3] + (1 << 20), *bias = bufs[3];
+        if (v & 1) { /* + bias (broadcast over rows), gelu, + X */
+            p.n_epi = 3;
+            p.epi[0] = OP_ADD | (0 << GPUOS__EPI_IN_SHIFT);
+            p.epi[1] = OP_GELU;
+            p.epi[2] = OP_ADD | (1 << GPUOS__EPI_IN_SHIFT);
+            p.epi_ptr[0] = bias, p.epi_sm[0] = 0, p.epi_sn[0] = 4;
+            p.epi_ptr[1] = X, p.epi_sm[1] = K * 4, p.epi_sn[1] = 4;
+        }
+        if (v & 2) p.pro = 1, p.pro_out = X, p.pro_om = K * 4, p.pro_ok = 4, p.pro_eps = 1e-5;
+        ChainArg c = {gpuos__device_kernel_id(OP_MATMUL, DT_F32, DT_F32), to_device(p), M, 1000, 256};
+        const float ms = time_ms(run_chain, &c);
+        printf("  matmul f32 8x256x256 8-column tile, %-26s %7.3f us/task\n", names[v], ms * 1000.0f / c.reps);
+    }
+}
+
+int main(int argc, char **argv) {
     const int64_t big = 1 << 24;
     char *bufs[4];
     for (int k = 0; k < 4; ++k) {
         CK(cudaMalloc(&bufs[k], big * 8));
         CK(cudaMemset(bufs[k], 0, big * 8));
+    }
+    if (argc > 1 && !strncmp(argv[1], "mm", 2)) { /* devbench mm[N]: the layer tile only */
+        printf("chain: one block of 256 threads runs the task 1000 times in a row\n");
+        mm_layer(bufs, argv[1][2] ? atoi(argv[1] + 2) : -1);
+        return 0;
     }
     printf("chain: one block of 256 threads runs the task 1000 times in a row\n");
     struct {
