@@ -2831,8 +2831,8 @@ template <int NR, class T> GPUOS__FN void gpuos__d_block_sum_rows(T (&v)[NR], T 
 }
 
 #ifndef GPUOS__D_MM_PRO_INLINE
-/* 1: inline in the narrow block (tiny_mlp 83.2-83.4 us, out of line 88.6: H100, after the
-   one-division rows; before them out of line was faster, 93.4 against 98.9) */
+/* 1: inline in the narrow block (tiny_mlp 81.4-81.6 us, out of line 83.1-83.4: H100, after
+   the one-division rows; before them out of line was faster, 93.4 against 98.9) */
 #define GPUOS__D_MM_PRO_INLINE 1
 #endif
 #if GPUOS__D_MM_PRO_INLINE
