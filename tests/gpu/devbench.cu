@@ -99,6 +99,17 @@ static gpuos__ew_plan ew_plan(int nin, int64_t n, size_t es_out, size_t es_in, c
     return p;
 }
 
+/* A plan of the f32 product [M, K] @ [K, N], all row-major: a = bufs[1], b = bufs[2], out = bufs[0]. */
+static gpuos__matmul_plan mm_plan(int64_t M, int64_t K, int64_t N, char **bufs) {
+    gpuos__matmul_plan p;
+    memset(&p, 0, sizeof p);
+    p.batch_numel = 1;
+    p.M = M, p.N = N, p.K = K;
+    p.a_m = K * 4, p.a_k = 4, p.b_k = N * 4, p.b_n = 4, p.o_m = N * 4, p.o_n = 4;
+    p.a = bufs[1], p.b = bufs[2], p.out = bufs[0];
+    return p;
+}
+
 /* The tiny MLP's layer tile: one 8-column block of [8,256] @ [256,256] f32, plain, with the
    epilogue (+ bias, gelu, + residual), and with the layernorm prologue too (the fused task
    of a recorded graph, src/graph.c). which < 0: all four, timed; else case `which` only,
@@ -114,12 +125,7 @@ static void mm_layer(char **bufs, int which) {
     }
     for (int v = 0; v < 4; ++v) {
         if (which >= 0 && v != which) continue;
-        gpuos__matmul_plan p;
-        memset(&p, 0, sizeof p);
-        p.batch_numel = 1;
-        p.M = M, p.N = N, p.K = K;
-        p.a_m = K * 4, p.a_k = 4, p.b_k = N * 4, p.b_n = 4, p.o_m = N * 4, p.o_n = 4;
-        p.a = bufs[1], p.b = bufs[2], p.out = bufs[0];
+        gpuos__matmul_plan p = mm_plan(M, K, N, bufs);
         p.n_cb = 32;
         char *X = bufs[3] + (1 << 20), *bias = bufs[3];
         if (v & 1) { /* + bias (broadcast over rows), gelu, + X */
@@ -204,21 +210,7 @@ int main(int argc, char **argv) {
     }
     for (int sz = 0; sz < 2; ++sz) { /* matmul [8,256]@[256,256] and [256,256]@[256,256] f32 */
         const int64_t M = sz ? 256 : 8, K = 256, N = 256;
-        gpuos__matmul_plan p;
-        memset(&p, 0, sizeof p);
-        p.batch_numel = 1;
-        p.M = M;
-        p.N = N;
-        p.K = K;
-        p.a_m = K * 4;
-        p.a_k = 4;
-        p.b_k = N * 4;
-        p.b_n = 4;
-        p.o_m = N * 4;
-        p.o_n = 4;
-        p.a = bufs[1];
-        p.b = bufs[2];
-        p.out = bufs[0];
+        gpuos__matmul_plan p = mm_plan(M, K, N, bufs);
         const void *dp = to_device(p);
         ChainArg c = {gpuos__device_kernel_id(OP_MATMUL, DT_F32, DT_F32), dp, M, sz ? 10 : 1000, 256};
         const float ms = time_ms(run_chain, &c) / c.reps;
