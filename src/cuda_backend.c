@@ -163,6 +163,8 @@ struct gpuos__cuda {
     uint32_t plan_epoch;         /* plans written so far */
     uint32_t plan_pins;          /* pinned plan rows (recorded graphs' nodes): at most half the table */
     int align;                   /* tile-local alignment on (GPUOS_CUDA_ALIGN=0 turns it off) */
+    int mm_rows;                 /* row tiles for fused few-row products (GPUOS_CUDA_MM_ROWS=0: off, A/B) */
+    int mm_f32;                  /* the f32 matmul's device kernel id */
     uint32_t tile_ew;            /* smallest element-wise tile (CUDA__TILE_EW; GPUOS_CUDA_TILE_EW, tuning) */
     int graph_slots;             /* launch recorded graphs as one slot per node (GPUOS_CUDA_GRAPH_SLOTS=1, A/B) */
     gpuos__qdesc *gpool;         /* device, CUDA__GPOOL descriptors: recorded graphs' nodes (allocated with
@@ -773,6 +775,8 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     c->open_ns[0] = cuda_now_ns(); /* made relative at the end */
     /* Diagnostic switches (documented in docs/ARCHITECTURE.md): correctness never needs them. */
     c->align = !(getenv("GPUOS_CUDA_ALIGN") && getenv("GPUOS_CUDA_ALIGN")[0] == '0');
+    c->mm_rows = !(getenv("GPUOS_CUDA_MM_ROWS") && getenv("GPUOS_CUDA_MM_ROWS")[0] == '0');
+    c->mm_f32 = gpuos__device_kernel_id(GPUOS_OP_MATMUL, GPUOS_F32, GPUOS_F32);
     c->tile_ew = CUDA__TILE_EW;
     c->graph_slots = getenv("GPUOS_CUDA_GRAPH_SLOTS") && atoi(getenv("GPUOS_CUDA_GRAPH_SLOTS")) == 1;
     if (getenv("GPUOS_CUDA_TILE_EW")) {
@@ -1265,6 +1269,33 @@ static int cuda_operands(const gpuos__job *job, cuda__operand *ops) {
     return n;
 }
 
+/* Row maps: operands whose tile t touches exactly row t of a [rows, cols] view (a row-tiled
+   product's output, A, prologue output and row-wise epilogue operands; a row-wise task's
+   input and output, one row a tile) get the view's hash as their sig, so that two such
+   accesses with equal tiles are tile-aligned as element-wise operands are (the row's
+   bytes, the same worker). A different tag from the element-wise sigs. */
+static uint64_t cuda_row_sig(const void *ptr, int64_t rows, int64_t rs, int64_t cols, int64_t cs, int es) {
+    int64_t v[5];
+    uint64_t h;
+    v[0] = rows, v[1] = rs, v[2] = cols, v[3] = cs, v[4] = es;
+    h = cuda_hash(cuda_hash(CUDA__HASH0 ^ 0x524f5753ull, &ptr, sizeof ptr), v, sizeof v);
+    return h ? h : 2;
+}
+static int cuda_matmul_rows(const struct gpuos__cuda *c, const gpuos__job *job);
+static void cuda_align_sigs(const struct gpuos__cuda *c, const gpuos__job *job, cuda__operand *ops, int n) {
+    int k;
+    if (job->kind == GPUOS__KIND_MATMUL && cuda_matmul_rows(c, job)) {
+        for (k = 0; k < n; k++) /* [M, *] views (B, [K, N], is read whole by every tile) */
+            if (k != 2 && ops[k].rank == 2 && ops[k].shape[0] == job->plan.matmul.M && ops[k].stride[0] != 0)
+                ops[k].sig = cuda_row_sig(ops[k].ptr, ops[k].shape[0], ops[k].stride[0], ops[k].shape[1],
+                                          ops[k].stride[1], ops[k].elsize);
+    } else if (job->kind == GPUOS__KIND_ROWS && job->plan.rows.outer_rank == 1 && !job->rt) {
+        for (k = 0; k < 2; k++) /* out, in: [rows, n] */
+            ops[k].sig = cuda_row_sig(ops[k].ptr, ops[k].shape[0], ops[k].stride[0], ops[k].shape[1], ops[k].stride[1],
+                                      ops[k].elsize);
+    }
+}
+
 /* The storage that holds the whole byte range [lo, hi) (among the job's). Allocations
    may be adjacent (the driver packs them), so an end address must not match the next. */
 static gpuos__storage *cuda_storage_of(const gpuos__job *job, uint64_t lo, uint64_t hi) {
@@ -1410,10 +1441,36 @@ static int64_t cuda_matmul_cb(const struct gpuos__cuda *c, const gpuos__job *job
     return ncb < 1 ? 1 : ncb;
 }
 
+/* Row tiles (gpuos__matmul_plan.n_cb = GPUOS__MM_ROWS, the device's gpuos__d_mm_row): a
+   fused f32 product of at most 8 rows (a recorded graph's layer: a prologue or an epilogue)
+   that would otherwise run on narrow column blocks is tiled one output row a tile, every
+   output summed as the narrow blocks sum it (bit for bit), so that the next layer's fused
+   product, whose prologue reads that row, or a layernorm of it, is tile-aligned with it
+   (cuda_align_sigs) and runs on the same block with no wait. Where gpuos__d_mm_row_ok holds:
+   K = 128 or 256 (slices of 4 or 8 values for 256 threads), N a multiple of 4, B row-major
+   and 16-byte aligned, no batch axes. */
+static int cuda_matmul_rows(const struct gpuos__cuda *c, const gpuos__job *job) {
+    const gpuos__matmul_plan *p = &job->plan.matmul;
+    int64_t ncb;
+    if (!c->mm_rows || job->kind != GPUOS__KIND_MATMUL || job->items <= 0 || job->dev_kernel != c->mm_f32) return 0;
+    if ((!p->pro && p->n_epi == 0) || p->batch_rank != 0 || p->batch_numel != 1 || p->M > 8) return 0;
+    if (p->N % 4 != 0 || p->b_n != 4 || p->b_k % 16 != 0 || ((uintptr_t)p->b & 15) != 0) return 0;
+    if (p->K * 8 != GPUOS__PK_THREADS * 4 && p->K * 8 != GPUOS__PK_THREADS * 8) return 0;
+    if (p->pro) return 1; /* narrow blocks otherwise (cuda_matmul_cb) */
+    ncb = cuda_matmul_cb(c, job); /* only where the unfused product would run on narrow blocks */
+    return ncb > 1 && p->N <= 8 * ncb;
+}
+
 /* The plan the device gets (a matmul's column blocks set) and its item count. */
 static const void *cuda_device_plan(const struct gpuos__cuda *c, const gpuos__job *job, gpuos__matmul_plan *tmp,
                                     int64_t *n_items) {
     const int64_t ncb = cuda_matmul_cb(c, job);
+    if (cuda_matmul_rows(c, job)) {
+        *n_items = job->items;
+        *tmp = job->plan.matmul;
+        tmp->n_cb = GPUOS__MM_ROWS;
+        return tmp;
+    }
     *n_items = job->items * ncb;
     if (ncb <= 1) return &job->plan;
     *tmp = job->plan.matmul;
@@ -1427,6 +1484,11 @@ static const void *cuda_device_plan(const struct gpuos__cuda *c, const gpuos__jo
 static void cuda_tiling(const struct gpuos__cuda *c, const gpuos__job *job, uint32_t *tile_out, int64_t *n_tiles) {
     uint32_t tile;
     const int64_t ncb = cuda_matmul_cb(c, job), items = job->items * ncb;
+    if (job->kind == GPUOS__KIND_MATMUL && cuda_matmul_rows(c, job)) { /* one row a tile */
+        *tile_out = 1;
+        *n_tiles = job->items;
+        return;
+    }
     if (job->kind == GPUOS__KIND_MATMUL) { /* 32 rows, or one column block of a few rows */
         const int64_t M = job->plan.matmul.M;
         tile = ncb > 1 && M < 32 ? (uint32_t)(M < 1 ? 1 : M) : 32u;
@@ -1656,6 +1718,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
        device sees as done at once), and for every high-priority task (a stale mark
        would send it to lane 0). */
     n = cuda_operands(job, ops);
+    cuda_align_sigs(c, job, ops, n);
     GPUOS__PH(GPUOS__PH_OPERANDS, t0);
     t0 = GPUOS__PH_NOW();
     if (job->prio > 0) c->hi_used = 1;
@@ -1699,8 +1762,8 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
                 if (a->dseq > hi_max) hi_max = a->dseq;
                 continue;
             }
-            /* tile-aligned: same item->element map, same tiling: the same worker runs both */
-            if (c->align && job->kind == GPUOS__KIND_EW && a->sig && a->sig == ops[k].sig && a->tile == tile &&
+            /* tile-aligned: same item->element map (or row map), same tiling: the same worker runs both */
+            if (c->align && a->sig && a->sig == ops[k].sig && a->tile == tile &&
                 (base == UINT32_MAX || base == a->base)) {
                 base = a->base;
                 continue;
@@ -1814,7 +1877,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         a.dseq = me;
         a.lo = lo;
         a.hi = hi;
-        a.sig = job->kind == GPUOS__KIND_EW ? ops[k].sig : 0;
+        a.sig = ops[k].sig;
         a.base = base;
         a.tile = tile;
         a.write = ops[k].write;
@@ -2407,6 +2470,7 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
         plan_bytes = cuda_plan_bytes(job->kind);
         cuda_tiling(c, job, &tile, &n_tiles);
         no = cuda_operands(job, ops);
+        cuda_align_sigs(c, job, ops, no);
         for (q = 0; q < no; q++) {
             uint64_t lo, hi;
             gpuos__storage *sto;
@@ -2421,7 +2485,7 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
                 if (e->node == k || e->dead || e->st != sto || e->hi <= lo || hi <= e->lo) continue; /* not itself */
                 if (e->lo == lo && e->hi == hi) same_range = 1;
                 if (!(e->write || ops[q].write)) continue;
-                if (c->align && job->kind == GPUOS__KIND_EW && e->sig && e->sig == ops[q].sig &&
+                if (c->align && e->sig && e->sig == ops[q].sig && g->desc[e->node].tile_items == tile &&
                     (base == UINT32_MAX || base == g->base_rel[e->node])) {
                     base = g->base_rel[e->node];
                     continue;
@@ -2433,7 +2497,7 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
             g->acc[g->n_acc].st = sto;
             g->acc[g->n_acc].lo = lo;
             g->acc[g->n_acc].hi = hi;
-            g->acc[g->n_acc].sig = job->kind == GPUOS__KIND_EW ? ops[q].sig : 0;
+            g->acc[g->n_acc].sig = ops[q].sig;
             g->acc[g->n_acc].node = k;
             g->acc[g->n_acc].write = ops[q].write;
             g->n_acc++;

@@ -83,6 +83,7 @@ typedef struct gpuos__rows_plan {
 #define GPUOS__EPI_OP 0xff       /* epi[i]: the operator id */
 #define GPUOS__EPI_SWAP 0x100    /* the output is the second operand */
 #define GPUOS__EPI_IN_SHIFT 12   /* the tensor operand's index */
+#define GPUOS__MM_ROWS (-1)      /* gpuos__matmul_plan.n_cb: row tiles */
 
 /* Batched matmul, NumPy semantics already resolved (1-D operands given a size-1
    axis, batch axes broadcast). For batch index b (row-major over batch_shape) and
@@ -104,7 +105,9 @@ typedef struct gpuos__matmul_plan {
     const char *b;
     int64_t n_cb; /* GPU only (the CUDA backend sets it; 0 or 1: none): items are column block
                      cb = item / (batch_numel * M) times rows, each N / n_cb columns (a multiple
-                     of 32), so that a few rows are shared by several blocks */
+                     of 32), so that a few rows are shared by several blocks;
+                     GPUOS__MM_ROWS: row tiles, a tile one whole output row (the device's
+                     gpuos__d_mm_row, summed as the narrow blocks sum: bit for bit) */
     /* Epilogue: element-wise operators that a recorded graph fused into the product
        (src/graph.c), applied in order to each output element as it is stored, each result
        rounded to the output dtype as a store would round it, so the output is bit for bit

@@ -986,8 +986,9 @@ static __device__ __noinline__ void gpuos__d_mm_skinny(const char *A, const char
 
 /* A narrow block's fused layernorm prologue (gpuos__matmul_plan.pro, src/graph.c): rows
    [0, rows) of A (the layernorm's input, K = k_n <= 2 * blockDim elements) normalised into
-   As ([k][SR], missing rows 0), and columns [n0, n0 + NC) of them stored at X (the
-   layernorm's output). Every value is the layernorm task's bit for bit: that task gives a
+   As ([k][SR], missing rows 0: SR 8 for a narrow block, 1 for a row tile, gpuos__d_mm_row),
+   and columns [x0, x1) of them stored at X (the layernorm's output: a narrow block's own 8,
+   a row tile's whole row). Every value is the layernorm task's bit for bit: that task gives a
    row of this length to the whole block (graph.c checks gpuos__d_group's choice), where
    thread t sums its elements t, t + blockDim in order from 0 and the partial sums meet as
    gpuos__d_group_reduce adds them (warps, then the warps' sums in warp 0's order); here the
@@ -1036,12 +1037,12 @@ template <int NR, class T> GPUOS__FN void gpuos__d_block_sum_rows(T (&v)[NR], T 
 #else
 #define GPUOS__D_MM_PRO_FN static __device__ __noinline__
 #endif
-template <class D, int cs>
+template <class D, int cs, int SR = GPUOS__D_MM_SR>
 GPUOS__D_MM_PRO_FN void gpuos__d_mm_pro(const char *A, int rows, int k_n, int64_t a_m, int64_t a_k, char *X,
-                                                    int64_t x_m, int64_t x_k, typename D::T eps, int64_t n0,
-                                                    typename D::T *As) {
+                                                    int64_t x_m, int64_t x_k, typename D::T eps, int64_t x0,
+                                                    int64_t x1, typename D::T *As) {
     typedef typename D::T T;
-    enum { SR = GPUOS__D_MM_SR, NC = GPUOS__D_MM_NC, C = 2 };
+    enum { C = 2 };
     const int tid = gpuos__d_tid(), nt = gpuos__d_nthreads();
     T *red = As; /* [SR][8] */
     T x[SR][C], s[SR];
@@ -1089,7 +1090,7 @@ GPUOS__D_MM_PRO_FN void gpuos__d_mm_pro(const char *A, int rows, int k_n, int64_
             if (j >= k_n) continue;
             const T y = r < rows ? (x[r][c] - mean[r]) * inv : (T)0;
             As[j * SR + r] = y;
-            if (r < rows && j >= n0 && j < n0 + NC) D::st(cs, X + r * x_m + j * x_k, y);
+            if (r < rows && j >= x0 && j < x1) D::st(cs, X + r * x_m + j * x_k, y);
         }
     }
 }
@@ -1115,7 +1116,7 @@ static __device__ __forceinline__ void gpuos__d_mm_narrow(const char *A, const c
     bool pro = false;
     if constexpr (T(1) / T(2) != T(0)) /* floating-point groups (graph.c fuses f32 only) */
         if (p->pro) { /* A is the fused layernorm of the rows at A (which also go to X) */
-            gpuos__d_mm_pro<D, cs>(A, rows, k_n, a_m, a_k, X, p->pro_om, p->pro_ok, (T)p->pro_eps, n0, As);
+            gpuos__d_mm_pro<D, cs>(A, rows, k_n, a_m, a_k, X, p->pro_om, p->pro_ok, (T)p->pro_eps, n0, n0 + NC, As);
             pro = true;
         }
     if (!pro) {
@@ -1181,6 +1182,96 @@ static __device__ __forceinline__ void gpuos__d_mm_narrow(const char *A, const c
     __syncthreads();
 }
 
+/* Row tiles (gpuos__matmul_plan.n_cb == GPUOS__MM_ROWS: the CUDA backend's choice for a
+   fused f32 product of few rows, cuda_matmul_rows): a tile is output row m, all N columns,
+   so a later fused product whose prologue normalises that row, or a layernorm of it, runs
+   tile-aligned on this block with nothing to wait for (a chain of layers stays on the
+   blocks that hold its rows). Each output is summed exactly as gpuos__d_mm_narrow sums it,
+   so a row tile is bit for bit the narrow blocks of the same product: blockDim / 8 slices
+   of ks = ceil(K / slices) values of k, each an FMA chain from 0 in k order, the four slices
+   of warp w (4 w .. 4 w + 3) added as (P0 + P1) + (P2 + P3), and the warps' sums added to 0
+   in order. A row streams all of B (256 KB for 256x256 f32), so the loads in flight are what
+   bound it: thread t takes the 4 columns of quad t % 64 (16-byte loads of B, coalesced) and
+   the slices of warps t / 64, t / 64 + blockDim / 64, ..., the next slice's loads issued
+   before this one's multiply-adds (slices of KS = 4 or 8 values exactly: K = 128 or 256 for
+   256 threads, so that no load is predicated); the warps' sums meet in shared memory and thread t adds column t's in order and stores it. f32 only
+   (row-major B: b_n 4, b_k and B 16-byte aligned, N a multiple of 4: gpuos__d_mm_row_ok). */
+#define GPUOS__D_MM_ROW_RED (8 * 256 * 4) /* the warps' sums: [8 warps][256 columns], at the buffer's end */
+template <class D, int cs, int KS> /* per dtype case, inline in its entry gpuos__d_matmul_row */
+static __device__ __forceinline__ void gpuos__d_mm_row(const char *A, const char *B, char *O, int64_t N, int64_t K,
+                                                       int64_t a_k, int64_t b_k, int64_t o_n,
+                                                       const gpuos__matmul_plan *p, int64_t m, char *X) {
+    typedef typename D::T T;
+    const int tid = gpuos__d_tid(), nt = gpuos__d_nthreads(), nw = nt / 32, k_n = (int)K; /* K = KS nt / 8 */
+    const int gq = tid % 64, g0 = tid / 64, ng = nt / 64;  /* column quad, first warp, warp step */
+    T *As = (T *)gpuos__d_mm_smem;                           /* the row of A */
+    T *red = (T *)(gpuos__d_mm_smem + GPUOS__D_MM_SMEM - GPUOS__D_MM_ROW_RED);
+    /* slice 4 w + q's KS values of B for the quad at Bq (no predicate per load: with one,
+       the loads did not fly together and a row took twice as long) */
+    auto load = [&](float4 (&v)[KS], const char *Bq, int w, int q) {
+        const char *b = Bq + (int64_t)((4 * w + q) * KS) * b_k;
+#pragma unroll
+        for (int j = 0; j < KS; ++j) v[j] = *(const float4 *)(b + j * b_k);
+    };
+    /* its FMA chains from 0 (4 columns), in k order */
+    auto chain = [&](const float4 (&v)[KS], int w, int q) {
+        const T *a = As + (4 * w + q) * KS;
+        float4 r = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+        for (int j = 0; j < KS; ++j) {
+            const float x = a[j];
+            r.x += x * v[j].x, r.y += x * v[j].y, r.z += x * v[j].z, r.w += x * v[j].w;
+        }
+        return r;
+    };
+    bool pro = false;
+    if constexpr (T(1) / T(2) != T(0)) /* floating-point groups (graph.c fuses f32 only) */
+        if (p->pro) { /* A is the fused layernorm of the row at A (which also goes to X) */
+            gpuos__d_mm_pro<D, cs, 1>(A, 1, k_n, 0, a_k, X, 0, p->pro_ok, (T)p->pro_eps, 0, k_n, As);
+            pro = true;
+        }
+    if (!pro)
+#pragma unroll 1
+        for (int kk = tid; kk < k_n; kk += nt) As[kk] = D::cvt(cs, D::raw(cs, A + (int64_t)kk * a_k));
+    __syncthreads(); /* As (and X, which the epilogue may read back) */
+#pragma unroll 1
+    for (int64_t q0 = 0; q0 < N; q0 += 256) { /* 64 quads of columns a pass */
+        const bool ok = q0 + 4 * gq < N;
+        const char *Bq = B + (q0 + 4 * gq) * 4;
+        if (ok) { /* (these loads issued before the prologue, or the epilogue's operands
+                     prefetched into L1 there: slower, 7.0 against 6.4 us a fused row) */
+            float4 v0[KS], v1[KS];
+            load(v0, Bq, g0, 0);
+#pragma unroll 1
+            for (int w = g0; w < nw; w += ng) { /* the next slice's loads in flight while one is summed */
+                load(v1, Bq, w, 1);
+                const float4 P0 = chain(v0, w, 0);
+                load(v0, Bq, w, 2);
+                const float4 P1 = chain(v1, w, 1);
+                load(v1, Bq, w, 3);
+                const float4 P2 = chain(v0, w, 2);
+                if (w + ng < nw) load(v0, Bq, w + ng, 0);
+                const float4 P3 = chain(v1, w, 3);
+                float4 r; /* the warp's sums, as narrow's: (P0 + P1) + (P2 + P3) */
+                r.x = (P0.x + P1.x) + (P2.x + P3.x);
+                r.y = (P0.y + P1.y) + (P2.y + P3.y);
+                r.z = (P0.z + P1.z) + (P2.z + P3.z);
+                r.w = (P0.w + P1.w) + (P2.w + P3.w);
+                *(float4 *)(red + w * 256 + 4 * gq) = r;
+            }
+        }
+        __syncthreads(); /* red */
+        const int64_t n = q0 + tid;
+        if (tid < 256 && n < N) {
+            T s = 0;
+#pragma unroll 1
+            for (int w = 0; w < nw; ++w) s += red[w * 256 + tid];
+            gpuos__d_mm_put<D>(cs, p, O + n * o_n, m, n, s);
+        }
+        __syncthreads(); /* red is read by all before the next pass, As before the next row */
+    }
+}
+
 /* Byte offsets of batch entry bi (row-major over batch_shape) in a, b and out. */
 GPUOS__FN void gpuos__d_mm_batch(const gpuos__matmul_plan *p, int64_t bi, int64_t *oa, int64_t *ob, int64_t *oo) {
     int64_t a = 0, b = 0, o = 0, i = bi;
@@ -1223,6 +1314,33 @@ template <class D> GPUOS__FN void gpuos__d_matmul_narrow(const gpuos__matmul_pla
         gpuos__d_mm_narrow<D, decltype(c)::v>(A, B, O, rows, nbeg, nend, p->K, p->a_m, p->a_k, p->b_k, p->b_n, p->o_m,
                                                p->o_n, p, m0, X);
     });
+}
+
+/* Is p tiled by rows (gpuos__d_mm_row)? The CUDA backend sets GPUOS__MM_ROWS only where
+   this holds (cuda_matmul_rows); a plan it did not hold for would take the general path. */
+template <class D> GPUOS__FN bool gpuos__d_mm_row_ok(const gpuos__matmul_plan *p) {
+    const int nt = gpuos__d_nthreads();
+    return p->n_cb == GPUOS__MM_ROWS && sizeof(typename D::T) == 4 && p->batch_numel == 1 && p->N % 4 == 0 &&
+           p->b_n == 4 && p->b_k % 16 == 0 && ((uintptr_t)p->b & 15) == 0 &&
+           (p->K + 16) * 4 + GPUOS__D_MM_ROW_RED <= GPUOS__D_MM_SMEM && nt <= 256 && nt % 64 == 0 &&
+           (p->K == nt / 2 || p->K == nt) && (!p->pro || p->K <= 2 * nt);
+}
+/* Row tiles: output rows [begin, end) (gpuos__d_mm_row). */
+template <class D> GPUOS__FN void gpuos__d_matmul_row(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
+    if constexpr (sizeof(typename D::T) == 4) /* gpuos__d_mm_row_ok: no code for the others */
+#pragma unroll 1
+    for (int64_t m = begin; m < end && m < p->M; ++m) {
+        const char *A = p->a + m * p->a_m;
+        char *O = p->out + m * p->o_m, *X = p->pro ? p->pro_out + m * p->pro_om : (char *)NULL;
+        gpuos__d_with_case<D::NCS>(cs, [&](auto c) {
+            if constexpr (D::f32(decltype(c)::v)) { /* the only case the backend tiles by rows */
+                if (p->K * 8 == gpuos__d_nthreads() * 4)
+                    gpuos__d_mm_row<D, decltype(c)::v, 4>(A, p->b, O, p->N, p->K, p->a_k, p->b_k, p->o_n, p, m, X);
+                else
+                    gpuos__d_mm_row<D, decltype(c)::v, 8>(A, p->b, O, p->N, p->K, p->a_k, p->b_k, p->o_n, p, m, X);
+            }
+        });
+    }
 }
 
 template <class D> GPUOS__FN void gpuos__d_matmul(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
@@ -5870,12 +5988,11 @@ struct gpuos__d_mmg0 {
     }
     /* The epilogue (gpuos__matmul_plan.epi): see gpuos__d_mm_epi_g* below. */
     static __device__ __forceinline__ void epi(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n, T v);
+    /* Is case cs f32 (row tiles, gpuos__d_mm_row)? */
+    static __device__ __forceinline__ constexpr bool f32(int cs) {
+        return false;
+    }
 };
-#ifndef GPUOS__D_MM_EPI_EARLY
-/* 1: the epilogue's tensor operands loaded together before its first operator (tiny_mlp
-   81.4-81.6 us against 82.5-82.9 with each load where its operator needs it: H100) */
-#define GPUOS__D_MM_EPI_EARLY 1
-#endif
 #if GPUOS__D_MINE(0)
 /* The epilogue (gpuos__matmul_plan.epi) on output element (m, n) of value v, stored at o:
    each operator as its own task computes it, the value rounded to the dtype between. Only
@@ -5886,26 +6003,11 @@ __device__ __noinline__ void gpuos__d_mm_epi_g0(int cs, const gpuos__matmul_plan
     switch (cs) {
     case 0: { /* i8 */
         int8_t t = gpuos__d_opaque((int8_t)((int8_t)v));
-#if GPUOS__D_MM_EPI_EARLY
-        /* the tensor operands in use, both loaded before the first operator (one round trip) */
-        int used = 0;
-#pragma unroll 1
-        for (int i = 0; i < p->n_epi; ++i) {
-            switch (p->epi[i] & GPUOS__EPI_OP) {
-            case 31:
-            case 32:
-            case 33:
-            case 39:
-            case 40:
-                used |= 1 << ((p->epi[i] >> GPUOS__EPI_IN_SHIFT) & 1);
-                break;
-            default: break;
-            }
-        }
+        /* the tensor operands in use (the host leaves the others NULL: plan.c, graph.c), both
+           loaded before the first operator (one round trip) */
         int8_t y0 = 0, y1 = 0;
-        if (used & 1) y0 = *(const int8_t *)(p->epi_ptr[0] + m * p->epi_sm[0] + n * p->epi_sn[0]);
-        if (used & 2) y1 = *(const int8_t *)(p->epi_ptr[1] + m * p->epi_sm[1] + n * p->epi_sn[1]);
-#endif
+        if (p->epi_ptr[0]) y0 = *(const int8_t *)(p->epi_ptr[0] + m * p->epi_sm[0] + n * p->epi_sn[0]);
+        if (p->epi_ptr[1]) y1 = *(const int8_t *)(p->epi_ptr[1] + m * p->epi_sm[1] + n * p->epi_sn[1]);
 #pragma unroll 1
         for (int i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
@@ -5919,47 +6021,27 @@ __device__ __noinline__ void gpuos__d_mm_epi_g0(int cs, const gpuos__matmul_plan
                 break;
             }
             case 31: { /* add */
-#if GPUOS__D_MM_EPI_EARLY
                 const int8_t y = j ? y1 : y0;
-#else
-                const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (int8_t)(sw ? gpuos__e_add_i8((y), (t)) : gpuos__e_add_i8((t), (y)));
                 break;
             }
             case 32: { /* sub */
-#if GPUOS__D_MM_EPI_EARLY
                 const int8_t y = j ? y1 : y0;
-#else
-                const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (int8_t)(sw ? gpuos__e_sub_i8((y), (t)) : gpuos__e_sub_i8((t), (y)));
                 break;
             }
             case 33: { /* mul */
-#if GPUOS__D_MM_EPI_EARLY
                 const int8_t y = j ? y1 : y0;
-#else
-                const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (int8_t)(sw ? gpuos__e_mul_i8((y), (t)) : gpuos__e_mul_i8((t), (y)));
                 break;
             }
             case 39: { /* minimum */
-#if GPUOS__D_MM_EPI_EARLY
                 const int8_t y = j ? y1 : y0;
-#else
-                const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (int8_t)(sw ? gpuos__e_minimum_i8((y), (t)) : gpuos__e_minimum_i8((t), (y)));
                 break;
             }
             case 40: { /* maximum */
-#if GPUOS__D_MM_EPI_EARLY
                 const int8_t y = j ? y1 : y0;
-#else
-                const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (int8_t)(sw ? gpuos__e_maximum_i8((y), (t)) : gpuos__e_maximum_i8((t), (y)));
                 break;
             }
@@ -5972,26 +6054,11 @@ __device__ __noinline__ void gpuos__d_mm_epi_g0(int cs, const gpuos__matmul_plan
     }
     case 1: { /* u8 */
         uint8_t t = gpuos__d_opaque((uint8_t)((uint8_t)v));
-#if GPUOS__D_MM_EPI_EARLY
-        /* the tensor operands in use, both loaded before the first operator (one round trip) */
-        int used = 0;
-#pragma unroll 1
-        for (int i = 0; i < p->n_epi; ++i) {
-            switch (p->epi[i] & GPUOS__EPI_OP) {
-            case 31:
-            case 32:
-            case 33:
-            case 39:
-            case 40:
-                used |= 1 << ((p->epi[i] >> GPUOS__EPI_IN_SHIFT) & 1);
-                break;
-            default: break;
-            }
-        }
+        /* the tensor operands in use (the host leaves the others NULL: plan.c, graph.c), both
+           loaded before the first operator (one round trip) */
         uint8_t y0 = 0, y1 = 0;
-        if (used & 1) y0 = *(const uint8_t *)(p->epi_ptr[0] + m * p->epi_sm[0] + n * p->epi_sn[0]);
-        if (used & 2) y1 = *(const uint8_t *)(p->epi_ptr[1] + m * p->epi_sm[1] + n * p->epi_sn[1]);
-#endif
+        if (p->epi_ptr[0]) y0 = *(const uint8_t *)(p->epi_ptr[0] + m * p->epi_sm[0] + n * p->epi_sn[0]);
+        if (p->epi_ptr[1]) y1 = *(const uint8_t *)(p->epi_ptr[1] + m * p->epi_sm[1] + n * p->epi_sn[1]);
 #pragma unroll 1
         for (int i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
@@ -6005,47 +6072,27 @@ __device__ __noinline__ void gpuos__d_mm_epi_g0(int cs, const gpuos__matmul_plan
                 break;
             }
             case 31: { /* add */
-#if GPUOS__D_MM_EPI_EARLY
                 const uint8_t y = j ? y1 : y0;
-#else
-                const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (uint8_t)(sw ? gpuos__e_add_u8((y), (t)) : gpuos__e_add_u8((t), (y)));
                 break;
             }
             case 32: { /* sub */
-#if GPUOS__D_MM_EPI_EARLY
                 const uint8_t y = j ? y1 : y0;
-#else
-                const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (uint8_t)(sw ? gpuos__e_sub_u8((y), (t)) : gpuos__e_sub_u8((t), (y)));
                 break;
             }
             case 33: { /* mul */
-#if GPUOS__D_MM_EPI_EARLY
                 const uint8_t y = j ? y1 : y0;
-#else
-                const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (uint8_t)(sw ? gpuos__e_mul_u8((y), (t)) : gpuos__e_mul_u8((t), (y)));
                 break;
             }
             case 39: { /* minimum */
-#if GPUOS__D_MM_EPI_EARLY
                 const uint8_t y = j ? y1 : y0;
-#else
-                const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (uint8_t)(sw ? gpuos__e_minimum_u8((y), (t)) : gpuos__e_minimum_u8((t), (y)));
                 break;
             }
             case 40: { /* maximum */
-#if GPUOS__D_MM_EPI_EARLY
                 const uint8_t y = j ? y1 : y0;
-#else
-                const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (uint8_t)(sw ? gpuos__e_maximum_u8((y), (t)) : gpuos__e_maximum_u8((t), (y)));
                 break;
             }
@@ -6058,26 +6105,11 @@ __device__ __noinline__ void gpuos__d_mm_epi_g0(int cs, const gpuos__matmul_plan
     }
     case 2: { /* i16 */
         int16_t t = gpuos__d_opaque((int16_t)((int16_t)v));
-#if GPUOS__D_MM_EPI_EARLY
-        /* the tensor operands in use, both loaded before the first operator (one round trip) */
-        int used = 0;
-#pragma unroll 1
-        for (int i = 0; i < p->n_epi; ++i) {
-            switch (p->epi[i] & GPUOS__EPI_OP) {
-            case 31:
-            case 32:
-            case 33:
-            case 39:
-            case 40:
-                used |= 1 << ((p->epi[i] >> GPUOS__EPI_IN_SHIFT) & 1);
-                break;
-            default: break;
-            }
-        }
+        /* the tensor operands in use (the host leaves the others NULL: plan.c, graph.c), both
+           loaded before the first operator (one round trip) */
         int16_t y0 = 0, y1 = 0;
-        if (used & 1) y0 = *(const int16_t *)(p->epi_ptr[0] + m * p->epi_sm[0] + n * p->epi_sn[0]);
-        if (used & 2) y1 = *(const int16_t *)(p->epi_ptr[1] + m * p->epi_sm[1] + n * p->epi_sn[1]);
-#endif
+        if (p->epi_ptr[0]) y0 = *(const int16_t *)(p->epi_ptr[0] + m * p->epi_sm[0] + n * p->epi_sn[0]);
+        if (p->epi_ptr[1]) y1 = *(const int16_t *)(p->epi_ptr[1] + m * p->epi_sm[1] + n * p->epi_sn[1]);
 #pragma unroll 1
         for (int i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
@@ -6091,47 +6123,27 @@ __device__ __noinline__ void gpuos__d_mm_epi_g0(int cs, const gpuos__matmul_plan
                 break;
             }
             case 31: { /* add */
-#if GPUOS__D_MM_EPI_EARLY
                 const int16_t y = j ? y1 : y0;
-#else
-                const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (int16_t)(sw ? gpuos__e_add_i16((y), (t)) : gpuos__e_add_i16((t), (y)));
                 break;
             }
             case 32: { /* sub */
-#if GPUOS__D_MM_EPI_EARLY
                 const int16_t y = j ? y1 : y0;
-#else
-                const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (int16_t)(sw ? gpuos__e_sub_i16((y), (t)) : gpuos__e_sub_i16((t), (y)));
                 break;
             }
             case 33: { /* mul */
-#if GPUOS__D_MM_EPI_EARLY
                 const int16_t y = j ? y1 : y0;
-#else
-                const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (int16_t)(sw ? gpuos__e_mul_i16((y), (t)) : gpuos__e_mul_i16((t), (y)));
                 break;
             }
             case 39: { /* minimum */
-#if GPUOS__D_MM_EPI_EARLY
                 const int16_t y = j ? y1 : y0;
-#else
-                const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (int16_t)(sw ? gpuos__e_minimum_i16((y), (t)) : gpuos__e_minimum_i16((t), (y)));
                 break;
             }
             case 40: { /* maximum */
-#if GPUOS__D_MM_EPI_EARLY
                 const int16_t y = j ? y1 : y0;
-#else
-                const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (int16_t)(sw ? gpuos__e_maximum_i16((y), (t)) : gpuos__e_maximum_i16((t), (y)));
                 break;
             }
@@ -6144,26 +6156,11 @@ __device__ __noinline__ void gpuos__d_mm_epi_g0(int cs, const gpuos__matmul_plan
     }
     case 3: { /* i32 */
         int32_t t = gpuos__d_opaque((int32_t)((int32_t)v));
-#if GPUOS__D_MM_EPI_EARLY
-        /* the tensor operands in use, both loaded before the first operator (one round trip) */
-        int used = 0;
-#pragma unroll 1
-        for (int i = 0; i < p->n_epi; ++i) {
-            switch (p->epi[i] & GPUOS__EPI_OP) {
-            case 31:
-            case 32:
-            case 33:
-            case 39:
-            case 40:
-                used |= 1 << ((p->epi[i] >> GPUOS__EPI_IN_SHIFT) & 1);
-                break;
-            default: break;
-            }
-        }
+        /* the tensor operands in use (the host leaves the others NULL: plan.c, graph.c), both
+           loaded before the first operator (one round trip) */
         int32_t y0 = 0, y1 = 0;
-        if (used & 1) y0 = *(const int32_t *)(p->epi_ptr[0] + m * p->epi_sm[0] + n * p->epi_sn[0]);
-        if (used & 2) y1 = *(const int32_t *)(p->epi_ptr[1] + m * p->epi_sm[1] + n * p->epi_sn[1]);
-#endif
+        if (p->epi_ptr[0]) y0 = *(const int32_t *)(p->epi_ptr[0] + m * p->epi_sm[0] + n * p->epi_sn[0]);
+        if (p->epi_ptr[1]) y1 = *(const int32_t *)(p->epi_ptr[1] + m * p->epi_sm[1] + n * p->epi_sn[1]);
 #pragma unroll 1
         for (int i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
@@ -6177,47 +6174,27 @@ __device__ __noinline__ void gpuos__d_mm_epi_g0(int cs, const gpuos__matmul_plan
                 break;
             }
             case 31: { /* add */
-#if GPUOS__D_MM_EPI_EARLY
                 const int32_t y = j ? y1 : y0;
-#else
-                const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (int32_t)(sw ? gpuos__e_add_i32((y), (t)) : gpuos__e_add_i32((t), (y)));
                 break;
             }
             case 32: { /* sub */
-#if GPUOS__D_MM_EPI_EARLY
                 const int32_t y = j ? y1 : y0;
-#else
-                const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (int32_t)(sw ? gpuos__e_sub_i32((y), (t)) : gpuos__e_sub_i32((t), (y)));
                 break;
             }
             case 33: { /* mul */
-#if GPUOS__D_MM_EPI_EARLY
                 const int32_t y = j ? y1 : y0;
-#else
-                const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (int32_t)(sw ? gpuos__e_mul_i32((y), (t)) : gpuos__e_mul_i32((t), (y)));
                 break;
             }
             case 39: { /* minimum */
-#if GPUOS__D_MM_EPI_EARLY
                 const int32_t y = j ? y1 : y0;
-#else
-                const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (int32_t)(sw ? gpuos__e_minimum_i32((y), (t)) : gpuos__e_minimum_i32((t), (y)));
                 break;
             }
             case 40: { /* maximum */
-#if GPUOS__D_MM_EPI_EARLY
                 const int32_t y = j ? y1 : y0;
-#else
-                const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (int32_t)(sw ? gpuos__e_maximum_i32((y), (t)) : gpuos__e_maximum_i32((t), (y)));
                 break;
             }
@@ -6230,26 +6207,11 @@ __device__ __noinline__ void gpuos__d_mm_epi_g0(int cs, const gpuos__matmul_plan
     }
     case 4: { /* i64 */
         int64_t t = gpuos__d_opaque((int64_t)((int64_t)v));
-#if GPUOS__D_MM_EPI_EARLY
-        /* the tensor operands in use, both loaded before the first operator (one round trip) */
-        int used = 0;
-#pragma unroll 1
-        for (int i = 0; i < p->n_epi; ++i) {
-            switch (p->epi[i] & GPUOS__EPI_OP) {
-            case 31:
-            case 32:
-            case 33:
-            case 39:
-            case 40:
-                used |= 1 << ((p->epi[i] >> GPUOS__EPI_IN_SHIFT) & 1);
-                break;
-            default: break;
-            }
-        }
+        /* the tensor operands in use (the host leaves the others NULL: plan.c, graph.c), both
+           loaded before the first operator (one round trip) */
         int64_t y0 = 0, y1 = 0;
-        if (used & 1) y0 = *(const int64_t *)(p->epi_ptr[0] + m * p->epi_sm[0] + n * p->epi_sn[0]);
-        if (used & 2) y1 = *(const int64_t *)(p->epi_ptr[1] + m * p->epi_sm[1] + n * p->epi_sn[1]);
-#endif
+        if (p->epi_ptr[0]) y0 = *(const int64_t *)(p->epi_ptr[0] + m * p->epi_sm[0] + n * p->epi_sn[0]);
+        if (p->epi_ptr[1]) y1 = *(const int64_t *)(p->epi_ptr[1] + m * p->epi_sm[1] + n * p->epi_sn[1]);
 #pragma unroll 1
         for (int i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
@@ -6263,47 +6225,27 @@ __device__ __noinline__ void gpuos__d_mm_epi_g0(int cs, const gpuos__matmul_plan
                 break;
             }
             case 31: { /* add */
-#if GPUOS__D_MM_EPI_EARLY
                 const int64_t y = j ? y1 : y0;
-#else
-                const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (int64_t)(sw ? gpuos__e_add_i64((y), (t)) : gpuos__e_add_i64((t), (y)));
                 break;
             }
             case 32: { /* sub */
-#if GPUOS__D_MM_EPI_EARLY
                 const int64_t y = j ? y1 : y0;
-#else
-                const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (int64_t)(sw ? gpuos__e_sub_i64((y), (t)) : gpuos__e_sub_i64((t), (y)));
                 break;
             }
             case 33: { /* mul */
-#if GPUOS__D_MM_EPI_EARLY
                 const int64_t y = j ? y1 : y0;
-#else
-                const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (int64_t)(sw ? gpuos__e_mul_i64((y), (t)) : gpuos__e_mul_i64((t), (y)));
                 break;
             }
             case 39: { /* minimum */
-#if GPUOS__D_MM_EPI_EARLY
                 const int64_t y = j ? y1 : y0;
-#else
-                const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (int64_t)(sw ? gpuos__e_minimum_i64((y), (t)) : gpuos__e_minimum_i64((t), (y)));
                 break;
             }
             case 40: { /* maximum */
-#if GPUOS__D_MM_EPI_EARLY
                 const int64_t y = j ? y1 : y0;
-#else
-                const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (int64_t)(sw ? gpuos__e_maximum_i64((y), (t)) : gpuos__e_maximum_i64((t), (y)));
                 break;
             }
@@ -6330,9 +6272,13 @@ __device__ __noinline__ void gpuos__d_matmul_g0(const gpuos__matmul_plan *p, int
 __device__ __noinline__ void gpuos__d_matmul_narrow_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_matmul_narrow<gpuos__d_mmg0>(p, begin, end, cs);
 }
+__device__ __noinline__ void gpuos__d_matmul_row_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_matmul_row<gpuos__d_mmg0>(p, begin, end, cs);
+}
 #else
 __device__ void gpuos__d_matmul_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
 __device__ void gpuos__d_matmul_narrow_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
+__device__ void gpuos__d_matmul_row_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
 #endif
 
 /* group 47: accumulation in float */
@@ -6366,12 +6312,11 @@ struct gpuos__d_mmg1 {
     }
     /* The epilogue (gpuos__matmul_plan.epi): see gpuos__d_mm_epi_g* below. */
     static __device__ __forceinline__ void epi(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n, T v);
+    /* Is case cs f32 (row tiles, gpuos__d_mm_row)? */
+    static __device__ __forceinline__ constexpr bool f32(int cs) {
+        return cs == 2 || false;
+    }
 };
-#ifndef GPUOS__D_MM_EPI_EARLY
-/* 1: the epilogue's tensor operands loaded together before its first operator (tiny_mlp
-   81.4-81.6 us against 82.5-82.9 with each load where its operator needs it: H100) */
-#define GPUOS__D_MM_EPI_EARLY 1
-#endif
 #if GPUOS__D_MINE(0)
 /* The epilogue (gpuos__matmul_plan.epi) on output element (m, n) of value v, stored at o:
    each operator as its own task computes it, the value rounded to the dtype between. Only
@@ -6382,26 +6327,11 @@ __device__ __noinline__ void gpuos__d_mm_epi_g1(int cs, const gpuos__matmul_plan
     switch (cs) {
     case 0: { /* f16 */
         uint16_t t = gpuos__d_opaque((uint16_t)gpuos__f32_to_f16((float)v));
-#if GPUOS__D_MM_EPI_EARLY
-        /* the tensor operands in use, both loaded before the first operator (one round trip) */
-        int used = 0;
-#pragma unroll 1
-        for (int i = 0; i < p->n_epi; ++i) {
-            switch (p->epi[i] & GPUOS__EPI_OP) {
-            case 31:
-            case 32:
-            case 33:
-            case 39:
-            case 40:
-                used |= 1 << ((p->epi[i] >> GPUOS__EPI_IN_SHIFT) & 1);
-                break;
-            default: break;
-            }
-        }
+        /* the tensor operands in use (the host leaves the others NULL: plan.c, graph.c), both
+           loaded before the first operator (one round trip) */
         uint16_t y0 = 0, y1 = 0;
-        if (used & 1) y0 = *(const uint16_t *)(p->epi_ptr[0] + m * p->epi_sm[0] + n * p->epi_sn[0]);
-        if (used & 2) y1 = *(const uint16_t *)(p->epi_ptr[1] + m * p->epi_sm[1] + n * p->epi_sn[1]);
-#endif
+        if (p->epi_ptr[0]) y0 = *(const uint16_t *)(p->epi_ptr[0] + m * p->epi_sm[0] + n * p->epi_sn[0]);
+        if (p->epi_ptr[1]) y1 = *(const uint16_t *)(p->epi_ptr[1] + m * p->epi_sm[1] + n * p->epi_sn[1]);
 #pragma unroll 1
         for (int i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
@@ -6435,47 +6365,27 @@ __device__ __noinline__ void gpuos__d_mm_epi_g1(int cs, const gpuos__matmul_plan
                 break;
             }
             case 31: { /* add */
-#if GPUOS__D_MM_EPI_EARLY
                 const uint16_t y = j ? y1 : y0;
-#else
-                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (uint16_t)gpuos__f32_to_f16(sw ? gpuos__e_add_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(t)) : gpuos__e_add_f16(gpuos__f16_to_f32(t), gpuos__f16_to_f32(y)));
                 break;
             }
             case 32: { /* sub */
-#if GPUOS__D_MM_EPI_EARLY
                 const uint16_t y = j ? y1 : y0;
-#else
-                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (uint16_t)gpuos__f32_to_f16(sw ? gpuos__e_sub_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(t)) : gpuos__e_sub_f16(gpuos__f16_to_f32(t), gpuos__f16_to_f32(y)));
                 break;
             }
             case 33: { /* mul */
-#if GPUOS__D_MM_EPI_EARLY
                 const uint16_t y = j ? y1 : y0;
-#else
-                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (uint16_t)gpuos__f32_to_f16(sw ? gpuos__e_mul_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(t)) : gpuos__e_mul_f16(gpuos__f16_to_f32(t), gpuos__f16_to_f32(y)));
                 break;
             }
             case 39: { /* minimum */
-#if GPUOS__D_MM_EPI_EARLY
                 const uint16_t y = j ? y1 : y0;
-#else
-                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (uint16_t)gpuos__f32_to_f16(sw ? gpuos__e_minimum_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(t)) : gpuos__e_minimum_f16(gpuos__f16_to_f32(t), gpuos__f16_to_f32(y)));
                 break;
             }
             case 40: { /* maximum */
-#if GPUOS__D_MM_EPI_EARLY
                 const uint16_t y = j ? y1 : y0;
-#else
-                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (uint16_t)gpuos__f32_to_f16(sw ? gpuos__e_maximum_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(t)) : gpuos__e_maximum_f16(gpuos__f16_to_f32(t), gpuos__f16_to_f32(y)));
                 break;
             }
@@ -6488,26 +6398,11 @@ __device__ __noinline__ void gpuos__d_mm_epi_g1(int cs, const gpuos__matmul_plan
     }
     case 1: { /* bf16 */
         uint16_t t = gpuos__d_opaque((uint16_t)gpuos__f32_to_bf16((float)v));
-#if GPUOS__D_MM_EPI_EARLY
-        /* the tensor operands in use, both loaded before the first operator (one round trip) */
-        int used = 0;
-#pragma unroll 1
-        for (int i = 0; i < p->n_epi; ++i) {
-            switch (p->epi[i] & GPUOS__EPI_OP) {
-            case 31:
-            case 32:
-            case 33:
-            case 39:
-            case 40:
-                used |= 1 << ((p->epi[i] >> GPUOS__EPI_IN_SHIFT) & 1);
-                break;
-            default: break;
-            }
-        }
+        /* the tensor operands in use (the host leaves the others NULL: plan.c, graph.c), both
+           loaded before the first operator (one round trip) */
         uint16_t y0 = 0, y1 = 0;
-        if (used & 1) y0 = *(const uint16_t *)(p->epi_ptr[0] + m * p->epi_sm[0] + n * p->epi_sn[0]);
-        if (used & 2) y1 = *(const uint16_t *)(p->epi_ptr[1] + m * p->epi_sm[1] + n * p->epi_sn[1]);
-#endif
+        if (p->epi_ptr[0]) y0 = *(const uint16_t *)(p->epi_ptr[0] + m * p->epi_sm[0] + n * p->epi_sn[0]);
+        if (p->epi_ptr[1]) y1 = *(const uint16_t *)(p->epi_ptr[1] + m * p->epi_sm[1] + n * p->epi_sn[1]);
 #pragma unroll 1
         for (int i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
@@ -6541,47 +6436,27 @@ __device__ __noinline__ void gpuos__d_mm_epi_g1(int cs, const gpuos__matmul_plan
                 break;
             }
             case 31: { /* add */
-#if GPUOS__D_MM_EPI_EARLY
                 const uint16_t y = j ? y1 : y0;
-#else
-                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (uint16_t)gpuos__f32_to_bf16(sw ? gpuos__e_add_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(t)) : gpuos__e_add_bf16(gpuos__bf16_to_f32(t), gpuos__bf16_to_f32(y)));
                 break;
             }
             case 32: { /* sub */
-#if GPUOS__D_MM_EPI_EARLY
                 const uint16_t y = j ? y1 : y0;
-#else
-                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (uint16_t)gpuos__f32_to_bf16(sw ? gpuos__e_sub_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(t)) : gpuos__e_sub_bf16(gpuos__bf16_to_f32(t), gpuos__bf16_to_f32(y)));
                 break;
             }
             case 33: { /* mul */
-#if GPUOS__D_MM_EPI_EARLY
                 const uint16_t y = j ? y1 : y0;
-#else
-                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (uint16_t)gpuos__f32_to_bf16(sw ? gpuos__e_mul_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(t)) : gpuos__e_mul_bf16(gpuos__bf16_to_f32(t), gpuos__bf16_to_f32(y)));
                 break;
             }
             case 39: { /* minimum */
-#if GPUOS__D_MM_EPI_EARLY
                 const uint16_t y = j ? y1 : y0;
-#else
-                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (uint16_t)gpuos__f32_to_bf16(sw ? gpuos__e_minimum_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(t)) : gpuos__e_minimum_bf16(gpuos__bf16_to_f32(t), gpuos__bf16_to_f32(y)));
                 break;
             }
             case 40: { /* maximum */
-#if GPUOS__D_MM_EPI_EARLY
                 const uint16_t y = j ? y1 : y0;
-#else
-                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (uint16_t)gpuos__f32_to_bf16(sw ? gpuos__e_maximum_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(t)) : gpuos__e_maximum_bf16(gpuos__bf16_to_f32(t), gpuos__bf16_to_f32(y)));
                 break;
             }
@@ -6594,26 +6469,11 @@ __device__ __noinline__ void gpuos__d_mm_epi_g1(int cs, const gpuos__matmul_plan
     }
     case 2: { /* f32 */
         float t = gpuos__d_opaque((float)((float)v));
-#if GPUOS__D_MM_EPI_EARLY
-        /* the tensor operands in use, both loaded before the first operator (one round trip) */
-        int used = 0;
-#pragma unroll 1
-        for (int i = 0; i < p->n_epi; ++i) {
-            switch (p->epi[i] & GPUOS__EPI_OP) {
-            case 31:
-            case 32:
-            case 33:
-            case 39:
-            case 40:
-                used |= 1 << ((p->epi[i] >> GPUOS__EPI_IN_SHIFT) & 1);
-                break;
-            default: break;
-            }
-        }
+        /* the tensor operands in use (the host leaves the others NULL: plan.c, graph.c), both
+           loaded before the first operator (one round trip) */
         float y0 = 0, y1 = 0;
-        if (used & 1) y0 = *(const float *)(p->epi_ptr[0] + m * p->epi_sm[0] + n * p->epi_sn[0]);
-        if (used & 2) y1 = *(const float *)(p->epi_ptr[1] + m * p->epi_sm[1] + n * p->epi_sn[1]);
-#endif
+        if (p->epi_ptr[0]) y0 = *(const float *)(p->epi_ptr[0] + m * p->epi_sm[0] + n * p->epi_sn[0]);
+        if (p->epi_ptr[1]) y1 = *(const float *)(p->epi_ptr[1] + m * p->epi_sm[1] + n * p->epi_sn[1]);
 #pragma unroll 1
         for (int i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
@@ -6647,47 +6507,27 @@ __device__ __noinline__ void gpuos__d_mm_epi_g1(int cs, const gpuos__matmul_plan
                 break;
             }
             case 31: { /* add */
-#if GPUOS__D_MM_EPI_EARLY
                 const float y = j ? y1 : y0;
-#else
-                const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (float)(sw ? gpuos__e_add_f32((y), (t)) : gpuos__e_add_f32((t), (y)));
                 break;
             }
             case 32: { /* sub */
-#if GPUOS__D_MM_EPI_EARLY
                 const float y = j ? y1 : y0;
-#else
-                const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (float)(sw ? gpuos__e_sub_f32((y), (t)) : gpuos__e_sub_f32((t), (y)));
                 break;
             }
             case 33: { /* mul */
-#if GPUOS__D_MM_EPI_EARLY
                 const float y = j ? y1 : y0;
-#else
-                const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (float)(sw ? gpuos__e_mul_f32((y), (t)) : gpuos__e_mul_f32((t), (y)));
                 break;
             }
             case 39: { /* minimum */
-#if GPUOS__D_MM_EPI_EARLY
                 const float y = j ? y1 : y0;
-#else
-                const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (float)(sw ? gpuos__e_minimum_f32((y), (t)) : gpuos__e_minimum_f32((t), (y)));
                 break;
             }
             case 40: { /* maximum */
-#if GPUOS__D_MM_EPI_EARLY
                 const float y = j ? y1 : y0;
-#else
-                const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (float)(sw ? gpuos__e_maximum_f32((y), (t)) : gpuos__e_maximum_f32((t), (y)));
                 break;
             }
@@ -6714,9 +6554,13 @@ __device__ __noinline__ void gpuos__d_matmul_g1(const gpuos__matmul_plan *p, int
 __device__ __noinline__ void gpuos__d_matmul_narrow_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_matmul_narrow<gpuos__d_mmg1>(p, begin, end, cs);
 }
+__device__ __noinline__ void gpuos__d_matmul_row_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_matmul_row<gpuos__d_mmg1>(p, begin, end, cs);
+}
 #else
 __device__ void gpuos__d_matmul_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
 __device__ void gpuos__d_matmul_narrow_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
+__device__ void gpuos__d_matmul_row_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
 #endif
 
 /* group 48: accumulation in double */
@@ -6744,12 +6588,11 @@ struct gpuos__d_mmg2 {
     }
     /* The epilogue (gpuos__matmul_plan.epi): see gpuos__d_mm_epi_g* below. */
     static __device__ __forceinline__ void epi(int cs, const gpuos__matmul_plan *p, char *o, int64_t m, int64_t n, T v);
+    /* Is case cs f32 (row tiles, gpuos__d_mm_row)? */
+    static __device__ __forceinline__ constexpr bool f32(int cs) {
+        return false;
+    }
 };
-#ifndef GPUOS__D_MM_EPI_EARLY
-/* 1: the epilogue's tensor operands loaded together before its first operator (tiny_mlp
-   81.4-81.6 us against 82.5-82.9 with each load where its operator needs it: H100) */
-#define GPUOS__D_MM_EPI_EARLY 1
-#endif
 #if GPUOS__D_MINE(0)
 /* The epilogue (gpuos__matmul_plan.epi) on output element (m, n) of value v, stored at o:
    each operator as its own task computes it, the value rounded to the dtype between. Only
@@ -6760,26 +6603,11 @@ __device__ __noinline__ void gpuos__d_mm_epi_g2(int cs, const gpuos__matmul_plan
     switch (cs) {
     case 0: { /* f64 */
         double t = gpuos__d_opaque((double)((double)v));
-#if GPUOS__D_MM_EPI_EARLY
-        /* the tensor operands in use, both loaded before the first operator (one round trip) */
-        int used = 0;
-#pragma unroll 1
-        for (int i = 0; i < p->n_epi; ++i) {
-            switch (p->epi[i] & GPUOS__EPI_OP) {
-            case 31:
-            case 32:
-            case 33:
-            case 39:
-            case 40:
-                used |= 1 << ((p->epi[i] >> GPUOS__EPI_IN_SHIFT) & 1);
-                break;
-            default: break;
-            }
-        }
+        /* the tensor operands in use (the host leaves the others NULL: plan.c, graph.c), both
+           loaded before the first operator (one round trip) */
         double y0 = 0, y1 = 0;
-        if (used & 1) y0 = *(const double *)(p->epi_ptr[0] + m * p->epi_sm[0] + n * p->epi_sn[0]);
-        if (used & 2) y1 = *(const double *)(p->epi_ptr[1] + m * p->epi_sm[1] + n * p->epi_sn[1]);
-#endif
+        if (p->epi_ptr[0]) y0 = *(const double *)(p->epi_ptr[0] + m * p->epi_sm[0] + n * p->epi_sn[0]);
+        if (p->epi_ptr[1]) y1 = *(const double *)(p->epi_ptr[1] + m * p->epi_sm[1] + n * p->epi_sn[1]);
 #pragma unroll 1
         for (int i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
@@ -6813,47 +6641,27 @@ __device__ __noinline__ void gpuos__d_mm_epi_g2(int cs, const gpuos__matmul_plan
                 break;
             }
             case 31: { /* add */
-#if GPUOS__D_MM_EPI_EARLY
                 const double y = j ? y1 : y0;
-#else
-                const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (double)(sw ? gpuos__e_add_f64((y), (t)) : gpuos__e_add_f64((t), (y)));
                 break;
             }
             case 32: { /* sub */
-#if GPUOS__D_MM_EPI_EARLY
                 const double y = j ? y1 : y0;
-#else
-                const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (double)(sw ? gpuos__e_sub_f64((y), (t)) : gpuos__e_sub_f64((t), (y)));
                 break;
             }
             case 33: { /* mul */
-#if GPUOS__D_MM_EPI_EARLY
                 const double y = j ? y1 : y0;
-#else
-                const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (double)(sw ? gpuos__e_mul_f64((y), (t)) : gpuos__e_mul_f64((t), (y)));
                 break;
             }
             case 39: { /* minimum */
-#if GPUOS__D_MM_EPI_EARLY
                 const double y = j ? y1 : y0;
-#else
-                const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (double)(sw ? gpuos__e_minimum_f64((y), (t)) : gpuos__e_minimum_f64((t), (y)));
                 break;
             }
             case 40: { /* maximum */
-#if GPUOS__D_MM_EPI_EARLY
                 const double y = j ? y1 : y0;
-#else
-                const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-#endif
                 t = (double)(sw ? gpuos__e_maximum_f64((y), (t)) : gpuos__e_maximum_f64((t), (y)));
                 break;
             }
@@ -6880,9 +6688,13 @@ __device__ __noinline__ void gpuos__d_matmul_g2(const gpuos__matmul_plan *p, int
 __device__ __noinline__ void gpuos__d_matmul_narrow_g2(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_matmul_narrow<gpuos__d_mmg2>(p, begin, end, cs);
 }
+__device__ __noinline__ void gpuos__d_matmul_row_g2(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_matmul_row<gpuos__d_mmg2>(p, begin, end, cs);
+}
 #else
 __device__ void gpuos__d_matmul_g2(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
 __device__ void gpuos__d_matmul_narrow_g2(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
+__device__ void gpuos__d_matmul_row_g2(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
 #endif
 
 /* ---------------------------------------------------------------- row-wise */
@@ -7709,18 +7521,24 @@ __device__ void gpuos__d_run(int kernel_id, const void *plan, int64_t begin, int
     case 46:
         if (gpuos__d_mm_narrow_ok<gpuos__d_mmg0>((const gpuos__matmul_plan *)plan))
             gpuos__d_matmul_narrow_g0((const gpuos__matmul_plan *)plan, begin, end, cs);
+        else if (gpuos__d_mm_row_ok<gpuos__d_mmg0>((const gpuos__matmul_plan *)plan))
+            gpuos__d_matmul_row_g0((const gpuos__matmul_plan *)plan, begin, end, cs);
         else
             gpuos__d_matmul_g0((const gpuos__matmul_plan *)plan, begin, end, cs);
         return;
     case 47:
         if (gpuos__d_mm_narrow_ok<gpuos__d_mmg1>((const gpuos__matmul_plan *)plan))
             gpuos__d_matmul_narrow_g1((const gpuos__matmul_plan *)plan, begin, end, cs);
+        else if (gpuos__d_mm_row_ok<gpuos__d_mmg1>((const gpuos__matmul_plan *)plan))
+            gpuos__d_matmul_row_g1((const gpuos__matmul_plan *)plan, begin, end, cs);
         else
             gpuos__d_matmul_g1((const gpuos__matmul_plan *)plan, begin, end, cs);
         return;
     case 48:
         if (gpuos__d_mm_narrow_ok<gpuos__d_mmg2>((const gpuos__matmul_plan *)plan))
             gpuos__d_matmul_narrow_g2((const gpuos__matmul_plan *)plan, begin, end, cs);
+        else if (gpuos__d_mm_row_ok<gpuos__d_mmg2>((const gpuos__matmul_plan *)plan))
+            gpuos__d_matmul_row_g2((const gpuos__matmul_plan *)plan, begin, end, cs);
         else
             gpuos__d_matmul_g2((const gpuos__matmul_plan *)plan, begin, end, cs);
         return;

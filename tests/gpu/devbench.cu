@@ -7,7 +7,8 @@
    2. throughput: gpuos__d_test_kernel over a large tensor with many blocks: GB/s.
 
    3. `devbench mm[N]`: the tiny MLP's layer tile (a narrow matmul block, its epilogue and its
-      layernorm prologue) only; N picks one case, for ncu.
+      layernorm prologue; then the same as a row tile, and the whole product both ways
+      compared byte for byte) only; N picks one case, for ncu.
 
    nvcc -arch=sm_90 -O2 -std=c++17 -rdc=true -maxrregcount=128 -I. tests/gpu/devbench.cu build/gpuos.o \
         -o build/devbench -ldl -lpthread                      (`make bench-gpu-dev`) */
@@ -19,6 +20,14 @@
 #include <string.h>
 
 extern "C" int gpuos__device_kernel_id(int op, int key, int out); /* src/generated/device_ids.c */
+
+/* Every tile of a task once, in order, by one block: [t * tile, (t + 1) * tile). */
+__global__ void run_tiles(int id, const void *plan, int64_t n_items, int64_t tile) {
+    for (int64_t b = 0; b < n_items; b += tile) {
+        gpuos__d_run(id, plan, b, b + tile < n_items ? b + tile : n_items);
+        __syncthreads();
+    }
+}
 
 __global__ void bench_chain(int id, const void *plan, int64_t n_items, int reps) {
     for (int r = 0; r < reps; ++r) {
@@ -115,7 +124,8 @@ static gpuos__matmul_plan mm_plan(int64_t M, int64_t K, int64_t N, char **bufs) 
    of a recorded graph, src/graph.c). which < 0: all four, timed; else case `which` only,
    launched twice (for ncu: --launch-skip 1 --launch-count 1). */
 static void mm_layer(char **bufs, int which) {
-    static const char *names[] = {"plain", "epilogue (+b, gelu, +x)", "prologue (layernorm)", "prologue + epilogue"};
+    static const char *names[] = {"plain", "epilogue (+b, gelu, +x)", "prologue (layernorm)", "prologue + epilogue",
+                                  "plain", "epilogue (+b, gelu, +x)", "prologue (layernorm)", "prologue + epilogue"};
     const int64_t M = 8, K = 256, N = 256;
     { /* inputs: small values, not zeros (the layernorm's and gelu's paths) */
         float *h = (float *)malloc(1 << 22);
@@ -123,10 +133,11 @@ static void mm_layer(char **bufs, int which) {
         for (int k = 1; k < 4; ++k) CK(cudaMemcpy(bufs[k], h, 1 << 22, cudaMemcpyHostToDevice));
         free(h);
     }
-    for (int v = 0; v < 4; ++v) {
+    const int id = gpuos__device_kernel_id(OP_MATMUL, DT_F32, DT_F32);
+    for (int v = 0; v < 8; ++v) {
         if (which >= 0 && v != which) continue;
         gpuos__matmul_plan p = mm_plan(M, K, N, bufs);
-        p.n_cb = 32;
+        p.n_cb = v < 4 ? 32 : GPUOS__MM_ROWS; /* 4..7: a row tile (all 256 columns of one row) */
         char *X = bufs[3] + (1 << 20), *bias = bufs[3];
         if (v & 1) { /* + bias (broadcast over rows), gelu, + X */
             p.n_epi = 3;
@@ -137,9 +148,30 @@ static void mm_layer(char **bufs, int which) {
             p.epi_ptr[1] = X, p.epi_sm[1] = K * 4, p.epi_sn[1] = 4;
         }
         if (v & 2) p.pro = 1, p.pro_out = X, p.pro_om = K * 4, p.pro_ok = 4, p.pro_eps = 1e-5;
-        ChainArg c = {gpuos__device_kernel_id(OP_MATMUL, DT_F32, DT_F32), to_device(p), M, 1000, 256};
+        ChainArg c = {id, to_device(p), v < 4 ? M : 1, 1000, 256};
         const float ms = time_ms(run_chain, &c);
-        printf("  matmul f32 8x256x256 8-column tile, %-26s %7.3f us/task\n", names[v], ms * 1000.0f / c.reps);
+        printf("  matmul f32 8x256x256 %s, %-26s %7.3f us/task\n", v < 4 ? "8-column tile" : "row tile     ", names[v],
+               ms * 1000.0f / c.reps);
+        if (v < 4 || which >= 0) continue;
+        /* the whole product both ways (32 narrow blocks, 8 row tiles): the same bytes */
+        const size_t ob = (size_t)M * N * 4, xb = (size_t)M * K * 4;
+        char *hn = (char *)malloc(2 * (ob + xb)), *hr = hn + ob + xb;
+        gpuos__matmul_plan q = p;
+        q.n_cb = 32;
+        for (int w = 0; w < 2; ++w) {
+            CK(cudaMemset(bufs[0], 0, ob));
+            if (v & 2) CK(cudaMemset(X, 0, xb));
+            if (w == 0) run_tiles<<<1, 256>>>(id, to_device(q), 32 * M, M);
+            else run_tiles<<<1, 256>>>(id, to_device(p), M, 1);
+            CK(cudaDeviceSynchronize());
+            CK(cudaMemcpy(w ? hr : hn, bufs[0], ob, cudaMemcpyDeviceToHost));
+            CK(cudaMemcpy((w ? hr : hn) + ob, X, xb, cudaMemcpyDeviceToHost));
+        }
+        if (v & 2) { /* X is also an input of the epilogue; without a prologue it stays 0 */
+        }
+        printf("    row tiles against narrow blocks, whole product%s: %s\n", v & 2 ? " and prologue output" : "",
+               memcmp(hn, hr, (v & 2) ? ob + xb : ob) ? "DIFFERENT" : "bit for bit");
+        free(hn);
     }
 }
 
