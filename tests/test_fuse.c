@@ -628,6 +628,95 @@ static void pro_limits(void) {
 /* Matmuls that cannot lead a fused task: batch axes, a 1-D output; and an epilogue that
    would need a third tensor operand. Each launch queues what the rules give and equals eager
    tasks bit for bit. */
+/* Chains of row-wise tasks (layernorm, softmax, rmsnorm) on views of [R, n] tensors, mixed
+   with element-wise tasks and row sums, eagerly and as a recorded graph (whose layernorm +
+   matmul layers run as row tiles on the GPU): on the GPU a row-wise task of one row a tile
+   is tile-aligned with the last writer of its rows (cuda_align_sigs) and waits for nothing,
+   so the same program on a second context whose every task waits for all earlier ones
+   (GPUOS_CUDA_SERIALIZE=1: the same device code and tiling) must give the same bytes. On
+   the host executor both contexts run the same code (the check then holds trivially). */
+static void row_chains(void) {
+    static const int64_t Rs[] = {1, 3, 8, 8, 40}, Ns[] = {64, 256, 256, 1000};
+    gpuos_context *cx[2] = {ctx, NULL};
+    int prog, c, i;
+    const char *old = getenv("GPUOS_CUDA_SERIALIZE");
+    setenv("GPUOS_CUDA_SERIALIZE", "1", 1);
+    if (gpuos_create(&cfg, &cx[1]) != GPUOS_OK) {
+        CHECK(0, "gpuos_create (serialized): %s", gpuos_last_error(NULL));
+        return;
+    }
+    if (old) setenv("GPUOS_CUDA_SERIALIZE", old, 1);
+    else unsetenv("GPUOS_CUDA_SERIALIZE");
+    for (prog = 0; prog < 12; prog++) {
+        const int64_t R = Rs[rnd(5)], n = Ns[rnd(4)], nn = R * n;
+        const int steps = 6 + (int)rnd(10), as_graph = prog % 3 == 2;
+        uint32_t ops[16], from[16], to[16];
+        float *in = (float *)malloc((size_t)nn * 2 * sizeof(float)), *out[2][3];
+        for (i = 0; i < nn * 2; i++) in[i] = (float)((double)rnd(2001) / 1000.0 - 1.0);
+        for (i = 0; i < steps; i++) ops[i] = rnd(7), from[i] = rnd(3), to[i] = rnd(3);
+        for (c = 0; c < 2; c++) {
+            gpuos_context *x = cx[c];
+            gpuos_tensor *t[3] = {NULL, NULL, NULL}, *w = NULL, *v = NULL;
+            gpuos_graph *g = NULL;
+            int64_t sh[2] = {R, n}, sw[2] = {n, n};
+            uint64_t seq;
+            for (i = 0; i < 3; i++)
+                CHECK(gpuos_tensor_new(x, GPUOS_F32, 2, sh, &t[i]) == GPUOS_OK, "%s", gpuos_last_error(x));
+            CHECK(gpuos_tensor_new(x, GPUOS_F32, 2, sw, &w) == GPUOS_OK, "%s", gpuos_last_error(x));
+            CHECK(gpuos_tensor_new(x, GPUOS_F32, 1, &R, &v) == GPUOS_OK, "%s", gpuos_last_error(x));
+            CHECK(gpuos_upload(x, t[0], in, (size_t)nn * sizeof(float)) == GPUOS_OK, "%s", gpuos_last_error(x));
+            CHECK(gpuos_upload(x, t[1], in + nn, (size_t)nn * sizeof(float)) == GPUOS_OK, "%s", gpuos_last_error(x));
+            CHECK(gpuos_fill(x, t[2], 0.5) == GPUOS_OK, "%s", gpuos_last_error(x));
+            CHECK(gpuos_fill(x, w, 1.0 / (double)n) == GPUOS_OK, "%s", gpuos_last_error(x));
+            if (as_graph) CHECK(gpuos_graph_create(x, &g) == GPUOS_OK, "%s", gpuos_last_error(x));
+            for (i = 0; i < steps; i++) {
+                gpuos_task k = GPUOS_TASK_INIT;
+                gpuos_tensor *a = t[from[i]], *o = t[to[i]];
+                switch (ops[i]) {
+                case 0: k.op = GPUOS_OP_LAYERNORM, k.out = o, k.in[0] = a, k.scalar[0] = 1e-5; break;
+                case 1: k.op = GPUOS_OP_SOFTMAX, k.out = o, k.in[0] = a; break;
+                case 2: k.op = GPUOS_OP_RMSNORM, k.out = o, k.in[0] = a, k.scalar[0] = 1e-5; break;
+                case 3: k.op = GPUOS_OP_ADD, k.out = o, k.in[0] = o, k.in[1] = a; break;
+                case 4: k.op = GPUOS_OP_MUL, k.out = a, k.in[0] = a, k.in[1] = a; break;
+                case 5: k.op = GPUOS_OP_SUM, k.out = v, k.in[0] = a, k.axes = 2; break;
+                default: /* a layer: layernorm then a product reading it (a prologue when fused) */
+                    k.op = GPUOS_OP_LAYERNORM, k.out = o, k.in[0] = a, k.scalar[0] = 1e-5;
+                    if (o == a) break;
+                    if (g) CHECK(gpuos_graph_add(g, &k, NULL) == GPUOS_OK, "%s", gpuos_last_error(x));
+                    else CHECK(gpuos_submit(x, &k, NULL) == GPUOS_OK, "%s", gpuos_last_error(x));
+                    k = (gpuos_task)GPUOS_TASK_INIT;
+                    k.op = GPUOS_OP_MATMUL, k.out = t[3 - from[i] - to[i]], k.in[0] = o, k.in[1] = w;
+                    break;
+                }
+                if (g) CHECK(gpuos_graph_add(g, &k, NULL) == GPUOS_OK, "%s", gpuos_last_error(x));
+                else CHECK(gpuos_submit(x, &k, NULL) == GPUOS_OK, "%s", gpuos_last_error(x));
+            }
+            if (g) {
+                CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, &seq) == GPUOS_OK, "%s", gpuos_last_error(x));
+                CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, &seq) == GPUOS_OK, "%s", gpuos_last_error(x));
+            }
+            for (i = 0; i < 3; i++) {
+                out[c][i] = (float *)malloc((size_t)nn * sizeof(float));
+                CHECK(gpuos_download(x, t[i], out[c][i], (size_t)nn * sizeof(float)) == GPUOS_OK, "%s",
+                      gpuos_last_error(x));
+            }
+            if (g) gpuos_graph_release(g);
+            for (i = 0; i < 3; i++) gpuos_tensor_release(t[i]);
+            gpuos_tensor_release(w);
+            gpuos_tensor_release(v);
+        }
+        for (i = 0; i < 3; i++) {
+            CHECK(memcmp(out[0][i], out[1][i], (size_t)nn * sizeof(float)) == 0,
+                  "row chain %d (R %lld, n %lld, %d steps%s): tensor %d differs from the serialized context's", prog,
+                  (long long)R, (long long)n, steps, as_graph ? ", a graph launched twice" : "", i);
+            free(out[0][i]);
+            free(out[1][i]);
+        }
+        free(in);
+    }
+    gpuos_destroy(cx[1]);
+}
+
 static void refused(void) {
     static const struct {
         int ra, rb;
@@ -698,6 +787,7 @@ int main(void) {
     refused();
     pro_limits();
     for (pi = 0; pi < programs; pi++) random_pro(pi);
+    row_chains();
     printf("test_fuse: %d of %d layernorm + matmul programs fused as a prologue\n", n_pro_fused, n_pro);
     mlp(GPUOS_F32, 64);
     mlp(GPUOS_F32, 128);

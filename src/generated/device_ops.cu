@@ -1197,6 +1197,9 @@ static __device__ __forceinline__ void gpuos__d_mm_narrow(const char *A, const c
    256 threads, so that no load is predicated); the warps' sums meet in shared memory and thread t adds column t's in order and stores it. f32 only
    (row-major B: b_n 4, b_k and B 16-byte aligned, N a multiple of 4: gpuos__d_mm_row_ok). */
 #define GPUOS__D_MM_ROW_RED (8 * 256 * 4) /* the warps' sums: [8 warps][256 columns], at the buffer's end */
+#ifndef GPUOS__D_MM_ROW_CG
+#define GPUOS__D_MM_ROW_CG 0 /* 1: B's loads as ld.global.cg (A/B knob) */
+#endif
 template <class D, int cs, int KS> /* per dtype case, inline in its entry gpuos__d_matmul_row */
 static __device__ __forceinline__ void gpuos__d_mm_row(const char *A, const char *B, char *O, int64_t N, int64_t K,
                                                        int64_t a_k, int64_t b_k, int64_t o_n,
@@ -1211,7 +1214,12 @@ static __device__ __forceinline__ void gpuos__d_mm_row(const char *A, const char
     auto load = [&](float4 (&v)[KS], const char *Bq, int w, int q) {
         const char *b = Bq + (int64_t)((4 * w + q) * KS) * b_k;
 #pragma unroll
-        for (int j = 0; j < KS; ++j) v[j] = *(const float4 *)(b + j * b_k);
+        for (int j = 0; j < KS; ++j)
+#if GPUOS__D_MM_ROW_CG
+            v[j] = __ldcg((const float4 *)(b + j * b_k)); /* global, L2 only: not the generic LD of a plan pointer */
+#else
+            v[j] = *(const float4 *)(b + j * b_k);
+#endif
     };
     /* its FMA chains from 0 (4 columns), in k order */
     auto chain = [&](const float4 (&v)[KS], int w, int q) {
