@@ -637,17 +637,23 @@ static void pro_limits(void) {
    the host executor both contexts run the same code (the check then holds trivially). */
 static void row_chains(void) {
     static const int64_t Rs[] = {1, 3, 8, 8, 40}, Ns[] = {64, 256, 256, 1000};
-    gpuos_context *cx[2] = {ctx, NULL};
     int prog, c, i;
-    const char *old = getenv("GPUOS_CUDA_SERIALIZE");
-    setenv("GPUOS_CUDA_SERIALIZE", "1", 1);
-    if (gpuos_create(&cfg, &cx[1]) != GPUOS_OK) {
-        CHECK(0, "gpuos_create (serialized): %s", gpuos_last_error(NULL));
-        return;
-    }
-    if (old) setenv("GPUOS_CUDA_SERIALIZE", old, 1);
-    else unsetenv("GPUOS_CUDA_SERIALIZE");
     for (prog = 0; prog < 12; prog++) {
+        /* two fresh contexts per program, every tensor made before the first task (memcheck
+           cannot see memory allocated while the kernel runs) */
+        gpuos_context *cx[2] = {NULL, NULL};
+        const char *old = getenv("GPUOS_CUDA_SERIALIZE");
+        for (c = 0; c < 2; c++) {
+            if (c) setenv("GPUOS_CUDA_SERIALIZE", "1", 1);
+            if (gpuos_create(&cfg, &cx[c]) != GPUOS_OK) CHECK(0, "gpuos_create: %s", gpuos_last_error(NULL));
+        }
+        if (old) setenv("GPUOS_CUDA_SERIALIZE", old, 1);
+        else unsetenv("GPUOS_CUDA_SERIALIZE");
+        if (!cx[0] || !cx[1]) {
+            if (cx[0]) gpuos_destroy(cx[0]);
+            if (cx[1]) gpuos_destroy(cx[1]);
+            return;
+        }
         const int64_t R = Rs[rnd(5)], n = Ns[rnd(4)], nn = R * n;
         const int steps = 6 + (int)rnd(10), as_graph = prog % 3 == 2;
         uint32_t ops[16], from[16], to[16];
@@ -713,8 +719,9 @@ static void row_chains(void) {
             free(out[1][i]);
         }
         free(in);
+        gpuos_destroy(cx[0]);
+        gpuos_destroy(cx[1]);
     }
-    gpuos_destroy(cx[1]);
 }
 
 static void refused(void) {
