@@ -1290,9 +1290,10 @@ static void cuda_align_sigs(const struct gpuos__cuda *c, const gpuos__job *job, 
                 ops[k].sig = cuda_row_sig(ops[k].ptr, ops[k].shape[0], ops[k].stride[0], ops[k].shape[1],
                                           ops[k].stride[1], ops[k].elsize);
     } else if (job->kind == GPUOS__KIND_ROWS && job->plan.rows.outer_rank == 1 && !job->rt) {
-        for (k = 0; k < 2; k++) /* out, in: [rows, n] */
-            ops[k].sig = cuda_row_sig(ops[k].ptr, ops[k].shape[0], ops[k].stride[0], ops[k].shape[1], ops[k].stride[1],
-                                      ops[k].elsize);
+        for (k = 0; k < 2; k++) /* out, in: [rows, n] (not rows broadcast from one: every tile reads it) */
+            if (ops[k].stride[0] != 0)
+                ops[k].sig = cuda_row_sig(ops[k].ptr, ops[k].shape[0], ops[k].stride[0], ops[k].shape[1],
+                                          ops[k].stride[1], ops[k].elsize);
     }
 }
 
