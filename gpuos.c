@@ -4243,15 +4243,17 @@ static int64_t cuda_matmul_cb(const struct gpuos__cuda *c, const gpuos__job *job
    output summed as the narrow blocks sum it (bit for bit), so that the next layer's fused
    product, whose prologue reads that row, or a layernorm of it, is tile-aligned with it
    (cuda_align_sigs) and runs on the same block with no wait. Where gpuos__d_mm_row_ok holds:
-   K = 128 or 256 (slices of 4 or 8 values for 256 threads), N a multiple of 4, B row-major
-   and 16-byte aligned, no batch axes. */
+   K = 128 or 256 (slices of 4 or 8 values for 256 threads; a prologue only at 256: graph.c
+   fuses a layernorm only where the device gives its row to the whole block), N a multiple
+   of 4, B row-major and 16-byte aligned, no batch axes. */
 static int cuda_matmul_rows(const struct gpuos__cuda *c, const gpuos__job *job) {
     const gpuos__matmul_plan *p = &job->plan.matmul;
     int64_t ncb;
     if (!c->mm_rows || job->kind != GPUOS__KIND_MATMUL || job->items <= 0 || job->dev_kernel != c->mm_f32) return 0;
     if ((!p->pro && p->n_epi == 0) || p->batch_rank != 0 || p->batch_numel != 1 || p->M > 8) return 0;
     if (p->N % 4 != 0 || p->b_n != 4 || p->b_k % 16 != 0 || ((uintptr_t)p->b & 15) != 0) return 0;
-    if (p->K * 8 != GPUOS__PK_THREADS * 4 && p->K * 8 != GPUOS__PK_THREADS * 8) return 0;
+    /* gpuos__d_mm_row: 256 columns a pass over 256 threads, slices of 4 or 8 values of K */
+    if (GPUOS__PK_THREADS != 256 || (p->K != 128 && p->K != 256)) return 0;
     if (p->pro) return 1; /* narrow blocks otherwise (cuda_matmul_cb) */
     ncb = cuda_matmul_cb(c, job); /* only where the unfused product would run on narrow blocks */
     return ncb > 1 && p->N <= 8 * ncb;
@@ -4506,6 +4508,14 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         }
     }
 
+    /* Launch first: the kernel starts reading the ring at the current position, so it
+       must be running before this job writes its first slot (a plan chunk, maybe); and
+       the launch sets the run-time workers (P.n_rt), on which the tiling, the row tiles
+       and the plan's column blocks all depend: they must see the same count. */
+    if (!c->running) {
+        st = cuda_launch_locked(ctx, c);
+        if (st != GPUOS_OK) return st;
+    }
     cuda_tiling(c, job, &tile, &n_tiles);
 
     /* Dependencies from each operand's storage log. The retired mark is the line the
@@ -4601,12 +4611,6 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
 
     GPUOS__PH(GPUOS__PH_DEPS, t0);
     t0 = GPUOS__PH_NOW();
-    /* Launch first: the kernel starts reading the ring at the current position, so it
-       must be running before this job writes its first slot (a plan chunk, maybe). */
-    if (!c->running) {
-        st = cuda_launch_locked(ctx, c);
-        if (st != GPUOS_OK) return st;
-    }
     {
         gpuos__matmul_plan mp;
         plan = cuda_device_plan(c, job, &mp, &n_items);

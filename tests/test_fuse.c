@@ -625,77 +625,104 @@ static void pro_limits(void) {
     fresh_end();
 }
 
-/* Matmuls that cannot lead a fused task: batch axes, a 1-D output; and an epilogue that
-   would need a third tensor operand. Each launch queues what the rules give and equals eager
-   tasks bit for bit. */
-/* Chains of row-wise tasks (layernorm, softmax, rmsnorm) on views of [R, n] tensors, mixed
-   with element-wise tasks and row sums, eagerly and as a recorded graph (whose layernorm +
-   matmul layers run as row tiles on the GPU): on the GPU a row-wise task of one row a tile
-   is tile-aligned with the last writer of its rows (cuda_align_sigs) and waits for nothing,
-   so the same program on a second context whose every task waits for all earlier ones
-   (GPUOS_CUDA_SERIALIZE=1: the same device code and tiling) must give the same bytes. On
-   the host executor both contexts run the same code (the check then holds trivially). */
+/* Chains of row-wise tasks (layernorm, softmax, rmsnorm) and layers (layernorm, matmul by W,
+   + bias, gelu, + the layernorm's output) on views of [R, n] tensors (plain, or rows of a wider
+   tensor), mixed with element-wise tasks and row sums, eagerly and as recorded graphs launched
+   twice (the layers fused: a prologue and an epilogue, run as row tiles on the GPU where n is
+   128 or 256). On the GPU a row-wise task of one row a tile, or a row tile, is tile-aligned
+   with the last writer of its rows (cuda_align_sigs) and waits for nothing; the same program
+   on a context whose every task waits for all earlier ones (GPUOS_CUDA_SERIALIZE=1: the same
+   device code and tiling) must give the same bytes, and so must one without row tiles
+   (GPUOS_CUDA_MM_ROWS=0: narrow blocks, summed in the same order). On the host executor the
+   contexts run the same code (the checks then hold trivially). */
 static void row_chains(void) {
-    static const int64_t Rs[] = {1, 3, 8, 8, 40}, Ns[] = {64, 256, 256, 1000};
-    int prog, c, i;
-    for (prog = 0; prog < 12; prog++) {
-        /* two fresh contexts per program, every tensor made before the first task (memcheck
+    static const int64_t Rs[] = {1, 3, 8, 8, 40}, Ns[] = {64, 128, 256, 256, 1000};
+    static const char *const envs[3] = {NULL, "GPUOS_CUDA_SERIALIZE", "GPUOS_CUDA_MM_ROWS"};
+    static const char *const vals[3] = {NULL, "1", "0"};
+    const int programs = getenv("GPUOS_TEST_QUICK") ? 8 : 24;
+    int prog, c, i, n_graphs = 0, n_fused = 0;
+    for (prog = 0; prog < programs; prog++) {
+        /* three fresh contexts per program, every tensor made before the first task (memcheck
            cannot see memory allocated while the kernel runs) */
-        gpuos_context *cx[2] = {NULL, NULL};
-        const char *old = getenv("GPUOS_CUDA_SERIALIZE");
-        for (c = 0; c < 2; c++) {
-            if (c) setenv("GPUOS_CUDA_SERIALIZE", "1", 1);
-            if (gpuos_create(&cfg, &cx[c]) != GPUOS_OK) CHECK(0, "gpuos_create: %s", gpuos_last_error(NULL));
-        }
-        if (old) setenv("GPUOS_CUDA_SERIALIZE", old, 1);
-        else unsetenv("GPUOS_CUDA_SERIALIZE");
-        if (!cx[0] || !cx[1]) {
-            if (cx[0]) gpuos_destroy(cx[0]);
-            if (cx[1]) gpuos_destroy(cx[1]);
-            return;
-        }
-        const int64_t R = Rs[rnd(5)], n = Ns[rnd(4)], nn = R * n;
-        const int steps = 6 + (int)rnd(10), as_graph = prog % 3 == 2;
+        gpuos_context *cx[3] = {NULL, NULL, NULL};
+        const int64_t R = Rs[rnd(5)], n = Ns[rnd(5)], wide = rnd(3) == 0, nn = R * n;
+        const int as_graph = prog % 2 == 1, layers_only = prog % 4 == 3;
+        const int steps = layers_only ? 2 + (int)rnd(4) : 6 + (int)rnd(10);
         uint32_t ops[16], from[16], to[16];
-        float *in = (float *)malloc((size_t)nn * 2 * sizeof(float)), *out[2][3];
-        for (i = 0; i < nn * 2; i++) in[i] = (float)((double)rnd(2001) / 1000.0 - 1.0);
-        for (i = 0; i < steps; i++) ops[i] = rnd(7), from[i] = rnd(3), to[i] = rnd(3);
-        for (c = 0; c < 2; c++) {
+        float *in = (float *)malloc((size_t)nn * 3 * sizeof(float)), *out[3][3];
+        int ok = 1;
+        for (c = 0; c < 3; c++) {
+            const char *old = c ? getenv(envs[c]) : NULL;
+            if (c) setenv(envs[c], vals[c], 1);
+            if (gpuos_create(&cfg, &cx[c]) != GPUOS_OK) CHECK(0, "gpuos_create: %s", gpuos_last_error(NULL));
+            if (c && old) setenv(envs[c], old, 1);
+            else if (c) unsetenv(envs[c]);
+            ok &= cx[c] != NULL;
+        }
+        for (i = 0; i < nn * 3; i++) in[i] = (float)((double)rnd(2001) / 1000.0 - 1.0);
+        for (i = 0; i < steps; i++) {
+            ops[i] = layers_only ? 6 : rnd(7), from[i] = rnd(3), to[i] = rnd(3);
+            if (ops[i] == 6 && to[i] == from[i]) to[i] = (from[i] + 1) % 3; /* a layer: a, x, h distinct */
+            if (layers_only && i > 0) /* an MLP: this layer reads the last one's h */
+                from[i] = 3 - from[i - 1] - to[i - 1], to[i] = from[i - 1];
+        }
+        for (c = 0; c < 3 && ok; c++) {
             gpuos_context *x = cx[c];
-            gpuos_tensor *t[3] = {NULL, NULL, NULL}, *w = NULL, *v = NULL;
+            gpuos_tensor *t[3] = {NULL, NULL, NULL}, *tb[3] = {NULL, NULL, NULL}, *w = NULL, *b = NULL, *v = NULL;
+            gpuos_tensor *hc[3] = {NULL, NULL, NULL}; /* contiguous copies in and out */
             gpuos_graph *g = NULL;
-            int64_t sh[2] = {R, n}, sw[2] = {n, n};
+            int64_t sh[2] = {R, wide ? n + 4 : n}, sc[2] = {R, n}, sw[2] = {n, n};
             uint64_t seq;
-            for (i = 0; i < 3; i++)
-                CHECK(gpuos_tensor_new(x, GPUOS_F32, 2, sh, &t[i]) == GPUOS_OK, "%s", gpuos_last_error(x));
+            for (i = 0; i < 3; i++) { /* t[i]: [R, n], or columns 2 .. n + 2 of [R, n + 4] */
+                CHECK(gpuos_tensor_new(x, GPUOS_F32, 2, sh, &tb[i]) == GPUOS_OK, "%s", gpuos_last_error(x));
+                CHECK(gpuos_tensor_new(x, GPUOS_F32, 2, sc, &hc[i]) == GPUOS_OK, "%s", gpuos_last_error(x));
+                if (wide) CHECK(gpuos_view_slice(tb[i], 1, 2, 2 + n, 1, &t[i]) == GPUOS_OK, "%s", gpuos_last_error(x));
+                else t[i] = tb[i];
+            }
             CHECK(gpuos_tensor_new(x, GPUOS_F32, 2, sw, &w) == GPUOS_OK, "%s", gpuos_last_error(x));
+            CHECK(gpuos_tensor_new(x, GPUOS_F32, 1, &n, &b) == GPUOS_OK, "%s", gpuos_last_error(x));
             CHECK(gpuos_tensor_new(x, GPUOS_F32, 1, &R, &v) == GPUOS_OK, "%s", gpuos_last_error(x));
-            CHECK(gpuos_upload(x, t[0], in, (size_t)nn * sizeof(float)) == GPUOS_OK, "%s", gpuos_last_error(x));
-            CHECK(gpuos_upload(x, t[1], in + nn, (size_t)nn * sizeof(float)) == GPUOS_OK, "%s", gpuos_last_error(x));
-            CHECK(gpuos_fill(x, t[2], 0.5) == GPUOS_OK, "%s", gpuos_last_error(x));
+            for (i = 0; i < 3; i++) { /* the view's values from in, through its contiguous copy */
+                CHECK(gpuos_fill(x, tb[i], 0.25) == GPUOS_OK, "%s", gpuos_last_error(x));
+                CHECK(gpuos_upload(x, hc[i], in + i * nn, (size_t)nn * sizeof(float)) == GPUOS_OK, "%s",
+                      gpuos_last_error(x));
+                CHECK(gpuos_copy(x, t[i], hc[i]) == GPUOS_OK, "%s", gpuos_last_error(x));
+            }
             CHECK(gpuos_fill(x, w, 1.0 / (double)n) == GPUOS_OK, "%s", gpuos_last_error(x));
+            CHECK(gpuos_fill(x, b, 0.125) == GPUOS_OK, "%s", gpuos_last_error(x));
             if (as_graph) CHECK(gpuos_graph_create(x, &g) == GPUOS_OK, "%s", gpuos_last_error(x));
+            int nodes = 0;
             for (i = 0; i < steps; i++) {
-                gpuos_task k = GPUOS_TASK_INIT;
+                gpuos_task k[5];
+                int nk = 1, q;
                 gpuos_tensor *a = t[from[i]], *o = t[to[i]];
+                for (q = 0; q < 5; q++) k[q] = (gpuos_task)GPUOS_TASK_INIT;
                 switch (ops[i]) {
-                case 0: k.op = GPUOS_OP_LAYERNORM, k.out = o, k.in[0] = a, k.scalar[0] = 1e-5; break;
-                case 1: k.op = GPUOS_OP_SOFTMAX, k.out = o, k.in[0] = a; break;
-                case 2: k.op = GPUOS_OP_RMSNORM, k.out = o, k.in[0] = a, k.scalar[0] = 1e-5; break;
-                case 3: k.op = GPUOS_OP_ADD, k.out = o, k.in[0] = o, k.in[1] = a; break;
-                case 4: k.op = GPUOS_OP_MUL, k.out = a, k.in[0] = a, k.in[1] = a; break;
-                case 5: k.op = GPUOS_OP_SUM, k.out = v, k.in[0] = a, k.axes = 2; break;
-                default: /* a layer: layernorm then a product reading it (a prologue when fused) */
-                    k.op = GPUOS_OP_LAYERNORM, k.out = o, k.in[0] = a, k.scalar[0] = 1e-5;
-                    if (o == a) break;
-                    if (g) CHECK(gpuos_graph_add(g, &k, NULL) == GPUOS_OK, "%s", gpuos_last_error(x));
-                    else CHECK(gpuos_submit(x, &k, NULL) == GPUOS_OK, "%s", gpuos_last_error(x));
-                    k = (gpuos_task)GPUOS_TASK_INIT;
-                    k.op = GPUOS_OP_MATMUL, k.out = t[3 - from[i] - to[i]], k.in[0] = o, k.in[1] = w;
+                case 0: k[0].op = GPUOS_OP_LAYERNORM, k[0].out = o, k[0].in[0] = a, k[0].scalar[0] = 1e-5; break;
+                case 1: k[0].op = GPUOS_OP_SOFTMAX, k[0].out = o, k[0].in[0] = a; break;
+                case 2: k[0].op = GPUOS_OP_RMSNORM, k[0].out = o, k[0].in[0] = a, k[0].scalar[0] = 1e-5; break;
+                case 3: k[0].op = GPUOS_OP_ADD, k[0].out = o, k[0].in[0] = o, k[0].in[1] = a; break;
+                case 4: k[0].op = GPUOS_OP_MUL, k[0].out = a, k[0].in[0] = a, k[0].in[1] = a; break;
+                case 5: k[0].op = GPUOS_OP_SUM, k[0].out = v, k[0].in[0] = a, k[0].axes = 2; break;
+                default: { /* a layer: x = layernorm(a), h = x @ W + bias, gelu, + x (h the third tensor) */
+                    gpuos_tensor *h = t[3 - from[i] - to[i]];
+                    nk = 5;
+                    k[0].op = GPUOS_OP_LAYERNORM, k[0].out = o, k[0].in[0] = a, k[0].scalar[0] = 1e-5;
+                    k[1].op = GPUOS_OP_MATMUL, k[1].out = h, k[1].in[0] = o, k[1].in[1] = w;
+                    k[2].op = GPUOS_OP_ADD, k[2].out = h, k[2].in[0] = h, k[2].in[1] = b;
+                    k[3].op = GPUOS_OP_GELU, k[3].out = h, k[3].in[0] = h;
+                    k[4].op = GPUOS_OP_ADD, k[4].out = h, k[4].in[0] = h, k[4].in[1] = o;
                     break;
                 }
-                if (g) CHECK(gpuos_graph_add(g, &k, NULL) == GPUOS_OK, "%s", gpuos_last_error(x));
-                else CHECK(gpuos_submit(x, &k, NULL) == GPUOS_OK, "%s", gpuos_last_error(x));
+                }
+                for (q = 0; q < nk; q++, nodes++) {
+                    if (g) CHECK(gpuos_graph_add(g, &k[q], NULL) == GPUOS_OK, "%s", gpuos_last_error(x));
+                    else CHECK(gpuos_submit(x, &k[q], NULL) == GPUOS_OK, "%s", gpuos_last_error(x));
+                }
+            }
+            if (g && c == 0) { /* how many launched tasks (fused layers: fewer than nodes) */
+                n_graphs++;
+                n_fused += gpuos_debug_graph_tasks(g) < nodes;
             }
             if (g) {
                 CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, &seq) == GPUOS_OK, "%s", gpuos_last_error(x));
@@ -703,27 +730,39 @@ static void row_chains(void) {
             }
             for (i = 0; i < 3; i++) {
                 out[c][i] = (float *)malloc((size_t)nn * sizeof(float));
-                CHECK(gpuos_download(x, t[i], out[c][i], (size_t)nn * sizeof(float)) == GPUOS_OK, "%s",
+                CHECK(gpuos_copy(x, hc[i], t[i]) == GPUOS_OK, "%s", gpuos_last_error(x));
+                CHECK(gpuos_download(x, hc[i], out[c][i], (size_t)nn * sizeof(float)) == GPUOS_OK, "%s",
                       gpuos_last_error(x));
             }
             if (g) gpuos_graph_release(g);
-            for (i = 0; i < 3; i++) gpuos_tensor_release(t[i]);
+            for (i = 0; i < 3; i++) {
+                if (wide) gpuos_tensor_release(t[i]);
+                gpuos_tensor_release(tb[i]);
+                gpuos_tensor_release(hc[i]);
+            }
             gpuos_tensor_release(w);
+            gpuos_tensor_release(b);
             gpuos_tensor_release(v);
         }
-        for (i = 0; i < 3; i++) {
-            CHECK(memcmp(out[0][i], out[1][i], (size_t)nn * sizeof(float)) == 0,
-                  "row chain %d (R %lld, n %lld, %d steps%s): tensor %d differs from the serialized context's", prog,
-                  (long long)R, (long long)n, steps, as_graph ? ", a graph launched twice" : "", i);
-            free(out[0][i]);
-            free(out[1][i]);
+        for (i = 0; i < 3 && ok; i++) {
+            for (c = 1; c < 3; c++)
+                CHECK(memcmp(out[0][i], out[c][i], (size_t)nn * sizeof(float)) == 0,
+                      "row chain %d (R %lld, n %lld%s, %d steps%s): tensor %d differs from the context with %s=%s", prog,
+                      (long long)R, (long long)n, wide ? " in a wider tensor" : "", steps,
+                      as_graph ? ", a graph launched twice" : "", i, envs[c], vals[c]);
+            for (c = 0; c < 3; c++) free(out[c][i]);
         }
         free(in);
-        gpuos_destroy(cx[0]);
-        gpuos_destroy(cx[1]);
+        for (c = 0; c < 3; c++)
+            if (cx[c]) gpuos_destroy(cx[c]);
     }
+    printf("test_fuse: %d of %d row-chain graphs fused layers\n", n_fused, n_graphs);
+    CHECK(n_fused > 0 || getenv("GPUOS_TEST_QUICK"), "no row-chain graph fused a layer");
 }
 
+/* Matmuls that cannot lead a fused task: batch axes, a 1-D output; and an epilogue that
+   would need a third tensor operand. Each launch queues what the rules give and equals eager
+   tasks bit for bit. */
 static void refused(void) {
     static const struct {
         int ra, rb;
