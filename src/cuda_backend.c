@@ -1274,26 +1274,23 @@ static int cuda_operands(const gpuos__job *job, cuda__operand *ops) {
    input and output, one row a tile) get the view's hash as their sig, so that two such
    accesses with equal tiles are tile-aligned as element-wise operands are (the row's
    bytes, the same worker). A different tag from the element-wise sigs. */
-static uint64_t cuda_row_sig(const void *ptr, int64_t rows, int64_t rs, int64_t cols, int64_t cs, int es) {
+static uint64_t cuda_row_sig(const cuda__operand *o) { /* o: [rows, cols] */
     int64_t v[5];
     uint64_t h;
-    v[0] = rows, v[1] = rs, v[2] = cols, v[3] = cs, v[4] = es;
-    h = cuda_hash(cuda_hash(CUDA__HASH0 ^ 0x524f5753ull, &ptr, sizeof ptr), v, sizeof v);
+    v[0] = o->shape[0], v[1] = o->stride[0], v[2] = o->shape[1], v[3] = o->stride[1], v[4] = o->elsize;
+    h = cuda_hash(cuda_hash(CUDA__HASH0 ^ 0x524f5753ull, &o->ptr, sizeof o->ptr), v, sizeof v);
     return h ? h : 2;
 }
-static int cuda_matmul_rows(const struct gpuos__cuda *c, const gpuos__job *job);
+static int64_t cuda_matmul_cb(const struct gpuos__cuda *c, const gpuos__job *job);
 static void cuda_align_sigs(const struct gpuos__cuda *c, const gpuos__job *job, cuda__operand *ops, int n) {
     int k;
-    if (job->kind == GPUOS__KIND_MATMUL && cuda_matmul_rows(c, job)) {
+    if (job->kind == GPUOS__KIND_MATMUL && cuda_matmul_cb(c, job) == GPUOS__MM_ROWS) {
         for (k = 0; k < n; k++) /* [M, *] views (B, [K, N], is read whole by every tile) */
             if (k != 2 && ops[k].rank == 2 && ops[k].shape[0] == job->plan.matmul.M && ops[k].stride[0] != 0)
-                ops[k].sig = cuda_row_sig(ops[k].ptr, ops[k].shape[0], ops[k].stride[0], ops[k].shape[1],
-                                          ops[k].stride[1], ops[k].elsize);
+                ops[k].sig = cuda_row_sig(&ops[k]);
     } else if (job->kind == GPUOS__KIND_ROWS && job->plan.rows.outer_rank == 1 && !job->rt) {
         for (k = 0; k < 2; k++) /* out, in: [rows, n] (not rows broadcast from one: every tile reads it) */
-            if (ops[k].stride[0] != 0)
-                ops[k].sig = cuda_row_sig(ops[k].ptr, ops[k].shape[0], ops[k].stride[0], ops[k].shape[1],
-                                          ops[k].stride[1], ops[k].elsize);
+            if (ops[k].stride[0] != 0) ops[k].sig = cuda_row_sig(&ops[k]);
     }
 }
 
@@ -1424,12 +1421,11 @@ static int cuda_job_workers(const struct gpuos__cuda *c, const gpuos__job *job) 
     return job->dev_kernel >= GPUOS__RT_KERNEL_BASE && c->n_rt > 0 ? c->n_rt : c->n_workers - (int)c->P.n_rt;
 }
 
-/* Matmul column blocks (gpuos__matmul_plan.n_cb): a matmul of few output rows (8 rows are
-   one 32-row tile: one block for the whole product) is also split by columns, so that about
-   half the workers share it: blocks of at least 8 columns when M <= 8 (the device's narrow
-   path, gpuos__d_mm_narrow), else 32 (the device rounds a block up to that many). 1: not
-   split. */
-static int64_t cuda_matmul_cb(const struct gpuos__cuda *c, const gpuos__job *job) {
+/* Matmul column blocks: a matmul of few output rows (8 rows are one 32-row tile: one block
+   for the whole product) is also split by columns, so that about half the workers share it:
+   blocks of at least 8 columns when M <= 8 (the device's narrow path, gpuos__d_mm_narrow),
+   else 32 (the device rounds a block up to that many). 1: not split. */
+static int64_t cuda_matmul_cols(const struct gpuos__cuda *c, const gpuos__job *job) {
     const gpuos__matmul_plan *p = &job->plan.matmul;
     const int64_t cw = p->M <= 8 ? 8 : 32;
     int64_t row_tiles, ncb;
@@ -1451,31 +1447,30 @@ static int64_t cuda_matmul_cb(const struct gpuos__cuda *c, const gpuos__job *job
    K = 128 or 256 (slices of 4 or 8 values for 256 threads; a prologue only at 256: graph.c
    fuses a layernorm only where the device gives its row to the whole block), N a multiple
    of 4, B row-major and 16-byte aligned, no batch axes. */
-static int cuda_matmul_rows(const struct gpuos__cuda *c, const gpuos__job *job) {
+static int cuda_matmul_rows(const struct gpuos__cuda *c, const gpuos__job *job, int64_t ncb) {
     const gpuos__matmul_plan *p = &job->plan.matmul;
-    int64_t ncb;
-    if (!c->mm_rows || job->kind != GPUOS__KIND_MATMUL || job->items <= 0 || job->dev_kernel != c->mm_f32) return 0;
+    if (!c->mm_rows || job->dev_kernel != c->mm_f32) return 0;
     if ((!p->pro && p->n_epi == 0) || p->batch_rank != 0 || p->batch_numel != 1 || p->M > 8) return 0;
     if (p->N % 4 != 0 || p->b_n != 4 || p->b_k % 16 != 0 || ((uintptr_t)p->b & 15) != 0) return 0;
     /* gpuos__d_mm_row: 256 columns a pass over 256 threads, slices of 4 or 8 values of K */
     if (GPUOS__PK_THREADS != 256 || (p->K != 128 && p->K != 256)) return 0;
-    if (p->pro) return 1; /* narrow blocks otherwise (cuda_matmul_cb) */
-    ncb = cuda_matmul_cb(c, job); /* only where the unfused product would run on narrow blocks */
-    return ncb > 1 && p->N <= 8 * ncb;
+    /* only where the product would run on narrow blocks (a prologue always does) */
+    return p->pro || (ncb > 1 && p->N <= 8 * ncb);
 }
 
-/* The plan the device gets (a matmul's column blocks set) and its item count. */
+/* gpuos__matmul_plan.n_cb as the device gets it: GPUOS__MM_ROWS (row tiles), else the column
+   blocks (1: not split). */
+static int64_t cuda_matmul_cb(const struct gpuos__cuda *c, const gpuos__job *job) {
+    const int64_t ncb = cuda_matmul_cols(c, job);
+    return job->kind == GPUOS__KIND_MATMUL && job->items > 0 && cuda_matmul_rows(c, job, ncb) ? GPUOS__MM_ROWS : ncb;
+}
+
+/* The plan the device gets (a matmul's column blocks or row tiles set) and its item count. */
 static const void *cuda_device_plan(const struct gpuos__cuda *c, const gpuos__job *job, gpuos__matmul_plan *tmp,
                                     int64_t *n_items) {
     const int64_t ncb = cuda_matmul_cb(c, job);
-    if (cuda_matmul_rows(c, job)) {
-        *n_items = job->items;
-        *tmp = job->plan.matmul;
-        tmp->n_cb = GPUOS__MM_ROWS;
-        return tmp;
-    }
-    *n_items = job->items * ncb;
-    if (ncb <= 1) return &job->plan;
+    *n_items = ncb > 1 ? job->items * ncb : job->items;
+    if (ncb == 1) return &job->plan;
     *tmp = job->plan.matmul;
     tmp->n_cb = ncb;
     return tmp;
@@ -1486,15 +1481,10 @@ static const void *cuda_device_plan(const struct gpuos__cuda *c, const gpuos__jo
    tile per worker (matmul: 32 rows or a column block). */
 static void cuda_tiling(const struct gpuos__cuda *c, const gpuos__job *job, uint32_t *tile_out, int64_t *n_tiles) {
     uint32_t tile;
-    const int64_t ncb = cuda_matmul_cb(c, job), items = job->items * ncb;
-    if (job->kind == GPUOS__KIND_MATMUL && cuda_matmul_rows(c, job)) { /* one row a tile */
-        *tile_out = 1;
-        *n_tiles = job->items;
-        return;
-    }
-    if (job->kind == GPUOS__KIND_MATMUL) { /* 32 rows, or one column block of a few rows */
-        const int64_t M = job->plan.matmul.M;
-        tile = ncb > 1 && M < 32 ? (uint32_t)(M < 1 ? 1 : M) : 32u;
+    if (job->kind == GPUOS__KIND_MATMUL) { /* one row, 32 rows, or one column block of a few rows */
+        const int64_t ncb = cuda_matmul_cb(c, job), M = job->plan.matmul.M;
+        const int64_t items = ncb > 1 ? job->items * ncb : job->items;
+        tile = ncb == GPUOS__MM_ROWS ? 1u : ncb > 1 && M < 32 ? (uint32_t)(M < 1 ? 1 : M) : 32u;
         *tile_out = tile;
         *n_tiles = items > 0 ? (items + tile - 1) / tile : 0;
         return;
