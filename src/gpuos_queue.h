@@ -197,6 +197,7 @@ enum {
     GPUOS__PROF_F_STAMP,  /* the task ring's seq words */
     GPUOS__PROF_F_PAIRS,  /* inbox entries pushed */
     GPUOS__PROF_F_HANDOVER, /* the processor waiting for the poller's next batch */
+    GPUOS__PROF_RUNS,       /* runs of identical tasks run as one (gpuos__pk_run) */
     GPUOS__PROF_N = 24
 };
 

@@ -1006,6 +1006,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #ifdef GPUOS__PK_TIMESTAMPS
                     prof[GPUOS__PROF_TILES] += (unsigned long long)mine * reps;
                     prof[GPUOS__PROF_TASKS] += reps;
+                    prof[GPUOS__PROF_RUNS]++;
 #endif
                     i += reps - 1;
                     continue;

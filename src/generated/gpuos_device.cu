@@ -2221,6 +2221,18 @@ GPUOS__FN void gpuos__d_ew(const gpuos__ew_plan *p, int64_t begin, int64_t end, 
    general loop above so that the common case is a small function: measured on the
    H100, the general loop's register pressure under the 128-register cap gave every
    call a 150-300-byte stack frame, ~4000 cycles per 1024-item tile. */
+/* A repeat's inputs that are the output's very view (amask bit q - 1 for input q) take
+   the previous application's result r (raw bits of the same size: exactly a store and a
+   reload). */
+template <int U, class A, class B, class C, class O>
+GPUOS__FN void gpuos__d_rep_feed(A *a, B *b, C *c, const O *r, unsigned amask) {
+#pragma unroll
+    for (int e = 0; e < U; ++e) {
+        if constexpr (sizeof(A) == sizeof(O)) if (amask & 1u) a[e] = (A)r[e];
+        if constexpr (sizeof(B) == sizeof(O)) if (amask & 2u) b[e] = (B)r[e];
+        if constexpr (sizeof(C) == sizeof(O)) if (amask & 4u) c[e] = (C)r[e];
+    }
+}
 template <class G> GPUOS__FN bool gpuos__d_ew_vec_ok(const gpuos__ew_plan *p, int64_t begin) {
     typedef typename G::O O;
     if (p->rank != 1 || p->stride[0][0] != (int64_t)sizeof(O) || !gpuos__d_vec_ok(p->ptr[0], p->stride[0][0], sizeof(O), begin))
@@ -2274,19 +2286,8 @@ GPUOS__FN int64_t gpuos__d_ew_vec(const gpuos__ew_plan *p, int64_t begin, int64_
     };
     const auto put = [&](int64_t i, gpuos__d_vec<A> va, gpuos__d_vec<B> vb, gpuos__d_vec<C> vc) {
         gpuos__d_vec<O> vo;
-        G::batch(cs, va.v, vb.v, vc.v, i, 1, s0, s1, vo.v);
-        if constexpr (REP) {
-#pragma unroll 1
-            for (int r = 1; r < reps; ++r) {
-#pragma unroll
-                for (int e = 0; e < U; ++e) {
-                    if constexpr (NIN >= 1 && sizeof(A) == sizeof(O)) if (amask & 1u) va.v[e] = (A)vo.v[e];
-                    if constexpr (NIN >= 2 && sizeof(B) == sizeof(O)) if (amask & 2u) vb.v[e] = (B)vo.v[e];
-                    if constexpr (NIN >= 3 && sizeof(C) == sizeof(O)) if (amask & 4u) vc.v[e] = (C)vo.v[e];
-                }
-                G::batch(cs, va.v, vb.v, vc.v, i, 1, s0, s1, vo.v);
-            }
-        }
+        if constexpr (REP) G::batch_rep(cs, va.v, vb.v, vc.v, i, 1, s0, s1, vo.v, reps, amask);
+        else G::batch(cs, va.v, vb.v, vc.v, i, 1, s0, s1, vo.v);
         *(gpuos__d_vec<O> *)(po + i * (int64_t)sizeof(O)) = vo;
     };
     const int nt = (int)blockDim.x, tid = (int)threadIdx.x;
@@ -4911,6 +4912,303 @@ struct gpuos__d_ewg8 {
         default: return;
         }
     }
+    /* (groups of GPUOS__D_EW_REP only) batch applied `reps` times, the inputs in amask (bit q - 1: input q is the output's
+       very view) taking the previous result (gpuos__d_ew_vec's REP): the switch outside the
+       loop, so that each member's loop keeps its values in registers (with batch called in
+       the loop, a run of 31 in-place adds took ~370 cycles a task: H100, probe_chain) */
+    static __device__ __forceinline__ void batch_rep(int cs, A *a, B *b, C *c, int64_t i0, int64_t nt, double s0,
+                                                     double s1, O *r, int reps, unsigned amask) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1, (void)amask;
+        switch (cs) {
+        case 0: /* add_i16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_add_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            }
+            return;
+        case 1: /* add_f16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_add_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            }
+            return;
+        case 2: /* add_bf16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_add_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            }
+            return;
+        case 3: /* sub_i16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_sub_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            }
+            return;
+        case 4: /* sub_f16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_sub_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            }
+            return;
+        case 5: /* sub_bf16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_sub_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            }
+            return;
+        case 6: /* mul_i16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_mul_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            }
+            return;
+        case 7: /* mul_f16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_mul_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            }
+            return;
+        case 8: /* mul_bf16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_mul_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            }
+            return;
+        case 9: /* div_i16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll 1
+                for (int e = 0; e < U; ++e)
+                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((int16_t)(gpuos__e_div_i16((gpuos__d_as<int16_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int16_t>(gpuos__d_pick<U>(b, e)))))));
+            }
+            return;
+        case 10: /* div_f16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll 1
+                for (int e = 0; e < U; ++e)
+                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_div_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            }
+            return;
+        case 11: /* div_bf16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll 1
+                for (int e = 0; e < U; ++e)
+                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_div_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            }
+            return;
+        case 12: /* floordiv_i16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll 1
+                for (int e = 0; e < U; ++e)
+                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((int16_t)(gpuos__e_floordiv_i16((gpuos__d_as<int16_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int16_t>(gpuos__d_pick<U>(b, e)))))));
+            }
+            return;
+        case 13: /* floordiv_f16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll 1
+                for (int e = 0; e < U; ++e)
+                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_floordiv_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            }
+            return;
+        case 14: /* floordiv_bf16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll 1
+                for (int e = 0; e < U; ++e)
+                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_floordiv_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            }
+            return;
+        case 15: /* mod_i16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll 1
+                for (int e = 0; e < U; ++e)
+                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((int16_t)(gpuos__e_mod_i16((gpuos__d_as<int16_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int16_t>(gpuos__d_pick<U>(b, e)))))));
+            }
+            return;
+        case 16: /* mod_f16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll 1
+                for (int e = 0; e < U; ++e)
+                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_mod_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            }
+            return;
+        case 17: /* mod_bf16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll 1
+                for (int e = 0; e < U; ++e)
+                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_mod_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            }
+            return;
+        case 18: /* pow_i16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll 1
+                for (int e = 0; e < U; ++e)
+                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((int16_t)(gpuos__e_pow_i16((gpuos__d_as<int16_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int16_t>(gpuos__d_pick<U>(b, e)))))));
+            }
+            return;
+        case 19: /* pow_f16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll 1
+                for (int e = 0; e < U; ++e)
+                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_pow_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            }
+            return;
+        case 20: /* pow_bf16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll 1
+                for (int e = 0; e < U; ++e)
+                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_pow_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            }
+            return;
+        case 21: /* atan2_f16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll 1
+                for (int e = 0; e < U; ++e)
+                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_atan2_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            }
+            return;
+        case 22: /* atan2_bf16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll 1
+                for (int e = 0; e < U; ++e)
+                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_atan2_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            }
+            return;
+        case 23: /* minimum_i16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_minimum_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            }
+            return;
+        case 24: /* minimum_f16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_minimum_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            }
+            return;
+        case 25: /* minimum_bf16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_minimum_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            }
+            return;
+        case 26: /* maximum_i16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_maximum_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            }
+            return;
+        case 27: /* maximum_f16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_maximum_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            }
+            return;
+        case 28: /* maximum_bf16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_maximum_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            }
+            return;
+        case 29: /* bitwise_and_i16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_bitwise_and_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            }
+            return;
+        case 30: /* bitwise_or_i16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_bitwise_or_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            }
+            return;
+        case 31: /* bitwise_xor_i16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_bitwise_xor_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            }
+            return;
+        case 32: /* shift_left_i16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_shift_left_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            }
+            return;
+        case 33: /* shift_right_i16 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_shift_right_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            }
+            return;
+        default: return;
+        }
+    }
 };
 #if GPUOS__D_MINE(8)
 #if GPUOS__D_EW_SPLIT
@@ -5053,6 +5351,218 @@ struct gpuos__d_ewg9 {
         case 23: /* shift_right_i32 */
 #pragma unroll
             for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_shift_right_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            return;
+        default: return;
+        }
+    }
+    /* (groups of GPUOS__D_EW_REP only) batch applied `reps` times, the inputs in amask (bit q - 1: input q is the output's
+       very view) taking the previous result (gpuos__d_ew_vec's REP): the switch outside the
+       loop, so that each member's loop keeps its values in registers (with batch called in
+       the loop, a run of 31 in-place adds took ~370 cycles a task: H100, probe_chain) */
+    static __device__ __forceinline__ void batch_rep(int cs, A *a, B *b, C *c, int64_t i0, int64_t nt, double s0,
+                                                     double s1, O *r, int reps, unsigned amask) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1, (void)amask;
+        switch (cs) {
+        case 0: /* add_i32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_add_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            }
+            return;
+        case 1: /* add_f32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_add_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            }
+            return;
+        case 2: /* sub_i32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_sub_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            }
+            return;
+        case 3: /* sub_f32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_sub_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            }
+            return;
+        case 4: /* mul_i32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_mul_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            }
+            return;
+        case 5: /* mul_f32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_mul_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            }
+            return;
+        case 6: /* div_i32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll 1
+                for (int e = 0; e < U; ++e)
+                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((int32_t)(gpuos__e_div_i32((gpuos__d_as<int32_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int32_t>(gpuos__d_pick<U>(b, e)))))));
+            }
+            return;
+        case 7: /* div_f32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll 1
+                for (int e = 0; e < U; ++e)
+                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_div_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
+            }
+            return;
+        case 8: /* floordiv_i32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll 1
+                for (int e = 0; e < U; ++e)
+                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((int32_t)(gpuos__e_floordiv_i32((gpuos__d_as<int32_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int32_t>(gpuos__d_pick<U>(b, e)))))));
+            }
+            return;
+        case 9: /* floordiv_f32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll 1
+                for (int e = 0; e < U; ++e)
+                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_floordiv_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
+            }
+            return;
+        case 10: /* mod_i32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll 1
+                for (int e = 0; e < U; ++e)
+                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((int32_t)(gpuos__e_mod_i32((gpuos__d_as<int32_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int32_t>(gpuos__d_pick<U>(b, e)))))));
+            }
+            return;
+        case 11: /* mod_f32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll 1
+                for (int e = 0; e < U; ++e)
+                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_mod_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
+            }
+            return;
+        case 12: /* pow_i32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll 1
+                for (int e = 0; e < U; ++e)
+                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((int32_t)(gpuos__e_pow_i32((gpuos__d_as<int32_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int32_t>(gpuos__d_pick<U>(b, e)))))));
+            }
+            return;
+        case 13: /* pow_f32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll 1
+                for (int e = 0; e < U; ++e)
+                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_pow_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
+            }
+            return;
+        case 14: /* atan2_f32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll 1
+                for (int e = 0; e < U; ++e)
+                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_atan2_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
+            }
+            return;
+        case 15: /* minimum_i32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_minimum_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            }
+            return;
+        case 16: /* minimum_f32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_minimum_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            }
+            return;
+        case 17: /* maximum_i32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_maximum_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            }
+            return;
+        case 18: /* maximum_f32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_maximum_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            }
+            return;
+        case 19: /* bitwise_and_i32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_bitwise_and_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            }
+            return;
+        case 20: /* bitwise_or_i32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_bitwise_or_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            }
+            return;
+        case 21: /* bitwise_xor_i32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_bitwise_xor_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            }
+            return;
+        case 22: /* shift_left_i32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_shift_left_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            }
+            return;
+        case 23: /* shift_right_i32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_shift_right_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            }
             return;
         default: return;
         }
@@ -5749,6 +6259,33 @@ struct gpuos__d_ewg16 {
         default: return;
         }
     }
+    /* (groups of GPUOS__D_EW_REP only) batch applied `reps` times, the inputs in amask (bit q - 1: input q is the output's
+       very view) taking the previous result (gpuos__d_ew_vec's REP): the switch outside the
+       loop, so that each member's loop keeps its values in registers (with batch called in
+       the loop, a run of 31 in-place adds took ~370 cycles a task: H100, probe_chain) */
+    static __device__ __forceinline__ void batch_rep(int cs, A *a, B *b, C *c, int64_t i0, int64_t nt, double s0,
+                                                     double s1, O *r, int reps, unsigned amask) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1, (void)amask;
+        switch (cs) {
+        case 0: /* where_i32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_where_i32((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<int32_t>(b[e])), (gpuos__d_as<int32_t>(c[e])))));
+            }
+            return;
+        case 1: /* where_f32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_where_f32((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<float>(b[e])), (gpuos__d_as<float>(c[e])))));
+            }
+            return;
+        default: return;
+        }
+    }
 };
 #if GPUOS__D_MINE(16)
 #if GPUOS__D_EW_SPLIT
@@ -5928,6 +6465,57 @@ struct gpuos__d_ewg19 {
         case 4: /* fma_f32 */
 #pragma unroll
             for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_fma_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])), (gpuos__d_as<float>(c[e])))));
+            return;
+        default: return;
+        }
+    }
+    /* (groups of GPUOS__D_EW_REP only) batch applied `reps` times, the inputs in amask (bit q - 1: input q is the output's
+       very view) taking the previous result (gpuos__d_ew_vec's REP): the switch outside the
+       loop, so that each member's loop keeps its values in registers (with batch called in
+       the loop, a run of 31 in-place adds took ~370 cycles a task: H100, probe_chain) */
+    static __device__ __forceinline__ void batch_rep(int cs, A *a, B *b, C *c, int64_t i0, int64_t nt, double s0,
+                                                     double s1, O *r, int reps, unsigned amask) {
+        (void)a, (void)b, (void)c, (void)i0, (void)nt, (void)s0, (void)s1, (void)amask;
+        switch (cs) {
+        case 0: /* clamp_i32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_clamp_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])), (gpuos__d_as<int32_t>(c[e])))));
+            }
+            return;
+        case 1: /* clamp_f32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_clamp_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])), (gpuos__d_as<float>(c[e])))));
+            }
+            return;
+        case 2: /* lerp_f32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_lerp_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])), (gpuos__d_as<float>(c[e])))));
+            }
+            return;
+        case 3: /* fma_i32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_fma_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])), (gpuos__d_as<int32_t>(c[e])))));
+            }
+            return;
+        case 4: /* fma_f32 */
+#pragma unroll 1
+            for (int q = 0; q < reps; ++q) {
+                if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
+#pragma unroll
+                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_fma_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])), (gpuos__d_as<float>(c[e])))));
+            }
             return;
         default: return;
         }
@@ -10172,6 +10760,7 @@ enum {
     GPUOS__PROF_F_STAMP,  /* the task ring's seq words */
     GPUOS__PROF_F_PAIRS,  /* inbox entries pushed */
     GPUOS__PROF_F_HANDOVER, /* the processor waiting for the poller's next batch */
+    GPUOS__PROF_RUNS,       /* runs of identical tasks run as one (gpuos__pk_run) */
     GPUOS__PROF_N = 24
 };
 
@@ -11217,6 +11806,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #ifdef GPUOS__PK_TIMESTAMPS
                     prof[GPUOS__PROF_TILES] += (unsigned long long)mine * reps;
                     prof[GPUOS__PROF_TASKS] += reps;
+                    prof[GPUOS__PROF_RUNS]++;
 #endif
                     i += reps - 1;
                     continue;

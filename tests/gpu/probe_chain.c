@@ -50,6 +50,19 @@ int main(void) {
         prof_read(ctx, p1);
         prof_report("chain", p0, p1, t0, 1000, "op");
     }
+    for (r = 0; r < 3; r++) { /* the same chain queued while paused, then encoded at once:
+                                 what the device alone sustains */
+        double t0;
+        gpuos_debug_pause(ctx, 1);
+        for (i = 0; i < 1000; i++) gpuos_add(ctx, x, x, one);
+        prof_read(ctx, p0);
+        t0 = now_us();
+        gpuos_debug_pause(ctx, 0);
+        gpuos_wait(ctx, 10000);
+        t0 = now_us() - t0;
+        prof_read(ctx, p1);
+        prof_report("chain pre-queued", p0, p1, t0, 1000, "op");
+    }
     { /* the same chain as one recorded graph: no host encoding per task */
         gpuos_graph *g;
         gpuos_task t = GPUOS_TASK_INIT;

@@ -23,6 +23,7 @@ static void prof_report(const char *name, const unsigned long long *a, const uns
            name, us / n, unit, d[GPUOS__PROF_TASKS], d[GPUOS__PROF_BATCHES],
            d[GPUOS__PROF_BATCHES] ? (double)d[GPUOS__PROF_TASKS] / d[GPUOS__PROF_BATCHES] : 0.0, d[GPUOS__PROF_TILES],
            d[GPUOS__PROF_PLANS]);
+    if (d[GPUOS__PROF_RUNS]) printf("  runs of identical tasks: %llu\n", d[GPUOS__PROF_RUNS]);
     printf("  cycles per worker entry (thread 0, summed over workers):");
     for (k = 0; k <= GPUOS__PROF_FLUSH; k++)
         printf(" %s %.0f", ph[k], d[GPUOS__PROF_TASKS] ? (double)d[k] / d[GPUOS__PROF_TASKS] : 0.0);
