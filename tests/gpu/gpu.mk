@@ -93,3 +93,7 @@ $(BUILD)/probe_create: tests/gpu/probe_create.c gpuos.c gpuos.h | $(BUILD)
 # Where a branchy graph launch spends its time in the workers (not a test; GPUOS_CUDA_TIMESTAMPS).
 $(BUILD)/probe_graph: tests/gpu/probe_graph.c tests/gpu/probe_prof.h gpuos.c gpuos.h | $(BUILD)
 	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_graph.c -o $@ $(LDLIBS)
+
+# What one poll of the host ring costs a block, by width and load (not a test; nvcc).
+$(BUILD)/probe_poll: tests/gpu/probe_poll.cu | $(BUILD)
+	$(NVCC) -arch=$(GPU_ARCH) $(NVCCFLAGS) $< -o $@
