@@ -3118,7 +3118,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_add_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_add_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
             }
             return;
         case 1: /* add_f16 */
@@ -3126,7 +3126,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_add_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_add_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
             }
             return;
         case 2: /* add_bf16 */
@@ -3134,7 +3134,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_add_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_add_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
             }
             return;
         case 3: /* sub_i16 */
@@ -3142,7 +3142,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_sub_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_sub_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
             }
             return;
         case 4: /* sub_f16 */
@@ -3150,7 +3150,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_sub_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_sub_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
             }
             return;
         case 5: /* sub_bf16 */
@@ -3158,7 +3158,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_sub_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_sub_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
             }
             return;
         case 6: /* mul_i16 */
@@ -3166,7 +3166,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_mul_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_mul_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
             }
             return;
         case 7: /* mul_f16 */
@@ -3174,7 +3174,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_mul_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_mul_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
             }
             return;
         case 8: /* mul_bf16 */
@@ -3182,7 +3182,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_mul_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_mul_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
             }
             return;
         case 9: /* div_i16 */
@@ -3190,8 +3190,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((int16_t)(gpuos__e_div_i16((gpuos__d_as<int16_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int16_t)(gpuos__e_div_i16((gpuos__d_as<int16_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 10: /* div_f16 */
@@ -3199,8 +3199,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_div_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_div_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 11: /* div_bf16 */
@@ -3208,8 +3208,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_div_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_div_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 12: /* floordiv_i16 */
@@ -3217,8 +3217,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((int16_t)(gpuos__e_floordiv_i16((gpuos__d_as<int16_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int16_t)(gpuos__e_floordiv_i16((gpuos__d_as<int16_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 13: /* floordiv_f16 */
@@ -3226,8 +3226,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_floordiv_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_floordiv_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 14: /* floordiv_bf16 */
@@ -3235,8 +3235,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_floordiv_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_floordiv_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 15: /* mod_i16 */
@@ -3244,8 +3244,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((int16_t)(gpuos__e_mod_i16((gpuos__d_as<int16_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int16_t)(gpuos__e_mod_i16((gpuos__d_as<int16_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 16: /* mod_f16 */
@@ -3253,8 +3253,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_mod_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_mod_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 17: /* mod_bf16 */
@@ -3262,8 +3262,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_mod_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_mod_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 18: /* pow_i16 */
@@ -3271,8 +3271,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((int16_t)(gpuos__e_pow_i16((gpuos__d_as<int16_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int16_t)(gpuos__e_pow_i16((gpuos__d_as<int16_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 19: /* pow_f16 */
@@ -3280,8 +3280,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_pow_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_pow_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 20: /* pow_bf16 */
@@ -3289,8 +3289,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_pow_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_pow_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 21: /* atan2_f16 */
@@ -3298,8 +3298,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_atan2_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_atan2_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 22: /* atan2_bf16 */
@@ -3307,8 +3307,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_atan2_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_atan2_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 23: /* minimum_i16 */
@@ -3316,7 +3316,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_minimum_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_minimum_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
             }
             return;
         case 24: /* minimum_f16 */
@@ -3324,7 +3324,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_minimum_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_minimum_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
             }
             return;
         case 25: /* minimum_bf16 */
@@ -3332,7 +3332,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_minimum_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_minimum_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
             }
             return;
         case 26: /* maximum_i16 */
@@ -3340,7 +3340,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_maximum_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_maximum_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
             }
             return;
         case 27: /* maximum_f16 */
@@ -3348,7 +3348,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_maximum_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_maximum_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
             }
             return;
         case 28: /* maximum_bf16 */
@@ -3356,7 +3356,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_maximum_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_maximum_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
             }
             return;
         case 29: /* bitwise_and_i16 */
@@ -3364,7 +3364,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_bitwise_and_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_bitwise_and_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
             }
             return;
         case 30: /* bitwise_or_i16 */
@@ -3372,7 +3372,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_bitwise_or_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_bitwise_or_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
             }
             return;
         case 31: /* bitwise_xor_i16 */
@@ -3380,7 +3380,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_bitwise_xor_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_bitwise_xor_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
             }
             return;
         case 32: /* shift_left_i16 */
@@ -3388,7 +3388,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_shift_left_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_shift_left_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
             }
             return;
         case 33: /* shift_right_i16 */
@@ -3396,7 +3396,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_shift_right_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_shift_right_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
             }
             return;
         default: return;
@@ -3561,7 +3561,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_add_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_add_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
             }
             return;
         case 1: /* add_f32 */
@@ -3569,7 +3569,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_add_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_add_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
             }
             return;
         case 2: /* sub_i32 */
@@ -3577,7 +3577,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_sub_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_sub_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
             }
             return;
         case 3: /* sub_f32 */
@@ -3585,7 +3585,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_sub_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_sub_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
             }
             return;
         case 4: /* mul_i32 */
@@ -3593,7 +3593,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_mul_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_mul_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
             }
             return;
         case 5: /* mul_f32 */
@@ -3601,7 +3601,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_mul_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_mul_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
             }
             return;
         case 6: /* div_i32 */
@@ -3609,8 +3609,8 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((int32_t)(gpuos__e_div_i32((gpuos__d_as<int32_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int32_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int32_t)(gpuos__e_div_i32((gpuos__d_as<int32_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int32_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 7: /* div_f32 */
@@ -3618,8 +3618,8 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_div_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_div_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 8: /* floordiv_i32 */
@@ -3627,8 +3627,8 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((int32_t)(gpuos__e_floordiv_i32((gpuos__d_as<int32_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int32_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int32_t)(gpuos__e_floordiv_i32((gpuos__d_as<int32_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int32_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 9: /* floordiv_f32 */
@@ -3636,8 +3636,8 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_floordiv_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_floordiv_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 10: /* mod_i32 */
@@ -3645,8 +3645,8 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((int32_t)(gpuos__e_mod_i32((gpuos__d_as<int32_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int32_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int32_t)(gpuos__e_mod_i32((gpuos__d_as<int32_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int32_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 11: /* mod_f32 */
@@ -3654,8 +3654,8 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_mod_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_mod_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 12: /* pow_i32 */
@@ -3663,8 +3663,8 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((int32_t)(gpuos__e_pow_i32((gpuos__d_as<int32_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int32_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int32_t)(gpuos__e_pow_i32((gpuos__d_as<int32_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int32_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 13: /* pow_f32 */
@@ -3672,8 +3672,8 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_pow_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_pow_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 14: /* atan2_f32 */
@@ -3681,8 +3681,8 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_atan2_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_atan2_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 15: /* minimum_i32 */
@@ -3690,7 +3690,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_minimum_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_minimum_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
             }
             return;
         case 16: /* minimum_f32 */
@@ -3698,7 +3698,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_minimum_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_minimum_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
             }
             return;
         case 17: /* maximum_i32 */
@@ -3706,7 +3706,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_maximum_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_maximum_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
             }
             return;
         case 18: /* maximum_f32 */
@@ -3714,7 +3714,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_maximum_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_maximum_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
             }
             return;
         case 19: /* bitwise_and_i32 */
@@ -3722,7 +3722,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_bitwise_and_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_bitwise_and_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
             }
             return;
         case 20: /* bitwise_or_i32 */
@@ -3730,7 +3730,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_bitwise_or_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_bitwise_or_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
             }
             return;
         case 21: /* bitwise_xor_i32 */
@@ -3738,7 +3738,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_bitwise_xor_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_bitwise_xor_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
             }
             return;
         case 22: /* shift_left_i32 */
@@ -3746,7 +3746,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_shift_left_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_shift_left_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
             }
             return;
         case 23: /* shift_right_i32 */
@@ -3754,7 +3754,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_shift_right_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_shift_right_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
             }
             return;
         default: return;
@@ -4465,7 +4465,7 @@ struct gpuos__d_ewg16 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_where_i32((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<int32_t>(b[e])), (gpuos__d_as<int32_t>(c[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_where_i32((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<int32_t>(b[e])), (gpuos__d_as<int32_t>(c[e])))));
             }
             return;
         case 1: /* where_f32 */
@@ -4473,7 +4473,7 @@ struct gpuos__d_ewg16 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_where_f32((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<float>(b[e])), (gpuos__d_as<float>(c[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_where_f32((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<float>(b[e])), (gpuos__d_as<float>(c[e])))));
             }
             return;
         default: return;
@@ -4675,7 +4675,7 @@ struct gpuos__d_ewg19 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_clamp_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])), (gpuos__d_as<int32_t>(c[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_clamp_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])), (gpuos__d_as<int32_t>(c[e])))));
             }
             return;
         case 1: /* clamp_f32 */
@@ -4683,7 +4683,7 @@ struct gpuos__d_ewg19 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_clamp_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])), (gpuos__d_as<float>(c[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_clamp_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])), (gpuos__d_as<float>(c[e])))));
             }
             return;
         case 2: /* lerp_f32 */
@@ -4691,7 +4691,7 @@ struct gpuos__d_ewg19 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_lerp_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])), (gpuos__d_as<float>(c[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_lerp_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])), (gpuos__d_as<float>(c[e])))));
             }
             return;
         case 3: /* fma_i32 */
@@ -4699,7 +4699,7 @@ struct gpuos__d_ewg19 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_fma_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])), (gpuos__d_as<int32_t>(c[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_fma_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])), (gpuos__d_as<int32_t>(c[e])))));
             }
             return;
         case 4: /* fma_f32 */
@@ -4707,7 +4707,7 @@ struct gpuos__d_ewg19 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_fma_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])), (gpuos__d_as<float>(c[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_fma_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])), (gpuos__d_as<float>(c[e])))));
             }
             return;
         default: return;

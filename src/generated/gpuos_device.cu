@@ -4925,7 +4925,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_add_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_add_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
             }
             return;
         case 1: /* add_f16 */
@@ -4933,7 +4933,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_add_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_add_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
             }
             return;
         case 2: /* add_bf16 */
@@ -4941,7 +4941,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_add_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_add_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
             }
             return;
         case 3: /* sub_i16 */
@@ -4949,7 +4949,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_sub_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_sub_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
             }
             return;
         case 4: /* sub_f16 */
@@ -4957,7 +4957,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_sub_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_sub_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
             }
             return;
         case 5: /* sub_bf16 */
@@ -4965,7 +4965,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_sub_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_sub_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
             }
             return;
         case 6: /* mul_i16 */
@@ -4973,7 +4973,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_mul_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_mul_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
             }
             return;
         case 7: /* mul_f16 */
@@ -4981,7 +4981,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_mul_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_mul_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
             }
             return;
         case 8: /* mul_bf16 */
@@ -4989,7 +4989,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_mul_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_mul_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
             }
             return;
         case 9: /* div_i16 */
@@ -4997,8 +4997,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((int16_t)(gpuos__e_div_i16((gpuos__d_as<int16_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int16_t)(gpuos__e_div_i16((gpuos__d_as<int16_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 10: /* div_f16 */
@@ -5006,8 +5006,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_div_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_div_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 11: /* div_bf16 */
@@ -5015,8 +5015,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_div_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_div_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 12: /* floordiv_i16 */
@@ -5024,8 +5024,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((int16_t)(gpuos__e_floordiv_i16((gpuos__d_as<int16_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int16_t)(gpuos__e_floordiv_i16((gpuos__d_as<int16_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 13: /* floordiv_f16 */
@@ -5033,8 +5033,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_floordiv_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_floordiv_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 14: /* floordiv_bf16 */
@@ -5042,8 +5042,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_floordiv_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_floordiv_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 15: /* mod_i16 */
@@ -5051,8 +5051,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((int16_t)(gpuos__e_mod_i16((gpuos__d_as<int16_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int16_t)(gpuos__e_mod_i16((gpuos__d_as<int16_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 16: /* mod_f16 */
@@ -5060,8 +5060,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_mod_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_mod_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 17: /* mod_bf16 */
@@ -5069,8 +5069,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_mod_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_mod_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 18: /* pow_i16 */
@@ -5078,8 +5078,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((int16_t)(gpuos__e_pow_i16((gpuos__d_as<int16_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int16_t)(gpuos__e_pow_i16((gpuos__d_as<int16_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 19: /* pow_f16 */
@@ -5087,8 +5087,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_pow_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_pow_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 20: /* pow_bf16 */
@@ -5096,8 +5096,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_pow_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_pow_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 21: /* atan2_f16 */
@@ -5105,8 +5105,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_atan2_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_atan2_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 22: /* atan2_bf16 */
@@ -5114,8 +5114,8 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_atan2_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_atan2_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(a, e))), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 23: /* minimum_i16 */
@@ -5123,7 +5123,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_minimum_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_minimum_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
             }
             return;
         case 24: /* minimum_f16 */
@@ -5131,7 +5131,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_minimum_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_minimum_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
             }
             return;
         case 25: /* minimum_bf16 */
@@ -5139,7 +5139,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_minimum_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_minimum_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
             }
             return;
         case 26: /* maximum_i16 */
@@ -5147,7 +5147,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_maximum_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_maximum_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
             }
             return;
         case 27: /* maximum_f16 */
@@ -5155,7 +5155,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_maximum_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_f16(gpuos__e_maximum_f16(gpuos__f16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__f16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
             }
             return;
         case 28: /* maximum_bf16 */
@@ -5163,7 +5163,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_maximum_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((uint16_t)gpuos__f32_to_bf16(gpuos__e_maximum_bf16(gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(a[e])), gpuos__bf16_to_f32(gpuos__d_as<uint16_t>(b[e])))));
             }
             return;
         case 29: /* bitwise_and_i16 */
@@ -5171,7 +5171,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_bitwise_and_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_bitwise_and_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
             }
             return;
         case 30: /* bitwise_or_i16 */
@@ -5179,7 +5179,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_bitwise_or_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_bitwise_or_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
             }
             return;
         case 31: /* bitwise_xor_i16 */
@@ -5187,7 +5187,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_bitwise_xor_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_bitwise_xor_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
             }
             return;
         case 32: /* shift_left_i16 */
@@ -5195,7 +5195,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_shift_left_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_shift_left_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
             }
             return;
         case 33: /* shift_right_i16 */
@@ -5203,7 +5203,7 @@ struct gpuos__d_ewg8 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_shift_right_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int16_t)(gpuos__e_shift_right_i16((gpuos__d_as<int16_t>(a[e])), (gpuos__d_as<int16_t>(b[e])))));
             }
             return;
         default: return;
@@ -5368,7 +5368,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_add_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_add_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
             }
             return;
         case 1: /* add_f32 */
@@ -5376,7 +5376,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_add_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_add_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
             }
             return;
         case 2: /* sub_i32 */
@@ -5384,7 +5384,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_sub_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_sub_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
             }
             return;
         case 3: /* sub_f32 */
@@ -5392,7 +5392,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_sub_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_sub_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
             }
             return;
         case 4: /* mul_i32 */
@@ -5400,7 +5400,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_mul_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_mul_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
             }
             return;
         case 5: /* mul_f32 */
@@ -5408,7 +5408,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_mul_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_mul_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
             }
             return;
         case 6: /* div_i32 */
@@ -5416,8 +5416,8 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((int32_t)(gpuos__e_div_i32((gpuos__d_as<int32_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int32_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int32_t)(gpuos__e_div_i32((gpuos__d_as<int32_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int32_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 7: /* div_f32 */
@@ -5425,8 +5425,8 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_div_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_div_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 8: /* floordiv_i32 */
@@ -5434,8 +5434,8 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((int32_t)(gpuos__e_floordiv_i32((gpuos__d_as<int32_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int32_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int32_t)(gpuos__e_floordiv_i32((gpuos__d_as<int32_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int32_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 9: /* floordiv_f32 */
@@ -5443,8 +5443,8 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_floordiv_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_floordiv_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 10: /* mod_i32 */
@@ -5452,8 +5452,8 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((int32_t)(gpuos__e_mod_i32((gpuos__d_as<int32_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int32_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int32_t)(gpuos__e_mod_i32((gpuos__d_as<int32_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int32_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 11: /* mod_f32 */
@@ -5461,8 +5461,8 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_mod_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_mod_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 12: /* pow_i32 */
@@ -5470,8 +5470,8 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((int32_t)(gpuos__e_pow_i32((gpuos__d_as<int32_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int32_t>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((int32_t)(gpuos__e_pow_i32((gpuos__d_as<int32_t>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<int32_t>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 13: /* pow_f32 */
@@ -5479,8 +5479,8 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_pow_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_pow_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 14: /* atan2_f32 */
@@ -5488,8 +5488,8 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll 1
-                for (int e = 0; e < U; ++e)
-                    gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_atan2_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
+            for (int e = 0; e < U; ++e)
+                gpuos__d_put<U>(r, e, gpuos__d_as<O>((float)(gpuos__e_atan2_f32((gpuos__d_as<float>(gpuos__d_pick<U>(a, e))), (gpuos__d_as<float>(gpuos__d_pick<U>(b, e)))))));
             }
             return;
         case 15: /* minimum_i32 */
@@ -5497,7 +5497,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_minimum_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_minimum_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
             }
             return;
         case 16: /* minimum_f32 */
@@ -5505,7 +5505,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_minimum_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_minimum_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
             }
             return;
         case 17: /* maximum_i32 */
@@ -5513,7 +5513,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_maximum_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_maximum_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
             }
             return;
         case 18: /* maximum_f32 */
@@ -5521,7 +5521,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_maximum_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_maximum_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])))));
             }
             return;
         case 19: /* bitwise_and_i32 */
@@ -5529,7 +5529,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_bitwise_and_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_bitwise_and_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
             }
             return;
         case 20: /* bitwise_or_i32 */
@@ -5537,7 +5537,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_bitwise_or_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_bitwise_or_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
             }
             return;
         case 21: /* bitwise_xor_i32 */
@@ -5545,7 +5545,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_bitwise_xor_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_bitwise_xor_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
             }
             return;
         case 22: /* shift_left_i32 */
@@ -5553,7 +5553,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_shift_left_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_shift_left_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
             }
             return;
         case 23: /* shift_right_i32 */
@@ -5561,7 +5561,7 @@ struct gpuos__d_ewg9 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_shift_right_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_shift_right_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])))));
             }
             return;
         default: return;
@@ -6272,7 +6272,7 @@ struct gpuos__d_ewg16 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_where_i32((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<int32_t>(b[e])), (gpuos__d_as<int32_t>(c[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_where_i32((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<int32_t>(b[e])), (gpuos__d_as<int32_t>(c[e])))));
             }
             return;
         case 1: /* where_f32 */
@@ -6280,7 +6280,7 @@ struct gpuos__d_ewg16 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_where_f32((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<float>(b[e])), (gpuos__d_as<float>(c[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_where_f32((gpuos__d_as<uint8_t>(a[e])), (gpuos__d_as<float>(b[e])), (gpuos__d_as<float>(c[e])))));
             }
             return;
         default: return;
@@ -6482,7 +6482,7 @@ struct gpuos__d_ewg19 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_clamp_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])), (gpuos__d_as<int32_t>(c[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_clamp_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])), (gpuos__d_as<int32_t>(c[e])))));
             }
             return;
         case 1: /* clamp_f32 */
@@ -6490,7 +6490,7 @@ struct gpuos__d_ewg19 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_clamp_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])), (gpuos__d_as<float>(c[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_clamp_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])), (gpuos__d_as<float>(c[e])))));
             }
             return;
         case 2: /* lerp_f32 */
@@ -6498,7 +6498,7 @@ struct gpuos__d_ewg19 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_lerp_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])), (gpuos__d_as<float>(c[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_lerp_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])), (gpuos__d_as<float>(c[e])))));
             }
             return;
         case 3: /* fma_i32 */
@@ -6506,7 +6506,7 @@ struct gpuos__d_ewg19 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_fma_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])), (gpuos__d_as<int32_t>(c[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((int32_t)(gpuos__e_fma_i32((gpuos__d_as<int32_t>(a[e])), (gpuos__d_as<int32_t>(b[e])), (gpuos__d_as<int32_t>(c[e])))));
             }
             return;
         case 4: /* fma_f32 */
@@ -6514,7 +6514,7 @@ struct gpuos__d_ewg19 {
             for (int q = 0; q < reps; ++q) {
                 if (q > 0) gpuos__d_rep_feed<U>(a, b, c, r, amask);
 #pragma unroll
-                for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_fma_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])), (gpuos__d_as<float>(c[e])))));
+            for (int e = 0; e < U; ++e) r[e] = gpuos__d_as<O>((float)(gpuos__e_fma_f32((gpuos__d_as<float>(a[e])), (gpuos__d_as<float>(b[e])), (gpuos__d_as<float>(c[e])))));
             }
             return;
         default: return;
