@@ -16074,7 +16074,7 @@ const char *const gpuos__device_source[] = {
     "    const int nt = gpuos__d_nthreads();\n",
     "    return p->n_cb == GPUOS__MM_ROWS && sizeof(typename D::T) == 4 && p->batch_numel == 1 && p->N % 4 == 0 &&\n",
     "           p->b_n == 4 && p->b_k % 16 == 0 && ((uintptr_t)p->b & 15) == 0 &&\n",
-    "           (p->K + 16) * 4 + GPUOS__D_MM_ROW_RED <= GPUOS__D_MM_SMEM && nt <= 256 && nt % 64 == 0 &&\n",
+    "           (p->K + 16) * 4 + GPUOS__D_MM_ROW_RED <= GPUOS__D_MM_SMEM && nt == 256 /* 256 columns a pass */ &&\n",
     "           (p->K == nt / 2 || p->K == nt) && (!p->pro || p->K <= 2 * nt);\n",
     "}\n",
     "/* Row tiles: output rows [begin, end) (gpuos__d_mm_row). */\n",
