@@ -97,3 +97,7 @@ $(BUILD)/probe_graph: tests/gpu/probe_graph.c tests/gpu/probe_prof.h gpuos.c gpu
 # What one poll of the host ring costs a block, by width and load (not a test; nvcc).
 $(BUILD)/probe_poll: tests/gpu/probe_poll.cu | $(BUILD)
 	$(NVCC) -arch=$(GPU_ARCH) $(NVCCFLAGS) $< -o $@
+
+# The CPU cost of a repeated task's encoding, no GPU needed (not a test).
+$(BUILD)/probe_encode: tests/gpu/probe_encode.c gpuos.c gpuos.h | $(BUILD)
+	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_encode.c -o $@ $(LDLIBS)
