@@ -14,22 +14,27 @@
    with gpuos.c also starts on a machine that has none of them.
 
    EXAMPLE
+       #include <stdio.h>
        #include "gpuos.h"
-       gpuos_config cfg = GPUOS_CONFIG_INIT;        // defaults: GPU if any, else host
-       gpuos_context *ctx;
-       if (gpuos_create(&cfg, &ctx) != GPUOS_OK) { puts(gpuos_last_error(NULL)); return 1; }
-       int64_t shape[1] = {1024};
-       gpuos_tensor *x, *v, *dt;
-       gpuos_tensor_new(ctx, GPUOS_F32, 1, shape, &x);
-       gpuos_tensor_new(ctx, GPUOS_F32, 1, shape, &v);
-       gpuos_tensor_scalar(ctx, GPUOS_F32, 0.01, &dt);      // 0-d tensor, broadcasts
-       gpuos_upload(ctx, x, host_x, sizeof host_x);
-       gpuos_upload(ctx, v, host_v, sizeof host_v);
-       gpuos_fma(ctx, x, v, dt, x);                         // x = v*dt + x, queued
-       gpuos_status st = gpuos_download(ctx, x, host_x, sizeof host_x);  // waits
-       if (st != GPUOS_OK) printf("%s: %s\n", gpuos_status_string(st), gpuos_last_error(ctx));
-       gpuos_tensor_release(x); gpuos_tensor_release(v); gpuos_tensor_release(dt);
-       gpuos_destroy(ctx);
+       int main(void) {
+           float host_x[1024] = {0}, host_v[1024] = {0};
+           gpuos_config cfg = GPUOS_CONFIG_INIT;        // defaults: GPU if any, else host
+           gpuos_context *ctx;
+           if (gpuos_create(&cfg, &ctx) != GPUOS_OK) { puts(gpuos_last_error(NULL)); return 1; }
+           int64_t shape[1] = {1024};
+           gpuos_tensor *x, *v, *dt;
+           gpuos_tensor_new(ctx, GPUOS_F32, 1, shape, &x);
+           gpuos_tensor_new(ctx, GPUOS_F32, 1, shape, &v);
+           gpuos_tensor_scalar(ctx, GPUOS_F32, 0.01, &dt);      // 0-d tensor, broadcasts
+           gpuos_upload(ctx, x, host_x, sizeof host_x);
+           gpuos_upload(ctx, v, host_v, sizeof host_v);
+           gpuos_fma(ctx, x, v, dt, x);                         // x = v*dt + x, queued
+           gpuos_status st = gpuos_download(ctx, x, host_x, sizeof host_x);  // waits
+           if (st != GPUOS_OK) printf("%s: %s\n", gpuos_status_string(st), gpuos_last_error(ctx));
+           gpuos_tensor_release(x); gpuos_tensor_release(v); gpuos_tensor_release(dt);
+           gpuos_destroy(ctx);
+           return st != GPUOS_OK;
+       }
 
    CONFIGURATION (gpuos_config; start from GPUOS_CONFIG_INIT, then change fields)
        device          GPUOS_DEVICE_AUTO (a GPU if one works, else the host executor),
@@ -42,7 +47,7 @@
                        else $XDG_CACHE_HOME/gpuos, else ~/.cache/gpuos).
        idle_ms         the persistent kernel exits after this long with an empty queue
                        and comes back on the next submission.
-       host_threads    threads of the host executor (0: one per core, at most 16).
+       host_threads    threads of the host executor (0: one per core; never more than 16).
    Compile-time macros: none are needed. GPUOS_API may be defined to add an export
    attribute to every public function (default: nothing).
 
@@ -53,14 +58,19 @@
    argument, which shape, the compiler log). Bad input (wrong shape, dtype
    mismatch, NULL, bad strides, unknown op, axis out of range) is refused when it
    is submitted, nothing is queued, and the context stays usable. A failure while
-   queued work runs (a device fault) is sticky: every later call returns it.
-   gpuos never calls exit or abort and never prints.
+   queued work runs (a device fault; on the host executor, a run-time operator's body
+   that ran past the interpreter's limit) is sticky: every later submission, wait,
+   upload and download returns it (GPUOS_ERR_DEVICE_LOST), and gpuos_context_status
+   reports it. gpuos never calls exit or abort and never prints.
 
    THREAD SAFETY
-   A context may be used from many threads at once: submissions from different
-   threads are each atomic and keep each thread's program order. The detail string
-   of gpuos_last_error belongs to the context, so with several threads it may
-   describe another thread's error; the returned status is always your own.
+   A context may be used from many threads at once (except gpuos_destroy, which must
+   not overlap any other call on it): submissions from different threads are each
+   atomic and keep each thread's program order. The detail string of
+   gpuos_last_error belongs to the context (errors with no context, such as a NULL
+   ctx, tensor or graph argument, go to one process-wide string), so with several
+   threads it may describe another thread's error; the returned status is always
+   your own.
    Tensors are reference counted: a tensor (or view) may be released right after
    a submission that uses it; its memory lives until the queued work is done.
 
@@ -129,7 +139,8 @@ typedef enum gpuos_status {
     GPUOS_ERR_TIMEOUT = 11,          /* a wait ran out of time; the work is still queued */
     GPUOS_ERR_OUT_OF_MEMORY = 12,    /* host or device allocation failed */
     GPUOS_ERR_NO_DEVICE = 13,        /* no usable GPU (no driver, no device, bad ordinal) */
-    GPUOS_ERR_DEVICE_LOST = 14,      /* the GPU faulted or vanished; sticky for the context */
+    GPUOS_ERR_DEVICE_LOST = 14,      /* the GPU faulted or vanished (host executor: a run-time
+                                        operator's body failed); sticky for the context */
     GPUOS_ERR_COMPILE = 15,          /* NVRTC or nvJitLink failed; the log is in gpuos_last_error */
     GPUOS_ERR_UNSUPPORTED = 16,      /* valid request this build or backend cannot do */
     GPUOS_ERR_NOT_VIEWABLE = 17,     /* reshape needs a copy: the strides do not allow a view */
@@ -287,12 +298,17 @@ typedef enum gpuos_backend {
 
 /* Creates a context. On failure *out is NULL and gpuos_last_error(NULL) says why. */
 GPUOS_API gpuos_status gpuos_create(const gpuos_config *config, gpuos_context **out);
-/* Waits (wait_timeout_ms) for queued work, then frees everything. NULL is allowed. */
+/* Waits up to wait_timeout_ms (and for the task running then) for queued work, drops what
+   has not finished, stops the executor and frees the context's resources. Later calls on
+   ctx return GPUOS_ERR_INVALID_ARGUMENT; its tensors must still be released (before or
+   after). Must not overlap any other call on ctx. NULL is allowed. */
 GPUOS_API void gpuos_destroy(gpuos_context *ctx);
 /* Which executor the context runs on. */
 GPUOS_API gpuos_backend gpuos_context_backend(const gpuos_context *ctx);
-/* Detail of the context's last error ("" if none); with ctx NULL, of the last failed
-   gpuos_create in this process. The string stays valid until the next failing call. */
+/* Detail of the context's last error ("" if none; after gpuos_create fell back from
+   GPUOS_DEVICE_AUTO to the host executor, why no GPU was used); with ctx NULL, of the last
+   error that had no context in this process (a failed gpuos_create, a NULL ctx, tensor or
+   graph argument). Read it after a failing call: the string stays valid until the next one. */
 GPUOS_API const char *gpuos_last_error(const gpuos_context *ctx);
 /* The sticky error of the context (GPUOS_OK while healthy). */
 GPUOS_API gpuos_status gpuos_context_status(const gpuos_context *ctx);
@@ -429,7 +445,8 @@ GPUOS_API uint64_t gpuos_fence(gpuos_context *ctx);
 /* 1 if every task up to and including seq has finished. */
 GPUOS_API int gpuos_fence_done(gpuos_context *ctx, uint64_t seq);
 /* Waits until every task up to seq has finished, at most timeout_ms
-   (GPUOS_ERR_TIMEOUT; the work stays queued). Returns a sticky error if any. */
+   (GPUOS_ERR_TIMEOUT; the work stays queued). Returns a sticky error if any, and
+   GPUOS_ERR_INVALID_ARGUMENT for a seq never issued (also gpuos_wait_task). */
 GPUOS_API gpuos_status gpuos_wait_fence(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms);
 /* Waits for everything submitted so far. */
 GPUOS_API gpuos_status gpuos_wait(gpuos_context *ctx, uint32_t timeout_ms);
@@ -482,7 +499,11 @@ GPUOS_API gpuos_status gpuos_graph_add(gpuos_graph *graph, const gpuos_task *tas
    the default). A dependency that closes a cycle is refused (GPUOS_ERR_INVALID_ARGUMENT). */
 GPUOS_API gpuos_status gpuos_graph_add_dep(gpuos_graph *graph, int before, int after);
 /* Queues every node once; *seq (may be NULL) is the last one's sequence number (a fence
-   for the whole launch). Bindings and scalars are checked before anything is queued. */
+   for the whole launch). Bindings and scalars are checked before anything is queued
+   (a binding of another dtype: GPUOS_ERR_DTYPE_MISMATCH; of another shape or strides:
+   GPUOS_ERR_SHAPE_MISMATCH; negative counts: GPUOS_ERR_INVALID_ARGUMENT). If the queue
+   stays full part of the way through a launch (GPUOS_ERR_QUEUE_FULL), the nodes before that
+   point stay queued and run; gpuos_last_error says how many. */
 GPUOS_API gpuos_status gpuos_graph_launch(gpuos_graph *graph, const gpuos_graph_bind *binds, int n_binds,
                                           const gpuos_graph_scalar *scalars, int n_scalars, uint64_t *seq);
 /* The priority of the graph's later launches (GPUOS_PRIORITY_NORMAL by default; the
@@ -517,7 +538,9 @@ GPUOS_API void gpuos_graph_release(gpuos_graph *graph);
      exist; GPUOS_CUDA_RT_WORKERS sets the count); on the host
      executor it is interpreted (a C subset: declarations, if/else, for/while, the usual
      operators, math functions such as sinf, expf, fminf; results where C leaves them
-     undefined are defined, see src/expr.c).
+     undefined are defined, see src/expr.c; loops that run more than 1048576
+     iterations in all for one element stop the run and fail the context with
+     GPUOS_ERR_DEVICE_LOST).
    GPUOS_OPDEF_FUNCTION: source defines `__device__ void <name>(const gpuos_tile &t)`,
      called by every thread of a 256-thread block for the items [t.begin, t.end) of one
      tile (flat row-major indices of the output); t.ptr(q, i) is operand q's address at item
@@ -532,7 +555,7 @@ GPUOS_API void gpuos_graph_release(gpuos_graph *graph);
    in gpuos_last_error and changes nothing. Results are cached on disk (cache_dir). */
 typedef enum gpuos_opdef_kind { GPUOS_OPDEF_ELEMENTWISE = 0, GPUOS_OPDEF_FUNCTION = 1 } gpuos_opdef_kind;
 
-#define GPUOS_MAX_RUNTIME_OPS 64     /* defined at once, per context */
+#define GPUOS_MAX_RUNTIME_OPS 64     /* defined at once, per context (one more: GPUOS_ERR_OUT_OF_MEMORY) */
 #define GPUOS_RUNTIME_MAX_INPUTS 3
 #define GPUOS_OP_RUNTIME_BASE 0x10000 /* handles are GPUOS_OP_RUNTIME_BASE + n */
 

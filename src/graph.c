@@ -486,7 +486,10 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
     gpuos_status s = GPUOS_OK;
     if (!g) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "%s: graph is NULL", fn);
     ctx = g->ctx;
-    if (n_binds < 0 || (n_binds > 0 && !binds) || n_scalars < 0 || (n_scalars > 0 && !scalars))
+    if (n_binds < 0 || n_scalars < 0)
+        return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "%s: %d bindings and %d scalars (negative counts)", fn,
+                                n_binds, n_scalars);
+    if ((n_binds > 0 && !binds) || (n_scalars > 0 && !scalars))
         return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "%s: %d bindings and %d scalars, but a NULL array", fn,
                                 n_binds, n_scalars);
     /* every binding and scalar is checked before anything is queued */
@@ -499,6 +502,9 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
         if (!rec) return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "%s: binds[%d].recorded is not a tensor of the graph", fn, i);
         if (!a) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "%s: binds[%d].actual is NULL", fn, i);
         if (a->ctx != ctx) return gpuos__set_error(ctx, GPUOS_ERR_CONTEXT_MISMATCH, "%s: binds[%d].actual belongs to another context", fn, i);
+        if (a->dtype != rec->dtype)
+            return gpuos__set_error(ctx, GPUOS_ERR_DTYPE_MISMATCH, "%s: binds[%d].actual is %s, the recorded tensor %s", fn,
+                                    i, gpuos_dtype_name(a->dtype), gpuos_dtype_name(rec->dtype));
         if (!graph_same_layout(rec, a))
             return gpuos__set_error(ctx, GPUOS_ERR_SHAPE_MISMATCH,
                                     "%s: binds[%d].actual must have the recorded tensor's dtype, shape and strides", fn, i);
@@ -656,8 +662,10 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
     s = gpuos__queue_push_batch(ctx, jobs, nj, seq, &queued);
     g->last_tasks = queued;
     if (s != GPUOS_OK && queued > 0)
-        gpuos__set_error(ctx, s, "%s: %s; %d of the launch's %d tasks were queued before it", fn, gpuos_status_string(s),
-                         queued, nj);
+        gpuos__set_error(ctx, s,
+                         "%s: stopped after %d of the launch's %d tasks were queued (%s); those stay queued and "
+                         "run, the others were not queued",
+                         fn, queued, nj, s == GPUOS_ERR_QUEUE_FULL ? "the queue stayed full" : "the context failed or was destroyed");
     free(jobs);
     return s;
 }

@@ -138,6 +138,17 @@ static void test_equal_eager(gpuos_context *ctx) {
             CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 1, &n2, &bad) == GPUOS_OK, "bad");
             bind[0].actual = bad;
             CHECK(gpuos_graph_launch(g, bind, 1, NULL, 0, NULL) == GPUOS_ERR_SHAPE_MISMATCH, "a binding of another shape");
+            {
+                gpuos_tensor *bad_dt;
+                int64_t n1 = N;
+                CHECK(gpuos_tensor_new(ctx, GPUOS_I32, 1, &n1, &bad_dt) == GPUOS_OK, "bad dtype");
+                bind[0].actual = bad_dt;
+                CHECK(gpuos_graph_launch(g, bind, 1, NULL, 0, NULL) == GPUOS_ERR_DTYPE_MISMATCH,
+                      "a binding of another dtype: %s", gpuos_last_error(ctx));
+                gpuos_tensor_release(bad_dt);
+            }
+            CHECK(gpuos_graph_launch(g, NULL, 0, NULL, -2, NULL) == GPUOS_ERR_INVALID_ARGUMENT, "a negative scalar count");
+            CHECK(gpuos_graph_launch(g, NULL, 1, NULL, 0, NULL) == GPUOS_ERR_NULL_POINTER, "a NULL binding array");
             bind[0].actual = NULL;
             CHECK(gpuos_graph_launch(g, bind, 1, NULL, 0, NULL) == GPUOS_ERR_NULL_POINTER, "a NULL binding");
             bind[0].recorded = bad, bind[0].actual = a2;
@@ -148,7 +159,7 @@ static void test_equal_eager(gpuos_context *ctx) {
             CHECK(gpuos_graph_launch(g, NULL, 0, &sc, 1, NULL) == GPUOS_ERR_INVALID_ARGUMENT, "a scalar index 2");
             CHECK(gpuos_graph_launch(g, bind, 1, NULL, 0, NULL) != GPUOS_OK && gpuos_fence(ctx) == f0,
                   "nothing queued by a refused launch");
-            CHECK(gpuos_graph_launch(g, NULL, -1, NULL, 0, NULL) == GPUOS_ERR_NULL_POINTER, "n_binds < 0");
+            CHECK(gpuos_graph_launch(g, NULL, -1, NULL, 0, NULL) == GPUOS_ERR_INVALID_ARGUMENT, "n_binds < 0");
             gpuos_tensor_release(bad);
         }
         gpuos_tensor_release(a2);
