@@ -1042,6 +1042,25 @@ gpuos_status gpuos__cuda_rt_install(gpuos_context *ctx, gpuos__rt_version *v);
 #endif
 
 /* ---------------------------------------------------------------- helpers */
+/* i64 -> double rounded to odd: exact below 2^53; above, the top 53 bits with the lowest
+   ORed with every bit dropped. Rounding that to a format of at most 51 bits of precision
+   (bf16: 8) to nearest even is the one correct rounding of a (a plain (double)a then
+   bf16 would round twice: 2^60 + 2^52 + 1 gave 2^60). */
+GPUOS__FN double gpuos__i64_to_f64_odd(int64_t a) {
+    const uint64_t m = a < 0 ? (uint64_t)0 - (uint64_t)a : (uint64_t)a;
+    uint64_t hi;
+    double v;
+    int s = 0;
+    if (m < ((uint64_t)1 << 53))
+        return (double)a;
+    while ((m >> s) >= ((uint64_t)1 << 53))
+        s++;
+    hi = (m >> s) | (uint64_t)((m & (((uint64_t)1 << s) - 1)) != 0);
+    v = (double)hi; /* exact: hi < 2^53 */
+    while (s-- > 0)
+        v *= 2.0; /* exact */
+    return a < 0 ? -v : v;
+}
 /* bool */
 GPUOS__FN uint8_t gpuos__min_bool(uint8_t a, uint8_t b) { return a <= b ? a : b; }
 GPUOS__FN uint8_t gpuos__max_bool(uint8_t a, uint8_t b) { return a >= b ? a : b; }
@@ -1965,7 +1984,7 @@ GPUOS__FN int16_t gpuos__e_cast_i64_i16(int64_t a) { return (int16_t)a; }
 GPUOS__FN int32_t gpuos__e_cast_i64_i32(int64_t a) { return (int32_t)a; }
 GPUOS__FN int64_t gpuos__e_cast_i64_i64(int64_t a) { return (int64_t)a; }
 GPUOS__FN double gpuos__e_cast_i64_f16(int64_t a) { return (double)a; }
-GPUOS__FN double gpuos__e_cast_i64_bf16(int64_t a) { return (double)a; }
+GPUOS__FN double gpuos__e_cast_i64_bf16(int64_t a) { return gpuos__i64_to_f64_odd(a); }
 GPUOS__FN float gpuos__e_cast_i64_f32(int64_t a) { return (float)a; }
 GPUOS__FN double gpuos__e_cast_i64_f64(int64_t a) { return (double)a; }
 GPUOS__FN uint8_t gpuos__e_cast_f16_bool(float a) { return (uint8_t)(a != 0); }
@@ -13304,6 +13323,25 @@ const char *const gpuos__device_source[] = {
     "#endif\n",
     "\n",
     "/* ---------------------------------------------------------------- helpers */\n",
+    "/* i64 -> double rounded to odd: exact below 2^53; above, the top 53 bits with the lowest\n",
+    "   ORed with every bit dropped. Rounding that to a format of at most 51 bits of precision\n",
+    "   (bf16: 8) to nearest even is the one correct rounding of a (a plain (double)a then\n",
+    "   bf16 would round twice: 2^60 + 2^52 + 1 gave 2^60). */\n",
+    "GPUOS__FN double gpuos__i64_to_f64_odd(int64_t a) {\n",
+    "    const uint64_t m = a < 0 \? (uint64_t)0 - (uint64_t)a : (uint64_t)a;\n",
+    "    uint64_t hi;\n",
+    "    double v;\n",
+    "    int s = 0;\n",
+    "    if (m < ((uint64_t)1 << 53))\n",
+    "        return (double)a;\n",
+    "    while ((m >> s) >= ((uint64_t)1 << 53))\n",
+    "        s++;\n",
+    "    hi = (m >> s) | (uint64_t)((m & (((uint64_t)1 << s) - 1)) != 0);\n",
+    "    v = (double)hi; /* exact: hi < 2^53 */\n",
+    "    while (s-- > 0)\n",
+    "        v *= 2.0; /* exact */\n",
+    "    return a < 0 \? -v : v;\n",
+    "}\n",
     "/* bool */\n",
     "GPUOS__FN uint8_t gpuos__min_bool(uint8_t a, uint8_t b) { return a <= b \? a : b; }\n",
     "GPUOS__FN uint8_t gpuos__max_bool(uint8_t a, uint8_t b) { return a >= b \? a : b; }\n",
@@ -14227,7 +14265,7 @@ const char *const gpuos__device_source[] = {
     "GPUOS__FN int32_t gpuos__e_cast_i64_i32(int64_t a) { return (int32_t)a; }\n",
     "GPUOS__FN int64_t gpuos__e_cast_i64_i64(int64_t a) { return (int64_t)a; }\n",
     "GPUOS__FN double gpuos__e_cast_i64_f16(int64_t a) { return (double)a; }\n",
-    "GPUOS__FN double gpuos__e_cast_i64_bf16(int64_t a) { return (double)a; }\n",
+    "GPUOS__FN double gpuos__e_cast_i64_bf16(int64_t a) { return gpuos__i64_to_f64_odd(a); }\n",
     "GPUOS__FN float gpuos__e_cast_i64_f32(int64_t a) { return (float)a; }\n",
     "GPUOS__FN double gpuos__e_cast_i64_f64(int64_t a) { return (double)a; }\n",
     "GPUOS__FN uint8_t gpuos__e_cast_f16_bool(float a) { return (uint8_t)(a != 0); }\n",

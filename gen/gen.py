@@ -318,7 +318,8 @@ def cast_name(src, dst):
 
 def cast_via(src, dst):
     """The C type a cast to dst returns before it is stored. f16/bf16 targets get double from
-    sources a float cannot hold exactly (f64, i32, i64) so that the value is rounded once."""
+    sources a float cannot hold exactly (f64, i32, i64) so that the value is rounded once
+    (i64 to bf16: a double rounded to odd, cast_body)."""
     if dst.is_half:
         return 'double' if src.name in ('f64', 'i32', 'i64') else 'float'
     return dst.compute
@@ -331,6 +332,9 @@ def cast_store(src, dst):
 
 
 def cast_body(src, dst):
+    if src.name == 'i64' and dst.name == 'bf16':
+        # through double rounded to odd: |a| > 2^53 would otherwise round twice (gpuos_elem.h)
+        return 'return gpuos__i64_to_f64_odd(a);'
     if dst.cls == 'bool':
         return 'return (uint8_t)(a != 0);'
     if dst.is_int:
