@@ -350,7 +350,10 @@ GPUOS_API gpuos_status gpuos_tensor_scalar(gpuos_context *ctx, gpuos_dtype dtype
 /* Wraps memory the caller owns: a device pointer on GPU contexts, a host pointer on
    host contexts. strides NULL means row-major contiguous. bytes is the size of the
    allocation from data; every element the view can reach must lie inside it
-   (else GPUOS_ERR_BAD_STRIDES). The memory must outlive every task that uses it. */
+   (else GPUOS_ERR_BAD_STRIDES). The memory must outlive every task that uses it, and must
+   not overlap another live tensor's memory (another wrap, or memory gpuos allocated):
+   tasks are ordered, and overlaps refused, by the allocation they use, so tasks on two
+   such tensors would not be ordered with each other. */
 GPUOS_API gpuos_status gpuos_tensor_wrap(gpuos_context *ctx, void *data, size_t bytes, gpuos_dtype dtype,
                                          int rank, const int64_t *shape, const int64_t *strides,
                                          gpuos_tensor **out);
