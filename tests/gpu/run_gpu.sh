@@ -10,33 +10,45 @@ COMMIT=${GPUOS_BENCH_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo un
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 make -j16 -s all build/order_check build/smoke build/tests/test_order_stress build/tests/test_priority build/tests/test_runs build/tests/test_graph build/tests/test_rtops build/tests/test_fuse build/probe_latency build/probe_submit build/probe_chain \
     > "$OUT/build.log" 2>&1 || { echo "build failed"; tail -20 "$OUT/build.log"; exit 1; }
+RC=0
+# run LOG N CMD...: CMD's output into $OUT/LOG, its last N lines shown, a failure remembered
+# (the step's line says so, and the script exits 1 at the end)
+run() {
+  log=$1; n=$2; shift 2
+  "$@" > "$OUT/$log" 2>&1; r=$?
+  tail -"$n" "$OUT/$log"
+  if [ $r -ne 0 ]; then echo "!! $log: exit status $r"; RC=1; fi
+}
+CS="compute-sanitizer --error-exitcode 1"
 for step in "$@"; do
-  t0=$(date +%s)
+  t0=$(date +%s); rc0=$RC; RC=0
   case $step in
-  suite) GPUOS_TEST_DEVICE=0 PYTEST_ADDOPTS="-p no:timeout -p no:cacheprovider" \
-           python3 tests/run_tests.py --make make --build build c py > "$OUT/suite.log" 2>&1
-         tail -3 "$OUT/suite.log" ;;
-  stress) GPUOS_TEST_DEVICE=0 GPUOS_TEST_STRESS_TASKS=${STRESS:-10000000} ./build/tests/test_order_stress > "$OUT/stress.log" 2>&1
-         tail -3 "$OUT/stress.log" ;;
-  order) ./build/order_check 3000 > "$OUT/order.log" 2>&1; tail -2 "$OUT/order.log" ;;
-  bench) GPUOS_BENCH_COMMIT=$COMMIT make -s bench BENCH_ARGS="--device 0 ${BENCH_ROWS:+--rows $BENCH_ROWS}" > "$OUT/bench.log" 2>&1
-         cp bench/results/*.json bench/results/*.txt "$OUT/" 2>/dev/null; tail -25 "$OUT/bench.log" ;;
-  probes) ./build/probe_latency > "$OUT/probe_latency.log" 2>&1; ./build/probe_submit > "$OUT/probe_submit.log" 2>&1
-         ./build/probe_chain > "$OUT/probe_chain.log" 2>&1
-         cat "$OUT/probe_latency.log" "$OUT/probe_submit.log" "$OUT/probe_chain.log" | tail -40 ;;
-  sanitize) compute-sanitizer --tool memcheck ./build/order_check 20 > "$OUT/memcheck.log" 2>&1; tail -2 "$OUT/memcheck.log"
-         compute-sanitizer --tool racecheck ./build/smoke > "$OUT/racecheck.log" 2>&1; tail -2 "$OUT/racecheck.log"
+  suite) run suite.log 3 env GPUOS_TEST_DEVICE=0 PYTEST_ADDOPTS="-p no:timeout -p no:cacheprovider" \
+           python3 tests/run_tests.py --make make --build build c py ;;
+  stress) run stress.log 3 env GPUOS_TEST_DEVICE=0 GPUOS_TEST_STRESS_TASKS=${STRESS:-10000000} ./build/tests/test_order_stress ;;
+  order) run order.log 2 ./build/order_check 3000 ;;
+  bench) run bench.log 25 env GPUOS_BENCH_COMMIT=$COMMIT make -s bench BENCH_ARGS="--device 0 ${BENCH_ROWS:+--rows $BENCH_ROWS}"
+         cp bench/results/*.json bench/results/*.txt "$OUT/" 2>/dev/null ;;
+  probes) run probe_latency.log 12 ./build/probe_latency
+         run probe_submit.log 14 ./build/probe_submit
+         run probe_chain.log 14 ./build/probe_chain ;;
+  sanitize) run memcheck.log 2 $CS --tool memcheck ./build/order_check 20
+         run racecheck.log 2 $CS --tool racecheck ./build/smoke
          # priorities (lane 1): small programs on fresh contexts (memcheck cannot see memory allocated while a kernel runs)
-         GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 compute-sanitizer --tool memcheck ./build/tests/test_priority > "$OUT/memcheck_prio.log" 2>&1; tail -2 "$OUT/memcheck_prio.log"
-         GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 compute-sanitizer --tool racecheck ./build/tests/test_priority > "$OUT/racecheck_prio.log" 2>&1; tail -2 "$OUT/racecheck_prio.log"
+         run memcheck_prio.log 2 env GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 $CS --tool memcheck ./build/tests/test_priority
+         run racecheck_prio.log 2 env GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 $CS --tool racecheck ./build/tests/test_priority
          # runs of identical in-place tasks (the worker's run path)
-         GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 compute-sanitizer --tool racecheck ./build/tests/test_runs > "$OUT/racecheck_runs.log" 2>&1; tail -2 "$OUT/racecheck_runs.log"
+         run racecheck_runs.log 2 env GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 $CS --tool racecheck ./build/tests/test_runs
+         run memcheck_runs.log 2 env GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 $CS --tool memcheck ./build/tests/test_runs
          # graph launches expanded by the fetcher (one slot per launch, past the task ring's size)
-         GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 GPUOS_TEST_ONLY=large compute-sanitizer --tool memcheck ./build/tests/test_graph > "$OUT/memcheck_graph.log" 2>&1; tail -2 "$OUT/memcheck_graph.log"
-         GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 GPUOS_TEST_ONLY=large compute-sanitizer --tool racecheck ./build/tests/test_graph > "$OUT/racecheck_graph.log" 2>&1; tail -2 "$OUT/racecheck_graph.log"
+         run memcheck_graph.log 2 env GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 GPUOS_TEST_ONLY=large $CS --tool memcheck ./build/tests/test_graph
+         run racecheck_graph.log 2 env GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 GPUOS_TEST_ONLY=large $CS --tool racecheck ./build/tests/test_graph
          # fused matmul epilogues (a fresh context per program, every tensor allocated before its first task)
-         GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 GPUOS_TEST_FRESH=1 compute-sanitizer --tool memcheck ./build/tests/test_fuse > "$OUT/memcheck_fuse.log" 2>&1; tail -2 "$OUT/memcheck_fuse.log"
-         GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 GPUOS_TEST_FRESH=1 compute-sanitizer --tool racecheck ./build/tests/test_fuse > "$OUT/racecheck_fuse.log" 2>&1; tail -2 "$OUT/racecheck_fuse.log" ;;
+         run memcheck_fuse.log 2 env GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 GPUOS_TEST_FRESH=1 $CS --tool memcheck ./build/tests/test_fuse
+         run racecheck_fuse.log 2 env GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 GPUOS_TEST_FRESH=1 $CS --tool racecheck ./build/tests/test_fuse ;;
+  *) echo "unknown step $step"; RC=1 ;;
   esac
-  echo "== $step rc=$? $(( $(date +%s) - t0 )) s"
+  echo "== $step $([ $RC -eq 0 ] && echo ok || echo FAILED) $(( $(date +%s) - t0 )) s"
+  [ $rc0 -ne 0 ] && RC=1
 done
+exit $RC
