@@ -62,13 +62,21 @@ def geometry(rng, shape, layout):
 
 
 def random_storage(rng, dtype, n):
-    """n random elements of dtype (finite floats): sentinels of output memory."""
+    """n random elements of dtype (finite floats)."""
     if dtype == "bool":
         return rng.random(n) < 0.5
     if dtype in INTS:
         lo, hi = R.int_range(dtype)
         return rng.integers(lo, hi, size=n, endpoint=True, dtype=STORAGE[dtype])
     return to_storage(rng.uniform(-100, 100, n), dtype)
+
+
+def sentinel_storage(rng, dtype, n):
+    """Sentinels of output memory: random elements, and for bool byte 2, no bool value, so that
+    an element left unwritten never passes for a result (mismatches compares bool bytes)."""
+    if dtype == "bool":
+        return np.full(n, 2, dtype=np.uint8).view(np.bool_)
+    return random_storage(rng, dtype, n)
 
 
 def make_operand(ctx, rng, dtype, values, layout="contig"):
@@ -103,15 +111,15 @@ def make_operand(ctx, rng, dtype, values, layout="contig"):
 
 
 def make_output(ctx, rng, dtype, shape, layout="contig"):
-    """An output view over a base filled with random sentinels ("contig": a new tensor)."""
+    """An output view over a base filled with sentinels ("contig": a new tensor)."""
     shape = tuple(shape)
     if layout == "contig":
-        base = random_storage(rng, dtype, int(np.prod(shape, dtype=np.int64)))
+        base = sentinel_storage(rng, dtype, int(np.prod(shape, dtype=np.int64)))
         t = ctx.new(dtype, shape)
         ctx.upload(t, base.reshape(shape))
         return Operand(t, t, base, np.arange(base.size).reshape(shape), dtype)
     n, strides, offset = geometry(rng, shape, layout)
-    base = random_storage(rng, dtype, n)
+    base = sentinel_storage(rng, dtype, n)
     bt = ctx.tensor(base, dtype)
     return Operand(bt.strided(shape, strides, offset), bt, base, view_indices(shape, strides, offset), dtype)
 

@@ -528,6 +528,8 @@ def mismatches(got, ref, dtype, rtol=0.0, atol=0.0, scale=None):
     got, ref = np.asarray(got), np.asarray(ref)
     if got.shape != ref.shape:
         raise AssertionError("shape %s != reference shape %s" % (got.shape, ref.shape))
+    if dtype == "bool":  # the stored bytes: a bool is 0 or 1, and NumPy would take any nonzero byte as True
+        return np.flatnonzero(got.reshape(-1).view(np.uint8) != ref.reshape(-1).astype(np.uint8))
     if not is_float(dtype):
         return np.flatnonzero(got.reshape(-1) != ref.reshape(-1))
     g, r = to_f64(got, dtype).reshape(-1), to_f64(ref, dtype).reshape(-1)
