@@ -129,7 +129,7 @@ def bits_equal(a, b):
     return a.view(np.uint8).reshape(a.shape + (-1,)).tobytes() == b.view(np.uint8).reshape(b.shape + (-1,)).tobytes()
 
 
-def check(ctx, out, ref, *, rtol=0.0, atol=0.0, scale=None, what="", inputs=(), seed=None,
+def check(ctx, out, ref, *, rtol=0.0, atol=0.0, scale=None, acc=0.0, what="", inputs=(), seed=None,
           before=None):
     """Downloads out's base and checks that the view holds ref (within tolerance) and that every
     other element of the base is unchanged (before: the base before the op; default out.base).
@@ -142,9 +142,9 @@ def check(ctx, out, ref, *, rtol=0.0, atol=0.0, scale=None, what="", inputs=(), 
     if got.shape != ref.shape:
         msgs.append("output shape %s, reference shape %s" % (got.shape, ref.shape))
     else:
-        bad = R.mismatches(got, ref, dt, rtol, atol, scale)
+        bad = R.mismatches(got, ref, dt, rtol, atol, scale, acc)
         if bad.size:
-            msgs.append("%d of %d elements differ (rtol=%g atol=%g):" % (bad.size, ref.size, rtol, atol))
+            msgs.append("%d of %d elements differ (rtol=%g atol=%g acc=%g):" % (bad.size, ref.size, rtol, atol, acc))
             for fi in bad[:8]:
                 mi = np.unravel_index(fi, ref.shape) if ref.ndim else ()
                 ins = []

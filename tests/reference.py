@@ -522,9 +522,10 @@ def rmsnorm(dtype, x_st, w_st, eps):
 
 
 # ---------------------------------------------------------------- comparison
-def mismatches(got, ref, dtype, rtol=0.0, atol=0.0, scale=None):
+def mismatches(got, ref, dtype, rtol=0.0, atol=0.0, scale=None, acc=0.0):
     """Flat indices where got differs from ref: integers and bool exactly; floats within
-    atol + rtol * max(|ref|, scale), NaN equal to NaN, infinities exact."""
+    atol + rtol * max(|ref|, scale), or with acc (sums of terms: test_ops.acc_tol) within
+    atol + rtol * |ref| + acc * max(|ref|, scale); NaN equal to NaN, infinities exact."""
     got, ref = np.asarray(got), np.asarray(ref)
     if got.shape != ref.shape:
         raise AssertionError("shape %s != reference shape %s" % (got.shape, ref.shape))
@@ -538,7 +539,7 @@ def mismatches(got, ref, dtype, rtol=0.0, atol=0.0, scale=None):
         s = np.broadcast_to(np.asarray(scale, dtype=np.float64), ref.shape).reshape(-1)
         mag = np.maximum(mag, np.where(np.isfinite(s), s, 0.0))
     with np.errstate(all="ignore"):
-        close = np.abs(g - r) <= atol + rtol * mag
+        close = np.abs(g - r) <= (atol + rtol * np.abs(r) + acc * mag if acc else atol + rtol * mag)
     nan = np.isnan(g) & np.isnan(r)
     inf = (np.isinf(g) | np.isinf(r))
     ok = nan | np.where(inf, g == r, close & ~np.isnan(g) & ~np.isnan(r))

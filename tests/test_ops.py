@@ -27,9 +27,9 @@ TOL = {
     "bf16": (1.6e-2, 1.6e-2, 1e-6),
 }
 # scale: the magnitude of the terms where the result is a small difference of large ones (lerp,
-# log_softmax, layernorm, rmsnorm). Reductions, matmul, layernorm and rmsnorm multiply rtol and atol
-# by sqrt(n), n the number of elements reduced (README: "reductions scaled by the square root of the
-# number of elements reduced"), relative to the sum of the magnitudes (sum |a|, |a| @ |b|, ...).
+# log_softmax, layernorm, rmsnorm). softmax, log_softmax, layernorm and rmsnorm multiply rtol and
+# atol by sqrt(n), n the number of elements reduced, relative to max(|ref|, scale); reductions and
+# matmul (ACC_OPS) take rtol of |ref| plus acc_tol of the terms' magnitude (README, Tolerances).
 # f16 and bf16 references are computed from the rounded inputs (in f64, rounded to f32, then to the
 # dtype, as gpuos computes in f32 and rounds once). Integers and bool are exact; NaN == NaN and
 # infinities exact everywhere.
@@ -40,15 +40,28 @@ EXACT = {"neg", "abs", "sign", "relu", "floor", "ceil", "round", "trunc", "sqrt"
          "sub", "mul", "div", "minimum", "maximum", "clamp", "where", "copy", "cast", "fill", "arange", "min", "max"}
 
 
+# ACC_OPS: sums of n terms (reductions, matmul). Their rtol is the result's own rounding, and the
+# accumulation gets acc_tol: 4 eps sqrt(n) of the terms' magnitude (scale: sum |a|, |a| @ |b|, ...),
+# eps the accumulation type's (f64 2^-53; f16, bf16, f32 accumulate in f32: 2^-24). (rtol sqrt(n)
+# of the terms' magnitude let an f32 sum of 100000 terms returning 0 pass.)
+ACC_OPS = {"sum", "mean", "prod", "norm2", "var", "std", "matmul"}
+
+
 def tol(op, dtype, n=None):
     if dtype not in TOL or op in EXACT:
         return 0.0, 0.0
     rtol, rtol_tr, atol = TOL[dtype]
     r = rtol_tr if op in R.TRANSCENDENTAL else rtol
-    if n is not None:
+    if n is not None and op not in ACC_OPS:
         f = math.sqrt(max(n, 1))
         r, atol = r * f, atol * f
     return r, atol
+
+
+def acc_tol(op, dtype, n):
+    if dtype not in TOL or op not in ACC_OPS or n is None:
+        return 0.0
+    return 4.0 * (2.0**-53 if dtype == "f64" else 2.0**-24) * math.sqrt(max(n, 1))
 
 
 COMBOS = combos()
@@ -205,7 +218,8 @@ def reduce_once(ctx, rng, seed, op, dtype, shape, axes, mask, keepdim, corr, in_
         op, dtype, label, axes, mask, keepdim, corr, x.describe(), out.describe())
     ctx.submit(op, out.tensor, [x.tensor], axes=mask, keepdim=keepdim, correction=corr)
     rtol, atol = tol(op, odt, n)
-    H.check(ctx, out, ref, rtol=rtol, atol=atol, scale=scale, what=what, inputs=[(dtype, x.values)], seed=seed)
+    H.check(ctx, out, ref, rtol=rtol, atol=atol, scale=scale, acc=acc_tol(op, odt, n), what=what,
+            inputs=[(dtype, x.values)], seed=seed)
 
 
 def run_reduce(ctx, rng, seed, op, dtype, rank):
@@ -274,7 +288,7 @@ def matmul_once(ctx, rng, seed, dtype, a_shape, b_shape, la, lb, lo, label=""):
     what = "matmul %s %s: a %s, b %s, out %s" % (dtype, label, a.describe(), b.describe(), out.describe())
     ctx.submit("matmul", out.tensor, [a.tensor, b.tensor])
     rtol, atol = tol("matmul", dtype, k)
-    H.check(ctx, out, ref, rtol=rtol, atol=atol, scale=scale, what=what,
+    H.check(ctx, out, ref, rtol=rtol, atol=atol, scale=scale, acc=acc_tol("matmul", dtype, k), what=what,
             inputs=[(dtype, a.values), (dtype, b.values)], seed=seed)
 
 
