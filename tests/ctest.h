@@ -6,6 +6,7 @@
 #include <stdio.h>  /* printf, fprintf */
 #include <stdlib.h> /* getenv, atoi */
 #include <string.h> /* strcmp */
+#include <time.h>   /* time, clock: fresh seeds */
 
 #include "gpuos.h"
 
@@ -31,6 +32,28 @@ static int ctest_device(void) {
     if (strcmp(v, "auto") == 0) return GPUOS_DEVICE_AUTO;
     if (strcmp(v, "gpu") == 0 || strcmp(v, "cuda") == 0) return 0;
     return atoi(v);
+}
+
+/* The run's random seed: $GPUOS_TEST_SEED, else a fresh one; printed, so that a failing run can be
+   repeated. ctest_rng(seed, salt): a nonzero xorshift state from it. */
+static inline unsigned long long ctest_seed(const char *name) {
+    const char *v = getenv("GPUOS_TEST_SEED");
+    unsigned long long s;
+    int local;
+    if (v && *v) {
+        s = strtoull(v, NULL, 10);
+    } else {
+        s = ((unsigned long long)time(NULL) * 0x9e3779b97f4a7c15ull) ^ (unsigned long long)clock() ^
+            ((unsigned long long)(size_t)&local >> 4);
+        s %= 1000000007ull;
+    }
+    printf("%s: seed %llu (GPUOS_TEST_SEED=%llu repeats this run)\n", name, s, s);
+    fflush(stdout);
+    return s;
+}
+static inline uint64_t ctest_rng(unsigned long long seed, uint64_t salt) {
+    uint64_t x = ((uint64_t)seed + 1u) * 0x9e3779b97f4a7c15ull ^ salt;
+    return x ? x : (salt | 1u);
 }
 
 static int ctest_summary(const char *name) {

@@ -166,6 +166,7 @@ static void env_print(const char *what, const env *e) {
 #define N_ROWS 320
 static env inputs[N_ROWS];
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static unsigned long long test_seed; /* ctest_seed, set by main */
 
 static uint64_t rnd(void) { /* xorshift64* */
     rng_state ^= rng_state >> 12;
@@ -1043,7 +1044,7 @@ static void test_garbage(void) {
 
     /* 10000 mutations of the valid bodies: each compiles or fails with a message; what
        compiles runs (to the end or to the loop budget) */
-    rng_state = 12345;
+    rng_state = ctest_rng(test_seed, 12345);
     for (k = 0; k < 10000 && n_bodies > 0; k++) {
         uint64_t len;
         char *s = mutate(bodies[rnd() % (uint64_t)n_bodies], &len);
@@ -1117,6 +1118,8 @@ static void bench(void) {
 }
 
 int main(void) {
+    test_seed = ctest_seed("test_expr");
+    rng_state = ctest_rng(test_seed, rng_state);
     (void)ctest_device;
     make_inputs();
     test_arithmetic();

@@ -828,7 +828,7 @@ int main(void) {
     cfg.device = ctest_device();
     cfg.wait_timeout_ms = 60000;
     if (!fresh_begin()) return ctest_summary("test_fuse");
-    if (getenv("GPUOS_TEST_SEED")) rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)atoll(getenv("GPUOS_TEST_SEED"));
+    rng = ctest_rng(ctest_seed("test_fuse"), rng);
     for (pi = 0; pi < programs; pi++) random_program(pi, dts[pi % 9]);
     refused();
     pro_limits();

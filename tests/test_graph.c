@@ -548,6 +548,7 @@ static void test_many_plans(gpuos_context *ctx) {
 }
 
 int main(void) {
+    rng = ctest_rng(ctest_seed("test_graph"), rng);
     gpuos_config cfg = GPUOS_CONFIG_INIT;
     gpuos_context *ctx;
     cfg.device = ctest_device();

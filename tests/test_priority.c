@@ -413,6 +413,7 @@ static void close_ctx(gpuos_context *ctx) {
 }
 
 int main(void) {
+    rng = ctest_rng(ctest_seed("test_priority"), rng);
     gpuos_context *ctx;
     int s;
     if (getenv("GPUOS_TEST_QUICK")) {

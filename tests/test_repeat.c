@@ -304,6 +304,7 @@ static void test_back_to_back(void) {
 }
 
 int main(void) {
+    rng = ctest_rng(ctest_seed("test_repeat"), rng);
     gpuos_config cfg = GPUOS_CONFIG_INIT;
     gpuos_context *ctx = NULL;
     cfg.device = ctest_device();

@@ -517,6 +517,7 @@ static void test_fault(int device, int gpu) {
 }
 
 int main(void) {
+    rng = ctest_rng(ctest_seed("test_rtops"), rng);
     gpuos_config cfg = GPUOS_CONFIG_INIT;
     gpuos_context *ctx;
     int gpu;

@@ -260,6 +260,7 @@ static int close_enough(gpuos_dtype dt, const result *a, const result *b, double
 }
 
 int main(void) {
+    rng = ctest_rng(ctest_seed("test_runs"), rng);
     gpuos_config cfg = GPUOS_CONFIG_INIT, hcfg = GPUOS_CONFIG_INIT;
     gpuos_context *ctx, *host;
     static const gpuos_dtype dts[] = {GPUOS_F32, GPUOS_I32, GPUOS_F16, GPUOS_BF16};
