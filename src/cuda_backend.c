@@ -1139,8 +1139,34 @@ static void cuda_operand_vector(cuda__operand *o, const char *ptr, int64_t n, in
     o->elsize = elsize;
 }
 
-/* Lists a job's operands (out first) from its plan. */
-static int cuda_operands(const gpuos__job *job, cuda__operand *ops) {
+/* Row maps: operands whose tile t touches exactly row t of a [rows, cols] view (a row-tiled
+   product's output, A, prologue output and row-wise epilogue operands; a row-wise task's
+   input and output, one row a tile) get the view's hash as their sig, so that two such
+   accesses with equal tiles are tile-aligned as element-wise operands are (the row's
+   bytes, the same worker). A different tag from the element-wise sigs. */
+static uint64_t cuda_row_sig(const cuda__operand *o) { /* o: [rows, cols] */
+    int64_t v[5];
+    uint64_t h;
+    v[0] = o->shape[0], v[1] = o->stride[0], v[2] = o->shape[1], v[3] = o->stride[1], v[4] = o->elsize;
+    h = cuda_hash(cuda_hash(CUDA__HASH0 ^ 0x524f5753ull, &o->ptr, sizeof o->ptr), v, sizeof v);
+    return h ? h : 2;
+}
+static int64_t cuda_matmul_cb(const struct gpuos__cuda *c, const gpuos__job *job);
+static void cuda_align_sigs(const struct gpuos__cuda *c, const gpuos__job *job, cuda__operand *ops, int n) {
+    int k;
+    if (job->kind == GPUOS__KIND_MATMUL && cuda_matmul_cb(c, job) == GPUOS__MM_ROWS) {
+        for (k = 0; k < n; k++) /* [M, *] views (B, [K, N], is read whole by every tile) */
+            if (k != 2 && ops[k].rank == 2 && ops[k].shape[0] == job->plan.matmul.M && ops[k].stride[0] != 0)
+                ops[k].sig = cuda_row_sig(&ops[k]);
+    } else if (job->kind == GPUOS__KIND_ROWS && job->plan.rows.outer_rank == 1 && !job->rt) {
+        for (k = 0; k < 2; k++) /* out, in: [rows, n] (not rows broadcast from one: every tile reads it) */
+            if (ops[k].stride[0] != 0) ops[k].sig = cuda_row_sig(&ops[k]);
+    }
+}
+
+/* Lists a job's operands (out first) from its plan, with their sigs (element maps, row maps:
+   cuda_align_sigs). */
+static int cuda_operands(const struct gpuos__cuda *c, const gpuos__job *job, cuda__operand *ops) {
     int n = 0, k;
     for (k = 0; k < GPUOS__MAX_PTR; k++) { /* the fields every kind reads; pre_* are scratch */
         ops[k].ptr = NULL;
@@ -1276,32 +1302,8 @@ static int cuda_operands(const gpuos__job *job, cuda__operand *ops) {
         }
     }
     }
+    cuda_align_sigs(c, job, ops, n);
     return n;
-}
-
-/* Row maps: operands whose tile t touches exactly row t of a [rows, cols] view (a row-tiled
-   product's output, A, prologue output and row-wise epilogue operands; a row-wise task's
-   input and output, one row a tile) get the view's hash as their sig, so that two such
-   accesses with equal tiles are tile-aligned as element-wise operands are (the row's
-   bytes, the same worker). A different tag from the element-wise sigs. */
-static uint64_t cuda_row_sig(const cuda__operand *o) { /* o: [rows, cols] */
-    int64_t v[5];
-    uint64_t h;
-    v[0] = o->shape[0], v[1] = o->stride[0], v[2] = o->shape[1], v[3] = o->stride[1], v[4] = o->elsize;
-    h = cuda_hash(cuda_hash(CUDA__HASH0 ^ 0x524f5753ull, &o->ptr, sizeof o->ptr), v, sizeof v);
-    return h ? h : 2;
-}
-static int64_t cuda_matmul_cb(const struct gpuos__cuda *c, const gpuos__job *job);
-static void cuda_align_sigs(const struct gpuos__cuda *c, const gpuos__job *job, cuda__operand *ops, int n) {
-    int k;
-    if (job->kind == GPUOS__KIND_MATMUL && cuda_matmul_cb(c, job) == GPUOS__MM_ROWS) {
-        for (k = 0; k < n; k++) /* [M, *] views (B, [K, N], is read whole by every tile) */
-            if (k != 2 && ops[k].rank == 2 && ops[k].shape[0] == job->plan.matmul.M && ops[k].stride[0] != 0)
-                ops[k].sig = cuda_row_sig(&ops[k]);
-    } else if (job->kind == GPUOS__KIND_ROWS && job->plan.rows.outer_rank == 1 && !job->rt) {
-        for (k = 0; k < 2; k++) /* out, in: [rows, n] (not rows broadcast from one: every tile reads it) */
-            if (ops[k].stride[0] != 0) ops[k].sig = cuda_row_sig(&ops[k]);
-    }
 }
 
 /* The storage that holds the whole byte range [lo, hi) (among the job's). Allocations
@@ -1475,11 +1477,15 @@ static int64_t cuda_matmul_cb(const struct gpuos__cuda *c, const gpuos__job *job
     return job->kind == GPUOS__KIND_MATMUL && job->items > 0 && cuda_matmul_rows(c, job, ncb) ? GPUOS__MM_ROWS : ncb;
 }
 
+/* A job's items as the device counts them: a matmul split in ncb column blocks has each row
+   once per block (row tiles and unsplit products: the job's own). */
+static int64_t cuda_device_items(const gpuos__job *job, int64_t ncb) { return ncb > 1 ? job->items * ncb : job->items; }
+
 /* The plan the device gets (a matmul's column blocks or row tiles set) and its item count. */
 static const void *cuda_device_plan(const struct gpuos__cuda *c, const gpuos__job *job, gpuos__matmul_plan *tmp,
                                     int64_t *n_items) {
     const int64_t ncb = cuda_matmul_cb(c, job);
-    *n_items = ncb > 1 ? job->items * ncb : job->items;
+    *n_items = cuda_device_items(job, ncb);
     if (ncb == 1) return &job->plan;
     *tmp = job->plan.matmul;
     tmp->n_cb = ncb;
@@ -1493,7 +1499,7 @@ static void cuda_tiling(const struct gpuos__cuda *c, const gpuos__job *job, uint
     uint32_t tile;
     if (job->kind == GPUOS__KIND_MATMUL) { /* one row, 32 rows, or one column block of a few rows */
         const int64_t ncb = cuda_matmul_cb(c, job), M = job->plan.matmul.M;
-        const int64_t items = ncb > 1 ? job->items * ncb : job->items;
+        const int64_t items = cuda_device_items(job, ncb);
         tile = ncb == GPUOS__MM_ROWS ? 1u : ncb > 1 && M < 32 ? (uint32_t)(M < 1 ? 1 : M) : 32u;
         *tile_out = tile;
         *n_tiles = items > 0 ? (items + tile - 1) / tile : 0;
@@ -1728,8 +1734,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
        submissions (a stale mark only adds dependencies on finished tasks, which the
        device sees as done at once), and for every high-priority task (a stale mark
        would send it to lane 0). */
-    n = cuda_operands(job, ops);
-    cuda_align_sigs(c, job, ops, n);
+    n = cuda_operands(c, job, ops);
     GPUOS__PH(GPUOS__PH_OPERANDS, t0);
     t0 = GPUOS__PH_NOW();
     if (job->prio > 0) c->hi_used = 1;
@@ -2474,8 +2479,7 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
         if (job->dev_kernel < 0) { st = GPUOS_ERR_UNSUPPORTED; break; }
         plan_bytes = cuda_plan_bytes(job->kind);
         cuda_tiling(c, job, &tile, &n_tiles);
-        no = cuda_operands(job, ops);
-        cuda_align_sigs(c, job, ops, no);
+        no = cuda_operands(c, job, ops);
         for (q = 0; q < no; q++) {
             uint64_t lo, hi;
             gpuos__storage *sto;
