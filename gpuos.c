@@ -3012,9 +3012,6 @@ struct gpuos__cuda {
                                     cuInit, context, module, function + occupancy, streams, queue, reaper */
     double last_rt_link_ms;      /* its generation's nvJitLink time (0: from the cache) */
 
-    void **deferred;             /* device memory to free once the kernel stops */
-    int n_deferred, cap_deferred;
-
     pthread_t reaper;
     int reaper_running, reaper_stop;
     pthread_t preload;           /* loads NVRTC and nvJitLink while the driver creates the context */
@@ -3426,21 +3423,127 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
 }
 
 /* ---------------------------------------------------------------- open and close */
-/* Frees device memory, or mapped pinned host memory when the address carries bit 0
-   (deferred entries; pinned blocks are page-aligned). */
-static void cuda_free_now(struct gpuos__cuda *c, void *p) {
-    if ((uintptr_t)p & 1u)
-        c->cu->cuMemFreeHost((void *)((uintptr_t)p & ~(uintptr_t)1u));
+/* ---------------------------------------------------------------- the device gate
+   cuMemFree, cuMemFreeHost and cuModuleUnload synchronise the CUDA context: they wait for
+   every kernel running in it, holding the driver's lock. Every gpuos context on a device
+   shares the device's primary context, so such a call made while any context's persistent
+   kernel runs waits for that kernel's idle exit; and a thread that holds that context's lock
+   (which its reaper needs to stop the kernel) and makes any driver call waits for the
+   driver's lock: a deadlock (seen on the H200: test_fuse's row chains, several contexts in
+   one process, one free at an idle stop, 3 runs of 8). So these calls are made only while no
+   gpuos kernel runs in the CUDA context: cuda_gate_enter (before a launch) and
+   cuda_gate_leave (once a kernel is seen stopped; a stuck one never leaves) count the running
+   kernels per CUDA context, cuda_release does the call at once when none runs and else keeps
+   it, and the kernel whose stop leaves none running does what was kept. The lock order is a
+   context's mu, then cuda_gate_mu; the calls made under cuda_gate_mu wait for no gpuos kernel. */
+enum { CUDA__REL_MEM, CUDA__REL_HOST, CUDA__REL_MOD };
+typedef struct cuda__kept {
+    const gpuos__cuda_api *cu;
+    gpuos__CUcontext cuctx;
+    int kind;
+    uint64_t h; /* the device pointer, host pointer or module */
+} cuda__kept;
+#define CUDA__GATES 64
+static pthread_mutex_t cuda_gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    gpuos__CUcontext cuctx;
+    int running; /* gpuos kernels running in it (both kernels of a context count once) */
+} cuda_gates[CUDA__GATES];
+static cuda__kept *cuda_kept; /* calls kept until their CUDA context has no gpuos kernel running */
+static int cuda_n_kept, cuda_cap_kept;
+
+/* The gate of cuctx (cuda_gate_mu held), made if make; -1 if none (table full: no gating). */
+static int cuda_gate_find(gpuos__CUcontext cuctx, int make) {
+    int g, free_g = -1;
+    for (g = 0; g < CUDA__GATES; g++) {
+        if (cuda_gates[g].cuctx == cuctx) return g;
+        if (free_g < 0 && !cuda_gates[g].cuctx) free_g = g;
+    }
+    if (!make || free_g < 0) return -1;
+    cuda_gates[free_g].cuctx = cuctx;
+    cuda_gates[free_g].running = 0;
+    return free_g;
+}
+
+static void cuda_release_now(const gpuos__cuda_api *cu, gpuos__CUcontext cuctx, int kind, uint64_t h) {
+    cu->cuCtxSetCurrent(cuctx);
+    if (kind == CUDA__REL_MEM)
+        cu->cuMemFree((gpuos__CUdeviceptr)h);
+    else if (kind == CUDA__REL_HOST)
+        cu->cuMemFreeHost((void *)(uintptr_t)h);
     else
-        c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)p);
+        cu->cuModuleUnload((gpuos__CUmodule)(uintptr_t)h);
+}
+
+/* Frees device memory (CUDA__REL_MEM), pinned host memory (CUDA__REL_HOST) or unloads a
+   module (CUDA__REL_MOD) now if no gpuos kernel runs in c's CUDA context, else once none
+   does. Out of host memory to keep it: leaked rather than a stall. */
+static void cuda_release(const struct gpuos__cuda *c, int kind, uint64_t h) {
+    int g;
+    if (!h) return;
+    pthread_mutex_lock(&cuda_gate_mu);
+    g = cuda_gate_find(c->cuctx, 0);
+    if (g < 0 || cuda_gates[g].running == 0) {
+        cuda_release_now(c->cu, c->cuctx, kind, h);
+    } else {
+        if (cuda_n_kept == cuda_cap_kept) {
+            const int cap = cuda_cap_kept ? 2 * cuda_cap_kept : 64;
+            cuda__kept *k = (cuda__kept *)realloc(cuda_kept, (size_t)cap * sizeof *k);
+            if (k) cuda_kept = k, cuda_cap_kept = cap;
+        }
+        if (cuda_n_kept < cuda_cap_kept) {
+            cuda__kept *k = &cuda_kept[cuda_n_kept++];
+            k->cu = c->cu, k->cuctx = c->cuctx, k->kind = kind, k->h = h;
+        }
+    }
+    pthread_mutex_unlock(&cuda_gate_mu);
+}
+
+static void cuda_gate_enter(const struct gpuos__cuda *c) {
+    int g;
+    pthread_mutex_lock(&cuda_gate_mu);
+    g = cuda_gate_find(c->cuctx, 1);
+    if (g >= 0) cuda_gates[g].running++;
+    pthread_mutex_unlock(&cuda_gate_mu);
+}
+
+/* c's kernel is seen stopped: the last one in the CUDA context out does the kept calls. */
+static void cuda_gate_leave(const struct gpuos__cuda *c) {
+    int g, i, n = 0;
+    pthread_mutex_lock(&cuda_gate_mu);
+    g = cuda_gate_find(c->cuctx, 0);
+    if (g >= 0 && cuda_gates[g].running > 0 && --cuda_gates[g].running == 0) {
+        for (i = 0; i < cuda_n_kept; i++) {
+            if (cuda_kept[i].cuctx == c->cuctx)
+                cuda_release_now(cuda_kept[i].cu, cuda_kept[i].cuctx, cuda_kept[i].kind, cuda_kept[i].h);
+            else
+                cuda_kept[n++] = cuda_kept[i];
+        }
+        cuda_n_kept = n;
+        if (cuda_n_kept == 0) {
+            free(cuda_kept);
+            cuda_kept = NULL;
+            cuda_cap_kept = 0;
+        }
+    }
+    pthread_mutex_unlock(&cuda_gate_mu);
+}
+
+/* Frees device memory, or mapped pinned host memory when the address carries bit 0
+   (pinned blocks are page-aligned), through the gate. */
+static void cuda_free_addr(const struct gpuos__cuda *c, void *p) {
+    if ((uintptr_t)p & 1u)
+        cuda_release(c, CUDA__REL_HOST, (uint64_t)((uintptr_t)p & ~(uintptr_t)1u));
+    else
+        cuda_release(c, CUDA__REL_MEM, (uint64_t)(uintptr_t)p);
 }
 
 static void *cuda_reaper_main(void *arg);
 
-/* Unloads the swapped-out run-time modules (no kernel may run). */
+/* Unloads the swapped-out run-time modules (c's kernels stopped; through the gate). */
 static void cuda_unload_old_rt(struct gpuos__cuda *c) {
     int i;
-    for (i = 0; i < c->n_old_rt; i++) c->cu->cuModuleUnload(c->old_rt[i]);
+    for (i = 0; i < c->n_old_rt; i++) cuda_release(c, CUDA__REL_MOD, (uint64_t)(uintptr_t)c->old_rt[i]);
     c->n_old_rt = 0;
 }
 
@@ -3649,25 +3752,26 @@ void gpuos__cuda_close(gpuos_context *ctx) {
     if (c->running) cuda_stop_kernel_locked(ctx);
     pthread_mutex_unlock(&ctx->mu);
     if (c->cuctx && !c->stuck) { /* freeing under a running kernel would block: a stuck one keeps it all */
+        /* through the gate: now, or once no other context's kernel runs on the device (the
+           primary context stays: those contexts hold it) */
         c->cu->cuCtxSetCurrent(c->cuctx);
-        for (i = 0; i < c->n_deferred; i++) cuda_free_now(c, c->deferred[i]);
         for (i = 0; i < GPUOS__LANES; i++) {
-            if (c->P.tasks[i]) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.tasks[i]);
-            if (c->P.done[i]) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.done[i]);
-            if (c->P.inbox[i]) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.inbox[i]);
-            if (c->P.wpos[i]) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.wpos[i]);
-            if (c->ring[i]) c->cu->cuMemFreeHost(c->ring[i]);
+            cuda_release(c, CUDA__REL_MEM, (uint64_t)(uintptr_t)c->P.tasks[i]);
+            cuda_release(c, CUDA__REL_MEM, (uint64_t)(uintptr_t)c->P.done[i]);
+            cuda_release(c, CUDA__REL_MEM, (uint64_t)(uintptr_t)c->P.inbox[i]);
+            cuda_release(c, CUDA__REL_MEM, (uint64_t)(uintptr_t)c->P.wpos[i]);
+            cuda_release(c, CUDA__REL_HOST, (uint64_t)(uintptr_t)c->ring[i]);
         }
-        if (c->P.retired) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.retired);
-        if (c->P.plans) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->P.plans);
-        if (c->gpool) c->cu->cuMemFree((gpuos__CUdeviceptr)(uintptr_t)c->gpool);
-        if (c->ctl) c->cu->cuMemFreeHost(c->ctl);
-        if (c->up) c->cu->cuMemFreeHost(c->up);
+        cuda_release(c, CUDA__REL_MEM, (uint64_t)(uintptr_t)c->P.retired);
+        cuda_release(c, CUDA__REL_MEM, (uint64_t)(uintptr_t)c->P.plans);
+        cuda_release(c, CUDA__REL_MEM, (uint64_t)(uintptr_t)c->gpool);
+        cuda_release(c, CUDA__REL_HOST, (uint64_t)(uintptr_t)c->ctl);
+        cuda_release(c, CUDA__REL_HOST, (uint64_t)(uintptr_t)c->up);
         if (c->stream) c->cu->cuStreamDestroy(c->stream);
         if (c->copy_stream) c->cu->cuStreamDestroy(c->copy_stream);
         if (c->rt_stream) c->cu->cuStreamDestroy(c->rt_stream);
-        if (c->mod) c->cu->cuModuleUnload(c->mod);
-        if (c->rt_mod) c->cu->cuModuleUnload(c->rt_mod);
+        cuda_release(c, CUDA__REL_MOD, (uint64_t)(uintptr_t)c->mod);
+        cuda_release(c, CUDA__REL_MOD, (uint64_t)(uintptr_t)c->rt_mod);
         cuda_unload_old_rt(c);
         c->cu->cuDevicePrimaryCtxRelease(c->dev);
     }
@@ -3676,7 +3780,6 @@ void gpuos__cuda_close(gpuos_context *ctx) {
         free(c->rtw_img);
         for (k = 0; k < c->n_opt_store; k++) free(c->opt_store[k]);
     }
-    free(c->deferred);
     free(c->granges);
     free(c->plans);
     free(c->memo);
@@ -3710,7 +3813,7 @@ gpuos_status gpuos__cuda_alloc_pinned(gpuos_context *ctx, size_t bytes, void **h
                                 cuda_errname(c->cu, r));
     r = c->cu->cuMemHostGetDevicePointer(&d, h, 0);
     if (r != CU_SUCCESS) {
-        c->cu->cuMemFreeHost(h);
+        cuda_release(c, CUDA__REL_HOST, (uint64_t)(uintptr_t)h);
         return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "cuMemHostGetDevicePointer failed: %s", cuda_errname(c->cu, r));
     }
     *host = h;
@@ -3722,24 +3825,13 @@ void gpuos__cuda_free_pinned_locked(gpuos_context *ctx, void *host) {
     if (host) gpuos__cuda_free_locked(ctx, (void *)((uintptr_t)host | 1u));
 }
 
-/* cuMemFree synchronises the device, which would wait for the persistent kernel:
-   while it runs, frees are deferred until it stops (idle exit or destroy). */
+/* cuMemFree synchronises the device, which would wait for the persistent kernels (this
+   context's and any other's on the device): through the gate (cuda_release), now or once
+   none runs (an idle exit, a destroy). */
 void gpuos__cuda_free_locked(gpuos_context *ctx, void *p) {
     struct gpuos__cuda *c = ctx->cuda;
     if (!p || c->stuck) return; /* a stuck kernel may still use it */
-    if (!c->running) {
-        c->cu->cuCtxSetCurrent(c->cuctx);
-        cuda_free_now(c, p);
-        return;
-    }
-    if (c->n_deferred == c->cap_deferred) {
-        int cap = c->cap_deferred ? 2 * c->cap_deferred : 64;
-        void **d = (void **)realloc(c->deferred, (size_t)cap * sizeof *d);
-        if (!d) return; /* leak rather than stall; the context frees nothing else wrongly */
-        c->deferred = d;
-        c->cap_deferred = cap;
-    }
-    c->deferred[c->n_deferred++] = p;
+    cuda_free_addr(c, p);
 }
 
 /* Synchronous copy on the copy stream (never waits for the persistent kernel). */
@@ -3825,6 +3917,7 @@ static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c
     c->ctl->alive = 1;
     args[0] = &c->P;
     c->cu->cuCtxSetCurrent(c->cuctx);
+    cuda_gate_enter(c); /* before the launch: no synchronising call starts after it (left at the stop) */
     /* The run-time operators' workers first, on their own stream: both kernels must be
        resident together (they wait on each other's tiles), and the main kernel leaves
        exactly their n_rt block slots free (the swap checked that one of them fits where a
@@ -3858,6 +3951,8 @@ static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c
                every allocation (as for a kernel that does not stop) and fail the context */
             c->stuck = 1;
             gpuos__fail_locked(ctx, "launching the persistent kernel failed: %s (%d)", cuda_errname(c->cu, r), (int)r);
+        } else {
+            cuda_gate_leave(c); /* nothing of this context runs */
         }
         return gpuos__set_error(ctx, GPUOS_ERR_DEVICE_LOST, "launching the persistent kernel failed: %s (%d)",
                                 cuda_errname(c->cu, r), (int)r);
@@ -3909,9 +4004,8 @@ static void cuda_stop_kernel_locked(gpuos_context *ctx) {
     }
     if (r != CU_SUCCESS) gpuos__fail_locked(ctx, "the persistent kernel failed: %s (%d)", cuda_errname(c->cu, r), (int)r);
     for (i = 0; i < GPUOS__LANES; i++) c->retired_seen[i] = c->dseq[i] - 1;
+    cuda_gate_leave(c); /* the last kernel on the device out frees what was kept */
     if (!c->swapping || c->n_old_rt == CUDA__OLD_MODS) cuda_unload_old_rt(c); /* swapped-out generations (small) */
-    for (i = 0; i < c->n_deferred; i++) cuda_free_now(c, c->deferred[i]);
-    c->n_deferred = 0;
 }
 
 /* ---------------------------------------------------------------- encoding a job */
@@ -4803,6 +4897,10 @@ static void cuda_check_fault_locked(gpuos_context *ctx) {
     }
     if (r == CU_ERROR_NOT_READY) return;
     c->running = 0;
+    if (cuda_kernels_query(c) != CU_ERROR_NOT_READY)
+        cuda_gate_leave(c);
+    else
+        c->stuck = 1; /* the run-time workers still run: keep their memory (and the gate) */
     if (r == CU_SUCCESS)
         gpuos__fail_locked(ctx, "the persistent kernel stopped unexpectedly (retired %llu of %llu device tasks)",
                          (unsigned long long)cuda_load_acquire(&c->ctl->retired), (unsigned long long)(c->dseq[0] - 1));
@@ -5016,7 +5114,7 @@ static gpuos_status cuda_rt_swap_locked(gpuos_context *ctx, struct gpuos__cuda *
         if (r == CU_SUCCESS && smem_rt > c->smem_main && c->smem_main >= 0) occ = 0; /* could not take a main block's place */
         /* a run-time block takes the slot of a main block: it must fit wherever one does */
         if (r == CU_SUCCESS && occ < occ_main) {
-            c->cu->cuModuleUnload(mod);
+            cuda_release(c, CUDA__REL_MOD, (uint64_t)(uintptr_t)mod);
             return gpuos__set_error(ctx, GPUOS_ERR_UNSUPPORTED,
                                     "gpuos_op_define: with this operator the run-time kernel fits %d blocks per "
                                     "multiprocessor, not %d (static shared memory?); nothing changed",
@@ -5032,7 +5130,7 @@ static gpuos_status cuda_rt_swap_locked(gpuos_context *ctx, struct gpuos__cuda *
         }
         if (r == CU_SUCCESS) r = c->cu->cuMemcpyHtoD(tab, table, sizeof table);
         if (r != CU_SUCCESS) {
-            c->cu->cuModuleUnload(mod);
+            cuda_release(c, CUDA__REL_MOD, (uint64_t)(uintptr_t)mod);
             return gpuos__set_error(ctx, GPUOS_ERR_DEVICE_LOST,
                                     "gpuos_op_define: setting up the new module failed: %s (%d)",
                                     cuda_errname(c->cu, r), (int)r);

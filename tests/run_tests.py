@@ -15,7 +15,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-C_PARTS = ["test_header_c", "test_header_cpp", "test_threads", "test_order_stress", "test_expr", "test_rtops", "test_graph", "test_priority", "test_runs", "test_repeat", "test_fuse", "test_cudalog"]
+C_PARTS = ["test_header_c", "test_header_cpp", "test_threads", "test_order_stress", "test_expr", "test_rtops", "test_graph", "test_priority", "test_runs", "test_repeat", "test_fuse", "test_cudalog", "test_gate"]
 COUNTS = re.compile(r"(\d+) passed, (\d+) failed")
 
 
@@ -31,11 +31,14 @@ def run_c(make, bdir, name):
     if not build(make, exe):
         print("%s: build failed" % name, flush=True)
         return 0, 1, 0
-    r = subprocess.run([exe], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    sys.stdout.write(r.stdout)
+    # the test's output passes through as it comes (a slow or stuck test shows where it is)
+    r = subprocess.Popen([exe], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     m = None
-    for line in r.stdout.splitlines():
+    for line in r.stdout:
+        sys.stdout.write(line)
+        sys.stdout.flush()
         m = COUNTS.search(line) or m
+    r.wait()
     if m is None:
         print("%s: exited %d without a count line" % (name, r.returncode), flush=True)
         return 0, 1, 0
@@ -81,13 +84,17 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--make", default="make")
     ap.add_argument("--build", default="build")
-    ap.add_argument("parts", nargs="*", default=["c", "py"])
+    ap.add_argument("parts", nargs="*", default=["c", "py"],
+                    help="c (every C test), py (pytest), or C test names (e.g. test_fuse)")
     a = ap.parse_args(argv)
     bdir = os.path.join(ROOT, a.build) if not os.path.isabs(a.build) else a.build
     lines, tp, tf = [], 0, 0
     t0 = time.time()
     for part in a.parts:
-        names = C_PARTS if part == "c" else ["pytest"]
+        if part not in ("c", "py") and part not in C_PARTS:
+            print("unknown part %s (c, py or one of %s)" % (part, " ".join(C_PARTS)), flush=True)
+            return 1
+        names = C_PARTS if part == "c" else ["pytest"] if part == "py" else [part]
         for name in names:
             t = time.time()
             p, f, s = run_py(a.make, bdir, extra) if name == "pytest" else run_c(a.make, bdir, name)

@@ -1,6 +1,7 @@
 #!/bin/sh
 # tests/gpu/run_gpu.sh - one batch of GPU work for the device tool (logs under $OUT):
 #   sh tests/gpu/run_gpu.sh [suite] [stress] [order] [bench] [probes] [sanitize]
+# SUITE_PARTS picks the suite's parts (default "c py"; C test names also, e.g. "test_fuse py").
 # Each step's log is $OUT/<step>.log; a summary line per step goes to stdout.
 OUT=${OUT:-/tmp/gpuos-out}
 mkdir -p "$OUT"
@@ -24,7 +25,7 @@ for step in "$@"; do
   t0=$(date +%s); rc0=$RC; RC=0
   case $step in
   suite) run suite.log 3 env GPUOS_TEST_DEVICE=0 PYTEST_ADDOPTS="-p no:timeout -p no:cacheprovider" \
-           python3 tests/run_tests.py --make make --build build c py ;;
+           python3 tests/run_tests.py --make make --build build ${SUITE_PARTS:-c py} ;;
   stress) run stress.log 3 env GPUOS_TEST_DEVICE=0 GPUOS_TEST_STRESS_TASKS=${STRESS:-10000000} ./build/tests/test_order_stress ;;
   order) run order.log 2 ./build/order_check 3000 ;;
   bench) run bench.log 25 env GPUOS_BENCH_COMMIT=$COMMIT make -s bench BENCH_ARGS="--device 0 ${BENCH_ROWS:+--rows $BENCH_ROWS}"
