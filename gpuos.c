@@ -2855,7 +2855,6 @@ int gpuos_debug_pause(gpuos_context *ctx, int paused) {
 #define CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY 19
 #define CU_MEMHOSTALLOC_PORTABLE 0x01
 #define CU_MEMHOSTALLOC_DEVICEMAP 0x02
-#define CU_MEMHOSTALLOC_WRITECOMBINED 0x04
 #define CU_STREAM_NON_BLOCKING 0x1
 
 #define CUDA__RING_SLOTS (1u << 16)  /* host ring: 4 MB of pinned memory */
@@ -3550,7 +3549,6 @@ static void cuda_unload_old_rt(struct gpuos__cuda *c) {
 static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) {
     gpuos__CUdeviceptr d;
     size_t inbox_bytes;
-    unsigned ring_flags;
     void *h;
     int l;
     c->P.ring_slots = CUDA__RING_SLOTS;
@@ -3580,17 +3578,11 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__GPOOL * sizeof(gpuos__qdesc)), "cuMemAlloc (graph descriptors)");
     c->gpool = (gpuos__qdesc *)(uintptr_t)d;
     inbox_bytes = (size_t)c->n_workers * CUDA__INBOX_CAP * sizeof(gpuos__ientry);
-    /* GPUOS_CUDA_RING_WC=1 (an experiment, not yet run on a GPU: bench/NOTES.md session 19)
-       makes the rings write-combined: the host only writes them (cuda_put: whole 64-byte
-       slots, one line each, so a slot leaves the combining buffer at once; on x86 the lock
-       taken before orders it after the program's earlier stores, and the unlock flushes
-       it), so the device's polls of lines the host is about to write would snoop no cache
-       of the host's. Default: cached. */
-    ring_flags = CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP;
-    if (getenv("GPUOS_CUDA_RING_WC") && getenv("GPUOS_CUDA_RING_WC")[0] == '1')
-        ring_flags |= CU_MEMHOSTALLOC_WRITECOMBINED;
+    /* the rings are cached host memory: write-combined rings measured no faster (H200,
+       bench/NOTES.md session 20) */
     for (l = 0; l < GPUOS__LANES; l++) {
-        CUDA_TRY(ctx, c->cu->cuMemHostAlloc(&h, CUDA__RING_SLOTS * sizeof(gpuos__qslot), ring_flags),
+        CUDA_TRY(ctx, c->cu->cuMemHostAlloc(&h, CUDA__RING_SLOTS * sizeof(gpuos__qslot),
+                                            CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
                  "cuMemHostAlloc (task ring)");
         c->ring[l] = (gpuos__qslot *)h;
         memset(c->ring[l], 0, CUDA__RING_SLOTS * sizeof(gpuos__qslot));

@@ -265,7 +265,7 @@ int main(void) {
     gpuos_context *ctx, *host;
     static const gpuos_dtype dts[] = {GPUOS_F32, GPUOS_I32, GPUOS_F16, GPUOS_BF16};
     static const int64_t sizes[] = {1, 5, 1000, 1024, 4096, 4100, 70000};
-    const int programs = getenv("GPUOS_TEST_QUICK") ? 4 : 48;
+    const int programs = getenv("GPUOS_TEST_QUICK") ? 4 : 48, fresh = getenv("GPUOS_TEST_FRESH") != NULL;
     cfg.device = ctest_device();
     cfg.wait_timeout_ms = 20000;
     hcfg.device = GPUOS_DEVICE_HOST;
@@ -296,6 +296,15 @@ int main(void) {
         if (!hx || !hy || !hm) return 1;
         make_inputs(dt, n, hx, hy, hm, &hs);
         for (int mode = 0; mode < 3; mode++) {
+            /* $GPUOS_TEST_FRESH (for memcheck, which cannot see memory allocated while a kernel
+               runs): a fresh context per program, its tensors allocated before its first task */
+            if (fresh) {
+                gpuos_destroy(ctx);
+                if (gpuos_create(&cfg, &ctx) != GPUOS_OK) {
+                    CHECK(0, "gpuos_create: %s", gpuos_last_error(NULL));
+                    return ctest_summary("test_runs");
+                }
+            }
             gpuos_status st = run_program(ctx, dt, n, layout, prog, len, mode, hx, hy, hm, hs, &r[mode]);
             CHECK(st == GPUOS_OK, "program %d mode %d: %s", pi, mode, gpuos_last_error(ctx));
         }

@@ -2,7 +2,8 @@
 // GPU block, by width and load (not a test; nvcc). Each poll reads lines no earlier poll read
 // (a 256 MB buffer), so nothing is served from a cache; the polls are dependent, as the
 // fetcher's are. Measured on the H100: 1.24-1.35 us a poll from 1 to 64 slots (bench/NOTES.md,
-// session 19). The last rows read write-combined memory (GPUOS_CUDA_RING_WC's experiment).
+// session 19). The last rows read write-combined memory (the write-combined ring
+// experiment of session 20: polls cost the same, and the rings stayed cached).
 #include <cstdio>
 #include <cstdint>
 #include <cuda_runtime.h>

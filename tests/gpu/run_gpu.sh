@@ -38,9 +38,9 @@ for step in "$@"; do
          # priorities (lane 1): small programs on fresh contexts (memcheck cannot see memory allocated while a kernel runs)
          run memcheck_prio.log 2 env GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 $CS --tool memcheck ./build/tests/test_priority
          run racecheck_prio.log 2 env GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 $CS --tool racecheck ./build/tests/test_priority
-         # runs of identical in-place tasks (the worker's run path)
+         # runs of identical in-place tasks (the worker's run path; memcheck: a fresh context per program)
          run racecheck_runs.log 2 env GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 $CS --tool racecheck ./build/tests/test_runs
-         run memcheck_runs.log 2 env GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 $CS --tool memcheck ./build/tests/test_runs
+         run memcheck_runs.log 2 env GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 GPUOS_TEST_FRESH=1 $CS --tool memcheck ./build/tests/test_runs
          # graph launches expanded by the fetcher (one slot per launch, past the task ring's size)
          run memcheck_graph.log 2 env GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 GPUOS_TEST_ONLY=large $CS --tool memcheck ./build/tests/test_graph
          run racecheck_graph.log 2 env GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 GPUOS_TEST_ONLY=large $CS --tool racecheck ./build/tests/test_graph
