@@ -755,7 +755,7 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     CUDA_TRY(ctx, c->cu->cuMemHostGetDevicePointer(&d, h, 0), "cuMemHostGetDevicePointer (residency words)");
     c->P.up = (uint32_t *)(uintptr_t)d;
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, 64 + GPUOS__PROF_N * 8), "cuMemAlloc (retired)");
-    CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, 64 + GPUOS__PROF_N * 8), "cuMemsetD8 (retired)");
+    CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0, 64 + GPUOS__PROF_N * 8, c->copy_stream), "cuMemsetD8Async (retired)");
     c->P.retired = (uint64_t *)(uintptr_t)d; /* [lane] */
     c->P.prof = (unsigned long long *)(uintptr_t)(d + 64); /* probe builds' counters */
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__PLAN_CAP * GPUOS__PLAN_BYTES), "cuMemAlloc (plans)");
@@ -774,16 +774,16 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
         CUDA_TRY(ctx, c->cu->cuMemHostGetDevicePointer(&d, h, 0), "cuMemHostGetDevicePointer (task ring)");
         c->P.ring[l] = (gpuos__qslot *)(uintptr_t)d;
         CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, CUDA__TASK_CAP * sizeof(gpuos__dtask)), "cuMemAlloc (tasks)");
-        CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0xff, CUDA__TASK_CAP * sizeof(gpuos__dtask)), "cuMemsetD8 (tasks)");
+        CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0xff, CUDA__TASK_CAP * sizeof(gpuos__dtask), c->copy_stream), "cuMemsetD8Async (tasks)");
         c->P.tasks[l] = (gpuos__dtask *)(uintptr_t)d;
         CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, CUDA__TASK_CAP * sizeof(uint32_t)), "cuMemAlloc (done counters)");
-        CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, CUDA__TASK_CAP * sizeof(uint32_t)), "cuMemsetD8 (done counters)");
+        CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0, CUDA__TASK_CAP * sizeof(uint32_t), c->copy_stream), "cuMemsetD8Async (done counters)");
         c->P.done[l] = (uint32_t *)(uintptr_t)d;
         CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, inbox_bytes), "cuMemAlloc (inboxes)");
-        CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, inbox_bytes), "cuMemsetD8 (inboxes)");
+        CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0, inbox_bytes, c->copy_stream), "cuMemsetD8Async (inboxes)");
         c->P.inbox[l] = (gpuos__ientry *)(uintptr_t)d;
         CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)c->n_workers * sizeof(uint32_t)), "cuMemAlloc (worker positions)");
-        CUDA_TRY(ctx, c->cu->cuMemsetD8(d, 0, (size_t)c->n_workers * sizeof(uint32_t)), "cuMemsetD8 (worker positions)");
+        CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0, (size_t)c->n_workers * sizeof(uint32_t), c->copy_stream), "cuMemsetD8Async (worker positions)");
         c->P.wpos[l] = (uint32_t *)(uintptr_t)d;
         c->pos[l] = 0;
         c->dseq[l] = 1;
@@ -791,6 +791,25 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     c->plans = (cuda__plan_entry *)calloc(CUDA__PLAN_CAP, sizeof(cuda__plan_entry));
     if (!c->plans) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the plan cache");
     c->memo = (cuda__memo *)calloc(CUDA__MEMO, sizeof(cuda__memo)); /* without it: no repeated encodings */
+    /* The memsets must be done before the kernel's first launch: a plain cuMemsetD8 goes on
+       the legacy stream, which the kernels' non-blocking streams do not wait for, and while
+       another context's kernel fills the GPU it ran after this context's kernel started
+       (which read garbage inboxes: CUDA_ERROR_ILLEGAL_ADDRESS, test_contexts on the H200,
+       session 20). Waited for with a timeout: until such a kernel idles out. */
+    {
+        const uint64_t t0 = cuda_now_ns(), limit = (uint64_t)ctx->cfg.wait_timeout_ms * 1000000ull;
+        gpuos__CUresult r;
+        while ((r = c->cu->cuStreamQuery(c->copy_stream)) == CU_ERROR_NOT_READY && cuda_now_ns() - t0 <= limit)
+            cuda_sleep_ns(20000);
+        if (r == CU_ERROR_NOT_READY)
+            return gpuos__set_error(ctx, GPUOS_ERR_TIMEOUT,
+                                    "gpuos_create: clearing the queue's device memory did not finish within "
+                                    "wait_timeout_ms = %u ms (other kernels fill the GPU)",
+                                    (unsigned)ctx->cfg.wait_timeout_ms);
+        if (r != CU_SUCCESS)
+            return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: clearing the queue's device memory failed: %s (%d)",
+                                    cuda_errname(c->cu, r), (int)r);
+    }
     return GPUOS_OK;
 }
 
@@ -2305,7 +2324,10 @@ static gpuos_status cuda_rt_swap_locked(gpuos_context *ctx, struct gpuos__cuda *
             r = c->cu->cuModuleGetGlobal(&pv, &psz, mod, sym);
             if (r == CU_SUCCESS) r = c->cu->cuMemcpyDtoH(&table[vs[k]->slot], pv, sizeof(void *));
         }
-        if (r == CU_SUCCESS) r = c->cu->cuMemcpyHtoD(tab, table, sizeof table);
+        /* on the copy stream and synchronised: a pageable cuMemcpyHtoD may return before the
+           copy lands, and the legacy stream orders nothing with the kernels' streams */
+        if (r == CU_SUCCESS) r = c->cu->cuMemcpyHtoDAsync(tab, table, sizeof table, c->copy_stream);
+        if (r == CU_SUCCESS) r = c->cu->cuStreamSynchronize(c->copy_stream);
         if (r != CU_SUCCESS) {
             cuda_release(c, CUDA__REL_MOD, (uint64_t)(uintptr_t)mod);
             return gpuos__set_error(ctx, GPUOS_ERR_DEVICE_LOST,

@@ -162,7 +162,7 @@ static const loader_sym loader_cuda_syms[] = {
     LOADER_SYM(gpuos__cuda_api, cuMemcpyDtoH, "cuMemcpyDtoH_v2", NULL, 1),
     LOADER_SYM(gpuos__cuda_api, cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", NULL, 1),
     LOADER_SYM(gpuos__cuda_api, cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", NULL, 1),
-    LOADER_SYM(gpuos__cuda_api, cuMemsetD8, "cuMemsetD8_v2", NULL, 1),
+    LOADER_SYM(gpuos__cuda_api, cuMemsetD8Async, "cuMemsetD8Async", NULL, 1),
     LOADER_SYM(gpuos__cuda_api, cuOccupancyMaxActiveBlocksPerMultiprocessor,
                "cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL, 1),
 };

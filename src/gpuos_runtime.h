@@ -419,7 +419,8 @@ typedef struct gpuos__cuda_api {
                                          gpuos__CUstream stream);                          /* _v2 */
     gpuos__CUresult (*cuMemcpyDtoHAsync)(void *dst, gpuos__CUdeviceptr src, size_t bytes,
                                          gpuos__CUstream stream);                          /* _v2 */
-    gpuos__CUresult (*cuMemsetD8)(gpuos__CUdeviceptr dst, unsigned char value, size_t n); /* _v2 */
+    gpuos__CUresult (*cuMemsetD8Async)(gpuos__CUdeviceptr dst, unsigned char value, size_t n,
+                                       gpuos__CUstream stream); /* _v2 */
     gpuos__CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *blocks, gpuos__CUfunction f, int block_size,
                                                                   size_t dynamic_smem);
 } gpuos__cuda_api;
