@@ -3253,6 +3253,15 @@ static void cuda_preload_join(struct gpuos__cuda *c) {
     c->preload_running = 0;
 }
 
+static gpuos__CUresult cuda_gate_load(const struct gpuos__cuda *c, gpuos__CUmodule *mod, const void *image,
+                                      uint32_t timeout_ms, int *timed_out);
+static gpuos_status cuda_load_timeout(gpuos_context *ctx, const char *fn) {
+    return gpuos__set_error(ctx, GPUOS_ERR_TIMEOUT,
+                            "%s: loading device code waits until no persistent kernel runs on the GPU, and another "
+                            "context's kept running for wait_timeout_ms = %u ms",
+                            fn, (unsigned)ctx->cfg.wait_timeout_ms);
+}
+
 static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c) {
     char why[512], arch[64], dir[1024], path[1200], maxrreg[32];
     const gpuos__nvrtc_api *nv;
@@ -3262,7 +3271,7 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
     void *cubin = NULL;
     uint64_t key, t_compile0;
     gpuos_status st;
-    int i, n_opts = 0, n_parts = 1;
+    int i, n_opts = 0, n_parts = 1, timed_out = 0;
     gpuos__CUresult r;
     cuda__part parts[CUDA__MAX_PARTS + 1];
 
@@ -3333,11 +3342,12 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
         cubin = cuda_cache_read(path, key, &cubin_size);
     }
     if (cubin) {
-        r = c->cu->cuModuleLoadData(&c->mod, cubin);
-        if (r == CU_SUCCESS) {
-            c->from_cache = 1;
+        r = cuda_gate_load(c, &c->mod, cubin, ctx->cfg.wait_timeout_ms, &timed_out);
+        if (r == CU_SUCCESS || timed_out) {
             free(cubin);
             free(src);
+            if (timed_out) return cuda_load_timeout(ctx, "gpuos_create");
+            c->from_cache = 1;
             return GPUOS_OK;
         }
         free(cubin); /* unusable: compile again and overwrite */
@@ -3413,9 +3423,10 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
         cubin = parts[0].cubin;
         cubin_size = parts[0].size;
     }
-    r = c->cu->cuModuleLoadData(&c->mod, cubin);
+    r = cuda_gate_load(c, &c->mod, cubin, ctx->cfg.wait_timeout_ms, &timed_out);
     if (r == CU_SUCCESS && path[0]) cuda_cache_write(path, key, cubin, cubin_size);
     free(cubin);
+    if (timed_out) return cuda_load_timeout(ctx, "gpuos_create");
     if (r != CU_SUCCESS)
         return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: cuModuleLoadData failed: %s (%d)",
                                 cuda_errname(c->cu, r), (int)r);
@@ -3445,9 +3456,12 @@ typedef struct cuda__kept {
 } cuda__kept;
 #define CUDA__GATES 64
 static pthread_mutex_t cuda_gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cuda_gate_cv = PTHREAD_COND_INITIALIZER; /* running or loads changed */
 static struct {
     gpuos__CUcontext cuctx;
     int running; /* gpuos kernels running in it (both kernels of a context count once) */
+    int loads;   /* module loads waiting for running == 0 (read without the lock by reapers) */
+    int waiting; /* launches waiting for another context's kernel to stop (read likewise) */
 } cuda_gates[CUDA__GATES];
 static cuda__kept *cuda_kept; /* calls kept until their CUDA context has no gpuos kernel running */
 static int cuda_n_kept, cuda_cap_kept;
@@ -3462,6 +3476,8 @@ static int cuda_gate_find(gpuos__CUcontext cuctx, int make) {
     if (!make || free_g < 0) return -1;
     cuda_gates[free_g].cuctx = cuctx;
     cuda_gates[free_g].running = 0;
+    cuda_gates[free_g].loads = 0;
+    cuda_gates[free_g].waiting = 0;
     return free_g;
 }
 
@@ -3499,12 +3515,85 @@ static void cuda_release(const struct gpuos__cuda *c, int kind, uint64_t h) {
     pthread_mutex_unlock(&cuda_gate_mu);
 }
 
-static void cuda_gate_enter(const struct gpuos__cuda *c) {
+static void cuda_gate_deadline(struct timespec *ts, long ns) {
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_nsec += ns;
+    while (ts->tv_nsec >= 1000000000L) ts->tv_sec++, ts->tv_nsec -= 1000000000L;
+}
+
+/* Before a launch (c's kernel is not running). A module load waiting for the device goes
+   first (it takes milliseconds). Each context's kernel fills the GPU, so another context's
+   running kernel would keep this one from becoming resident for as long as it stays busy:
+   the launch waits (up to timeout_ms, then launches anyway), counted in `waiting`, which
+   makes the other contexts' reapers stop their kernels (queued tasks run first). Contexts
+   with work thus take turns on the GPU, a turn at least one reaper pass (200 us) long. */
+static void cuda_gate_enter(const struct gpuos__cuda *c, uint32_t timeout_ms) {
+    const uint64_t t0 = cuda_now_ns(), limit = (uint64_t)timeout_ms * 1000000ull;
     int g;
     pthread_mutex_lock(&cuda_gate_mu);
     g = cuda_gate_find(c->cuctx, 1);
-    if (g >= 0) cuda_gates[g].running++;
+    if (g >= 0) {
+        int counted = 0;
+        while (cuda_gates[g].loads > 0 || (cuda_gates[g].running > 0 && cuda_now_ns() - t0 <= limit)) {
+            struct timespec ts;
+            if (!counted && cuda_gates[g].running > 0) {
+                __atomic_store_n(&cuda_gates[g].waiting, cuda_gates[g].waiting + 1, __ATOMIC_RELAXED);
+                counted = 1;
+            }
+            cuda_gate_deadline(&ts, 1000000L);
+            pthread_cond_timedwait(&cuda_gate_cv, &cuda_gate_mu, &ts);
+        }
+        if (counted) __atomic_store_n(&cuda_gates[g].waiting, cuda_gates[g].waiting - 1, __ATOMIC_RELAXED);
+        cuda_gates[g].running++;
+    }
     pthread_mutex_unlock(&cuda_gate_mu);
+}
+
+/* Another context's module load or launch waits in c's CUDA context: c's running kernel
+   should stop (the reaper's hint; read without the lock). */
+static int cuda_gate_others_waiting(const struct gpuos__cuda *c) {
+    int g;
+    for (g = 0; g < CUDA__GATES; g++)
+        if (__atomic_load_n(&cuda_gates[g].cuctx, __ATOMIC_RELAXED) == c->cuctx)
+            return __atomic_load_n(&cuda_gates[g].loads, __ATOMIC_RELAXED) > 0 ||
+                   __atomic_load_n(&cuda_gates[g].waiting, __ATOMIC_RELAXED) > 0;
+    return 0;
+}
+
+/* cuModuleLoadData never returns while a persistent kernel runs (GPU-FINDINGS), and another
+   context's kernel may run for as long as its program keeps it busy: the load registers
+   itself (every reaper then stops its kernel, and launches wait in cuda_gate_enter), waits
+   up to timeout_ms for none to run, and loads with cuda_gate_mu held, so that none starts
+   meanwhile. *timed_out: 1 if kernels still ran at the timeout (nothing loaded). */
+static gpuos__CUresult cuda_gate_load(const struct gpuos__cuda *c, gpuos__CUmodule *mod, const void *image,
+                                      uint32_t timeout_ms, int *timed_out) {
+    const uint64_t t0 = cuda_now_ns(), limit = (uint64_t)timeout_ms * 1000000ull;
+    gpuos__CUresult r;
+    int g;
+    *timed_out = 0;
+    pthread_mutex_lock(&cuda_gate_mu);
+    g = cuda_gate_find(c->cuctx, 1);
+    if (g >= 0) {
+        __atomic_store_n(&cuda_gates[g].loads, cuda_gates[g].loads + 1, __ATOMIC_RELAXED);
+        while (cuda_gates[g].running > 0 && cuda_now_ns() - t0 <= limit) {
+            struct timespec ts;
+            cuda_gate_deadline(&ts, 1000000L);
+            pthread_cond_timedwait(&cuda_gate_cv, &cuda_gate_mu, &ts);
+        }
+    }
+    if (g >= 0 && cuda_gates[g].running > 0) {
+        *timed_out = 1;
+        r = CU_ERROR_NOT_READY;
+    } else {
+        c->cu->cuCtxSetCurrent(c->cuctx);
+        r = c->cu->cuModuleLoadData(mod, image);
+    }
+    if (g >= 0) {
+        __atomic_store_n(&cuda_gates[g].loads, cuda_gates[g].loads - 1, __ATOMIC_RELAXED);
+        pthread_cond_broadcast(&cuda_gate_cv);
+    }
+    pthread_mutex_unlock(&cuda_gate_mu);
+    return r;
 }
 
 /* c's kernel is seen stopped: the last one in the CUDA context out does the kept calls. */
@@ -3512,6 +3601,7 @@ static void cuda_gate_leave(const struct gpuos__cuda *c) {
     int g, i, n = 0;
     pthread_mutex_lock(&cuda_gate_mu);
     g = cuda_gate_find(c->cuctx, 0);
+    if (g >= 0 && cuda_gates[g].running > 0) pthread_cond_broadcast(&cuda_gate_cv); /* a load may wait */
     if (g >= 0 && cuda_gates[g].running > 0 && --cuda_gates[g].running == 0) {
         for (i = 0; i < cuda_n_kept; i++) {
             if (cuda_kept[i].cuctx == c->cuctx)
@@ -3925,11 +4015,13 @@ static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c
     c->P.n_main = (uint32_t)c->n_workers - c->P.n_rt;
     c->P.epoch++;
     c->all_up = 0;
+    /* before the launch: no synchronising call starts after it (left at the stop); waits
+       while a module load waits for the device */
+    cuda_gate_enter(c, ctx->cfg.wait_timeout_ms);
     c->launch_ns = cuda_now_ns();
     c->ctl->alive = 1;
     args[0] = &c->P;
     c->cu->cuCtxSetCurrent(c->cuctx);
-    cuda_gate_enter(c); /* before the launch: no synchronising call starts after it (left at the stop) */
     /* The run-time operators' workers first, on their own stream: both kernels must be
        resident together (they wait on each other's tiles), and the main kernel leaves
        exactly their n_rt block slots free (the swap checked that one of them fits where a
@@ -4968,6 +5060,9 @@ static void *cuda_reaper_main(void *arg) {
         if (c->running && ctx->ring_count == 0 &&
             cuda_now_ns() - c->last_activity_ns > (uint64_t)ctx->cfg.idle_ms * 1000000ull)
             cuda_stop_kernel_locked(ctx);
+        /* another context's module load (gpuos_create, gpuos_op_define) or launch waits for
+           the device: stop at once (queued tasks run first); the next launch waits its turn */
+        if (c->running && cuda_gate_others_waiting(c)) cuda_stop_kernel_locked(ctx);
         pthread_mutex_unlock(&ctx->mu);
         cuda_sleep_ns(200000);
         pthread_mutex_lock(&ctx->mu);
@@ -5106,7 +5201,9 @@ static gpuos_status cuda_rt_swap_locked(gpuos_context *ctx, struct gpuos__cuda *
         return gpuos__set_error(ctx, ctx->sticky, "gpuos_op_define: the context has failed (%s)", ctx->sticky_msg);
     c->cu->cuCtxSetCurrent(c->cuctx);
     if (n > 0) {
-        r = c->cu->cuModuleLoadData(&mod, cubin);
+        int timed_out;
+        r = cuda_gate_load(c, &mod, cubin, ctx->cfg.wait_timeout_ms, &timed_out);
+        if (timed_out) return cuda_load_timeout(ctx, "gpuos_op_define");
         if (r != CU_SUCCESS)
             return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY,
                                     "gpuos_op_define: loading the new module failed: %s (%d)", cuda_errname(c->cu, r),

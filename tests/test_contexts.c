@@ -3,9 +3,11 @@
    kernels run, contexts destroyed and made again meanwhile. On a GPU every context has its own
    persistent kernel in the device's one CUDA context, so a free, a module load or unload, a
    destroy in one context happens while another's kernel runs (the device gate in
-   src/cuda_backend.c: such calls once hung, session 20). Each thread pauses a little longer
-   than idle_ms between rounds, so every kernel gets the GPU in turn (one context's kernel fills
-   it). A watchdog fails the test instead of a hang. */
+   src/cuda_backend.c: such calls once hung, session 20). Context 0 is kept busy without a pause
+   until the others are done: their gpuos_create must still get through (loading device code
+   waits until no kernel runs, so the busy kernel is stopped for it and relaunched). The others
+   pause a little longer than idle_ms between rounds, so every kernel gets the GPU in turn (one
+   context's kernel fills it). A watchdog fails the test instead of a hang. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <signal.h>
@@ -22,13 +24,15 @@
 #define N 4096
 
 typedef struct worker {
-    int id, rounds;
+    int id, rounds, busy;
     unsigned long long rng;
     int passed, failed;
     char first_error[300];
 } worker;
 
-static int quick, nctx = NCTX, idle_ms = 5, recreate = 1; /* GPUOS_TEST_NCTX, _IDLE_MS, _RECREATE (diagnosis) */
+static int others_done; /* workers other than the busy one that finished (atomic) */
+static int busy_cap_s = 60;
+static int quick, nctx = NCTX, idle_ms = 5, recreate = 1, busy0 = 1; /* GPUOS_TEST_NCTX, _IDLE_MS, _RECREATE, _BUSY */
 
 static unsigned long long next(worker *w) {
     w->rng ^= w->rng << 13, w->rng ^= w->rng >> 7, w->rng ^= w->rng << 17;
@@ -48,7 +52,7 @@ static void fail(worker *w, gpuos_context *ctx, const char *what, gpuos_status s
             fail(w, ctx, what, st_);                 \
             goto out;                                \
         }                                            \
-        w->passed++;                                 \
+        if (!w->busy) w->passed++; /* busy: per round */ \
     } while (0)
 
 static gpuos_context *make_ctx(worker *w) {
@@ -73,12 +77,17 @@ static void *run(void *arg) {
     static float h[NCTX][N];
     int r;
     if (!ctx) return NULL;
-    for (r = 0; r < w->rounds; r++) {
+    const time_t t_start = time(NULL);
+    for (r = 0; w->busy ? __atomic_load_n(&others_done, __ATOMIC_ACQUIRE) < nctx - 1 : r < w->rounds; r++) {
         const int64_t n = N;
         const int k = 1 + (int)(next(w) % 300);
         int i, bad = 0;
         struct timespec pause = {0, 0};
-        if (recreate && r > 0 && next(w) % 4 == 0) { /* destroyed and made again while the others run */
+        if (w->busy && time(NULL) - t_start > busy_cap_s) {
+            fail(w, ctx, "the other contexts did not finish while this one stayed busy (GPUOS_TEST_BUSY_CAP_S)", GPUOS_OK);
+            break;
+        }
+        if (recreate && !w->busy && r > 0 && next(w) % 4 == 0) { /* destroyed and made again while the others run */
             gpuos_destroy(ctx);
             ctx = make_ctx(w);
             if (!ctx) return NULL;
@@ -108,9 +117,10 @@ static void *run(void *arg) {
         gpuos_tensor_release(one);
         x = one = NULL;
         pause.tv_nsec = (long)(6 + next(w) % 10) * 1000000L; /* > idle_ms: the kernel leaves the GPU */
-        nanosleep(&pause, NULL);
+        if (!w->busy) nanosleep(&pause, NULL);
     }
 out:
+    if (!w->busy) __atomic_add_fetch(&others_done, 1, __ATOMIC_RELEASE);
     gpuos_tensor_release(scratch);
     gpuos_tensor_release(x);
     gpuos_tensor_release(one);
@@ -137,12 +147,15 @@ int main(void) {
     if (nctx < 1 || nctx > NCTX) nctx = NCTX;
     if (getenv("GPUOS_TEST_IDLE_MS")) idle_ms = atoi(getenv("GPUOS_TEST_IDLE_MS"));
     if (getenv("GPUOS_TEST_RECREATE")) recreate = atoi(getenv("GPUOS_TEST_RECREATE"));
+    if (getenv("GPUOS_TEST_BUSY")) busy0 = atoi(getenv("GPUOS_TEST_BUSY"));
+    if (getenv("GPUOS_TEST_BUSY_CAP_S")) busy_cap_s = atoi(getenv("GPUOS_TEST_BUSY_CAP_S"));
     signal(SIGALRM, watchdog);
     alarm(240);
     memset(w, 0, sizeof w);
     for (i = 0; i < nctx; i++) {
         w[i].id = i;
         w[i].rounds = quick ? 8 : 40;
+        w[i].busy = i == 0 && nctx > 1 && busy0;
         w[i].rng = ctest_rng(seed, 11 + i);
         pthread_create(&t[i], NULL, run, &w[i]);
     }
@@ -153,7 +166,7 @@ int main(void) {
         if (w[i].first_error[0]) fprintf(stderr, "FAIL %s\n", w[i].first_error);
     }
     alarm(0);
-    printf("%d contexts, %d rounds each, on %s\n", nctx, w[0].rounds,
+    printf("%d contexts, %d rounds each%s, on %s\n", nctx, w[nctx - 1].rounds, w[0].busy ? " (context 0 busy until the others finish)" : "",
            ctest_device() == GPUOS_DEVICE_HOST ? "the host executor" : "the device");
     return ctest_summary("test_contexts");
 }

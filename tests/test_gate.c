@@ -38,6 +38,13 @@ static gpuos__CUresult f_set(gpuos__CUcontext x) { cur = x; return CU_SUCCESS; }
 static gpuos__CUresult f_free(gpuos__CUdeviceptr d) { released((uint64_t)d, CUDA__REL_MEM); return CU_SUCCESS; }
 static gpuos__CUresult f_free_host(void *p) { released((uint64_t)(uintptr_t)p, CUDA__REL_HOST); return CU_SUCCESS; }
 static gpuos__CUresult f_unload(gpuos__CUmodule m) { released((uint64_t)(uintptr_t)m, CUDA__REL_MOD); return CU_SUCCESS; }
+static int n_loads;
+static gpuos__CUresult f_load(gpuos__CUmodule *m, const void *image) { /* cuda_gate_mu held */
+    if (running_of(cur) != 0) violations++;
+    n_loads++;
+    *m = (gpuos__CUmodule)(uintptr_t)image;
+    return CU_SUCCESS;
+}
 
 static gpuos__cuda_api api;
 static struct gpuos__cuda ctxs[8]; /* gpuos contexts: ctxs[i] in CUDA context i % N_CUCTX */
@@ -51,6 +58,7 @@ static void setup(void) {
     api.cuMemFree = f_free;
     api.cuMemFreeHost = f_free_host;
     api.cuModuleUnload = f_unload;
+    api.cuModuleLoadData = f_load;
     for (i = 0; i < 8; i++) {
         memset(&ctxs[i], 0, sizeof ctxs[i]);
         ctxs[i].cu = &api;
@@ -77,7 +85,7 @@ static void cases(void) {
     cuda_release(a, CUDA__REL_MEM, h1);
     CHECK(done_count[h1] == 1, "a release with no kernel running happens at once");
     /* a's kernel runs: b's release waits for it, another CUDA context's does not */
-    cuda_gate_enter(a);
+    cuda_gate_enter(a, 0);
     h2 = new_handle(CUDA__REL_HOST);
     cuda_release(b, CUDA__REL_HOST, h2);
     CHECK(done_count[h2] == 0, "kept while another context's kernel runs in the CUDA context");
@@ -85,7 +93,7 @@ static void cases(void) {
     cuda_release(other, CUDA__REL_MOD, h3);
     CHECK(done_count[h3] == 1, "another CUDA context's release is not held back");
     /* b's kernel starts too; a's stops: still kept; b's stops: done */
-    cuda_gate_enter(b);
+    cuda_gate_enter(b, 0);
     h4 = new_handle(CUDA__REL_MEM);
     cuda_release(a, CUDA__REL_MEM, h4);
     cuda_gate_leave(a);
@@ -115,7 +123,7 @@ static void model(unsigned long long seed) {
         r ^= r << 13, r ^= r >> 7, r ^= r << 17;
         op = (int)(r % 3), k = (int)((r >> 8) % 8);
         if (op == 0 && !running[k]) {
-            cuda_gate_enter(&ctxs[k]);
+            cuda_gate_enter(&ctxs[k], 0);
             running[k] = 1;
         } else if (op == 1 && running[k]) {
             cuda_gate_leave(&ctxs[k]);
@@ -162,7 +170,7 @@ static void *worker(void *arg) {
         r ^= r << 13, r ^= r >> 7, r ^= r << 17;
         if (r % 4 == 0) {
             if (running) cuda_gate_leave(&ctxs[k]);
-            else cuda_gate_enter(&ctxs[k]);
+            else cuda_gate_enter(&ctxs[k], 0);
             running = !running;
         } else {
             const int kind = (int)((r >> 8) % 3);
@@ -184,6 +192,91 @@ static void threads(unsigned long long seed) {
     CHECK(cuda_n_kept == 0, "threads: %d kept at the end", cuda_n_kept);
 }
 
+/* Module loads: each "kernel" thread runs (entered) until a load waits, then leaves and
+   launches again (cuda_gate_enter waits for the load); loaders must all get through, with
+   no kernel running in their CUDA context during the load. And a kernel that never stops
+   (stuck) makes a load time out without loading. */
+static volatile int loads_done;
+static void *kernel_thread(void *arg) {
+    struct gpuos__cuda *c = (struct gpuos__cuda *)arg;
+    while (!loads_done) {
+        struct timespec ts = {0, 100000};
+        cuda_gate_enter(c, 0);
+        while (!cuda_gate_others_waiting(c) && !loads_done) nanosleep(&ts, NULL); /* busy, never idle */
+        cuda_gate_leave(c);
+    }
+    return NULL;
+}
+static void *loader_thread(void *arg) {
+    struct gpuos__cuda *c = (struct gpuos__cuda *)arg;
+    int k, bad = 0;
+    for (k = 0; k < 50; k++) {
+        gpuos__CUmodule m = NULL;
+        int timed_out = 0;
+        if (cuda_gate_load(c, &m, (const void *)(uintptr_t)0x40, 10000, &timed_out) != CU_SUCCESS || timed_out) bad++;
+    }
+    return (void *)(uintptr_t)bad;
+}
+static void loads(void) {
+    pthread_t k[4], l[2];
+    void *bad[2];
+    int i, before = n_loads;
+    gpuos__CUmodule m = NULL;
+    int timed_out = 0;
+    loads_done = 0;
+    for (i = 0; i < 4; i++) pthread_create(&k[i], NULL, kernel_thread, &ctxs[3 * i % 8]); /* CUDA contexts 0, 0, 0, 1 */
+    for (i = 0; i < 2; i++) pthread_create(&l[i], NULL, loader_thread, &ctxs[3 * (i + 1)]);
+    for (i = 0; i < 2; i++) pthread_join(l[i], &bad[i]);
+    loads_done = 1;
+    for (i = 0; i < 4; i++) pthread_join(k[i], NULL);
+    CHECK(bad[0] == NULL && bad[1] == NULL, "loads timed out while the kernels stop when asked (%d, %d)",
+          (int)(uintptr_t)bad[0], (int)(uintptr_t)bad[1]);
+    CHECK(n_loads - before == 100, "%d of 100 loads made", n_loads - before);
+    CHECK(violations == 0, "loads: %d calls made while a kernel ran", violations);
+    /* a stuck kernel: the load times out, nothing loaded; another CUDA context is not held up */
+    before = n_loads;
+    cuda_gate_enter(&ctxs[0], 0);
+    CHECK(cuda_gate_load(&ctxs[3], &m, (const void *)(uintptr_t)0x40, 20, &timed_out) != CU_SUCCESS && timed_out == 1,
+          "a load behind a kernel that never stops times out");
+    CHECK(n_loads == before, "nothing loaded after a timeout");
+    CHECK(cuda_gate_load(&ctxs[1], &m, (const void *)(uintptr_t)0x40, 20, &timed_out) == CU_SUCCESS && timed_out == 0,
+          "another CUDA context loads");
+    cuda_gate_leave(&ctxs[0]);
+    CHECK(!cuda_gate_others_waiting(&ctxs[0]), "no load waits after");
+}
+
+/* Turns: kernels of contexts with work in one CUDA context, each launch waiting (with a
+   timeout) for the running one to stop, which stops when a launch waits (the reapers' part):
+   never two at once, and every one gets its turns. */
+static int turns[4], overlap, turns_finished;
+static void *turn_thread(void *arg) {
+    const int k = (int)(uintptr_t)arg;
+    struct gpuos__cuda *c = &ctxs[3 * k]; /* CUDA context 0 */
+    while (turns[k] < 200) {
+        struct timespec ts = {0, 20000};
+        cuda_gate_enter(c, 10000);
+        pthread_mutex_lock(&cuda_gate_mu);
+        if (running_of(c->cuctx) != 1) overlap++;
+        pthread_mutex_unlock(&cuda_gate_mu);
+        turns[k]++;
+        /* busy until asked (or the others are through) */
+        while (!cuda_gate_others_waiting(c) && turns[k] < 200 && __atomic_load_n(&turns_finished, __ATOMIC_ACQUIRE) < 2)
+            nanosleep(&ts, NULL);
+        cuda_gate_leave(c);
+    }
+    __atomic_add_fetch(&turns_finished, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+static void take_turns(void) {
+    pthread_t t[3];
+    int i;
+    for (i = 0; i < 3; i++) pthread_create(&t[i], NULL, turn_thread, (void *)(uintptr_t)i);
+    for (i = 0; i < 3; i++) pthread_join(t[i], NULL);
+    CHECK(overlap == 0, "turns: %d times two kernels ran at once", overlap);
+    CHECK(turns[0] == 200 && turns[1] == 200 && turns[2] == 200, "turns: %d %d %d of 200", turns[0], turns[1], turns[2]);
+    CHECK(running_of(ctxs[0].cuctx) == 0 && !cuda_gate_others_waiting(&ctxs[0]), "turns: nothing running or waiting after");
+}
+
 int main(void) {
     const unsigned long long seed = ctest_seed("test_gate");
     (void)ctest_device;
@@ -191,5 +284,7 @@ int main(void) {
     cases();
     model(seed);
     threads(seed);
+    loads();
+    take_turns();
     return ctest_summary("test_gate");
 }
