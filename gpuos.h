@@ -47,9 +47,10 @@
                        else $XDG_CACHE_HOME/gpuos, else ~/.cache/gpuos).
        idle_ms         the persistent kernel exits after this long with an empty queue
                        and comes back on the next submission. Several contexts on one
-                       GPU work, but one context's kernel fills the GPU: another's
-                       waits until it idles out, so keep one context per GPU where speed
-                       matters (a kernel not resident within 5 s fails its context).
+                       GPU work, but one context's kernel fills the GPU: contexts with
+                       work take turns (a kernel stops, its queued tasks done, when
+                       another context needs the GPU), so keep one context per GPU
+                       where speed matters.
        host_threads    threads of the host executor (0: one per core; never more than 16).
    Compile-time macros: none are needed. GPUOS_API may be defined to add an export
    attribute to every public function (default: nothing).
