@@ -640,7 +640,8 @@ typedef struct cuda__kept {
 } cuda__kept;
 #define CUDA__GATES 64
 static pthread_mutex_t cuda_gate_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cuda_gate_cv = PTHREAD_COND_INITIALIZER; /* running or loads changed */
+static pthread_cond_t cuda_gate_cv; /* running or loads changed (CLOCK_MONOTONIC, cuda_gate_init) */
+static pthread_once_t cuda_gate_once = PTHREAD_ONCE_INIT;
 static struct {
     gpuos__CUcontext cuctx;
     int running; /* gpuos kernels running in it (both kernels of a context count once) */
@@ -650,6 +651,26 @@ static struct {
 static cuda__kept *cuda_kept; /* calls kept until their CUDA context has no gpuos kernel running */
 static int cuda_n_kept, cuda_cap_kept;
 
+static void cuda_gate_init(void) {
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&cuda_gate_cv, &a);
+    pthread_condattr_destroy(&a);
+}
+static void cuda_gate_lock(void) {
+    pthread_once(&cuda_gate_once, cuda_gate_init);
+    pthread_mutex_lock(&cuda_gate_mu);
+}
+/* Waits (cuda_gate_mu held) for a change of the gate, at most 1 ms. */
+static void cuda_gate_wait_1ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += 1000000L;
+    if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    pthread_cond_timedwait(&cuda_gate_cv, &cuda_gate_mu, &ts);
+}
+
 /* The gate of cuctx (cuda_gate_mu held), made if make; -1 if none (table full: no gating). */
 static int cuda_gate_find(gpuos__CUcontext cuctx, int make) {
     int g, free_g = -1;
@@ -658,7 +679,7 @@ static int cuda_gate_find(gpuos__CUcontext cuctx, int make) {
         if (free_g < 0 && !cuda_gates[g].cuctx) free_g = g;
     }
     if (!make || free_g < 0) return -1;
-    cuda_gates[free_g].cuctx = cuctx;
+    __atomic_store_n(&cuda_gates[free_g].cuctx, cuctx, __ATOMIC_RELAXED); /* read unlocked by the reapers */
     cuda_gates[free_g].running = 0;
     cuda_gates[free_g].loads = 0;
     cuda_gates[free_g].waiting = 0;
@@ -681,7 +702,7 @@ static void cuda_release_now(const gpuos__cuda_api *cu, gpuos__CUcontext cuctx, 
 static void cuda_release(const struct gpuos__cuda *c, int kind, uint64_t h) {
     int g;
     if (!h) return;
-    pthread_mutex_lock(&cuda_gate_mu);
+    cuda_gate_lock();
     g = cuda_gate_find(c->cuctx, 0);
     if (g < 0 || cuda_gates[g].running == 0) {
         cuda_release_now(c->cu, c->cuctx, kind, h);
@@ -699,38 +720,33 @@ static void cuda_release(const struct gpuos__cuda *c, int kind, uint64_t h) {
     pthread_mutex_unlock(&cuda_gate_mu);
 }
 
-static void cuda_gate_deadline(struct timespec *ts, long ns) {
-    clock_gettime(CLOCK_REALTIME, ts);
-    ts->tv_nsec += ns;
-    while (ts->tv_nsec >= 1000000000L) ts->tv_sec++, ts->tv_nsec -= 1000000000L;
-}
-
-/* Before a launch (c's kernel is not running). A module load waiting for the device goes
-   first (it takes milliseconds). Each context's kernel fills the GPU, so another context's
-   running kernel would keep this one from becoming resident for as long as it stays busy:
-   the launch waits (up to timeout_ms, then launches anyway), counted in `waiting`, which
-   makes the other contexts' reapers stop their kernels (queued tasks run first). Contexts
-   with work thus take turns on the GPU, a turn at least one reaper pass (200 us) long. */
-static void cuda_gate_enter(const struct gpuos__cuda *c, uint32_t timeout_ms) {
+/* Before a launch (c's kernel is not running). Each context's kernel fills the GPU, so
+   another context's running kernel would keep this one from becoming resident for as long as
+   it stays busy: the launch waits, counted in `waiting`, which makes the other contexts'
+   reapers stop their kernels (queued tasks run first); a module load waiting for the device
+   goes first. Contexts with work thus take turns on the GPU, a turn at least one reaper pass
+   (200 us) long. 1 once counted running; 0 if the wait took timeout_ms (not counted: the
+   caller does not launch). */
+static int cuda_gate_enter(const struct gpuos__cuda *c, uint32_t timeout_ms) {
     const uint64_t t0 = cuda_now_ns(), limit = (uint64_t)timeout_ms * 1000000ull;
-    int g;
-    pthread_mutex_lock(&cuda_gate_mu);
+    int g, ok = 1;
+    cuda_gate_lock();
     g = cuda_gate_find(c->cuctx, 1);
     if (g >= 0) {
         int counted = 0;
-        while (cuda_gates[g].loads > 0 || (cuda_gates[g].running > 0 && cuda_now_ns() - t0 <= limit)) {
-            struct timespec ts;
-            if (!counted && cuda_gates[g].running > 0) {
+        while ((cuda_gates[g].loads > 0 || cuda_gates[g].running > 0) && cuda_now_ns() - t0 <= limit) {
+            if (!counted) {
                 __atomic_store_n(&cuda_gates[g].waiting, cuda_gates[g].waiting + 1, __ATOMIC_RELAXED);
                 counted = 1;
             }
-            cuda_gate_deadline(&ts, 1000000L);
-            pthread_cond_timedwait(&cuda_gate_cv, &cuda_gate_mu, &ts);
+            cuda_gate_wait_1ms();
         }
         if (counted) __atomic_store_n(&cuda_gates[g].waiting, cuda_gates[g].waiting - 1, __ATOMIC_RELAXED);
-        cuda_gates[g].running++;
+        ok = cuda_gates[g].loads == 0 && cuda_gates[g].running == 0;
+        if (ok) cuda_gates[g].running++;
     }
     pthread_mutex_unlock(&cuda_gate_mu);
+    return ok;
 }
 
 /* Another context's module load or launch waits in c's CUDA context: c's running kernel
@@ -744,46 +760,55 @@ static int cuda_gate_others_waiting(const struct gpuos__cuda *c) {
     return 0;
 }
 
-/* cuModuleLoadData never returns while a persistent kernel runs (GPU-FINDINGS), and another
-   context's kernel may run for as long as its program keeps it busy: the load registers
-   itself (every reaper then stops its kernel, and launches wait in cuda_gate_enter), waits
-   up to timeout_ms for none to run, and loads with cuda_gate_mu held, so that none starts
-   meanwhile. *timed_out: 1 if kernels still ran at the timeout (nothing loaded). */
-static gpuos__CUresult cuda_gate_load(const struct gpuos__cuda *c, gpuos__CUmodule *mod, const void *image,
-                                      uint32_t timeout_ms, int *timed_out) {
+/* Runs fn(arg) with no gpuos kernel running in c's CUDA context, and none starting (it runs
+   with cuda_gate_mu held). Another context's kernel may run for as long as its program keeps
+   it busy, so this registers as a load (every reaper then stops its kernel, and launches wait
+   in cuda_gate_enter) and waits up to timeout_ms for none to run. 0 if kernels still ran at
+   the timeout (fn not run). */
+static int cuda_gate_quiet(const struct gpuos__cuda *c, uint32_t timeout_ms, void (*fn)(void *), void *arg) {
     const uint64_t t0 = cuda_now_ns(), limit = (uint64_t)timeout_ms * 1000000ull;
-    gpuos__CUresult r;
-    int g;
-    *timed_out = 0;
-    pthread_mutex_lock(&cuda_gate_mu);
+    int g, ok;
+    cuda_gate_lock();
     g = cuda_gate_find(c->cuctx, 1);
     if (g >= 0) {
         __atomic_store_n(&cuda_gates[g].loads, cuda_gates[g].loads + 1, __ATOMIC_RELAXED);
-        while (cuda_gates[g].running > 0 && cuda_now_ns() - t0 <= limit) {
-            struct timespec ts;
-            cuda_gate_deadline(&ts, 1000000L);
-            pthread_cond_timedwait(&cuda_gate_cv, &cuda_gate_mu, &ts);
-        }
+        while (cuda_gates[g].running > 0 && cuda_now_ns() - t0 <= limit) cuda_gate_wait_1ms();
     }
-    if (g >= 0 && cuda_gates[g].running > 0) {
-        *timed_out = 1;
-        r = CU_ERROR_NOT_READY;
-    } else {
-        c->cu->cuCtxSetCurrent(c->cuctx);
-        r = c->cu->cuModuleLoadData(mod, image);
-    }
+    ok = g < 0 || cuda_gates[g].running == 0;
+    if (ok) fn(arg);
     if (g >= 0) {
         __atomic_store_n(&cuda_gates[g].loads, cuda_gates[g].loads - 1, __ATOMIC_RELAXED);
         pthread_cond_broadcast(&cuda_gate_cv);
     }
     pthread_mutex_unlock(&cuda_gate_mu);
-    return r;
+    return ok;
+}
+
+/* cuModuleLoadData never returns while a persistent kernel runs (GPU-FINDINGS): loads go
+   through cuda_gate_quiet. *timed_out: 1 if kernels still ran at the timeout (nothing loaded). */
+typedef struct cuda__load_arg {
+    const struct gpuos__cuda *c;
+    gpuos__CUmodule *mod;
+    const void *image;
+    gpuos__CUresult r;
+} cuda__load_arg;
+static void cuda_gate_load_fn(void *p) {
+    cuda__load_arg *a = (cuda__load_arg *)p;
+    a->c->cu->cuCtxSetCurrent(a->c->cuctx);
+    a->r = a->c->cu->cuModuleLoadData(a->mod, a->image);
+}
+static gpuos__CUresult cuda_gate_load(const struct gpuos__cuda *c, gpuos__CUmodule *mod, const void *image,
+                                      uint32_t timeout_ms, int *timed_out) {
+    cuda__load_arg a;
+    a.c = c, a.mod = mod, a.image = image, a.r = CU_ERROR_NOT_READY;
+    *timed_out = !cuda_gate_quiet(c, timeout_ms, cuda_gate_load_fn, &a);
+    return a.r;
 }
 
 /* c's kernel is seen stopped: the last one in the CUDA context out does the kept calls. */
 static void cuda_gate_leave(const struct gpuos__cuda *c) {
     int g, i, n = 0;
-    pthread_mutex_lock(&cuda_gate_mu);
+    cuda_gate_lock();
     g = cuda_gate_find(c->cuctx, 0);
     if (g >= 0 && cuda_gates[g].running > 0) pthread_cond_broadcast(&cuda_gate_cv); /* a load may wait */
     if (g >= 0 && cuda_gates[g].running > 0 && --cuda_gates[g].running == 0) {
@@ -819,6 +844,21 @@ static void cuda_unload_old_rt(struct gpuos__cuda *c) {
     int i;
     for (i = 0; i < c->n_old_rt; i++) cuda_release(c, CUDA__REL_MOD, (uint64_t)(uintptr_t)c->old_rt[i]);
     c->n_old_rt = 0;
+}
+
+/* The copy stream's work done (cuda_gate_quiet's fn): polled up to timeout_ms. */
+typedef struct cuda__sync_arg {
+    const struct gpuos__cuda *c;
+    uint32_t timeout_ms;
+    gpuos__CUresult r;
+} cuda__sync_arg;
+static void cuda_copy_sync_fn(void *p) {
+    cuda__sync_arg *a = (cuda__sync_arg *)p;
+    const uint64_t t0 = cuda_now_ns();
+    a->c->cu->cuCtxSetCurrent(a->c->cuctx);
+    while ((a->r = a->c->cu->cuStreamQuery(a->c->copy_stream)) == CU_ERROR_NOT_READY &&
+           cuda_now_ns() - t0 <= (uint64_t)a->timeout_ms * 1000000ull)
+        cuda_sleep_ns(20000);
 }
 
 static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) {
@@ -883,22 +923,21 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     c->memo = (cuda__memo *)calloc(CUDA__MEMO, sizeof(cuda__memo)); /* without it: no repeated encodings */
     /* The memsets must be done before the kernel's first launch: a plain cuMemsetD8 goes on
        the legacy stream, which the kernels' non-blocking streams do not wait for, and while
-       another context's kernel fills the GPU it ran after this context's kernel started
+       another context's kernel filled the GPU it ran after this context's kernel started
        (which read garbage inboxes: CUDA_ERROR_ILLEGAL_ADDRESS, test_contexts on the H200,
-       session 20). Waited for with a timeout: until such a kernel idles out. */
+       session 20). Waited for with no kernel running (they need the multiprocessors: the
+       gate stops other contexts' kernels) and a timeout. */
     {
-        const uint64_t t0 = cuda_now_ns(), limit = (uint64_t)ctx->cfg.wait_timeout_ms * 1000000ull;
-        gpuos__CUresult r;
-        while ((r = c->cu->cuStreamQuery(c->copy_stream)) == CU_ERROR_NOT_READY && cuda_now_ns() - t0 <= limit)
-            cuda_sleep_ns(20000);
-        if (r == CU_ERROR_NOT_READY)
+        cuda__sync_arg a;
+        a.c = c, a.timeout_ms = ctx->cfg.wait_timeout_ms, a.r = CU_ERROR_NOT_READY;
+        if (!cuda_gate_quiet(c, ctx->cfg.wait_timeout_ms, cuda_copy_sync_fn, &a) || a.r == CU_ERROR_NOT_READY)
             return gpuos__set_error(ctx, GPUOS_ERR_TIMEOUT,
                                     "gpuos_create: clearing the queue's device memory did not finish within "
                                     "wait_timeout_ms = %u ms (other kernels fill the GPU)",
                                     (unsigned)ctx->cfg.wait_timeout_ms);
-        if (r != CU_SUCCESS)
+        if (a.r != CU_SUCCESS)
             return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: clearing the queue's device memory failed: %s (%d)",
-                                    cuda_errname(c->cu, r), (int)r);
+                                    cuda_errname(c->cu, a.r), (int)a.r);
     }
     return GPUOS_OK;
 }
@@ -1183,6 +1222,9 @@ static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c
     void *args[1];
     gpuos__CUresult r;
     int l;
+    if (c->stuck || ctx->sticky != GPUOS_OK) /* its kernel may still run on the queue's memory */
+        return gpuos__set_error(ctx, ctx->sticky != GPUOS_OK ? ctx->sticky : GPUOS_ERR_DEVICE_LOST,
+                                "the context has failed; no kernel is launched (%s)", ctx->sticky_msg);
     for (l = 0; l < GPUOS__LANES; l++) {
         c->P.start_pos[l] = c->pos[l];
         c->P.start_seq[l] = c->dseq[l];
@@ -1200,8 +1242,12 @@ static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c
     c->P.epoch++;
     c->all_up = 0;
     /* before the launch: no synchronising call starts after it (left at the stop); waits
-       while a module load waits for the device */
-    cuda_gate_enter(c, ctx->cfg.wait_timeout_ms);
+       while another context's kernel runs or a module load waits */
+    if (!cuda_gate_enter(c, ctx->cfg.wait_timeout_ms))
+        return gpuos__set_error(ctx, GPUOS_ERR_TIMEOUT,
+                                "the GPU stayed taken by another context's persistent kernel for wait_timeout_ms = "
+                                "%u ms; the work stays queued",
+                                (unsigned)ctx->cfg.wait_timeout_ms);
     c->launch_ns = cuda_now_ns();
     c->ctl->alive = 1;
     args[0] = &c->P;
@@ -1260,17 +1306,27 @@ static gpuos__CUresult cuda_kernels_query(const struct gpuos__cuda *c) {
     return r == CU_ERROR_NOT_READY ? r : r2;
 }
 
+/* Nanoseconds since a stop last saw the device retire a task (either lane): *done the count
+   seen, *t_prog when it changed. */
+static uint64_t cuda_stop_progress(const struct gpuos__cuda *c, uint64_t *done, uint64_t *t_prog) {
+    const uint64_t now = cuda_now_ns(),
+                   d = cuda_load_acquire(&c->ctl->retired) + cuda_load_acquire(&c->ctl->retired_hi);
+    if (d != *done) *done = d, *t_prog = now;
+    return now - *t_prog;
+}
+
 static void cuda_stop_kernel_locked(gpuos_context *ctx) {
     struct gpuos__cuda *c = ctx->cuda;
     gpuos__qdesc d;
     gpuos__CUresult r;
     int i;
     const uint64_t t0 = cuda_now_ns(), limit = (uint64_t)ctx->cfg.wait_timeout_ms * 1000000ull;
+    uint64_t t_prog = t0, done = 0; /* the timeout counts from the last task retired: a long drain is no fault */
     if (!c->running) return;
     c->cu->cuCtxSetCurrent(c->cuctx);
     /* EXIT goes on lane 0 and ends lane 1 with it: lane 1 must have retired everything first
        (lane-1 tasks never wait for lane 0, so this finishes unless the kernel failed) */
-    while (cuda_load_acquire(&c->ctl->retired_hi) + 1 < c->dseq[1] && cuda_now_ns() - t0 <= limit &&
+    while (cuda_load_acquire(&c->ctl->retired_hi) + 1 < c->dseq[1] && cuda_stop_progress(c, &done, &t_prog) <= limit &&
            cuda_kernels_query(c) == CU_ERROR_NOT_READY)
         cuda_sleep_ns(5000);
     memset(&d, 0, sizeof d);
@@ -1281,12 +1337,12 @@ static void cuda_stop_kernel_locked(gpuos_context *ctx) {
     }
     /* the kernels leave once EXIT retired (or at a fault); waited for with a timeout, polled
        without sleeping for the first 2 ms (a swap's pause; a 20 us sleep lasts ~70) */
-    while ((r = cuda_kernels_query(c)) == CU_ERROR_NOT_READY && cuda_now_ns() - t0 <= limit)
+    while ((r = cuda_kernels_query(c)) == CU_ERROR_NOT_READY && cuda_stop_progress(c, &done, &t_prog) <= limit)
         if (cuda_now_ns() - t0 > 2000000) cuda_sleep_ns(20000);
     c->running = 0;
     if (r == CU_ERROR_NOT_READY) { /* still running: its memory stays allocated, nothing waits on it */
         c->stuck = 1;
-        gpuos__fail_locked(ctx, "the persistent kernel did not stop within wait_timeout_ms = %u ms",
+        gpuos__fail_locked(ctx, "the persistent kernel did not stop: no task retired for wait_timeout_ms = %u ms",
                          (unsigned)ctx->cfg.wait_timeout_ms);
         return;
     }

@@ -10,6 +10,9 @@
    last of them leaves, exactly once; other CUDA contexts are not affected; with threads. */
 #include "../gpuos.c"
 
+#include <signal.h> /* the watchdog */
+#include <unistd.h>
+
 #include "ctest.h"
 
 #define N_CUCTX 3
@@ -47,6 +50,16 @@ static gpuos__CUresult f_load(gpuos__CUmodule *m, const void *image) { /* cuda_g
 }
 
 static gpuos__cuda_api api;
+
+/* A kernel counted running without waiting its turn (the release tests' kernels; or one that
+   launched before: cuda_gate_enter itself waits for the others, tested in take_turns). */
+static void force_enter(const struct gpuos__cuda *c) {
+    int g;
+    cuda_gate_lock();
+    g = cuda_gate_find(c->cuctx, 1);
+    if (g >= 0) cuda_gates[g].running++;
+    pthread_mutex_unlock(&cuda_gate_mu);
+}
 static struct gpuos__cuda ctxs[8]; /* gpuos contexts: ctxs[i] in CUDA context i % N_CUCTX */
 
 static gpuos__CUcontext cuctx_n(int i) { return (gpuos__CUcontext)(uintptr_t)(0x1000 * (i + 1)); }
@@ -69,7 +82,7 @@ static void setup(void) {
 static uint64_t next_h = 1;
 static uint64_t new_handle(int kind) {
     uint64_t h;
-    pthread_mutex_lock(&cuda_gate_mu);
+    cuda_gate_lock();
     h = next_h++;
     kind_of[h] = kind;
     pthread_mutex_unlock(&cuda_gate_mu);
@@ -85,7 +98,7 @@ static void cases(void) {
     cuda_release(a, CUDA__REL_MEM, h1);
     CHECK(done_count[h1] == 1, "a release with no kernel running happens at once");
     /* a's kernel runs: b's release waits for it, another CUDA context's does not */
-    cuda_gate_enter(a, 0);
+    force_enter(a);
     h2 = new_handle(CUDA__REL_HOST);
     cuda_release(b, CUDA__REL_HOST, h2);
     CHECK(done_count[h2] == 0, "kept while another context's kernel runs in the CUDA context");
@@ -93,7 +106,7 @@ static void cases(void) {
     cuda_release(other, CUDA__REL_MOD, h3);
     CHECK(done_count[h3] == 1, "another CUDA context's release is not held back");
     /* b's kernel starts too; a's stops: still kept; b's stops: done */
-    cuda_gate_enter(b, 0);
+    force_enter(b);
     h4 = new_handle(CUDA__REL_MEM);
     cuda_release(a, CUDA__REL_MEM, h4);
     cuda_gate_leave(a);
@@ -101,7 +114,7 @@ static void cases(void) {
     cuda_gate_leave(b);
     CHECK(done_count[h2] == 1 && done_count[h4] == 1, "done when the last kernel leaves");
     CHECK(cuda_n_kept == 0, "nothing kept after (%d)", cuda_n_kept);
-    /* a leave with nothing running (a launch that failed after its enter) does not go below 0 */
+    /* a leave with nothing running does not go below 0 */
     cuda_gate_leave(a);
     CHECK(running_of(a->cuctx) == 0, "the count stays at 0");
     h1 = new_handle(CUDA__REL_MEM);
@@ -123,7 +136,7 @@ static void model(unsigned long long seed) {
         r ^= r << 13, r ^= r >> 7, r ^= r << 17;
         op = (int)(r % 3), k = (int)((r >> 8) % 8);
         if (op == 0 && !running[k]) {
-            cuda_gate_enter(&ctxs[k], 0);
+            force_enter(&ctxs[k]);
             running[k] = 1;
         } else if (op == 1 && running[k]) {
             cuda_gate_leave(&ctxs[k]);
@@ -170,7 +183,7 @@ static void *worker(void *arg) {
         r ^= r << 13, r ^= r >> 7, r ^= r << 17;
         if (r % 4 == 0) {
             if (running) cuda_gate_leave(&ctxs[k]);
-            else cuda_gate_enter(&ctxs[k], 0);
+            else force_enter(&ctxs[k]);
             running = !running;
         } else {
             const int kind = (int)((r >> 8) % 3);
@@ -196,13 +209,13 @@ static void threads(unsigned long long seed) {
    launches again (cuda_gate_enter waits for the load); loaders must all get through, with
    no kernel running in their CUDA context during the load. And a kernel that never stops
    (stuck) makes a load time out without loading. */
-static volatile int loads_done;
+static int loads_done;
 static void *kernel_thread(void *arg) {
     struct gpuos__cuda *c = (struct gpuos__cuda *)arg;
-    while (!loads_done) {
+    while (!__atomic_load_n(&loads_done, __ATOMIC_ACQUIRE)) {
         struct timespec ts = {0, 100000};
-        cuda_gate_enter(c, 0);
-        while (!cuda_gate_others_waiting(c) && !loads_done) nanosleep(&ts, NULL); /* busy, never idle */
+        force_enter(c);
+        while (!cuda_gate_others_waiting(c) && !__atomic_load_n(&loads_done, __ATOMIC_ACQUIRE)) nanosleep(&ts, NULL); /* busy, never idle */
         cuda_gate_leave(c);
     }
     return NULL;
@@ -223,11 +236,11 @@ static void loads(void) {
     int i, before = n_loads;
     gpuos__CUmodule m = NULL;
     int timed_out = 0;
-    loads_done = 0;
+    __atomic_store_n(&loads_done, 0, __ATOMIC_RELEASE);
     for (i = 0; i < 4; i++) pthread_create(&k[i], NULL, kernel_thread, &ctxs[3 * i % 8]); /* CUDA contexts 0, 0, 0, 1 */
     for (i = 0; i < 2; i++) pthread_create(&l[i], NULL, loader_thread, &ctxs[3 * (i + 1)]);
     for (i = 0; i < 2; i++) pthread_join(l[i], &bad[i]);
-    loads_done = 1;
+    __atomic_store_n(&loads_done, 1, __ATOMIC_RELEASE);
     for (i = 0; i < 4; i++) pthread_join(k[i], NULL);
     CHECK(bad[0] == NULL && bad[1] == NULL, "loads timed out while the kernels stop when asked (%d, %d)",
           (int)(uintptr_t)bad[0], (int)(uintptr_t)bad[1]);
@@ -235,7 +248,7 @@ static void loads(void) {
     CHECK(violations == 0, "loads: %d calls made while a kernel ran", violations);
     /* a stuck kernel: the load times out, nothing loaded; another CUDA context is not held up */
     before = n_loads;
-    cuda_gate_enter(&ctxs[0], 0);
+    force_enter(&ctxs[0]);
     CHECK(cuda_gate_load(&ctxs[3], &m, (const void *)(uintptr_t)0x40, 20, &timed_out) != CU_SUCCESS && timed_out == 1,
           "a load behind a kernel that never stops times out");
     CHECK(n_loads == before, "nothing loaded after a timeout");
@@ -254,8 +267,11 @@ static void *turn_thread(void *arg) {
     struct gpuos__cuda *c = &ctxs[3 * k]; /* CUDA context 0 */
     while (turns[k] < 200) {
         struct timespec ts = {0, 20000};
-        cuda_gate_enter(c, 10000);
-        pthread_mutex_lock(&cuda_gate_mu);
+        if (!cuda_gate_enter(c, 10000)) {
+            __atomic_add_fetch(&overlap, 1000, __ATOMIC_RELAXED); /* timed out: counted as a failure */
+            continue;
+        }
+        cuda_gate_lock();
         if (running_of(c->cuctx) != 1) overlap++;
         pthread_mutex_unlock(&cuda_gate_mu);
         turns[k]++;
@@ -275,10 +291,27 @@ static void take_turns(void) {
     CHECK(overlap == 0, "turns: %d times two kernels ran at once", overlap);
     CHECK(turns[0] == 200 && turns[1] == 200 && turns[2] == 200, "turns: %d %d %d of 200", turns[0], turns[1], turns[2]);
     CHECK(running_of(ctxs[0].cuctx) == 0 && !cuda_gate_others_waiting(&ctxs[0]), "turns: nothing running or waiting after");
+    /* a launch behind a kernel that never stops: times out, not counted; waiting while it waits */
+    force_enter(&ctxs[0]);
+    CHECK(cuda_gate_enter(&ctxs[3], 30) == 0, "a launch behind a kernel that never stops times out");
+    CHECK(running_of(ctxs[0].cuctx) == 1, "the timed-out launch is not counted (%d running)", running_of(ctxs[0].cuctx));
+    CHECK(!cuda_gate_others_waiting(&ctxs[0]), "nothing waits after the timeout");
+    cuda_gate_leave(&ctxs[0]);
+    CHECK(cuda_gate_enter(&ctxs[3], 30) == 1 && running_of(ctxs[0].cuctx) == 1, "then it goes");
+    cuda_gate_leave(&ctxs[3]);
+}
+
+static void watchdog(int sig) {
+    static const char msg[] = "FAIL test_gate: a hang (watchdog)\ntest_gate: 0 passed, 1 failed\n";
+    (void)sig;
+    if (write(1, msg, sizeof msg - 1) < 0) _exit(2);
+    _exit(1);
 }
 
 int main(void) {
     const unsigned long long seed = ctest_seed("test_gate");
+    signal(SIGALRM, watchdog);
+    alarm(120);
     (void)ctest_device;
     setup();
     cases();
