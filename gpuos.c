@@ -3012,6 +3012,8 @@ struct gpuos__cuda {
                                     cuInit, context, module, function + occupancy, streams, queue, reaper */
     double last_rt_link_ms;      /* its generation's nvJitLink time (0: from the cache) */
 
+    int in_gate;                 /* counted running in the device gate (cuda_gate_enter .. cuda_gate_leave) */
+    int gate_stuck;              /* ... and counted there as stuck (a stuck kernel may run on: launches fail fast) */
     pthread_t reaper;
     int reaper_running, reaper_stop;
     pthread_t preload;           /* loads NVRTC and nvJitLink while the driver creates the context */
@@ -3254,7 +3256,7 @@ static void cuda_preload_join(struct gpuos__cuda *c) {
 }
 
 static gpuos__CUresult cuda_gate_load(const struct gpuos__cuda *c, gpuos__CUmodule *mod, const void *image,
-                                      uint32_t timeout_ms, int *timed_out);
+                                      const char *kernel, uint32_t timeout_ms, int *timed_out);
 static gpuos_status cuda_load_timeout(gpuos_context *ctx, const char *fn) {
     return gpuos__set_error(ctx, GPUOS_ERR_TIMEOUT,
                             "%s: loading device code waits until no persistent kernel runs on the GPU, and another "
@@ -3342,7 +3344,7 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
         cubin = cuda_cache_read(path, key, &cubin_size);
     }
     if (cubin) {
-        r = cuda_gate_load(c, &c->mod, cubin, ctx->cfg.wait_timeout_ms, &timed_out);
+        r = cuda_gate_load(c, &c->mod, cubin, "gpuos__pk_main", ctx->cfg.wait_timeout_ms, &timed_out);
         if (r == CU_SUCCESS || timed_out) {
             free(cubin);
             free(src);
@@ -3423,7 +3425,7 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
         cubin = parts[0].cubin;
         cubin_size = parts[0].size;
     }
-    r = cuda_gate_load(c, &c->mod, cubin, ctx->cfg.wait_timeout_ms, &timed_out);
+    r = cuda_gate_load(c, &c->mod, cubin, "gpuos__pk_main", ctx->cfg.wait_timeout_ms, &timed_out);
     if (r == CU_SUCCESS && path[0]) cuda_cache_write(path, key, cubin, cubin_size);
     free(cubin);
     if (timed_out) return cuda_load_timeout(ctx, "gpuos_create");
@@ -3462,6 +3464,7 @@ static struct {
     gpuos__CUcontext cuctx;
     int running; /* gpuos kernels running in it (both kernels of a context count once) */
     int loads;   /* module loads waiting for running == 0 (read without the lock by reapers) */
+    int stuck;   /* of the running, kernels of failed contexts that did not stop (may never) */
     int waiting; /* launches waiting for another context's kernel to stop (read likewise) */
 } cuda_gates[CUDA__GATES];
 static cuda__kept *cuda_kept; /* calls kept until their CUDA context has no gpuos kernel running */
@@ -3498,6 +3501,7 @@ static int cuda_gate_find(gpuos__CUcontext cuctx, int make) {
     __atomic_store_n(&cuda_gates[free_g].cuctx, cuctx, __ATOMIC_RELAXED); /* read unlocked by the reapers */
     cuda_gates[free_g].running = 0;
     cuda_gates[free_g].loads = 0;
+    cuda_gates[free_g].stuck = 0;
     cuda_gates[free_g].waiting = 0;
     return free_g;
 }
@@ -3543,14 +3547,18 @@ static void cuda_release(const struct gpuos__cuda *c, int kind, uint64_t h) {
    goes first. Contexts with work thus take turns on the GPU, a turn at least one reaper pass
    (200 us) long. 1 once counted running; 0 if the wait took timeout_ms (not counted: the
    caller does not launch). */
-static int cuda_gate_enter(const struct gpuos__cuda *c, uint32_t timeout_ms) {
-    const uint64_t t0 = cuda_now_ns(), limit = (uint64_t)timeout_ms * 1000000ull;
+static int cuda_gate_enter(struct gpuos__cuda *c, uint32_t timeout_ms) {
+    const uint64_t limit = (uint64_t)timeout_ms * 1000000ull;
+    uint64_t t0;
     int g, ok = 1;
     cuda_gate_lock();
+    t0 = cuda_now_ns();
     g = cuda_gate_find(c->cuctx, 1);
     if (g >= 0) {
         int counted = 0;
-        while ((cuda_gates[g].loads > 0 || cuda_gates[g].running > 0) && cuda_now_ns() - t0 <= limit) {
+        /* a stuck kernel holds the GPU (for good, maybe): no wait, the launch fails */
+        while ((cuda_gates[g].loads > 0 || cuda_gates[g].running > 0) && cuda_gates[g].stuck == 0 &&
+               cuda_now_ns() - t0 <= limit) {
             if (!counted) {
                 __atomic_store_n(&cuda_gates[g].waiting, cuda_gates[g].waiting + 1, __ATOMIC_RELAXED);
                 counted = 1;
@@ -3561,8 +3569,21 @@ static int cuda_gate_enter(const struct gpuos__cuda *c, uint32_t timeout_ms) {
         ok = cuda_gates[g].loads == 0 && cuda_gates[g].running == 0;
         if (ok) cuda_gates[g].running++;
     }
+    if (ok) c->in_gate = 1, c->gate_stuck = 0;
     pthread_mutex_unlock(&cuda_gate_mu);
     return ok;
+}
+
+/* c failed with its kernel maybe still running (ctx->mu held): counted stuck, so that
+   launches beside it fail at once instead of waiting; left once its kernels are seen gone. */
+static void cuda_gate_mark_stuck(struct gpuos__cuda *c) {
+    int g;
+    if (!c->in_gate || c->gate_stuck) return;
+    cuda_gate_lock();
+    g = cuda_gate_find(c->cuctx, 0);
+    if (g >= 0) cuda_gates[g].stuck++;
+    c->gate_stuck = 1;
+    pthread_mutex_unlock(&cuda_gate_mu);
 }
 
 /* Another context's module load or launch waits in c's CUDA context: c's running kernel
@@ -3582,9 +3603,11 @@ static int cuda_gate_others_waiting(const struct gpuos__cuda *c) {
    in cuda_gate_enter) and waits up to timeout_ms for none to run. 0 if kernels still ran at
    the timeout (fn not run). */
 static int cuda_gate_quiet(const struct gpuos__cuda *c, uint32_t timeout_ms, void (*fn)(void *), void *arg) {
-    const uint64_t t0 = cuda_now_ns(), limit = (uint64_t)timeout_ms * 1000000ull;
+    const uint64_t limit = (uint64_t)timeout_ms * 1000000ull;
+    uint64_t t0;
     int g, ok;
     cuda_gate_lock();
+    t0 = cuda_now_ns();
     g = cuda_gate_find(c->cuctx, 1);
     if (g >= 0) {
         __atomic_store_n(&cuda_gates[g].loads, cuda_gates[g].loads + 1, __ATOMIC_RELAXED);
@@ -3601,31 +3624,42 @@ static int cuda_gate_quiet(const struct gpuos__cuda *c, uint32_t timeout_ms, voi
 }
 
 /* cuModuleLoadData never returns while a persistent kernel runs (GPU-FINDINGS): loads go
-   through cuda_gate_quiet. *timed_out: 1 if kernels still ran at the timeout (nothing loaded). */
+   through cuda_gate_quiet, with the module's kernel looked up there too (lazy loading, the
+   driver's default, loads a kernel's code at its first lookup, which blocks the same way).
+   *timed_out: 1 if kernels still ran at the timeout (nothing loaded). */
 typedef struct cuda__load_arg {
     const struct gpuos__cuda *c;
     gpuos__CUmodule *mod;
     const void *image;
+    const char *kernel;
     gpuos__CUresult r;
 } cuda__load_arg;
 static void cuda_gate_load_fn(void *p) {
     cuda__load_arg *a = (cuda__load_arg *)p;
     a->c->cu->cuCtxSetCurrent(a->c->cuctx);
     a->r = a->c->cu->cuModuleLoadData(a->mod, a->image);
+    if (a->r == CU_SUCCESS && a->kernel) {
+        gpuos__CUfunction f; /* looked up again by the caller: then loaded, it does not block */
+        (void)a->c->cu->cuModuleGetFunction(&f, *a->mod, a->kernel);
+    }
 }
 static gpuos__CUresult cuda_gate_load(const struct gpuos__cuda *c, gpuos__CUmodule *mod, const void *image,
-                                      uint32_t timeout_ms, int *timed_out) {
+                                      const char *kernel, uint32_t timeout_ms, int *timed_out) {
     cuda__load_arg a;
-    a.c = c, a.mod = mod, a.image = image, a.r = CU_ERROR_NOT_READY;
+    a.c = c, a.mod = mod, a.image = image, a.kernel = kernel, a.r = CU_ERROR_NOT_READY;
     *timed_out = !cuda_gate_quiet(c, timeout_ms, cuda_gate_load_fn, &a);
     return a.r;
 }
 
 /* c's kernel is seen stopped: the last one in the CUDA context out does the kept calls. */
-static void cuda_gate_leave(const struct gpuos__cuda *c) {
+static void cuda_gate_leave(struct gpuos__cuda *c) {
     int g, i, n = 0;
+    if (!c->in_gate) return; /* never entered, or left already */
     cuda_gate_lock();
+    c->in_gate = 0;
     g = cuda_gate_find(c->cuctx, 0);
+    if (g >= 0 && c->gate_stuck && cuda_gates[g].stuck > 0) cuda_gates[g].stuck--;
+    c->gate_stuck = 0;
     if (g >= 0 && cuda_gates[g].running > 0) pthread_cond_broadcast(&cuda_gate_cv); /* a load may wait */
     if (g >= 0 && cuda_gates[g].running > 0 && --cuda_gates[g].running == 0) {
         for (i = 0; i < cuda_n_kept; i++) {
@@ -3654,6 +3688,7 @@ static void cuda_free_addr(const struct gpuos__cuda *c, void *p) {
 }
 
 static void *cuda_reaper_main(void *arg);
+static void cuda_gate_check_stuck(struct gpuos__cuda *c);
 
 /* Unloads the swapped-out run-time modules (c's kernels stopped; through the gate). */
 static void cuda_unload_old_rt(struct gpuos__cuda *c) {
@@ -3891,6 +3926,7 @@ void gpuos__cuda_close(gpuos_context *ctx) {
     }
     pthread_mutex_lock(&ctx->mu);
     if (c->running) cuda_stop_kernel_locked(ctx);
+    cuda_gate_check_stuck(c); /* a stuck kernel that ended leaves the gate; one that runs stays counted */
     pthread_mutex_unlock(&ctx->mu);
     if (c->cuctx && !c->stuck) { /* freeing under a running kernel would block: a stuck one keeps it all */
         /* through the gate: now, or once no other context's kernel runs on the device (the
@@ -4147,6 +4183,10 @@ static void cuda_stop_kernel_locked(gpuos_context *ctx) {
         cuda_sleep_ns(5000);
     memset(&d, 0, sizeof d);
     d.kind = GPUOS__SLOT_EXIT;
+    /* room for EXIT: a stop asked for by another context may find the ring full */
+    while (cuda_ring_room(ctx, c, 0, 1) != GPUOS_OK && cuda_stop_progress(c, &done, &t_prog) <= limit &&
+           cuda_kernels_query(c) == CU_ERROR_NOT_READY)
+        cuda_sleep_ns(5000);
     if (cuda_ring_room(ctx, c, 0, 1) == GPUOS_OK) {
         cuda_put(c, 0, &d);
         c->dseq[0]++;
@@ -5098,12 +5138,23 @@ gpuos_status gpuos__cuda_wait_locked(gpuos_context *ctx, uint64_t seq, int one, 
     }
 }
 
+/* A failed context still counted in the gate (ctx->mu held): counted stuck while its kernels
+   run (launches beside it fail at once), out of the gate once they are gone. */
+static void cuda_gate_check_stuck(struct gpuos__cuda *c) {
+    if (!c->stuck || !c->in_gate) return;
+    if (cuda_kernels_query(c) != CU_ERROR_NOT_READY)
+        cuda_gate_leave(c);
+    else
+        cuda_gate_mark_stuck(c);
+}
+
 static void *cuda_reaper_main(void *arg) {
     gpuos_context *ctx = (gpuos_context *)arg;
     struct gpuos__cuda *c = ctx->cuda;
     pthread_mutex_lock(&ctx->mu);
     c->cu->cuCtxSetCurrent(c->cuctx);
     while (!c->reaper_stop) {
+        cuda_gate_check_stuck(c);
         gpuos__cuda_reap_locked(ctx);
         cuda_check_fault_locked(ctx);
         if (ctx->cuda_sent < ctx->ring_count && !ctx->paused) (void)gpuos__cuda_pump_locked(ctx);
@@ -5258,7 +5309,7 @@ static gpuos_status cuda_rt_swap_locked(gpuos_context *ctx, struct gpuos__cuda *
     c->cu->cuCtxSetCurrent(c->cuctx);
     if (n > 0) {
         int timed_out;
-        r = cuda_gate_load(c, &mod, cubin, ctx->cfg.wait_timeout_ms, &timed_out);
+        r = cuda_gate_load(c, &mod, cubin, "gpuos__pk_rt", ctx->cfg.wait_timeout_ms, &timed_out);
         if (timed_out) return cuda_load_timeout(ctx, "gpuos_op_define");
         if (r != CU_SUCCESS)
             return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY,
@@ -10133,6 +10184,7 @@ void gpuos__queue_fini(gpuos_context *ctx) {
         ctx->ring_count--;
         queue_retire_locked(ctx, job);
     }
+    ctx->cuda_sent = 0; /* the GPU's reaper may still run (gpuos__cuda_close stops it next): it must see no jobs */
     while ((job = ctx->free_jobs) != NULL) {
         ctx->free_jobs = job->next_free;
         free(job);

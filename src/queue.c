@@ -101,6 +101,7 @@ void gpuos__queue_fini(gpuos_context *ctx) {
         ctx->ring_count--;
         queue_retire_locked(ctx, job);
     }
+    ctx->cuda_sent = 0; /* the GPU's reaper may still run (gpuos__cuda_close stops it next): it must see no jobs */
     while ((job = ctx->free_jobs) != NULL) {
         ctx->free_jobs = job->next_free;
         free(job);

@@ -41,7 +41,14 @@ static gpuos__CUresult f_set(gpuos__CUcontext x) { cur = x; return CU_SUCCESS; }
 static gpuos__CUresult f_free(gpuos__CUdeviceptr d) { released((uint64_t)d, CUDA__REL_MEM); return CU_SUCCESS; }
 static gpuos__CUresult f_free_host(void *p) { released((uint64_t)(uintptr_t)p, CUDA__REL_HOST); return CU_SUCCESS; }
 static gpuos__CUresult f_unload(gpuos__CUmodule m) { released((uint64_t)(uintptr_t)m, CUDA__REL_MOD); return CU_SUCCESS; }
-static int n_loads;
+static int n_loads, n_lookups;
+static gpuos__CUresult f_get_function(gpuos__CUfunction *f, gpuos__CUmodule m, const char *name) { /* lazy loading */
+    if (running_of(cur) != 0) violations++;
+    n_lookups++;
+    (void)m, (void)name;
+    *f = NULL;
+    return CU_SUCCESS;
+}
 static gpuos__CUresult f_load(gpuos__CUmodule *m, const void *image) { /* cuda_gate_mu held */
     if (running_of(cur) != 0) violations++;
     n_loads++;
@@ -53,11 +60,12 @@ static gpuos__cuda_api api;
 
 /* A kernel counted running without waiting its turn (the release tests' kernels; or one that
    launched before: cuda_gate_enter itself waits for the others, tested in take_turns). */
-static void force_enter(const struct gpuos__cuda *c) {
+static void force_enter(struct gpuos__cuda *c) {
     int g;
     cuda_gate_lock();
     g = cuda_gate_find(c->cuctx, 1);
     if (g >= 0) cuda_gates[g].running++;
+    c->in_gate = 1;
     pthread_mutex_unlock(&cuda_gate_mu);
 }
 static struct gpuos__cuda ctxs[8]; /* gpuos contexts: ctxs[i] in CUDA context i % N_CUCTX */
@@ -72,6 +80,7 @@ static void setup(void) {
     api.cuMemFreeHost = f_free_host;
     api.cuModuleUnload = f_unload;
     api.cuModuleLoadData = f_load;
+    api.cuModuleGetFunction = f_get_function;
     for (i = 0; i < 8; i++) {
         memset(&ctxs[i], 0, sizeof ctxs[i]);
         ctxs[i].cu = &api;
@@ -226,7 +235,7 @@ static void *loader_thread(void *arg) {
     for (k = 0; k < 50; k++) {
         gpuos__CUmodule m = NULL;
         int timed_out = 0;
-        if (cuda_gate_load(c, &m, (const void *)(uintptr_t)0x40, 10000, &timed_out) != CU_SUCCESS || timed_out) bad++;
+        if (cuda_gate_load(c, &m, (const void *)(uintptr_t)0x40, "k", 10000, &timed_out) != CU_SUCCESS || timed_out) bad++;
     }
     return (void *)(uintptr_t)bad;
 }
@@ -245,14 +254,15 @@ static void loads(void) {
     CHECK(bad[0] == NULL && bad[1] == NULL, "loads timed out while the kernels stop when asked (%d, %d)",
           (int)(uintptr_t)bad[0], (int)(uintptr_t)bad[1]);
     CHECK(n_loads - before == 100, "%d of 100 loads made", n_loads - before);
+    CHECK(n_lookups >= 100, "each load looks its kernel up in the quiet section (%d lookups)", n_lookups);
     CHECK(violations == 0, "loads: %d calls made while a kernel ran", violations);
     /* a stuck kernel: the load times out, nothing loaded; another CUDA context is not held up */
     before = n_loads;
     force_enter(&ctxs[0]);
-    CHECK(cuda_gate_load(&ctxs[3], &m, (const void *)(uintptr_t)0x40, 20, &timed_out) != CU_SUCCESS && timed_out == 1,
+    CHECK(cuda_gate_load(&ctxs[3], &m, (const void *)(uintptr_t)0x40, "k", 20, &timed_out) != CU_SUCCESS && timed_out == 1,
           "a load behind a kernel that never stops times out");
     CHECK(n_loads == before, "nothing loaded after a timeout");
-    CHECK(cuda_gate_load(&ctxs[1], &m, (const void *)(uintptr_t)0x40, 20, &timed_out) == CU_SUCCESS && timed_out == 0,
+    CHECK(cuda_gate_load(&ctxs[1], &m, (const void *)(uintptr_t)0x40, "k", 20, &timed_out) == CU_SUCCESS && timed_out == 0,
           "another CUDA context loads");
     cuda_gate_leave(&ctxs[0]);
     CHECK(!cuda_gate_others_waiting(&ctxs[0]), "no load waits after");
@@ -299,6 +309,20 @@ static void take_turns(void) {
     cuda_gate_leave(&ctxs[0]);
     CHECK(cuda_gate_enter(&ctxs[3], 30) == 1 && running_of(ctxs[0].cuctx) == 1, "then it goes");
     cuda_gate_leave(&ctxs[3]);
+    /* a stuck kernel: launches beside it fail at once (no wait), and go once it leaves */
+    {
+        uint64_t t0;
+        force_enter(&ctxs[0]);
+        cuda_gate_mark_stuck(&ctxs[0]);
+        t0 = cuda_now_ns();
+        CHECK(cuda_gate_enter(&ctxs[3], 10000) == 0, "a launch beside a stuck kernel fails");
+        CHECK(cuda_now_ns() - t0 < 5000000000ull, "at once, not after the 10 s timeout");
+        cuda_gate_leave(&ctxs[0]);
+        CHECK(cuda_gate_enter(&ctxs[3], 30) == 1, "and goes once the stuck kernel left");
+        cuda_gate_leave(&ctxs[3]);
+        cuda_gate_leave(&ctxs[3]); /* a second leave is ignored */
+        CHECK(running_of(ctxs[0].cuctx) == 0, "the count is 0 after (%d)", running_of(ctxs[0].cuctx));
+    }
 }
 
 static void watchdog(int sig) {
