@@ -909,7 +909,6 @@ typedef struct gpuos__cuda_api {
     gpuos__CUresult (*cuMemHostAlloc)(void **pp, size_t bytes, unsigned int flags);
     gpuos__CUresult (*cuMemFreeHost)(void *p);
     gpuos__CUresult (*cuMemHostGetDevicePointer)(gpuos__CUdeviceptr *pdptr, void *p, unsigned int flags); /* _v2 */
-    gpuos__CUresult (*cuMemcpyHtoD)(gpuos__CUdeviceptr dst, const void *src, size_t bytes);  /* _v2 */
     gpuos__CUresult (*cuMemcpyDtoH)(void *dst, gpuos__CUdeviceptr src, size_t bytes);        /* _v2 */
     gpuos__CUresult (*cuMemcpyHtoDAsync)(gpuos__CUdeviceptr dst, const void *src, size_t bytes,
                                          gpuos__CUstream stream);                          /* _v2 */
@@ -4171,6 +4170,7 @@ static void cuda_stop_kernel_locked(gpuos_context *ctx) {
     struct gpuos__cuda *c = ctx->cuda;
     gpuos__qdesc d;
     gpuos__CUresult r;
+    gpuos_status room;
     int i;
     const uint64_t t0 = cuda_now_ns(), limit = (uint64_t)ctx->cfg.wait_timeout_ms * 1000000ull;
     uint64_t t_prog = t0, done = 0; /* the timeout counts from the last task retired: a long drain is no fault */
@@ -4184,10 +4184,10 @@ static void cuda_stop_kernel_locked(gpuos_context *ctx) {
     memset(&d, 0, sizeof d);
     d.kind = GPUOS__SLOT_EXIT;
     /* room for EXIT: a stop asked for by another context may find the ring full */
-    while (cuda_ring_room(ctx, c, 0, 1) != GPUOS_OK && cuda_stop_progress(c, &done, &t_prog) <= limit &&
+    while ((room = cuda_ring_room(ctx, c, 0, 1)) != GPUOS_OK && cuda_stop_progress(c, &done, &t_prog) <= limit &&
            cuda_kernels_query(c) == CU_ERROR_NOT_READY)
         cuda_sleep_ns(5000);
-    if (cuda_ring_room(ctx, c, 0, 1) == GPUOS_OK) {
+    if (room == GPUOS_OK) {
         cuda_put(c, 0, &d);
         c->dseq[0]++;
     }
@@ -5298,6 +5298,7 @@ static gpuos_status cuda_rt_swap_locked(gpuos_context *ctx, struct gpuos__cuda *
     size_t tsz, psz;
     void *table[GPUOS__RT_SLOTS];
     int occ = 0, k, smem_rt = 0;
+    gpuos_status st;
     const int occ_main = c->n_blocks / c->sm_count;
     gpuos__CUresult r;
     const uint64_t t0 = cuda_now_ns();
@@ -5344,10 +5345,13 @@ static gpuos_status cuda_rt_swap_locked(gpuos_context *ctx, struct gpuos__cuda *
             r = c->cu->cuModuleGetGlobal(&pv, &psz, mod, sym);
             if (r == CU_SUCCESS) r = c->cu->cuMemcpyDtoH(&table[vs[k]->slot], pv, sizeof(void *));
         }
-        /* on the copy stream and synchronised: a pageable cuMemcpyHtoD may return before the
-           copy lands, and the legacy stream orders nothing with the kernels' streams */
-        if (r == CU_SUCCESS) r = c->cu->cuMemcpyHtoDAsync(tab, table, sizeof table, c->copy_stream);
-        if (r == CU_SUCCESS) r = c->cu->cuStreamSynchronize(c->copy_stream);
+        /* gpuos__cuda_memcpy (the copy stream, synchronised): a pageable cuMemcpyHtoD may
+           return before the copy lands, and the legacy stream orders nothing with the
+           kernels' streams */
+        if (r == CU_SUCCESS && (st = gpuos__cuda_memcpy(ctx, (void *)(uintptr_t)tab, table, sizeof table, 1)) != GPUOS_OK) {
+            cuda_release(c, CUDA__REL_MOD, (uint64_t)(uintptr_t)mod);
+            return st; /* GPUOS_ERR_DEVICE_LOST, the copy's failure in the detail */
+        }
         if (r != CU_SUCCESS) {
             cuda_release(c, CUDA__REL_MOD, (uint64_t)(uintptr_t)mod);
             return gpuos__set_error(ctx, GPUOS_ERR_DEVICE_LOST,
@@ -5983,7 +5987,6 @@ static const loader_sym loader_cuda_syms[] = {
     LOADER_SYM(gpuos__cuda_api, cuMemHostAlloc, "cuMemHostAlloc", NULL, 1),
     LOADER_SYM(gpuos__cuda_api, cuMemFreeHost, "cuMemFreeHost", NULL, 1),
     LOADER_SYM(gpuos__cuda_api, cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", NULL, 1),
-    LOADER_SYM(gpuos__cuda_api, cuMemcpyHtoD, "cuMemcpyHtoD_v2", NULL, 1),
     LOADER_SYM(gpuos__cuda_api, cuMemcpyDtoH, "cuMemcpyDtoH_v2", NULL, 1),
     LOADER_SYM(gpuos__cuda_api, cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", NULL, 1),
     LOADER_SYM(gpuos__cuda_api, cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", NULL, 1),

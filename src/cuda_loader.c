@@ -158,7 +158,6 @@ static const loader_sym loader_cuda_syms[] = {
     LOADER_SYM(gpuos__cuda_api, cuMemHostAlloc, "cuMemHostAlloc", NULL, 1),
     LOADER_SYM(gpuos__cuda_api, cuMemFreeHost, "cuMemFreeHost", NULL, 1),
     LOADER_SYM(gpuos__cuda_api, cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", NULL, 1),
-    LOADER_SYM(gpuos__cuda_api, cuMemcpyHtoD, "cuMemcpyHtoD_v2", NULL, 1),
     LOADER_SYM(gpuos__cuda_api, cuMemcpyDtoH, "cuMemcpyDtoH_v2", NULL, 1),
     LOADER_SYM(gpuos__cuda_api, cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", NULL, 1),
     LOADER_SYM(gpuos__cuda_api, cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", NULL, 1),

@@ -413,7 +413,6 @@ typedef struct gpuos__cuda_api {
     gpuos__CUresult (*cuMemHostAlloc)(void **pp, size_t bytes, unsigned int flags);
     gpuos__CUresult (*cuMemFreeHost)(void *p);
     gpuos__CUresult (*cuMemHostGetDevicePointer)(gpuos__CUdeviceptr *pdptr, void *p, unsigned int flags); /* _v2 */
-    gpuos__CUresult (*cuMemcpyHtoD)(gpuos__CUdeviceptr dst, const void *src, size_t bytes);  /* _v2 */
     gpuos__CUresult (*cuMemcpyDtoH)(void *dst, gpuos__CUdeviceptr src, size_t bytes);        /* _v2 */
     gpuos__CUresult (*cuMemcpyHtoDAsync)(gpuos__CUdeviceptr dst, const void *src, size_t bytes,
                                          gpuos__CUstream stream);                          /* _v2 */
