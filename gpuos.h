@@ -49,8 +49,9 @@
                        and comes back on the next submission. Several contexts on one
                        GPU work, but one context's kernel fills the GPU: contexts with
                        work take turns (a kernel stops, its queued tasks done, when
-                       another context needs the GPU), so keep one context per GPU
-                       where speed matters.
+                       another context needs the GPU; waiting contexts go in the
+                       order they asked), so keep one context per GPU where speed
+                       matters.
        host_threads    threads of the host executor (0: one per core; never more than 16).
    Compile-time macros: none are needed. GPUOS_API may be defined to add an export
    attribute to every public function (default: nothing).

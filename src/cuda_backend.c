@@ -644,12 +644,17 @@ typedef struct cuda__kept {
 static pthread_mutex_t cuda_gate_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cuda_gate_cv; /* running or loads changed (CLOCK_MONOTONIC, cuda_gate_init) */
 static pthread_once_t cuda_gate_once = PTHREAD_ONCE_INIT;
+/* A launch waiting in cuda_gate_enter (on its thread's stack), in its gate's queue. */
+typedef struct cuda__waiter {
+    struct cuda__waiter *next;
+} cuda__waiter;
 static struct {
     gpuos__CUcontext cuctx;
     int running; /* gpuos kernels running in it (both kernels of a context count once) */
     int loads;   /* module loads waiting for running == 0 (read without the lock by reapers) */
     int stuck;   /* of the running, kernels of failed contexts that did not stop (may never) */
     int waiting; /* launches waiting for another context's kernel to stop (read likewise) */
+    cuda__waiter *head, *tail; /* the waiting launches, first come first served */
 } cuda_gates[CUDA__GATES];
 static cuda__kept *cuda_kept; /* calls kept until their CUDA context has no gpuos kernel running */
 static int cuda_n_kept, cuda_cap_kept;
@@ -687,6 +692,7 @@ static int cuda_gate_find(gpuos__CUcontext cuctx, int make) {
     cuda_gates[free_g].loads = 0;
     cuda_gates[free_g].stuck = 0;
     cuda_gates[free_g].waiting = 0;
+    cuda_gates[free_g].head = cuda_gates[free_g].tail = NULL;
     return free_g;
 }
 
@@ -728,8 +734,10 @@ static void cuda_release(const struct gpuos__cuda *c, int kind, uint64_t h) {
    another context's running kernel would keep this one from becoming resident for as long as
    it stays busy: the launch waits, counted in `waiting`, which makes the other contexts'
    reapers stop their kernels (queued tasks run first); a module load waiting for the device
-   goes first. Contexts with work thus take turns on the GPU, a turn at least one reaper pass
-   (200 us) long. 1 once counted running; 0 if the wait took timeout_ms (not counted: the
+   goes first, and waiting launches go in the order they came (a queue of them per gate: one
+   that finds the gate free while others wait queues behind them). Contexts with work thus
+   take turns on the GPU, a turn at least one reaper pass (200 us) long. 1 once counted
+   running; 0 if the wait took timeout_ms, or a stuck kernel holds the GPU (not counted: the
    caller does not launch). */
 static int cuda_gate_enter(struct gpuos__cuda *c, uint32_t timeout_ms) {
     const uint64_t limit = (uint64_t)timeout_ms * 1000000ull;
@@ -739,18 +747,43 @@ static int cuda_gate_enter(struct gpuos__cuda *c, uint32_t timeout_ms) {
     t0 = cuda_now_ns();
     g = cuda_gate_find(c->cuctx, 1);
     if (g >= 0) {
-        int counted = 0;
-        /* a stuck kernel holds the GPU (for good, maybe): no wait, the launch fails */
-        while ((cuda_gates[g].loads > 0 || cuda_gates[g].running > 0) && cuda_gates[g].stuck == 0 &&
-               cuda_now_ns() - t0 <= limit) {
-            if (!counted) {
+        cuda__waiter me, **pp;
+        int queued = 0;
+        for (;;) {
+            /* a stuck kernel holds the GPU (for good, maybe): no wait, the launch fails */
+            if (cuda_gates[g].stuck > 0) {
+                ok = 0;
+                break;
+            }
+            if (cuda_gates[g].loads == 0 && cuda_gates[g].running == 0 &&
+                cuda_gates[g].head == (queued ? &me : NULL)) {
+                ok = 1;
+                break;
+            }
+            if (cuda_now_ns() - t0 > limit) {
+                ok = 0;
+                break;
+            }
+            if (!queued) {
+                me.next = NULL;
+                if (cuda_gates[g].tail)
+                    cuda_gates[g].tail->next = &me;
+                else
+                    cuda_gates[g].head = &me;
+                cuda_gates[g].tail = &me;
                 __atomic_store_n(&cuda_gates[g].waiting, cuda_gates[g].waiting + 1, __ATOMIC_RELAXED);
-                counted = 1;
+                queued = 1;
             }
             cuda_gate_wait_1ms();
         }
-        if (counted) __atomic_store_n(&cuda_gates[g].waiting, cuda_gates[g].waiting - 1, __ATOMIC_RELAXED);
-        ok = cuda_gates[g].loads == 0 && cuda_gates[g].running == 0;
+        if (queued) { /* out of the queue (entered or gave up): the next one may go */
+            cuda__waiter *prev = NULL;
+            for (pp = &cuda_gates[g].head; *pp != &me; pp = &(*pp)->next) prev = *pp;
+            *pp = me.next;
+            if (cuda_gates[g].tail == &me) cuda_gates[g].tail = prev;
+            __atomic_store_n(&cuda_gates[g].waiting, cuda_gates[g].waiting - 1, __ATOMIC_RELAXED);
+            pthread_cond_broadcast(&cuda_gate_cv);
+        }
         if (ok) cuda_gates[g].running++;
     }
     if (ok) c->in_gate = 1, c->gate_stuck = 0;

@@ -325,6 +325,96 @@ static void take_turns(void) {
     }
 }
 
+/* First come first served: launches that queue while a kernel runs enter in the order they
+   came, one at a time, and one that finds the gate free while others wait queues behind
+   them; a waiter that times out leaves the queue without holding up the next. */
+#define FIFO_N 5
+static struct gpuos__cuda fifo_c[FIFO_N + 1];
+static int fifo_order[FIFO_N + 1], fifo_n, fifo_overlap;
+static void *fifo_thread(void *arg) {
+    const int k = (int)(uintptr_t)arg;
+    struct timespec ts = {0, 200000};
+    if (!cuda_gate_enter(&fifo_c[k], 10000)) return NULL;
+    cuda_gate_lock();
+    if (running_of(fifo_c[k].cuctx) != 1) fifo_overlap++;
+    fifo_order[fifo_n++] = k;
+    pthread_mutex_unlock(&cuda_gate_mu);
+    nanosleep(&ts, NULL); /* a short turn: the next waiters wake and must wait for it */
+    cuda_gate_leave(&fifo_c[k]);
+    return NULL;
+}
+static int waiting_of(gpuos__CUcontext x) {
+    int g, w = 0;
+    cuda_gate_lock();
+    for (g = 0; g < CUDA__GATES; g++)
+        if (cuda_gates[g].cuctx == x) w = cuda_gates[g].waiting;
+    pthread_mutex_unlock(&cuda_gate_mu);
+    return w;
+}
+static void wait_waiting(gpuos__CUcontext x, int n) { /* until n launches wait (at most ~5 s) */
+    struct timespec ts = {0, 100000};
+    int i;
+    for (i = 0; i < 50000 && waiting_of(x) != n; i++) nanosleep(&ts, NULL);
+}
+static void fifo(void) {
+    const gpuos__CUcontext x = cuctx_n(0);
+    int round, bad_order = 0, k;
+    for (k = 0; k <= FIFO_N; k++) {
+        memset(&fifo_c[k], 0, sizeof fifo_c[k]);
+        fifo_c[k].cu = &api;
+        fifo_c[k].cuctx = x;
+    }
+    for (round = 0; round < 10; round++) {
+        pthread_t t[FIFO_N];
+        fifo_n = 0;
+        force_enter(&fifo_c[FIFO_N]); /* a running kernel */
+        for (k = 0; k < FIFO_N; k++) { /* they come one after another */
+            pthread_create(&t[k], NULL, fifo_thread, (void *)(uintptr_t)k);
+            wait_waiting(x, k + 1);
+        }
+        cuda_gate_leave(&fifo_c[FIFO_N]);
+        for (k = 0; k < FIFO_N; k++) pthread_join(t[k], NULL);
+        for (k = 0; k < FIFO_N; k++) bad_order += fifo_n != FIFO_N || fifo_order[k] != k;
+    }
+    CHECK(fifo_overlap == 0, "fifo: %d times two kernels ran at once", fifo_overlap);
+    CHECK(bad_order == 0, "fifo: %d of %d launches out of their order of arrival", bad_order, 10 * FIFO_N);
+    /* the gate free but a launch queued: a newcomer does not go first */
+    {
+        pthread_t t0;
+        force_enter(&fifo_c[FIFO_N]);
+        fifo_n = 0;
+        pthread_create(&t0, NULL, fifo_thread, (void *)(uintptr_t)0);
+        wait_waiting(x, 1);
+        cuda_gate_lock(); /* the kernel leaves while the waiter cannot look yet */
+        {
+            int g;
+            for (g = 0; g < CUDA__GATES; g++)
+                if (cuda_gates[g].cuctx == x) cuda_gates[g].running--;
+        }
+        fifo_c[FIFO_N].in_gate = 0;
+        pthread_mutex_unlock(&cuda_gate_mu);
+        k = cuda_gate_enter(&fifo_c[1], 0); /* a newcomer with no patience */
+        CHECK(k == 0, "a launch that finds the gate free while another waits does not barge in");
+        pthread_join(t0, NULL);
+        CHECK(fifo_n == 1 && fifo_order[0] == 0, "the waiting one went (%d)", fifo_n);
+    }
+    /* a waiter that gives up leaves the queue: the one behind it goes */
+    {
+        pthread_t t1;
+        force_enter(&fifo_c[FIFO_N]);
+        fifo_n = 0;
+        pthread_create(&t1, NULL, fifo_thread, (void *)(uintptr_t)1); /* waits 10 s at most */
+        wait_waiting(x, 1);
+        CHECK(cuda_gate_enter(&fifo_c[2], 20) == 0, "a launch queued behind another times out");
+        CHECK(waiting_of(x) == 1, "and leaves the queue (%d waiting)", waiting_of(x));
+        cuda_gate_leave(&fifo_c[FIFO_N]);
+        pthread_join(t1, NULL);
+        CHECK(fifo_n == 1 && fifo_order[0] == 1, "the first one goes after it (%d)", fifo_n);
+        CHECK(running_of(x) == 0 && waiting_of(x) == 0, "nothing running or waiting after (%d, %d)", running_of(x),
+              waiting_of(x));
+    }
+}
+
 static void watchdog(int sig) {
     static const char msg[] = "FAIL test_gate: a hang (watchdog)\ntest_gate: 0 passed, 1 failed\n";
     (void)sig;
@@ -343,5 +433,6 @@ int main(void) {
     threads(seed);
     loads();
     take_turns();
+    fifo();
     return ctest_summary("test_gate");
 }
