@@ -767,6 +767,7 @@ gpuos_status gpuos__check_in_storage(const gpuos_context *ctx, const char *fn, s
                                      int rank, const int64_t *shape, const int64_t *strides, int64_t offset);
 /* Bytes per element; 0 for an unknown dtype. */
 size_t gpuos__elsize(gpuos_dtype dtype);
+gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tensor *o, const char *name);
 int gpuos__is_contiguous(int rank, const int64_t *shape, const int64_t *strides);
 /* small GPU downloads' pinned staging (tensor.c): allocated after the CUDA backend opens, freed at destroy */
 void gpuos__stage_open(gpuos_context *ctx);
@@ -3357,7 +3358,7 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
     if (!nv) {
         free(src);
         return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE,
-                                "gpuos_create: NVRTC cannot be loaded (%s), and no compiled device code is cached", why);
+                                "gpuos_create: %s, and no compiled device code is cached", why);
     }
     /* with relocatable code, the run-time module's own code is compiled alongside (one
        thread more; cached, so that a later gpuos_op_define need not compile it) */
@@ -3903,7 +3904,7 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     struct gpuos__cuda *c;
     gpuos_status st;
     const gpuos__cuda_api *cu = gpuos__cuda_load(why, sizeof why);
-    if (!cu) return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: the CUDA driver cannot be loaded (%s)", why);
+    if (!cu) return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: %s", why);
     c = (struct gpuos__cuda *)calloc(1, sizeof *c);
     if (!c) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the CUDA backend");
     c->cu = cu;
@@ -9422,27 +9423,32 @@ static int plan_self_overlap(const gpuos_tensor *t) {
     }
 }
 
-static gpuos_status plan_check_output(plan_state *ps) {
-    const gpuos_tensor *o = ps->out;
+/* Refuses an output view that would write one element several times (a stride 0 over a
+   size above 1, or axes that overlap): tasks and gpuos_upload. */
+gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tensor *o, const char *name) {
     int i, ov;
     char sb[128], tb[160];
     if (o->numel == 0) return GPUOS_OK; /* writes nothing */
     for (i = 0; i < o->rank; i++)
         if (o->strides[i] == 0 && o->shape[i] > 1)
-            return gpuos__set_error(ps->ctx, GPUOS_ERR_BAD_STRIDES,
+            return gpuos__set_error(ctx, GPUOS_ERR_BAD_STRIDES,
                                     "%s: the output has stride 0 over axis %d of size %lld (shape %s), so it would "
                                     "write one element several times",
-                                    ps->name, i, (long long)o->shape[i],
+                                    name, i, (long long)o->shape[i],
                                     plan_shape_str(o->rank, o->shape, sb, sizeof sb));
     ov = plan_self_overlap(o);
     if (ov != 0)
-        return gpuos__set_error(ps->ctx, GPUOS_ERR_BAD_STRIDES,
-                                "%s: the output's strides %s over shape %s %s", ps->name,
+        return gpuos__set_error(ctx, GPUOS_ERR_BAD_STRIDES,
+                                "%s: the output's strides %s over shape %s %s", name,
                                 plan_shape_str(o->rank, o->strides, tb, sizeof tb),
                                 plan_shape_str(o->rank, o->shape, sb, sizeof sb),
                                 ov > 0 ? "make it overlap itself"
                                        : "may make it overlap itself (too large to check exactly)");
     return GPUOS_OK;
+}
+
+static gpuos_status plan_check_output(plan_state *ps) {
+    return gpuos__check_output_view(ps->ctx, ps->out, ps->name);
 }
 
 /* Refuses an output that overlaps an input, except the very same view of input 0..
@@ -10011,12 +10017,14 @@ static gpuos_status plan_check_task(plan_state *ps) {
     case GPUOS__OUT_ANY: want = ps->out->dtype; break;
     default: want = ps->key; break;
     }
-    if (ps->out->dtype != want)
-        return gpuos__set_error(ps->ctx, GPUOS_ERR_DTYPE_MISMATCH, "%s: the output is %s but must be %s", ps->name,
-                                plan_dtype(ps->out->dtype), plan_dtype(want));
+    /* the operator's dtypes first: an output dtype fixed for an input it cannot take anyway
+       would only send the caller on a detour */
     if (!(info->dtypes >> ps->key & 1u))
         return gpuos__set_error(ps->ctx, GPUOS_ERR_UNSUPPORTED_DTYPE, "%s is not defined for %s (only for: %s)",
                                 ps->name, plan_dtype(ps->key), plan_dtype_set(info->dtypes, b1, sizeof b1));
+    if (ps->out->dtype != want)
+        return gpuos__set_error(ps->ctx, GPUOS_ERR_DTYPE_MISMATCH, "%s: the output is %s but must be %s", ps->name,
+                                plan_dtype(ps->out->dtype), plan_dtype(want));
     if (!(gpuos__generated_dtypes >> ps->key & 1u) || !(gpuos__generated_dtypes >> ps->out->dtype & 1u))
         return gpuos__set_error(ps->ctx, GPUOS_ERR_UNSUPPORTED_DTYPE,
                                 "%s: this build was generated without %s (it has: %s; make gen DTYPES=...)", ps->name,
@@ -10282,6 +10290,10 @@ gpuos_status gpuos__queue_wait_room_locked(gpuos_context *ctx) {
         if (ctx->cfg.submit_timeout_ms > 0) {
             struct timespec deadline;
             if (ctx->cuda && ctx->cuda_sent < ctx->ring_count) (void)gpuos__cuda_pump_locked(ctx);
+            /* what is queued runs meanwhile: a batch (a graph launch's tasks) signals the host
+               workers only once it is all in, so a batch longer than the queue waited for room
+               that no worker was told to make */
+            pthread_cond_broadcast(&ctx->cv_work);
             gpuos__deadline(ctx->cfg.submit_timeout_ms, &deadline);
             while (ctx->ring_count >= ctx->capacity && !ctx->destroyed && ctx->sticky == GPUOS_OK)
                 if (gpuos__cond_wait_until(&ctx->cv_room, &ctx->mu, &deadline) == ETIMEDOUT) break;
@@ -11316,8 +11328,9 @@ static const status_text status_texts[] = {
     {"GPUOS_ERR_AXIS", "GPUOS_ERR_AXIS: an axis is out of range for the tensor's rank"},
     /* GPUOS_ERR_QUEUE_FULL */
     {"GPUOS_ERR_QUEUE_FULL",
-     "GPUOS_ERR_QUEUE_FULL: the queue stayed full for submit_timeout_ms; nothing was queued. Wait "
-     "(gpuos_wait) and submit again, or raise queue_capacity / submit_timeout_ms"},
+     "GPUOS_ERR_QUEUE_FULL: the queue stayed full for submit_timeout_ms; the task was not queued (of a "
+     "graph launch, the detail says how many were). Wait (gpuos_wait) and submit again, or raise "
+     "queue_capacity / submit_timeout_ms"},
     /* GPUOS_ERR_TIMEOUT */
     {"GPUOS_ERR_TIMEOUT",
      "GPUOS_ERR_TIMEOUT: a wait ran out of time; the work is still queued, so wait again or raise the timeout"},
@@ -11329,11 +11342,12 @@ static const status_text status_texts[] = {
      "or GPUOS_DEVICE_HOST to run on the host"},
     /* GPUOS_ERR_DEVICE_LOST */
     {"GPUOS_ERR_DEVICE_LOST",
-     "GPUOS_ERR_DEVICE_LOST: the GPU faulted or vanished; the context is unusable, destroy it and create "
-     "another"},
+     "GPUOS_ERR_DEVICE_LOST: the GPU faulted or vanished (host executor: a run-time operator ran away); "
+     "the context is unusable, destroy it and create another"},
     /* GPUOS_ERR_COMPILE */
     {"GPUOS_ERR_COMPILE",
-     "GPUOS_ERR_COMPILE: NVRTC or nvJitLink failed to build device code; the log is in gpuos_last_error"},
+     "GPUOS_ERR_COMPILE: an operator's source did not compile (NVRTC or nvJitLink on a GPU, the expression "
+     "compiler on the host); the log is in gpuos_last_error"},
     /* GPUOS_ERR_UNSUPPORTED */
     {"GPUOS_ERR_UNSUPPORTED",
      "GPUOS_ERR_UNSUPPORTED: a valid request that this build or backend cannot do (for example, no NVRTC)"},
@@ -11995,6 +12009,9 @@ static gpuos_status tensor_transfer(gpuos_context *ctx, const gpuos_tensor *t, v
                                 bytes, (long long)t->numel, elsize, want);
     if (!host && bytes > 0)
         return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "%s: the host buffer is NULL", fn);
+    /* as for a task's output: a view that writes one element several times is refused (on
+       a GPU the upload is a copy task into the view, which refuses it anyway) */
+    if (to_view && (s = gpuos__check_output_view(ctx, t, fn)) != GPUOS_OK) return s;
     if (!to_view && t->numel > 0 && t->st->on_device) {
         int done;
         s = tensor_download_staged(ctx, t, host, bytes, &done);
@@ -12335,26 +12352,31 @@ gpuos_status gpuos_view_strided(const gpuos_tensor *t, int rank, const int64_t *
 // #include "../../gpuos.h" (inlined above)
 
 /* Turns a list of n_axes axes (negative counts from the end; NULL: every axis) into the
-   bit mask of gpuos_task.axes. An axis out of range or named twice sets bit `rank`, which
-   gpuos_submit refuses with GPUOS_ERR_AXIS and its usual message. When a is not a valid
-   tensor the mask does not matter: gpuos_submit refuses the task for that. */
-static uint32_t gpuos__api_axes(const gpuos_tensor *a, const int *axes, int n_axes) {
+   bit mask of gpuos_task.axes (*mask). An axis out of range or named twice is refused here
+   with GPUOS_ERR_AXIS and a message that names it (as a mask it would only be a bit past the
+   rank). When ctx or a is not valid the mask does not matter: gpuos_submit refuses the task
+   for that. */
+static gpuos_status gpuos__api_axes(gpuos_context *ctx, const char *fn, const gpuos_tensor *a, const int *axes,
+                                    int n_axes, uint32_t *mask) {
     gpuos_tensor_info info;
-    uint32_t mask = 0;
     int i;
-    if (axes == NULL)
-        return GPUOS_AXES_ALL;
-    if (a == NULL || gpuos_tensor_get_info(a, &info) != GPUOS_OK)
-        return GPUOS_AXES_ALL;
+    *mask = GPUOS_AXES_ALL;
+    /* no list, or nothing to check it against: gpuos_submit reports a NULL context or input */
+    if (axes == NULL || ctx == NULL || a == NULL || gpuos_tensor_get_info(a, &info) != GPUOS_OK)
+        return GPUOS_OK;
     if (n_axes < 0)
-        return 1u << info.rank;
+        return gpuos__set_error(ctx, GPUOS_ERR_AXIS, "%s: n_axes is %d", fn, n_axes);
+    *mask = 0;
     for (i = 0; i < n_axes; ++i) {
-        int axis = axes[i] < 0 ? axes[i] + info.rank : axes[i];
-        if (axis < 0 || axis >= info.rank || (mask & (1u << axis)))
-            return 1u << info.rank;
-        mask |= 1u << axis;
+        const int axis = axes[i] < 0 ? axes[i] + info.rank : axes[i];
+        if (axis < 0 || axis >= info.rank)
+            return gpuos__set_error(ctx, GPUOS_ERR_AXIS, "%s: axes[%d] is %d, out of range for an input of rank %d (%d..%d)",
+                                    fn, i, axes[i], info.rank, -info.rank, info.rank - 1);
+        if (*mask & (1u << axis))
+            return gpuos__set_error(ctx, GPUOS_ERR_AXIS, "%s: axes[%d] is %d, an axis named twice", fn, i, axes[i]);
+        *mask |= 1u << axis;
     }
-    return mask;
+    return GPUOS_OK;
 }
 
 /* -a (unsigned wraps) */
@@ -12993,7 +13015,7 @@ GPUOS_API gpuos_status gpuos_sum(gpuos_context *ctx, gpuos_tensor *out, gpuos_te
     task.op = GPUOS_OP_SUM;
     task.out = out;
     task.in[0] = a;
-    task.axes = gpuos__api_axes(a, axes, n_axes);
+    if (gpuos__api_axes(ctx, "gpuos_sum", a, axes, n_axes, &task.axes) != GPUOS_OK) return GPUOS_ERR_AXIS;
     task.keepdim = keepdim;
     return gpuos_submit(ctx, &task, NULL);
 }
@@ -13005,7 +13027,7 @@ GPUOS_API gpuos_status gpuos_prod(gpuos_context *ctx, gpuos_tensor *out, gpuos_t
     task.op = GPUOS_OP_PROD;
     task.out = out;
     task.in[0] = a;
-    task.axes = gpuos__api_axes(a, axes, n_axes);
+    if (gpuos__api_axes(ctx, "gpuos_prod", a, axes, n_axes, &task.axes) != GPUOS_OK) return GPUOS_ERR_AXIS;
     task.keepdim = keepdim;
     return gpuos_submit(ctx, &task, NULL);
 }
@@ -13017,7 +13039,7 @@ GPUOS_API gpuos_status gpuos_mean(gpuos_context *ctx, gpuos_tensor *out, gpuos_t
     task.op = GPUOS_OP_MEAN;
     task.out = out;
     task.in[0] = a;
-    task.axes = gpuos__api_axes(a, axes, n_axes);
+    if (gpuos__api_axes(ctx, "gpuos_mean", a, axes, n_axes, &task.axes) != GPUOS_OK) return GPUOS_ERR_AXIS;
     task.keepdim = keepdim;
     return gpuos_submit(ctx, &task, NULL);
 }
@@ -13029,7 +13051,7 @@ GPUOS_API gpuos_status gpuos_min(gpuos_context *ctx, gpuos_tensor *out, gpuos_te
     task.op = GPUOS_OP_MIN;
     task.out = out;
     task.in[0] = a;
-    task.axes = gpuos__api_axes(a, axes, n_axes);
+    if (gpuos__api_axes(ctx, "gpuos_min", a, axes, n_axes, &task.axes) != GPUOS_OK) return GPUOS_ERR_AXIS;
     task.keepdim = keepdim;
     return gpuos_submit(ctx, &task, NULL);
 }
@@ -13041,7 +13063,7 @@ GPUOS_API gpuos_status gpuos_max(gpuos_context *ctx, gpuos_tensor *out, gpuos_te
     task.op = GPUOS_OP_MAX;
     task.out = out;
     task.in[0] = a;
-    task.axes = gpuos__api_axes(a, axes, n_axes);
+    if (gpuos__api_axes(ctx, "gpuos_max", a, axes, n_axes, &task.axes) != GPUOS_OK) return GPUOS_ERR_AXIS;
     task.keepdim = keepdim;
     return gpuos_submit(ctx, &task, NULL);
 }
@@ -13053,7 +13075,7 @@ GPUOS_API gpuos_status gpuos_argmin(gpuos_context *ctx, gpuos_tensor *out, gpuos
     task.op = GPUOS_OP_ARGMIN;
     task.out = out;
     task.in[0] = a;
-    task.axes = gpuos__api_axes(a, axes, n_axes);
+    if (gpuos__api_axes(ctx, "gpuos_argmin", a, axes, n_axes, &task.axes) != GPUOS_OK) return GPUOS_ERR_AXIS;
     task.keepdim = keepdim;
     return gpuos_submit(ctx, &task, NULL);
 }
@@ -13065,7 +13087,7 @@ GPUOS_API gpuos_status gpuos_argmax(gpuos_context *ctx, gpuos_tensor *out, gpuos
     task.op = GPUOS_OP_ARGMAX;
     task.out = out;
     task.in[0] = a;
-    task.axes = gpuos__api_axes(a, axes, n_axes);
+    if (gpuos__api_axes(ctx, "gpuos_argmax", a, axes, n_axes, &task.axes) != GPUOS_OK) return GPUOS_ERR_AXIS;
     task.keepdim = keepdim;
     return gpuos_submit(ctx, &task, NULL);
 }
@@ -13077,7 +13099,7 @@ GPUOS_API gpuos_status gpuos_any(gpuos_context *ctx, gpuos_tensor *out, gpuos_te
     task.op = GPUOS_OP_ANY;
     task.out = out;
     task.in[0] = a;
-    task.axes = gpuos__api_axes(a, axes, n_axes);
+    if (gpuos__api_axes(ctx, "gpuos_any", a, axes, n_axes, &task.axes) != GPUOS_OK) return GPUOS_ERR_AXIS;
     task.keepdim = keepdim;
     return gpuos_submit(ctx, &task, NULL);
 }
@@ -13089,7 +13111,7 @@ GPUOS_API gpuos_status gpuos_all(gpuos_context *ctx, gpuos_tensor *out, gpuos_te
     task.op = GPUOS_OP_ALL;
     task.out = out;
     task.in[0] = a;
-    task.axes = gpuos__api_axes(a, axes, n_axes);
+    if (gpuos__api_axes(ctx, "gpuos_all", a, axes, n_axes, &task.axes) != GPUOS_OK) return GPUOS_ERR_AXIS;
     task.keepdim = keepdim;
     return gpuos_submit(ctx, &task, NULL);
 }
@@ -13101,7 +13123,7 @@ GPUOS_API gpuos_status gpuos_norm2(gpuos_context *ctx, gpuos_tensor *out, gpuos_
     task.op = GPUOS_OP_NORM2;
     task.out = out;
     task.in[0] = a;
-    task.axes = gpuos__api_axes(a, axes, n_axes);
+    if (gpuos__api_axes(ctx, "gpuos_norm2", a, axes, n_axes, &task.axes) != GPUOS_OK) return GPUOS_ERR_AXIS;
     task.keepdim = keepdim;
     return gpuos_submit(ctx, &task, NULL);
 }
@@ -13113,7 +13135,7 @@ GPUOS_API gpuos_status gpuos_var(gpuos_context *ctx, gpuos_tensor *out, gpuos_te
     task.op = GPUOS_OP_VAR;
     task.out = out;
     task.in[0] = a;
-    task.axes = gpuos__api_axes(a, axes, n_axes);
+    if (gpuos__api_axes(ctx, "gpuos_var", a, axes, n_axes, &task.axes) != GPUOS_OK) return GPUOS_ERR_AXIS;
     task.keepdim = keepdim;
     task.correction = correction;
     return gpuos_submit(ctx, &task, NULL);
@@ -13126,7 +13148,7 @@ GPUOS_API gpuos_status gpuos_std(gpuos_context *ctx, gpuos_tensor *out, gpuos_te
     task.op = GPUOS_OP_STD;
     task.out = out;
     task.in[0] = a;
-    task.axes = gpuos__api_axes(a, axes, n_axes);
+    if (gpuos__api_axes(ctx, "gpuos_std", a, axes, n_axes, &task.axes) != GPUOS_OK) return GPUOS_ERR_AXIS;
     task.keepdim = keepdim;
     task.correction = correction;
     return gpuos_submit(ctx, &task, NULL);

@@ -42,7 +42,9 @@
        queue_capacity  tasks the queue holds before a submission waits (power of two).
        submit_timeout_ms  how long a submission waits for room in a full queue before
                        it returns GPUOS_ERR_QUEUE_FULL (0: do not wait).
-       wait_timeout_ms the timeout of the waits that calls such as gpuos_download make.
+       wait_timeout_ms the timeout of the waits that calls such as gpuos_download make
+                       (0: do not wait: a download behind unfinished work returns
+                       GPUOS_ERR_TIMEOUT, and gpuos_destroy drops what is queued).
        cache_dir       where compiled device code is cached (NULL: $GPUOS_CACHE_DIR,
                        else $XDG_CACHE_HOME/gpuos, else ~/.cache/gpuos).
        idle_ms         the persistent kernel exits after this long with an empty queue
@@ -146,7 +148,9 @@ typedef enum gpuos_status {
     GPUOS_ERR_NO_DEVICE = 13,        /* no usable GPU (no driver, no device, bad ordinal) */
     GPUOS_ERR_DEVICE_LOST = 14,      /* the GPU faulted or vanished (host executor: a run-time
                                         operator's body failed); sticky for the context */
-    GPUOS_ERR_COMPILE = 15,          /* NVRTC or nvJitLink failed; the log is in gpuos_last_error */
+    GPUOS_ERR_COMPILE = 15,          /* an operator's source did not compile (NVRTC or nvJitLink;
+                                        on the host, the expression compiler); the log is in
+                                        gpuos_last_error */
     GPUOS_ERR_UNSUPPORTED = 16,      /* valid request this build or backend cannot do */
     GPUOS_ERR_NOT_VIEWABLE = 17,     /* reshape needs a copy: the strides do not allow a view */
     GPUOS_ERR_OUT_OF_BOUNDS = 18,    /* a size or index beyond a tensor or buffer */
@@ -304,9 +308,11 @@ typedef enum gpuos_backend {
 /* Creates a context. On failure *out is NULL and gpuos_last_error(NULL) says why. */
 GPUOS_API gpuos_status gpuos_create(const gpuos_config *config, gpuos_context **out);
 /* Waits up to wait_timeout_ms (and for the task running then) for queued work, drops what
-   has not finished, stops the executor and frees the context's resources. Later calls on
-   ctx return GPUOS_ERR_INVALID_ARGUMENT; its tensors must still be released (before or
-   after). Must not overlap any other call on ctx. NULL is allowed. */
+   has not finished, stops the executor and frees the context's resources. Its tensors and
+   graphs must still be released (before or after); while one is alive it keeps the
+   context's memory, and later calls on ctx return GPUOS_ERR_INVALID_ARGUMENT. Once the last
+   is released (or if none was alive) ctx is freed: using it then is undefined, as for any
+   freed pointer. Must not overlap any other call on ctx. NULL is allowed. */
 GPUOS_API void gpuos_destroy(gpuos_context *ctx);
 /* Which executor the context runs on. */
 GPUOS_API gpuos_backend gpuos_context_backend(const gpuos_context *ctx);

@@ -273,7 +273,8 @@ class ApiFn:
             sets += ['task.scalar[0] = start;', 'task.scalar[1] = step;']
         elif op.kind == 'reduce':
             self.params += [('const int *', 'axes'), ('int ', 'n_axes'), ('int ', 'keepdim')]
-            sets += ['task.axes = gpuos__api_axes(a, axes, n_axes);', 'task.keepdim = keepdim;']
+            sets += ['if (gpuos__api_axes(ctx, "gpuos_%s", a, axes, n_axes, &task.axes) != GPUOS_OK) return GPUOS_ERR_AXIS;' % op.name,
+                     'task.keepdim = keepdim;']
             note = '; axes NULL: all'
             if op.name in ('var', 'std'):
                 self.params.append(('int ', 'correction'))

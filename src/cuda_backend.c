@@ -542,7 +542,7 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
     if (!nv) {
         free(src);
         return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE,
-                                "gpuos_create: NVRTC cannot be loaded (%s), and no compiled device code is cached", why);
+                                "gpuos_create: %s, and no compiled device code is cached", why);
     }
     /* with relocatable code, the run-time module's own code is compiled alongside (one
        thread more; cached, so that a later gpuos_op_define need not compile it) */
@@ -1088,7 +1088,7 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     struct gpuos__cuda *c;
     gpuos_status st;
     const gpuos__cuda_api *cu = gpuos__cuda_load(why, sizeof why);
-    if (!cu) return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: the CUDA driver cannot be loaded (%s)", why);
+    if (!cu) return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: %s", why);
     c = (struct gpuos__cuda *)calloc(1, sizeof *c);
     if (!c) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the CUDA backend");
     c->cu = cu;

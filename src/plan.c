@@ -155,27 +155,32 @@ static int plan_self_overlap(const gpuos_tensor *t) {
     }
 }
 
-static gpuos_status plan_check_output(plan_state *ps) {
-    const gpuos_tensor *o = ps->out;
+/* Refuses an output view that would write one element several times (a stride 0 over a
+   size above 1, or axes that overlap): tasks and gpuos_upload. */
+gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tensor *o, const char *name) {
     int i, ov;
     char sb[128], tb[160];
     if (o->numel == 0) return GPUOS_OK; /* writes nothing */
     for (i = 0; i < o->rank; i++)
         if (o->strides[i] == 0 && o->shape[i] > 1)
-            return gpuos__set_error(ps->ctx, GPUOS_ERR_BAD_STRIDES,
+            return gpuos__set_error(ctx, GPUOS_ERR_BAD_STRIDES,
                                     "%s: the output has stride 0 over axis %d of size %lld (shape %s), so it would "
                                     "write one element several times",
-                                    ps->name, i, (long long)o->shape[i],
+                                    name, i, (long long)o->shape[i],
                                     plan_shape_str(o->rank, o->shape, sb, sizeof sb));
     ov = plan_self_overlap(o);
     if (ov != 0)
-        return gpuos__set_error(ps->ctx, GPUOS_ERR_BAD_STRIDES,
-                                "%s: the output's strides %s over shape %s %s", ps->name,
+        return gpuos__set_error(ctx, GPUOS_ERR_BAD_STRIDES,
+                                "%s: the output's strides %s over shape %s %s", name,
                                 plan_shape_str(o->rank, o->strides, tb, sizeof tb),
                                 plan_shape_str(o->rank, o->shape, sb, sizeof sb),
                                 ov > 0 ? "make it overlap itself"
                                        : "may make it overlap itself (too large to check exactly)");
     return GPUOS_OK;
+}
+
+static gpuos_status plan_check_output(plan_state *ps) {
+    return gpuos__check_output_view(ps->ctx, ps->out, ps->name);
 }
 
 /* Refuses an output that overlaps an input, except the very same view of input 0..
@@ -744,12 +749,14 @@ static gpuos_status plan_check_task(plan_state *ps) {
     case GPUOS__OUT_ANY: want = ps->out->dtype; break;
     default: want = ps->key; break;
     }
-    if (ps->out->dtype != want)
-        return gpuos__set_error(ps->ctx, GPUOS_ERR_DTYPE_MISMATCH, "%s: the output is %s but must be %s", ps->name,
-                                plan_dtype(ps->out->dtype), plan_dtype(want));
+    /* the operator's dtypes first: an output dtype fixed for an input it cannot take anyway
+       would only send the caller on a detour */
     if (!(info->dtypes >> ps->key & 1u))
         return gpuos__set_error(ps->ctx, GPUOS_ERR_UNSUPPORTED_DTYPE, "%s is not defined for %s (only for: %s)",
                                 ps->name, plan_dtype(ps->key), plan_dtype_set(info->dtypes, b1, sizeof b1));
+    if (ps->out->dtype != want)
+        return gpuos__set_error(ps->ctx, GPUOS_ERR_DTYPE_MISMATCH, "%s: the output is %s but must be %s", ps->name,
+                                plan_dtype(ps->out->dtype), plan_dtype(want));
     if (!(gpuos__generated_dtypes >> ps->key & 1u) || !(gpuos__generated_dtypes >> ps->out->dtype & 1u))
         return gpuos__set_error(ps->ctx, GPUOS_ERR_UNSUPPORTED_DTYPE,
                                 "%s: this build was generated without %s (it has: %s; make gen DTYPES=...)", ps->name,

@@ -163,6 +163,10 @@ gpuos_status gpuos__queue_wait_room_locked(gpuos_context *ctx) {
         if (ctx->cfg.submit_timeout_ms > 0) {
             struct timespec deadline;
             if (ctx->cuda && ctx->cuda_sent < ctx->ring_count) (void)gpuos__cuda_pump_locked(ctx);
+            /* what is queued runs meanwhile: a batch (a graph launch's tasks) signals the host
+               workers only once it is all in, so a batch longer than the queue waited for room
+               that no worker was told to make */
+            pthread_cond_broadcast(&ctx->cv_work);
             gpuos__deadline(ctx->cfg.submit_timeout_ms, &deadline);
             while (ctx->ring_count >= ctx->capacity && !ctx->destroyed && ctx->sticky == GPUOS_OK)
                 if (gpuos__cond_wait_until(&ctx->cv_room, &ctx->mu, &deadline) == ETIMEDOUT) break;

@@ -51,8 +51,9 @@ static const status_text status_texts[] = {
     {"GPUOS_ERR_AXIS", "GPUOS_ERR_AXIS: an axis is out of range for the tensor's rank"},
     /* GPUOS_ERR_QUEUE_FULL */
     {"GPUOS_ERR_QUEUE_FULL",
-     "GPUOS_ERR_QUEUE_FULL: the queue stayed full for submit_timeout_ms; nothing was queued. Wait "
-     "(gpuos_wait) and submit again, or raise queue_capacity / submit_timeout_ms"},
+     "GPUOS_ERR_QUEUE_FULL: the queue stayed full for submit_timeout_ms; the task was not queued (of a "
+     "graph launch, the detail says how many were). Wait (gpuos_wait) and submit again, or raise "
+     "queue_capacity / submit_timeout_ms"},
     /* GPUOS_ERR_TIMEOUT */
     {"GPUOS_ERR_TIMEOUT",
      "GPUOS_ERR_TIMEOUT: a wait ran out of time; the work is still queued, so wait again or raise the timeout"},
@@ -64,11 +65,12 @@ static const status_text status_texts[] = {
      "or GPUOS_DEVICE_HOST to run on the host"},
     /* GPUOS_ERR_DEVICE_LOST */
     {"GPUOS_ERR_DEVICE_LOST",
-     "GPUOS_ERR_DEVICE_LOST: the GPU faulted or vanished; the context is unusable, destroy it and create "
-     "another"},
+     "GPUOS_ERR_DEVICE_LOST: the GPU faulted or vanished (host executor: a run-time operator ran away); "
+     "the context is unusable, destroy it and create another"},
     /* GPUOS_ERR_COMPILE */
     {"GPUOS_ERR_COMPILE",
-     "GPUOS_ERR_COMPILE: NVRTC or nvJitLink failed to build device code; the log is in gpuos_last_error"},
+     "GPUOS_ERR_COMPILE: an operator's source did not compile (NVRTC or nvJitLink on a GPU, the expression "
+     "compiler on the host); the log is in gpuos_last_error"},
     /* GPUOS_ERR_UNSUPPORTED */
     {"GPUOS_ERR_UNSUPPORTED",
      "GPUOS_ERR_UNSUPPORTED: a valid request that this build or backend cannot do (for example, no NVRTC)"},

@@ -302,6 +302,27 @@ def test_output_zero_stride_and_self_overlap(ctx):
     assert np.array_equal(ctx.download(out), -np.ones((1, 4), dtype=np.float32))
 
 
+def test_upload_into_overlapping_view(ctx):
+    """gpuos_upload refuses a view that writes one element several times, as tasks do (on a
+    GPU it is a copy task into the view; the host executor accepted it, the last write won)."""
+    L = lib()
+    base = f32(ctx, (2, 4))
+    before = np.arange(8, dtype=np.float32).reshape(2, 4)
+    ctx.upload(base, before)
+    src = np.ones((3, 4), dtype=np.float32)
+    for what, view in [("a row broadcast to 3 rows", base.slice(0, 1, 2, 1).broadcast_to((3, 4))),
+                       ("strides 1, 1", base.strided((3, 4), (1, 1), 0))]:
+        st = L.gpuos_upload(ctx.ptr, view.ptr, src.ctypes.data, src.nbytes)
+        expect(ctx, st, E.ERR_BAD_STRIDES, "upload into %s" % what)
+        assert "gpuos_upload" in ctx.last_error(), ctx.last_error()
+    assert np.array_equal(ctx.download(base), before), "a refused upload changed the tensor"
+    ok = base.strided((1, 4), (0, 1), 4)  # stride 0 over a size-1 axis is fine
+    st = L.gpuos_upload(ctx.ptr, ok.ptr, src.ctypes.data, 16)
+    assert st == OK, ctx.last_error()
+    assert np.array_equal(ctx.download(base)[1], np.ones(4, dtype=np.float32))
+    usable(ctx)
+
+
 def test_aliasing(ctx):
     x = f32(ctx, (10,))
     y = f32(ctx, (4, 4))
@@ -367,6 +388,27 @@ def test_axis_out_of_range(ctx):
                       ("transpose 0, 2", x.transpose_raw(0, 2)), ("squeeze axis 5", x.squeeze_raw(5)),
                       ("unsqueeze axis 4", x.unsqueeze_raw(4)), ("unsqueeze axis -5", x.unsqueeze_raw(-5))]:
         expect(ctx, res[0], E.ERR_AXIS, "view: %s of a rank-2 tensor" % what)
+
+
+def test_axes_list_errors_name_the_axis(ctx):
+    """The convenience functions take a list of axes: a bad one is refused naming it."""
+    L = lib()
+    x = f32(ctx, (3, 4))
+    out = ctx.new("f32", ())
+    for axes, words in [([5], "axes[0] is 5, out of range for an input of rank 2 (-2..1)"),
+                        ([0, -3], "axes[1] is -3, out of range"), ([0, 0], "axes[1] is 0, an axis named twice"),
+                        ([1, -1], "axes[1] is -1, an axis named twice")]:
+        arr = (ctypes.c_int * len(axes))(*axes)
+        st = L.gpuos_sum(ctx.ptr, out.ptr, x.ptr, arr, len(axes), 0)
+        expect(ctx, st, E.ERR_AXIS, "gpuos_sum axes %s" % axes)
+        assert words in ctx.last_error() and "gpuos_sum" in ctx.last_error(), ctx.last_error()
+    arr = (ctypes.c_int * 1)(0)
+    st = L.gpuos_sum(ctx.ptr, out.ptr, x.ptr, arr, -1, 0)
+    expect(ctx, st, E.ERR_AXIS, "gpuos_sum n_axes -1")
+    arr = (ctypes.c_int * 2)(-1, 0)
+    assert L.gpuos_sum(ctx.ptr, out.ptr, x.ptr, arr, 2, 0) == OK, ctx.last_error()
+    assert np.isclose(ctx.download(out), ctx.download(x).sum(dtype=np.float64), rtol=1e-5)
+    usable(ctx)
 
 
 def test_reshape_not_viewable(ctx):

@@ -547,6 +547,44 @@ static void test_many_plans(gpuos_context *ctx) {
     free(out);
 }
 
+/* A graph of more nodes than the queue holds: its launch waits for room while the earlier
+   nodes run, as single submissions do (the host executor's workers were not woken while a
+   launch waited for room, so such a launch always failed with GPUOS_ERR_QUEUE_FULL). */
+static void test_small_queue(void) {
+    gpuos_config cfg = GPUOS_CONFIG_INIT;
+    gpuos_context *ctx = NULL;
+    gpuos_tensor *x = NULL, *one = NULL;
+    gpuos_graph *g = NULL;
+    gpuos_task t = GPUOS_TASK_INIT;
+    int64_t n = 1000;
+    static int32_t h[1000], got[1000];
+    int i, r, bad = 0;
+    cfg.device = ctest_device();
+    cfg.queue_capacity = 16;
+    cfg.wait_timeout_ms = 20000;
+    if (gpuos_create(&cfg, &ctx) != GPUOS_OK) {
+        CHECK(0, "gpuos_create (queue of 16): %s", gpuos_last_error(NULL));
+        return;
+    }
+    CHECK(gpuos_tensor_new(ctx, GPUOS_I32, 1, &n, &x) == GPUOS_OK && gpuos_tensor_scalar(ctx, GPUOS_I32, 3.0, &one) == GPUOS_OK,
+          "%s", gpuos_last_error(ctx));
+    for (i = 0; i < 1000; i++) h[i] = (int32_t)(next_rng() % 100000);
+    CHECK(gpuos_upload(ctx, x, h, sizeof h) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    t.op = GPUOS_OP_ADD, t.out = x, t.in[0] = x, t.in[1] = one;
+    CHECK(gpuos_graph_create(ctx, &g) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (i = 0; i < 100; i++) CHECK(gpuos_graph_add(g, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (r = 0; r < 3; r++)
+        CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL) == GPUOS_OK, "a 100-node launch into a queue of 16 (%d): %s", r,
+              gpuos_last_error(ctx));
+    CHECK(gpuos_download(ctx, x, got, sizeof got) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (i = 0; i < 1000; i++) bad += got[i] != h[i] + 900;
+    CHECK(bad == 0, "3 launches of 100 adds of 3 through a queue of 16: %d of 1000 elements differ", bad);
+    gpuos_graph_release(g);
+    gpuos_tensor_release(x);
+    gpuos_tensor_release(one);
+    gpuos_destroy(ctx);
+}
+
 int main(void) {
     rng = ctest_rng(ctest_seed("test_graph"), rng);
     gpuos_config cfg = GPUOS_CONFIG_INIT;
@@ -570,6 +608,7 @@ int main(void) {
         test_pinned_pipeline(ctx);
         test_large(ctx);
         test_many_plans(ctx);
+        test_small_queue();
     }
     CHECK(gpuos_context_status(ctx) == GPUOS_OK, "healthy: %s", gpuos_last_error(ctx));
     gpuos_destroy(ctx);

@@ -5,26 +5,31 @@
 #include "../../gpuos.h"
 
 /* Turns a list of n_axes axes (negative counts from the end; NULL: every axis) into the
-   bit mask of gpuos_task.axes. An axis out of range or named twice sets bit `rank`, which
-   gpuos_submit refuses with GPUOS_ERR_AXIS and its usual message. When a is not a valid
-   tensor the mask does not matter: gpuos_submit refuses the task for that. */
-static uint32_t gpuos__api_axes(const gpuos_tensor *a, const int *axes, int n_axes) {
+   bit mask of gpuos_task.axes (*mask). An axis out of range or named twice is refused here
+   with GPUOS_ERR_AXIS and a message that names it (as a mask it would only be a bit past the
+   rank). When ctx or a is not valid the mask does not matter: gpuos_submit refuses the task
+   for that. */
+static gpuos_status gpuos__api_axes(gpuos_context *ctx, const char *fn, const gpuos_tensor *a, const int *axes,
+                                    int n_axes, uint32_t *mask) {
     gpuos_tensor_info info;
-    uint32_t mask = 0;
     int i;
-    if (axes == NULL)
-        return GPUOS_AXES_ALL;
-    if (a == NULL || gpuos_tensor_get_info(a, &info) != GPUOS_OK)
-        return GPUOS_AXES_ALL;
+    *mask = GPUOS_AXES_ALL;
+    /* no list, or nothing to check it against: gpuos_submit reports a NULL context or input */
+    if (axes == NULL || ctx == NULL || a == NULL || gpuos_tensor_get_info(a, &info) != GPUOS_OK)
+        return GPUOS_OK;
     if (n_axes < 0)
-        return 1u << info.rank;
+        return gpuos__set_error(ctx, GPUOS_ERR_AXIS, "%s: n_axes is %d", fn, n_axes);
+    *mask = 0;
     for (i = 0; i < n_axes; ++i) {
-        int axis = axes[i] < 0 ? axes[i] + info.rank : axes[i];
-        if (axis < 0 || axis >= info.rank || (mask & (1u << axis)))
-            return 1u << info.rank;
-        mask |= 1u << axis;
+        const int axis = axes[i] < 0 ? axes[i] + info.rank : axes[i];
+        if (axis < 0 || axis >= info.rank)
+            return gpuos__set_error(ctx, GPUOS_ERR_AXIS, "%s: axes[%d] is %d, out of range for an input of rank %d (%d..%d)",
+                                    fn, i, axes[i], info.rank, -info.rank, info.rank - 1);
+        if (*mask & (1u << axis))
+            return gpuos__set_error(ctx, GPUOS_ERR_AXIS, "%s: axes[%d] is %d, an axis named twice", fn, i, axes[i]);
+        *mask |= 1u << axis;
     }
-    return mask;
+    return GPUOS_OK;
 }
 
 /* -a (unsigned wraps) */
@@ -663,7 +668,7 @@ GPUOS_API gpuos_status gpuos_sum(gpuos_context *ctx, gpuos_tensor *out, gpuos_te
     task.op = GPUOS_OP_SUM;
     task.out = out;
     task.in[0] = a;
-    task.axes = gpuos__api_axes(a, axes, n_axes);
+    if (gpuos__api_axes(ctx, "gpuos_sum", a, axes, n_axes, &task.axes) != GPUOS_OK) return GPUOS_ERR_AXIS;
     task.keepdim = keepdim;
     return gpuos_submit(ctx, &task, NULL);
 }
@@ -675,7 +680,7 @@ GPUOS_API gpuos_status gpuos_prod(gpuos_context *ctx, gpuos_tensor *out, gpuos_t
     task.op = GPUOS_OP_PROD;
     task.out = out;
     task.in[0] = a;
-    task.axes = gpuos__api_axes(a, axes, n_axes);
+    if (gpuos__api_axes(ctx, "gpuos_prod", a, axes, n_axes, &task.axes) != GPUOS_OK) return GPUOS_ERR_AXIS;
     task.keepdim = keepdim;
     return gpuos_submit(ctx, &task, NULL);
 }
@@ -687,7 +692,7 @@ GPUOS_API gpuos_status gpuos_mean(gpuos_context *ctx, gpuos_tensor *out, gpuos_t
     task.op = GPUOS_OP_MEAN;
     task.out = out;
     task.in[0] = a;
-    task.axes = gpuos__api_axes(a, axes, n_axes);
+    if (gpuos__api_axes(ctx, "gpuos_mean", a, axes, n_axes, &task.axes) != GPUOS_OK) return GPUOS_ERR_AXIS;
     task.keepdim = keepdim;
     return gpuos_submit(ctx, &task, NULL);
 }
@@ -699,7 +704,7 @@ GPUOS_API gpuos_status gpuos_min(gpuos_context *ctx, gpuos_tensor *out, gpuos_te
     task.op = GPUOS_OP_MIN;
     task.out = out;
     task.in[0] = a;
-    task.axes = gpuos__api_axes(a, axes, n_axes);
+    if (gpuos__api_axes(ctx, "gpuos_min", a, axes, n_axes, &task.axes) != GPUOS_OK) return GPUOS_ERR_AXIS;
     task.keepdim = keepdim;
     return gpuos_submit(ctx, &task, NULL);
 }
@@ -711,7 +716,7 @@ GPUOS_API gpuos_status gpuos_max(gpuos_context *ctx, gpuos_tensor *out, gpuos_te
     task.op = GPUOS_OP_MAX;
     task.out = out;
     task.in[0] = a;
-    task.axes = gpuos__api_axes(a, axes, n_axes);
+    if (gpuos__api_axes(ctx, "gpuos_max", a, axes, n_axes, &task.axes) != GPUOS_OK) return GPUOS_ERR_AXIS;
     task.keepdim = keepdim;
     return gpuos_submit(ctx, &task, NULL);
 }
@@ -723,7 +728,7 @@ GPUOS_API gpuos_status gpuos_argmin(gpuos_context *ctx, gpuos_tensor *out, gpuos
     task.op = GPUOS_OP_ARGMIN;
     task.out = out;
     task.in[0] = a;
-    task.axes = gpuos__api_axes(a, axes, n_axes);
+    if (gpuos__api_axes(ctx, "gpuos_argmin", a, axes, n_axes, &task.axes) != GPUOS_OK) return GPUOS_ERR_AXIS;
     task.keepdim = keepdim;
     return gpuos_submit(ctx, &task, NULL);
 }
@@ -735,7 +740,7 @@ GPUOS_API gpuos_status gpuos_argmax(gpuos_context *ctx, gpuos_tensor *out, gpuos
     task.op = GPUOS_OP_ARGMAX;
     task.out = out;
     task.in[0] = a;
-    task.axes = gpuos__api_axes(a, axes, n_axes);
+    if (gpuos__api_axes(ctx, "gpuos_argmax", a, axes, n_axes, &task.axes) != GPUOS_OK) return GPUOS_ERR_AXIS;
     task.keepdim = keepdim;
     return gpuos_submit(ctx, &task, NULL);
 }
@@ -747,7 +752,7 @@ GPUOS_API gpuos_status gpuos_any(gpuos_context *ctx, gpuos_tensor *out, gpuos_te
     task.op = GPUOS_OP_ANY;
     task.out = out;
     task.in[0] = a;
-    task.axes = gpuos__api_axes(a, axes, n_axes);
+    if (gpuos__api_axes(ctx, "gpuos_any", a, axes, n_axes, &task.axes) != GPUOS_OK) return GPUOS_ERR_AXIS;
     task.keepdim = keepdim;
     return gpuos_submit(ctx, &task, NULL);
 }
@@ -759,7 +764,7 @@ GPUOS_API gpuos_status gpuos_all(gpuos_context *ctx, gpuos_tensor *out, gpuos_te
     task.op = GPUOS_OP_ALL;
     task.out = out;
     task.in[0] = a;
-    task.axes = gpuos__api_axes(a, axes, n_axes);
+    if (gpuos__api_axes(ctx, "gpuos_all", a, axes, n_axes, &task.axes) != GPUOS_OK) return GPUOS_ERR_AXIS;
     task.keepdim = keepdim;
     return gpuos_submit(ctx, &task, NULL);
 }
@@ -771,7 +776,7 @@ GPUOS_API gpuos_status gpuos_norm2(gpuos_context *ctx, gpuos_tensor *out, gpuos_
     task.op = GPUOS_OP_NORM2;
     task.out = out;
     task.in[0] = a;
-    task.axes = gpuos__api_axes(a, axes, n_axes);
+    if (gpuos__api_axes(ctx, "gpuos_norm2", a, axes, n_axes, &task.axes) != GPUOS_OK) return GPUOS_ERR_AXIS;
     task.keepdim = keepdim;
     return gpuos_submit(ctx, &task, NULL);
 }
@@ -783,7 +788,7 @@ GPUOS_API gpuos_status gpuos_var(gpuos_context *ctx, gpuos_tensor *out, gpuos_te
     task.op = GPUOS_OP_VAR;
     task.out = out;
     task.in[0] = a;
-    task.axes = gpuos__api_axes(a, axes, n_axes);
+    if (gpuos__api_axes(ctx, "gpuos_var", a, axes, n_axes, &task.axes) != GPUOS_OK) return GPUOS_ERR_AXIS;
     task.keepdim = keepdim;
     task.correction = correction;
     return gpuos_submit(ctx, &task, NULL);
@@ -796,7 +801,7 @@ GPUOS_API gpuos_status gpuos_std(gpuos_context *ctx, gpuos_tensor *out, gpuos_te
     task.op = GPUOS_OP_STD;
     task.out = out;
     task.in[0] = a;
-    task.axes = gpuos__api_axes(a, axes, n_axes);
+    if (gpuos__api_axes(ctx, "gpuos_std", a, axes, n_axes, &task.axes) != GPUOS_OK) return GPUOS_ERR_AXIS;
     task.keepdim = keepdim;
     task.correction = correction;
     return gpuos_submit(ctx, &task, NULL);
