@@ -2889,6 +2889,8 @@ typedef struct cuda__access {
     uint32_t base;
     uint32_t tile;   /* items a tile: tasks align only with equal tiles (the workers a tile count
                         gives depend on the launch's run-time workers, cuda_job_workers) */
+    uint32_t lin;    /* bytes an item when tile t reaches exactly [lo + t tile lin, lo + (t + 1) tile
+                        lin) (a contiguous element-wise operand of a built-in operator); 0: unknown */
     int write;
     int lane;        /* the task's lane (dseq is in its sequence) */
 } cuda__access;
@@ -2979,6 +2981,8 @@ struct gpuos__cuda {
     uint32_t plan_epoch;         /* plans written so far */
     uint32_t plan_pins;          /* pinned plan rows (recorded graphs' nodes): at most half the table */
     int align;                   /* tile-local alignment on (GPUOS_CUDA_ALIGN=0 turns it off) */
+    int subalign;                /* one-tile tasks within a tile of a contiguous element-wise access go
+                                    to its worker (GPUOS_CUDA_SUBALIGN=0 turns it off) */
     int mm_rows;                 /* row tiles for fused few-row products (GPUOS_CUDA_MM_ROWS=0: off, A/B) */
     int mm_f32;                  /* the f32 matmul's device kernel id */
     uint32_t tile_ew;            /* smallest element-wise tile (CUDA__TILE_EW; GPUOS_CUDA_TILE_EW, tuning) */
@@ -3912,6 +3916,7 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     c->open_ns[0] = cuda_now_ns(); /* made relative at the end */
     /* Diagnostic switches (documented in docs/ARCHITECTURE.md): correctness never needs them. */
     c->align = !(getenv("GPUOS_CUDA_ALIGN") && getenv("GPUOS_CUDA_ALIGN")[0] == '0');
+    c->subalign = !(getenv("GPUOS_CUDA_SUBALIGN") && getenv("GPUOS_CUDA_SUBALIGN")[0] == '0');
     c->mm_rows = !(getenv("GPUOS_CUDA_MM_ROWS") && getenv("GPUOS_CUDA_MM_ROWS")[0] == '0');
     c->mm_f32 = gpuos__device_kernel_id(GPUOS_OP_MATMUL, GPUOS_F32, GPUOS_F32);
     c->tile_ew = CUDA__TILE_EW;
@@ -4253,6 +4258,7 @@ typedef struct cuda__operand {
     size_t elsize;
     int write;
     uint64_t sig; /* element-wise item->element map, 0 if none */
+    uint32_t lin; /* cuda__access.lin */
 } cuda__operand;
 
 /* Byte range [lo, hi) that an operand reaches. */
@@ -4316,6 +4322,7 @@ static int cuda_operands(const struct gpuos__cuda *c, const gpuos__job *job, cud
         ops[k].rank = 0;
         ops[k].write = 0;
         ops[k].sig = 0;
+        ops[k].lin = 0;
     }
     switch (job->kind) {
     case GPUOS__KIND_EW: {
@@ -4334,6 +4341,10 @@ static int cuda_operands(const struct gpuos__cuda *c, const gpuos__job *job, cud
             /* run-time operators' tiles run on other worker blocks: never aligned with built-ins' */
             if (job->dev_kernel >= GPUOS__RT_KERNEL_BASE) ops[n].sig ^= 0x5254000000000000ull;
             if (!ops[n].sig) ops[n].sig = 1;
+            /* item i at byte ptr + i elsize: tile t reaches its tile of items exactly */
+            if (job->dev_kernel < GPUOS__RT_KERNEL_BASE &&
+                (p->rank == 0 || (p->rank == 1 && p->stride[k][0] == (int64_t)job->elsize[k])))
+                ops[n].lin = (uint32_t)job->elsize[k];
             n++;
         }
         break;
@@ -4927,6 +4938,19 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
                 base = a->base;
                 continue;
             }
+            /* a task of one tile whose access lies within one tile of a contiguous element-wise
+               access: on that tile's worker, after it in the inbox, with nothing to wait for
+               (a small download of part of what a task just wrote; the task's other tiles
+               reach other bytes). The producer is unretired, so in this launch (same n_main). */
+            if (c->align && c->subalign && n_tiles == 1 && a->lin && a->tile && lo >= a->lo && hi <= a->hi &&
+                job->dev_kernel < GPUOS__RT_KERNEL_BASE && c->P.n_main > 0) {
+                const uint64_t span = (uint64_t)a->tile * a->lin, t = (lo - a->lo) / span;
+                const uint32_t b = (uint32_t)(((uint64_t)(a->base % c->P.n_main) + t) % c->P.n_main);
+                if ((hi - 1 - a->lo) / span == t && (base == UINT32_MAX || base == b)) {
+                    base = b;
+                    continue;
+                }
+            }
             deps[n_deps++] = a->dseq;
         }
     }
@@ -5033,6 +5057,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         a.sig = ops[k].sig;
         a.base = base;
         a.tile = tile;
+        a.lin = ops[k].lin;
         a.write = ops[k].write;
         a.lane = lane;
         cuda_log_record(c, lg, &a);
@@ -5845,6 +5870,7 @@ gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__c
         a.sig = e->sig;
         a.base = base0 + g->base_rel[e->node];
         a.tile = g->desc[e->node].tile_items;
+        a.lin = 0; /* (not recorded for graph nodes) */
         a.write = e->write;
         a.lane = lane;
         cuda_log_record(c, lg, &a);
