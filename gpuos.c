@@ -4342,7 +4342,7 @@ static int cuda_operands(const struct gpuos__cuda *c, const gpuos__job *job, cud
             if (job->dev_kernel >= GPUOS__RT_KERNEL_BASE) ops[n].sig ^= 0x5254000000000000ull;
             if (!ops[n].sig) ops[n].sig = 1;
             /* item i at byte ptr + i elsize: tile t reaches its tile of items exactly */
-            if (job->dev_kernel < GPUOS__RT_KERNEL_BASE &&
+            if (job->dev_kernel < GPUOS__RT_KERNEL_BASE && p->numel == job->items &&
                 (p->rank == 0 || (p->rank == 1 && p->stride[k][0] == (int64_t)job->elsize[k])))
                 ops[n].lin = (uint32_t)job->elsize[k];
             n++;
@@ -4813,7 +4813,9 @@ static void cuda_memo_relog(const struct gpuos__cuda *c, cuda__memo *m, cuda__ac
    the descriptor of its last encoding m (ctx->mu held; GPUOS_ERR_UNSUPPORTED: encode it in
    full) when what decided it is unchanged: m had nothing to wait for and was element-wise
    (each access of two instances that conflict is tile-aligned: same element maps, tiling and
-   base, so the same workers run their tiles in order); since m, no one touched the logs of
+   base, so the same workers run their tiles in order; or m had one tile and was placed on the
+   worker of the producer tile it reads, cuda__access.lin, where the repeat runs too, after
+   that tile: the producer writing again changes the log and stops the repeat); since m, no one touched the logs of
    the storages it writes (ver), and no one wrote to those it only reads (wver); the same
    kernel launch (placement) and plan row (key, epoch). So the dependency scan would find what
    it found then: nothing. Its log entries are m's, renumbered (its write covers m's, and a
@@ -10530,33 +10532,26 @@ static int tcache_match(const gpuos_context *ctx, const struct gpuos__tcache *e,
     return 1;
 }
 
-int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint64_t *seq, gpuos_status *st) {
-    struct gpuos__tcache *e;
+/* The job of a recent task identical to task (ctx->mu held), or NULL: none in the repeat
+   table, or no memory for a job (the full path reports that). */
+static gpuos__job *tcache_job_locked(gpuos_context *ctx, const gpuos_task *task) {
+    struct gpuos__tcache *e = NULL;
     gpuos__job *job;
-    uint64_t t0 = GPUOS__PH_NOW(), t1;
-    if (!tcache_ok(task)) return 0;
-    gpuos__lock_spin(&ctx->mu);
-    GPUOS__PH(GPUOS__PH_LOCK, t0);
-    t1 = GPUOS__PH_NOW();
-    e = NULL;
-    if (ctx->tcache) {
+    if (!ctx->tcache) return NULL;
+    {
         struct gpuos__tcache *set = &ctx->tcache[tcache_slot(task)];
         uint32_t w;
         for (w = 0; w < QUEUE_TCACHE_WAYS && !e; w++)
             if (tcache_match(ctx, &set[w], task)) e = &set[w];
     }
-    if (!e) {
-        pthread_mutex_unlock(&ctx->mu);
-        return 0;
-    }
+    if (!e) return NULL;
     e->stamp = ++ctx->tcache_clock;
     job = ctx->free_jobs;
     if (job) {
         ctx->free_jobs = job->next_free;
         ctx->n_free_jobs--;
     } else if (!(job = (gpuos__job *)malloc(sizeof *job))) {
-        pthread_mutex_unlock(&ctx->mu);
-        return 0; /* the full path reports it */
+        return NULL;
     }
     memcpy(job, &e->job, sizeof *job);
     job->rep_key = e;
@@ -10565,6 +10560,21 @@ int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint6
     job->prio = gpuos__urgency(task->priority, task->deadline_us);
     job->deadline_ns = gpuos__deadline_at(task->deadline_us);
     job->dl_open = task->deadline_us != 0;
+    return job;
+}
+
+int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint64_t *seq, gpuos_status *st) {
+    gpuos__job *job;
+    uint64_t t0 = GPUOS__PH_NOW(), t1;
+    if (!tcache_ok(task)) return 0;
+    gpuos__lock_spin(&ctx->mu);
+    GPUOS__PH(GPUOS__PH_LOCK, t0);
+    t1 = GPUOS__PH_NOW();
+    job = tcache_job_locked(ctx, task);
+    if (!job) {
+        pthread_mutex_unlock(&ctx->mu);
+        return 0;
+    }
     GPUOS__PH(GPUOS__PH_REPEAT, t1);
     *st = queue_push_locked(ctx, job, seq, 1);
     t1 = GPUOS__PH_NOW();
@@ -10572,6 +10582,43 @@ int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint6
     pthread_mutex_unlock(&ctx->mu);
     GPUOS__PH(GPUOS__PH_UNLOCK, t1);
     return 1;
+}
+
+/* Queues tasks[0..n) while each repeats a recent task, under one hold of ctx->mu; stops at
+   the first that does not, or at an error (*st). Returns how many it queued. */
+static int queue_submit_repeats(gpuos_context *ctx, const gpuos_task *tasks, int n, uint64_t *seqs, gpuos_status *st) {
+    int i;
+    *st = GPUOS_OK;
+    if (n <= 0 || !tcache_ok(&tasks[0])) return 0;
+    gpuos__lock_spin(&ctx->mu);
+    for (i = 0; i < n; i++) {
+        gpuos__job *job = tcache_ok(&tasks[i]) ? tcache_job_locked(ctx, &tasks[i]) : NULL;
+        if (!job) break;
+        *st = queue_push_locked(ctx, job, seqs ? &seqs[i] : NULL, 1); /* (frees the job on an error) */
+        if (*st != GPUOS_OK) break;
+        if ((i & 31) == 31) pthread_cond_signal(&ctx->cv_work); /* the host executor's workers start meanwhile */
+    }
+    if (i > 0) pthread_cond_signal(&ctx->cv_work);
+    pthread_mutex_unlock(&ctx->mu);
+    return i;
+}
+
+gpuos_status gpuos_submit_many(gpuos_context *ctx, const gpuos_task *tasks, int n, uint64_t *seqs, int *n_queued) {
+    gpuos_status s = GPUOS_OK;
+    int i = 0;
+    if (n_queued) *n_queued = 0;
+    if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_submit_many: ctx is NULL");
+    if (n < 0) return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "gpuos_submit_many: n is %d", n);
+    if (n > 0 && !tasks) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_submit_many: tasks is NULL");
+    while (i < n) {
+        /* a run of repeated tasks under one lock, then one task the whole way (gpuos_submit) */
+        i += queue_submit_repeats(ctx, tasks + i, n - i, seqs ? seqs + i : NULL, &s);
+        if (s != GPUOS_OK || i == n) break;
+        if ((s = gpuos_submit(ctx, &tasks[i], seqs ? &seqs[i] : NULL)) != GPUOS_OK) break;
+        i++;
+    }
+    if (n_queued) *n_queued = i;
+    return s;
 }
 
 gpuos_status gpuos__queue_push_task(gpuos_context *ctx, const gpuos_task *task, gpuos__job *job, uint64_t *seq) {

@@ -454,6 +454,15 @@ GPUOS_API gpuos_status gpuos_deadline_stats(gpuos_context *ctx, uint64_t *met, u
    number, usable as a fence. On error nothing is queued. */
 GPUOS_API gpuos_status gpuos_submit(gpuos_context *ctx, const gpuos_task *task, uint64_t *seq);
 
+/* Validates and queues tasks[0..n) in order, as n calls of gpuos_submit would, holding the
+   context's lock once for each run of tasks that repeat recent ones (the common case in a
+   loop): from several threads, submitting in batches scales where single calls contend for
+   the lock. seqs (may be NULL): each queued task's sequence number. *n_queued (may be NULL):
+   how many were queued. On an error the status is the failing task's, it and the tasks
+   after it are not queued, and those before it are (they run). */
+GPUOS_API gpuos_status gpuos_submit_many(gpuos_context *ctx, const gpuos_task *tasks, int n, uint64_t *seqs,
+                                         int *n_queued);
+
 /* The sequence number of the last task submitted so far (0 before any). */
 GPUOS_API uint64_t gpuos_fence(gpuos_context *ctx);
 /* 1 if every task up to and including seq has finished. */

@@ -73,6 +73,7 @@ ROWS = {
     "roundtrip_download": dict(unit="us", what="the same add, until a 4-byte download sees it"),
     "independent": dict(unit="ops/s", what="independent adds on 4096-float tensors, incl. host submission",
                         target=Target(">=", 20e6)),
+    "independent_many": dict(unit="ops/s", what="the same adds submitted in batches of 256 (gpuos_submit_many)"),
     "independent_graph": dict(unit="ops/s", what="the same adds as one recorded graph of 1000, launched back to back"),
     "chain": dict(unit="us/op", what="1000 dependent in-place adds on 4096 floats",
                   target=Target("<=", 0.3)),

@@ -15,6 +15,7 @@
      independent         ops/s  out_k = in_k + one over a pool of 4096-float tensors, submitted
                                 from T host threads (best of --threads; INFO has each T); each
                                 timing is ~0.25 s of ops (20k..2M), sized from a warm-up
+     independent_many    ops/s  the same, each thread's pool as one gpuos_submit_many a round
      chain               us/op  1000 in-place gpuos_add(x, x, one) on 4096 floats, per op
      large_elementwise   GB/s   gpuos_add on 64M floats; bytes = read a + read b + write out
      cold_start          s      child process: gpuos_create + fill + add + download, with a
@@ -297,14 +298,32 @@ typedef struct {
     double t_end; /* when this thread's last submission returned */
 } indep_thread;
 
+static int g_indep_many; /* independent_many: the pool's adds as one gpuos_submit_many a round */
 static void *indep_main(void *arg) {
     indep_thread *th = (indep_thread *)arg;
-    pthread_barrier_wait(th->go);
-    gpuos_status st = GPUOS_OK;
-    for (long i = 0; i < th->ops && st == GPUOS_OK; i++) {
-        int k = (int)(i % th->pool);
-        st = gpuos_add(th->ctx, th->out[k], th->in[k], th->one);
+    gpuos_task *tasks = NULL;
+    if (g_indep_many) {
+        tasks = (gpuos_task *)malloc((size_t)th->pool * sizeof *tasks);
+        for (int k = 0; tasks && k < th->pool; k++) {
+            gpuos_task e = GPUOS_TASK_INIT;
+            e.op = GPUOS_OP_ADD, e.out = th->out[k], e.in[0] = th->in[k], e.in[1] = th->one;
+            tasks[k] = e;
+        }
     }
+    pthread_barrier_wait(th->go);
+    gpuos_status st = g_indep_many && !tasks ? GPUOS_ERR_OUT_OF_MEMORY : GPUOS_OK;
+    if (g_indep_many) {
+        for (long i = 0; i < th->ops && st == GPUOS_OK; i += th->pool) {
+            const long m = th->ops - i < th->pool ? th->ops - i : th->pool;
+            st = gpuos_submit_many(th->ctx, tasks, (int)m, NULL, NULL);
+        }
+    } else {
+        for (long i = 0; i < th->ops && st == GPUOS_OK; i++) {
+            int k = (int)(i % th->pool);
+            st = gpuos_add(th->ctx, th->out[k], th->in[k], th->one);
+        }
+    }
+    free(tasks);
     th->t_end = now_s();
     th->st = st;
     return NULL;
@@ -340,7 +359,7 @@ static int indep_once(int T, long ops, indep_thread *th, double *rate, double *s
     return 0;
 }
 
-static int row_independent(void) {
+static int indep_row(const char *row) {
     gpuos_context *ctx = g_ctx;
     int counts[16], nc = 0;
     for (const char *p = O.threads; *p && nc < 16;) {
@@ -373,7 +392,7 @@ static int row_independent(void) {
             CK(ctx, gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &th[j].out[k]));
         }
     }
-    printf("INFO independent.warmup_ops %ld\nINFO independent.pool_per_thread %d\n", O.indep_ops, P);
+    printf("INFO %s.warmup_ops %ld\nINFO %s.pool_per_thread %d\n", row, O.indep_ops, row, P);
     double best = -1;
     int bestT = 0;
     for (int c = 0; c < nc; c++) {
@@ -388,7 +407,7 @@ static int row_independent(void) {
                 /* about 0.25 s a measurement whatever the rate: 20000 .. 2M ops */
                 double want = rate * 0.25;
                 ops = want < 20000 ? 20000 : want > 2e6 ? 2000000 : (long)want;
-                printf("INFO independent.t%d.ops_per_measurement %ld\n", T, ops);
+                printf("INFO %s.t%d.ops_per_measurement %ld\n", row, T, ops);
             }
             if (r >= warm) {
                 rates[r - warm] = rate;
@@ -396,10 +415,10 @@ static int row_independent(void) {
             }
         }
         char name[64];
-        snprintf(name, sizeof name, "independent.t%d", T);
+        snprintf(name, sizeof name, "%s.t%d", row, T);
         double med = median_info(name, rates, R, 1.0);
         qsort(subs, (size_t)R, sizeof *subs, cmp_double);
-        printf("INFO independent.t%d.ops_per_s %.6g\nINFO independent.t%d.submit_ops_per_s %.6g\n", T, med, T,
+        printf("INFO %s.t%d.ops_per_s %.6g\nINFO %s.t%d.submit_ops_per_s %.6g\n", row, T, med, row, T,
                subs[R / 2]);
         if (med > best) {
             best = med;
@@ -410,8 +429,8 @@ static int row_independent(void) {
     for (int j = 0; j < maxT; j++)
         for (int k = 0; k < P; k += (P > 8 ? P / 8 : 1))
             if (check_filled(ctx, th[j].out[k], SMALL_N, (float)k, 1.0)) return -1;
-    printf("INFO independent.threads %d\n", bestT);
-    row_out("independent", "ops/s", best);
+    printf("INFO %s.threads %d\n", row, bestT);
+    row_out(row, "ops/s", best);
     for (int j = 0; j < maxT; j++) {
         for (int k = 0; k < P; k++) {
             gpuos_tensor_release(th[j].in[k]);
@@ -422,6 +441,17 @@ static int row_independent(void) {
     }
     gpuos_tensor_release(one);
     return 0;
+}
+
+static int row_independent(void) {
+    g_indep_many = 0;
+    return indep_row("independent");
+}
+static int row_independent_many(void) {
+    g_indep_many = 1;
+    const int r = indep_row("independent_many");
+    g_indep_many = 0;
+    return r;
 }
 
 /* ------------------------------------------------------------------ independent_graph */
@@ -1294,6 +1324,7 @@ static const bench_row ROWS[] = {
     {"roundtrip", "us", 1, row_roundtrip},
     {"roundtrip_download", "us", 1, row_roundtrip_download},
     {"independent", "ops/s", 1, row_independent},
+    {"independent_many", "ops/s", 1, row_independent_many},
     {"independent_graph", "ops/s", 1, row_independent_graph},
     {"chain", "us/op", 1, row_chain},
     {"large_elementwise", "GB/s", 1, row_large},

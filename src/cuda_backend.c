@@ -1526,7 +1526,7 @@ static int cuda_operands(const struct gpuos__cuda *c, const gpuos__job *job, cud
             if (job->dev_kernel >= GPUOS__RT_KERNEL_BASE) ops[n].sig ^= 0x5254000000000000ull;
             if (!ops[n].sig) ops[n].sig = 1;
             /* item i at byte ptr + i elsize: tile t reaches its tile of items exactly */
-            if (job->dev_kernel < GPUOS__RT_KERNEL_BASE &&
+            if (job->dev_kernel < GPUOS__RT_KERNEL_BASE && p->numel == job->items &&
                 (p->rank == 0 || (p->rank == 1 && p->stride[k][0] == (int64_t)job->elsize[k])))
                 ops[n].lin = (uint32_t)job->elsize[k];
             n++;
@@ -1997,7 +1997,9 @@ static void cuda_memo_relog(const struct gpuos__cuda *c, cuda__memo *m, cuda__ac
    the descriptor of its last encoding m (ctx->mu held; GPUOS_ERR_UNSUPPORTED: encode it in
    full) when what decided it is unchanged: m had nothing to wait for and was element-wise
    (each access of two instances that conflict is tile-aligned: same element maps, tiling and
-   base, so the same workers run their tiles in order); since m, no one touched the logs of
+   base, so the same workers run their tiles in order; or m had one tile and was placed on the
+   worker of the producer tile it reads, cuda__access.lin, where the repeat runs too, after
+   that tile: the producer writing again changes the log and stops the repeat); since m, no one touched the logs of
    the storages it writes (ver), and no one wrote to those it only reads (wver); the same
    kernel launch (placement) and plan row (key, epoch). So the dependency scan would find what
    it found then: nothing. Its log entries are m's, renumbered (its write covers m's, and a

@@ -151,6 +151,7 @@ _SIGNATURES = {
     "gpuos_view_unsqueeze": (c_int, [_P, c_int, POINTER(_P)]),
     "gpuos_view_strided": (c_int, [_P, c_int, POINTER(c_int64), POINTER(c_int64), c_int64, POINTER(_P)]),
     "gpuos_submit": (c_int, [_P, POINTER(Task), POINTER(c_uint64)]),
+    "gpuos_submit_many": (c_int, [_P, POINTER(Task), c_int, POINTER(c_uint64), POINTER(c_int)]),
     "gpuos_fence": (c_uint64, [_P]),
     "gpuos_fence_done": (c_int, [_P, c_uint64]),
     "gpuos_wait_fence": (c_int, [_P, c_uint64, c_uint32]),
@@ -424,6 +425,15 @@ class Context:
         seq = c_uint64(0)
         st = self.lib.gpuos_submit(self.ptr, byref(tk), byref(seq))
         return st, seq.value
+
+    def submit_many(self, tasks):
+        """gpuos_submit_many of a list of Task: (status, [seq of each queued task], n_queued)"""
+        n = len(tasks)
+        arr = (Task * max(n, 1))(*tasks)
+        seqs = (c_uint64 * max(n, 1))()
+        nq = ctypes.c_int(-1)
+        st = self.lib.gpuos_submit_many(self.ptr, arr, n, seqs, byref(nq))
+        return st, list(seqs)[:nq.value], nq.value
 
     def try_submit(self, op, out, inputs=(), **kw):
         return self.submit_task(self.task(op, out, inputs, **kw))[0]

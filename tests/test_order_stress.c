@@ -1,7 +1,7 @@
 /* test_order_stress.c - program order under concurrency: 8 host threads share one context
    with a small queue, each streams tasks on its own tensor, alternating x = x * 3 and
    x = x + 1 on i32 (wrapping), so that a lost, repeated or reordered task changes the
-   result. Each thread checks its tensor against plain C every CHECK_EVERY tasks (a wait in the
+   result; the odd threads submit them in batches (gpuos_submit_many). Each thread checks its tensor against plain C every CHECK_EVERY tasks (a wait in the
    middle of the stream) and at the end. $GPUOS_TEST_STRESS_TASKS sets the total (default
    1,000,000 on any device; the GPU acceptance run uses 10,000,000). */
 #define _POSIX_C_SOURCE 200809L
@@ -66,16 +66,39 @@ static void *run(void *arg) {
     }
     for (i = 0; i < N; i++) expect[i] = (uint32_t)(init[i] = w->id * 1000 + i);
     if (gpuos_upload(w->ctx, x, init, sizeof init) != GPUOS_OK) note(w, "upload failed");
-    for (j = 0; j < w->tasks; j++) {
-        gpuos_status st = (j & 1) ? gpuos_add(w->ctx, x, x, w->one) : gpuos_mul(w->ctx, x, x, w->three);
+    for (j = 0; j < w->tasks;) {
+        gpuos_status st;
+        long nb = 1, q;
+        int nq = 1;
+        if (w->id & 1) { /* odd threads: gpuos_submit_many, batches of 1 to 64 */
+            gpuos_task t[64];
+            nb = 1 + (j / 7) % 64;
+            if (nb > w->tasks - j) nb = w->tasks - j;
+            if (nb > CHECK_EVERY - j % CHECK_EVERY) nb = CHECK_EVERY - j % CHECK_EVERY;
+            for (q = 0; q < nb; q++) {
+                gpuos_task e = GPUOS_TASK_INIT;
+                e.op = ((j + q) & 1) ? GPUOS_OP_ADD : GPUOS_OP_MUL;
+                e.out = x, e.in[0] = x, e.in[1] = ((j + q) & 1) ? w->one : w->three;
+                t[q] = e;
+            }
+            nq = -1;
+            st = gpuos_submit_many(w->ctx, t, (int)nb, NULL, &nq);
+            if (st == GPUOS_OK && nq != (int)nb) st = GPUOS_ERR_INTERNAL;
+            if (nq < 0) nq = 0;
+        } else {
+            st = (j & 1) ? gpuos_add(w->ctx, x, x, w->one) : gpuos_mul(w->ctx, x, x, w->three);
+            if (st != GPUOS_OK) nq = 0;
+        }
+        for (q = 0; q < nq; q++)
+            for (i = 0; i < N; i++) expect[i] = ((j + q) & 1) ? expect[i] + 1u : expect[i] * 3u;
+        j += nq;
         if (st != GPUOS_OK) {
             char msg[200];
-            snprintf(msg, sizeof msg, "submission %ld: %s", j, gpuos_last_error(w->ctx));
+            snprintf(msg, sizeof msg, "submission %ld: %s (%d of a batch of %ld queued)", j, gpuos_last_error(w->ctx), nq, nb);
             note(w, msg);
             break;
         }
-        for (i = 0; i < N; i++) expect[i] = (j & 1) ? expect[i] + 1u : expect[i] * 3u;
-        if ((j + 1) % CHECK_EVERY == 0) verify(w, x, expect, j + 1);
+        if (j % CHECK_EVERY == 0) verify(w, x, expect, j);
     }
     verify(w, x, expect, w->tasks);
     gpuos_tensor_release(x);

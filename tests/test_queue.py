@@ -6,7 +6,10 @@ import time
 
 import numpy as np
 
-from gpuos_ctypes import ERR_QUEUE_FULL, ERR_TIMEOUT, OK, Context, status_name
+import ctypes
+
+from gpuos_ctypes import (ERR_DTYPE_MISMATCH, ERR_INVALID_ARGUMENT, ERR_NULL_POINTER, ERR_QUEUE_FULL, ERR_TIMEOUT, OK,
+                          Context, Task, lib, status_name)
 
 
 def test_queue_full_at_capacity():
@@ -156,3 +159,84 @@ def test_program_order_chain(ctx):
             ctx.submit("sub", a, [b, s])
             ref = refb - refs
     assert np.array_equal(ctx.download(a), ref)
+
+
+def test_submit_many_equals_single_submissions(ctx):
+    """gpuos_submit_many queues a batch in order, as single submissions would: repeated tasks (one
+    lock for the run) mixed with new ones; consecutive sequence numbers; exact results."""
+    rng = np.random.default_rng(11)
+    x0 = rng.integers(-1000, 1000, 256).astype(np.int64)
+    x = ctx.tensor(x0, "i64")
+    y = ctx.new("i64", (256,))
+    s = ctx.new("i64", ())
+    one = ctx.tensor(np.ones(256, dtype=np.int64), "i64")
+    ref = x0.copy()
+    for rnd in range(30):
+        tasks, n = [], int(rng.integers(1, 40))
+        for i in range(n):
+            k = int(rng.integers(0, 4))
+            if k == 0:
+                tasks.append(ctx.task("add", x, [x, one]))
+                ref = ref + 1
+            elif k == 1:
+                tasks.append(ctx.task("mul", y, [x, x]))
+                refy = ref * ref
+            elif k == 2:
+                tasks.append(ctx.task("sum", s, [x]))
+                refs = ref.sum()
+            else:
+                tasks.append(ctx.task("sub", x, [x, one]))
+                ref = ref - 1
+        before = ctx.fence()
+        st, seqs, nq = ctx.submit_many(tasks)
+        assert st == OK, ctx.last_error()
+        assert nq == n and seqs == list(range(before + 1, before + 1 + n)), (before, seqs)
+    assert ctx.wait(20000) == OK
+    assert np.array_equal(ctx.download(x), ref)
+    assert np.array_equal(ctx.download(y), refy)
+    assert ctx.download(s) == refs
+
+
+def test_submit_many_stops_at_the_first_error(ctx):
+    x = ctx.tensor(np.zeros(8, dtype=np.int32), "i32")
+    one = ctx.tensor(np.ones(8, dtype=np.int32), "i32")
+    bad_out = ctx.new("f32", (8,))
+    good = ctx.task("add", x, [x, one])
+    tasks = [good, good, good, ctx.task("add", bad_out, [x, one]), good, good]
+    st, seqs, nq = ctx.submit_many(tasks)
+    assert st == ERR_DTYPE_MISMATCH, status_name(st)
+    assert nq == 3 and len(seqs) == 3, nq
+    assert "gpuos_submit" in ctx.last_error() or "add" in ctx.last_error(), ctx.last_error()
+    assert ctx.wait(10000) == OK
+    assert np.array_equal(ctx.download(x), np.full(8, 3, dtype=np.int32)), "the three tasks before the error ran"
+    L = lib()
+    nq = ctypes.c_int(-1)
+    assert L.gpuos_submit_many(ctx.ptr, None, 0, None, ctypes.byref(nq)) == OK and nq.value == 0
+    assert L.gpuos_submit_many(ctx.ptr, None, 2, None, ctypes.byref(nq)) == ERR_NULL_POINTER and nq.value == 0
+    arr = (Task * 1)(good)
+    assert L.gpuos_submit_many(ctx.ptr, arr, -1, None, None) == ERR_INVALID_ARGUMENT
+    assert L.gpuos_submit_many(None, arr, 1, None, ctypes.byref(nq)) == ERR_NULL_POINTER and nq.value == 0
+    assert L.gpuos_submit_many(ctx.ptr, arr, 1, None, None) == OK  # seqs and n_queued may be NULL
+    assert ctx.wait(10000) == OK
+    assert np.array_equal(ctx.download(x), np.full(8, 4, dtype=np.int32))
+
+
+def test_submit_many_waits_for_room():
+    """A batch longer than the queue waits for room as single submissions do (and fails after
+    submit_timeout_ms while the executor is paused, with the count of what went in)."""
+    with Context(queue_capacity=16, submit_timeout_ms=10000) as c:
+        x = c.tensor(np.zeros(4, dtype=np.int64), "i64")
+        one = c.tensor(np.ones(4, dtype=np.int64), "i64")
+        st, seqs, nq = c.submit_many([c.task("add", x, [x, one])] * 200)
+        assert st == OK and nq == 200, (status_name(st), nq, c.last_error())
+        assert c.wait(10000) == OK
+        assert np.array_equal(c.download(x), np.full(4, 200, dtype=np.int64))
+    with Context(queue_capacity=16, submit_timeout_ms=0) as c:
+        x = c.tensor(np.zeros(4, dtype=np.int64), "i64")
+        one = c.tensor(np.ones(4, dtype=np.int64), "i64")
+        assert c.debug_pause(1) == 0
+        st, seqs, nq = c.submit_many([c.task("add", x, [x, one])] * 40)
+        assert st == ERR_QUEUE_FULL and nq == 16, (status_name(st), nq)
+        assert c.debug_pause(0) == 1
+        assert c.wait(10000) == OK
+        assert np.array_equal(c.download(x), np.full(4, 16, dtype=np.int64))

@@ -32,7 +32,12 @@ static void ph(const char *what){(void)what;}
 /* T threads, each y_k = x_k + 1 over its own 64 tensors (as make bench's independent) */
 #include <pthread.h>
 typedef struct { gpuos_context *ctx; gpuos_tensor *x[64], *y[64], *one; int n; } mt_arg;
-static void *mt_main(void *p){ mt_arg *a=(mt_arg*)p; int i; for(i=0;i<a->n;i++) gpuos_add(a->ctx,a->y[i&63],a->x[i&63],a->one); return NULL; }
+static int mt_batch; /* 0: gpuos_add one at a time; else gpuos_submit_many of mt_batch tasks */
+static void *mt_main(void *p){ mt_arg *a=(mt_arg*)p; int i,k;
+  if(!mt_batch){ for(i=0;i<a->n;i++) gpuos_add(a->ctx,a->y[i&63],a->x[i&63],a->one); return NULL; }
+  { gpuos_task t[64]; for(k=0;k<64;k++){ gpuos_task e=GPUOS_TASK_INIT; e.op=GPUOS_OP_ADD; e.out=a->y[k]; e.in[0]=a->x[k]; e.in[1]=a->one; t[k]=e; }
+    for(i=0;i<a->n;i+=mt_batch) gpuos_submit_many(a->ctx,t,mt_batch,NULL,NULL); }
+  return NULL; }
 static void mt(gpuos_context *ctx, gpuos_tensor *one, int T, int N){
   static mt_arg a[8]; pthread_t th[8]; int t,i; int64_t n=4096; double t0,t1; char what[64];
   for(t=0;t<T;t++){ a[t].ctx=ctx; a[t].one=one; a[t].n=N/T; for(i=0;i<64;i++){ gpuos_tensor_new(ctx,GPUOS_F32,1,&n,&a[t].x[i]); gpuos_tensor_new(ctx,GPUOS_F32,1,&n,&a[t].y[i]); } }
@@ -41,7 +46,7 @@ static void mt(gpuos_context *ctx, gpuos_tensor *one, int T, int N){
   ph(NULL); t0=now(); for(t=0;t<T;t++) pthread_create(&th[t],NULL,mt_main,&a[t]); for(t=0;t<T;t++) pthread_join(th[t],NULL); t1=now();
   gpuos_wait(ctx,60000);
   snprintf(what,sizeof what,"%d threads",T); ph(what);
-  printf("%d threads, y_k = x_k + 1 (64 tensors each): %.3f us/op (%.2f M ops/s)\n",T,(t1-t0)/N,N/(t1-t0));
+  printf("%d threads, y_k = x_k + 1 (64 tensors each)%s: %.3f us/op (%.2f M ops/s)\n",T,mt_batch?", gpuos_submit_many of 64":"",(t1-t0)/N,N/(t1-t0));
   for(t=0;t<T;t++) for(i=0;i<64;i++){ gpuos_tensor_release(a[t].x[i]); gpuos_tensor_release(a[t].y[i]); } }
 int main(void){
   gpuos_config cfg = GPUOS_CONFIG_INIT; gpuos_context *ctx; gpuos_tensor *x[256],*one;
@@ -68,5 +73,5 @@ int main(void){
     for(i=0;i<256;i++) gpuos_tensor_release(y[i]); }
   ph(NULL); ru(NULL); t0=now(); for(i=0;i<N;i++) gpuos_add(ctx,x[0],x[0],one); t1=now(); ru("chain, submit loop"); ph("chain"); gpuos_wait(ctx,60000);
   printf("same tensor (chain), submit only:            %.3f us/op; +wait %.3f us/op\n",(t1-t0)/N,(now()-t0)/N);
-  { int T; for(T=1;T<=8;T*=2) mt(ctx,one,T,N); }
+  { int T; for(T=1;T<=8;T*=2) mt(ctx,one,T,N); mt_batch=64; for(T=1;T<=8;T*=2) mt(ctx,one,T,N); }
   gpuos_destroy(ctx); return 0; }
