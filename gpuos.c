@@ -767,7 +767,7 @@ gpuos_status gpuos__check_in_storage(const gpuos_context *ctx, const char *fn, s
                                      int rank, const int64_t *shape, const int64_t *strides, int64_t offset);
 /* Bytes per element; 0 for an unknown dtype. */
 size_t gpuos__elsize(gpuos_dtype dtype);
-gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tensor *o, const char *name);
+gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tensor *o, const char *name, int upload);
 int gpuos__is_contiguous(int rank, const int64_t *shape, const int64_t *strides);
 /* small GPU downloads' pinned staging (tensor.c): allocated after the CUDA backend opens, freed at destroy */
 void gpuos__stage_open(gpuos_context *ctx);
@@ -9412,7 +9412,7 @@ static int plan_i64_cmp(const void *a, const void *b) {
 /* 1 when two different indices of the view address the same element; -1 when it is
    too large to decide (treated as overlapping). Strides 0 over size > 1 are handled
    by the caller. */
-static int plan_self_overlap(const gpuos_tensor *t) {
+static int plan_self_overlap(const gpuos_tensor *t, int64_t exact_limit) {
     plan_axis ax[GPUOS_MAX_RANK];
     int n = 0, i;
     int64_t reach = 0; /* elements spanned by the axes so far: (size-1)*|stride| summed */
@@ -9428,7 +9428,7 @@ static int plan_self_overlap(const gpuos_tensor *t) {
         reach += (ax[i].size - 1) * ax[i].stride;
     }
     if (i == n) return 0; /* nested axes: provably no overlap */
-    if (t->numel > PLAN_EXACT_OVERLAP_LIMIT) return -1;
+    if (t->numel > exact_limit) return -1;
     {
         /* exact: list every offset and look for a repeat */
         int64_t *offs = (int64_t *)malloc((size_t)t->numel * sizeof *offs), idx[GPUOS_MAX_RANK] = {0}, k;
@@ -9452,8 +9452,10 @@ static int plan_self_overlap(const gpuos_tensor *t) {
 }
 
 /* Refuses an output view that would write one element several times (a stride 0 over a
-   size above 1, or axes that overlap): tasks and gpuos_upload. */
-gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tensor *o, const char *name) {
+   size above 1, or axes that overlap): tasks (upload 0) and gpuos_upload (upload 1: only what
+   is proven, with the exact check, a sort of every offset, for views of at most 1M elements
+   whose axes are not nested; a task refuses what it cannot prove free of overlap). */
+gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tensor *o, const char *name, int upload) {
     int i, ov;
     char sb[128], tb[160];
     if (o->numel == 0) return GPUOS_OK; /* writes nothing */
@@ -9464,8 +9466,8 @@ gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tens
                                     "write one element several times",
                                     name, i, (long long)o->shape[i],
                                     plan_shape_str(o->rank, o->shape, sb, sizeof sb));
-    ov = plan_self_overlap(o);
-    if (ov != 0)
+    ov = plan_self_overlap(o, upload ? ((int64_t)1 << 20) : PLAN_EXACT_OVERLAP_LIMIT);
+    if (ov > 0 || (ov < 0 && !upload))
         return gpuos__set_error(ctx, GPUOS_ERR_BAD_STRIDES,
                                 "%s: the output's strides %s over shape %s %s", name,
                                 plan_shape_str(o->rank, o->strides, tb, sizeof tb),
@@ -9476,7 +9478,7 @@ gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tens
 }
 
 static gpuos_status plan_check_output(plan_state *ps) {
-    return gpuos__check_output_view(ps->ctx, ps->out, ps->name);
+    return gpuos__check_output_view(ps->ctx, ps->out, ps->name, 0);
 }
 
 /* Refuses an output that overlaps an input, except the very same view of input 0..
@@ -10300,7 +10302,9 @@ gpuos_status gpuos__queue_wait_room_locked(gpuos_context *ctx) {
     gpuos_status st = GPUOS_OK;
     if (ctx->ring_count >= ctx->capacity && ctx->cfg.submit_timeout_ms == 0 && !ctx->paused) {
         /* "Do not wait" still lets a dispatcher that shares our CPU drain the queue once:
-           without it, a submitter that never blocks can starve it for a whole time slice. */
+           without it, a submitter that never blocks can starve it for a whole time slice.
+           (Woken first: a batch signals the host workers only now and then.) */
+        pthread_cond_broadcast(&ctx->cv_work);
         pthread_mutex_unlock(&ctx->mu);
         sched_yield();
         pthread_mutex_lock(&ctx->mu);
@@ -10334,7 +10338,7 @@ gpuos_status gpuos__queue_wait_room_locked(gpuos_context *ctx) {
         if (ctx->ring_count >= ctx->capacity) {
             st = gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL,
                                   "gpuos_submit: the queue stayed full (%u tasks) for submit_timeout_ms = %u ms%s; "
-                                  "nothing was queued",
+                                  "the task was not queued",
                                   (unsigned)ctx->capacity, (unsigned)ctx->cfg.submit_timeout_ms,
                                   ctx->paused ? " (the executor is paused by gpuos_debug_pause)" : "");
             goto fail;
@@ -10584,8 +10588,11 @@ int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint6
     return 1;
 }
 
-/* Queues tasks[0..n) while each repeats a recent task, under one hold of ctx->mu; stops at
-   the first that does not, or at an error (*st). Returns how many it queued. */
+/* Queues tasks[0..n) while each repeats a recent task, holding ctx->mu for up to
+   QUEUE_MANY_HOLD of them at a time (between holds the host workers, which need the lock to
+   take work and to retire it, and other threads get it); stops at the first that does not
+   repeat, or at an error (*st). Returns how many it queued. */
+#define QUEUE_MANY_HOLD 64
 static int queue_submit_repeats(gpuos_context *ctx, const gpuos_task *tasks, int n, uint64_t *seqs, gpuos_status *st) {
     int i;
     *st = GPUOS_OK;
@@ -10596,7 +10603,11 @@ static int queue_submit_repeats(gpuos_context *ctx, const gpuos_task *tasks, int
         if (!job) break;
         *st = queue_push_locked(ctx, job, seqs ? &seqs[i] : NULL, 1); /* (frees the job on an error) */
         if (*st != GPUOS_OK) break;
-        if ((i & 31) == 31) pthread_cond_signal(&ctx->cv_work); /* the host executor's workers start meanwhile */
+        if (i % QUEUE_MANY_HOLD == QUEUE_MANY_HOLD - 1 && i + 1 < n) {
+            pthread_cond_signal(&ctx->cv_work);
+            pthread_mutex_unlock(&ctx->mu);
+            gpuos__lock_spin(&ctx->mu);
+        }
     }
     if (i > 0) pthread_cond_signal(&ctx->cv_work);
     pthread_mutex_unlock(&ctx->mu);
@@ -10618,6 +10629,14 @@ gpuos_status gpuos_submit_many(gpuos_context *ctx, const gpuos_task *tasks, int 
         i++;
     }
     if (n_queued) *n_queued = i;
+    if (s != GPUOS_OK) { /* the task's own detail (its status name off), said of the batch */
+        char why[GPUOS__ERR_LEN];
+        const char *w = why, *c;
+        snprintf(why, sizeof why, "%s", gpuos_last_error(ctx));
+        if (strncmp(w, "GPUOS_", 6) == 0 && (c = strstr(w, ": ")) != NULL) w = c + 2;
+        gpuos__set_error(ctx, s, "gpuos_submit_many: task %d of %d not queued, nor those after it (the %d before it were): %s",
+                         i, n, i, w);
+    }
     return s;
 }
 
@@ -12084,7 +12103,7 @@ static gpuos_status tensor_transfer(gpuos_context *ctx, const gpuos_tensor *t, v
         return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "%s: the host buffer is NULL", fn);
     /* as for a task's output: a view that writes one element several times is refused (on
        a GPU the upload is a copy task into the view, which refuses it anyway) */
-    if (to_view && (s = gpuos__check_output_view(ctx, t, fn)) != GPUOS_OK) return s;
+    if (to_view && (s = gpuos__check_output_view(ctx, t, fn, 1)) != GPUOS_OK) return s;
     if (!to_view && t->numel > 0 && t->st->on_device) {
         int done;
         s = tensor_download_staged(ctx, t, host, bytes, &done);

@@ -373,7 +373,9 @@ GPUOS_API void gpuos_tensor_release(gpuos_tensor *t);
 GPUOS_API gpuos_status gpuos_tensor_get_info(const gpuos_tensor *t, gpuos_tensor_info *info);
 
 /* Copies bytes of row-major packed host data into the tensor's elements in logical
-   (row-major) order; any view may be the target. bytes must be numel * dtype size.
+   (row-major) order; any view may be the target except one that would write an element
+   several times (a broadcast view, axes that overlap: GPUOS_ERR_BAD_STRIDES, as for a task's
+   output). bytes must be numel * dtype size.
    It waits until earlier tasks are done with the tensor, and returns once src may be reused. */
 GPUOS_API gpuos_status gpuos_upload(gpuos_context *ctx, gpuos_tensor *dst, const void *src, size_t bytes);
 /* Waits (wait_timeout_ms) for earlier tasks, then copies the tensor's elements in logical
@@ -454,12 +456,13 @@ GPUOS_API gpuos_status gpuos_deadline_stats(gpuos_context *ctx, uint64_t *met, u
    number, usable as a fence. On error nothing is queued. */
 GPUOS_API gpuos_status gpuos_submit(gpuos_context *ctx, const gpuos_task *task, uint64_t *seq);
 
-/* Validates and queues tasks[0..n) in order, as n calls of gpuos_submit would, holding the
-   context's lock once for each run of tasks that repeat recent ones (the common case in a
+/* Validates and queues tasks[0..n) in order, as n calls of gpuos_submit would, taking the
+   context's lock once for up to 64 tasks that repeat recent ones (the common case in a
    loop): from several threads, submitting in batches scales where single calls contend for
-   the lock. seqs (may be NULL): each queued task's sequence number. *n_queued (may be NULL):
-   how many were queued. On an error the status is the failing task's, it and the tasks
-   after it are not queued, and those before it are (they run). */
+   the lock. A batch is not atomic: other threads' tasks may come between its tasks (their
+   sequence numbers then have gaps). seqs (may be NULL): each queued task's sequence number.
+   *n_queued (may be NULL): how many were queued. On an error the status is the failing
+   task's, it and the tasks after it are not queued, and those before it are. */
 GPUOS_API gpuos_status gpuos_submit_many(gpuos_context *ctx, const gpuos_task *tasks, int n, uint64_t *seqs,
                                          int *n_queued);
 

@@ -271,7 +271,7 @@ gpuos_status gpuos__check_in_storage(const gpuos_context *ctx, const char *fn, s
                                      int rank, const int64_t *shape, const int64_t *strides, int64_t offset);
 /* Bytes per element; 0 for an unknown dtype. */
 size_t gpuos__elsize(gpuos_dtype dtype);
-gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tensor *o, const char *name);
+gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tensor *o, const char *name, int upload);
 int gpuos__is_contiguous(int rank, const int64_t *shape, const int64_t *strides);
 /* small GPU downloads' pinned staging (tensor.c): allocated after the CUDA backend opens, freed at destroy */
 void gpuos__stage_open(gpuos_context *ctx);

@@ -116,7 +116,7 @@ static int plan_i64_cmp(const void *a, const void *b) {
 /* 1 when two different indices of the view address the same element; -1 when it is
    too large to decide (treated as overlapping). Strides 0 over size > 1 are handled
    by the caller. */
-static int plan_self_overlap(const gpuos_tensor *t) {
+static int plan_self_overlap(const gpuos_tensor *t, int64_t exact_limit) {
     plan_axis ax[GPUOS_MAX_RANK];
     int n = 0, i;
     int64_t reach = 0; /* elements spanned by the axes so far: (size-1)*|stride| summed */
@@ -132,7 +132,7 @@ static int plan_self_overlap(const gpuos_tensor *t) {
         reach += (ax[i].size - 1) * ax[i].stride;
     }
     if (i == n) return 0; /* nested axes: provably no overlap */
-    if (t->numel > PLAN_EXACT_OVERLAP_LIMIT) return -1;
+    if (t->numel > exact_limit) return -1;
     {
         /* exact: list every offset and look for a repeat */
         int64_t *offs = (int64_t *)malloc((size_t)t->numel * sizeof *offs), idx[GPUOS_MAX_RANK] = {0}, k;
@@ -156,8 +156,10 @@ static int plan_self_overlap(const gpuos_tensor *t) {
 }
 
 /* Refuses an output view that would write one element several times (a stride 0 over a
-   size above 1, or axes that overlap): tasks and gpuos_upload. */
-gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tensor *o, const char *name) {
+   size above 1, or axes that overlap): tasks (upload 0) and gpuos_upload (upload 1: only what
+   is proven, with the exact check, a sort of every offset, for views of at most 1M elements
+   whose axes are not nested; a task refuses what it cannot prove free of overlap). */
+gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tensor *o, const char *name, int upload) {
     int i, ov;
     char sb[128], tb[160];
     if (o->numel == 0) return GPUOS_OK; /* writes nothing */
@@ -168,8 +170,8 @@ gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tens
                                     "write one element several times",
                                     name, i, (long long)o->shape[i],
                                     plan_shape_str(o->rank, o->shape, sb, sizeof sb));
-    ov = plan_self_overlap(o);
-    if (ov != 0)
+    ov = plan_self_overlap(o, upload ? ((int64_t)1 << 20) : PLAN_EXACT_OVERLAP_LIMIT);
+    if (ov > 0 || (ov < 0 && !upload))
         return gpuos__set_error(ctx, GPUOS_ERR_BAD_STRIDES,
                                 "%s: the output's strides %s over shape %s %s", name,
                                 plan_shape_str(o->rank, o->strides, tb, sizeof tb),
@@ -180,7 +182,7 @@ gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tens
 }
 
 static gpuos_status plan_check_output(plan_state *ps) {
-    return gpuos__check_output_view(ps->ctx, ps->out, ps->name);
+    return gpuos__check_output_view(ps->ctx, ps->out, ps->name, 0);
 }
 
 /* Refuses an output that overlaps an input, except the very same view of input 0..

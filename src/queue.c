@@ -145,7 +145,9 @@ gpuos_status gpuos__queue_wait_room_locked(gpuos_context *ctx) {
     gpuos_status st = GPUOS_OK;
     if (ctx->ring_count >= ctx->capacity && ctx->cfg.submit_timeout_ms == 0 && !ctx->paused) {
         /* "Do not wait" still lets a dispatcher that shares our CPU drain the queue once:
-           without it, a submitter that never blocks can starve it for a whole time slice. */
+           without it, a submitter that never blocks can starve it for a whole time slice.
+           (Woken first: a batch signals the host workers only now and then.) */
+        pthread_cond_broadcast(&ctx->cv_work);
         pthread_mutex_unlock(&ctx->mu);
         sched_yield();
         pthread_mutex_lock(&ctx->mu);
@@ -179,7 +181,7 @@ gpuos_status gpuos__queue_wait_room_locked(gpuos_context *ctx) {
         if (ctx->ring_count >= ctx->capacity) {
             st = gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL,
                                   "gpuos_submit: the queue stayed full (%u tasks) for submit_timeout_ms = %u ms%s; "
-                                  "nothing was queued",
+                                  "the task was not queued",
                                   (unsigned)ctx->capacity, (unsigned)ctx->cfg.submit_timeout_ms,
                                   ctx->paused ? " (the executor is paused by gpuos_debug_pause)" : "");
             goto fail;
@@ -429,8 +431,11 @@ int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint6
     return 1;
 }
 
-/* Queues tasks[0..n) while each repeats a recent task, under one hold of ctx->mu; stops at
-   the first that does not, or at an error (*st). Returns how many it queued. */
+/* Queues tasks[0..n) while each repeats a recent task, holding ctx->mu for up to
+   QUEUE_MANY_HOLD of them at a time (between holds the host workers, which need the lock to
+   take work and to retire it, and other threads get it); stops at the first that does not
+   repeat, or at an error (*st). Returns how many it queued. */
+#define QUEUE_MANY_HOLD 64
 static int queue_submit_repeats(gpuos_context *ctx, const gpuos_task *tasks, int n, uint64_t *seqs, gpuos_status *st) {
     int i;
     *st = GPUOS_OK;
@@ -441,7 +446,11 @@ static int queue_submit_repeats(gpuos_context *ctx, const gpuos_task *tasks, int
         if (!job) break;
         *st = queue_push_locked(ctx, job, seqs ? &seqs[i] : NULL, 1); /* (frees the job on an error) */
         if (*st != GPUOS_OK) break;
-        if ((i & 31) == 31) pthread_cond_signal(&ctx->cv_work); /* the host executor's workers start meanwhile */
+        if (i % QUEUE_MANY_HOLD == QUEUE_MANY_HOLD - 1 && i + 1 < n) {
+            pthread_cond_signal(&ctx->cv_work);
+            pthread_mutex_unlock(&ctx->mu);
+            gpuos__lock_spin(&ctx->mu);
+        }
     }
     if (i > 0) pthread_cond_signal(&ctx->cv_work);
     pthread_mutex_unlock(&ctx->mu);
@@ -463,6 +472,14 @@ gpuos_status gpuos_submit_many(gpuos_context *ctx, const gpuos_task *tasks, int 
         i++;
     }
     if (n_queued) *n_queued = i;
+    if (s != GPUOS_OK) { /* the task's own detail (its status name off), said of the batch */
+        char why[GPUOS__ERR_LEN];
+        const char *w = why, *c;
+        snprintf(why, sizeof why, "%s", gpuos_last_error(ctx));
+        if (strncmp(w, "GPUOS_", 6) == 0 && (c = strstr(w, ": ")) != NULL) w = c + 2;
+        gpuos__set_error(ctx, s, "gpuos_submit_many: task %d of %d not queued, nor those after it (the %d before it were): %s",
+                         i, n, i, w);
+    }
     return s;
 }
 

@@ -206,7 +206,9 @@ def test_submit_many_stops_at_the_first_error(ctx):
     st, seqs, nq = ctx.submit_many(tasks)
     assert st == ERR_DTYPE_MISMATCH, status_name(st)
     assert nq == 3 and len(seqs) == 3, nq
-    assert "gpuos_submit" in ctx.last_error() or "add" in ctx.last_error(), ctx.last_error()
+    msg = ctx.last_error()
+    assert msg.startswith("GPUOS_ERR_DTYPE_MISMATCH: gpuos_submit_many: task 3 of 6 not queued") and "(the 3 before it were)" in msg \
+        and msg.count("GPUOS_ERR_") == 1, msg
     assert ctx.wait(10000) == OK
     assert np.array_equal(ctx.download(x), np.full(8, 3, dtype=np.int32)), "the three tasks before the error ran"
     L = lib()
