@@ -201,6 +201,8 @@ struct gpuos__cuda {
     double last_rt_link_ms;      /* its generation's nvJitLink time (0: from the cache) */
 
     int in_gate;                 /* counted running in the device gate (cuda_gate_enter .. cuda_gate_leave) */
+    struct gpuos__cuda *gate_next; /* the context's place in its gate's queue of waiting launches (gate_node) */
+    int gate_queued;             /* ... it is queued (a launch that waits, or one that will try again) */
     int gate_stuck;              /* ... and counted there as stuck (a stuck kernel may run on: launches fail fast) */
     pthread_t reaper;
     int reaper_running, reaper_stop;
@@ -648,10 +650,9 @@ typedef struct cuda__kept {
 static pthread_mutex_t cuda_gate_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cuda_gate_cv; /* running or loads changed (CLOCK_MONOTONIC, cuda_gate_init) */
 static pthread_once_t cuda_gate_once = PTHREAD_ONCE_INIT;
-/* A launch waiting in cuda_gate_enter (on its thread's stack), in its gate's queue. */
-typedef struct cuda__waiter {
-    struct cuda__waiter *next;
-} cuda__waiter;
+/* A context's launch waiting for its turn, in its gate's queue: the context itself (its
+   gate_next links the queue). */
+typedef struct gpuos__cuda cuda__waiter;
 static struct {
     gpuos__CUcontext cuctx;
     int running; /* gpuos kernels running in it (both kernels of a context count once) */
@@ -734,16 +735,41 @@ static void cuda_release(const struct gpuos__cuda *c, int kind, uint64_t h) {
     pthread_mutex_unlock(&cuda_gate_mu);
 }
 
-/* Before a launch (c's kernel is not running). Each context's kernel fills the GPU, so
-   another context's running kernel would keep this one from becoming resident for as long as
-   it stays busy: the launch waits, counted in `waiting`, which makes the other contexts'
-   reapers stop their kernels (queued tasks run first); a module load waiting for the device
-   goes first, and waiting launches go in the order they came (a queue of them per gate: one
-   that finds the gate free while others wait queues behind them). Contexts with work thus
-   take turns on the GPU, a turn at least one reaper pass (200 us) long. 1 once counted
-   running; 0 if the wait took timeout_ms, or a stuck kernel holds the GPU (not counted: the
-   caller does not launch). */
-static int cuda_gate_enter(struct gpuos__cuda *c, uint32_t timeout_ms) {
+/* c out of its gate's queue, if it is in it (cuda_gate_mu held). */
+static void cuda_gate_unqueue_locked(struct gpuos__cuda *c, int g) {
+    cuda__waiter *prev = NULL, **pp;
+    if (!c->gate_queued) return;
+    for (pp = &cuda_gates[g].head; *pp && *pp != c; pp = &(*pp)->gate_next) prev = *pp;
+    if (*pp) *pp = c->gate_next;
+    if (cuda_gates[g].tail == c) cuda_gates[g].tail = prev;
+    c->gate_queued = 0;
+    __atomic_store_n(&cuda_gates[g].waiting, cuda_gates[g].waiting - 1, __ATOMIC_RELAXED);
+    pthread_cond_broadcast(&cuda_gate_cv); /* the next one may go */
+}
+/* c no longer waits for a turn (it launched elsewhere, has nothing to launch, failed, or is
+   being destroyed): out of the queue, which it would otherwise hold up. */
+static void cuda_gate_unqueue(struct gpuos__cuda *c) {
+    int g;
+    if (!c->gate_queued) return;
+    cuda_gate_lock();
+    g = cuda_gate_find(c->cuctx, 0);
+    if (g >= 0) cuda_gate_unqueue_locked(c, g);
+    c->gate_queued = 0;
+    pthread_mutex_unlock(&cuda_gate_mu);
+}
+
+/* Before a launch (c's kernel is not running; ctx->mu held). Each context's kernel fills the
+   GPU, so another context's running kernel would keep this one from becoming resident for as
+   long as it stays busy: the launch waits, counted in `waiting`, which makes the other
+   contexts' reapers stop their kernels (queued tasks run first); a module load waiting for
+   the device goes first, and waiting launches go in the order they came (a queue of contexts
+   per gate: one that finds the gate free while others wait queues behind them). Contexts with
+   work thus take turns on the GPU, a turn at least one reaper pass (200 us) long. 1 once
+   counted running; 0 if the wait took timeout_ms, or a stuck kernel holds the GPU (not
+   counted: the caller does not launch). keep: a launch that did not go stays queued (its
+   context tries again: a submission does not wait, its work stays queued, and the reaper or
+   a wait launches it); else it leaves the queue. */
+static int cuda_gate_enter(struct gpuos__cuda *c, uint32_t timeout_ms, int keep) {
     const uint64_t limit = (uint64_t)timeout_ms * 1000000ull;
     uint64_t t0;
     int g, ok = 1;
@@ -751,8 +777,6 @@ static int cuda_gate_enter(struct gpuos__cuda *c, uint32_t timeout_ms) {
     t0 = cuda_now_ns();
     g = cuda_gate_find(c->cuctx, 1);
     if (g >= 0) {
-        cuda__waiter me, **pp;
-        int queued = 0;
         for (;;) {
             /* a stuck kernel holds the GPU (for good, maybe): no wait, the launch fails */
             if (cuda_gates[g].stuck > 0) {
@@ -760,34 +784,27 @@ static int cuda_gate_enter(struct gpuos__cuda *c, uint32_t timeout_ms) {
                 break;
             }
             if (cuda_gates[g].loads == 0 && cuda_gates[g].running == 0 &&
-                cuda_gates[g].head == (queued ? &me : NULL)) {
+                cuda_gates[g].head == (c->gate_queued ? c : NULL)) {
                 ok = 1;
                 break;
             }
-            if (cuda_now_ns() - t0 > limit) {
+            if (!c->gate_queued) {
+                c->gate_next = NULL;
+                if (cuda_gates[g].tail)
+                    cuda_gates[g].tail->gate_next = c;
+                else
+                    cuda_gates[g].head = c;
+                cuda_gates[g].tail = c;
+                __atomic_store_n(&cuda_gates[g].waiting, cuda_gates[g].waiting + 1, __ATOMIC_RELAXED);
+                c->gate_queued = 1;
+            }
+            if (cuda_now_ns() - t0 >= limit) {
                 ok = 0;
                 break;
             }
-            if (!queued) {
-                me.next = NULL;
-                if (cuda_gates[g].tail)
-                    cuda_gates[g].tail->next = &me;
-                else
-                    cuda_gates[g].head = &me;
-                cuda_gates[g].tail = &me;
-                __atomic_store_n(&cuda_gates[g].waiting, cuda_gates[g].waiting + 1, __ATOMIC_RELAXED);
-                queued = 1;
-            }
             cuda_gate_wait_1ms();
         }
-        if (queued) { /* out of the queue (entered or gave up): the next one may go */
-            cuda__waiter *prev = NULL;
-            for (pp = &cuda_gates[g].head; *pp != &me; pp = &(*pp)->next) prev = *pp;
-            *pp = me.next;
-            if (cuda_gates[g].tail == &me) cuda_gates[g].tail = prev;
-            __atomic_store_n(&cuda_gates[g].waiting, cuda_gates[g].waiting - 1, __ATOMIC_RELAXED);
-            pthread_cond_broadcast(&cuda_gate_cv);
-        }
+        if (ok || !keep || cuda_gates[g].stuck > 0) cuda_gate_unqueue_locked(c, g);
         if (ok) cuda_gates[g].running++;
     }
     if (ok) c->in_gate = 1, c->gate_stuck = 0;
@@ -1147,6 +1164,7 @@ void gpuos__cuda_close(gpuos_context *ctx) {
         c->reaper_running = 0;
     }
     pthread_mutex_lock(&ctx->mu);
+    cuda_gate_unqueue(c); /* (before c is freed: the queue links contexts) */
     if (c->running) cuda_stop_kernel_locked(ctx);
     cuda_gate_check_stuck(c); /* a stuck kernel that ended leaves the gate; one that runs stays counted */
     pthread_mutex_unlock(&ctx->mu);
@@ -1292,13 +1310,29 @@ static int cuda_up_count(const struct gpuos__cuda *c, uint32_t first, uint32_t n
     return up;
 }
 
-static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c) {
+/* Launches c's kernel (ctx->mu held). block: wait up to wait_timeout_ms for the GPU while
+   another context's kernel holds it (GPUOS_ERR_TIMEOUT after); else do not wait: the context
+   stays queued for its turn and GPUOS__LAUNCH_LATER is returned, no error set (the caller's
+   work stays queued: the reaper, a wait or the next submission tries again). */
+#define GPUOS__LAUNCH_LATER GPUOS_ERR_TIMEOUT
+static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c, int block) {
     void *args[1];
     gpuos__CUresult r;
     int l;
-    if (c->stuck || ctx->sticky != GPUOS_OK) /* its kernel may still run on the queue's memory */
+    if (c->stuck || ctx->sticky != GPUOS_OK) { /* its kernel may still run on the queue's memory */
+        cuda_gate_unqueue(c);
         return gpuos__set_error(ctx, ctx->sticky != GPUOS_OK ? ctx->sticky : GPUOS_ERR_DEVICE_LOST,
                                 "the context has failed; no kernel is launched (%s)", ctx->sticky_msg);
+    }
+    /* before the launch: no synchronising call starts after it (left at the stop); waits
+       while another context's kernel runs or a module load waits */
+    if (!cuda_gate_enter(c, block ? ctx->cfg.wait_timeout_ms : 0, !block)) {
+        if (!block && c->gate_queued) return GPUOS__LAUNCH_LATER;
+        return gpuos__set_error(ctx, GPUOS_ERR_TIMEOUT,
+                                "the GPU stayed taken by another context's persistent kernel for wait_timeout_ms = "
+                                "%u ms; the work stays queued",
+                                (unsigned)ctx->cfg.wait_timeout_ms);
+    }
     for (l = 0; l < GPUOS__LANES; l++) {
         c->P.start_pos[l] = c->pos[l];
         c->P.start_seq[l] = c->dseq[l];
@@ -1315,13 +1349,6 @@ static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c
     c->P.n_main = (uint32_t)c->n_workers - c->P.n_rt;
     c->P.epoch++;
     c->all_up = 0;
-    /* before the launch: no synchronising call starts after it (left at the stop); waits
-       while another context's kernel runs or a module load waits */
-    if (!cuda_gate_enter(c, ctx->cfg.wait_timeout_ms))
-        return gpuos__set_error(ctx, GPUOS_ERR_TIMEOUT,
-                                "the GPU stayed taken by another context's persistent kernel for wait_timeout_ms = "
-                                "%u ms; the work stays queued",
-                                (unsigned)ctx->cfg.wait_timeout_ms);
     c->launch_ns = cuda_now_ns();
     c->ctl->alive = 1;
     args[0] = &c->P;
@@ -2064,7 +2091,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
        the launch sets the run-time workers (P.n_rt), on which the tiling, the row tiles
        and the plan's column blocks all depend: they must see the same count. */
     if (!c->running) {
-        st = cuda_launch_locked(ctx, c);
+        st = cuda_launch_locked(ctx, c, 0); /* another context's kernel running: later, the work stays queued */
         if (st != GPUOS_OK) return st;
     }
     cuda_tiling(c, job, &tile, &n_tiles);
@@ -2403,6 +2430,11 @@ static void *cuda_reaper_main(void *arg) {
         gpuos__cuda_reap_locked(ctx);
         cuda_check_fault_locked(ctx);
         if (ctx->cuda_sent < ctx->ring_count && !ctx->paused) (void)gpuos__cuda_pump_locked(ctx);
+        /* a turn asked for (a submission's launch that did not wait) that is no longer
+           wanted: out of the gate's queue, which it would hold up */
+        if (c->gate_queued && (c->running || ctx->paused || ctx->cuda_sent >= ctx->ring_count ||
+                               ctx->sticky != GPUOS_OK || c->stuck))
+            cuda_gate_unqueue(c);
         /* idle: nothing queued and nothing submitted for idle_ms: let the kernel go
            (activity is noticed here, every 200 us, not timed at every submission) */
         if (c->dseq[0] + c->dseq[1] != c->idle_dseq) {
@@ -2845,7 +2877,7 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
         gpuos__cuda_graph_free_locked(ctx, g);
         return GPUOS_ERR_OUT_OF_MEMORY;
     }
-    if (!c->running && (st = cuda_launch_locked(ctx, c)) != GPUOS_OK) { /* plan chunks go to the ring */
+    if (!c->running && (st = cuda_launch_locked(ctx, c, 1)) != GPUOS_OK) { /* plan chunks go to the ring */
         gpuos__cuda_graph_free_locked(ctx, g);
         return st;
     }
@@ -3002,10 +3034,11 @@ gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__c
     gpuos_status st;
     /* everything queued before goes to the device first: ring order is sequence order */
     if ((st = gpuos__queue_wait_room_locked(ctx)) != GPUOS_OK) return st; /* room for the launch's job */
+    /* the kernel first (waiting for the GPU, as a submission's pump does not) */
+    if (!c->running && (st = cuda_launch_locked(ctx, c, 1)) != GPUOS_OK) return st;
     if (ctx->cuda_sent < ctx->ring_count && (st = gpuos__cuda_pump_locked(ctx)) != GPUOS_OK) return st;
     if (ctx->cuda_sent < ctx->ring_count)
         return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL, "gpuos_graph_launch: earlier tasks could not be sent");
-    if (!c->running && (st = cuda_launch_locked(ctx, c)) != GPUOS_OK) return st;
     cuda_refresh_retired(c);
     if (prio > 0) c->hi_used = 1;
     cuda_graph_ext(c, g, ext);

@@ -277,7 +277,7 @@ static void *turn_thread(void *arg) {
     struct gpuos__cuda *c = &ctxs[3 * k]; /* CUDA context 0 */
     while (turns[k] < 200) {
         struct timespec ts = {0, 20000};
-        if (!cuda_gate_enter(c, 10000)) {
+        if (!cuda_gate_enter(c, 10000, 0)) {
             __atomic_add_fetch(&overlap, 1000, __ATOMIC_RELAXED); /* timed out: counted as a failure */
             continue;
         }
@@ -303,11 +303,11 @@ static void take_turns(void) {
     CHECK(running_of(ctxs[0].cuctx) == 0 && !cuda_gate_others_waiting(&ctxs[0]), "turns: nothing running or waiting after");
     /* a launch behind a kernel that never stops: times out, not counted; waiting while it waits */
     force_enter(&ctxs[0]);
-    CHECK(cuda_gate_enter(&ctxs[3], 30) == 0, "a launch behind a kernel that never stops times out");
+    CHECK(cuda_gate_enter(&ctxs[3], 30, 0) == 0, "a launch behind a kernel that never stops times out");
     CHECK(running_of(ctxs[0].cuctx) == 1, "the timed-out launch is not counted (%d running)", running_of(ctxs[0].cuctx));
     CHECK(!cuda_gate_others_waiting(&ctxs[0]), "nothing waits after the timeout");
     cuda_gate_leave(&ctxs[0]);
-    CHECK(cuda_gate_enter(&ctxs[3], 30) == 1 && running_of(ctxs[0].cuctx) == 1, "then it goes");
+    CHECK(cuda_gate_enter(&ctxs[3], 30, 0) == 1 && running_of(ctxs[0].cuctx) == 1, "then it goes");
     cuda_gate_leave(&ctxs[3]);
     /* a stuck kernel: launches beside it fail at once (no wait), and go once it leaves */
     {
@@ -315,10 +315,10 @@ static void take_turns(void) {
         force_enter(&ctxs[0]);
         cuda_gate_mark_stuck(&ctxs[0]);
         t0 = cuda_now_ns();
-        CHECK(cuda_gate_enter(&ctxs[3], 10000) == 0, "a launch beside a stuck kernel fails");
+        CHECK(cuda_gate_enter(&ctxs[3], 10000, 0) == 0, "a launch beside a stuck kernel fails");
         CHECK(cuda_now_ns() - t0 < 5000000000ull, "at once, not after the 10 s timeout");
         cuda_gate_leave(&ctxs[0]);
-        CHECK(cuda_gate_enter(&ctxs[3], 30) == 1, "and goes once the stuck kernel left");
+        CHECK(cuda_gate_enter(&ctxs[3], 30, 0) == 1, "and goes once the stuck kernel left");
         cuda_gate_leave(&ctxs[3]);
         cuda_gate_leave(&ctxs[3]); /* a second leave is ignored */
         CHECK(running_of(ctxs[0].cuctx) == 0, "the count is 0 after (%d)", running_of(ctxs[0].cuctx));
@@ -334,7 +334,7 @@ static int fifo_order[FIFO_N + 1], fifo_n, fifo_overlap;
 static void *fifo_thread(void *arg) {
     const int k = (int)(uintptr_t)arg;
     struct timespec ts = {0, 200000};
-    if (!cuda_gate_enter(&fifo_c[k], 10000)) return NULL;
+    if (!cuda_gate_enter(&fifo_c[k], 10000, 0)) return NULL;
     cuda_gate_lock();
     if (running_of(fifo_c[k].cuctx) != 1) fifo_overlap++;
     fifo_order[fifo_n++] = k;
@@ -393,7 +393,7 @@ static void fifo(void) {
         }
         fifo_c[FIFO_N].in_gate = 0;
         pthread_mutex_unlock(&cuda_gate_mu);
-        k = cuda_gate_enter(&fifo_c[1], 0); /* a newcomer with no patience */
+        k = cuda_gate_enter(&fifo_c[1], 0, 0); /* a newcomer with no patience */
         CHECK(k == 0, "a launch that finds the gate free while another waits does not barge in");
         pthread_join(t0, NULL);
         CHECK(fifo_n == 1 && fifo_order[0] == 0, "the waiting one went (%d)", fifo_n);
@@ -405,7 +405,7 @@ static void fifo(void) {
         fifo_n = 0;
         pthread_create(&t1, NULL, fifo_thread, (void *)(uintptr_t)1); /* waits 10 s at most */
         wait_waiting(x, 1);
-        CHECK(cuda_gate_enter(&fifo_c[2], 20) == 0, "a launch queued behind another times out");
+        CHECK(cuda_gate_enter(&fifo_c[2], 20, 0) == 0, "a launch queued behind another times out");
         CHECK(waiting_of(x) == 1, "and leaves the queue (%d waiting)", waiting_of(x));
         cuda_gate_leave(&fifo_c[FIFO_N]);
         pthread_join(t1, NULL);
@@ -413,6 +413,64 @@ static void fifo(void) {
         CHECK(running_of(x) == 0 && waiting_of(x) == 0, "nothing running or waiting after (%d, %d)", running_of(x),
               waiting_of(x));
     }
+}
+
+/* A launch that does not wait (a submission's: keep 1) stays queued for its turn: a blocking
+   launch that came after it waits while it is queued, even with the gate free; it goes when
+   it tries again, or the queue moves on once it is taken out (cuda_gate_unqueue: nothing left
+   to launch, failed, destroyed). */
+static void *late_thread(void *arg) {
+    const int k = (int)(uintptr_t)arg;
+    if (!cuda_gate_enter(&fifo_c[k], 10000, 0)) return NULL;
+    cuda_gate_lock();
+    fifo_order[fifo_n++] = k;
+    pthread_mutex_unlock(&cuda_gate_mu);
+    cuda_gate_leave(&fifo_c[k]);
+    return NULL;
+}
+static void kept_turns(void) {
+    const gpuos__CUcontext x = cuctx_n(0);
+    struct timespec ts = {0, 20000000};
+    pthread_t t;
+    int k;
+    for (k = 0; k <= FIFO_N; k++) {
+        memset(&fifo_c[k], 0, sizeof fifo_c[k]);
+        fifo_c[k].cu = &api;
+        fifo_c[k].cuctx = x;
+    }
+    fifo_n = 0;
+    force_enter(&fifo_c[FIFO_N]);
+    CHECK(cuda_gate_enter(&fifo_c[0], 0, 1) == 0 && fifo_c[0].gate_queued && waiting_of(x) == 1,
+          "a launch that does not wait returns at once, queued (%d waiting)", waiting_of(x));
+    CHECK(cuda_gate_enter(&fifo_c[0], 0, 1) == 0 && waiting_of(x) == 1, "a second try is not queued twice");
+    pthread_create(&t, NULL, late_thread, (void *)(uintptr_t)1);
+    wait_waiting(x, 2);
+    cuda_gate_leave(&fifo_c[FIFO_N]);
+    nanosleep(&ts, NULL);
+    CHECK(fifo_n == 0 && running_of(x) == 0, "the one behind the kept turn does not go before it (%d)", fifo_n);
+    CHECK(cuda_gate_enter(&fifo_c[0], 0, 1) == 1 && !fifo_c[0].gate_queued && running_of(x) == 1,
+          "the kept turn goes when its context tries again");
+    cuda_gate_leave(&fifo_c[0]);
+    pthread_join(t, NULL);
+    CHECK(fifo_n == 1 && fifo_order[0] == 1, "then the one behind it (%d)", fifo_n);
+    /* taken out of the queue: the next goes */
+    fifo_n = 0;
+    force_enter(&fifo_c[FIFO_N]);
+    CHECK(cuda_gate_enter(&fifo_c[2], 0, 1) == 0 && fifo_c[2].gate_queued, "queued again");
+    pthread_create(&t, NULL, late_thread, (void *)(uintptr_t)3);
+    wait_waiting(x, 2);
+    cuda_gate_leave(&fifo_c[FIFO_N]);
+    cuda_gate_unqueue(&fifo_c[2]);
+    pthread_join(t, NULL);
+    CHECK(fifo_n == 1 && fifo_order[0] == 3 && !fifo_c[2].gate_queued, "a kept turn taken out lets the next go (%d)",
+          fifo_n);
+    /* a stuck kernel: a kept launch fails and is not left queued */
+    force_enter(&fifo_c[FIFO_N]);
+    cuda_gate_mark_stuck(&fifo_c[FIFO_N]);
+    CHECK(cuda_gate_enter(&fifo_c[4], 0, 1) == 0 && !fifo_c[4].gate_queued, "beside a stuck kernel: not queued");
+    cuda_gate_leave(&fifo_c[FIFO_N]);
+    CHECK(running_of(x) == 0 && waiting_of(x) == 0, "nothing running or waiting after (%d, %d)", running_of(x),
+          waiting_of(x));
 }
 
 static void watchdog(int sig) {
@@ -434,5 +492,6 @@ int main(void) {
     loads();
     take_turns();
     fifo();
+    kept_turns();
     return ctest_summary("test_gate");
 }
