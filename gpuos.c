@@ -3652,7 +3652,7 @@ static int cuda_gate_others_waiting(const struct gpuos__cuda *c) {
 }
 
 /* Runs fn(arg) with no gpuos kernel running in c's CUDA context, and none starting (it runs
-   with cuda_gate_mu held). Another context's kernel may run for as long as its program keeps
+   counted in `loads`, which launches wait for; not under cuda_gate_mu). Another context's kernel may run for as long as its program keeps
    it busy, so this registers as a load (every reaper then stops its kernel, and launches wait
    in cuda_gate_enter) and waits up to timeout_ms for none to run. 0 if kernels still ran at
    the timeout (fn not run). */
@@ -3668,7 +3668,12 @@ static int cuda_gate_quiet(const struct gpuos__cuda *c, uint32_t timeout_ms, voi
         while (cuda_gates[g].running > 0 && cuda_now_ns() - t0 <= limit) cuda_gate_wait_1ms();
     }
     ok = g < 0 || cuda_gates[g].running == 0;
-    if (ok) fn(arg);
+    if (ok) { /* with the gate's lock let go: loads > 0 keeps every launch of this CUDA context
+                 waiting, and a load (tens of ms) no longer holds up other devices' gates */
+        pthread_mutex_unlock(&cuda_gate_mu);
+        fn(arg);
+        cuda_gate_lock();
+    }
     if (g >= 0) {
         __atomic_store_n(&cuda_gates[g].loads, cuda_gates[g].loads - 1, __ATOMIC_RELAXED);
         pthread_cond_broadcast(&cuda_gate_cv);

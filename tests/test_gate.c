@@ -18,7 +18,7 @@
 #define N_CUCTX 3
 #define MAX_H 200000
 
-static gpuos__CUcontext cur; /* the fakes' current context (one thread at a time: cuda_gate_mu) */
+static __thread gpuos__CUcontext cur; /* the fakes' current context (the driver's is per thread too) */
 static unsigned char done_count[MAX_H]; /* handle -> times released */
 static int kind_of[MAX_H];
 static int violations;
@@ -31,7 +31,7 @@ static int running_of(gpuos__CUcontext x) {
 }
 /* every fake runs with cuda_gate_mu held (the gate's contract), so reading the gate is safe */
 static void released(uint64_t h, int kind) {
-    if (running_of(cur) != 0) violations++;
+    if (running_of(cur) != 0) __atomic_add_fetch(&violations, 1, __ATOMIC_RELAXED);
     if (h < MAX_H) {
         done_count[h]++;
         if (kind_of[h] != kind) violations++;
@@ -42,16 +42,28 @@ static gpuos__CUresult f_free(gpuos__CUdeviceptr d) { released((uint64_t)d, CUDA
 static gpuos__CUresult f_free_host(void *p) { released((uint64_t)(uintptr_t)p, CUDA__REL_HOST); return CU_SUCCESS; }
 static gpuos__CUresult f_unload(gpuos__CUmodule m) { released((uint64_t)(uintptr_t)m, CUDA__REL_MOD); return CU_SUCCESS; }
 static int n_loads, n_lookups;
+/* loads run outside cuda_gate_mu (counted in `loads`, which launches wait for): the gate is
+   read under it here */
+static int running_locked_of(gpuos__CUcontext x) {
+    int r;
+    cuda_gate_lock();
+    r = running_of(x);
+    pthread_mutex_unlock(&cuda_gate_mu);
+    return r;
+}
 static gpuos__CUresult f_get_function(gpuos__CUfunction *f, gpuos__CUmodule m, const char *name) { /* lazy loading */
-    if (running_of(cur) != 0) violations++;
-    n_lookups++;
+    if (running_locked_of(cur) != 0) __atomic_add_fetch(&violations, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&n_lookups, 1, __ATOMIC_RELAXED);
     (void)m, (void)name;
     *f = NULL;
     return CU_SUCCESS;
 }
-static gpuos__CUresult f_load(gpuos__CUmodule *m, const void *image) { /* cuda_gate_mu held */
-    if (running_of(cur) != 0) violations++;
-    n_loads++;
+static gpuos__CUresult f_load(gpuos__CUmodule *m, const void *image) { /* counted in loads */
+    struct timespec ts = {0, 200000}; /* a load takes a while: a launch that did not wait for it would start meanwhile */
+    if (running_locked_of(cur) != 0) __atomic_add_fetch(&violations, 1, __ATOMIC_RELAXED);
+    nanosleep(&ts, NULL);
+    if (running_locked_of(cur) != 0) __atomic_add_fetch(&violations, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&n_loads, 1, __ATOMIC_RELAXED);
     *m = (gpuos__CUmodule)(uintptr_t)image;
     return CU_SUCCESS;
 }
@@ -223,7 +235,7 @@ static void *kernel_thread(void *arg) {
     struct gpuos__cuda *c = (struct gpuos__cuda *)arg;
     while (!__atomic_load_n(&loads_done, __ATOMIC_ACQUIRE)) {
         struct timespec ts = {0, 100000};
-        force_enter(c);
+        if (!cuda_gate_enter(c, 10000, 0)) continue; /* (a launch: waits while a load is counted) */
         while (!cuda_gate_others_waiting(c) && !__atomic_load_n(&loads_done, __ATOMIC_ACQUIRE)) nanosleep(&ts, NULL); /* busy, never idle */
         cuda_gate_leave(c);
     }
