@@ -53,8 +53,9 @@
                        work take turns (a kernel stops, its queued tasks done, when
                        another context needs the GPU; waiting contexts go in the
                        order they asked; a submission does not wait for its turn,
-                       its work stays queued until then), so keep one context per
-                       GPU where speed matters.
+                       its work stays queued until then: a wait waits for it, and a
+                       full queue for submit_timeout_ms as always), so keep one
+                       context per GPU where speed matters.
        host_threads    threads of the host executor (0: one per core; never more than 16).
    Compile-time macros: none are needed. GPUOS_API may be defined to add an export
    attribute to every public function (default: nothing).

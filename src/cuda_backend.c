@@ -203,6 +203,7 @@ struct gpuos__cuda {
     int in_gate;                 /* counted running in the device gate (cuda_gate_enter .. cuda_gate_leave) */
     struct gpuos__cuda *gate_next; /* the context's place in its gate's queue of waiting launches (gate_node) */
     int gate_queued;             /* ... it is queued (a launch that waits, or one that will try again) */
+    uint64_t gate_try_ns;        /* when a launch last tried the gate */
     int gate_stuck;              /* ... and counted there as stuck (a stuck kernel may run on: launches fail fast) */
     pthread_t reaper;
     int reaper_running, reaper_stop;
@@ -771,6 +772,7 @@ static void cuda_gate_unqueue(struct gpuos__cuda *c) {
    a wait launches it); else it leaves the queue. */
 static int cuda_gate_enter(struct gpuos__cuda *c, uint32_t timeout_ms, int keep) {
     const uint64_t limit = (uint64_t)timeout_ms * 1000000ull;
+    const int was_queued = c->gate_queued; /* a kept turn keeps its place whatever this call does */
     uint64_t t0;
     int g, ok = 1;
     cuda_gate_lock();
@@ -804,7 +806,7 @@ static int cuda_gate_enter(struct gpuos__cuda *c, uint32_t timeout_ms, int keep)
             }
             cuda_gate_wait_1ms();
         }
-        if (ok || !keep || cuda_gates[g].stuck > 0) cuda_gate_unqueue_locked(c, g);
+        if (ok || (!keep && !was_queued) || cuda_gates[g].stuck > 0) cuda_gate_unqueue_locked(c, g);
         if (ok) cuda_gates[g].running++;
     }
     if (ok) c->in_gate = 1, c->gate_stuck = 0;
@@ -1330,12 +1332,19 @@ static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c
                                 "the context has failed; no kernel is launched (%s)", ctx->sticky_msg);
     }
     /* before the launch: no synchronising call starts after it (left at the stop); waits
-       while another context's kernel runs or a module load waits */
+       while another context's kernel runs or a module load waits. A kept turn is tried at
+       most every 100 us (a wait's loop pumps far more often; each try takes the gate's lock) */
+    if (!block && c->gate_queued && cuda_now_ns() - c->gate_try_ns < 100000u) return GPUOS__LAUNCH_LATER;
+    c->gate_try_ns = cuda_now_ns();
     if (!cuda_gate_enter(c, block ? ctx->cfg.wait_timeout_ms : 0, !block)) {
         if (!block && c->gate_queued) return GPUOS__LAUNCH_LATER;
+        if (!block)
+            return gpuos__set_error(ctx, GPUOS_ERR_TIMEOUT,
+                                    "another context's persistent kernel that does not stop holds the GPU; the work "
+                                    "stays queued");
         return gpuos__set_error(ctx, GPUOS_ERR_TIMEOUT,
-                                "the GPU stayed taken by another context's persistent kernel for wait_timeout_ms = "
-                                "%u ms; the work stays queued",
+                                "the GPU stayed taken by another context's persistent kernel (for wait_timeout_ms = "
+                                "%u ms, or one that does not stop); the work stays queued",
                                 (unsigned)ctx->cfg.wait_timeout_ms);
     }
     for (l = 0; l < GPUOS__LANES; l++) {

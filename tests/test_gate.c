@@ -476,6 +476,22 @@ static void kept_turns(void) {
     pthread_join(t, NULL);
     CHECK(fifo_n == 1 && fifo_order[0] == 3 && !fifo_c[2].gate_queued, "a kept turn taken out lets the next go (%d)",
           fifo_n);
+    /* a blocking launch of a context with a kept turn (a graph launch after a submission) that
+       times out keeps the turn's place: the context asked first, it goes first */
+    fifo_n = 0;
+    force_enter(&fifo_c[FIFO_N]);
+    CHECK(cuda_gate_enter(&fifo_c[0], 0, 1) == 0, "kept turn");
+    pthread_create(&t, NULL, late_thread, (void *)(uintptr_t)1);
+    wait_waiting(x, 2);
+    CHECK(cuda_gate_enter(&fifo_c[0], 20, 0) == 0 && fifo_c[0].gate_queued,
+          "a blocking launch that times out leaves the kept turn queued");
+    cuda_gate_leave(&fifo_c[FIFO_N]);
+    nanosleep(&ts, NULL);
+    CHECK(fifo_n == 0, "the one behind still waits (%d)", fifo_n);
+    CHECK(cuda_gate_enter(&fifo_c[0], 0, 1) == 1, "the kept turn goes first");
+    cuda_gate_leave(&fifo_c[0]);
+    pthread_join(t, NULL);
+    CHECK(fifo_n == 1 && fifo_order[0] == 1, "then the other (%d)", fifo_n);
     /* a stuck kernel: a kept launch fails and is not left queued */
     force_enter(&fifo_c[FIFO_N]);
     cuda_gate_mark_stuck(&fifo_c[FIFO_N]);
