@@ -10804,12 +10804,17 @@ void gpuos__queue_retire_head_locked(gpuos_context *ctx) {
 void gpuos__queue_done(gpuos_context *ctx, gpuos__job *job) {
     const uint64_t now = job->dl_open ? gpuos__now_ns() : 0;
     pthread_mutex_lock(&ctx->mu);
+    uint32_t freed = ctx->ring_count;
     job->state = GPUOS__JOB_DONE;
     gpuos__deadline_count_locked(ctx, job, now);
     while (ctx->ring_count > 0 && queue_at(ctx, 0)->state == GPUOS__JOB_DONE) /* retire in order */
         gpuos__queue_retire_head_locked(ctx);
+    freed -= ctx->ring_count;
     pthread_cond_broadcast(&ctx->cv_done);
-    pthread_cond_signal(&ctx->cv_room);
+    if (freed > 1) /* room for several: every submitter waiting for room may go */
+        pthread_cond_broadcast(&ctx->cv_room);
+    else if (freed == 1)
+        pthread_cond_signal(&ctx->cv_room);
     pthread_mutex_unlock(&ctx->mu);
 }
 
