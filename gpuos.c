@@ -5864,6 +5864,8 @@ gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__c
     gpuos_status st;
     /* everything queued before goes to the device first: ring order is sequence order */
     if ((st = gpuos__queue_wait_room_locked(ctx)) != GPUOS_OK) return st; /* room for the launch's job */
+    if (ctx->paused && ctx->cuda_sent < ctx->ring_count) /* (the pump sends nothing while paused) */
+        return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL, "gpuos_graph_launch: earlier tasks could not be sent");
     /* the kernel first (waiting for the GPU, as a submission's pump does not) */
     if (!c->running && (st = cuda_launch_locked(ctx, c, 1)) != GPUOS_OK) return st;
     if (ctx->cuda_sent < ctx->ring_count && (st = gpuos__cuda_pump_locked(ctx)) != GPUOS_OK) return st;
