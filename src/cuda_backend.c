@@ -201,7 +201,7 @@ struct gpuos__cuda {
     double last_rt_link_ms;      /* its generation's nvJitLink time (0: from the cache) */
 
     int in_gate;                 /* counted running in the device gate (cuda_gate_enter .. cuda_gate_leave) */
-    struct gpuos__cuda *gate_next; /* the context's place in its gate's queue of waiting launches (gate_node) */
+    struct gpuos__cuda *gate_next; /* the next context in its gate's queue of waiting launches */
     int gate_queued;             /* ... it is queued (a launch that waits, or one that will try again) */
     uint64_t gate_try_ns;        /* when a launch last tried the gate */
     int gate_stuck;              /* ... and counted there as stuck (a stuck kernel may run on: launches fail fast) */
@@ -651,16 +651,13 @@ typedef struct cuda__kept {
 static pthread_mutex_t cuda_gate_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cuda_gate_cv; /* running or loads changed (CLOCK_MONOTONIC, cuda_gate_init) */
 static pthread_once_t cuda_gate_once = PTHREAD_ONCE_INIT;
-/* A context's launch waiting for its turn, in its gate's queue: the context itself (its
-   gate_next links the queue). */
-typedef struct gpuos__cuda cuda__waiter;
 static struct {
     gpuos__CUcontext cuctx;
     int running; /* gpuos kernels running in it (both kernels of a context count once) */
     int loads;   /* module loads waiting for running == 0 (read without the lock by reapers) */
     int stuck;   /* of the running, kernels of failed contexts that did not stop (may never) */
     int waiting; /* launches waiting for another context's kernel to stop (read likewise) */
-    cuda__waiter *head, *tail; /* the waiting launches, first come first served */
+    struct gpuos__cuda *head, *tail; /* contexts waiting to launch, first come first served (gate_next) */
 } cuda_gates[CUDA__GATES];
 static cuda__kept *cuda_kept; /* calls kept until their CUDA context has no gpuos kernel running */
 static int cuda_n_kept, cuda_cap_kept;
@@ -738,7 +735,7 @@ static void cuda_release(const struct gpuos__cuda *c, int kind, uint64_t h) {
 
 /* c out of its gate's queue, if it is in it (cuda_gate_mu held). */
 static void cuda_gate_unqueue_locked(struct gpuos__cuda *c, int g) {
-    cuda__waiter *prev = NULL, **pp;
+    struct gpuos__cuda *prev = NULL, **pp;
     if (!c->gate_queued) return;
     for (pp = &cuda_gates[g].head; *pp && *pp != c; pp = &(*pp)->gate_next) prev = *pp;
     if (*pp) *pp = c->gate_next;
