@@ -309,6 +309,21 @@ int gpuos__device_kernel_id(gpuos_op op, gpuos_dtype key, gpuos_dtype out);
    launch's external dependency; cleared when the node becomes a task */
 #define GPUOS__DESC_EXT 1u
 
+/* Done stamps: task seq's word in the lane's done array (slot seq mod task_cap) holds its
+   identity and its progress in one 64-bit value, so that one load tells a reader both. The
+   fetcher writes (uint32_t)seq << 32 | -n_tiles (mod 2^32) before publishing the task; each
+   worker adds the tiles it finished; the last one carries into the high half, which then
+   reads seq + 1 with a low half of 0. A task with no tiles is written finished; EXIT as
+   finished with low half 1. A reader of seq: high half - (uint32_t)seq (mod 2^32, signed)
+   < 0: an earlier task of that slot (seq is not published yet); 0: seq runs; 1: finished
+   (low half 0 or 1); more: a later task holds the slot, so seq retired long ago. Memory
+   starts all ones (high half 2^32 - 1: earlier than every small seq). */
+#define GPUOS__DONE_INIT(seq, n_tiles) (((uint64_t)(uint32_t)(seq) << 32) + (uint64_t)(uint32_t)(0u - (uint32_t)(n_tiles)) + ((n_tiles) ? 0ull : 1ull << 32))
+#define GPUOS__DONE_EXIT(seq) (((uint64_t)(uint32_t)((seq) + 1u) << 32) | 1ull)
+/* seq's state in done stamp v: < 0 not published, 0 running, 1 finished, > 1 retired long ago */
+#define GPUOS__DONE_AGE(v, seq) ((int32_t)((uint32_t)((v) >> 32) - (uint32_t)(seq)))
+#define GPUOS__DONE_FIN(v, seq) (GPUOS__DONE_AGE(v, seq) == 1 && (uint32_t)(v) <= 1u)
+
 /* A task as the device sees it (56 bytes). */
 typedef struct gpuos__qdesc {
     uint32_t kind;       /* GPUOS__SLOT_TASK or GPUOS__SLOT_EXIT, | plan epoch << 8 (GPUOS__KIND) */
@@ -391,7 +406,7 @@ typedef struct gpuos__qslot {
 /* A task in the device task ring (device memory), indexed by seq & (task_cap - 1). */
 typedef struct gpuos__dtask {
     gpuos__qdesc d;
-    uint64_t seq; /* published last by the scheduler (a relaxed store after its fence) */
+    uint64_t pad; /* (64 bytes; a task's state is its done stamp) */
 } gpuos__dtask;
 
 /* An entry of a worker's inbox: one 8-byte word, written with one store after the
@@ -453,7 +468,7 @@ enum {
     GPUOS__PROF_F_LAYOUT, /* each task's inbox range */
     GPUOS__PROF_F_PUSH,   /* the inbox entries (one word each, after the fence) */
     GPUOS__PROF_F_FENCE,  /* the fence after the task-ring entries */
-    GPUOS__PROF_F_STAMP,  /* the task ring's seq words */
+    GPUOS__PROF_F_STAMP,  /* (none since done stamps: the task ring's seq words) */
     GPUOS__PROF_F_PAIRS,  /* inbox entries pushed */
     GPUOS__PROF_F_HANDOVER, /* the processor waiting for the poller's next batch */
     GPUOS__PROF_RUNS,       /* runs of identical tasks run as one (gpuos__pk_run) */
@@ -466,7 +481,7 @@ typedef struct gpuos__pk_params {
     gpuos__qslot *ring[GPUOS__LANES];  /* mapped pinned host memory, ring_slots slots */
     gpuos__pk_ctl *ctl;                /* mapped pinned host memory */
     gpuos__dtask *tasks[GPUOS__LANES]; /* device, task_cap entries */
-    uint32_t *done[GPUOS__LANES];      /* device, task_cap tile counters */
+    uint64_t *done[GPUOS__LANES];      /* device, task_cap done stamps (GPUOS__DONE_*) */
     uint64_t *retired;                 /* device, [lane]: copies of ctl's retired words, for dependency checks */
     char *plans;                       /* device, plan_cap * GPUOS__PLAN_BYTES (both lanes) */
     gpuos__ientry *inbox[GPUOS__LANES]; /* device, (n_main + n_rt) * inbox_cap entries: each worker's tasks, in order */
@@ -3815,9 +3830,10 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
         CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, CUDA__TASK_CAP * sizeof(gpuos__dtask)), "cuMemAlloc (tasks)");
         CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0xff, CUDA__TASK_CAP * sizeof(gpuos__dtask), c->copy_stream), "cuMemsetD8Async (tasks)");
         c->P.tasks[l] = (gpuos__dtask *)(uintptr_t)d;
-        CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, CUDA__TASK_CAP * sizeof(uint32_t)), "cuMemAlloc (done counters)");
-        CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0, CUDA__TASK_CAP * sizeof(uint32_t), c->copy_stream), "cuMemsetD8Async (done counters)");
-        c->P.done[l] = (uint32_t *)(uintptr_t)d;
+        /* done stamps (gpuos_queue.h): all ones, earlier than any task */
+        CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, CUDA__TASK_CAP * sizeof(uint64_t)), "cuMemAlloc (done stamps)");
+        CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0xff, CUDA__TASK_CAP * sizeof(uint64_t), c->copy_stream), "cuMemsetD8Async (done stamps)");
+        c->P.done[l] = (uint64_t *)(uintptr_t)d;
         CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, inbox_bytes), "cuMemAlloc (inboxes)");
         CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0, inbox_bytes, c->copy_stream), "cuMemsetD8Async (inboxes)");
         c->P.inbox[l] = (gpuos__ientry *)(uintptr_t)d;
@@ -24117,6 +24133,21 @@ const char *const gpuos__device_source[] = {
     "   launch's external dependency; cleared when the node becomes a task */\n",
     "#define GPUOS__DESC_EXT 1u\n",
     "\n",
+    "/* Done stamps: task seq's word in the lane's done array (slot seq mod task_cap) holds its\n",
+    "   identity and its progress in one 64-bit value, so that one load tells a reader both. The\n",
+    "   fetcher writes (uint32_t)seq << 32 | -n_tiles (mod 2^32) before publishing the task; each\n",
+    "   worker adds the tiles it finished; the last one carries into the high half, which then\n",
+    "   reads seq + 1 with a low half of 0. A task with no tiles is written finished; EXIT as\n",
+    "   finished with low half 1. A reader of seq: high half - (uint32_t)seq (mod 2^32, signed)\n",
+    "   < 0: an earlier task of that slot (seq is not published yet); 0: seq runs; 1: finished\n",
+    "   (low half 0 or 1); more: a later task holds the slot, so seq retired long ago. Memory\n",
+    "   starts all ones (high half 2^32 - 1: earlier than every small seq). */\n",
+    "#define GPUOS__DONE_INIT(seq, n_tiles) (((uint64_t)(uint32_t)(seq) << 32) + (uint64_t)(uint32_t)(0u - (uint32_t)(n_tiles)) + ((n_tiles) \? 0ull : 1ull << 32))\n",
+    "#define GPUOS__DONE_EXIT(seq) (((uint64_t)(uint32_t)((seq) + 1u) << 32) | 1ull)\n",
+    "/* seq's state in done stamp v: < 0 not published, 0 running, 1 finished, > 1 retired long ago */\n",
+    "#define GPUOS__DONE_AGE(v, seq) ((int32_t)((uint32_t)((v) >> 32) - (uint32_t)(seq)))\n",
+    "#define GPUOS__DONE_FIN(v, seq) (GPUOS__DONE_AGE(v, seq) == 1 && (uint32_t)(v) <= 1u)\n",
+    "\n",
     "/* A task as the device sees it (56 bytes). */\n",
     "typedef struct gpuos__qdesc {\n",
     "    uint32_t kind;       /* GPUOS__SLOT_TASK or GPUOS__SLOT_EXIT, | plan epoch << 8 (GPUOS__KIND) */\n",
@@ -24199,7 +24230,7 @@ const char *const gpuos__device_source[] = {
     "/* A task in the device task ring (device memory), indexed by seq & (task_cap - 1). */\n",
     "typedef struct gpuos__dtask {\n",
     "    gpuos__qdesc d;\n",
-    "    uint64_t seq; /* published last by the scheduler (a relaxed store after its fence) */\n",
+    "    uint64_t pad; /* (64 bytes; a task's state is its done stamp) */\n",
     "} gpuos__dtask;\n",
     "\n",
     "/* An entry of a worker's inbox: one 8-byte word, written with one store after the\n",
@@ -24261,7 +24292,7 @@ const char *const gpuos__device_source[] = {
     "    GPUOS__PROF_F_LAYOUT, /* each task's inbox range */\n",
     "    GPUOS__PROF_F_PUSH,   /* the inbox entries (one word each, after the fence) */\n",
     "    GPUOS__PROF_F_FENCE,  /* the fence after the task-ring entries */\n",
-    "    GPUOS__PROF_F_STAMP,  /* the task ring's seq words */\n",
+    "    GPUOS__PROF_F_STAMP,  /* (none since done stamps: the task ring's seq words) */\n",
     "    GPUOS__PROF_F_PAIRS,  /* inbox entries pushed */\n",
     "    GPUOS__PROF_F_HANDOVER, /* the processor waiting for the poller's next batch */\n",
     "    GPUOS__PROF_RUNS,       /* runs of identical tasks run as one (gpuos__pk_run) */\n",
@@ -24274,7 +24305,7 @@ const char *const gpuos__device_source[] = {
     "    gpuos__qslot *ring[GPUOS__LANES];  /* mapped pinned host memory, ring_slots slots */\n",
     "    gpuos__pk_ctl *ctl;                /* mapped pinned host memory */\n",
     "    gpuos__dtask *tasks[GPUOS__LANES]; /* device, task_cap entries */\n",
-    "    uint32_t *done[GPUOS__LANES];      /* device, task_cap tile counters */\n",
+    "    uint64_t *done[GPUOS__LANES];      /* device, task_cap done stamps (GPUOS__DONE_*) */\n",
     "    uint64_t *retired;                 /* device, [lane]: copies of ctl's retired words, for dependency checks */\n",
     "    char *plans;                       /* device, plan_cap * GPUOS__PLAN_BYTES (both lanes) */\n",
     "    gpuos__ientry *inbox[GPUOS__LANES]; /* device, (n_main + n_rt) * inbox_cap entries: each worker's tasks, in order */\n",
@@ -24320,7 +24351,7 @@ const char *const gpuos__device_source[] = {
     "   or to run-time worker (base + t) % n_rt. A chain of element-wise tasks on the same tiles gets the\n",
     "   same base from the host, so its tiles stay on one block and need no cross-block\n",
     "   synchronisation (in-order processing plus __syncthreads is enough). Dependencies\n",
-    "   the host could not prove tile-local are waited for on the producer's done counter. */\n",
+    "   the host could not prove tile-local are waited for on the producer's done stamp. */\n",
     "\n",
     "/* part 0 of a split compile (device_ops.cu): the whole kernel; part GPUOS__D_PART_RT: the\n",
     "   workers and gpuos__pk_rt */\n",
@@ -24477,7 +24508,7 @@ const char *const gpuos__device_source[] = {
     "    const uint32_t nw = P.n_main + P.n_rt; /* every inbox (EXIT goes to all) */\n",
     "    gpuos__dtask *const tasks = P.tasks[LANE];\n",
     "    gpuos__ientry *const inbox = P.inbox[LANE];\n",
-    "    uint32_t *const done = P.done[LANE];\n",
+    "    uint64_t *const done = P.done[LANE];\n",
     "    uint32_t *const wpos = P.wpos[LANE];\n",
     "    const uint64_t s_seq = st->seq;\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
@@ -24506,7 +24537,7 @@ const char *const gpuos__device_source[] = {
     "            s_d[rank] = d;\n",
     "            gpuos__dtask *t = &tasks[seq & (P.task_cap - 1)];\n",
     "            t->d = d;\n",
-    "            done[seq & (P.task_cap - 1)] = 0;\n",
+    "            done[seq & (P.task_cap - 1)] = kind == GPUOS__SLOT_EXIT \? GPUOS__DONE_EXIT(seq) : GPUOS__DONE_INIT(seq, d.n_tiles);\n",
     "        }\n",
     "    }\n",
     "    /* s_d and the task-ring entries are complete for the warp after this sync. The task-ring\n",
@@ -24552,15 +24583,12 @@ const char *const gpuos__device_source[] = {
     "    __syncwarp();\n",
     "    const uint32_t pairs = s_off[n_tasks];\n",
     "    GPUOS__FPH(GPUOS__PROF_F_LAYOUT);\n",
-    "    /* ONE fence: the task-ring entries (plain stores above) before the relaxed stores of\n",
-    "       their seq words and of every inbox entry naming them (a worker reads the descriptor\n",
-    "       from the task ring after its acquire of the entry) */\n",
+    "    /* ONE fence: the task-ring entries and done stamps (plain stores above) before the\n",
+    "       relaxed stores of every inbox entry naming them (a worker reads the descriptor from the\n",
+    "       task ring after its acquire of the entry, and adds its tiles to the stamp) */\n",
     "    __threadfence();\n",
     "    __syncwarp();\n",
     "    GPUOS__FPH(GPUOS__PROF_F_FENCE);\n",
-    "    for (uint32_t i = lane; i < n_tasks; i += 32)\n",
-    "        asm volatile(\"st.relaxed.gpu.global.u64 [%0], %1;\" ::\"l\"(&tasks[(s_seq + i) & (P.task_cap - 1)].seq), \"l\"(s_seq + i) : \"memory\");\n",
-    "    GPUOS__FPH(GPUOS__PROF_F_STAMP);\n",
     "    uint32_t carry = 0; /* the task of the previous round's last pair */\n",
     "    for (uint32_t p0 = 0; p0 < pairs; p0 += 32) {\n",
     "        const uint32_t p = p0 + lane;\n",
@@ -24832,8 +24860,7 @@ const char *const gpuos__device_source[] = {
     "template <int LANE>\n",
     "static __device__ void gpuos__pk_retire(const gpuos__pk_params &P, uint64_t *s_limit, uint64_t *s_stop) {\n",
     "    const int lane = threadIdx.x & 31;\n",
-    "    const gpuos__dtask *const tasks = P.tasks[LANE];\n",
-    "    const uint32_t *const done = P.done[LANE];\n",
+    "    const uint64_t *const done = P.done[LANE];\n",
     "    uint64_t r = P.start_seq[LANE] - 1;\n",
     "    if (lane == 0) gpuos__sh_store(&s_limit[LANE], r + 1 + P.task_cap);\n",
     "    for (;;) {\n",
@@ -24841,15 +24868,10 @@ const char *const gpuos__device_source[] = {
     "        if (LANE == 1 && __shfl_sync(0xffffffffu, (threadIdx.x & 31) == 0 \? (int)gpuos__sh_load(s_stop) : 0, 0)) break;\n",
     "        for (;;) {\n",
     "            const uint64_t nx = r + 1 + lane;\n",
-    "            int fin = 0, is_exit = 0;\n",
-    "            const gpuos__dtask *t = &tasks[nx & (P.task_cap - 1)];\n",
-    "            if (gpuos__ld_acquire_gpu_u64(&t->seq) == nx) {\n",
-    "                uint32_t kind, n_tiles;\n",
-    "                asm volatile(\"ld.relaxed.gpu.global.u32 %0, [%1];\" : \"=r\"(kind) : \"l\"(&t->d.kind) : \"memory\");\n",
-    "                asm volatile(\"ld.relaxed.gpu.global.u32 %0, [%1];\" : \"=r\"(n_tiles) : \"l\"(&t->d.n_tiles) : \"memory\");\n",
-    "                is_exit = GPUOS__KIND(kind) == GPUOS__SLOT_EXIT;\n",
-    "                fin = is_exit || gpuos__ld_acquire_gpu_u32(&done[nx & (P.task_cap - 1)]) >= n_tiles;\n",
-    "            }\n",
+    "            /* one load tells whether task nx is published and finished, and whether it is\n",
+    "               EXIT (its done stamp, gpuos_queue.h) */\n",
+    "            const uint64_t v = gpuos__ld_acquire_gpu_u64(&done[nx & (P.task_cap - 1)]);\n",
+    "            const int fin = GPUOS__DONE_FIN(v, nx), is_exit = fin && (v & 1u);\n",
     "            uint32_t fb = __ballot_sync(0xffffffffu, fin);\n",
     "            int k = fb == 0xffffffffu \? 32 : __ffs(~fb) - 1;\n",
     "            uint32_t eb = __ballot_sync(0xffffffffu, is_exit) & (k == 32 \? 0xffffffffu : ((1u << k) - 1));\n",
@@ -24904,16 +24926,13 @@ const char *const gpuos__device_source[] = {
     "\n",
     "/* ---------------------------------------------------------------- worker blocks */\n",
     "static __device__ __forceinline__ int gpuos__pk_dep_done(const gpuos__pk_params &P, int lane, uint64_t dep) {\n",
-    "    if (gpuos__ld_acquire_gpu_u64(&P.retired[lane]) >= dep) return 1;\n",
-    "    const gpuos__dtask *t = &P.tasks[lane][dep & (P.task_cap - 1)];\n",
-    "    uint32_t n_tiles;\n",
-    "    /* A newer seq: the entry was reused, which it is only after dep retired. An older one:\n",
-    "       dep is not published yet (its seq store may reach memory after the stamp of an inbox\n",
-    "       entry that depends on it: both are relaxed stores after the fetcher's fence). */\n",
-    "    const uint64_t ts = gpuos__ld_acquire_gpu_u64(&t->seq);\n",
-    "    if (ts != dep) return ts > dep;\n",
-    "    asm volatile(\"ld.relaxed.gpu.global.u32 %0, [%1];\" : \"=r\"(n_tiles) : \"l\"(&t->d.n_tiles) : \"memory\");\n",
-    "    return gpuos__ld_acquire_gpu_u32(&P.done[lane][dep & (P.task_cap - 1)]) >= n_tiles;\n",
+    "    /* dep's done stamp (gpuos_queue.h), one load: finished, or its slot already holds a later\n",
+    "       task (reused, which it is only after dep retired). Earlier or running: not yet (the\n",
+    "       fetcher writes the stamp before its fence, so a task that names dep sees at least\n",
+    "       that; the earlier case is kept safe all the same). */\n",
+    "    const uint64_t v = gpuos__ld_acquire_gpu_u64(&P.done[lane][dep & (P.task_cap - 1)]);\n",
+    "    const int32_t age = GPUOS__DONE_AGE(v, dep);\n",
+    "    return age > 1 || (age == 1 && (uint32_t)v <= 1u);\n",
     "}\n",
     "\n",
     "/* Lane 1 retired task x (x mod 2^30, GPUOS__DEP_HI)\? */\n",
@@ -25001,7 +25020,7 @@ const char *const gpuos__device_source[] = {
     "    else\n",
     "        __threadfence();\n",
     "    for (int k = from + lane; k < to; k += 32)\n",
-    "        if (s_mine[k]) atomicAdd(&P.done[Q][s_seq[k] & (P.task_cap - 1)], s_mine[k]);\n",
+    "        if (s_mine[k]) atomicAdd((unsigned long long *)&P.done[Q][s_seq[k] & (P.task_cap - 1)], (unsigned long long)s_mine[k]);\n",
     "}\n",
     "\n",
     "/* Runs every lane-1 (high-priority) task in this worker's inbox, until it is empty. Called\n",

@@ -999,9 +999,10 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
         CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, CUDA__TASK_CAP * sizeof(gpuos__dtask)), "cuMemAlloc (tasks)");
         CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0xff, CUDA__TASK_CAP * sizeof(gpuos__dtask), c->copy_stream), "cuMemsetD8Async (tasks)");
         c->P.tasks[l] = (gpuos__dtask *)(uintptr_t)d;
-        CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, CUDA__TASK_CAP * sizeof(uint32_t)), "cuMemAlloc (done counters)");
-        CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0, CUDA__TASK_CAP * sizeof(uint32_t), c->copy_stream), "cuMemsetD8Async (done counters)");
-        c->P.done[l] = (uint32_t *)(uintptr_t)d;
+        /* done stamps (gpuos_queue.h): all ones, earlier than any task */
+        CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, CUDA__TASK_CAP * sizeof(uint64_t)), "cuMemAlloc (done stamps)");
+        CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0xff, CUDA__TASK_CAP * sizeof(uint64_t), c->copy_stream), "cuMemsetD8Async (done stamps)");
+        c->P.done[l] = (uint64_t *)(uintptr_t)d;
         CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, inbox_bytes), "cuMemAlloc (inboxes)");
         CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0, inbox_bytes, c->copy_stream), "cuMemsetD8Async (inboxes)");
         c->P.inbox[l] = (gpuos__ientry *)(uintptr_t)d;

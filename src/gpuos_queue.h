@@ -50,6 +50,21 @@
    launch's external dependency; cleared when the node becomes a task */
 #define GPUOS__DESC_EXT 1u
 
+/* Done stamps: task seq's word in the lane's done array (slot seq mod task_cap) holds its
+   identity and its progress in one 64-bit value, so that one load tells a reader both. The
+   fetcher writes (uint32_t)seq << 32 | -n_tiles (mod 2^32) before publishing the task; each
+   worker adds the tiles it finished; the last one carries into the high half, which then
+   reads seq + 1 with a low half of 0. A task with no tiles is written finished; EXIT as
+   finished with low half 1. A reader of seq: high half - (uint32_t)seq (mod 2^32, signed)
+   < 0: an earlier task of that slot (seq is not published yet); 0: seq runs; 1: finished
+   (low half 0 or 1); more: a later task holds the slot, so seq retired long ago. Memory
+   starts all ones (high half 2^32 - 1: earlier than every small seq). */
+#define GPUOS__DONE_INIT(seq, n_tiles) (((uint64_t)(uint32_t)(seq) << 32) + (uint64_t)(uint32_t)(0u - (uint32_t)(n_tiles)) + ((n_tiles) ? 0ull : 1ull << 32))
+#define GPUOS__DONE_EXIT(seq) (((uint64_t)(uint32_t)((seq) + 1u) << 32) | 1ull)
+/* seq's state in done stamp v: < 0 not published, 0 running, 1 finished, > 1 retired long ago */
+#define GPUOS__DONE_AGE(v, seq) ((int32_t)((uint32_t)((v) >> 32) - (uint32_t)(seq)))
+#define GPUOS__DONE_FIN(v, seq) (GPUOS__DONE_AGE(v, seq) == 1 && (uint32_t)(v) <= 1u)
+
 /* A task as the device sees it (56 bytes). */
 typedef struct gpuos__qdesc {
     uint32_t kind;       /* GPUOS__SLOT_TASK or GPUOS__SLOT_EXIT, | plan epoch << 8 (GPUOS__KIND) */
@@ -132,7 +147,7 @@ typedef struct gpuos__qslot {
 /* A task in the device task ring (device memory), indexed by seq & (task_cap - 1). */
 typedef struct gpuos__dtask {
     gpuos__qdesc d;
-    uint64_t seq; /* published last by the scheduler (a relaxed store after its fence) */
+    uint64_t pad; /* (64 bytes; a task's state is its done stamp) */
 } gpuos__dtask;
 
 /* An entry of a worker's inbox: one 8-byte word, written with one store after the
@@ -194,7 +209,7 @@ enum {
     GPUOS__PROF_F_LAYOUT, /* each task's inbox range */
     GPUOS__PROF_F_PUSH,   /* the inbox entries (one word each, after the fence) */
     GPUOS__PROF_F_FENCE,  /* the fence after the task-ring entries */
-    GPUOS__PROF_F_STAMP,  /* the task ring's seq words */
+    GPUOS__PROF_F_STAMP,  /* (none since done stamps: the task ring's seq words) */
     GPUOS__PROF_F_PAIRS,  /* inbox entries pushed */
     GPUOS__PROF_F_HANDOVER, /* the processor waiting for the poller's next batch */
     GPUOS__PROF_RUNS,       /* runs of identical tasks run as one (gpuos__pk_run) */
@@ -207,7 +222,7 @@ typedef struct gpuos__pk_params {
     gpuos__qslot *ring[GPUOS__LANES];  /* mapped pinned host memory, ring_slots slots */
     gpuos__pk_ctl *ctl;                /* mapped pinned host memory */
     gpuos__dtask *tasks[GPUOS__LANES]; /* device, task_cap entries */
-    uint32_t *done[GPUOS__LANES];      /* device, task_cap tile counters */
+    uint64_t *done[GPUOS__LANES];      /* device, task_cap done stamps (GPUOS__DONE_*) */
     uint64_t *retired;                 /* device, [lane]: copies of ctl's retired words, for dependency checks */
     char *plans;                       /* device, plan_cap * GPUOS__PLAN_BYTES (both lanes) */
     gpuos__ientry *inbox[GPUOS__LANES]; /* device, (n_main + n_rt) * inbox_cap entries: each worker's tasks, in order */

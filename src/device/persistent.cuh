@@ -16,7 +16,7 @@
    or to run-time worker (base + t) % n_rt. A chain of element-wise tasks on the same tiles gets the
    same base from the host, so its tiles stay on one block and need no cross-block
    synchronisation (in-order processing plus __syncthreads is enough). Dependencies
-   the host could not prove tile-local are waited for on the producer's done counter. */
+   the host could not prove tile-local are waited for on the producer's done stamp. */
 
 /* part 0 of a split compile (device_ops.cu): the whole kernel; part GPUOS__D_PART_RT: the
    workers and gpuos__pk_rt */
@@ -173,7 +173,7 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
     const uint32_t nw = P.n_main + P.n_rt; /* every inbox (EXIT goes to all) */
     gpuos__dtask *const tasks = P.tasks[LANE];
     gpuos__ientry *const inbox = P.inbox[LANE];
-    uint32_t *const done = P.done[LANE];
+    uint64_t *const done = P.done[LANE];
     uint32_t *const wpos = P.wpos[LANE];
     const uint64_t s_seq = st->seq;
 #ifdef GPUOS__PK_TIMESTAMPS
@@ -202,7 +202,7 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
             s_d[rank] = d;
             gpuos__dtask *t = &tasks[seq & (P.task_cap - 1)];
             t->d = d;
-            done[seq & (P.task_cap - 1)] = 0;
+            done[seq & (P.task_cap - 1)] = kind == GPUOS__SLOT_EXIT ? GPUOS__DONE_EXIT(seq) : GPUOS__DONE_INIT(seq, d.n_tiles);
         }
     }
     /* s_d and the task-ring entries are complete for the warp after this sync. The task-ring
@@ -248,15 +248,12 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
     __syncwarp();
     const uint32_t pairs = s_off[n_tasks];
     GPUOS__FPH(GPUOS__PROF_F_LAYOUT);
-    /* ONE fence: the task-ring entries (plain stores above) before the relaxed stores of
-       their seq words and of every inbox entry naming them (a worker reads the descriptor
-       from the task ring after its acquire of the entry) */
+    /* ONE fence: the task-ring entries and done stamps (plain stores above) before the
+       relaxed stores of every inbox entry naming them (a worker reads the descriptor from the
+       task ring after its acquire of the entry, and adds its tiles to the stamp) */
     __threadfence();
     __syncwarp();
     GPUOS__FPH(GPUOS__PROF_F_FENCE);
-    for (uint32_t i = lane; i < n_tasks; i += 32)
-        asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&tasks[(s_seq + i) & (P.task_cap - 1)].seq), "l"(s_seq + i) : "memory");
-    GPUOS__FPH(GPUOS__PROF_F_STAMP);
     uint32_t carry = 0; /* the task of the previous round's last pair */
     for (uint32_t p0 = 0; p0 < pairs; p0 += 32) {
         const uint32_t p = p0 + lane;
@@ -528,8 +525,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
 template <int LANE>
 static __device__ void gpuos__pk_retire(const gpuos__pk_params &P, uint64_t *s_limit, uint64_t *s_stop) {
     const int lane = threadIdx.x & 31;
-    const gpuos__dtask *const tasks = P.tasks[LANE];
-    const uint32_t *const done = P.done[LANE];
+    const uint64_t *const done = P.done[LANE];
     uint64_t r = P.start_seq[LANE] - 1;
     if (lane == 0) gpuos__sh_store(&s_limit[LANE], r + 1 + P.task_cap);
     for (;;) {
@@ -537,15 +533,10 @@ static __device__ void gpuos__pk_retire(const gpuos__pk_params &P, uint64_t *s_l
         if (LANE == 1 && __shfl_sync(0xffffffffu, (threadIdx.x & 31) == 0 ? (int)gpuos__sh_load(s_stop) : 0, 0)) break;
         for (;;) {
             const uint64_t nx = r + 1 + lane;
-            int fin = 0, is_exit = 0;
-            const gpuos__dtask *t = &tasks[nx & (P.task_cap - 1)];
-            if (gpuos__ld_acquire_gpu_u64(&t->seq) == nx) {
-                uint32_t kind, n_tiles;
-                asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(kind) : "l"(&t->d.kind) : "memory");
-                asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(n_tiles) : "l"(&t->d.n_tiles) : "memory");
-                is_exit = GPUOS__KIND(kind) == GPUOS__SLOT_EXIT;
-                fin = is_exit || gpuos__ld_acquire_gpu_u32(&done[nx & (P.task_cap - 1)]) >= n_tiles;
-            }
+            /* one load tells whether task nx is published and finished, and whether it is
+               EXIT (its done stamp, gpuos_queue.h) */
+            const uint64_t v = gpuos__ld_acquire_gpu_u64(&done[nx & (P.task_cap - 1)]);
+            const int fin = GPUOS__DONE_FIN(v, nx), is_exit = fin && (v & 1u);
             uint32_t fb = __ballot_sync(0xffffffffu, fin);
             int k = fb == 0xffffffffu ? 32 : __ffs(~fb) - 1;
             uint32_t eb = __ballot_sync(0xffffffffu, is_exit) & (k == 32 ? 0xffffffffu : ((1u << k) - 1));
@@ -600,16 +591,13 @@ static __device__ void gpuos__pk_schedule(const gpuos__pk_params &P) {
 
 /* ---------------------------------------------------------------- worker blocks */
 static __device__ __forceinline__ int gpuos__pk_dep_done(const gpuos__pk_params &P, int lane, uint64_t dep) {
-    if (gpuos__ld_acquire_gpu_u64(&P.retired[lane]) >= dep) return 1;
-    const gpuos__dtask *t = &P.tasks[lane][dep & (P.task_cap - 1)];
-    uint32_t n_tiles;
-    /* A newer seq: the entry was reused, which it is only after dep retired. An older one:
-       dep is not published yet (its seq store may reach memory after the stamp of an inbox
-       entry that depends on it: both are relaxed stores after the fetcher's fence). */
-    const uint64_t ts = gpuos__ld_acquire_gpu_u64(&t->seq);
-    if (ts != dep) return ts > dep;
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(n_tiles) : "l"(&t->d.n_tiles) : "memory");
-    return gpuos__ld_acquire_gpu_u32(&P.done[lane][dep & (P.task_cap - 1)]) >= n_tiles;
+    /* dep's done stamp (gpuos_queue.h), one load: finished, or its slot already holds a later
+       task (reused, which it is only after dep retired). Earlier or running: not yet (the
+       fetcher writes the stamp before its fence, so a task that names dep sees at least
+       that; the earlier case is kept safe all the same). */
+    const uint64_t v = gpuos__ld_acquire_gpu_u64(&P.done[lane][dep & (P.task_cap - 1)]);
+    const int32_t age = GPUOS__DONE_AGE(v, dep);
+    return age > 1 || (age == 1 && (uint32_t)v <= 1u);
 }
 
 /* Lane 1 retired task x (x mod 2^30, GPUOS__DEP_HI)? */
@@ -697,7 +685,7 @@ static __device__ __forceinline__ void gpuos__pk_publish(const gpuos__pk_params 
     else
         __threadfence();
     for (int k = from + lane; k < to; k += 32)
-        if (s_mine[k]) atomicAdd(&P.done[Q][s_seq[k] & (P.task_cap - 1)], s_mine[k]);
+        if (s_mine[k]) atomicAdd((unsigned long long *)&P.done[Q][s_seq[k] & (P.task_cap - 1)], (unsigned long long)s_mine[k]);
 }
 
 /* Runs every lane-1 (high-priority) task in this worker's inbox, until it is empty. Called

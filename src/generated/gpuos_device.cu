@@ -10632,6 +10632,21 @@ extern "C" __global__ void gpuos__d_test_kernel(int kernel_id, const void *plan,
    launch's external dependency; cleared when the node becomes a task */
 #define GPUOS__DESC_EXT 1u
 
+/* Done stamps: task seq's word in the lane's done array (slot seq mod task_cap) holds its
+   identity and its progress in one 64-bit value, so that one load tells a reader both. The
+   fetcher writes (uint32_t)seq << 32 | -n_tiles (mod 2^32) before publishing the task; each
+   worker adds the tiles it finished; the last one carries into the high half, which then
+   reads seq + 1 with a low half of 0. A task with no tiles is written finished; EXIT as
+   finished with low half 1. A reader of seq: high half - (uint32_t)seq (mod 2^32, signed)
+   < 0: an earlier task of that slot (seq is not published yet); 0: seq runs; 1: finished
+   (low half 0 or 1); more: a later task holds the slot, so seq retired long ago. Memory
+   starts all ones (high half 2^32 - 1: earlier than every small seq). */
+#define GPUOS__DONE_INIT(seq, n_tiles) (((uint64_t)(uint32_t)(seq) << 32) + (uint64_t)(uint32_t)(0u - (uint32_t)(n_tiles)) + ((n_tiles) ? 0ull : 1ull << 32))
+#define GPUOS__DONE_EXIT(seq) (((uint64_t)(uint32_t)((seq) + 1u) << 32) | 1ull)
+/* seq's state in done stamp v: < 0 not published, 0 running, 1 finished, > 1 retired long ago */
+#define GPUOS__DONE_AGE(v, seq) ((int32_t)((uint32_t)((v) >> 32) - (uint32_t)(seq)))
+#define GPUOS__DONE_FIN(v, seq) (GPUOS__DONE_AGE(v, seq) == 1 && (uint32_t)(v) <= 1u)
+
 /* A task as the device sees it (56 bytes). */
 typedef struct gpuos__qdesc {
     uint32_t kind;       /* GPUOS__SLOT_TASK or GPUOS__SLOT_EXIT, | plan epoch << 8 (GPUOS__KIND) */
@@ -10714,7 +10729,7 @@ typedef struct gpuos__qslot {
 /* A task in the device task ring (device memory), indexed by seq & (task_cap - 1). */
 typedef struct gpuos__dtask {
     gpuos__qdesc d;
-    uint64_t seq; /* published last by the scheduler (a relaxed store after its fence) */
+    uint64_t pad; /* (64 bytes; a task's state is its done stamp) */
 } gpuos__dtask;
 
 /* An entry of a worker's inbox: one 8-byte word, written with one store after the
@@ -10776,7 +10791,7 @@ enum {
     GPUOS__PROF_F_LAYOUT, /* each task's inbox range */
     GPUOS__PROF_F_PUSH,   /* the inbox entries (one word each, after the fence) */
     GPUOS__PROF_F_FENCE,  /* the fence after the task-ring entries */
-    GPUOS__PROF_F_STAMP,  /* the task ring's seq words */
+    GPUOS__PROF_F_STAMP,  /* (none since done stamps: the task ring's seq words) */
     GPUOS__PROF_F_PAIRS,  /* inbox entries pushed */
     GPUOS__PROF_F_HANDOVER, /* the processor waiting for the poller's next batch */
     GPUOS__PROF_RUNS,       /* runs of identical tasks run as one (gpuos__pk_run) */
@@ -10789,7 +10804,7 @@ typedef struct gpuos__pk_params {
     gpuos__qslot *ring[GPUOS__LANES];  /* mapped pinned host memory, ring_slots slots */
     gpuos__pk_ctl *ctl;                /* mapped pinned host memory */
     gpuos__dtask *tasks[GPUOS__LANES]; /* device, task_cap entries */
-    uint32_t *done[GPUOS__LANES];      /* device, task_cap tile counters */
+    uint64_t *done[GPUOS__LANES];      /* device, task_cap done stamps (GPUOS__DONE_*) */
     uint64_t *retired;                 /* device, [lane]: copies of ctl's retired words, for dependency checks */
     char *plans;                       /* device, plan_cap * GPUOS__PLAN_BYTES (both lanes) */
     gpuos__ientry *inbox[GPUOS__LANES]; /* device, (n_main + n_rt) * inbox_cap entries: each worker's tasks, in order */
@@ -10835,7 +10850,7 @@ typedef struct gpuos__pk_params {
    or to run-time worker (base + t) % n_rt. A chain of element-wise tasks on the same tiles gets the
    same base from the host, so its tiles stay on one block and need no cross-block
    synchronisation (in-order processing plus __syncthreads is enough). Dependencies
-   the host could not prove tile-local are waited for on the producer's done counter. */
+   the host could not prove tile-local are waited for on the producer's done stamp. */
 
 /* part 0 of a split compile (device_ops.cu): the whole kernel; part GPUOS__D_PART_RT: the
    workers and gpuos__pk_rt */
@@ -10992,7 +11007,7 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
     const uint32_t nw = P.n_main + P.n_rt; /* every inbox (EXIT goes to all) */
     gpuos__dtask *const tasks = P.tasks[LANE];
     gpuos__ientry *const inbox = P.inbox[LANE];
-    uint32_t *const done = P.done[LANE];
+    uint64_t *const done = P.done[LANE];
     uint32_t *const wpos = P.wpos[LANE];
     const uint64_t s_seq = st->seq;
 #ifdef GPUOS__PK_TIMESTAMPS
@@ -11021,7 +11036,7 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
             s_d[rank] = d;
             gpuos__dtask *t = &tasks[seq & (P.task_cap - 1)];
             t->d = d;
-            done[seq & (P.task_cap - 1)] = 0;
+            done[seq & (P.task_cap - 1)] = kind == GPUOS__SLOT_EXIT ? GPUOS__DONE_EXIT(seq) : GPUOS__DONE_INIT(seq, d.n_tiles);
         }
     }
     /* s_d and the task-ring entries are complete for the warp after this sync. The task-ring
@@ -11067,15 +11082,12 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
     __syncwarp();
     const uint32_t pairs = s_off[n_tasks];
     GPUOS__FPH(GPUOS__PROF_F_LAYOUT);
-    /* ONE fence: the task-ring entries (plain stores above) before the relaxed stores of
-       their seq words and of every inbox entry naming them (a worker reads the descriptor
-       from the task ring after its acquire of the entry) */
+    /* ONE fence: the task-ring entries and done stamps (plain stores above) before the
+       relaxed stores of every inbox entry naming them (a worker reads the descriptor from the
+       task ring after its acquire of the entry, and adds its tiles to the stamp) */
     __threadfence();
     __syncwarp();
     GPUOS__FPH(GPUOS__PROF_F_FENCE);
-    for (uint32_t i = lane; i < n_tasks; i += 32)
-        asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&tasks[(s_seq + i) & (P.task_cap - 1)].seq), "l"(s_seq + i) : "memory");
-    GPUOS__FPH(GPUOS__PROF_F_STAMP);
     uint32_t carry = 0; /* the task of the previous round's last pair */
     for (uint32_t p0 = 0; p0 < pairs; p0 += 32) {
         const uint32_t p = p0 + lane;
@@ -11347,8 +11359,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
 template <int LANE>
 static __device__ void gpuos__pk_retire(const gpuos__pk_params &P, uint64_t *s_limit, uint64_t *s_stop) {
     const int lane = threadIdx.x & 31;
-    const gpuos__dtask *const tasks = P.tasks[LANE];
-    const uint32_t *const done = P.done[LANE];
+    const uint64_t *const done = P.done[LANE];
     uint64_t r = P.start_seq[LANE] - 1;
     if (lane == 0) gpuos__sh_store(&s_limit[LANE], r + 1 + P.task_cap);
     for (;;) {
@@ -11356,15 +11367,10 @@ static __device__ void gpuos__pk_retire(const gpuos__pk_params &P, uint64_t *s_l
         if (LANE == 1 && __shfl_sync(0xffffffffu, (threadIdx.x & 31) == 0 ? (int)gpuos__sh_load(s_stop) : 0, 0)) break;
         for (;;) {
             const uint64_t nx = r + 1 + lane;
-            int fin = 0, is_exit = 0;
-            const gpuos__dtask *t = &tasks[nx & (P.task_cap - 1)];
-            if (gpuos__ld_acquire_gpu_u64(&t->seq) == nx) {
-                uint32_t kind, n_tiles;
-                asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(kind) : "l"(&t->d.kind) : "memory");
-                asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(n_tiles) : "l"(&t->d.n_tiles) : "memory");
-                is_exit = GPUOS__KIND(kind) == GPUOS__SLOT_EXIT;
-                fin = is_exit || gpuos__ld_acquire_gpu_u32(&done[nx & (P.task_cap - 1)]) >= n_tiles;
-            }
+            /* one load tells whether task nx is published and finished, and whether it is
+               EXIT (its done stamp, gpuos_queue.h) */
+            const uint64_t v = gpuos__ld_acquire_gpu_u64(&done[nx & (P.task_cap - 1)]);
+            const int fin = GPUOS__DONE_FIN(v, nx), is_exit = fin && (v & 1u);
             uint32_t fb = __ballot_sync(0xffffffffu, fin);
             int k = fb == 0xffffffffu ? 32 : __ffs(~fb) - 1;
             uint32_t eb = __ballot_sync(0xffffffffu, is_exit) & (k == 32 ? 0xffffffffu : ((1u << k) - 1));
@@ -11419,16 +11425,13 @@ static __device__ void gpuos__pk_schedule(const gpuos__pk_params &P) {
 
 /* ---------------------------------------------------------------- worker blocks */
 static __device__ __forceinline__ int gpuos__pk_dep_done(const gpuos__pk_params &P, int lane, uint64_t dep) {
-    if (gpuos__ld_acquire_gpu_u64(&P.retired[lane]) >= dep) return 1;
-    const gpuos__dtask *t = &P.tasks[lane][dep & (P.task_cap - 1)];
-    uint32_t n_tiles;
-    /* A newer seq: the entry was reused, which it is only after dep retired. An older one:
-       dep is not published yet (its seq store may reach memory after the stamp of an inbox
-       entry that depends on it: both are relaxed stores after the fetcher's fence). */
-    const uint64_t ts = gpuos__ld_acquire_gpu_u64(&t->seq);
-    if (ts != dep) return ts > dep;
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(n_tiles) : "l"(&t->d.n_tiles) : "memory");
-    return gpuos__ld_acquire_gpu_u32(&P.done[lane][dep & (P.task_cap - 1)]) >= n_tiles;
+    /* dep's done stamp (gpuos_queue.h), one load: finished, or its slot already holds a later
+       task (reused, which it is only after dep retired). Earlier or running: not yet (the
+       fetcher writes the stamp before its fence, so a task that names dep sees at least
+       that; the earlier case is kept safe all the same). */
+    const uint64_t v = gpuos__ld_acquire_gpu_u64(&P.done[lane][dep & (P.task_cap - 1)]);
+    const int32_t age = GPUOS__DONE_AGE(v, dep);
+    return age > 1 || (age == 1 && (uint32_t)v <= 1u);
 }
 
 /* Lane 1 retired task x (x mod 2^30, GPUOS__DEP_HI)? */
@@ -11516,7 +11519,7 @@ static __device__ __forceinline__ void gpuos__pk_publish(const gpuos__pk_params 
     else
         __threadfence();
     for (int k = from + lane; k < to; k += 32)
-        if (s_mine[k]) atomicAdd(&P.done[Q][s_seq[k] & (P.task_cap - 1)], s_mine[k]);
+        if (s_mine[k]) atomicAdd((unsigned long long *)&P.done[Q][s_seq[k] & (P.task_cap - 1)], (unsigned long long)s_mine[k]);
 }
 
 /* Runs every lane-1 (high-priority) task in this worker's inbox, until it is empty. Called
