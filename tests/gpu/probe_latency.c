@@ -5,6 +5,7 @@
    on Linux to within about a microsecond. Prints medians of 200 round trips:
    submit->fetched, fetched->done, done->retired, retired->host saw it. */
 #include "../../gpuos.c"
+#include "probe_prof.h"
 #include <stdio.h>
 
 static uint64_t rt_ns(void) {
@@ -35,7 +36,10 @@ int main(void) {
     volatile uint64_t *st = ctx->cuda->ctl->stamp;
     /* %globaltimer and CLOCK_REALTIME differ by an offset: the host-side intervals are
        reported as their sum (submit->seen + retired->host), the device ones exactly */
+    unsigned long long pa[GPUOS__PROF_N], pb[GPUOS__PROF_N];
+    uint64_t tp0 = 0;
     for (int i = 0; i < R + 20; i++) {
+        if (i == 20) prof_read(ctx, pa), tp0 = rt_ns();
         uint64_t t0 = rt_ns();
         gpuos_add(ctx, x, x, one);
         gpuos_wait(ctx, 1000);
@@ -51,6 +55,9 @@ int main(void) {
             a[6][j] = (double)(t3 - t0) / 1e3;
         }
     }
+    prof_read(ctx, pb);
+    /* the cycle counters (worker entries, fetcher batches) over the R timed round trips */
+    prof_report("round trips", pa, pb, (double)(rt_ns() - tp0) / 1e3, R, "trip");
     const char *names[7] = {"host: submit->slot seen + retired->host saw", "fetch: seen->pushed",
                             "worker: pushed->entry seen", "worker: entry seen->tiles run", "worker: run->done flushed",
                             "retire: done->retired", "total round trip"};
