@@ -634,6 +634,7 @@ typedef struct gpuos__job {
     int dl_open;                        /* counts in gpuos_deadline_stats and is not counted yet */
     int lane;                           /* the lane it runs in: 1 (high priority) only when it need not
                                            wait for earlier lane-0 work; set when queued (host) or encoded */
+    int lane_fixed;                     /* host executor: lane set for its whole batch (a graph launch) */
     int state;                          /* host executor: GPUOS__JOB_QUEUED, _TAKEN, _DONE */
     const void *rep_key;                /* a repeat's table entry (queue.c) and its version: two jobs with */
     uint32_t rep_ver;                   /* the same pair are the same task (the CUDA encoder's repeat path) */
@@ -749,6 +750,9 @@ gpuos_status gpuos__set_error(const gpuos_context *ctx, gpuos_status status, con
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/* GPUOS_ERR_INVALID_ARGUMENT, with fn in the message, once gpuos_destroy ran on ctx (a
+   tensor or graph keeps the handle alive, not the context); else GPUOS_OK. */
+gpuos_status gpuos__check_alive(gpuos_context *ctx, const char *fn);
 gpuos_status gpuos__set_errorv(const gpuos_context *ctx, gpuos_status status, const char *fmt, va_list ap);
 /* The context fails for good with GPUOS_ERR_DEVICE_LOST (ctx->mu held); every waiter wakes. */
 void gpuos__fail_locked(gpuos_context *ctx, const char *fmt, ...)
@@ -2764,6 +2768,14 @@ void gpuos__context_free(gpuos_context *ctx) {
     pthread_mutex_destroy(&ctx->stage_mu);
     free(ctx->cache_dir);
     free(ctx);
+}
+
+gpuos_status gpuos__check_alive(gpuos_context *ctx, const char *fn) {
+    int dead;
+    pthread_mutex_lock(&ctx->mu);
+    dead = ctx->destroyed;
+    pthread_mutex_unlock(&ctx->mu);
+    return dead ? gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "%s: the context was destroyed", fn) : GPUOS_OK;
 }
 
 void gpuos_destroy(gpuos_context *ctx) {
@@ -8379,6 +8391,7 @@ gpuos_status gpuos_graph_create(gpuos_context *ctx, gpuos_graph **graph) {
     if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_graph_create: ctx is NULL");
     if (!graph) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_graph_create: graph is NULL");
     *graph = NULL;
+    if (gpuos__check_alive(ctx, "gpuos_graph_create") != GPUOS_OK) return GPUOS_ERR_INVALID_ARGUMENT;
     g = (gpuos_graph *)calloc(1, sizeof *g);
     if (!g) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_create: no memory");
     g->ctx = ctx;
@@ -8962,6 +8975,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
         for (i = 0; i < nj; i++) {
             jobs[i]->prio = gpuos__urgency(g->priority, g->deadline_us);
             jobs[i]->deadline_ns = dl;
+            jobs[i]->dl_open = 0; /* a node recorded with its own deadline_us counts as the launch's */
         }
         if (nj > 0) jobs[nj - 1]->dl_open = g->deadline_us != 0; /* the launch counts once, by its last task */
     }
@@ -9539,20 +9553,77 @@ gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tens
     return GPUOS_OK;
 }
 
+/* Fills offs[0..numel) with every element's offset (elements, from the storage's start). */
+static void plan_offsets(const gpuos_tensor *t, int64_t *offs) {
+    int64_t idx[GPUOS_MAX_RANK] = {0}, k;
+    for (k = 0; k < t->numel; k++) {
+        int64_t o = t->offset;
+        int d;
+        for (d = 0; d < t->rank; d++) o += idx[d] * t->strides[d];
+        offs[k] = o;
+        for (d = t->rank - 1; d >= 0; d--) {
+            if (++idx[d] < t->shape[d]) break;
+            idx[d] = 0;
+        }
+    }
+}
+
+#define PLAN_EXACT_ALIAS_OUT ((int64_t)1 << 20) /* output elements listed by the exact alias check */
+#define PLAN_EXACT_ALIAS_IN ((int64_t)1 << 22)  /* input elements looked up */
+
+/* Do two views of one storage whose byte ranges overlap share a byte? 1 yes, 0 no, -1
+   too large to decide (treated as yes). out's elements are distinct (the output check
+   ran first), so its sorted element starts (multiples of its element size) give disjoint
+   intervals: an input element overlaps one exactly when the last start at or below the
+   input element's last byte lies less than out's element size below its first. Interleaved
+   views (x[:, 0::2] and x[:, 1::2], the real and imaginary parts) are the case. */
+static int plan_views_share(const gpuos_tensor *out, const gpuos_tensor *in) {
+    const int64_t eo = (int64_t)gpuos__elsize(out->dtype), ei = (int64_t)gpuos__elsize(in->dtype);
+    int64_t *offs, idx[GPUOS_MAX_RANK] = {0}, k;
+    int hit = 0;
+    if (out->numel > PLAN_EXACT_ALIAS_OUT || in->numel > PLAN_EXACT_ALIAS_IN) return -1;
+    offs = (int64_t *)malloc((size_t)out->numel * sizeof *offs);
+    if (!offs) return -1;
+    plan_offsets(out, offs);
+    for (k = 0; k < out->numel; k++) offs[k] *= eo; /* bytes */
+    qsort(offs, (size_t)out->numel, sizeof *offs, plan_i64_cmp);
+    for (k = 0; k < in->numel && !hit; k++) {
+        int64_t b = in->offset, lo = 0, hi = out->numel;
+        int d;
+        for (d = 0; d < in->rank; d++) b += idx[d] * in->strides[d];
+        b *= ei;
+        while (lo < hi) { /* the first out start above b's last byte */
+            const int64_t m = lo + (hi - lo) / 2;
+            if (offs[m] <= b + ei - 1) lo = m + 1;
+            else hi = m;
+        }
+        hit = lo > 0 && offs[lo - 1] + eo > b;
+        for (d = in->rank - 1; d >= 0; d--) {
+            if (++idx[d] < in->shape[d]) break;
+            idx[d] = 0;
+        }
+    }
+    free(offs);
+    return hit;
+}
+
 static gpuos_status plan_check_output(plan_state *ps) {
     return gpuos__check_output_view(ps->ctx, ps->out, ps->name, 0);
 }
 
-/* Refuses an output that overlaps an input, except the very same view of input 0..
-   n_identical-1 when the op works in place. */
+/* Refuses an output that overlaps an input (shares a byte with it), except the very same
+   view of input 0..n_identical-1 when the op works in place. Views whose byte ranges
+   overlap are checked element by element (plan_views_share). */
 static gpuos_status plan_check_alias(plan_state *ps, int n_identical) {
-    int k;
+    int k, sh;
     for (k = 0; k < GPUOS_MAX_INPUTS; k++) {
         const gpuos_tensor *in = ps->in[k];
         if (!in || !plan_overlap(ps->out, in)) continue;
         if (ps->info->inplace_ok && k < n_identical && plan_same_view(ps->out, in)) continue;
+        if ((sh = plan_views_share(ps->out, in)) == 0) continue;
         return gpuos__set_error(ps->ctx, GPUOS_ERR_ALIASING,
-                                "%s: the output overlaps %s%s", ps->name, plan_operand(k),
+                                "%s: the output %s %s%s", ps->name,
+                                sh > 0 ? "overlaps" : "may overlap (too large to check exactly)", plan_operand(k),
                                 ps->info->inplace_ok
                                     ? " without being the very same view (in place needs identical offset, shape "
                                       "and strides)"
@@ -10456,7 +10527,7 @@ static void queue_insert_locked(gpuos_context *ctx, gpuos__job *job, uint64_t *s
     int i;
     job->state = GPUOS__JOB_QUEUED;
     if (!ctx->cuda) { /* the CUDA backend picks the lane when it encodes the job */
-        job->lane = queue_host_lane(ctx, job);
+        if (!job->lane_fixed) job->lane = queue_host_lane(ctx, job);
         ctx->host_queued++;
         if (job->lane) ctx->host_hi++;
         if (job->lane && job->deadline_ns) ctx->host_dl++;
@@ -10524,13 +10595,29 @@ gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *se
 /* Queues n jobs in order under one lock (consecutive sequence numbers unless the queue
    fills), handing them to the device once; *n_queued says how many went in. On an error
    the remaining jobs are retired (freed). */
+/* Host executor: the lane of a batch's jobs [from, n) as one: 1 when every one of them
+   could take it (queue_host_lane), else 0. A graph launch's tasks so stay in one lane,
+   so that its last task finishes after every other (its seq stands for the launch), as
+   the GPU's launch does; a launch split between lanes let a later node that conflicts
+   with nothing run ahead of an earlier one that waits for lane-0 work. */
+static void queue_host_batch_lane(const gpuos_context *ctx, gpuos__job *const *jobs, int from, int n) {
+    int i, lane = 1;
+    for (i = from; i < n && lane; i++) lane = queue_host_lane(ctx, jobs[i]);
+    for (i = from; i < n; i++) jobs[i]->lane = lane, jobs[i]->lane_fixed = 1;
+}
+
 gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs, int n, uint64_t *seq, int *n_queued) {
     gpuos_status st = GPUOS_OK;
     int i = 0;
     pthread_mutex_lock(&ctx->mu);
+    if (!ctx->cuda) queue_host_batch_lane(ctx, jobs, 0, n);
     for (; i < n; i++) {
+        const uint64_t before = ctx->submitted;
         st = queue_push_locked(ctx, jobs[i], seq, 0);
         if (st != GPUOS_OK) break;
+        /* others queued work while this one waited for room (the lock was let go): the
+           rest of the batch is placed again against it */
+        if (!ctx->cuda && ctx->submitted != before + 1) queue_host_batch_lane(ctx, jobs, i + 1, n);
     }
     *n_queued = i;
     if (st != GPUOS_OK)
@@ -10763,6 +10850,7 @@ void gpuos__deadline_count_locked(gpuos_context *ctx, gpuos__job *job, uint64_t 
 
 gpuos_status gpuos_deadline_stats(gpuos_context *ctx, uint64_t *met, uint64_t *missed) {
     if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_deadline_stats: ctx is NULL");
+    if (gpuos__check_alive(ctx, "gpuos_deadline_stats") != GPUOS_OK) return GPUOS_ERR_INVALID_ARGUMENT;
     pthread_mutex_lock(&ctx->mu);
     if (ctx->cuda) (void)gpuos__cuda_reap_locked(ctx); /* what finished by now */
     if (met) *met = ctx->dl_met;
@@ -11329,8 +11417,21 @@ static gpuos_status rt_install(gpuos_context *ctx, const char *fn, long index, c
     gpuos__rt_version *v, *old;
     gpuos_status st;
     int slot;
+    if (redefine) { /* an unknown handle is refused before its body is compiled */
+        pthread_mutex_lock(&ctx->mu);
+        old = ctx->rt_cur[index];
+        pthread_mutex_unlock(&ctx->mu);
+        if (!old)
+            return gpuos__set_error(ctx, GPUOS_ERR_UNKNOWN_OP, "%s: op %ld is not a defined run-time operator", fn,
+                                    (long)index + GPUOS_OP_RUNTIME_BASE);
+    }
     if ((st = rt_make(ctx, fn, def, &v)) != GPUOS_OK) return st;
     pthread_mutex_lock(&ctx->mu);
+    if (ctx->destroyed) { /* gpuos__rt_fini ran: a version installed now would never be freed */
+        pthread_mutex_unlock(&ctx->mu);
+        rt_free(v);
+        return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "%s: the context was destroyed", fn);
+    }
     old = ctx->rt_cur[index];
     if (redefine && !old) {
         pthread_mutex_unlock(&ctx->mu);
@@ -11378,6 +11479,7 @@ gpuos_status gpuos_op_define(gpuos_context *ctx, const gpuos_op_def *def, gpuos_
     gpuos_status st;
     if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_op_define: ctx is NULL");
     if (!op) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_op_define: op is NULL");
+    if ((st = gpuos__check_alive(ctx, "gpuos_op_define")) != GPUOS_OK) return st;
     pthread_mutex_lock(&ctx->rt_mu); /* one definition at a time: each swaps the module */
     pthread_mutex_lock(&ctx->mu);
     for (i = 0; i < GPUOS_MAX_RUNTIME_OPS; i++)
@@ -11406,6 +11508,7 @@ gpuos_status gpuos_op_redefine(gpuos_context *ctx, gpuos_op op, const gpuos_op_d
     if (i < 0 || i >= GPUOS_MAX_RUNTIME_OPS)
         return gpuos__set_error(ctx, GPUOS_ERR_UNKNOWN_OP, "gpuos_op_redefine: op %ld is not a run-time operator",
                                 (long)op);
+    if ((st = gpuos__check_alive(ctx, "gpuos_op_redefine")) != GPUOS_OK) return st;
     pthread_mutex_lock(&ctx->rt_mu);
     st = rt_install(ctx, "gpuos_op_redefine", i, def, 1);
     pthread_mutex_unlock(&ctx->rt_mu);
@@ -11419,6 +11522,7 @@ gpuos_status gpuos_op_remove(gpuos_context *ctx, gpuos_op op) {
     if (i < 0 || i >= GPUOS_MAX_RUNTIME_OPS)
         return gpuos__set_error(ctx, GPUOS_ERR_UNKNOWN_OP, "gpuos_op_remove: op %ld is not a run-time operator",
                                 (long)op);
+    if (gpuos__check_alive(ctx, "gpuos_op_remove") != GPUOS_OK) return GPUOS_ERR_INVALID_ARGUMENT;
     pthread_mutex_lock(&ctx->rt_mu);
     pthread_mutex_lock(&ctx->mu);
     v = ctx->rt_cur[i];
@@ -11871,6 +11975,7 @@ static gpuos_status tensor_new(const char *fn, gpuos_context *ctx, gpuos_dtype d
     if (out) *out = NULL;
     if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "%s: ctx is NULL", fn);
     if (!out) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "%s: out is NULL", fn);
+    if ((s = gpuos__check_alive(ctx, fn)) != GPUOS_OK) return s;
     if ((s = tensor_check_dtype_rank(ctx, fn, dtype, rank, shape)) != GPUOS_OK) return s;
     if ((s = gpuos__shape_numel(ctx, fn, rank, shape, &numel)) != GPUOS_OK) return s;
     if (!gpuos__mul64(numel, (int64_t)gpuos__elsize(dtype), &bytes) || (uint64_t)bytes > (uint64_t)SIZE_MAX / 2)
@@ -11953,6 +12058,7 @@ gpuos_status gpuos_tensor_wrap(gpuos_context *ctx, void *data, size_t bytes, gpu
     if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_tensor_wrap: ctx is NULL");
     if (!out) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_tensor_wrap: out is NULL");
     if (!data) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_tensor_wrap: data is NULL");
+    if ((s = gpuos__check_alive(ctx, "gpuos_tensor_wrap")) != GPUOS_OK) return s;
     if ((s = tensor_check_dtype_rank(ctx, "gpuos_tensor_wrap", dtype, rank, shape)) != GPUOS_OK) return s;
     if ((s = gpuos__shape_numel(ctx, "gpuos_tensor_wrap", rank, shape, &numel)) != GPUOS_OK) return s;
     elsize = gpuos__elsize(dtype);

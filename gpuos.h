@@ -94,7 +94,10 @@
      accumulate in f32; f32 reductions accumulate in f32 on the GPU.
    - An output may be the very same view as an input of an element-wise, softmax,
      log_softmax, layernorm or rmsnorm task (in place); any other overlap between
-     an output and an input is refused (GPUOS_ERR_ALIASING).
+     an output and an input (a byte both reach) is refused (GPUOS_ERR_ALIASING).
+     Views of one allocation that interleave without sharing an element (x[:, 0::2]
+     and x[:, 1::2]) are fine: checked element by element up to 2^20 output and 2^22
+     input elements, refused as possibly overlapping beyond.
 
    LIMITS
    rank 0..GPUOS_MAX_RANK (8); at most GPUOS_MAX_INPUTS (4) inputs per task.

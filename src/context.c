@@ -163,6 +163,14 @@ void gpuos__context_free(gpuos_context *ctx) {
     free(ctx);
 }
 
+gpuos_status gpuos__check_alive(gpuos_context *ctx, const char *fn) {
+    int dead;
+    pthread_mutex_lock(&ctx->mu);
+    dead = ctx->destroyed;
+    pthread_mutex_unlock(&ctx->mu);
+    return dead ? gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "%s: the context was destroyed", fn) : GPUOS_OK;
+}
+
 void gpuos_destroy(gpuos_context *ctx) {
     uint64_t last;
     int free_now;

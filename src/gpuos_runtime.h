@@ -123,6 +123,7 @@ typedef struct gpuos__job {
     int dl_open;                        /* counts in gpuos_deadline_stats and is not counted yet */
     int lane;                           /* the lane it runs in: 1 (high priority) only when it need not
                                            wait for earlier lane-0 work; set when queued (host) or encoded */
+    int lane_fixed;                     /* host executor: lane set for its whole batch (a graph launch) */
     int state;                          /* host executor: GPUOS__JOB_QUEUED, _TAKEN, _DONE */
     const void *rep_key;                /* a repeat's table entry (queue.c) and its version: two jobs with */
     uint32_t rep_ver;                   /* the same pair are the same task (the CUDA encoder's repeat path) */
@@ -238,6 +239,9 @@ gpuos_status gpuos__set_error(const gpuos_context *ctx, gpuos_status status, con
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/* GPUOS_ERR_INVALID_ARGUMENT, with fn in the message, once gpuos_destroy ran on ctx (a
+   tensor or graph keeps the handle alive, not the context); else GPUOS_OK. */
+gpuos_status gpuos__check_alive(gpuos_context *ctx, const char *fn);
 gpuos_status gpuos__set_errorv(const gpuos_context *ctx, gpuos_status status, const char *fmt, va_list ap);
 /* The context fails for good with GPUOS_ERR_DEVICE_LOST (ctx->mu held); every waiter wakes. */
 void gpuos__fail_locked(gpuos_context *ctx, const char *fmt, ...)

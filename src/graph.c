@@ -73,6 +73,7 @@ gpuos_status gpuos_graph_create(gpuos_context *ctx, gpuos_graph **graph) {
     if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_graph_create: ctx is NULL");
     if (!graph) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_graph_create: graph is NULL");
     *graph = NULL;
+    if (gpuos__check_alive(ctx, "gpuos_graph_create") != GPUOS_OK) return GPUOS_ERR_INVALID_ARGUMENT;
     g = (gpuos_graph *)calloc(1, sizeof *g);
     if (!g) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_create: no memory");
     g->ctx = ctx;
@@ -656,6 +657,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
         for (i = 0; i < nj; i++) {
             jobs[i]->prio = gpuos__urgency(g->priority, g->deadline_us);
             jobs[i]->deadline_ns = dl;
+            jobs[i]->dl_open = 0; /* a node recorded with its own deadline_us counts as the launch's */
         }
         if (nj > 0) jobs[nj - 1]->dl_open = g->deadline_us != 0; /* the launch counts once, by its last task */
     }

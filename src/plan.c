@@ -181,20 +181,77 @@ gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tens
     return GPUOS_OK;
 }
 
+/* Fills offs[0..numel) with every element's offset (elements, from the storage's start). */
+static void plan_offsets(const gpuos_tensor *t, int64_t *offs) {
+    int64_t idx[GPUOS_MAX_RANK] = {0}, k;
+    for (k = 0; k < t->numel; k++) {
+        int64_t o = t->offset;
+        int d;
+        for (d = 0; d < t->rank; d++) o += idx[d] * t->strides[d];
+        offs[k] = o;
+        for (d = t->rank - 1; d >= 0; d--) {
+            if (++idx[d] < t->shape[d]) break;
+            idx[d] = 0;
+        }
+    }
+}
+
+#define PLAN_EXACT_ALIAS_OUT ((int64_t)1 << 20) /* output elements listed by the exact alias check */
+#define PLAN_EXACT_ALIAS_IN ((int64_t)1 << 22)  /* input elements looked up */
+
+/* Do two views of one storage whose byte ranges overlap share a byte? 1 yes, 0 no, -1
+   too large to decide (treated as yes). out's elements are distinct (the output check
+   ran first), so its sorted element starts (multiples of its element size) give disjoint
+   intervals: an input element overlaps one exactly when the last start at or below the
+   input element's last byte lies less than out's element size below its first. Interleaved
+   views (x[:, 0::2] and x[:, 1::2], the real and imaginary parts) are the case. */
+static int plan_views_share(const gpuos_tensor *out, const gpuos_tensor *in) {
+    const int64_t eo = (int64_t)gpuos__elsize(out->dtype), ei = (int64_t)gpuos__elsize(in->dtype);
+    int64_t *offs, idx[GPUOS_MAX_RANK] = {0}, k;
+    int hit = 0;
+    if (out->numel > PLAN_EXACT_ALIAS_OUT || in->numel > PLAN_EXACT_ALIAS_IN) return -1;
+    offs = (int64_t *)malloc((size_t)out->numel * sizeof *offs);
+    if (!offs) return -1;
+    plan_offsets(out, offs);
+    for (k = 0; k < out->numel; k++) offs[k] *= eo; /* bytes */
+    qsort(offs, (size_t)out->numel, sizeof *offs, plan_i64_cmp);
+    for (k = 0; k < in->numel && !hit; k++) {
+        int64_t b = in->offset, lo = 0, hi = out->numel;
+        int d;
+        for (d = 0; d < in->rank; d++) b += idx[d] * in->strides[d];
+        b *= ei;
+        while (lo < hi) { /* the first out start above b's last byte */
+            const int64_t m = lo + (hi - lo) / 2;
+            if (offs[m] <= b + ei - 1) lo = m + 1;
+            else hi = m;
+        }
+        hit = lo > 0 && offs[lo - 1] + eo > b;
+        for (d = in->rank - 1; d >= 0; d--) {
+            if (++idx[d] < in->shape[d]) break;
+            idx[d] = 0;
+        }
+    }
+    free(offs);
+    return hit;
+}
+
 static gpuos_status plan_check_output(plan_state *ps) {
     return gpuos__check_output_view(ps->ctx, ps->out, ps->name, 0);
 }
 
-/* Refuses an output that overlaps an input, except the very same view of input 0..
-   n_identical-1 when the op works in place. */
+/* Refuses an output that overlaps an input (shares a byte with it), except the very same
+   view of input 0..n_identical-1 when the op works in place. Views whose byte ranges
+   overlap are checked element by element (plan_views_share). */
 static gpuos_status plan_check_alias(plan_state *ps, int n_identical) {
-    int k;
+    int k, sh;
     for (k = 0; k < GPUOS_MAX_INPUTS; k++) {
         const gpuos_tensor *in = ps->in[k];
         if (!in || !plan_overlap(ps->out, in)) continue;
         if (ps->info->inplace_ok && k < n_identical && plan_same_view(ps->out, in)) continue;
+        if ((sh = plan_views_share(ps->out, in)) == 0) continue;
         return gpuos__set_error(ps->ctx, GPUOS_ERR_ALIASING,
-                                "%s: the output overlaps %s%s", ps->name, plan_operand(k),
+                                "%s: the output %s %s%s", ps->name,
+                                sh > 0 ? "overlaps" : "may overlap (too large to check exactly)", plan_operand(k),
                                 ps->info->inplace_ok
                                     ? " without being the very same view (in place needs identical offset, shape "
                                       "and strides)"

@@ -237,7 +237,7 @@ static void queue_insert_locked(gpuos_context *ctx, gpuos__job *job, uint64_t *s
     int i;
     job->state = GPUOS__JOB_QUEUED;
     if (!ctx->cuda) { /* the CUDA backend picks the lane when it encodes the job */
-        job->lane = queue_host_lane(ctx, job);
+        if (!job->lane_fixed) job->lane = queue_host_lane(ctx, job);
         ctx->host_queued++;
         if (job->lane) ctx->host_hi++;
         if (job->lane && job->deadline_ns) ctx->host_dl++;
@@ -305,13 +305,29 @@ gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *se
 /* Queues n jobs in order under one lock (consecutive sequence numbers unless the queue
    fills), handing them to the device once; *n_queued says how many went in. On an error
    the remaining jobs are retired (freed). */
+/* Host executor: the lane of a batch's jobs [from, n) as one: 1 when every one of them
+   could take it (queue_host_lane), else 0. A graph launch's tasks so stay in one lane,
+   so that its last task finishes after every other (its seq stands for the launch), as
+   the GPU's launch does; a launch split between lanes let a later node that conflicts
+   with nothing run ahead of an earlier one that waits for lane-0 work. */
+static void queue_host_batch_lane(const gpuos_context *ctx, gpuos__job *const *jobs, int from, int n) {
+    int i, lane = 1;
+    for (i = from; i < n && lane; i++) lane = queue_host_lane(ctx, jobs[i]);
+    for (i = from; i < n; i++) jobs[i]->lane = lane, jobs[i]->lane_fixed = 1;
+}
+
 gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs, int n, uint64_t *seq, int *n_queued) {
     gpuos_status st = GPUOS_OK;
     int i = 0;
     pthread_mutex_lock(&ctx->mu);
+    if (!ctx->cuda) queue_host_batch_lane(ctx, jobs, 0, n);
     for (; i < n; i++) {
+        const uint64_t before = ctx->submitted;
         st = queue_push_locked(ctx, jobs[i], seq, 0);
         if (st != GPUOS_OK) break;
+        /* others queued work while this one waited for room (the lock was let go): the
+           rest of the batch is placed again against it */
+        if (!ctx->cuda && ctx->submitted != before + 1) queue_host_batch_lane(ctx, jobs, i + 1, n);
     }
     *n_queued = i;
     if (st != GPUOS_OK)
@@ -544,6 +560,7 @@ void gpuos__deadline_count_locked(gpuos_context *ctx, gpuos__job *job, uint64_t 
 
 gpuos_status gpuos_deadline_stats(gpuos_context *ctx, uint64_t *met, uint64_t *missed) {
     if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_deadline_stats: ctx is NULL");
+    if (gpuos__check_alive(ctx, "gpuos_deadline_stats") != GPUOS_OK) return GPUOS_ERR_INVALID_ARGUMENT;
     pthread_mutex_lock(&ctx->mu);
     if (ctx->cuda) (void)gpuos__cuda_reap_locked(ctx); /* what finished by now */
     if (met) *met = ctx->dl_met;

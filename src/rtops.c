@@ -400,8 +400,21 @@ static gpuos_status rt_install(gpuos_context *ctx, const char *fn, long index, c
     gpuos__rt_version *v, *old;
     gpuos_status st;
     int slot;
+    if (redefine) { /* an unknown handle is refused before its body is compiled */
+        pthread_mutex_lock(&ctx->mu);
+        old = ctx->rt_cur[index];
+        pthread_mutex_unlock(&ctx->mu);
+        if (!old)
+            return gpuos__set_error(ctx, GPUOS_ERR_UNKNOWN_OP, "%s: op %ld is not a defined run-time operator", fn,
+                                    (long)index + GPUOS_OP_RUNTIME_BASE);
+    }
     if ((st = rt_make(ctx, fn, def, &v)) != GPUOS_OK) return st;
     pthread_mutex_lock(&ctx->mu);
+    if (ctx->destroyed) { /* gpuos__rt_fini ran: a version installed now would never be freed */
+        pthread_mutex_unlock(&ctx->mu);
+        rt_free(v);
+        return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "%s: the context was destroyed", fn);
+    }
     old = ctx->rt_cur[index];
     if (redefine && !old) {
         pthread_mutex_unlock(&ctx->mu);
@@ -449,6 +462,7 @@ gpuos_status gpuos_op_define(gpuos_context *ctx, const gpuos_op_def *def, gpuos_
     gpuos_status st;
     if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_op_define: ctx is NULL");
     if (!op) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_op_define: op is NULL");
+    if ((st = gpuos__check_alive(ctx, "gpuos_op_define")) != GPUOS_OK) return st;
     pthread_mutex_lock(&ctx->rt_mu); /* one definition at a time: each swaps the module */
     pthread_mutex_lock(&ctx->mu);
     for (i = 0; i < GPUOS_MAX_RUNTIME_OPS; i++)
@@ -477,6 +491,7 @@ gpuos_status gpuos_op_redefine(gpuos_context *ctx, gpuos_op op, const gpuos_op_d
     if (i < 0 || i >= GPUOS_MAX_RUNTIME_OPS)
         return gpuos__set_error(ctx, GPUOS_ERR_UNKNOWN_OP, "gpuos_op_redefine: op %ld is not a run-time operator",
                                 (long)op);
+    if ((st = gpuos__check_alive(ctx, "gpuos_op_redefine")) != GPUOS_OK) return st;
     pthread_mutex_lock(&ctx->rt_mu);
     st = rt_install(ctx, "gpuos_op_redefine", i, def, 1);
     pthread_mutex_unlock(&ctx->rt_mu);
@@ -490,6 +505,7 @@ gpuos_status gpuos_op_remove(gpuos_context *ctx, gpuos_op op) {
     if (i < 0 || i >= GPUOS_MAX_RUNTIME_OPS)
         return gpuos__set_error(ctx, GPUOS_ERR_UNKNOWN_OP, "gpuos_op_remove: op %ld is not a run-time operator",
                                 (long)op);
+    if (gpuos__check_alive(ctx, "gpuos_op_remove") != GPUOS_OK) return GPUOS_ERR_INVALID_ARGUMENT;
     pthread_mutex_lock(&ctx->rt_mu);
     pthread_mutex_lock(&ctx->mu);
     v = ctx->rt_cur[i];

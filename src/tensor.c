@@ -258,6 +258,7 @@ static gpuos_status tensor_new(const char *fn, gpuos_context *ctx, gpuos_dtype d
     if (out) *out = NULL;
     if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "%s: ctx is NULL", fn);
     if (!out) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "%s: out is NULL", fn);
+    if ((s = gpuos__check_alive(ctx, fn)) != GPUOS_OK) return s;
     if ((s = tensor_check_dtype_rank(ctx, fn, dtype, rank, shape)) != GPUOS_OK) return s;
     if ((s = gpuos__shape_numel(ctx, fn, rank, shape, &numel)) != GPUOS_OK) return s;
     if (!gpuos__mul64(numel, (int64_t)gpuos__elsize(dtype), &bytes) || (uint64_t)bytes > (uint64_t)SIZE_MAX / 2)
@@ -340,6 +341,7 @@ gpuos_status gpuos_tensor_wrap(gpuos_context *ctx, void *data, size_t bytes, gpu
     if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_tensor_wrap: ctx is NULL");
     if (!out) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_tensor_wrap: out is NULL");
     if (!data) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_tensor_wrap: data is NULL");
+    if ((s = gpuos__check_alive(ctx, "gpuos_tensor_wrap")) != GPUOS_OK) return s;
     if ((s = tensor_check_dtype_rank(ctx, "gpuos_tensor_wrap", dtype, rank, shape)) != GPUOS_OK) return s;
     if ((s = gpuos__shape_numel(ctx, "gpuos_tensor_wrap", rank, shape, &numel)) != GPUOS_OK) return s;
     elsize = gpuos__elsize(dtype);

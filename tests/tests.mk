@@ -10,7 +10,7 @@ TEST_CXX_STRICT := -Wall -Wextra -Werror
 TEST_BINS      := $(TEST_BUILD)/test_header_c $(TEST_BUILD)/test_header_cpp $(TEST_BUILD)/test_threads \
                   $(TEST_BUILD)/test_order_stress $(TEST_BUILD)/test_expr $(TEST_BUILD)/test_rtops \
                   $(TEST_BUILD)/test_graph $(TEST_BUILD)/test_priority $(TEST_BUILD)/test_runs \
-                  $(TEST_BUILD)/test_repeat $(TEST_BUILD)/test_fuse $(TEST_BUILD)/test_cudalog $(TEST_BUILD)/test_gate $(TEST_BUILD)/test_contexts $(TEST_BUILD)/test_slices
+                  $(TEST_BUILD)/test_repeat $(TEST_BUILD)/test_fuse $(TEST_BUILD)/test_cudalog $(TEST_BUILD)/test_gate $(TEST_BUILD)/test_contexts $(TEST_BUILD)/test_slices $(TEST_BUILD)/test_semantics
 PYTEST_ARGS    ?=
 
 $(TEST_BUILD):
@@ -83,3 +83,8 @@ $(TEST_BUILD)/test_contexts: tests/test_contexts.c tests/ctest.h gpuos.h $(BUILD
 # worker of the producer's tile).
 $(TEST_BUILD)/test_slices: tests/test_slices.c tests/ctest.h gpuos.h $(BUILD)/gpuos.o | $(TEST_BUILD)
 	$(CC) -std=c99 $(WARN) -Werror $(CFLAGS) -I. tests/test_slices.c $(BUILD)/gpuos.o -o $@ $(LDLIBS)
+
+# Promises of the manual a new user's programs found broken: interleaved views, a
+# high-priority graph launch as one unit, node deadlines, calls after gpuos_destroy.
+$(TEST_BUILD)/test_semantics: tests/test_semantics.c tests/ctest.h gpuos.h $(BUILD)/gpuos.o | $(TEST_BUILD)
+	$(CC) -std=c99 $(WARN) -Werror $(CFLAGS) -I. tests/test_semantics.c $(BUILD)/gpuos.o -o $@ $(LDLIBS)

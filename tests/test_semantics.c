@@ -1,0 +1,256 @@
+/* test_semantics.c - promises of the manual that a new user's programs found broken
+   (session 22's review), on $GPUOS_TEST_DEVICE:
+   - views of one allocation that interleave without sharing an element (x[:, 0::2] and
+     x[:, 1::2]) are accepted as output and input of one task, and give the right values;
+     views that do share an element are still refused (GPUOS_ERR_ALIASING);
+   - a high-priority graph launch behind conflicting normal work: its seq stands for the whole
+     launch (gpuos_wait_task returns only once every node ran), and program order holds;
+   - a node recorded with its own deadline_us does not count in gpuos_deadline_stats: a
+     launch counts once, by the graph's deadline;
+   - calls on a context after gpuos_destroy (a tensor keeps the handle alive) return
+     GPUOS_ERR_INVALID_ARGUMENT.
+   Values are checked exactly (i32) or within 1e-5 relative (f32 softmax) against C. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctest.h"
+#include "gpuos.h"
+
+static uint64_t rng;
+static uint32_t rnd(uint32_t n) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)((rng >> 16) % n);
+}
+
+#define OKC(call) CHECK((call) == GPUOS_OK, "%s", gpuos_last_error(ctx))
+
+/* x: [R, K * C] i32; part p (0 <= p < K) is the view x[:, p::K], [R, C]. Random element-wise
+   tasks between parts (out part != in parts), checked against the same on a C copy. */
+static void interleave(gpuos_context *ctx, int round) {
+    const int R = 1 + (int)rnd(9), C = 1 + (int)rnd(300), K = 2 + (int)rnd(3), W = K * C;
+    int64_t shape[2] = {R, W};
+    int32_t *h = (int32_t *)malloc((size_t)R * W * sizeof *h), *got = (int32_t *)malloc((size_t)R * W * sizeof *got);
+    gpuos_tensor *x = NULL, *part[4] = {NULL}, *half = NULL;
+    int i, t, bad = 0;
+    if (!h || !got) {
+        CHECK(0, "no memory");
+        free(h);
+        free(got);
+        return;
+    }
+    for (i = 0; i < R * W; i++) h[i] = (int32_t)rnd(2001) - 1000;
+    OKC(gpuos_tensor_new(ctx, GPUOS_I32, 2, shape, &x));
+    OKC(gpuos_upload(ctx, x, h, (size_t)R * W * sizeof *h));
+    for (i = 0; i < K; i++) OKC(gpuos_view_slice(x, 1, i, GPUOS_SLICE_END, K, &part[i]));
+    for (t = 0; t < 12; t++) {
+        const int o = (int)rnd((uint32_t)K), a = (int)((o + 1 + rnd((uint32_t)K - 1)) % K),
+                  b = (int)((o + 1 + rnd((uint32_t)K - 1)) % K), op = (int)rnd(4);
+        gpuos_status s;
+        int r, c;
+        switch (op) {
+        case 0: s = gpuos_sub(ctx, part[o], part[o], part[a]); break; /* in place on o, reading a */
+        case 1: s = gpuos_add(ctx, part[o], part[a], part[b]); break;
+        case 2: s = gpuos_mul(ctx, part[o], part[a], part[b]); break;
+        default: s = gpuos_neg(ctx, part[o], part[a]); break;
+        }
+        CHECK(s == GPUOS_OK, "round %d task %d: op %d on parts %d <- %d, %d of %d: %s", round, t, op, o, a, b, K,
+              gpuos_last_error(ctx));
+        for (r = 0; r < R; r++)
+            for (c = 0; c < C; c++) {
+                int32_t *po = &h[r * W + c * K + o];
+                const int32_t va = h[r * W + c * K + a], vb = h[r * W + c * K + b];
+                switch (op) { /* wrapping arithmetic, as gpuos's integers */
+                case 0: *po = (int32_t)((uint32_t)*po - (uint32_t)va); break;
+                case 1: *po = (int32_t)((uint32_t)va + (uint32_t)vb); break;
+                case 2: *po = (int32_t)((uint32_t)va * (uint32_t)vb); break;
+                default: *po = (int32_t)(0u - (uint32_t)va); break;
+                }
+            }
+    }
+    OKC(gpuos_download(ctx, x, got, (size_t)R * W * sizeof *got));
+    for (i = 0; i < R * W; i++) bad += got[i] != h[i];
+    CHECK(bad == 0, "round %d: [%d, %d] in %d interleaved parts: %d elements differ", round, R, W, K, bad);
+    /* a part and the first C columns (same shape, element 0 of every row in both): refused */
+    if (C >= 2) {
+        OKC(gpuos_view_slice(x, 1, 0, C, 1, &half));
+        CHECK(gpuos_neg(ctx, part[0], half) == GPUOS_ERR_ALIASING, "round %d: a part and a view sharing its elements: %s",
+              round, gpuos_last_error(ctx));
+    }
+    gpuos_tensor_release(half);
+    for (i = 0; i < K; i++) gpuos_tensor_release(part[i]);
+    gpuos_tensor_release(x);
+    free(h);
+    free(got);
+}
+
+/* softmax of the odd columns into the even ones: a row operator between interleaved views */
+static void interleave_rows(gpuos_context *ctx) {
+    enum { R = 5, C = 37 };
+    int64_t shape[2] = {R, 2 * C};
+    float h[R * 2 * C], got[R * 2 * C];
+    gpuos_tensor *x = NULL, *ev = NULL, *od = NULL;
+    int r, c, bad = 0;
+    for (r = 0; r < R * 2 * C; r++) h[r] = (float)((int)rnd(2001) - 1000) / 250.0f;
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 2, shape, &x));
+    OKC(gpuos_upload(ctx, x, h, sizeof h));
+    OKC(gpuos_view_slice(x, 1, 0, GPUOS_SLICE_END, 2, &ev));
+    OKC(gpuos_view_slice(x, 1, 1, GPUOS_SLICE_END, 2, &od));
+    OKC(gpuos_softmax(ctx, ev, od, -1));
+    OKC(gpuos_download(ctx, x, got, sizeof got));
+    for (r = 0; r < R; r++) {
+        double m = -INFINITY, sum = 0.0;
+        for (c = 0; c < C; c++) m = fmax(m, (double)h[r * 2 * C + 2 * c + 1]);
+        for (c = 0; c < C; c++) sum += exp((double)h[r * 2 * C + 2 * c + 1] - m);
+        for (c = 0; c < C; c++) {
+            const double want = exp((double)h[r * 2 * C + 2 * c + 1] - m) / sum;
+            bad += fabs((double)got[r * 2 * C + 2 * c] - want) > 1e-5 * want + 1e-30;
+            bad += got[r * 2 * C + 2 * c + 1] != h[r * 2 * C + 2 * c + 1]; /* the input part is untouched */
+        }
+    }
+    CHECK(bad == 0, "softmax between interleaved views: %d values wrong", bad);
+    gpuos_tensor_release(ev);
+    gpuos_tensor_release(od);
+    gpuos_tensor_release(x);
+}
+
+/* A high-priority launch whose first node conflicts with queued normal work, its last not. */
+static void graph_priority(gpuos_context *ctx, int host) {
+    int64_t sa[2] = {300, 300}, sb = 4;
+    gpuos_tensor *A = NULL, *Y = NULL, *B = NULL;
+    gpuos_graph *g = NULL;
+    gpuos_task t = GPUOS_TASK_INIT;
+    uint64_t seq = 0;
+    float y[300 * 300], b[4];
+    int i, bad = 0;
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 2, sa, &A));
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 2, sa, &Y));
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &sb, &B));
+    OKC(gpuos_fill(ctx, A, 1.0));
+    OKC(gpuos_wait(ctx, 10000));
+    OKC(gpuos_graph_create(ctx, &g));
+    OKC(gpuos_graph_set_priority(g, GPUOS_PRIORITY_HIGH));
+    t.op = GPUOS_OP_FILL;
+    t.out = A; /* node 0 overwrites what the matmul below reads */
+    t.scalar[0] = 5.0;
+    OKC(gpuos_graph_add(g, &t, NULL));
+    t.out = B; /* node 1 conflicts with nothing */
+    t.scalar[0] = 7.0;
+    OKC(gpuos_graph_add(g, &t, NULL));
+    if (host) (void)gpuos_debug_pause(ctx, 1); /* both queued before anything runs */
+    OKC(gpuos_matmul(ctx, Y, A, A));
+    OKC(gpuos_graph_launch(g, NULL, 0, NULL, 0, &seq));
+    if (host) (void)gpuos_debug_pause(ctx, 0);
+    OKC(gpuos_wait_task(ctx, seq, 20000));
+    CHECK(gpuos_task_done(ctx, seq - 1) == 1, "gpuos_wait_task on the launch's seq returned before its first node ran");
+    OKC(gpuos_wait(ctx, 20000));
+    OKC(gpuos_download(ctx, Y, y, sizeof y));
+    OKC(gpuos_download(ctx, B, b, sizeof b));
+    for (i = 0; i < 300 * 300; i++) bad += y[i] != 300.0f; /* the matmul read A before the launch's fill */
+    for (i = 0; i < 4; i++) bad += b[i] != 7.0f;
+    CHECK(bad == 0, "program order around a high-priority launch: %d values wrong", bad);
+    gpuos_graph_release(g);
+    gpuos_tensor_release(A);
+    gpuos_tensor_release(Y);
+    gpuos_tensor_release(B);
+}
+
+/* A node recorded with its own deadline: a launch counts once, by the graph's deadline. */
+static void graph_node_deadline(gpuos_context *ctx) {
+    int64_t n = 16;
+    gpuos_tensor *x = NULL;
+    gpuos_graph *g = NULL;
+    gpuos_task t = GPUOS_TASK_INIT;
+    uint64_t met0 = 0, missed0 = 0, met1 = 0, missed1 = 0, met2 = 0, missed2 = 0;
+    int i;
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &x));
+    OKC(gpuos_graph_create(ctx, &g));
+    t.op = GPUOS_OP_FILL;
+    t.out = x;
+    t.scalar[0] = 1.0;
+    t.deadline_us = 1000000; /* the node's own deadline: not the launch's */
+    OKC(gpuos_graph_add(g, &t, NULL));
+    t.deadline_us = 0;
+    t.scalar[0] = 2.0;
+    OKC(gpuos_graph_add(g, &t, NULL));
+    OKC(gpuos_wait(ctx, 10000));
+    OKC(gpuos_deadline_stats(ctx, &met0, &missed0));
+    for (i = 0; i < 10; i++) OKC(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL));
+    OKC(gpuos_wait(ctx, 10000));
+    OKC(gpuos_deadline_stats(ctx, &met1, &missed1));
+    CHECK(met1 == met0 && missed1 == missed0, "launches of a graph without a deadline counted: met +%llu, missed +%llu",
+          (unsigned long long)(met1 - met0), (unsigned long long)(missed1 - missed0));
+    OKC(gpuos_graph_set_deadline(g, 10000000)); /* 10 s: met */
+    for (i = 0; i < 10; i++) OKC(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL));
+    OKC(gpuos_wait(ctx, 10000));
+    OKC(gpuos_deadline_stats(ctx, &met2, &missed2));
+    CHECK(met2 - met1 == 10 && missed2 == missed1, "10 launches with a 10 s deadline: met +%llu, missed +%llu",
+          (unsigned long long)(met2 - met1), (unsigned long long)(missed2 - missed1));
+    gpuos_graph_release(g);
+    gpuos_tensor_release(x);
+}
+
+/* After gpuos_destroy, with a tensor keeping the handle alive. */
+static void after_destroy(int device) {
+    gpuos_config cfg = GPUOS_CONFIG_INIT;
+    gpuos_context *ctx = NULL;
+    gpuos_tensor *x = NULL, *t = NULL, *w = NULL;
+    gpuos_graph *g = NULL;
+    gpuos_op_def d = GPUOS_OP_DEF_INIT;
+    gpuos_op op = GPUOS_OP_ADD;
+    int64_t n = 4;
+    float mem[4];
+    uint64_t met, missed;
+    cfg.device = device;
+    if (gpuos_create(&cfg, &ctx) != GPUOS_OK) {
+        CHECK(0, "gpuos_create: %s", gpuos_last_error(NULL));
+        return;
+    }
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &x));
+    gpuos_destroy(ctx); /* x keeps the handle alive */
+    CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &t) == GPUOS_ERR_INVALID_ARGUMENT && !t, "tensor_new after destroy");
+    CHECK(gpuos_tensor_new_pinned(ctx, GPUOS_F32, 1, &n, &t) == GPUOS_ERR_INVALID_ARGUMENT && !t, "tensor_new_pinned after destroy");
+    CHECK(gpuos_tensor_wrap(ctx, mem, sizeof mem, GPUOS_F32, 1, &n, NULL, &w) == GPUOS_ERR_INVALID_ARGUMENT && !w,
+          "tensor_wrap after destroy");
+    CHECK(gpuos_graph_create(ctx, &g) == GPUOS_ERR_INVALID_ARGUMENT && !g, "graph_create after destroy");
+    d.name = "k";
+    d.source = "out = 1;";
+    CHECK(gpuos_op_define(ctx, &d, &op) == GPUOS_ERR_INVALID_ARGUMENT, "op_define after destroy");
+    CHECK(gpuos_op_redefine(ctx, GPUOS_OP_RUNTIME_BASE, &d) == GPUOS_ERR_INVALID_ARGUMENT, "op_redefine after destroy");
+    CHECK(gpuos_op_remove(ctx, GPUOS_OP_RUNTIME_BASE) == GPUOS_ERR_INVALID_ARGUMENT, "op_remove after destroy");
+    CHECK(gpuos_deadline_stats(ctx, &met, &missed) == GPUOS_ERR_INVALID_ARGUMENT, "deadline_stats after destroy");
+    CHECK(gpuos_add(ctx, x, x, x) == GPUOS_ERR_INVALID_ARGUMENT, "submit after destroy");
+    CHECK(strstr(gpuos_last_error(ctx), "destroyed") != NULL, "the message says why: %s", gpuos_last_error(ctx));
+    gpuos_tensor_release(t);
+    gpuos_tensor_release(w);
+    gpuos_graph_release(g);
+    gpuos_tensor_release(x); /* frees the context */
+}
+
+int main(void) {
+    const unsigned long long seed = ctest_seed("test_semantics");
+    gpuos_config cfg = GPUOS_CONFIG_INIT;
+    gpuos_context *ctx;
+    int r, host;
+    rng = ctest_rng(seed, 1);
+    cfg.device = ctest_device();
+    cfg.wait_timeout_ms = 20000;
+    if (gpuos_create(&cfg, &ctx) != GPUOS_OK) {
+        fprintf(stderr, "gpuos_create: %s\n", gpuos_last_error(NULL));
+        return 1;
+    }
+    host = gpuos_context_backend(ctx) == GPUOS_BACKEND_HOST;
+    for (r = 0; r < 20; r++) interleave(ctx, r);
+    interleave_rows(ctx);
+    for (r = 0; r < 3; r++) graph_priority(ctx, host);
+    graph_node_deadline(ctx);
+    CHECK(gpuos_context_status(ctx) == GPUOS_OK, "healthy: %s", gpuos_last_error(ctx));
+    gpuos_destroy(ctx);
+    after_destroy(cfg.device);
+    return ctest_summary("test_semantics");
+}
