@@ -15,6 +15,8 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+pytest_plugins = ["hang_guard"]   # the backstop of the per-test time limit (tests/pytest.ini)
+
 SEED = int(os.environ["GPUOS_TEST_SEED"]) if os.environ.get("GPUOS_TEST_SEED") else \
     int.from_bytes(os.urandom(4), "little")
 

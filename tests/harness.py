@@ -130,10 +130,11 @@ def bits_equal(a, b):
 
 
 def check(ctx, out, ref, *, rtol=0.0, atol=0.0, scale=None, acc=0.0, what="", inputs=(), seed=None,
-          before=None):
+          before=None, sign_free=None):
     """Downloads out's base and checks that the view holds ref (within tolerance) and that every
     other element of the base is unchanged (before: the base before the op; default out.base).
-    inputs: [(dtype, storage)] shown beside each mismatch."""
+    inputs: [(dtype, storage)] shown beside each mismatch. sign_free: where an exact zero may have
+    either sign (reference.ew_sign_free, reduce_sign_free)."""
     dt = out.dtype
     now = ctx.download(out.base_tensor).reshape(-1)
     got = now[out.idx]
@@ -142,7 +143,7 @@ def check(ctx, out, ref, *, rtol=0.0, atol=0.0, scale=None, acc=0.0, what="", in
     if got.shape != ref.shape:
         msgs.append("output shape %s, reference shape %s" % (got.shape, ref.shape))
     else:
-        bad = R.mismatches(got, ref, dt, rtol, atol, scale, acc)
+        bad = R.mismatches(got, ref, dt, rtol, atol, scale, acc, sign_free)
         if bad.size:
             msgs.append("%d of %d elements differ (rtol=%g atol=%g acc=%g):" % (bad.size, ref.size, rtol, atol, acc))
             for fi in bad[:8]:

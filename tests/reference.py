@@ -344,25 +344,43 @@ def elementwise(op, dtype, inputs, out_dtype=None, scalar=(0.0, 0.0), out_shape=
             a, b, w = v
             return float_store_arith(a + w * (b - a), dtype), np.abs(a) + np.abs(w * b) + np.abs(w * a)
         if op == "fma":
-            a, b, c = np.broadcast_arrays(*v)
-            r = a * b + c
-            if dtype == "f64":           # fused: one rounding of the exact a*b+c
-                r = np.array([_fma_exact(x, y, z) for x, y, z in zip(a.reshape(-1), b.reshape(-1), c.reshape(-1))],
-                             dtype=np.float64).reshape(a.shape)
-            return float_store_arith(r, dtype), None
+            # fused: the exact a*b+c rounded once to the compute precision (f64; f32 for f32, f16 and
+            # bf16), then (f16, bf16) rounded on store as every f16/bf16 result is
+            return float_store_arith(fma_compute(dtype, *v), dtype), None
     raise KeyError("no reference for %s on %s" % (op, dtype))
 
 
-def _fma_exact(x, y, z):
-    """fma(x, y, z) of doubles: the exact x*y + z rounded once (a finite product never overflows)."""
+def fma_compute(dtype, a, b, c):
+    """fma of float values (float64 arrays holding values of dtype, broadcast) in the precision
+    dtype computes in: the exact a*b + c rounded once (f64: to f64; f32, f16, bf16: to f32)."""
+    a, b, c = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64),
+                                  np.asarray(c, dtype=np.float64))
+    cd = "f64" if dtype == "f64" else "f32"
+    r = [_fma_exact(x, y, z, cd) for x, y, z in zip(a.reshape(-1), b.reshape(-1), c.reshape(-1))]
+    return np.array(r, dtype=np.float64).reshape(a.shape)
+
+
+def _fma_exact(x, y, z, dtype="f64"):
+    """fma(x, y, z): the exact x*y + z rounded once to dtype ("f64" or "f32"), with IEEE 754's
+    special cases: NaN, inf*0 and inf-inf give NaN; an exact zero is +0 unless both x*y and z
+    are zeros of negative sign (round to nearest). math.fma (Python 3.13+) for f64, else the
+    exact sum as a Fraction rounded by round_exact."""
     x, y, z = float(x), float(y), float(z)
     if math.isnan(x) or math.isnan(y) or math.isnan(z):
         return math.nan
     if math.isinf(x) or math.isinf(y):
-        return x * y + z
+        return x * y + z                  # inf*0, inf + -inf: NaN; else an infinity
     if math.isinf(z):
         return z
-    return round_exact(Fraction(x) * Fraction(y) + Fraction(z), "f64")
+    if dtype == "f64" and hasattr(math, "fma"):
+        return math.fma(x, y, z)
+    exact = Fraction(x) * Fraction(y) + Fraction(z)
+    if exact == 0:
+        product_negative = (math.copysign(1.0, x) * math.copysign(1.0, y)) < 0
+        if (x == 0 or y == 0) and z == 0 and product_negative and math.copysign(1.0, z) < 0:
+            return -0.0
+        return 0.0
+    return round_exact(exact, dtype)
 
 
 def out_dtype_of(op, dtype, spec_out):
@@ -469,13 +487,30 @@ def matmul(dtype, a_st, b_st):
     a, b = vals(a_st, dtype), vals(b_st, dtype)
     k = a.shape[-1]
     if is_float(dtype):
-        res = np.matmul(a, b)
-        scale = np.matmul(np.abs(a), np.abs(b))
+        with np.errstate(all="ignore"):
+            if np.all(np.isfinite(a)) and np.all(np.isfinite(b)):
+                res = np.matmul(a, b)
+            else:   # NaN, inf: IEEE products and sums (inf*0 is NaN), not whatever BLAS skips
+                res = _matmul_ieee(a, b)
+            scale = np.matmul(np.abs(a), np.abs(b))
         return float_store_arith(res, dtype), np.asarray(scale), k
     # object matmul of Python ints; an empty K sums to 0
     shape = np.matmul(np.zeros(a.shape, dtype=np.int8), np.zeros(b.shape, dtype=np.int8)).shape
     res = np.matmul(a, b) if k else np.zeros(shape, dtype=np.int64)
     return wrap(np.asarray(res, dtype=object).reshape(shape), dtype), None, k
+
+
+def _matmul_ieee(a, b):
+    """NumPy matmul of float64 arrays as element products summed: every product a[i,k]*b[k,j] is
+    formed (inf*0 gives NaN) and summed (inf + -inf gives NaN) as IEEE 754 says."""
+    a2 = a[None, :] if a.ndim == 1 else a
+    b2 = b[:, None] if b.ndim == 1 else b
+    res = (a2[..., :, :, None] * b2[..., None, :, :]).sum(axis=-2)
+    if a.ndim == 1:
+        res = res[..., 0, :]
+    if b.ndim == 1:
+        res = res[..., 0]
+    return res
 
 
 def softmax(op, dtype, st, axis):
@@ -522,10 +557,48 @@ def rmsnorm(dtype, x_st, w_st, eps):
 
 
 # ---------------------------------------------------------------- comparison
-def mismatches(got, ref, dtype, rtol=0.0, atol=0.0, scale=None, acc=0.0):
+# Ops that pick one of their operands: where a +0 and a -0 tie as the extreme, docs/OPERATORS.md
+# does not say which one is returned, so either sign of that zero is accepted (sign_free below).
+ZERO_TIE_OPS = {"minimum", "maximum", "clamp", "min", "max"}
+
+
+def _zero_signs(v):
+    z = (v == 0)
+    return z & np.signbit(v), z & ~np.signbit(v)
+
+
+def ew_sign_free(op, dtype, inputs, out_shape=None):
+    """Where an element-wise op's zero result may have either sign (a tie of +0 and -0 among the
+    operands of minimum, maximum, clamp); None for every other op (the sign is exact)."""
+    if op not in ZERO_TIE_OPS or not is_float(dtype) or not inputs:
+        return None
+    v = np.broadcast_arrays(*[vals(x, dtype) for x in inputs])
+    neg = np.zeros(v[0].shape, dtype=bool)
+    pos = np.zeros(v[0].shape, dtype=bool)
+    for x in v:
+        n, p = _zero_signs(x)
+        neg |= n
+        pos |= p
+    free = neg & pos
+    return free if out_shape is None else np.broadcast_to(free, out_shape)
+
+
+def reduce_sign_free(op, dtype, storage, axes, keepdim):
+    """Where a min/max reduction's zero result may have either sign (its row holds +0 and -0)."""
+    if op not in ZERO_TIE_OPS or not is_float(dtype):
+        return None
+    v = vals(np.asarray(storage), dtype)
+    axes = tuple(sorted(set(axes)))
+    n, p = _zero_signs(v)
+    return np.asarray(n.any(axis=axes, keepdims=bool(keepdim)) & p.any(axis=axes, keepdims=bool(keepdim)))
+
+
+def mismatches(got, ref, dtype, rtol=0.0, atol=0.0, scale=None, acc=0.0, sign_free=None):
     """Flat indices where got differs from ref: integers and bool exactly; floats within
     atol + rtol * max(|ref|, scale), or with acc (sums of terms: test_ops.acc_tol) within
-    atol + rtol * |ref| + acc * max(|ref|, scale); NaN equal to NaN, infinities exact."""
+    atol + rtol * |ref| + acc * max(|ref|, scale); NaN equal to NaN, infinities exact. With
+    rtol = atol = acc = 0 (exact) a zero must also have the reference's sign (-0.0 is not +0.0),
+    except where sign_free (a mask broadcast to ref's shape) is true."""
     got, ref = np.asarray(got), np.asarray(ref)
     if got.shape != ref.shape:
         raise AssertionError("shape %s != reference shape %s" % (got.shape, ref.shape))
@@ -543,6 +616,12 @@ def mismatches(got, ref, dtype, rtol=0.0, atol=0.0, scale=None, acc=0.0):
     nan = np.isnan(g) & np.isnan(r)
     inf = (np.isinf(g) | np.isinf(r))
     ok = nan | np.where(inf, g == r, close & ~np.isnan(g) & ~np.isnan(r))
+    if rtol == 0 and atol == 0 and not acc:
+        # exact: -0.0 and +0.0 compare equal as numbers, but an exact result has one sign
+        signed = (g == 0) & (r == 0)
+        if sign_free is not None:
+            signed &= ~np.broadcast_to(np.asarray(sign_free, dtype=bool), ref.shape).reshape(-1)
+        ok &= ~signed | (np.signbit(g) == np.signbit(r))
     return np.flatnonzero(~ok)
 
 

@@ -240,54 +240,83 @@ def test_wrap_negative_strides_inside(ctx):
 
 # ---------------------------------------------------------------- convenience functions
 def _conv_case(ctx, rng, op):
-    """(dtype, inputs, out, task kwargs, convenience extra args) for a small case of op."""
+    """A small case of op: (dtype, [input storage], out dtype, out shape, task kwargs, convenience
+    extra args, reference storage, tolerance kwargs for harness.check)."""
+    import test_ops as T
     spec = SPEC_OPS[op]
     dt = "f32" if "f32" in spec.dtypes else "i32" if "i32" in spec.dtypes else "bool"
     odt = R.out_dtype_of(op, dt, spec.out)
     sec = spec.section
-    mk = lambda shape, d=dt, role=0: ctx.tensor(H.gen_values(rng, op, d, role, shape), d)
+    gen = lambda shape, d=dt, role=0: H.gen_values(rng, op, d, role, shape)
+    tol = lambda n=None: dict(zip(("rtol", "atol"), T.tol(op, odt, n)))
     if op == "cast":
-        return [mk((3, 4))], ctx.new("f64", (3, 4)), {}, []
-    if op == "fill":
-        return [], ctx.new(dt, (3, 4)), dict(scalar=(2.5, 0)), [2.5]
-    if op == "arange":
-        return [], ctx.new(dt, (3, 4)), dict(scalar=(-3.0, 0.5)), [-3.0, 0.5]
+        x = gen((3, 4))
+        return dt, [x], "f64", (3, 4), {}, [], R.cast(x, dt, "f64"), {}
+    if op in ("fill", "arange"):
+        sc = (2.5, 0.0) if op == "fill" else (-3.0, 0.5)
+        ref, _ = R.elementwise(op, dt, [], dt, sc, (3, 4))
+        return dt, [], dt, (3, 4), dict(scalar=sc), list(sc[:1] if op == "fill" else sc), ref, tol()
     if sec.startswith("Reductions"):
+        x = gen((3, 4, 2))
         axes = (ctypes.c_int * 2)(-1, 0)
         kw = dict(axes=0b101, keepdim=1)
         extra = [axes, 2, 1]
+        corr = 0
         if op in ("var", "std"):
-            kw["correction"] = 1
+            corr = kw["correction"] = 1
             extra.append(1)
-        return [mk((3, 4, 2))], ctx.new(odt, (1, 4, 1)), kw, extra
+        ref, scale, n = R.reduce(op, dt, x, (0, 2), 1, corr)
+        t = tol(n)
+        t.update(scale=scale, acc=T.acc_tol(op, odt, n))
+        return dt, [x], odt, (1, 4, 1), kw, extra, ref, t
     if op == "matmul":
-        return [mk((3, 4)), mk((4, 2), role=1)], ctx.new(dt, (3, 2)), {}, []
+        a, b = gen((3, 4)), gen((4, 2), role=1)
+        ref, scale, k = R.matmul(dt, a, b)
+        t = tol(k)
+        t.update(scale=scale, acc=T.acc_tol(op, dt, k))
+        return dt, [a, b], dt, (3, 2), {}, [], ref, t
     if op in ("softmax", "log_softmax"):
-        return [mk((3, 4))], ctx.new(dt, (3, 4)), dict(axis=-2), [-2]
-    if op == "layernorm":
-        return [mk((3, 4)), mk((4,), role=1), mk((4,), role=2)], ctx.new(dt, (3, 4)), dict(scalar=(0.01, 0)), [0.01]
-    if op == "rmsnorm":
-        return [mk((3, 4)), mk((4,), role=1)], ctx.new(dt, (3, 4)), dict(scalar=(0.01, 0)), [0.01]
+        x = gen((3, 4))
+        ref, scale = R.softmax(op, dt, x, -2)
+        return dt, [x], dt, (3, 4), dict(axis=-2), [-2], ref, dict(tol(3), scale=scale)
+    if op in ("layernorm", "rmsnorm"):
+        x, w, b = gen((3, 4)), gen((4,), role=1), gen((4,), role=2)
+        if op == "layernorm":
+            ref, scale, n = R.layernorm(dt, x, w, b, 0.01)
+            ins = [x, w, b]
+        else:
+            ref, scale, n = R.rmsnorm(dt, x, w, 0.01)
+            ins = [x, w]
+        return dt, ins, dt, (3, 4), dict(scalar=(0.01, 0)), [0.01], ref, dict(tol(n), scale=scale)
     n = 2 if sec.startswith("Binary") else 3 if sec.startswith("Ternary") else 1
-    ins = [mk((3, 4), "bool" if op == "where" and i == 0 else dt, i) for i in range(n)]
-    return ins, ctx.new(odt, (3, 4)), {}, []
+    ins = [gen((3, 4), "bool" if op == "where" and i == 0 else dt, i) for i in range(n)]
+    ref, scale = R.elementwise(op, dt, ins, odt, (0.0, 0.0), (3, 4))
+    return dt, ins, odt, (3, 4), {}, [], ref, dict(tol(), scale=scale,
+                                                   sign_free=R.ew_sign_free(op, dt, ins, (3, 4)))
 
 
 @pytest.mark.parametrize("op", OPS)
-def test_convenience_function(ctx, rng, op):
-    """gpuos_<op>(ctx, out, inputs..., params) does what the same gpuos_submit task does."""
+def test_convenience_function(ctx, rng, seed, op):
+    """gpuos_<op>(ctx, out, inputs..., params) writes the NumPy reference's result (within the
+    tolerances of test_ops) into an output filled with sentinels, bit for bit what the same
+    gpuos_submit task writes."""
     L = lib()
     name = "gpuos_" + op
     if name not in L.convenience:
         pytest.fail("%s is not declared in gpuos.h" % name)
     if L.convenience[name] is None:
         pytest.fail("%s is declared but not exported, or has a parameter type the binding lacks" % name)
-    ins, out, kw, extra = _conv_case(ctx, rng, op)
-    ref_out = ctx.new(out.dtype, out.shape)
-    ctx.submit(op, ref_out, ins, **kw)
-    st = getattr(L, name)(ctx.ptr, out.ptr, *[t.ptr for t in ins], *extra)
+    dt, values, odt, oshape, kw, extra, ref, tolerance = _conv_case(ctx, rng, op)
+    idts = ["bool" if op == "where" and i == 0 else dt for i in range(len(values))]
+    ins = [ctx.tensor(v, d) for v, d in zip(values, idts)]
+    out = H.make_output(ctx, rng, odt, oshape)
+    st = getattr(L, name)(ctx.ptr, out.tensor.ptr, *[t.ptr for t in ins], *extra)
     assert st == OK, "%s: %s %s" % (name, status_name(st), ctx.last_error())
-    a, b = ctx.download(out), ctx.download(ref_out)
+    H.check(ctx, out, ref, what="%s on %s: out %s" % (name, dt, out.describe()), inputs=list(zip(idts, values)),
+            seed=seed, **tolerance)
+    sub = H.make_output(ctx, rng, odt, oshape)
+    ctx.submit(op, sub.tensor, ins, **kw)
+    a, b = ctx.download(out.tensor), ctx.download(sub.tensor)
     assert H.bits_equal(a, b), "%s: %r, gpuos_submit gives %r" % (name, a, b)
 
 

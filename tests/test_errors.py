@@ -9,7 +9,8 @@ import pytest
 import reference as R
 import gpuos_ctypes as G
 import gpuos_ctypes as E   # status constants: E.ERR_SHAPE_MISMATCH ...
-from gpuos_ctypes import AXES_ALL, DTYPES, OK, OP_COUNT, OPS, STATUS, Config, Context, _i64arr, config_init, lib, status_name
+from gpuos_ctypes import (AXES_ALL, DTYPES, OK, OP_COUNT, OPS, STATUS, Config, Context, Task, _i64arr, config_init, lib,
+                          status_name)
 from opspec import SPEC_OPS
 
 
@@ -24,9 +25,18 @@ def usable(ctx):
     assert ctx.status() == OK
 
 
+def names_status(msg, st):
+    """docs/OPERATORS.md: every gpuos_last_error string starts with the status name
+    ("GPUOS_ERR_AXIS: sum: ...")."""
+    name = status_name(st)
+    return msg.startswith(name) and not (msg[len(name):len(name) + 1].isalnum() or msg[len(name):len(name) + 1] == "_")
+
+
 def expect(ctx, st, code, what):
     assert st == code, "%s: got %s, expected %s (%s)" % (what, status_name(st), status_name(code), ctx.last_error())
-    assert ctx.last_error() != "", "%s: gpuos_last_error is empty after %s" % (what, status_name(st))
+    msg = ctx.last_error()
+    assert msg != "", "%s: gpuos_last_error is empty after %s" % (what, status_name(st))
+    assert names_status(msg, st), "%s: gpuos_last_error %r does not start with %s" % (what, msg, status_name(st))
     usable(ctx)
 
 
@@ -439,16 +449,18 @@ def test_empty_extremum(ctx, op):
 
 
 def test_upload_download_wrong_size(ctx):
-    t = f32(ctx, (4,))
-    buf = np.zeros(8, dtype=np.float32)
+    """bytes != numel * dtype size: GPUOS_ERR_OUT_OF_BOUNDS (docs/OPERATORS.md), nothing copied."""
+    before = np.arange(4, dtype=np.float32)
+    t = ctx.tensor(before, "f32")
+    buf = np.full(8, 7.0, dtype=np.float32)
     L = lib()
-    for n in (15, 17, 0, 32):
+    for n in (15, 17, 0, 32, 4):
         st = L.gpuos_upload(ctx.ptr, t.ptr, buf.ctypes.data, n)
-        assert st != OK, "gpuos_upload of %d bytes into 16 accepted" % n
-        assert ctx.last_error() != ""
+        expect(ctx, st, E.ERR_OUT_OF_BOUNDS, "gpuos_upload of %d bytes into 16" % n)
         st = L.gpuos_download(ctx.ptr, t.ptr, buf.ctypes.data, n)
-        assert st != OK, "gpuos_download of %d bytes from 16 accepted" % n
-    usable(ctx)
+        expect(ctx, st, E.ERR_OUT_OF_BOUNDS, "gpuos_download of %d bytes from 16" % n)
+    assert np.array_equal(ctx.download(t), before), "a refused upload changed the tensor"
+    assert np.array_equal(buf, np.full(8, 7.0, dtype=np.float32)), "a refused download wrote the buffer"
 
 
 # ---------------------------------------------------------------- configuration
@@ -480,7 +492,9 @@ def test_bad_config(fields, what):
     L = lib()
     assert st == E.ERR_BAD_CONFIG, "%s: %s, expected GPUOS_ERR_BAD_CONFIG" % (what, status_name(st))
     assert not p.value, "%s: *out is not NULL after a failed gpuos_create" % what
-    assert (L.gpuos_last_error(None) or b"") != b"", "%s: gpuos_last_error(NULL) is empty" % what
+    msg = (L.gpuos_last_error(None) or b"").decode(errors="replace")
+    assert msg != "", "%s: gpuos_last_error(NULL) is empty" % what
+    assert names_status(msg, st), "%s: gpuos_last_error(NULL) %r does not start with %s" % (what, msg, status_name(st))
     with Context() as c:   # creating contexts still works
         usable(c)
 
@@ -489,7 +503,8 @@ def test_no_such_device():
     st, p = _create(device=1000)
     assert st == E.ERR_NO_DEVICE, "device 1000: %s" % status_name(st)
     assert not p.value
-    assert (lib().gpuos_last_error(None) or b"") != b""
+    msg = (lib().gpuos_last_error(None) or b"").decode(errors="replace")
+    assert names_status(msg, st), "gpuos_last_error(NULL) %r does not start with %s" % (msg, status_name(st))
 
 
 def test_config_limits_accepted():
@@ -521,28 +536,125 @@ def test_last_error_empty_on_fresh_context():
         assert c.status() == OK
 
 
-# ---------------------------------------------------------------- refused, whatever the code
-def test_other_bad_arguments_refused(ctx):
-    """Bad arguments whose status gpuos.h leaves open are refused, say why, and leave the context
-    usable: squeeze of a size-3 axis, a permutation with a repeated axis, a task of the wrong
-    struct_size, an input slot beyond the op's inputs, a fence never handed out, a negative rank."""
+# ---------------------------------------------------------------- other calls' documented codes
+def test_other_calls_documented_codes(ctx):
+    """docs/OPERATORS.md ("Other calls", "Errors at submission"): squeeze of an axis whose size is
+    not 1, permute with a repeated axis, a task of the wrong struct_size, an input beyond the op's
+    inputs, waiting on a sequence number never issued: GPUOS_ERR_INVALID_ARGUMENT; rank below 0:
+    GPUOS_ERR_RANK."""
     L = lib()
     x = f32(ctx, (3, 4))
-    cases = [("squeeze of an axis of size 3", x.squeeze_raw(0)[0]),
-             ("permute [0, 0]", x.permute_raw([0, 0])[0]),
-             ("reshape to 13 elements", x.reshape_raw((13,))[0]),
-             ("reshape with two -1", x.reshape_raw((-1, -1))[0]),
-             ("broadcast_to (3, 5)", x.broadcast_to_raw((3, 5))[0])]
-    tk = ctx.task("neg", ctx.new("f32", (3, 4)), [x])
-    tk.struct_size = 8
-    cases.append(("task struct_size 8", ctx.submit_task(tk)[0]))
-    cases.append(("neg with a second input", ctx.try_submit("neg", ctx.new("f32", (3, 4)), [x, x])))
-    cases.append(("wait_fence beyond gpuos_fence", ctx.wait_fence(ctx.fence() + 1000, 10)))
+    st, v = x.squeeze_raw(0)
+    expect(ctx, st, E.ERR_INVALID_ARGUMENT, "squeeze of an axis of size 3")
+    assert v is None
+    expect(ctx, x.squeeze_raw(-1)[0], E.ERR_INVALID_ARGUMENT, "squeeze of an axis of size 4")
+    expect(ctx, x.permute_raw([0, 0])[0], E.ERR_INVALID_ARGUMENT, "permute [0, 0]")
+    expect(ctx, f32(ctx, (2, 3, 4)).permute_raw([2, 0, 2])[0], E.ERR_INVALID_ARGUMENT, "permute [2, 0, 2]")
+    for size in (8, 0, ctypes.sizeof(Task) + 8):
+        tk = ctx.task("neg", ctx.new("f32", (3, 4)), [x])
+        tk.struct_size = size
+        fence = ctx.fence()
+        st = ctx.submit_task(tk)[0]
+        assert ctx.fence() == fence, "a task of struct_size %d was queued" % size
+        expect(ctx, st, E.ERR_INVALID_ARGUMENT, "task struct_size %d" % size)
+    expect(ctx, submit_status(ctx, "neg", ctx.new("f32", (3, 4)), [x, x]), E.ERR_INVALID_ARGUMENT,
+           "neg with a second input")
+    expect(ctx, submit_status(ctx, "add", ctx.new("f32", (3, 4)), [x, x, x]), E.ERR_INVALID_ARGUMENT,
+           "add with a third input")
+    expect(ctx, submit_status(ctx, "rmsnorm", ctx.new("f32", (3, 4)), [x, None, f32(ctx, (4,))], scalar=(1e-5, 0)),
+           E.ERR_INVALID_ARGUMENT, "rmsnorm with a third input")
+    expect(ctx, ctx.wait_fence(ctx.fence() + 1000, 10), E.ERR_INVALID_ARGUMENT, "wait_fence beyond gpuos_fence")
+    expect(ctx, ctx.wait_task(ctx.fence() + 1000, 10), E.ERR_INVALID_ARGUMENT, "wait_task beyond gpuos_fence")
     p = ctypes.c_void_p()
-    cases.append(("tensor_new rank -1", L.gpuos_tensor_new(ctx.ptr, 8, -1, _i64arr([1]), ctypes.byref(p))))
-    cases.append(("tensor_new of dtype 10", L.gpuos_tensor_new(ctx.ptr, 10, 1, _i64arr([1]), ctypes.byref(p))))
-    cases.append(("tensor_new of a negative size", L.gpuos_tensor_new(ctx.ptr, 8, 1, _i64arr([-2]), ctypes.byref(p))))
-    for what, st in cases:
+    for rank in (-1, -100):
+        expect(ctx, L.gpuos_tensor_new(ctx.ptr, 8, rank, _i64arr([1]), ctypes.byref(p)), E.ERR_RANK,
+               "tensor_new rank %d" % rank)
+        assert not p.value, "*out set on failure"
+    buf = np.zeros(4, dtype=np.float32)
+    st = L.gpuos_tensor_wrap(ctx.ptr, buf.ctypes.data, buf.nbytes, 8, -1, _i64arr([1]), None, ctypes.byref(p))
+    expect(ctx, st, E.ERR_RANK, "gpuos_tensor_wrap rank -1")
+
+
+def test_wrap_unaligned(ctx):
+    """gpuos_tensor_wrap of memory not aligned to the dtype's size: GPUOS_ERR_INVALID_ARGUMENT
+    (docs/OPERATORS.md); 1-byte dtypes have no alignment to miss."""
+    raw = np.zeros(256, dtype=np.uint8)
+    base = (-raw.ctypes.data) % 64          # an offset of raw aligned to 64 bytes
+    for dt in ("i16", "i32", "i64", "f16", "bf16", "f32", "f64"):
+        size = G.ITEMSIZE[dt]
+        for mis in sorted({1, size // 2, size - 1}):
+            mem = raw[base + mis:base + mis + 8 * size]
+            st, t = ctx.wrap_raw(mem, dt, (8,))
+            expect(ctx, st, E.ERR_INVALID_ARGUMENT, "gpuos_tensor_wrap of %s at an address %d bytes past %d-byte "
+                                                    "alignment" % (dt, mis, size))
+            assert t is None
+        st, t = ctx.wrap_raw(raw[base + size:base + 9 * size], dt, (8,))
+        assert st == OK, "gpuos_tensor_wrap of %s at an aligned address: %s %s" % (dt, status_name(st),
+                                                                                   ctx.last_error())
+        t.release()
+    for dt in ("bool", "i8", "u8"):
+        st, t = ctx.wrap_raw(raw[base + 3:base + 11], dt, (8,))
+        assert st == OK, "gpuos_tensor_wrap of %s at an odd address: %s %s" % (dt, status_name(st), ctx.last_error())
+        t.release()
+    usable(ctx)
+
+
+EXACT_OVERLAP_LIMIT = 1 << 22
+
+
+def test_output_not_nested_above_2_22(ctx):
+    """docs/OPERATORS.md: an output overlapping itself is GPUOS_ERR_BAD_STRIDES, and above 2^22
+    elements so are strides that do not nest (one that may overlap itself, unproven). Strides
+    (8, 3, 2) over (M, 2, 3) do not nest (the axis of stride 3 starts inside the 0..4 the axis of
+    stride 2 spans) but never overlap ({0, 2, 4} + {0, 3} are 6 distinct offsets, below 8): at
+    6M <= 2^22 elements the output is accepted and written exactly, above 2^22 refused; a nested
+    view of more than 2^22 elements is accepted."""
+    for m, ok in ((7, True), (EXACT_OVERLAP_LIMIT // 6, True), (EXACT_OVERLAP_LIMIT // 6 + 1, False)):
+        base = ctx.tensor(np.zeros(8 * m, dtype=np.uint8), "u8")
+        view = base.strided((m, 2, 3), (8, 3, 2), 0)
+        assert view.info().numel == 6 * m and (6 * m <= EXACT_OVERLAP_LIMIT) == ok
+        st = submit_status(ctx, "fill", view, [], scalar=(1.0, 0.0))
+        if not ok:
+            expect(ctx, st, E.ERR_BAD_STRIDES, "fill of %d elements, strides (8, 3, 2) over (%d, 2, 3)" % (6 * m, m))
+            assert not ctx.download(base).any(), "a refused fill wrote memory"
+            continue
+        assert st == OK, "fill of %d elements, strides (8, 3, 2) over (%d, 2, 3) (they never overlap): %s %s" % (
+            6 * m, m, status_name(st), ctx.last_error())
+        want = np.zeros((m, 8), dtype=np.uint8)
+        want[:, [0, 2, 3, 4, 5, 7]] = 1
+        assert np.array_equal(ctx.download(base).reshape(m, 8), want.reshape(m, 8)), "fill wrote the wrong elements"
+    # the same number of elements with nested strides (a row of 6 of every 8): accepted
+    m = EXACT_OVERLAP_LIMIT // 6 + 1
+    base = ctx.tensor(np.zeros(8 * m, dtype=np.uint8), "u8")
+    st = submit_status(ctx, "fill", base.strided((m, 2, 3), (8, 3, 1), 0), [], scalar=(1.0, 0.0))
+    assert st == OK, "fill of %d elements with nested strides (8, 3, 1): %s %s" % (6 * m, status_name(st),
+                                                                                   ctx.last_error())
+    got = ctx.download(base).reshape(m, 8)
+    assert got[:, :6].all() and not got[:, 6:].any()
+    # an overlap proven below the limit is refused too: strides (2, 1) over (3, 3) reach offset 2 twice
+    st = submit_status(ctx, "fill", ctx.new("u8", (64,)).strided((3, 3), (2, 1), 0), [], scalar=(1.0, 0.0))
+    expect(ctx, st, E.ERR_BAD_STRIDES, "fill into strides (2, 1) over (3, 3)")
+
+
+# ---------------------------------------------------------------- refused, whatever the code
+def test_other_bad_arguments_refused(ctx):
+    """Bad arguments whose status docs/OPERATORS.md and gpuos.h leave open are refused, say why
+    (the message names the status returned), and leave the context usable: a reshape to another
+    number of elements or with two -1, a broadcast to an incompatible shape, dtype 10, a negative
+    size."""
+    L = lib()
+    x = f32(ctx, (3, 4))
+    p = ctypes.c_void_p()
+    cases = [("reshape to 13 elements", lambda: x.reshape_raw((13,))[0]),
+             ("reshape with two -1", lambda: x.reshape_raw((-1, -1))[0]),
+             ("broadcast_to (3, 5)", lambda: x.broadcast_to_raw((3, 5))[0]),
+             ("tensor_new of dtype 10", lambda: L.gpuos_tensor_new(ctx.ptr, 10, 1, _i64arr([1]), ctypes.byref(p))),
+             ("tensor_new of a negative size",
+              lambda: L.gpuos_tensor_new(ctx.ptr, 8, 1, _i64arr([-2]), ctypes.byref(p)))]
+    for what, call in cases:
+        st = call()
         assert st != OK, "%s accepted" % what
-        assert ctx.last_error() != "", "%s: %s with an empty gpuos_last_error" % (what, status_name(st))
+        msg = ctx.last_error()
+        assert msg != "", "%s: %s with an empty gpuos_last_error" % (what, status_name(st))
+        assert names_status(msg, st), "%s: gpuos_last_error %r does not start with %s" % (what, msg, status_name(st))
     usable(ctx)

@@ -14,7 +14,7 @@ import pytest
 
 import harness as H
 import reference as R
-from gpuos_ctypes import AXES_ALL, DTYPES, ERR_INVALID_ARGUMENT, FLOATS, INTS, OP_ID, status_name, to_storage
+from gpuos_ctypes import AXES_ALL, DTYPES, ERR_INVALID_ARGUMENT, FLOATS, INTS, OK, OP_ID, status_name, to_storage
 from opspec import SPEC_OPS, combos
 
 # ---------------------------------------------------------------- tolerances (the one table)
@@ -39,8 +39,11 @@ TOL = {
 # EXACT: ops whose result is one correctly rounded IEEE operation (or no rounding at all) of the
 # rounded inputs are compared exactly in every float dtype (rtol = atol = 0): the tolerances above
 # would hide a wrong rounding (ties away from zero, truncation) of f16 and bf16 results.
+# fma is fused (docs/OPERATORS.md: one rounding in f32 / f64; f16 and bf16 round that f32 once more
+# on store): its reference is the exact a*b+c rounded once (reference.fma_compute), compared exactly.
 EXACT = {"neg", "abs", "sign", "relu", "floor", "ceil", "round", "trunc", "sqrt", "reciprocal", "square", "add",
-         "sub", "mul", "div", "minimum", "maximum", "clamp", "where", "copy", "cast", "fill", "arange", "min", "max"}
+         "sub", "mul", "div", "minimum", "maximum", "clamp", "where", "copy", "cast", "fill", "arange", "min", "max",
+         "fma"}
 
 
 # ACC_OPS: sums of n terms (reductions, matmul). Their rtol is the result's own rounding, and the
@@ -137,10 +140,14 @@ def ew_once(ctx, rng, seed, op, dtype, out_shape, in_shapes, in_layouts, out_lay
         what += " scalar=%r" % (tuple(scalar),)
     ctx.submit(op, out.tensor, [o.tensor for o in ins], scalar=scalar)
     rtol, atol = tol(op, odt)
-    H.check(ctx, out, ref, rtol=rtol, atol=atol, scale=scale, what=what, inputs=shown, seed=seed)
+    H.check(ctx, out, ref, rtol=rtol, atol=atol, scale=scale, what=what, inputs=shown, seed=seed,
+            sign_free=R.ew_sign_free(op, dtype, [o.values for o in ins], out_shape))
 
 
 VIEW_LAYOUTS = ("strided", "permuted", "negative", "mixed")
+# layouts of inputs: the views, and stride-0 broadcast views (harness.make_operand "bcast"); never
+# an output's (an output with a stride 0 over an axis above 1 is GPUOS_ERR_BAD_STRIDES)
+IN_LAYOUTS = VIEW_LAYOUTS + ("bcast",)
 
 
 def run_elementwise(ctx, rng, seed, op, dtype, rank):
@@ -212,8 +219,11 @@ def axis_subsets(rng, rank):
     return [(s, sum(1 << a for a in s)) for s in subs] + [(tuple(range(rank)), AXES_ALL)]
 
 
-def reduce_once(ctx, rng, seed, op, dtype, shape, axes, mask, keepdim, corr, in_layout, out_layout, label=""):
-    x = H.make_operand(ctx, rng, dtype, H.gen_values(rng, op, dtype, 0, shape), in_layout)
+def reduce_once(ctx, rng, seed, op, dtype, shape, axes, mask, keepdim, corr, in_layout, out_layout, label="",
+                values=None):
+    """values: the input's storage (default: random inputs for op of shape)."""
+    x = H.make_operand(ctx, rng, dtype, H.gen_values(rng, op, dtype, 0, shape) if values is None else values,
+                       in_layout)
     ref, scale, n = R.reduce(op, dtype, x.values, axes, keepdim, corr)
     odt = out_dtype(op, dtype)
     out = H.make_output(ctx, rng, odt, ref.shape, out_layout)
@@ -222,7 +232,7 @@ def reduce_once(ctx, rng, seed, op, dtype, shape, axes, mask, keepdim, corr, in_
     ctx.submit(op, out.tensor, [x.tensor], axes=mask, keepdim=keepdim, correction=corr)
     rtol, atol = tol(op, odt, n)
     H.check(ctx, out, ref, rtol=rtol, atol=atol, scale=scale, acc=acc_tol(op, odt, n), what=what,
-            inputs=[(dtype, x.values)], seed=seed)
+            inputs=[(dtype, x.values)], seed=seed, sign_free=R.reduce_sign_free(op, dtype, x.values, axes, keepdim))
 
 
 def run_reduce(ctx, rng, seed, op, dtype, rank):
@@ -231,7 +241,7 @@ def run_reduce(ctx, rng, seed, op, dtype, rank):
     for axes, mask in axis_subsets(rng, rank):
         for keepdim in (0, 1):
             for corr in corrs:
-                lay = str(rng.choice(("contig",) * 2 + VIEW_LAYOUTS))
+                lay = str(rng.choice(("contig",) * 2 + IN_LAYOUTS))
                 olay = str(rng.choice(("contig",) * 3 + VIEW_LAYOUTS))
                 reduce_once(ctx, rng, seed, op, dtype, shape, axes, mask, keepdim, corr, lay, olay)
     if op in ("var", "std"):   # N - correction <= 0
@@ -283,9 +293,12 @@ def matmul_shapes(rng, rank):
     return cases
 
 
-def matmul_once(ctx, rng, seed, dtype, a_shape, b_shape, la, lb, lo, label=""):
-    a = H.make_operand(ctx, rng, dtype, H.gen_values(rng, "matmul", dtype, 0, a_shape), la)
-    b = H.make_operand(ctx, rng, dtype, H.gen_values(rng, "matmul", dtype, 1, b_shape), lb)
+def matmul_once(ctx, rng, seed, dtype, a_shape, b_shape, la, lb, lo, label="", values=None):
+    """values: (a, b) storage (default: random inputs of a_shape, b_shape)."""
+    av, bv = values if values is not None else (H.gen_values(rng, "matmul", dtype, 0, a_shape),
+                                                 H.gen_values(rng, "matmul", dtype, 1, b_shape))
+    a = H.make_operand(ctx, rng, dtype, av, la)
+    b = H.make_operand(ctx, rng, dtype, bv, lb)
     ref, scale, k = R.matmul(dtype, a.values, b.values)
     out = H.make_output(ctx, rng, dtype, ref.shape, lo)
     what = "matmul %s %s: a %s, b %s, out %s" % (dtype, label, a.describe(), b.describe(), out.describe())
@@ -298,8 +311,8 @@ def matmul_once(ctx, rng, seed, dtype, a_shape, b_shape, la, lb, lo, label=""):
 def run_matmul(ctx, rng, seed, op, dtype, rank):
     for a_shape, b_shape in matmul_shapes(rng, rank):
         matmul_once(ctx, rng, seed, dtype, a_shape, b_shape, "contig", "contig", "contig", "contiguous")
-        matmul_once(ctx, rng, seed, dtype, a_shape, b_shape, str(rng.choice(VIEW_LAYOUTS)),
-                    str(rng.choice(VIEW_LAYOUTS)), str(rng.choice(VIEW_LAYOUTS)), "views")
+        matmul_once(ctx, rng, seed, dtype, a_shape, b_shape, str(rng.choice(IN_LAYOUTS)),
+                    str(rng.choice(IN_LAYOUTS)), str(rng.choice(VIEW_LAYOUTS)), "views")
     a_shape, b_shape = matmul_shapes(rng, rank)[-1]
     for zero in ("K", "M"):   # empty inner dimension (sums of nothing: 0), empty output
         za, zb = list(a_shape), list(b_shape)
@@ -314,19 +327,25 @@ def run_matmul(ctx, rng, seed, op, dtype, rank):
 
 
 # ---------------------------------------------------------------- softmax, log_softmax, layernorm, rmsnorm
+def softmax_once(ctx, rng, seed, op, dtype, shape, axis, values=None, label=""):
+    """values: the input's storage (default: random inputs for op of shape); layouts at random (a
+    broadcast input is never worked on in place: it cannot be an output)."""
+    lay = str(rng.choice(("contig",) + IN_LAYOUTS))
+    x = H.make_operand(ctx, rng, dtype, H.gen_values(rng, op, dtype, 0, shape) if values is None else values, lay)
+    inplace = lay != "bcast" and rng.random() < 0.3
+    out = x if inplace else H.make_output(ctx, rng, dtype, shape, str(rng.choice(("contig",) + VIEW_LAYOUTS)))
+    ref, scale = R.softmax(op, dtype, x.values, axis)
+    what = "%s %s %saxis=%d%s: in %s, out %s" % (op, dtype, label, axis, " in place" if inplace else "",
+                                                 x.describe(), out.describe())
+    ctx.submit(op, out.tensor, [x.tensor], axis=axis)
+    rtol, atol = tol(op, dtype, shape[axis])
+    H.check(ctx, out, ref, rtol=rtol, atol=atol, scale=scale, what=what, inputs=[(dtype, x.values)], seed=seed)
+
+
 def run_softmax(ctx, rng, seed, op, dtype, rank):
     shape = H.random_shape(rng, rank, cap=120)
     for axis in range(-rank, rank):
-        x = H.make_operand(ctx, rng, dtype, H.gen_values(rng, op, dtype, 0, shape),
-                           str(rng.choice(("contig",) + VIEW_LAYOUTS)))
-        inplace = rng.random() < 0.3
-        out = x if inplace else H.make_output(ctx, rng, dtype, shape, str(rng.choice(("contig",) + VIEW_LAYOUTS)))
-        ref, scale = R.softmax(op, dtype, x.values, axis)
-        what = "%s %s axis=%d%s: in %s, out %s" % (op, dtype, axis, " in place" if inplace else "", x.describe(),
-                                                   out.describe())
-        ctx.submit(op, out.tensor, [x.tensor], axis=axis)
-        rtol, atol = tol(op, dtype, shape[axis])
-        H.check(ctx, out, ref, rtol=rtol, atol=atol, scale=scale, what=what, inputs=[(dtype, x.values)], seed=seed)
+        softmax_once(ctx, rng, seed, op, dtype, shape, axis)
     z = list(shape)
     z[int(rng.integers(rank))] = 0
     x = H.make_operand(ctx, rng, dtype, H.gen_values(rng, op, dtype, 0, tuple(z)))
@@ -335,31 +354,58 @@ def run_softmax(ctx, rng, seed, op, dtype, rank):
     H.check(ctx, out, np.zeros(tuple(z), dtype=out.base.dtype), what="%s %s zero-size %s" % (op, dtype, z), seed=seed)
 
 
+def norm_once(ctx, rng, seed, op, dtype, shape, use_w, use_b, eps, values=None, label=""):
+    """One layernorm / rmsnorm task, layouts at random (broadcast inputs too: never in place).
+    values: x's storage (default: random inputs for op of shape)."""
+    n = shape[-1]
+    xl = str(rng.choice(("contig",) + IN_LAYOUTS))
+    x = H.make_operand(ctx, rng, dtype, H.gen_values(rng, op, dtype, 0, shape) if values is None else values, xl)
+    w = H.make_operand(ctx, rng, dtype, H.gen_values(rng, op, dtype, 1, (n,)),
+                       str(rng.choice(("contig",) + IN_LAYOUTS))) if use_w else None
+    b = H.make_operand(ctx, rng, dtype, H.gen_values(rng, op, dtype, 2, (n,)),
+                       str(rng.choice(("contig",) + IN_LAYOUTS))) if use_b else None
+    inplace = xl != "bcast" and rng.random() < 0.3
+    out = x if inplace else H.make_output(ctx, rng, dtype, shape, str(rng.choice(("contig",) + VIEW_LAYOUTS)))
+    if op == "layernorm":
+        ref, scale, _ = R.layernorm(dtype, x.values, w and w.values, b and b.values, eps)
+    else:
+        ref, scale, _ = R.rmsnorm(dtype, x.values, w and w.values, eps)
+    ins = [x.tensor, w.tensor if w else None] + ([b.tensor if b else None] if op == "layernorm" else [])
+    what = "%s %s %sweight=%s bias=%s eps=%g%s: x %s, out %s" % (
+        op, dtype, label, use_w, use_b, eps, " in place" if inplace else "", x.describe(), out.describe())
+    ctx.submit(op, out.tensor, ins, scalar=(eps, 0.0))
+    rtol, atol = tol(op, dtype, n)
+    H.check(ctx, out, ref, rtol=rtol, atol=atol, scale=scale, what=what, inputs=[(dtype, x.values)], seed=seed)
+
+
 def run_norm(ctx, rng, seed, op, dtype, rank):
     shape = H.random_shape(rng, rank, cap=120)
-    n = shape[-1]
     combos_ = [(w, b) for w in (False, True) for b in ((False, True) if op == "layernorm" else (False,))]
     for use_w, use_b in combos_:
         for eps in (1e-5, 0.5):
-            xl = str(rng.choice(("contig",) + VIEW_LAYOUTS))
-            x = H.make_operand(ctx, rng, dtype, H.gen_values(rng, op, dtype, 0, shape), xl)
-            w = H.make_operand(ctx, rng, dtype, H.gen_values(rng, op, dtype, 1, (n,)),
-                               str(rng.choice(("contig",) + VIEW_LAYOUTS))) if use_w else None
-            b = H.make_operand(ctx, rng, dtype, H.gen_values(rng, op, dtype, 2, (n,)),
-                               str(rng.choice(("contig",) + VIEW_LAYOUTS))) if use_b else None
-            inplace = rng.random() < 0.3
-            out = x if inplace else H.make_output(ctx, rng, dtype, shape, str(rng.choice(("contig",) + VIEW_LAYOUTS)))
-            if op == "layernorm":
-                ref, scale, _ = R.layernorm(dtype, x.values, w and w.values, b and b.values, eps)
-            else:
-                ref, scale, _ = R.rmsnorm(dtype, x.values, w and w.values, eps)
+            norm_once(ctx, rng, seed, op, dtype, shape, use_w, use_b, eps)
+    # zero-size: no rows (a leading axis of 0) and rows of nothing (a last axis of 0). The output is
+    # empty: docs/OPERATORS.md lists no error for it (min/max over nothing are the only refused
+    # empty reductions), so the task is accepted and writes nothing.
+    zs = []
+    if rank >= 2:
+        z = list(shape)
+        z[int(rng.integers(rank - 1))] = 0
+        zs.append(("no rows", tuple(z)))
+    zs.append(("rows of nothing", tuple(shape[:-1]) + (0,)))
+    for label, z in zs:
+        for use_w, use_b in combos_:
+            x = H.make_operand(ctx, rng, dtype, H.gen_values(rng, op, dtype, 0, z),
+                               str(rng.choice(("contig",) + VIEW_LAYOUTS)))
+            w = H.make_operand(ctx, rng, dtype, H.gen_values(rng, op, dtype, 1, z[-1:])) if use_w else None
+            b = H.make_operand(ctx, rng, dtype, H.gen_values(rng, op, dtype, 2, z[-1:])) if use_b else None
+            out = H.make_output(ctx, rng, dtype, z, str(rng.choice(("contig",) + VIEW_LAYOUTS)))
             ins = [x.tensor, w.tensor if w else None] + ([b.tensor if b else None] if op == "layernorm" else [])
-            what = "%s %s weight=%s bias=%s eps=%g%s: x %s, out %s" % (
-                op, dtype, use_w, use_b, eps, " in place" if inplace else "", x.describe(), out.describe())
-            ctx.submit(op, out.tensor, ins, scalar=(eps, 0.0))
-            rtol, atol = tol(op, dtype, n)
-            H.check(ctx, out, ref, rtol=rtol, atol=atol, scale=scale, what=what, inputs=[(dtype, x.values)],
-                    seed=seed)
+            st = ctx.try_submit(op, out.tensor, ins, scalar=(1e-5, 0.0))
+            what = "%s %s zero-size %s %s weight=%s bias=%s: x %s, out %s" % (
+                op, dtype, label, z, use_w, use_b, x.describe(), out.describe())
+            assert st == OK, "%s: %s %s" % (what, status_name(st), ctx.last_error())
+            H.check(ctx, out, np.zeros(z, dtype=out.base.dtype), what=what, seed=seed)
 
 
 RUNNERS = {}
@@ -417,7 +463,124 @@ def test_float_specials(ctx, seed, op, dtype):
     ref, scale = R.elementwise(op, dtype, grids, odt)
     rtol, atol = tol(op, odt)
     H.check(ctx, out, ref, rtol=rtol, atol=atol, scale=scale, what="%s %s special values" % (op, dtype),
-            inputs=[(input_dtype(op, dtype, i), g) for i, g in enumerate(grids)], seed=seed)
+            inputs=[(input_dtype(op, dtype, i), g) for i, g in enumerate(grids)], seed=seed,
+            sign_free=R.ew_sign_free(op, dtype, grids))
+
+
+STORAGE_NP = {"f32": np.float32, "f64": np.float64}
+
+
+def fma_hard_cases(dtype, rng):
+    """(a, b, c) arrays of dtype where only a fused multiply-add rounded once gives the exact
+    a*b + c rounded: a*b = 2^-p (1 - 2^-2(p-1)) (p the significand bits), just below half an ulp
+    of c = 1 + 2^-(p-1) (odd last bit), so a*b + c lies just below the midpoint between c and
+    its successor. Rounding a*b first (unfused), or the sum to a wider type first (f64 for f32,
+    x87 long double for f64), lands on the midpoint, which ties to even: c + 2 ulp instead of c.
+    Scaled by powers of two, with all signs, plus random triples."""
+    p = {"f32": 24, "f64": 53}[dtype]
+    a0 = 2.0 ** -p * (1 + 2.0 ** (1 - p))
+    b0 = 1 - 2.0 ** (1 - p)
+    c0 = 1 + 2.0 ** (1 - p)
+    ks = range(-60, 61, 4) if dtype == "f32" else range(-900, 901, 60)
+    a, b, c = [], [], []
+    for k in ks:
+        for sa, sb in ((1, 1), (-1, 1), (1, -1), (-1, -1)):
+            a.append(sa * math.ldexp(a0, k))
+            b.append(sb * b0)
+            c.append(sa * sb * math.ldexp(c0, k))
+    n = 200
+    lim = 1e3
+    a += list(rng.uniform(-lim, lim, n))
+    b += list(rng.uniform(-lim, lim, n))
+    c += list(rng.uniform(-lim, lim, n) * 10.0 ** rng.integers(-6, 6, n))
+    st = STORAGE_NP[dtype]
+    return [np.array(x, dtype=np.float64).astype(st) for x in (a, b, c)], len(ks) * 4
+
+
+@pytest.mark.parametrize("dtype", [d for d in ("f32", "f64") if supported("fma", d, 1)])
+def test_fma_one_rounding(ctx, rng, seed, dtype):
+    """fma is fused (docs/OPERATORS.md: one rounding in f32 / f64): exact on inputs where an
+    unfused or double-rounded a*b + c gives another value (the test checks that they do)."""
+    (a, b, c), n_hard = fma_hard_cases(dtype, rng)
+    ref = R.fma_compute(dtype, a, b, c).astype(STORAGE_NP[dtype])
+    # the hard cases separate a fused fma from the two wrong ways of computing it
+    with np.errstate(all="ignore"):
+        unfused = (a * b + c)[:n_hard]
+        wide = ((a.astype(np.float64) * b + c).astype(np.float32) if dtype == "f32" else
+                (a.astype(np.longdouble) * b + c).astype(np.float64))[:n_hard]
+    assert not np.any(unfused == ref[:n_hard]), "hard fma cases that an unfused a*b + c gets right"
+    if dtype == "f32" or np.finfo(np.longdouble).nmant > 52:
+        assert not np.any(wide == ref[:n_hard]), "hard fma cases that a wider a*b + c gets right"
+    ins = [ctx.tensor(x, dtype) for x in (a, b, c)]
+    out = H.make_output(ctx, rng, dtype, a.shape)
+    ctx.submit("fma", out.tensor, ins)
+    H.check(ctx, out, ref, what="fma %s, one rounding" % dtype, inputs=[(dtype, a), (dtype, b), (dtype, c)],
+            seed=seed)
+
+
+# ---------------------------------------------------------------- NaN and infinities in reductions, row ops
+ROW_OPS = ["matmul", "softmax", "log_softmax", "layernorm", "rmsnorm"]
+SPECIALS_SHAPE = (3, 4, 5)
+
+
+def _reduce_special_cases():
+    return [(op, dt) for op in REDUCE + ROW_OPS for dt in FLOATS
+            if dt in SPEC_OPS[op].dtypes and supported(op, dt, len(SPECIALS_SHAPE))]
+
+
+def special_values(rng, op, dtype, shape, role=0, p=0.04):
+    """Random inputs of op with NaN, +inf and -inf (each with probability p) among them; along the
+    last axis of a (3, 4, 5) input some rows hold chosen patterns: one +inf, one -inf, both, NaN
+    with +inf, only +inf, only -inf, only NaN, and finite values only."""
+    v = R.vals(H.gen_values(rng, op, dtype, role, shape), dtype).astype(np.float64)
+    u = rng.random(shape)
+    v = np.where(u < p, np.nan, np.where(u < 2 * p, np.inf, np.where(u < 3 * p, -np.inf, v)))
+    if tuple(shape) == SPECIALS_SHAPE:
+        inf, nan = np.inf, np.nan
+        v[0, 0] = [1.0, inf, 2.0, 0.5, -1.5]
+        v[0, 1] = [1.0, -inf, 2.0, 0.5, -1.5]
+        v[0, 2] = [inf, 1.0, -inf, 2.0, 0.5]
+        v[0, 3] = [nan, 1.0, inf, -inf, 0.5]
+        v[1, 0] = [inf] * 5
+        v[1, 1] = [-inf] * 5
+        v[1, 2] = [nan] * 5
+        v[1, 3] = R.vals(H.gen_values(rng, op, dtype, role, (5,)), dtype)
+    return to_storage(v, dtype)
+
+
+@pytest.mark.parametrize("op,dtype", _reduce_special_cases(), ids=["%s-%s" % c for c in _reduce_special_cases()])
+def test_reduce_specials(ctx, rng, seed, op, dtype):
+    """Reductions over every set of axes, softmax and log_softmax along every axis, layernorm,
+    rmsnorm and matmul, of inputs holding NaN, +inf and -inf, against the NumPy reference of the
+    documented formulas (IEEE arithmetic: inf - inf and inf * 0 give NaN; min, max propagate NaN;
+    argmin, argmax give the first NaN, else the first extreme, -inf / +inf included; any and all
+    take NaN as true)."""
+    shape = SPECIALS_SHAPE
+    rank = len(shape)
+    if op in REDUCE:
+        corrs = (0, 1) if op in ("var", "std") else (0,)
+        for axes, mask in axis_subsets(rng, rank):
+            for keepdim in (0, 1):
+                for corr in corrs:
+                    lay, olay = (str(rng.choice(("contig",) + VIEW_LAYOUTS)) for _ in range(2))
+                    reduce_once(ctx, rng, seed, op, dtype, shape, axes, mask, keepdim, corr, lay, olay,
+                                label="specials", values=special_values(rng, op, dtype, shape))
+    elif op in ("softmax", "log_softmax"):
+        for axis in range(-rank, rank):
+            softmax_once(ctx, rng, seed, op, dtype, shape, axis, values=special_values(rng, op, dtype, shape),
+                         label="specials ")
+    elif op in ("layernorm", "rmsnorm"):
+        for use_w, use_b in ((False, False), (True, True)):
+            norm_once(ctx, rng, seed, op, dtype, shape, use_w, use_b and op == "layernorm", 1e-5,
+                      values=special_values(rng, op, dtype, shape), label="specials ")
+    else:
+        # batched (2, 3, 5) @ (2, 5, 4), (3, 5) @ (5,) and (5,) @ (5, 4); b holds zeros too (inf * 0)
+        for a_shape, b_shape in (((2, 3, 5), (2, 5, 4)), ((3, 5), (5,)), ((5,), (5, 4))):
+            av = special_values(rng, op, dtype, a_shape, 0, p=0.06)
+            bv = special_values(rng, op, dtype, b_shape, 1, p=0.06)
+            bv = np.where(rng.random(b_shape) < 0.15, to_storage(np.zeros(b_shape), dtype), bv)
+            matmul_once(ctx, rng, seed, dtype, a_shape, b_shape, str(rng.choice(("contig",) + VIEW_LAYOUTS)),
+                        str(rng.choice(("contig",) + VIEW_LAYOUTS)), "contig", label="specials", values=(av, bv))
 
 
 INT_EDGE_OPS = [o for o in SPECIAL_OPS if any(d in SPEC_OPS[o].dtypes for d in INTS)]

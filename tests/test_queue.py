@@ -140,9 +140,9 @@ def test_release_right_after_submit(ctx):
     assert np.array_equal(ctx.download(out), (vals + 19) * 2)
 
 
-def test_program_order_chain(ctx):
-    """A long chain of dependent tasks on mixed ops sees every earlier write."""
-    rng = np.random.default_rng(7)
+def test_program_order_chain(ctx, rng):
+    """A long chain of dependent tasks on mixed ops sees every earlier write (inputs from the
+    suite's seed: GPUOS_TEST_SEED reproduces them)."""
     a0 = rng.integers(-1000, 1000, 64).astype(np.int64)
     a = ctx.tensor(a0, "i64")
     b = ctx.new("i64", (64,))
@@ -161,10 +161,10 @@ def test_program_order_chain(ctx):
     assert np.array_equal(ctx.download(a), ref)
 
 
-def test_submit_many_equals_single_submissions(ctx):
+def test_submit_many_equals_single_submissions(ctx, rng):
     """gpuos_submit_many queues a batch in order, as single submissions would: repeated tasks (one
-    lock for the run) mixed with new ones; consecutive sequence numbers; exact results."""
-    rng = np.random.default_rng(11)
+    lock for the run) mixed with new ones; consecutive sequence numbers; exact results (inputs and
+    batches from the suite's seed: GPUOS_TEST_SEED reproduces them)."""
     x0 = rng.integers(-1000, 1000, 256).astype(np.int64)
     x = ctx.tensor(x0, "i64")
     y = ctx.new("i64", (256,))
