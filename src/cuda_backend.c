@@ -1428,6 +1428,31 @@ static uint64_t cuda_stop_progress(const struct gpuos__cuda *c, uint64_t *done, 
     return now - *t_prog;
 }
 
+static void cuda_check_fault_locked(gpuos_context *ctx);
+
+/* Before a stop that something else waits for (another context's turn on the device, a
+   run-time operator's swap): lets the device retire what was sent to it so far with ctx->mu
+   let go, so that this context's other threads (submissions, waits with their timeouts) are
+   not held up for a whole queue's drain, as they were when the stop drained it holding the
+   lock; the stop then drains only what was sent meanwhile. Ends on no progress for
+   wait_timeout_ms (the stop then says so), a fault, or the context closing (ctx->mu held,
+   released meanwhile). */
+static void cuda_predrain_locked(gpuos_context *ctx, struct gpuos__cuda *c) {
+    const uint64_t want0 = c->dseq[0] - 1, want1 = c->dseq[1] - 1,
+                   limit = (uint64_t)ctx->cfg.wait_timeout_ms * 1000000ull;
+    uint64_t done = 0, t_prog = cuda_now_ns();
+    while (c->running && ctx->sticky == GPUOS_OK && !c->stuck && !c->reaper_stop) {
+        cuda_refresh_retired(c);
+        if (c->retired_seen[0] >= want0 && c->retired_seen[1] >= want1) break;
+        if (cuda_stop_progress(c, &done, &t_prog) > limit) break;
+        pthread_mutex_unlock(&ctx->mu);
+        cuda_sleep_ns(20000);
+        pthread_mutex_lock(&ctx->mu);
+        (void)gpuos__cuda_reap_locked(ctx); /* waiters see what finished */
+        cuda_check_fault_locked(ctx);
+    }
+}
+
 static void cuda_stop_kernel_locked(gpuos_context *ctx) {
     struct gpuos__cuda *c = ctx->cuda;
     gpuos__qdesc d;
@@ -2458,7 +2483,10 @@ static void *cuda_reaper_main(void *arg) {
             cuda_stop_kernel_locked(ctx);
         /* another context's module load (gpuos_create, gpuos_op_define) or launch waits for
            the device: stop at once (queued tasks run first); the next launch waits its turn */
-        if (c->running && cuda_gate_others_waiting(c)) cuda_stop_kernel_locked(ctx);
+        if (c->running && cuda_gate_others_waiting(c)) {
+            cuda_predrain_locked(ctx, c);
+            if (c->running && !c->reaper_stop) cuda_stop_kernel_locked(ctx);
+        }
         pthread_mutex_unlock(&ctx->mu);
         cuda_sleep_ns(200000);
         pthread_mutex_lock(&ctx->mu);
@@ -2591,6 +2619,7 @@ static gpuos_status cuda_rt_swap_locked(gpuos_context *ctx, struct gpuos__cuda *
     const int occ_main = c->n_blocks / c->sm_count;
     gpuos__CUresult r;
     const uint64_t t0 = cuda_now_ns();
+    cuda_predrain_locked(ctx, c); /* (what is queued runs first; not holding the lock meanwhile) */
     c->swapping = 1;
     cuda_stop_kernel_locked(ctx);
     c->swapping = 0;

@@ -478,6 +478,81 @@ static void test_stream_redefine(gpuos_context *ctx) {
     gpuos_op_remove(ctx, op);
 }
 
+/* A definition behind a long queue (GPU): its swap stops the kernel once what is queued has
+   run, and meanwhile this context's other threads go on: a gpuos_wait with a 5 ms timeout
+   called during the drain returns within its timeout (plus scheduling), where it once waited
+   for the whole drain (the stop held the context's lock). */
+typedef struct waiter {
+    gpuos_context *ctx;
+    volatile int stop;
+    double max_ms;
+    long calls;
+} waiter;
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void *wait_loop(void *arg) {
+    waiter *w = (waiter *)arg;
+    while (!w->stop) {
+        const double t0 = now_ms();
+        (void)gpuos_wait(w->ctx, 5); /* GPUOS_ERR_TIMEOUT while the queue drains */
+        const double dt = now_ms() - t0;
+        if (dt > w->max_ms) w->max_ms = dt;
+        w->calls++;
+    }
+    return NULL;
+}
+
+static void test_define_behind_queue(gpuos_context *ctx) {
+    int64_t n = (int64_t)1 << 26;
+    gpuos_tensor *x = NULL, *y = NULL, *zero = NULL, *y4 = NULL;
+    gpuos_op_def d = add_def("out = a + 2; /* behind a queue */");
+    gpuos_op op;
+    waiter w;
+    pthread_t th;
+    const int tasks = 4000;
+    double t0, define_ms, drain_ms;
+    float h[4];
+    int k;
+    CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &x) == GPUOS_OK && gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &y) == GPUOS_OK,
+          "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_fill(ctx, x, 1.0) == GPUOS_OK && gpuos_fill(ctx, y, 0.0) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_tensor_scalar(ctx, GPUOS_F32, 0.0, &zero) == GPUOS_OK && gpuos_view_slice(y, 0, 0, 4, 1, &y4) == GPUOS_OK,
+          "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_wait(ctx, 20000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    t0 = now_ms();
+    /* alternating: identical in-place tasks in a row would run as one pass (the workers' runs) */
+    for (k = 0; k < tasks; k++)
+        CHECK((k % 2 ? gpuos_sub(ctx, y, y, zero) : gpuos_add(ctx, y, y, x)) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    memset(&w, 0, sizeof w);
+    w.ctx = ctx;
+    pthread_create(&th, NULL, wait_loop, &w);
+    CHECK(gpuos_op_define(ctx, &d, &op) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    define_ms = now_ms() - t0;
+    w.stop = 1;
+    pthread_join(th, NULL);
+    CHECK(gpuos_wait(ctx, 20000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    drain_ms = now_ms() - t0;
+    CHECK(gpuos_download(ctx, y4, h, sizeof h) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(h[0] == (float)(tasks / 2) && h[3] == (float)(tasks / 2), "y = %g after %d adds of 1", h[0], tasks / 2);
+    /* meaningful only if the drain took far longer than the bound */
+    if (define_ms > 600.0)
+        CHECK(w.max_ms < 250.0, "a 5 ms gpuos_wait took %.0f ms while a definition waited %.0f ms for the queue",
+              w.max_ms, define_ms);
+    printf("definition behind %d tasks on 64M floats: %.0f ms (drained by %.0f ms); %ld waits of 5 ms meanwhile, the "
+           "longest %.1f ms%s\n",
+           tasks, define_ms, drain_ms, w.calls, w.max_ms, define_ms > 600.0 ? "" : " (drain too short to check)");
+    gpuos_op_remove(ctx, op);
+    gpuos_tensor_release(x);
+    gpuos_tensor_release(y);
+    gpuos_tensor_release(y4);
+    gpuos_tensor_release(zero);
+}
+
 /* ---------------------------------------------------------------- faults */
 /* Host: a body that never ends stops at the interpreter's iteration limit and fails the
    context (no hang). GPU: a full function that writes through a bad pointer is reported as
@@ -538,6 +613,7 @@ int main(void) {
     test_errors(ctx, gpu);
     test_sin_large(ctx);
     test_stream_redefine(ctx);
+    if (gpu && !getenv("GPUOS_TEST_QUICK")) test_define_behind_queue(ctx); /* the host executor drains nothing to define */
     CHECK(gpuos_context_status(ctx) == GPUOS_OK, "healthy at the end: %s", gpuos_last_error(ctx));
     gpuos_destroy(ctx);
     /* GPUOS_TEST_RT_NOFAULT=1: for compute-sanitizer runs, which would report the deliberate fault */
