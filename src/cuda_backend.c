@@ -135,6 +135,7 @@ struct gpuos__cuda {
     gpuos__CUmodule old_rt[CUDA__OLD_MODS]; /* swapped-out generations, unloaded at a stop that is no swap's */
     int n_old_rt;
     int swapping;                /* the stop is a swap's: unloading would add to its pause */
+    int graph_waiting;           /* graph launches waiting for their turn with ctx->mu let go */
     gpuos__CUfunction rt_fn;
     gpuos__CUstream rt_stream;
     int n_rt;                    /* worker blocks of gpuos__pk_rt (0: none); the main kernel has n_workers - n_rt */
@@ -2486,8 +2487,8 @@ static void *cuda_reaper_main(void *arg) {
         if (ctx->cuda_sent < ctx->ring_count && !ctx->paused) (void)gpuos__cuda_pump_locked(ctx);
         /* a turn asked for (a submission's launch that did not wait) that is no longer
            wanted: out of the gate's queue, which it would hold up */
-        if (c->gate_queued && (c->running || ctx->paused || ctx->cuda_sent >= ctx->ring_count ||
-                               ctx->sticky != GPUOS_OK || c->stuck))
+        if (c->gate_queued && (c->running || ctx->sticky != GPUOS_OK || c->stuck ||
+                               (!c->graph_waiting && (ctx->paused || ctx->cuda_sent >= ctx->ring_count))))
             cuda_gate_unqueue(c);
         /* idle: nothing queued and nothing submitted for idle_ms: let the kernel go
            (activity is noticed here, every 200 us, not timed at every submission) */
@@ -3080,6 +3081,41 @@ static int cuda_graph_lane1_ok(struct gpuos__cuda *c, const struct gpuos__cuda_g
     return 1;
 }
 
+/* The kernel for a graph launch (ctx->mu held): waits for its turn at the device gate as a
+   blocking launch does (up to wait_timeout_ms from t0), but with ctx->mu let go between tries,
+   so that the context's other threads go on while another context's kernel holds the GPU (a
+   blocking launch held the lock throughout). *released: the lock was let go, so what the
+   caller checked before may have changed. */
+static gpuos_status cuda_graph_kernel_locked(gpuos_context *ctx, struct gpuos__cuda *c, uint64_t t0, int *released) {
+    const uint64_t limit = (uint64_t)ctx->cfg.wait_timeout_ms * 1000000ull;
+    gpuos_status st;
+    for (;;) {
+        if (c->running) return GPUOS_OK; /* launched meanwhile (a submission, a wait, the reaper) */
+        st = cuda_launch_locked(ctx, c, 0);
+        if (st != GPUOS__LAUNCH_LATER || !c->gate_queued) return st; /* launched, or failed (error set) */
+        if (cuda_now_ns() - t0 > limit) {
+            if (ctx->cuda_sent >= ctx->ring_count) cuda_gate_unqueue(c); /* nothing else of ours wants the turn */
+            return gpuos__set_error(ctx, GPUOS_ERR_TIMEOUT,
+                                    "gpuos_graph_launch: the GPU stayed taken by another context's persistent kernel "
+                                    "(for wait_timeout_ms = %u ms, or one that does not stop); nothing of the launch "
+                                    "was queued",
+                                    (unsigned)ctx->cfg.wait_timeout_ms);
+        }
+        c->graph_waiting++; /* the reaper keeps the turn queued meanwhile */
+        *released = 1;
+        pthread_mutex_unlock(&ctx->mu);
+        cuda_sleep_ns(50000);
+        pthread_mutex_lock(&ctx->mu);
+        c->graph_waiting--;
+        if (ctx->sticky != GPUOS_OK || ctx->destroyed) {
+            if (ctx->cuda_sent >= ctx->ring_count) cuda_gate_unqueue(c);
+            return gpuos__set_error(ctx, ctx->sticky != GPUOS_OK ? ctx->sticky : GPUOS_ERR_INVALID_ARGUMENT,
+                                    "gpuos_graph_launch: the context %s while the launch waited for the GPU",
+                                    ctx->sticky != GPUOS_OK ? "failed" : "was destroyed");
+        }
+    }
+}
+
 /* Queues one launch of g (ctx->mu held): job is the launch's host job (no plan) with room
    for g's storages in job->xst; it is queued as already sent to the device. prio > 0 asks
    for lane 1 (granted unless the launch would wait for lane-0 work). */
@@ -3090,12 +3126,18 @@ gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__c
     uint32_t base0;
     int k, lane = 0;
     gpuos_status st;
-    /* everything queued before goes to the device first: ring order is sequence order */
-    if ((st = gpuos__queue_wait_room_locked(ctx)) != GPUOS_OK) return st; /* room for the launch's job */
-    if (ctx->paused && ctx->cuda_sent < ctx->ring_count) /* (the pump sends nothing while paused) */
-        return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL, "gpuos_graph_launch: earlier tasks could not be sent");
-    /* the kernel first (waiting for the GPU, as a submission's pump does not) */
-    if (!c->running && (st = cuda_launch_locked(ctx, c, 1)) != GPUOS_OK) return st;
+    const uint64_t t0 = cuda_now_ns();
+    for (;;) {
+        int released = 0;
+        /* everything queued before goes to the device first: ring order is sequence order */
+        if ((st = gpuos__queue_wait_room_locked(ctx)) != GPUOS_OK) return st; /* room for the launch's job */
+        if (ctx->paused && ctx->cuda_sent < ctx->ring_count) /* (the pump sends nothing while paused) */
+            return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL, "gpuos_graph_launch: earlier tasks could not be sent");
+        /* the kernel first (waiting for the GPU, as a submission's pump does not) */
+        if (c->running) break;
+        if ((st = cuda_graph_kernel_locked(ctx, c, t0, &released)) != GPUOS_OK) return st;
+        if (!released) break; /* else the checks again: others ran meanwhile */
+    }
     if (ctx->cuda_sent < ctx->ring_count && (st = gpuos__cuda_pump_locked(ctx)) != GPUOS_OK) return st;
     if (ctx->cuda_sent < ctx->ring_count)
         return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL, "gpuos_graph_launch: earlier tasks could not be sent");

@@ -129,6 +129,107 @@ out:
     return NULL;
 }
 
+/* GPU: a graph launch on context A while context B's kernel holds the GPU with ~1 s of queued
+   work waits for its turn (B stops once its queue ran), and meanwhile A's other threads go on:
+   a gpuos_wait on A (nothing queued there) returns at once, where it once waited for the whole
+   turn (the launch held A's lock). */
+typedef struct launcher {
+    gpuos_graph *g;
+    gpuos_status st;
+    volatile int done;
+    double ms;
+} launcher;
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void *launch_one(void *arg) {
+    launcher *l = (launcher *)arg;
+    const double t0 = now_ms();
+    l->st = gpuos_graph_launch(l->g, NULL, 0, NULL, 0, NULL);
+    l->ms = now_ms() - t0;
+    l->done = 1;
+    return NULL;
+}
+
+static void graph_beside_busy(void) {
+    gpuos_config cfg = GPUOS_CONFIG_INIT;
+    gpuos_context *a = NULL, *b = NULL;
+    gpuos_tensor *ax = NULL, *one = NULL, *bx = NULL, *by = NULL, *zero = NULL, *by4 = NULL;
+    gpuos_graph *g = NULL;
+    gpuos_task t = GPUOS_TASK_INIT;
+    launcher l;
+    pthread_t th;
+    int64_t n = 1024, big = (int64_t)1 << 26;
+    double max_ms = 0;
+    long calls = 0;
+    float h[1024], hb[4];
+    int k, bad = 0;
+    cfg.device = ctest_device();
+    cfg.idle_ms = 5;
+    cfg.wait_timeout_ms = 30000;
+    if (gpuos_create(&cfg, &a) != GPUOS_OK || gpuos_create(&cfg, &b) != GPUOS_OK) {
+        CHECK(0, "gpuos_create: %s", gpuos_last_error(NULL));
+        gpuos_destroy(a);
+        return;
+    }
+    CHECK(gpuos_tensor_new(a, GPUOS_F32, 1, &n, &ax) == GPUOS_OK && gpuos_fill(a, ax, 0.0) == GPUOS_OK &&
+              gpuos_tensor_scalar(a, GPUOS_F32, 1.0, &one) == GPUOS_OK,
+          "%s", gpuos_last_error(a));
+    CHECK(gpuos_graph_create(a, &g) == GPUOS_OK, "%s", gpuos_last_error(a));
+    t.op = GPUOS_OP_ADD;
+    t.out = ax;
+    t.in[0] = ax;
+    t.in[1] = one;
+    CHECK(gpuos_graph_add(g, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(a));
+    CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL) == GPUOS_OK && gpuos_wait(a, 30000) == GPUOS_OK, "%s",
+          gpuos_last_error(a)); /* the graph is on the device now */
+    CHECK(gpuos_tensor_new(b, GPUOS_F32, 1, &big, &bx) == GPUOS_OK && gpuos_tensor_new(b, GPUOS_F32, 1, &big, &by) == GPUOS_OK &&
+              gpuos_tensor_scalar(b, GPUOS_F32, 0.0, &zero) == GPUOS_OK && gpuos_view_slice(by, 0, 0, 4, 1, &by4) == GPUOS_OK,
+          "%s", gpuos_last_error(b));
+    CHECK(gpuos_fill(b, bx, 1.0) == GPUOS_OK && gpuos_fill(b, by, 0.0) == GPUOS_OK, "%s", gpuos_last_error(b));
+    { /* a's kernel idles out */
+        const struct timespec pause = {0, 100000000L};
+        nanosleep(&pause, NULL);
+    }
+    for (k = 0; k < 4000; k++) /* alternating: identical in-place tasks in a row would run as one pass */
+        CHECK((k % 2 ? gpuos_sub(b, by, by, zero) : gpuos_add(b, by, by, bx)) == GPUOS_OK, "%s", gpuos_last_error(b));
+    memset(&l, 0, sizeof l);
+    l.g = g;
+    pthread_create(&th, NULL, launch_one, &l);
+    while (!l.done) {
+        const double t0 = now_ms();
+        (void)gpuos_wait(a, 5);
+        const double dt = now_ms() - t0;
+        if (dt > max_ms) max_ms = dt;
+        calls++;
+    }
+    pthread_join(th, NULL);
+    CHECK(l.st == GPUOS_OK, "the graph launch beside a busy context: %s", gpuos_last_error(a));
+    CHECK(gpuos_wait(a, 30000) == GPUOS_OK && gpuos_download(a, ax, h, sizeof h) == GPUOS_OK, "%s", gpuos_last_error(a));
+    for (k = 0; k < 1024; k++) bad += h[k] != 2.0f;
+    CHECK(bad == 0, "the graph's add ran twice: %d values wrong", bad);
+    CHECK(gpuos_wait(b, 30000) == GPUOS_OK && gpuos_download(b, by4, hb, sizeof hb) == GPUOS_OK, "%s", gpuos_last_error(b));
+    CHECK(hb[0] == 2000.0f && hb[3] == 2000.0f, "b's queue: y = %g after 2000 adds of 1", hb[0]);
+    if (l.ms > 600.0)
+        CHECK(max_ms < 250.0, "a gpuos_wait on the launching context took %.0f ms while its graph launch waited %.0f ms", max_ms,
+              l.ms);
+    printf("graph launch beside a busy context: %.0f ms; %ld waits on its context meanwhile, the longest %.1f ms%s\n", l.ms,
+           calls, max_ms, l.ms > 600.0 ? "" : " (the launch waited too little to check)");
+    gpuos_graph_release(g);
+    gpuos_tensor_release(ax);
+    gpuos_tensor_release(one);
+    gpuos_tensor_release(bx);
+    gpuos_tensor_release(by);
+    gpuos_tensor_release(by4);
+    gpuos_tensor_release(zero);
+    gpuos_destroy(a);
+    gpuos_destroy(b);
+}
+
 static void watchdog(int sig) {
     static const char msg[] = "FAIL test_contexts: no progress within the watchdog's limit (a hang)\n"
                               "test_contexts: 0 passed, 1 failed\n";
@@ -165,6 +266,7 @@ int main(void) {
         ctest_failed += w[i].failed;
         if (w[i].first_error[0]) fprintf(stderr, "FAIL %s\n", w[i].first_error);
     }
+    if (ctest_device() != GPUOS_DEVICE_HOST && !quick) graph_beside_busy(); /* the host executor has no device turns */
     alarm(0);
     printf("%d contexts, %d rounds each%s, on %s\n", nctx, w[nctx - 1].rounds, w[0].busy ? " (context 0 busy until the others finish)" : "",
            ctest_device() == GPUOS_DEVICE_HOST ? "the host executor" : "the device");
