@@ -113,6 +113,22 @@ static int plan_i64_cmp(const void *a, const void *b) {
 
 #define PLAN_EXACT_OVERLAP_LIMIT ((int64_t)1 << 22)
 
+/* Fills offs[0..numel) with every element's offset (elements, from the storage's start). */
+static void plan_offsets(const gpuos_tensor *t, int64_t *offs) {
+    int64_t idx[GPUOS_MAX_RANK] = {0}, k;
+    for (k = 0; k < t->numel; k++) {
+        int64_t o = t->offset;
+        int d;
+        for (d = 0; d < t->rank; d++) o += idx[d] * t->strides[d];
+        offs[k] = o;
+        for (d = t->rank - 1; d >= 0; d--) {
+            if (++idx[d] < t->shape[d]) break;
+            idx[d] = 0;
+        }
+    }
+}
+
+
 /* 1 when two different indices of the view address the same element; -1 when it is
    too large to decide (treated as overlapping). Strides 0 over size > 1 are handled
    by the caller. */
@@ -135,19 +151,10 @@ static int plan_self_overlap(const gpuos_tensor *t, int64_t exact_limit) {
     if (t->numel > exact_limit) return -1;
     {
         /* exact: list every offset and look for a repeat */
-        int64_t *offs = (int64_t *)malloc((size_t)t->numel * sizeof *offs), idx[GPUOS_MAX_RANK] = {0}, k;
+        int64_t *offs = (int64_t *)malloc((size_t)t->numel * sizeof *offs), k;
         int dup = 0;
         if (!offs) return -1;
-        for (k = 0; k < t->numel; k++) {
-            int64_t o = 0;
-            int d;
-            for (d = 0; d < t->rank; d++) o += idx[d] * t->strides[d];
-            offs[k] = o;
-            for (d = t->rank - 1; d >= 0; d--) {
-                if (++idx[d] < t->shape[d]) break;
-                idx[d] = 0;
-            }
-        }
+        plan_offsets(t, offs);
         qsort(offs, (size_t)t->numel, sizeof *offs, plan_i64_cmp);
         for (k = 1; k < t->numel && !dup; k++) dup = offs[k] == offs[k - 1];
         free(offs);
@@ -179,21 +186,6 @@ gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tens
                                 ov > 0 ? "make it overlap itself"
                                        : "may make it overlap itself (too large to check exactly)");
     return GPUOS_OK;
-}
-
-/* Fills offs[0..numel) with every element's offset (elements, from the storage's start). */
-static void plan_offsets(const gpuos_tensor *t, int64_t *offs) {
-    int64_t idx[GPUOS_MAX_RANK] = {0}, k;
-    for (k = 0; k < t->numel; k++) {
-        int64_t o = t->offset;
-        int d;
-        for (d = 0; d < t->rank; d++) o += idx[d] * t->strides[d];
-        offs[k] = o;
-        for (d = t->rank - 1; d >= 0; d--) {
-            if (++idx[d] < t->shape[d]) break;
-            idx[d] = 0;
-        }
-    }
 }
 
 #define PLAN_EXACT_ALIAS_OUT ((int64_t)1 << 20) /* output elements listed by the exact alias check */

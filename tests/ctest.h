@@ -56,6 +56,15 @@ static inline uint64_t ctest_rng(unsigned long long seed, uint64_t salt) {
     return x ? x : (salt | 1u);
 }
 
+#if defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE >= 199309L
+/* Milliseconds of CLOCK_MONOTONIC (tests that time a wait define _POSIX_C_SOURCE first). */
+static inline double ctest_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+#endif
+
 static int ctest_summary(const char *name) {
     fflush(stderr);
     printf("%s: %d passed, %d failed\n", name, ctest_passed, ctest_failed);

@@ -140,17 +140,11 @@ typedef struct launcher {
     double ms;
 } launcher;
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static void *launch_one(void *arg) {
     launcher *l = (launcher *)arg;
-    const double t0 = now_ms();
+    const double t0 = ctest_now_ms();
     l->st = gpuos_graph_launch(l->g, NULL, 0, NULL, 0, NULL);
-    l->ms = now_ms() - t0;
+    l->ms = ctest_now_ms() - t0;
     l->done = 1;
     return NULL;
 }
@@ -201,9 +195,9 @@ static void graph_beside_busy(void) {
     l.g = g;
     pthread_create(&th, NULL, launch_one, &l);
     while (!l.done) {
-        const double t0 = now_ms();
+        const double t0 = ctest_now_ms();
         (void)gpuos_wait(a, 5);
-        const double dt = now_ms() - t0;
+        const double dt = ctest_now_ms() - t0;
         if (dt > max_ms) max_ms = dt;
         calls++;
     }

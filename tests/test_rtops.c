@@ -489,18 +489,12 @@ typedef struct waiter {
     long calls;
 } waiter;
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static void *wait_loop(void *arg) {
     waiter *w = (waiter *)arg;
     while (!w->stop) {
-        const double t0 = now_ms();
+        const double t0 = ctest_now_ms();
         (void)gpuos_wait(w->ctx, 5); /* GPUOS_ERR_TIMEOUT while the queue drains */
-        const double dt = now_ms() - t0;
+        const double dt = ctest_now_ms() - t0;
         if (dt > w->max_ms) w->max_ms = dt;
         w->calls++;
     }
@@ -524,7 +518,7 @@ static void test_define_behind_queue(gpuos_context *ctx) {
     CHECK(gpuos_tensor_scalar(ctx, GPUOS_F32, 0.0, &zero) == GPUOS_OK && gpuos_view_slice(y, 0, 0, 4, 1, &y4) == GPUOS_OK,
           "%s", gpuos_last_error(ctx));
     CHECK(gpuos_wait(ctx, 20000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-    t0 = now_ms();
+    t0 = ctest_now_ms();
     /* alternating: identical in-place tasks in a row would run as one pass (the workers' runs) */
     for (k = 0; k < tasks; k++)
         CHECK((k % 2 ? gpuos_sub(ctx, y, y, zero) : gpuos_add(ctx, y, y, x)) == GPUOS_OK, "%s", gpuos_last_error(ctx));
@@ -532,11 +526,11 @@ static void test_define_behind_queue(gpuos_context *ctx) {
     w.ctx = ctx;
     pthread_create(&th, NULL, wait_loop, &w);
     CHECK(gpuos_op_define(ctx, &d, &op) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-    define_ms = now_ms() - t0;
+    define_ms = ctest_now_ms() - t0;
     w.stop = 1;
     pthread_join(th, NULL);
     CHECK(gpuos_wait(ctx, 20000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-    drain_ms = now_ms() - t0;
+    drain_ms = ctest_now_ms() - t0;
     CHECK(gpuos_download(ctx, y4, h, sizeof h) == GPUOS_OK, "%s", gpuos_last_error(ctx));
     CHECK(h[0] == (float)(tasks / 2) && h[3] == (float)(tasks / 2), "y = %g after %d adds of 1", h[0], tasks / 2);
     /* meaningful only if the drain took far longer than the bound */
