@@ -634,7 +634,8 @@ typedef struct gpuos__job {
     int dl_open;                        /* counts in gpuos_deadline_stats and is not counted yet */
     int lane;                           /* the lane it runs in: 1 (high priority) only when it need not
                                            wait for earlier lane-0 work; set when queued (host) or encoded */
-    int lane_fixed;                     /* host executor: lane set for its whole batch (a graph launch) */
+    int lane_fixed;                     /* lane set for its whole batch (a graph launch's tasks) */
+    int batch_left;                     /* a batch's tasks queued after it (gpuos__queue_push_batch) */
     int state;                          /* host executor: GPUOS__JOB_QUEUED, _TAKEN, _DONE */
     const void *rep_key;                /* a repeat's table entry (queue.c) and its version: two jobs with */
     uint32_t rep_ver;                   /* the same pair are the same task (the CUDA encoder's repeat path) */
@@ -879,6 +880,10 @@ int gpuos__cuda_reap_locked(gpuos_context *ctx);
 gpuos_status gpuos__cuda_wait_locked(gpuos_context *ctx, uint64_t seq, int one, uint32_t timeout_ms);
 /* job, at ring index `index` from the head, has finished on the device (ctx->mu held). */
 int gpuos__cuda_job_done_locked(gpuos_context *ctx, const gpuos__job *job, uint32_t index);
+/* The lane a batch's jobs take as one (gpuos__queue_push_batch, ctx->mu held): 1 only when
+   every one asks for it, nothing queued before them is still unsent, and each could take it
+   now (the encoder checks lane 1 again; lane 0 is kept). */
+int gpuos__cuda_batch_lane_locked(gpuos_context *ctx, gpuos__job *const *jobs, int n);
 const char *gpuos__cuda_device_name(const gpuos_context *ctx);
 
 /* ---------------------------------------------------------------- cuda_loader.c */
@@ -4866,6 +4871,18 @@ static int cuda_lane1_ok(const struct gpuos__cuda *c, const gpuos__job *job, con
     return 1;
 }
 
+int gpuos__cuda_batch_lane_locked(gpuos_context *ctx, gpuos__job *const *jobs, int n) {
+    struct gpuos__cuda *c = ctx->cuda;
+    cuda__operand ops[GPUOS__MAX_PTR];
+    int i;
+    /* the logs hold every earlier task only once all of them were encoded */
+    if (c->serialize || ctx->cuda_sent < ctx->ring_count) return 0;
+    cuda_refresh_retired(c);
+    for (i = 0; i < n; i++)
+        if (jobs[i]->prio <= 0 || !cuda_lane1_ok(c, jobs[i], ops, cuda_operands(c, jobs[i], ops))) return 0;
+    return 1;
+}
+
 /* The memo of a repeated job's table entry: indexed by the entry, so repeats never evict
    each other (a hash of 256 entries into 512 memos left half of them colliding). */
 static cuda__memo *cuda_memo_of(struct gpuos__cuda *c, const gpuos__job *job) {
@@ -5005,7 +5022,19 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     if (job->prio > 0) c->hi_used = 1;
     if (job->prio > 0 && !c->serialize) {
         cuda_refresh_retired(c);
-        lane = cuda_lane1_ok(c, job, ops, n);
+        /* a batch placed in lane 0 stays there (gpuos__cuda_batch_lane_locked); its lane 1
+           is checked again, as a single task's */
+        lane = job->lane_fixed && job->lane == 0 ? 0 : cuda_lane1_ok(c, job, ops, n);
+        if (job->lane_fixed && job->lane == 1 && !lane && /* lane-0 work came between (the batch waited
+                                                             for room): its queued rest goes to lane 0 too */
+            ctx->cuda_sent < ctx->ring_count && ctx->ring[(ctx->ring_head + ctx->cuda_sent) & (ctx->ring_size - 1u)] == job) {
+            uint32_t j;
+            for (j = 1; j <= (uint32_t)job->batch_left && ctx->cuda_sent + j < ctx->ring_count; j++) {
+                gpuos__job *s = ctx->ring[(ctx->ring_head + ctx->cuda_sent + j) & (ctx->ring_size - 1u)];
+                if (!s->lane_fixed || s->batch_left != job->batch_left - (int)j) break;
+                s->lane = 0;
+            }
+        }
     } else if ((c->dseq[0] & 63) == 0) {
         cuda_refresh_retired(c);
     }
@@ -10606,7 +10635,11 @@ static void queue_insert_locked(gpuos_context *ctx, gpuos__job *job, uint64_t *s
     int i;
     job->state = GPUOS__JOB_QUEUED;
     if (!ctx->cuda) { /* the CUDA backend picks the lane when it encodes the job */
-        if (!job->lane_fixed) job->lane = queue_host_lane(ctx, job);
+        /* a batch's lane 1 is checked again: work queued while the batch waited for room
+           may conflict with it (then it and, by the cap, the rest of the batch go to lane 0;
+           the dispatcher finishes lane-1 jobs before it takes lane-0 ones, so the earlier
+           part still finishes first) */
+        if (!(job->lane_fixed && job->lane == 0)) job->lane = queue_host_lane(ctx, job);
         ctx->host_queued++;
         if (job->lane) ctx->host_hi++;
         if (job->lane && job->deadline_ns) ctx->host_dl++;
@@ -10675,12 +10708,13 @@ gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *se
    fills), handing them to the device once; *n_queued says how many went in. On an error
    the remaining jobs are retired (freed). */
 /* Host executor: the lane of a batch's jobs [from, n) as one: 1 when every one of them
-   could take it (queue_host_lane), else 0. A graph launch's tasks so stay in one lane,
-   so that its last task finishes after every other (its seq stands for the launch), as
-   the GPU's launch does; a launch split between lanes let a later node that conflicts
-   with nothing run ahead of an earlier one that waits for lane-0 work. */
-static void queue_host_batch_lane(const gpuos_context *ctx, gpuos__job *const *jobs, int from, int n) {
-    int i, lane = 1;
+   could take it (queue_host_lane) and cap allows, else 0. A graph launch's tasks so stay in
+   one lane, so that its last task finishes after every other (its seq stands for the
+   launch), as the GPU's launch does; a launch split between lanes let a later node that
+   conflicts with nothing run ahead of an earlier one that waits for lane-0 work. (The GPU
+   decides when it encodes the batch's first task: cuda_batch_lane.) */
+static void queue_host_batch_lane(const gpuos_context *ctx, gpuos__job *const *jobs, int from, int n, int cap) {
+    int i, lane = cap;
     for (i = from; i < n && lane; i++) lane = queue_host_lane(ctx, jobs[i]);
     for (i = from; i < n; i++) jobs[i]->lane = lane, jobs[i]->lane_fixed = 1;
 }
@@ -10689,14 +10723,22 @@ gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs
     gpuos_status st = GPUOS_OK;
     int i = 0;
     pthread_mutex_lock(&ctx->mu);
-    if (!ctx->cuda) queue_host_batch_lane(ctx, jobs, 0, n);
-    for (; i < n; i++) {
+    for (i = 0; i < n; i++) jobs[i]->batch_left = n - 1 - i, jobs[i]->lane_fixed = 0;
+    if (!ctx->cuda) {
+        queue_host_batch_lane(ctx, jobs, 0, n, 1);
+    } else if (n > 1 && jobs[0]->prio > 0) { /* one lane for the batch on the GPU too */
+        const int lane = gpuos__cuda_batch_lane_locked(ctx, jobs, n);
+        for (i = 0; i < n; i++) jobs[i]->lane = lane, jobs[i]->lane_fixed = 1;
+    }
+    for (i = 0; i < n; i++) {
         const uint64_t before = ctx->submitted;
         st = queue_push_locked(ctx, jobs[i], seq, 0);
         if (st != GPUOS_OK) break;
         /* others queued work while this one waited for room (the lock was let go): the
-           rest of the batch is placed again against it */
-        if (!ctx->cuda && ctx->submitted != before + 1) queue_host_batch_lane(ctx, jobs, i + 1, n);
+           rest of the batch is placed again against it, never in a higher lane than the
+           part already queued (it would run ahead of it) */
+        if (!ctx->cuda && ctx->submitted != before + 1 && i + 1 < n)
+            queue_host_batch_lane(ctx, jobs, i + 1, n, jobs[i]->lane);
     }
     *n_queued = i;
     if (st != GPUOS_OK)

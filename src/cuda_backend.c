@@ -2023,6 +2023,18 @@ static int cuda_lane1_ok(const struct gpuos__cuda *c, const gpuos__job *job, con
     return 1;
 }
 
+int gpuos__cuda_batch_lane_locked(gpuos_context *ctx, gpuos__job *const *jobs, int n) {
+    struct gpuos__cuda *c = ctx->cuda;
+    cuda__operand ops[GPUOS__MAX_PTR];
+    int i;
+    /* the logs hold every earlier task only once all of them were encoded */
+    if (c->serialize || ctx->cuda_sent < ctx->ring_count) return 0;
+    cuda_refresh_retired(c);
+    for (i = 0; i < n; i++)
+        if (jobs[i]->prio <= 0 || !cuda_lane1_ok(c, jobs[i], ops, cuda_operands(c, jobs[i], ops))) return 0;
+    return 1;
+}
+
 /* The memo of a repeated job's table entry: indexed by the entry, so repeats never evict
    each other (a hash of 256 entries into 512 memos left half of them colliding). */
 static cuda__memo *cuda_memo_of(struct gpuos__cuda *c, const gpuos__job *job) {
@@ -2162,7 +2174,19 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     if (job->prio > 0) c->hi_used = 1;
     if (job->prio > 0 && !c->serialize) {
         cuda_refresh_retired(c);
-        lane = cuda_lane1_ok(c, job, ops, n);
+        /* a batch placed in lane 0 stays there (gpuos__cuda_batch_lane_locked); its lane 1
+           is checked again, as a single task's */
+        lane = job->lane_fixed && job->lane == 0 ? 0 : cuda_lane1_ok(c, job, ops, n);
+        if (job->lane_fixed && job->lane == 1 && !lane && /* lane-0 work came between (the batch waited
+                                                             for room): its queued rest goes to lane 0 too */
+            ctx->cuda_sent < ctx->ring_count && ctx->ring[(ctx->ring_head + ctx->cuda_sent) & (ctx->ring_size - 1u)] == job) {
+            uint32_t j;
+            for (j = 1; j <= (uint32_t)job->batch_left && ctx->cuda_sent + j < ctx->ring_count; j++) {
+                gpuos__job *s = ctx->ring[(ctx->ring_head + ctx->cuda_sent + j) & (ctx->ring_size - 1u)];
+                if (!s->lane_fixed || s->batch_left != job->batch_left - (int)j) break;
+                s->lane = 0;
+            }
+        }
     } else if ((c->dseq[0] & 63) == 0) {
         cuda_refresh_retired(c);
     }

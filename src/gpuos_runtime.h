@@ -123,7 +123,8 @@ typedef struct gpuos__job {
     int dl_open;                        /* counts in gpuos_deadline_stats and is not counted yet */
     int lane;                           /* the lane it runs in: 1 (high priority) only when it need not
                                            wait for earlier lane-0 work; set when queued (host) or encoded */
-    int lane_fixed;                     /* host executor: lane set for its whole batch (a graph launch) */
+    int lane_fixed;                     /* lane set for its whole batch (a graph launch's tasks) */
+    int batch_left;                     /* a batch's tasks queued after it (gpuos__queue_push_batch) */
     int state;                          /* host executor: GPUOS__JOB_QUEUED, _TAKEN, _DONE */
     const void *rep_key;                /* a repeat's table entry (queue.c) and its version: two jobs with */
     uint32_t rep_ver;                   /* the same pair are the same task (the CUDA encoder's repeat path) */
@@ -368,6 +369,10 @@ int gpuos__cuda_reap_locked(gpuos_context *ctx);
 gpuos_status gpuos__cuda_wait_locked(gpuos_context *ctx, uint64_t seq, int one, uint32_t timeout_ms);
 /* job, at ring index `index` from the head, has finished on the device (ctx->mu held). */
 int gpuos__cuda_job_done_locked(gpuos_context *ctx, const gpuos__job *job, uint32_t index);
+/* The lane a batch's jobs take as one (gpuos__queue_push_batch, ctx->mu held): 1 only when
+   every one asks for it, nothing queued before them is still unsent, and each could take it
+   now (the encoder checks lane 1 again; lane 0 is kept). */
+int gpuos__cuda_batch_lane_locked(gpuos_context *ctx, gpuos__job *const *jobs, int n);
 const char *gpuos__cuda_device_name(const gpuos_context *ctx);
 
 /* ---------------------------------------------------------------- cuda_loader.c */

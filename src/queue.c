@@ -237,7 +237,11 @@ static void queue_insert_locked(gpuos_context *ctx, gpuos__job *job, uint64_t *s
     int i;
     job->state = GPUOS__JOB_QUEUED;
     if (!ctx->cuda) { /* the CUDA backend picks the lane when it encodes the job */
-        if (!job->lane_fixed) job->lane = queue_host_lane(ctx, job);
+        /* a batch's lane 1 is checked again: work queued while the batch waited for room
+           may conflict with it (then it and, by the cap, the rest of the batch go to lane 0;
+           the dispatcher finishes lane-1 jobs before it takes lane-0 ones, so the earlier
+           part still finishes first) */
+        if (!(job->lane_fixed && job->lane == 0)) job->lane = queue_host_lane(ctx, job);
         ctx->host_queued++;
         if (job->lane) ctx->host_hi++;
         if (job->lane && job->deadline_ns) ctx->host_dl++;
@@ -306,12 +310,13 @@ gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *se
    fills), handing them to the device once; *n_queued says how many went in. On an error
    the remaining jobs are retired (freed). */
 /* Host executor: the lane of a batch's jobs [from, n) as one: 1 when every one of them
-   could take it (queue_host_lane), else 0. A graph launch's tasks so stay in one lane,
-   so that its last task finishes after every other (its seq stands for the launch), as
-   the GPU's launch does; a launch split between lanes let a later node that conflicts
-   with nothing run ahead of an earlier one that waits for lane-0 work. */
-static void queue_host_batch_lane(const gpuos_context *ctx, gpuos__job *const *jobs, int from, int n) {
-    int i, lane = 1;
+   could take it (queue_host_lane) and cap allows, else 0. A graph launch's tasks so stay in
+   one lane, so that its last task finishes after every other (its seq stands for the
+   launch), as the GPU's launch does; a launch split between lanes let a later node that
+   conflicts with nothing run ahead of an earlier one that waits for lane-0 work. (The GPU
+   decides when it encodes the batch's first task: cuda_batch_lane.) */
+static void queue_host_batch_lane(const gpuos_context *ctx, gpuos__job *const *jobs, int from, int n, int cap) {
+    int i, lane = cap;
     for (i = from; i < n && lane; i++) lane = queue_host_lane(ctx, jobs[i]);
     for (i = from; i < n; i++) jobs[i]->lane = lane, jobs[i]->lane_fixed = 1;
 }
@@ -320,14 +325,22 @@ gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs
     gpuos_status st = GPUOS_OK;
     int i = 0;
     pthread_mutex_lock(&ctx->mu);
-    if (!ctx->cuda) queue_host_batch_lane(ctx, jobs, 0, n);
-    for (; i < n; i++) {
+    for (i = 0; i < n; i++) jobs[i]->batch_left = n - 1 - i, jobs[i]->lane_fixed = 0;
+    if (!ctx->cuda) {
+        queue_host_batch_lane(ctx, jobs, 0, n, 1);
+    } else if (n > 1 && jobs[0]->prio > 0) { /* one lane for the batch on the GPU too */
+        const int lane = gpuos__cuda_batch_lane_locked(ctx, jobs, n);
+        for (i = 0; i < n; i++) jobs[i]->lane = lane, jobs[i]->lane_fixed = 1;
+    }
+    for (i = 0; i < n; i++) {
         const uint64_t before = ctx->submitted;
         st = queue_push_locked(ctx, jobs[i], seq, 0);
         if (st != GPUOS_OK) break;
         /* others queued work while this one waited for room (the lock was let go): the
-           rest of the batch is placed again against it */
-        if (!ctx->cuda && ctx->submitted != before + 1) queue_host_batch_lane(ctx, jobs, i + 1, n);
+           rest of the batch is placed again against it, never in a higher lane than the
+           part already queued (it would run ahead of it) */
+        if (!ctx->cuda && ctx->submitted != before + 1 && i + 1 < n)
+            queue_host_batch_lane(ctx, jobs, i + 1, n, jobs[i]->lane);
     }
     *n_queued = i;
     if (st != GPUOS_OK)

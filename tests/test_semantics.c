@@ -12,6 +12,8 @@
    Values are checked exactly (i32) or within 1e-5 relative (f32 softmax) against C. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <pthread.h>
+#include <time.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,6 +162,136 @@ static void graph_priority(gpuos_context *ctx, int host) {
     gpuos_tensor_release(B);
 }
 
+/* The same launch with a binding (the GPU plans such a launch node by node, each task its own
+   job): one lane for the launch there too. 2048x2048 products queued before it, 4 times. */
+static void graph_priority_bound(gpuos_context *ctx) {
+    int64_t sa[2] = {1024, 1024}, sb = 4;
+    gpuos_tensor *A = NULL, *Y = NULL, *B = NULL, *B2 = NULL;
+    gpuos_graph *g = NULL;
+    gpuos_task t = GPUOS_TASK_INIT;
+    float b[4];
+    int r, k, early = 0;
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 2, sa, &A));
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 2, sa, &Y));
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &sb, &B));
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &sb, &B2));
+    OKC(gpuos_graph_create(ctx, &g));
+    OKC(gpuos_graph_set_priority(g, GPUOS_PRIORITY_HIGH));
+    t.op = GPUOS_OP_FILL;
+    t.out = A;
+    t.scalar[0] = 5.0;
+    OKC(gpuos_graph_add(g, &t, NULL));
+    t.out = B;
+    t.scalar[0] = 7.0;
+    OKC(gpuos_graph_add(g, &t, NULL));
+    for (r = 0; r < 4; r++) {
+        gpuos_graph_bind bd;
+        uint64_t seq = 0;
+        bd.recorded = B;
+        bd.actual = B2;
+        OKC(gpuos_fill(ctx, A, 1.0));
+        OKC(gpuos_wait(ctx, 20000));
+        for (k = 0; k < 2; k++) OKC(gpuos_matmul(ctx, Y, A, A));
+        OKC(gpuos_graph_launch(g, &bd, 1, NULL, 0, &seq));
+        OKC(gpuos_wait_task(ctx, seq, 20000));
+        early += gpuos_task_done(ctx, seq - 1) != 1;
+        OKC(gpuos_wait(ctx, 20000));
+        OKC(gpuos_download(ctx, B2, b, sizeof b));
+        CHECK(b[0] == 7.0f && b[3] == 7.0f, "the bound launch wrote %g into the bound tensor", b[0]);
+    }
+    CHECK(early == 0, "a bound high-priority launch: its seq finished before its first node in %d of 4 launches", early);
+    gpuos_graph_release(g);
+    gpuos_tensor_release(A);
+    gpuos_tensor_release(Y);
+    gpuos_tensor_release(B);
+    gpuos_tensor_release(B2);
+}
+
+/* Host: a high-priority launch longer than the room left in a small queue waits for room
+   part way, while another thread queues lane-0 work: the rest of the launch must not be placed
+   in a higher lane than its first part (it would run ahead of it). */
+static gpuos_context *qctx;
+static gpuos_graph *qg;
+static gpuos_tensor *qe;
+static uint64_t qseq;
+static gpuos_status qst;
+static void *q_launch(void *arg) {
+    (void)arg;
+    qst = gpuos_graph_launch(qg, NULL, 0, NULL, 0, &qseq);
+    return NULL;
+}
+static void *q_other(void *arg) {
+    (void)arg;
+    (void)gpuos_fill(qctx, qe, 3.0);
+    return NULL;
+}
+static void graph_priority_small_queue(void) {
+    gpuos_config cfg = GPUOS_CONFIG_INIT;
+    gpuos_context *ctx;
+    int64_t big = (int64_t)1 << 20, sa[2] = {256, 256}, s1 = 4;
+    gpuos_tensor *A = NULL, *Y = NULL, *F = NULL, *Bn[9] = {NULL};
+    gpuos_task t = GPUOS_TASK_INIT;
+    const struct timespec pause = {0, 20000000L};
+    int i, r, early = 0;
+    cfg.device = GPUOS_DEVICE_HOST;
+    cfg.queue_capacity = 16;
+    cfg.submit_timeout_ms = 60000;
+    if (gpuos_create(&cfg, &ctx) != GPUOS_OK) {
+        CHECK(0, "gpuos_create: %s", gpuos_last_error(NULL));
+        return;
+    }
+    qctx = ctx;
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 2, sa, &A));
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 2, sa, &Y));
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &big, &F));
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &s1, &qe));
+    for (i = 0; i < 9; i++) OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &s1, &Bn[i]));
+    OKC(gpuos_graph_create(ctx, &qg));
+    OKC(gpuos_graph_set_priority(qg, GPUOS_PRIORITY_HIGH));
+    t.op = GPUOS_OP_FILL;
+    t.out = A;
+    t.scalar[0] = 5.0;
+    OKC(gpuos_graph_add(qg, &t, NULL)); /* node 0 conflicts with the matmul below: lane 0 */
+    for (i = 0; i < 9; i++) {
+        t.out = Bn[i];
+        t.scalar[0] = 7.0;
+        OKC(gpuos_graph_add(qg, &t, NULL));
+    }
+    for (r = 0; r < 5; r++) {
+        pthread_t a1, a2;
+        uint64_t m = 0;
+        gpuos_task mt = GPUOS_TASK_INIT;
+        OKC(gpuos_fill(ctx, A, 1.0));
+        OKC(gpuos_wait(ctx, 20000));
+        (void)gpuos_debug_pause(ctx, 1);
+        mt.op = GPUOS_OP_MATMUL;
+        mt.out = Y;
+        mt.in[0] = A;
+        mt.in[1] = A;
+        OKC(gpuos_submit(ctx, &mt, &m));
+        for (i = 0; i < 11; i++) OKC(gpuos_fill(ctx, F, (double)i)); /* 12 queued: the launch waits for room */
+        pthread_create(&a1, NULL, q_launch, NULL);
+        nanosleep(&pause, NULL);
+        pthread_create(&a2, NULL, q_other, NULL); /* lane-0 work while the launch waits */
+        nanosleep(&pause, NULL);
+        (void)gpuos_debug_pause(ctx, 0);
+        pthread_join(a1, NULL);
+        CHECK(qst == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        OKC(gpuos_wait_task(ctx, qseq, 20000));
+        early += gpuos_task_done(ctx, m + 12) != 1; /* node 0 */
+        pthread_join(a2, NULL);
+        OKC(gpuos_wait(ctx, 20000));
+    }
+    CHECK(early == 0, "a launch that waited for room: its seq finished before its first node in %d of 5", early);
+    gpuos_graph_release(qg);
+    gpuos_tensor_release(A);
+    gpuos_tensor_release(Y);
+    gpuos_tensor_release(F);
+    gpuos_tensor_release(qe);
+    for (i = 0; i < 9; i++) gpuos_tensor_release(Bn[i]);
+    gpuos_destroy(ctx);
+}
+
 /* A node recorded with its own deadline: a launch counts once, by the graph's deadline. */
 static void graph_node_deadline(gpuos_context *ctx) {
     int64_t n = 16;
@@ -248,9 +380,11 @@ int main(void) {
     for (r = 0; r < 20; r++) interleave(ctx, r);
     interleave_rows(ctx);
     for (r = 0; r < 3; r++) graph_priority(ctx, host);
+    graph_priority_bound(ctx);
     graph_node_deadline(ctx);
     CHECK(gpuos_context_status(ctx) == GPUOS_OK, "healthy: %s", gpuos_last_error(ctx));
     gpuos_destroy(ctx);
+    if (host) graph_priority_small_queue();
     after_destroy(cfg.device);
     return ctest_summary("test_semantics");
 }
