@@ -534,11 +534,16 @@ GPUOS_API gpuos_status gpuos_graph_add_dep(gpuos_graph *graph, int before, int a
    (a binding of another dtype: GPUOS_ERR_DTYPE_MISMATCH; of another shape or strides:
    GPUOS_ERR_SHAPE_MISMATCH; negative counts: GPUOS_ERR_INVALID_ARGUMENT). If the queue
    stays full part of the way through a launch (GPUOS_ERR_QUEUE_FULL), the nodes before that
-   point stay queued and run; gpuos_last_error says how many. */
+   point stay queued and run; gpuos_last_error says how many. On a GPU another context's
+   kernel holds, a launch that must start this context's kernel waits for its turn (up to
+   wait_timeout_ms: GPUOS_ERR_TIMEOUT, nothing queued); other threads' calls on the context
+   go on meanwhile. */
 GPUOS_API gpuos_status gpuos_graph_launch(gpuos_graph *graph, const gpuos_graph_bind *binds, int n_binds,
                                           const gpuos_graph_scalar *scalars, int n_scalars, uint64_t *seq);
 /* The priority of the graph's later launches (GPUOS_PRIORITY_NORMAL by default; the
-   recorded tasks' own priority fields are not used). A launch's seq then works with
+   recorded tasks' own priority fields are not used). A launch runs in one lane: at high
+   priority only if none of its nodes must wait for earlier normal work (else the whole
+   launch runs at normal priority, in order). A launch's seq then works with
    gpuos_wait_task: the last node finishes after every other node of the launch. */
 GPUOS_API gpuos_status gpuos_graph_set_priority(gpuos_graph *graph, int priority);
 /* The deadline of the graph's later launches: each launch should finish within
