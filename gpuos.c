@@ -636,6 +636,7 @@ typedef struct gpuos__job {
                                            wait for earlier lane-0 work; set when queued (host) or encoded */
     int lane_fixed;                     /* lane set for its whole batch (a graph launch's tasks) */
     int batch_left;                     /* a batch's tasks queued after it (gpuos__queue_push_batch) */
+    uint64_t batch_id;                  /* the seq of its batch's first task; 0: not in a batch */
     int state;                          /* host executor: GPUOS__JOB_QUEUED, _TAKEN, _DONE */
     const void *rep_key;                /* a repeat's table entry (queue.c) and its version: two jobs with */
     uint32_t rep_ver;                   /* the same pair are the same task (the CUDA encoder's repeat path) */
@@ -4973,6 +4974,21 @@ static gpuos_status cuda_encode_repeat(gpuos_context *ctx, struct gpuos__cuda *c
     return GPUOS_OK;
 }
 
+/* Job (being encoded, at ring offset cuda_sent) leaves its batch's lane 1: the batch's tasks
+   queued after it go to lane 0 too. A lane-1 batch is queued whole and contiguous
+   (gpuos__queue_push_batch), so they are the next batch_left jobs of the ring. */
+static void cuda_batch_lower(gpuos_context *ctx, gpuos__job *job) {
+    uint32_t j;
+    job->lane = 0;
+    if (ctx->cuda_sent >= ctx->ring_count || ctx->ring[(ctx->ring_head + ctx->cuda_sent) & (ctx->ring_size - 1u)] != job)
+        return;
+    for (j = 1; j <= (uint32_t)job->batch_left && ctx->cuda_sent + j < ctx->ring_count; j++) {
+        gpuos__job *s = ctx->ring[(ctx->ring_head + ctx->cuda_sent + j) & (ctx->ring_size - 1u)];
+        if (s->batch_id != job->batch_id || !s->lane_fixed) break;
+        s->lane = 0;
+    }
+}
+
 /* Encodes one job into its lane's ring (ctx->mu held). job->prio > 0 asks for lane 1. */
 static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos__job *job) {
     cuda__operand ops[GPUOS__MAX_PTR];
@@ -5025,16 +5041,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         /* a batch placed in lane 0 stays there (gpuos__cuda_batch_lane_locked); its lane 1
            is checked again, as a single task's */
         lane = job->lane_fixed && job->lane == 0 ? 0 : cuda_lane1_ok(c, job, ops, n);
-        if (job->lane_fixed && job->lane == 1 && !lane && /* lane-0 work came between (the batch waited
-                                                             for room): its queued rest goes to lane 0 too */
-            ctx->cuda_sent < ctx->ring_count && ctx->ring[(ctx->ring_head + ctx->cuda_sent) & (ctx->ring_size - 1u)] == job) {
-            uint32_t j;
-            for (j = 1; j <= (uint32_t)job->batch_left && ctx->cuda_sent + j < ctx->ring_count; j++) {
-                gpuos__job *s = ctx->ring[(ctx->ring_head + ctx->cuda_sent + j) & (ctx->ring_size - 1u)];
-                if (!s->lane_fixed || s->batch_left != job->batch_left - (int)j) break;
-                s->lane = 0;
-            }
-        }
+        if (job->lane_fixed && job->lane == 1 && !lane) cuda_batch_lower(ctx, job); /* (a safety net) */
     } else if ((c->dseq[0] & 63) == 0) {
         cuda_refresh_retired(c);
     }
@@ -5120,6 +5127,10 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     }
     /* lane 1 waits for all only within lane 1: it may not while lane 0 has unretired work */
     if (all && lane == 1 && c->dseq[0] - 1 > c->retired_seen[0]) {
+        /* a batch's queued rest follows it to lane 0 (it waits for every earlier task of both
+           lanes, its own batch's lane-1 part included, and lane 0 retires in order: the
+           batch's last task still finishes last) */
+        if (job->lane_fixed) cuda_batch_lower(ctx, job);
         job->prio = 0; /* encode it again on lane 0 */
         st = cuda_encode(ctx, c, job);
         job->prio = 1;
@@ -5784,13 +5795,18 @@ void gpuos__cuda_graph_free_locked(gpuos_context *ctx, struct gpuos__cuda_graph 
 
 /* Encodes jobs[0..n) (templates, in launch order) once (ctx->mu held). NULL with
    GPUOS_ERR_UNSUPPORTED when the graph cannot be pre-encoded (the caller falls back). */
+static gpuos_status cuda_graph_kernel_locked(gpuos_context *ctx, struct gpuos__cuda *c, uint64_t t0, int *released);
+
 gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const *jobs, int n,
                                            struct gpuos__cuda_graph **out) {
     struct gpuos__cuda *c = ctx->cuda;
     struct gpuos__cuda_graph *g;
-    int k, j, q;
+    int k, j, q, released = 0;
     gpuos_status st = GPUOS_OK;
     *out = NULL;
+    /* the kernel first: plan chunks go to the ring (waiting for its turn with the lock let go,
+       as a launch does; the state below is read after) */
+    if (!c->running && (st = cuda_graph_kernel_locked(ctx, c, cuda_now_ns(), &released)) != GPUOS_OK) return st;
     /* (refused: launched node by node) the plan chunks must fit the ring, and the pinned
        plan rows half the device's table, so that queued tasks always find rows */
     if (n < 1 || (uint64_t)n + GPUOS__PLAN_SLOTS * (uint64_t)n > c->P.ring_slots / 2 ||
@@ -5808,7 +5824,7 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
         gpuos__cuda_graph_free_locked(ctx, g);
         return GPUOS_ERR_OUT_OF_MEMORY;
     }
-    if (!c->running && (st = cuda_launch_locked(ctx, c, 1)) != GPUOS_OK) { /* plan chunks go to the ring */
+    if (!c->running && (st = cuda_launch_locked(ctx, c, 1)) != GPUOS_OK) { /* (stopped again meanwhile) */
         gpuos__cuda_graph_free_locked(ctx, g);
         return st;
     }
@@ -10722,18 +10738,24 @@ static void queue_host_batch_lane(const gpuos_context *ctx, gpuos__job *const *j
 gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs, int n, uint64_t *seq, int *n_queued) {
     gpuos_status st = GPUOS_OK;
     int i = 0;
+    uint64_t first = 0;
     pthread_mutex_lock(&ctx->mu);
-    for (i = 0; i < n; i++) jobs[i]->batch_left = n - 1 - i, jobs[i]->lane_fixed = 0;
+    for (i = 0; i < n; i++) jobs[i]->batch_left = n - 1 - i, jobs[i]->lane_fixed = 0, jobs[i]->batch_id = 0;
     if (!ctx->cuda) {
         queue_host_batch_lane(ctx, jobs, 0, n, 1);
-    } else if (n > 1 && jobs[0]->prio > 0) { /* one lane for the batch on the GPU too */
-        const int lane = gpuos__cuda_batch_lane_locked(ctx, jobs, n);
+    } else if (n > 1 && jobs[0]->prio > 0) {
+        /* one lane for the batch on the GPU too: lane 1 only if all of it fits the queue now
+           (no wait for room, so no other thread's task comes between its tasks; a lane-1
+           batch's tasks are then encoded one after another, against complete logs) */
+        const int lane = ctx->ring_count + (uint32_t)n <= ctx->capacity && gpuos__cuda_batch_lane_locked(ctx, jobs, n);
         for (i = 0; i < n; i++) jobs[i]->lane = lane, jobs[i]->lane_fixed = 1;
     }
     for (i = 0; i < n; i++) {
         const uint64_t before = ctx->submitted;
+        if (n > 1) jobs[i]->batch_id = first; /* (the first task's own is set below) */
         st = queue_push_locked(ctx, jobs[i], seq, 0);
         if (st != GPUOS_OK) break;
+        if (i == 0 && n > 1) first = jobs[0]->batch_id = jobs[0]->seq;
         /* others queued work while this one waited for room (the lock was let go): the
            rest of the batch is placed again against it, never in a higher lane than the
            part already queued (it would run ahead of it) */
@@ -10952,7 +10974,9 @@ static gpuos__job *queue_pop_edf(gpuos_context *ctx) {
         gpuos__job *job = queue_at(ctx, i);
         int ok = 1;
         if (job->lane != 1 || job->state != GPUOS__JOB_QUEUED) continue;
-        for (j = 0; j < n && ok; j++) ok = !queue_conflict(older[j], job);
+        /* after every older one it conflicts with, and after its own batch's older tasks (a
+           graph launch's seq is its last task: it must finish last) */
+        for (j = 0; j < n && ok; j++) ok = !queue_conflict(older[j], job) && !(job->batch_id && older[j]->batch_id == job->batch_id);
         if (ok && (!best || (job->deadline_ns ? job->deadline_ns : UINT64_MAX) <
                                 (best->deadline_ns ? best->deadline_ns : UINT64_MAX)))
             best = job;

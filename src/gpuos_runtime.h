@@ -125,6 +125,7 @@ typedef struct gpuos__job {
                                            wait for earlier lane-0 work; set when queued (host) or encoded */
     int lane_fixed;                     /* lane set for its whole batch (a graph launch's tasks) */
     int batch_left;                     /* a batch's tasks queued after it (gpuos__queue_push_batch) */
+    uint64_t batch_id;                  /* the seq of its batch's first task; 0: not in a batch */
     int state;                          /* host executor: GPUOS__JOB_QUEUED, _TAKEN, _DONE */
     const void *rep_key;                /* a repeat's table entry (queue.c) and its version: two jobs with */
     uint32_t rep_ver;                   /* the same pair are the same task (the CUDA encoder's repeat path) */

@@ -324,18 +324,24 @@ static void queue_host_batch_lane(const gpuos_context *ctx, gpuos__job *const *j
 gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs, int n, uint64_t *seq, int *n_queued) {
     gpuos_status st = GPUOS_OK;
     int i = 0;
+    uint64_t first = 0;
     pthread_mutex_lock(&ctx->mu);
-    for (i = 0; i < n; i++) jobs[i]->batch_left = n - 1 - i, jobs[i]->lane_fixed = 0;
+    for (i = 0; i < n; i++) jobs[i]->batch_left = n - 1 - i, jobs[i]->lane_fixed = 0, jobs[i]->batch_id = 0;
     if (!ctx->cuda) {
         queue_host_batch_lane(ctx, jobs, 0, n, 1);
-    } else if (n > 1 && jobs[0]->prio > 0) { /* one lane for the batch on the GPU too */
-        const int lane = gpuos__cuda_batch_lane_locked(ctx, jobs, n);
+    } else if (n > 1 && jobs[0]->prio > 0) {
+        /* one lane for the batch on the GPU too: lane 1 only if all of it fits the queue now
+           (no wait for room, so no other thread's task comes between its tasks; a lane-1
+           batch's tasks are then encoded one after another, against complete logs) */
+        const int lane = ctx->ring_count + (uint32_t)n <= ctx->capacity && gpuos__cuda_batch_lane_locked(ctx, jobs, n);
         for (i = 0; i < n; i++) jobs[i]->lane = lane, jobs[i]->lane_fixed = 1;
     }
     for (i = 0; i < n; i++) {
         const uint64_t before = ctx->submitted;
+        if (n > 1) jobs[i]->batch_id = first; /* (the first task's own is set below) */
         st = queue_push_locked(ctx, jobs[i], seq, 0);
         if (st != GPUOS_OK) break;
+        if (i == 0 && n > 1) first = jobs[0]->batch_id = jobs[0]->seq;
         /* others queued work while this one waited for room (the lock was let go): the
            rest of the batch is placed again against it, never in a higher lane than the
            part already queued (it would run ahead of it) */
@@ -554,7 +560,9 @@ static gpuos__job *queue_pop_edf(gpuos_context *ctx) {
         gpuos__job *job = queue_at(ctx, i);
         int ok = 1;
         if (job->lane != 1 || job->state != GPUOS__JOB_QUEUED) continue;
-        for (j = 0; j < n && ok; j++) ok = !queue_conflict(older[j], job);
+        /* after every older one it conflicts with, and after its own batch's older tasks (a
+           graph launch's seq is its last task: it must finish last) */
+        for (j = 0; j < n && ok; j++) ok = !queue_conflict(older[j], job) && !(job->batch_id && older[j]->batch_id == job->batch_id);
         if (ok && (!best || (job->deadline_ns ? job->deadline_ns : UINT64_MAX) <
                                 (best->deadline_ns ? best->deadline_ns : UINT64_MAX)))
             best = job;

@@ -292,6 +292,116 @@ static void graph_priority_small_queue(void) {
     gpuos_destroy(ctx);
 }
 
+/* A bound high-priority launch whose sixth node reads what five others wrote (more
+   dependencies than a task carries: it waits for every earlier task, and on the GPU, with
+   unrelated normal work unretired, goes to lane 0): the launch's seq still stands for it. */
+static void graph_priority_wait_all(gpuos_context *ctx, int host) {
+    const int64_t m = host ? 64 : 1024, mb = host ? 128 : 2048;
+    int64_t sx[2] = {5 * m, m}, sa[2] = {m, m}, sb[2] = {mb, mb}, s1 = 4;
+    gpuos_tensor *A = NULL, *X = NULL, *Xs[5] = {NULL}, *Z = NULL, *B = NULL, *BY = NULL, *Q = NULL, *Q2 = NULL;
+    gpuos_graph *g = NULL;
+    gpuos_task t = GPUOS_TASK_INIT;
+    int i, r, k, early = 0;
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 2, sa, &A));
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 2, sx, &X));
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 2, sx, &Z));
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 2, sb, &B));
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 2, sb, &BY));
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &s1, &Q));
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &s1, &Q2));
+    for (i = 0; i < 5; i++) OKC(gpuos_view_slice(X, 0, i * m, (i + 1) * m, 1, &Xs[i]));
+    OKC(gpuos_fill(ctx, A, 0.001));
+    OKC(gpuos_fill(ctx, B, 0.001));
+    OKC(gpuos_graph_create(ctx, &g));
+    OKC(gpuos_graph_set_priority(g, GPUOS_PRIORITY_HIGH));
+    for (i = 0; i < 5; i++) {
+        t = (gpuos_task)GPUOS_TASK_INIT;
+        t.op = GPUOS_OP_MATMUL;
+        t.out = Xs[i];
+        t.in[0] = A;
+        t.in[1] = A;
+        OKC(gpuos_graph_add(g, &t, NULL));
+    }
+    t = (gpuos_task)GPUOS_TASK_INIT;
+    t.op = GPUOS_OP_ADD;
+    t.out = Z;
+    t.in[0] = X;
+    t.in[1] = X;
+    OKC(gpuos_graph_add(g, &t, NULL));
+    t = (gpuos_task)GPUOS_TASK_INIT;
+    t.op = GPUOS_OP_FILL;
+    t.out = Q;
+    t.scalar[0] = 7.0;
+    OKC(gpuos_graph_add(g, &t, NULL));
+    for (r = 0; r < 4; r++) {
+        gpuos_graph_bind bd;
+        uint64_t seq = 0;
+        bd.recorded = Q;
+        bd.actual = Q2;
+        OKC(gpuos_wait(ctx, 20000));
+        for (k = 0; k < 3; k++) OKC(gpuos_matmul(ctx, BY, B, B)); /* unrelated normal work */
+        OKC(gpuos_graph_launch(g, &bd, 1, NULL, 0, &seq));
+        OKC(gpuos_wait_task(ctx, seq, 20000));
+        for (k = 1; k <= 6; k++) early += gpuos_task_done(ctx, seq - (uint64_t)k) != 1;
+    }
+    OKC(gpuos_wait(ctx, 20000));
+    CHECK(early == 0, "a launch's seq finished before %d of its other nodes (4 launches of 7 nodes)", early);
+    gpuos_graph_release(g);
+    for (i = 0; i < 5; i++) gpuos_tensor_release(Xs[i]);
+    gpuos_tensor_release(A);
+    gpuos_tensor_release(X);
+    gpuos_tensor_release(Z);
+    gpuos_tensor_release(B);
+    gpuos_tensor_release(BY);
+    gpuos_tensor_release(Q);
+    gpuos_tensor_release(Q2);
+}
+
+/* Host: with deadlines the executor takes lane-1 work by deadline; a launch's nodes still
+   run in their order (node 0 waits for an older high-priority matmul, node 1 does not). */
+static void graph_priority_deadline_order(gpuos_context *ctx) {
+    int64_t sa[2] = {256, 256}, s1 = 4;
+    gpuos_tensor *A = NULL, *Y = NULL, *Q = NULL;
+    gpuos_graph *g = NULL;
+    gpuos_task t = GPUOS_TASK_INIT, mt = GPUOS_TASK_INIT;
+    int r, early = 0;
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 2, sa, &A));
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 2, sa, &Y));
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &s1, &Q));
+    OKC(gpuos_fill(ctx, A, 1.0));
+    OKC(gpuos_graph_create(ctx, &g));
+    OKC(gpuos_graph_set_priority(g, GPUOS_PRIORITY_HIGH));
+    OKC(gpuos_graph_set_deadline(g, 100000));
+    t.op = GPUOS_OP_FILL;
+    t.out = Y; /* node 0: the matmul's output */
+    t.scalar[0] = 5.0;
+    OKC(gpuos_graph_add(g, &t, NULL));
+    t.out = Q; /* node 1: unrelated */
+    t.scalar[0] = 7.0;
+    OKC(gpuos_graph_add(g, &t, NULL));
+    for (r = 0; r < 5; r++) {
+        uint64_t seq = 0;
+        OKC(gpuos_wait(ctx, 20000));
+        (void)gpuos_debug_pause(ctx, 1);
+        mt.op = GPUOS_OP_MATMUL;
+        mt.out = Y;
+        mt.in[0] = A;
+        mt.in[1] = A;
+        mt.priority = GPUOS_PRIORITY_HIGH; /* lane 1, no deadline */
+        OKC(gpuos_submit(ctx, &mt, NULL));
+        OKC(gpuos_graph_launch(g, NULL, 0, NULL, 0, &seq));
+        (void)gpuos_debug_pause(ctx, 0);
+        OKC(gpuos_wait_task(ctx, seq, 20000));
+        early += gpuos_task_done(ctx, seq - 1) != 1;
+    }
+    OKC(gpuos_wait(ctx, 20000));
+    CHECK(early == 0, "deadline order: a launch's seq finished before its node 0 in %d of 5", early);
+    gpuos_graph_release(g);
+    gpuos_tensor_release(A);
+    gpuos_tensor_release(Y);
+    gpuos_tensor_release(Q);
+}
+
 /* A node recorded with its own deadline: a launch counts once, by the graph's deadline. */
 static void graph_node_deadline(gpuos_context *ctx) {
     int64_t n = 16;
@@ -381,6 +491,8 @@ int main(void) {
     interleave_rows(ctx);
     for (r = 0; r < 3; r++) graph_priority(ctx, host);
     graph_priority_bound(ctx);
+    graph_priority_wait_all(ctx, host);
+    if (host) graph_priority_deadline_order(ctx);
     graph_node_deadline(ctx);
     CHECK(gpuos_context_status(ctx) == GPUOS_OK, "healthy: %s", gpuos_last_error(ctx));
     gpuos_destroy(ctx);
