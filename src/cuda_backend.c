@@ -3133,7 +3133,7 @@ static gpuos_status cuda_graph_kernel_locked(gpuos_context *ctx, struct gpuos__c
         st = cuda_launch_locked(ctx, c, 0);
         if (st != GPUOS__LAUNCH_LATER || !c->gate_queued) return st; /* launched, or failed (error set) */
         if (cuda_now_ns() - t0 > limit) {
-            if (ctx->cuda_sent >= ctx->ring_count) cuda_gate_unqueue(c); /* nothing else of ours wants the turn */
+            if (ctx->cuda_sent >= ctx->ring_count && !c->graph_waiting) cuda_gate_unqueue(c); /* nothing else of ours wants the turn */
             return gpuos__set_error(ctx, GPUOS_ERR_TIMEOUT,
                                     "gpuos_graph_launch: the GPU stayed taken by another context's persistent kernel "
                                     "(for wait_timeout_ms = %u ms, or one that does not stop); nothing of the launch "
@@ -3147,7 +3147,7 @@ static gpuos_status cuda_graph_kernel_locked(gpuos_context *ctx, struct gpuos__c
         pthread_mutex_lock(&ctx->mu);
         c->graph_waiting--;
         if (ctx->sticky != GPUOS_OK || ctx->destroyed) {
-            if (ctx->cuda_sent >= ctx->ring_count) cuda_gate_unqueue(c);
+            if (ctx->cuda_sent >= ctx->ring_count && !c->graph_waiting) cuda_gate_unqueue(c);
             return gpuos__set_error(ctx, ctx->sticky != GPUOS_OK ? ctx->sticky : GPUOS_ERR_INVALID_ARGUMENT,
                                     "gpuos_graph_launch: the context %s while the launch waited for the GPU",
                                     ctx->sticky != GPUOS_OK ? "failed" : "was destroyed");
