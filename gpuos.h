@@ -68,9 +68,9 @@
    mismatch, NULL, bad strides, unknown op, axis out of range) is refused when it
    is submitted, nothing is queued, and the context stays usable. A failure while
    queued work runs (a device fault; on the host executor, a run-time operator's body
-   that ran past the interpreter's limit) is sticky: every later submission, wait,
-   upload and download returns it (GPUOS_ERR_DEVICE_LOST), and gpuos_context_status
-   reports it. gpuos never calls exit or abort and never prints.
+   that ran past the interpreter's limit) is sticky: every later submission that
+   passes validation (bad input still gets its own code), wait, upload and download
+   returns it (GPUOS_ERR_DEVICE_LOST), and gpuos_context_status reports it. gpuos never calls exit or abort and never prints.
 
    THREAD SAFETY
    A context may be used from many threads at once (except gpuos_destroy, which must
@@ -246,7 +246,7 @@ typedef enum gpuos_op {
     GPUOS_OP_SHIFT_RIGHT = 54,    /* binary: a >> b, arithmetic for signed (b out of range: 0 or -1) */
     GPUOS_OP_WHERE = 55,          /* ternary: cond ? a : b (cond is bool) */
     GPUOS_OP_CLAMP = 56,          /* ternary: min(max(x, lo), hi), NaN propagating */
-    GPUOS_OP_LERP = 57,           /* ternary: a + w*(b-a) */
+    GPUOS_OP_LERP = 57,           /* ternary: a + w*(b-a), fused: fma(w, b-a, a) */
     GPUOS_OP_FMA = 58,            /* ternary: a*b + c (floats: fused; integers wrap) */
     GPUOS_OP_CAST = 59,           /* cast: a converted to out's dtype */
     GPUOS_OP_COPY = 60,           /* copy: a broadcast to out's shape */
@@ -380,7 +380,8 @@ GPUOS_API gpuos_status gpuos_tensor_get_info(const gpuos_tensor *t, gpuos_tensor
 /* Copies bytes of row-major packed host data into the tensor's elements in logical
    (row-major) order; any view may be the target except one that would write an element
    several times (a broadcast view, axes that overlap: GPUOS_ERR_BAD_STRIDES, as for a task's
-   output). bytes must be numel * dtype size.
+   output, including its rule above 2^22 elements, docs/OPERATORS.md). bytes must be numel *
+   dtype size.
    It waits until earlier tasks are done with the tensor, and returns once src may be reused. */
 GPUOS_API gpuos_status gpuos_upload(gpuos_context *ctx, gpuos_tensor *dst, const void *src, size_t bytes);
 /* Waits (wait_timeout_ms) for earlier tasks, then copies the tensor's elements in logical
@@ -791,7 +792,7 @@ GPUOS_API gpuos_status gpuos_where(gpuos_context *ctx, gpuos_tensor *out, gpuos_
 /* min(max(x, lo), hi), NaN propagating */
 GPUOS_API gpuos_status gpuos_clamp(gpuos_context *ctx, gpuos_tensor *out, gpuos_tensor *x,
                                    gpuos_tensor *lo, gpuos_tensor *hi);
-/* a + w*(b-a) */
+/* a + w*(b-a), fused: fma(w, b-a, a) */
 GPUOS_API gpuos_status gpuos_lerp(gpuos_context *ctx, gpuos_tensor *out, gpuos_tensor *a,
                                   gpuos_tensor *b, gpuos_tensor *w);
 /* a*b + c (floats: fused; integers wrap) */

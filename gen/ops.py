@@ -276,7 +276,7 @@ OPS = [
     Op(56, 'clamp', T, ('x', 'lo', 'hi'), NUM, 'same', 'min(max(x, lo), hi), NaN propagating',
        {'any': 'gpuos__min_$C(gpuos__max_$C(x, lo), hi)'}),
     # fused: same as a + w*(b-a) for every inf/NaN, but w*(b-a) cannot overflow on its own
-    Op(57, 'lerp', T, ('a', 'b', 'w'), FLT, 'same', 'a + w*(b-a)', {'float': 'fma(w, b - a, a)'}),
+    Op(57, 'lerp', T, ('a', 'b', 'w'), FLT, 'same', 'a + w*(b-a), fused: fma(w, b-a, a)', {'float': 'fma(w, b - a, a)'}),
     Op(58, 'fma', T, ('a', 'b', 'c'), NUM, 'same', 'a*b + c (floats: fused; integers wrap)',
        {'int': '($T)(($W)a * ($W)b + ($W)c)', 'float': 'fma(a, b, c)'}),
     # ---- other element-wise

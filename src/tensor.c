@@ -557,9 +557,8 @@ static gpuos_status tensor_transfer(gpuos_context *ctx, const gpuos_tensor *t, v
                                 bytes, (long long)t->numel, elsize, want);
     if (!host && bytes > 0)
         return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "%s: the host buffer is NULL", fn);
-    /* as for a task's output: a view proven to write one element several times is refused (on
-       a GPU an upload into a view is a copy task into it, whose check also refuses a view it
-       cannot prove free of overlap) */
+    /* as for a task's output: a view that writes one element several times, or above 2^22
+       elements may (strides that do not nest), is refused */
     if (to_view && (s = gpuos__check_output_view(ctx, t, fn, 1)) != GPUOS_OK) return s;
     if (!to_view && t->numel > 0 && t->st->on_device) {
         int done;

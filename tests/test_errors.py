@@ -636,6 +636,35 @@ def test_output_not_nested_above_2_22(ctx):
     expect(ctx, st, E.ERR_BAD_STRIDES, "fill into strides (2, 1) over (3, 3)")
 
 
+def test_upload_view_rules_as_tasks(ctx):
+    """gpuos.h: an upload refuses a view that writes an element several times as a task's output
+    does, including above 2^20 elements (it accepted an overlap it had not checked there) and the
+    2^22 rule for strides that do not nest."""
+    L = lib()
+    n = 1 << 20
+    base = ctx.tensor(np.zeros(n + 2, dtype=np.uint8), "u8")
+    view = base.strided((2, n), (1, 1), 0)  # element (i, j) at i + j: overlaps, 2M elements
+    src = np.ones(2 * n, dtype=np.uint8)
+    st = L.gpuos_upload(ctx.ptr, view.ptr, src.ctypes.data, src.nbytes)
+    expect(ctx, st, E.ERR_BAD_STRIDES, "upload into strides (1, 1) over (2, 2^20)")
+    assert not ctx.download(base).any(), "a refused upload wrote memory"
+    for m, ok in ((EXACT_OVERLAP_LIMIT // 6, True), (EXACT_OVERLAP_LIMIT // 6 + 1, False)):
+        base = ctx.tensor(np.zeros(8 * m, dtype=np.uint8), "u8")
+        view = base.strided((m, 2, 3), (8, 3, 2), 0)  # never overlaps; the axes do not nest
+        src = np.ones(6 * m, dtype=np.uint8)
+        st = L.gpuos_upload(ctx.ptr, view.ptr, src.ctypes.data, src.nbytes)
+        if not ok:
+            expect(ctx, st, E.ERR_BAD_STRIDES, "upload of %d elements, strides (8, 3, 2)" % (6 * m))
+            assert not ctx.download(base).any(), "a refused upload wrote memory"
+            continue
+        assert st == OK, "upload of %d elements, strides (8, 3, 2) (they never overlap): %s %s" % (
+            6 * m, status_name(st), ctx.last_error())
+        want = np.zeros((m, 8), dtype=np.uint8)
+        want[:, [0, 2, 3, 4, 5, 7]] = 1
+        assert np.array_equal(ctx.download(base).reshape(m, 8), want), "upload wrote the wrong elements"
+    usable(ctx)
+
+
 # ---------------------------------------------------------------- refused, whatever the code
 def test_other_bad_arguments_refused(ctx):
     """Bad arguments whose status docs/OPERATORS.md and gpuos.h leave open are refused, say why

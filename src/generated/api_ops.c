@@ -599,7 +599,7 @@ GPUOS_API gpuos_status gpuos_clamp(gpuos_context *ctx, gpuos_tensor *out, gpuos_
     return gpuos_submit(ctx, &task, NULL);
 }
 
-/* a + w*(b-a) */
+/* a + w*(b-a), fused: fma(w, b-a, a) */
 GPUOS_API gpuos_status gpuos_lerp(gpuos_context *ctx, gpuos_tensor *out, gpuos_tensor *a,
                                   gpuos_tensor *b, gpuos_tensor *w) {
     gpuos_task task = GPUOS_TASK_INIT;
