@@ -516,12 +516,14 @@ typedef struct gpuos__pk_params {
    private functions are either static with a per-file prefix or named gpuos__*.
 
    Where a task goes:
-     gpuos_submit (plan.c)        validates the task, builds a plan into a gpuos__job
-     gpuos__queue_push (queue.c)  takes storage references, gives the job its sequence
-                                  number, puts it in the context's bounded ring
+     gpuos_submit (plan.c)        a repeat of a recent task copies its job from the repeat
+                                  table (queue.c); else validates it, builds a gpuos__job
+     gpuos__queue_push_task       takes storage references, gives the job its sequence
+       (queue.c)                  number, puts it in the context's bounded ring
      dispatcher (host_exec.c)     pops jobs in order, runs them (split over the worker
                                   pool when large), releases their storages, and
-                                  advances ctx->completed, which the waits watch.
+                                  advances ctx->completed, which the waits watch;
+     or the GPU (cuda_backend.c)  encodes it into the device's ring (see that file).
 
    Locking: ctx->mu guards the queue, the sequence numbers, the state flags and every
    reference count (context, storages). The error detail has its own mutex (err_mu),
@@ -818,9 +820,6 @@ void gpuos__queue_fini(gpuos_context *ctx);
 /* A zeroed job (recycled when possible); NULL when out of memory. */
 gpuos__job *gpuos__job_alloc(gpuos_context *ctx);
 void gpuos__job_free(gpuos_context *ctx, gpuos__job *job);
-/* Queues job (takes its storage references, sets job->seq), waiting up to
-   submit_timeout_ms for room. On error the job is freed and nothing is queued. */
-gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *seq);
 /* gpuos_submit's repeat path: 1 when task repeats a recent submission (same operator,
    tensor handles, scalars and parameters), whose job was copied and queued (*st says how). */
 int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint64_t *seq, gpuos_status *st);
@@ -2855,7 +2854,7 @@ int gpuos_debug_pause(gpuos_context *ctx, int paused) {
    allocate the queue. Everything is loaded BEFORE the persistent kernel first runs:
    loading code while it runs blocks (GPU-FINDINGS.md).
 
-   Submission (gpuos__cuda_pump_locked, called by gpuos__queue_push with ctx->mu
+   Submission (gpuos__cuda_pump_locked, called by the queue's pushes with ctx->mu
    held) turns each queued job into ring slots (src/gpuos_queue.h): a cached plan id
    (the plan is sent once, in PLAN slots, and reused while its bytes stay the same),
    a kernel id, a tiling, a base worker, and the dependencies that the per-storage
@@ -8453,7 +8452,7 @@ gpuos__ex_program *gpuos__ex_compile(const char *body, const gpuos__ex_var *vars
 
    A node keeps the task as recorded (its tensors replaced by the graph's own views of the
    same memory, so the caller may release theirs) and the job gpuos__plan_task built for it:
-   a launch copies that job into the queue (gpuos__queue_push takes the storage references
+   a launch copies that job into the queue (gpuos__queue_push_batch takes the storage references
    and, on a GPU, encodes it), skipping validation and planning. A node that a launch binds
    other tensors or scalars into is planned again from its task, with full validation.
    Explicit dependencies only reorder nodes (a topological order, recorded order among
@@ -10710,15 +10709,6 @@ void gpuos__queue_push_sent_locked(gpuos_context *ctx, gpuos__job *job, uint64_t
     queue_insert_locked(ctx, job, seq);
     ctx->cuda_sent++; /* every earlier job was sent: the caller pumped them first */
     pthread_cond_signal(&ctx->cv_work);
-}
-
-gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *seq) {
-    gpuos_status st;
-    gpuos__lock_spin(&ctx->mu);
-    st = queue_push_locked(ctx, job, seq, 1);
-    if (st == GPUOS_OK) pthread_cond_signal(&ctx->cv_work);
-    pthread_mutex_unlock(&ctx->mu);
-    return st;
 }
 
 /* Queues n jobs in order under one lock (consecutive sequence numbers unless the queue

@@ -6,7 +6,7 @@
    allocate the queue. Everything is loaded BEFORE the persistent kernel first runs:
    loading code while it runs blocks (GPU-FINDINGS.md).
 
-   Submission (gpuos__cuda_pump_locked, called by gpuos__queue_push with ctx->mu
+   Submission (gpuos__cuda_pump_locked, called by the queue's pushes with ctx->mu
    held) turns each queued job into ring slots (src/gpuos_queue.h): a cached plan id
    (the plan is sent once, in PLAN slots, and reused while its bytes stay the same),
    a kernel id, a tiling, a base worker, and the dependencies that the per-storage

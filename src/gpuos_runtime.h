@@ -5,12 +5,14 @@
    private functions are either static with a per-file prefix or named gpuos__*.
 
    Where a task goes:
-     gpuos_submit (plan.c)        validates the task, builds a plan into a gpuos__job
-     gpuos__queue_push (queue.c)  takes storage references, gives the job its sequence
-                                  number, puts it in the context's bounded ring
+     gpuos_submit (plan.c)        a repeat of a recent task copies its job from the repeat
+                                  table (queue.c); else validates it, builds a gpuos__job
+     gpuos__queue_push_task       takes storage references, gives the job its sequence
+       (queue.c)                  number, puts it in the context's bounded ring
      dispatcher (host_exec.c)     pops jobs in order, runs them (split over the worker
                                   pool when large), releases their storages, and
-                                  advances ctx->completed, which the waits watch.
+                                  advances ctx->completed, which the waits watch;
+     or the GPU (cuda_backend.c)  encodes it into the device's ring (see that file).
 
    Locking: ctx->mu guards the queue, the sequence numbers, the state flags and every
    reference count (context, storages). The error detail has its own mutex (err_mu),
@@ -307,9 +309,6 @@ void gpuos__queue_fini(gpuos_context *ctx);
 /* A zeroed job (recycled when possible); NULL when out of memory. */
 gpuos__job *gpuos__job_alloc(gpuos_context *ctx);
 void gpuos__job_free(gpuos_context *ctx, gpuos__job *job);
-/* Queues job (takes its storage references, sets job->seq), waiting up to
-   submit_timeout_ms for room. On error the job is freed and nothing is queued. */
-gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *seq);
 /* gpuos_submit's repeat path: 1 when task repeats a recent submission (same operator,
    tensor handles, scalars and parameters), whose job was copied and queued (*st says how). */
 int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint64_t *seq, gpuos_status *st);

@@ -2,7 +2,7 @@
 
    A node keeps the task as recorded (its tensors replaced by the graph's own views of the
    same memory, so the caller may release theirs) and the job gpuos__plan_task built for it:
-   a launch copies that job into the queue (gpuos__queue_push takes the storage references
+   a launch copies that job into the queue (gpuos__queue_push_batch takes the storage references
    and, on a GPU, encodes it), skipping validation and planning. A node that a launch binds
    other tensors or scalars into is planned again from its task, with full validation.
    Explicit dependencies only reorder nodes (a topological order, recorded order among

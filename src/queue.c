@@ -297,15 +297,6 @@ void gpuos__queue_push_sent_locked(gpuos_context *ctx, gpuos__job *job, uint64_t
     pthread_cond_signal(&ctx->cv_work);
 }
 
-gpuos_status gpuos__queue_push(gpuos_context *ctx, gpuos__job *job, uint64_t *seq) {
-    gpuos_status st;
-    gpuos__lock_spin(&ctx->mu);
-    st = queue_push_locked(ctx, job, seq, 1);
-    if (st == GPUOS_OK) pthread_cond_signal(&ctx->cv_work);
-    pthread_mutex_unlock(&ctx->mu);
-    return st;
-}
-
 /* Queues n jobs in order under one lock (consecutive sequence numbers unless the queue
    fills), handing them to the device once; *n_queued says how many went in. On an error
    the remaining jobs are retired (freed). */
