@@ -1131,9 +1131,10 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     c->mm_f32 = gpuos__device_kernel_id(GPUOS_OP_MATMUL, GPUOS_F32, GPUOS_F32);
     c->tile_ew = CUDA__TILE_EW;
     c->ew_per_worker = 0;
-    if (getenv("GPUOS_CUDA_EW_PER_WORKER") && atoi(getenv("GPUOS_CUDA_EW_PER_WORKER")) >= 1 &&
-        atoi(getenv("GPUOS_CUDA_EW_PER_WORKER")) <= 64)
-        c->ew_per_worker = (uint32_t)atoi(getenv("GPUOS_CUDA_EW_PER_WORKER"));
+    if (getenv("GPUOS_CUDA_EW_PER_WORKER")) {
+        const long v = strtol(getenv("GPUOS_CUDA_EW_PER_WORKER"), NULL, 10);
+        if (v >= 1 && v <= 64) c->ew_per_worker = (uint32_t)v;
+    }
     c->graph_slots = getenv("GPUOS_CUDA_GRAPH_SLOTS") && atoi(getenv("GPUOS_CUDA_GRAPH_SLOTS")) == 1;
     if (getenv("GPUOS_CUDA_TILE_EW")) {
         const long v = strtol(getenv("GPUOS_CUDA_TILE_EW"), NULL, 10);
@@ -1323,12 +1324,12 @@ static int cuda_up_count(const struct gpuos__cuda *c, uint32_t first, uint32_t n
     return up;
 }
 
-/* Launches c's kernel (ctx->mu held). block: wait up to wait_timeout_ms for the GPU while
-   another context's kernel holds it (GPUOS_ERR_TIMEOUT after); else do not wait: the context
-   stays queued for its turn and GPUOS__LAUNCH_LATER is returned, no error set (the caller's
-   work stays queued: the reaper, a wait or the next submission tries again). */
+/* Launches c's kernel (ctx->mu held), without waiting: while another context's kernel holds
+   the GPU the context stays queued for its turn and GPUOS__LAUNCH_LATER is returned, no error
+   set (the caller's work stays queued: the reaper, a wait or the next submission tries again;
+   a graph launch tries again itself, cuda_graph_kernel_locked). */
 #define GPUOS__LAUNCH_LATER GPUOS_ERR_TIMEOUT
-static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c, int block) {
+static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c) {
     void *args[1];
     gpuos__CUresult r;
     int l;
@@ -1340,18 +1341,13 @@ static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c
     /* before the launch: no synchronising call starts after it (left at the stop); waits
        while another context's kernel runs or a module load waits. A kept turn is tried at
        most every 100 us (a wait's loop pumps far more often; each try takes the gate's lock) */
-    if (!block && c->gate_queued && cuda_now_ns() - c->gate_try_ns < 100000u) return GPUOS__LAUNCH_LATER;
+    if (c->gate_queued && cuda_now_ns() - c->gate_try_ns < 100000u) return GPUOS__LAUNCH_LATER;
     c->gate_try_ns = cuda_now_ns();
-    if (!cuda_gate_enter(c, block ? ctx->cfg.wait_timeout_ms : 0, !block)) {
-        if (!block && c->gate_queued) return GPUOS__LAUNCH_LATER;
-        if (!block)
-            return gpuos__set_error(ctx, GPUOS_ERR_TIMEOUT,
-                                    "another context's persistent kernel that does not stop holds the GPU; the work "
-                                    "stays queued");
+    if (!cuda_gate_enter(c, 0, 1)) {
+        if (c->gate_queued) return GPUOS__LAUNCH_LATER;
         return gpuos__set_error(ctx, GPUOS_ERR_TIMEOUT,
-                                "the GPU stayed taken by another context's persistent kernel (for wait_timeout_ms = "
-                                "%u ms, or one that does not stop); the work stays queued",
-                                (unsigned)ctx->cfg.wait_timeout_ms);
+                                "another context's persistent kernel that does not stop holds the GPU; the work "
+                                "stays queued");
     }
     for (l = 0; l < GPUOS__LANES; l++) {
         c->P.start_pos[l] = c->pos[l];
@@ -2173,7 +2169,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
        the launch sets the run-time workers (P.n_rt), on which the tiling, the row tiles
        and the plan's column blocks all depend: they must see the same count. */
     if (!c->running) {
-        st = cuda_launch_locked(ctx, c, 0); /* another context's kernel running: later, the work stays queued */
+        st = cuda_launch_locked(ctx, c); /* another context's kernel running: later, the work stays queued */
         if (st != GPUOS_OK) return st;
     }
     cuda_tiling(c, job, &tile, &n_tiles);
@@ -2952,12 +2948,12 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
                                            struct gpuos__cuda_graph **out) {
     struct gpuos__cuda *c = ctx->cuda;
     struct gpuos__cuda_graph *g;
-    int k, j, q, released = 0;
+    int k, j, q;
     gpuos_status st = GPUOS_OK;
     *out = NULL;
     /* the kernel first: plan chunks go to the ring (waiting for its turn with the lock let go,
-       as a launch does; the state below is read after) */
-    if (!c->running && (st = cuda_graph_kernel_locked(ctx, c, cuda_now_ns(), &released)) != GPUOS_OK) return st;
+       as a launch does; the state below is read after, and the lock is held from here on) */
+    if (!c->running && (st = cuda_graph_kernel_locked(ctx, c, cuda_now_ns(), NULL)) != GPUOS_OK) return st;
     /* (refused: launched node by node) the plan chunks must fit the ring, and the pinned
        plan rows half the device's table, so that queued tasks always find rows */
     if (n < 1 || (uint64_t)n + GPUOS__PLAN_SLOTS * (uint64_t)n > c->P.ring_slots / 2 ||
@@ -2974,10 +2970,6 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
     if (!g->desc || !g->base_rel || !g->plan_ids || !g->acc || !g->st) {
         gpuos__cuda_graph_free_locked(ctx, g);
         return GPUOS_ERR_OUT_OF_MEMORY;
-    }
-    if (!c->running && (st = cuda_launch_locked(ctx, c, 1)) != GPUOS_OK) { /* (stopped again meanwhile) */
-        gpuos__cuda_graph_free_locked(ctx, g);
-        return st;
     }
     for (k = 0; k < n; k++) {
         const gpuos__job *job = jobs[k];
@@ -3120,17 +3112,17 @@ static int cuda_graph_lane1_ok(struct gpuos__cuda *c, const struct gpuos__cuda_g
     return 1;
 }
 
-/* The kernel for a graph launch (ctx->mu held): waits for its turn at the device gate as a
-   blocking launch does (up to wait_timeout_ms from t0), but with ctx->mu let go between tries,
-   so that the context's other threads go on while another context's kernel holds the GPU (a
-   blocking launch held the lock throughout). *released: the lock was let go, so what the
-   caller checked before may have changed. */
+/* The kernel for a graph launch or a graph's making (ctx->mu held): waits for its turn at the
+   device gate (up to wait_timeout_ms from t0) with ctx->mu let go between tries, so that the
+   context's other threads go on while another context's kernel holds the GPU (a blocking
+   launch, as there once was, held the lock throughout). *released (if not NULL): the lock was
+   let go, so what the caller checked before may have changed. */
 static gpuos_status cuda_graph_kernel_locked(gpuos_context *ctx, struct gpuos__cuda *c, uint64_t t0, int *released) {
     const uint64_t limit = (uint64_t)ctx->cfg.wait_timeout_ms * 1000000ull;
     gpuos_status st;
     for (;;) {
         if (c->running) return GPUOS_OK; /* launched meanwhile (a submission, a wait, the reaper) */
-        st = cuda_launch_locked(ctx, c, 0);
+        st = cuda_launch_locked(ctx, c);
         if (st != GPUOS__LAUNCH_LATER || !c->gate_queued) return st; /* launched, or failed (error set) */
         if (cuda_now_ns() - t0 > limit) {
             if (ctx->cuda_sent >= ctx->ring_count && !c->graph_waiting) cuda_gate_unqueue(c); /* nothing else of ours wants the turn */
@@ -3141,7 +3133,7 @@ static gpuos_status cuda_graph_kernel_locked(gpuos_context *ctx, struct gpuos__c
                                     (unsigned)ctx->cfg.wait_timeout_ms);
         }
         c->graph_waiting++; /* the reaper keeps the turn queued meanwhile */
-        *released = 1;
+        if (released) *released = 1;
         pthread_mutex_unlock(&ctx->mu);
         cuda_sleep_ns(50000);
         pthread_mutex_lock(&ctx->mu);

@@ -297,24 +297,24 @@ void gpuos__queue_push_sent_locked(gpuos_context *ctx, gpuos__job *job, uint64_t
     pthread_cond_signal(&ctx->cv_work);
 }
 
-/* Queues n jobs in order under one lock (consecutive sequence numbers unless the queue
-   fills), handing them to the device once; *n_queued says how many went in. On an error
-   the remaining jobs are retired (freed). */
 /* Host executor: the lane of a batch's jobs [from, n) as one: 1 when every one of them
    could take it (queue_host_lane) and cap allows, else 0. A graph launch's tasks so stay in
    one lane, so that its last task finishes after every other (its seq stands for the
    launch), as the GPU's launch does; a launch split between lanes let a later node that
-   conflicts with nothing run ahead of an earlier one that waits for lane-0 work. (The GPU
-   decides when it encodes the batch's first task: cuda_batch_lane.) */
+   conflicts with nothing run ahead of an earlier one that waits for lane-0 work. (The GPU's
+   is decided in gpuos__queue_push_batch too: gpuos__cuda_batch_lane_locked.) */
 static void queue_host_batch_lane(const gpuos_context *ctx, gpuos__job *const *jobs, int from, int n, int cap) {
     int i, lane = cap;
     for (i = from; i < n && lane; i++) lane = queue_host_lane(ctx, jobs[i]);
     for (i = from; i < n; i++) jobs[i]->lane = lane, jobs[i]->lane_fixed = 1;
 }
 
+/* Queues n jobs in order under one lock (consecutive sequence numbers unless the queue
+   fills), handing them to the device once; *n_queued says how many went in. On an error
+   the remaining jobs are retired (freed). */
 gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs, int n, uint64_t *seq, int *n_queued) {
     gpuos_status st = GPUOS_OK;
-    int i = 0;
+    int i;
     uint64_t first = 0;
     pthread_mutex_lock(&ctx->mu);
     for (i = 0; i < n; i++) jobs[i]->batch_left = n - 1 - i, jobs[i]->lane_fixed = 0, jobs[i]->batch_id = 0;
