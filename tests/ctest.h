@@ -55,6 +55,13 @@ static inline uint64_t ctest_rng(unsigned long long seed, uint64_t salt) {
     uint64_t x = ((uint64_t)seed + 1u) * 0x9e3779b97f4a7c15ull ^ salt;
     return x ? x : (salt | 1u);
 }
+/* The next number below n from xorshift state *s (made by ctest_rng). */
+static inline uint32_t ctest_below(uint64_t *s, uint32_t n) {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return (uint32_t)((*s >> 16) % n);
+}
 
 #if defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE >= 199309L
 /* Milliseconds of CLOCK_MONOTONIC (tests that time a wait define _POSIX_C_SOURCE first). */

@@ -23,12 +23,7 @@
 #include "gpuos.h"
 
 static uint64_t rng;
-static uint32_t rnd(uint32_t n) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)((rng >> 16) % n);
-}
+static uint32_t rnd(uint32_t n) { return ctest_below(&rng, n); }
 
 #define OKC(call) CHECK((call) == GPUOS_OK, "%s", gpuos_last_error(ctx))
 
@@ -121,12 +116,33 @@ static void interleave_rows(gpuos_context *ctx) {
     gpuos_tensor_release(x);
 }
 
+/* A high-priority graph of fills: first = v0 (node 0, the one that meets earlier work), then
+   each of rest = v1. NULL if it cannot be made (the check says why). */
+static gpuos_graph *fill_graph(gpuos_context *ctx, gpuos_tensor *first, double v0, gpuos_tensor *const *rest,
+                               int n_rest, double v1) {
+    gpuos_graph *g = NULL;
+    gpuos_task t = GPUOS_TASK_INIT;
+    int i;
+    OKC(gpuos_graph_create(ctx, &g));
+    if (!g) return NULL;
+    OKC(gpuos_graph_set_priority(g, GPUOS_PRIORITY_HIGH));
+    t.op = GPUOS_OP_FILL;
+    t.out = first;
+    t.scalar[0] = v0;
+    OKC(gpuos_graph_add(g, &t, NULL));
+    for (i = 0; i < n_rest; i++) {
+        t.out = rest[i];
+        t.scalar[0] = v1;
+        OKC(gpuos_graph_add(g, &t, NULL));
+    }
+    return g;
+}
+
 /* A high-priority launch whose first node conflicts with queued normal work, its last not. */
 static void graph_priority(gpuos_context *ctx, int host) {
     int64_t sa[2] = {300, 300}, sb = 4;
     gpuos_tensor *A = NULL, *Y = NULL, *B = NULL;
     gpuos_graph *g = NULL;
-    gpuos_task t = GPUOS_TASK_INIT;
     uint64_t seq = 0;
     float y[300 * 300], b[4];
     int i, bad = 0;
@@ -135,15 +151,8 @@ static void graph_priority(gpuos_context *ctx, int host) {
     OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &sb, &B));
     OKC(gpuos_fill(ctx, A, 1.0));
     OKC(gpuos_wait(ctx, 10000));
-    OKC(gpuos_graph_create(ctx, &g));
-    OKC(gpuos_graph_set_priority(g, GPUOS_PRIORITY_HIGH));
-    t.op = GPUOS_OP_FILL;
-    t.out = A; /* node 0 overwrites what the matmul below reads */
-    t.scalar[0] = 5.0;
-    OKC(gpuos_graph_add(g, &t, NULL));
-    t.out = B; /* node 1 conflicts with nothing */
-    t.scalar[0] = 7.0;
-    OKC(gpuos_graph_add(g, &t, NULL));
+    g = fill_graph(ctx, A, 5.0, &B, 1, 7.0); /* node 0 overwrites what the matmul below reads; node 1
+                                                conflicts with nothing */
     if (host) (void)gpuos_debug_pause(ctx, 1); /* both queued before anything runs */
     OKC(gpuos_matmul(ctx, Y, A, A));
     OKC(gpuos_graph_launch(g, NULL, 0, NULL, 0, &seq));
@@ -168,22 +177,13 @@ static void graph_priority_bound(gpuos_context *ctx) {
     int64_t sa[2] = {1024, 1024}, sb = 4;
     gpuos_tensor *A = NULL, *Y = NULL, *B = NULL, *B2 = NULL;
     gpuos_graph *g = NULL;
-    gpuos_task t = GPUOS_TASK_INIT;
     float b[4];
     int r, k, early = 0;
     OKC(gpuos_tensor_new(ctx, GPUOS_F32, 2, sa, &A));
     OKC(gpuos_tensor_new(ctx, GPUOS_F32, 2, sa, &Y));
     OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &sb, &B));
     OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &sb, &B2));
-    OKC(gpuos_graph_create(ctx, &g));
-    OKC(gpuos_graph_set_priority(g, GPUOS_PRIORITY_HIGH));
-    t.op = GPUOS_OP_FILL;
-    t.out = A;
-    t.scalar[0] = 5.0;
-    OKC(gpuos_graph_add(g, &t, NULL));
-    t.out = B;
-    t.scalar[0] = 7.0;
-    OKC(gpuos_graph_add(g, &t, NULL));
+    g = fill_graph(ctx, A, 5.0, &B, 1, 7.0);
     for (r = 0; r < 4; r++) {
         gpuos_graph_bind bd;
         uint64_t seq = 0;
@@ -230,7 +230,6 @@ static void graph_priority_small_queue(void) {
     gpuos_context *ctx;
     int64_t big = (int64_t)1 << 20, sa[2] = {256, 256}, s1 = 4;
     gpuos_tensor *A = NULL, *Y = NULL, *F = NULL, *Bn[9] = {NULL};
-    gpuos_task t = GPUOS_TASK_INIT;
     const struct timespec pause = {0, 20000000L};
     int i, r, early = 0;
     cfg.device = GPUOS_DEVICE_HOST;
@@ -246,17 +245,7 @@ static void graph_priority_small_queue(void) {
     OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &big, &F));
     OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &s1, &qe));
     for (i = 0; i < 9; i++) OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &s1, &Bn[i]));
-    OKC(gpuos_graph_create(ctx, &qg));
-    OKC(gpuos_graph_set_priority(qg, GPUOS_PRIORITY_HIGH));
-    t.op = GPUOS_OP_FILL;
-    t.out = A;
-    t.scalar[0] = 5.0;
-    OKC(gpuos_graph_add(qg, &t, NULL)); /* node 0 conflicts with the matmul below: lane 0 */
-    for (i = 0; i < 9; i++) {
-        t.out = Bn[i];
-        t.scalar[0] = 7.0;
-        OKC(gpuos_graph_add(qg, &t, NULL));
-    }
+    qg = fill_graph(ctx, A, 5.0, Bn, 9, 7.0); /* node 0 conflicts with the matmul below: lane 0 */
     for (r = 0; r < 5; r++) {
         pthread_t a1, a2;
         uint64_t m = 0;
@@ -363,22 +352,14 @@ static void graph_priority_deadline_order(gpuos_context *ctx) {
     int64_t sa[2] = {256, 256}, s1 = 4;
     gpuos_tensor *A = NULL, *Y = NULL, *Q = NULL;
     gpuos_graph *g = NULL;
-    gpuos_task t = GPUOS_TASK_INIT, mt = GPUOS_TASK_INIT;
+    gpuos_task mt = GPUOS_TASK_INIT;
     int r, early = 0;
     OKC(gpuos_tensor_new(ctx, GPUOS_F32, 2, sa, &A));
     OKC(gpuos_tensor_new(ctx, GPUOS_F32, 2, sa, &Y));
     OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &s1, &Q));
     OKC(gpuos_fill(ctx, A, 1.0));
-    OKC(gpuos_graph_create(ctx, &g));
-    OKC(gpuos_graph_set_priority(g, GPUOS_PRIORITY_HIGH));
+    g = fill_graph(ctx, Y, 5.0, &Q, 1, 7.0); /* node 0: the matmul's output; node 1: unrelated */
     OKC(gpuos_graph_set_deadline(g, 100000));
-    t.op = GPUOS_OP_FILL;
-    t.out = Y; /* node 0: the matmul's output */
-    t.scalar[0] = 5.0;
-    OKC(gpuos_graph_add(g, &t, NULL));
-    t.out = Q; /* node 1: unrelated */
-    t.scalar[0] = 7.0;
-    OKC(gpuos_graph_add(g, &t, NULL));
     for (r = 0; r < 5; r++) {
         uint64_t seq = 0;
         OKC(gpuos_wait(ctx, 20000));

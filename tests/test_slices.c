@@ -22,12 +22,7 @@
 #define N (1 << 20)
 #define NOUT 8
 static uint64_t rng;
-static uint32_t rnd(uint32_t n) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)((rng >> 16) % n);
-}
+static uint32_t rnd(uint32_t n) { return ctest_below(&rng, n); }
 
 static int32_t hx[N], hy[N], got[N];
 static int32_t hout[NOUT][64];
