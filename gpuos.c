@@ -790,7 +790,9 @@ gpuos_status gpuos__check_in_storage(const gpuos_context *ctx, const char *fn, s
                                      int rank, const int64_t *shape, const int64_t *strides, int64_t offset);
 /* Bytes per element; 0 for an unknown dtype. */
 size_t gpuos__elsize(gpuos_dtype dtype);
-gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tensor *o, const char *name, int upload);
+/* GPUOS_ERR_BAD_STRIDES when view o, written (a task's output, an upload's target), would
+   write an element several times or may (plan.c); else GPUOS_OK. */
+gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tensor *o, const char *name);
 int gpuos__is_contiguous(int rank, const int64_t *shape, const int64_t *strides);
 /* small GPU downloads' pinned staging (tensor.c): allocated after the CUDA backend opens, freed at destroy */
 void gpuos__stage_open(gpuos_context *ctx);
@@ -9658,10 +9660,10 @@ static int plan_self_overlap(const gpuos_tensor *t, int64_t exact_limit) {
 }
 
 /* Refuses an output view that would write one element several times (a stride 0 over a
-   size above 1, or axes that overlap): tasks (upload 0) and gpuos_upload (upload 1), alike:
+   size above 1, or axes that overlap), for a task's output and gpuos_upload's target alike:
    nested axes pass at once; others are checked exactly (a sort of every offset) up to 2^22
    elements, and beyond that refused as possibly overlapping. */
-gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tensor *o, const char *name, int upload) {
+gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tensor *o, const char *name) {
     int i, ov;
     char sb[128], tb[160];
     if (o->numel == 0) return GPUOS_OK; /* writes nothing */
@@ -9672,7 +9674,6 @@ gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tens
                                     "write one element several times",
                                     name, i, (long long)o->shape[i],
                                     plan_shape_str(o->rank, o->shape, sb, sizeof sb));
-    (void)upload;
     ov = plan_self_overlap(o, PLAN_EXACT_OVERLAP_LIMIT);
     if (ov != 0)
         return gpuos__set_error(ctx, GPUOS_ERR_BAD_STRIDES,
@@ -9724,7 +9725,7 @@ static int plan_views_share(const gpuos_tensor *out, const gpuos_tensor *in) {
 }
 
 static gpuos_status plan_check_output(plan_state *ps) {
-    return gpuos__check_output_view(ps->ctx, ps->out, ps->name, 0);
+    return gpuos__check_output_view(ps->ctx, ps->out, ps->name);
 }
 
 /* Refuses an output that overlaps an input (shares a byte with it), except the very same
@@ -12404,7 +12405,7 @@ static gpuos_status tensor_transfer(gpuos_context *ctx, const gpuos_tensor *t, v
         return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "%s: the host buffer is NULL", fn);
     /* as for a task's output: a view that writes one element several times, or above 2^22
        elements may (strides that do not nest), is refused */
-    if (to_view && (s = gpuos__check_output_view(ctx, t, fn, 1)) != GPUOS_OK) return s;
+    if (to_view && (s = gpuos__check_output_view(ctx, t, fn)) != GPUOS_OK) return s;
     if (!to_view && t->numel > 0 && t->st->on_device) {
         int done;
         s = tensor_download_staged(ctx, t, host, bytes, &done);

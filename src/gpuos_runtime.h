@@ -279,7 +279,9 @@ gpuos_status gpuos__check_in_storage(const gpuos_context *ctx, const char *fn, s
                                      int rank, const int64_t *shape, const int64_t *strides, int64_t offset);
 /* Bytes per element; 0 for an unknown dtype. */
 size_t gpuos__elsize(gpuos_dtype dtype);
-gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tensor *o, const char *name, int upload);
+/* GPUOS_ERR_BAD_STRIDES when view o, written (a task's output, an upload's target), would
+   write an element several times or may (plan.c); else GPUOS_OK. */
+gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tensor *o, const char *name);
 int gpuos__is_contiguous(int rank, const int64_t *shape, const int64_t *strides);
 /* small GPU downloads' pinned staging (tensor.c): allocated after the CUDA backend opens, freed at destroy */
 void gpuos__stage_open(gpuos_context *ctx);

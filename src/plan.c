@@ -163,10 +163,10 @@ static int plan_self_overlap(const gpuos_tensor *t, int64_t exact_limit) {
 }
 
 /* Refuses an output view that would write one element several times (a stride 0 over a
-   size above 1, or axes that overlap): tasks (upload 0) and gpuos_upload (upload 1), alike:
+   size above 1, or axes that overlap), for a task's output and gpuos_upload's target alike:
    nested axes pass at once; others are checked exactly (a sort of every offset) up to 2^22
    elements, and beyond that refused as possibly overlapping. */
-gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tensor *o, const char *name, int upload) {
+gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tensor *o, const char *name) {
     int i, ov;
     char sb[128], tb[160];
     if (o->numel == 0) return GPUOS_OK; /* writes nothing */
@@ -177,7 +177,6 @@ gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tens
                                     "write one element several times",
                                     name, i, (long long)o->shape[i],
                                     plan_shape_str(o->rank, o->shape, sb, sizeof sb));
-    (void)upload;
     ov = plan_self_overlap(o, PLAN_EXACT_OVERLAP_LIMIT);
     if (ov != 0)
         return gpuos__set_error(ctx, GPUOS_ERR_BAD_STRIDES,
@@ -229,7 +228,7 @@ static int plan_views_share(const gpuos_tensor *out, const gpuos_tensor *in) {
 }
 
 static gpuos_status plan_check_output(plan_state *ps) {
-    return gpuos__check_output_view(ps->ctx, ps->out, ps->name, 0);
+    return gpuos__check_output_view(ps->ctx, ps->out, ps->name);
 }
 
 /* Refuses an output that overlaps an input (shares a byte with it), except the very same

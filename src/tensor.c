@@ -559,7 +559,7 @@ static gpuos_status tensor_transfer(gpuos_context *ctx, const gpuos_tensor *t, v
         return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "%s: the host buffer is NULL", fn);
     /* as for a task's output: a view that writes one element several times, or above 2^22
        elements may (strides that do not nest), is refused */
-    if (to_view && (s = gpuos__check_output_view(ctx, t, fn, 1)) != GPUOS_OK) return s;
+    if (to_view && (s = gpuos__check_output_view(ctx, t, fn)) != GPUOS_OK) return s;
     if (!to_view && t->numel > 0 && t->st->on_device) {
         int done;
         s = tensor_download_staged(ctx, t, host, bytes, &done);
