@@ -573,7 +573,10 @@ struct gpuos_tensor {
 /* A version of a run-time operator (rtops.c). */
 typedef struct gpuos__rt_version {
     gpuos_context *ctx;
-    int refs;                  /* the operator's (while current) + one per job; ctx->mu */
+    int refs;                  /* the operator's (while current) + one per job and graph template; ctx->mu */
+    int tmpl_refs;             /* of refs, the graph templates' (gpuos__rt_template_locked): they keep the
+                                  version's memory, not its code slot, which a redefinition may take
+                                  back once only templates refer to it (the graph plans that node again) */
     int index, slot;           /* operator index; physical slot 2 * index + 0 or 1 */
     gpuos_opdef_kind kind;
     int n_in, n_scalars;
@@ -629,8 +632,12 @@ typedef struct gpuos__job {
     uint8_t elsize[GPUOS__MAX_PTR];     /* bytes per element of out, in[0], in[1], ... */
     uint64_t dseq;                      /* CUDA backend: the task's device sequence number */
     gpuos__rt_version *rt;              /* run-time operator: the version it runs (a reference) */
+    int rt_tmpl;                        /* rt is a graph template's: counted in rt->tmpl_refs too */
     gpuos__storage **xst;               /* a graph launch's job: its storages (malloc'd, owned) */
     int n_xst;
+    gpuos__rt_version **xrt;            /* a graph launch's job: the run-time operator versions its
+                                           nodes run (malloc'd, one reference each) */
+    int n_xrt;
     int prio;                           /* GPUOS_PRIORITY_*: > 0 asks for lane 1 (so does a deadline) */
     uint64_t deadline_ns;               /* CLOCK_MONOTONIC time it should finish by; 0: none */
     int dl_open;                        /* counts in gpuos_deadline_stats and is not counted yet */
@@ -1023,6 +1030,7 @@ gpuos_status gpuos__rt_lookup(gpuos_context *ctx, gpuos_op op, gpuos__rt_version
 void gpuos__rt_release(gpuos_context *ctx, gpuos__rt_version *v);
 void gpuos__rt_release_locked(gpuos__rt_version *v);
 void gpuos__rt_retain_locked(gpuos__rt_version *v);
+void gpuos__rt_template_locked(gpuos__job *job);
 void gpuos__rt_fini(gpuos_context *ctx);
 void gpuos__rt_host_run(const gpuos__job *job, int64_t begin, int64_t end);
 char *gpuos__rt_device_code(const gpuos__rt_version *v, uint64_t hash);
@@ -8486,6 +8494,7 @@ struct gpuos_graph {
     int fz_ok;
     int n_tasks;                  /* tasks a launch without bindings queues (nodes less fused ones) */
     int last_tasks;               /* tasks the last launch queued (gpuos_debug_graph_tasks) */
+    int n_rt;                     /* nodes that run a run-time operator */
 };
 
 /* A matmul node and the element-wise nodes after it, as one task (len 0: none starts here). */
@@ -8557,6 +8566,38 @@ static void graph_node_free(gpuos_context *ctx, graph_node *nd) {
     for (k = 0; k < GPUOS_MAX_INPUTS; k++) gpuos_tensor_release(nd->task.in[k]);
 }
 
+/* tmpl, just planned, becomes a node's template: its run-time operator version (if any)
+   stays allocated, but a redefinition may take its code slot back (rtops.c) */
+static void graph_template(gpuos_context *ctx, gpuos__job *tmpl) {
+    if (!tmpl->rt) return;
+    pthread_mutex_lock(&ctx->mu);
+    gpuos__rt_template_locked(tmpl);
+    pthread_mutex_unlock(&ctx->mu);
+}
+
+/* A launch's reference to each run-time operator version its nodes' templates run, into
+   job->xrt (ctx->mu held): the launch's tasks are queued with those slots' code, so the
+   slots stay theirs until it retires. 0 when one of them is no longer current (that node is
+   planned again: the per-node path), or without memory. */
+static int graph_pin_versions_locked(gpuos_context *ctx, gpuos_graph *g, gpuos__job *job) {
+    int i, k;
+    if (!g->n_rt) return 1;
+    job->xrt = (gpuos__rt_version **)malloc((size_t)g->n_rt * sizeof *job->xrt);
+    if (!job->xrt) return 0;
+    for (i = 0; i < g->n; i++) {
+        gpuos__rt_version *v = g->nodes[i].tmpl->rt;
+        if (!v) continue;
+        if (ctx->rt_cur[v->index] != v) return 0; /* (job_free drops those taken) */
+        for (k = 0; k < job->n_xrt && job->xrt[k] != v; k++) {
+        }
+        if (k == job->n_xrt) {
+            gpuos__rt_retain_locked(v);
+            job->xrt[job->n_xrt++] = v;
+        }
+    }
+    return 1;
+}
+
 gpuos_status gpuos_graph_add(gpuos_graph *g, const gpuos_task *task, int *node) {
     gpuos_context *ctx;
     graph_node nd;
@@ -8576,6 +8617,7 @@ gpuos_status gpuos_graph_add(gpuos_graph *g, const gpuos_task *task, int *node) 
     memset(nd.task.in, 0, sizeof nd.task.in);
     /* plan with the caller's tensors first: every error is the one gpuos_submit gives */
     if ((s = gpuos__plan_task(ctx, task, &nd.tmpl)) != GPUOS_OK) return s;
+    graph_template(ctx, nd.tmpl);
     nd.orig[0] = task->out;
     nd.orig_uid[0] = task->out ? task->out->uid : 0;
     s = graph_view(ctx, task->out, &nd.task.out);
@@ -8598,6 +8640,7 @@ gpuos_status gpuos_graph_add(gpuos_graph *g, const gpuos_task *task, int *node) 
     if (node) *node = g->n;
     graph_drop_fused(ctx, g); /* its positions are the old graph's */
     g->n++;
+    if (nd.tmpl->rt) g->n_rt++;
     g->order_ok = 0;
     graph_drop_cg(g);
     g->cg_refused = 0;
@@ -8921,6 +8964,19 @@ static gpuos_status graph_fuse(gpuos_graph *g) {
 
 int gpuos_debug_graph_tasks(gpuos_graph *g) { return g ? g->last_tasks : -1; }
 
+/* A launch that queued none of its n tasks says so (s set; the queue's own detail, which
+   names gpuos_submit, kept after the status name). Returns s. */
+static gpuos_status graph_nothing_queued(gpuos_context *ctx, gpuos_status s, int n) {
+    char why[GPUOS__ERR_LEN];
+    const char *w = why, *c;
+    snprintf(why, sizeof why, "%s", gpuos_last_error(ctx));
+    if (strncmp(w, "GPUOS_", 6) == 0 && (c = strstr(w, ": ")) != NULL) w = c + 2;
+    if (strncmp(w, "gpuos_submit: ", 14) == 0) w += 14;
+    if (strncmp(w, "gpuos_graph_launch: ", 20) == 0) w += 20;
+    if ((c = strstr(w, "; the task was not queued")) != NULL && c[25] == 0) why[c - why] = 0;
+    return gpuos__set_error(ctx, s, "gpuos_graph_launch: none of the launch's %d tasks were queued: %s", n, w);
+}
+
 gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, int n_binds,
                                 const gpuos_graph_scalar *scalars, int n_scalars, uint64_t *seq) {
     static const char fn[] = "gpuos_graph_launch";
@@ -8977,7 +9033,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
     if (fuse && !g->fz_ok && (s = graph_fuse(g)) != GPUOS_OK) return s;
     /* GPU, nothing bound: the nodes were encoded once; a launch is a copy of their slots */
     if (ctx->cuda && n_binds == 0 && n_scalars == 0 && !g->cg_refused) {
-        int fresh_needed = 0;
+        int fresh_needed = 0, repin = 0;
         for (i = 0; i < g->n && !fresh_needed; i++) fresh_needed = graph_rt_stale(ctx, g->nodes[i].tmpl);
         if (!fresh_needed) {
             gpuos__job *job = gpuos__job_alloc(ctx);
@@ -8996,7 +9052,11 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
                 }
                 if (s == GPUOS_ERR_UNSUPPORTED) g->cg_refused = 1;
             }
-            if (g->cg) {
+            if (g->cg && !graph_pin_versions_locked(ctx, g, job)) {
+                /* a run-time operator redefined since the check above: node by node (planned again) */
+                if (job->xrt) repin = 1;
+                else s = GPUOS_ERR_OUT_OF_MEMORY;
+            } else if (g->cg) {
                 job->xst = (gpuos__storage **)malloc((size_t)gpuos__cuda_graph_storages(g->cg) * sizeof *job->xst + 1);
                 job->deadline_ns = gpuos__deadline_at(g->deadline_us);
                 job->dl_open = g->deadline_us != 0;
@@ -9008,10 +9068,11 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
             pthread_mutex_unlock(&ctx->mu);
             if (job) {
                 job->n_xst = 0;
-                gpuos__job_free(ctx, job); /* frees xst */
+                gpuos__job_free(ctx, job); /* frees xst, drops xrt's references */
             }
-            if (g->cg || s != GPUOS_ERR_UNSUPPORTED) {
+            if (!repin && (g->cg || s != GPUOS_ERR_UNSUPPORTED)) {
                 if (s == GPUOS_ERR_OUT_OF_MEMORY) return gpuos__set_error(ctx, s, "%s: no memory", fn);
+                if (s != GPUOS_OK) return graph_nothing_queued(ctx, s, g->n_tasks);
                 return s;
             }
             s = GPUOS_OK; /* refused: per-node launches below */
@@ -9045,6 +9106,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
             gpuos__job *fresh;
             s = gpuos__plan_task(ctx, &nd->task, &fresh);
             if (s != GPUOS_OK) break;
+            graph_template(ctx, fresh);
             gpuos__job_free(ctx, nd->tmpl); /* drops its version's reference */
             nd->tmpl = fresh;
             graph_drop_cg(g); /* its kernel ids changed */
@@ -9076,10 +9138,20 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
             memcpy(job, nd->tmpl, sizeof *job);
             job->next_free = NULL;
             job->n_st = nd->tmpl->n_st; /* references are taken when it is queued */
-            if (job->rt) {
+            job->rt_tmpl = 0;
+            if (job->rt) { /* the version must still be current: else its slot may be gone */
+                int cur;
                 pthread_mutex_lock(&ctx->mu);
-                gpuos__rt_retain_locked(job->rt);
+                cur = ctx->rt_cur[job->rt->index] == job->rt;
+                if (cur) gpuos__rt_retain_locked(job->rt);
                 pthread_mutex_unlock(&ctx->mu);
+                if (!cur) { /* redefined since the check above: this node again, planned again */
+                    job->rt = NULL;
+                    job->n_st = 0;
+                    gpuos__job_free(ctx, job);
+                    i--;
+                    continue;
+                }
             }
             if (eff) eff[nj] = nd->task;
             jobs[nj++] = job;
@@ -9112,6 +9184,8 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
                          "%s: stopped after %d of the launch's %d tasks were queued (%s); those stay queued and "
                          "run, the others were not queued",
                          fn, queued, nj, s == GPUOS_ERR_QUEUE_FULL ? "the queue stayed full" : "the context failed or was destroyed");
+    else if (s != GPUOS_OK)
+        graph_nothing_queued(ctx, s, nj);
     free(jobs);
     return s;
 }
@@ -10484,8 +10558,16 @@ static void queue_retire_locked(gpuos_context *ctx, gpuos__job *job) {
     int i;
     for (i = 0; i < job->n_st; i++) (void)gpuos__storage_release_locked(job->st[i]); /* ctx->refs > 0 here */
     job->n_st = 0;
-    if (job->rt) gpuos__rt_release_locked(job->rt);
+    if (job->rt) {
+        if (job->rt_tmpl) job->rt->tmpl_refs--;
+        gpuos__rt_release_locked(job->rt);
+    }
     job->rt = NULL;
+    job->rt_tmpl = 0;
+    for (i = 0; i < job->n_xrt; i++) gpuos__rt_release_locked(job->xrt[i]);
+    free(job->xrt);
+    job->xrt = NULL;
+    job->n_xrt = 0;
     for (i = 0; i < job->n_xst; i++) (void)gpuos__storage_release_locked(job->xst[i]);
     free(job->xst);
     job->xst = NULL;
@@ -11221,6 +11303,28 @@ static void rt_store_expr(gpuos_dtype d, const char *v, char *out, size_t n) {
 /* ---------------------------------------------------------------- versions */
 void gpuos__rt_retain_locked(gpuos__rt_version *v) { v->refs++; }
 
+/* job (a graph node's template, whose reference to its version came from planning) keeps
+   the version's memory but not its code slot (ctx->mu held): a graph that is not launched
+   must not hold up a redefinition, and its next launch plans that node again anyway
+   (graph.c, graph_rt_stale). */
+void gpuos__rt_template_locked(gpuos__job *job) {
+    if (!job->rt || job->rt_tmpl) return;
+    job->rt->tmpl_refs++;
+    job->rt_tmpl = 1;
+}
+
+/* Whether code slot k is free, or held by a version that only graph templates refer to
+   (ctx->mu held): such a version is never run again (a launch plans its node again once it
+   is not the operator's current version, which it no longer is), so its slot may go. */
+static int rt_slot_free_locked(const gpuos_context *ctx, int k) {
+    const gpuos__rt_version *w = ctx->rt_slot[k];
+    return !w || (w->refs == w->tmpl_refs && ctx->rt_cur[w->index] != w);
+}
+/* ... and takes it back from such a version */
+static void rt_slot_take_locked(gpuos_context *ctx, int k) {
+    if (ctx->rt_slot[k] && rt_slot_free_locked(ctx, k)) ctx->rt_slot[k] = NULL;
+}
+
 void gpuos__rt_release_locked(gpuos__rt_version *v) {
     gpuos_context *ctx;
     if (!v || --v->refs > 0) return;
@@ -11570,11 +11674,15 @@ static gpuos_status rt_install(gpuos_context *ctx, const char *fn, long index, c
     }
     /* the other slot of the pair; its version, two definitions back, may still be queued */
     slot = old ? old->slot ^ 1 : 2 * (int)index;
+    rt_slot_take_locked(ctx, slot);
     if (ctx->rt_slot[slot]) {
         struct timespec deadline;
         gpuos__deadline(ctx->cfg.wait_timeout_ms, &deadline);
-        while (ctx->rt_slot[slot] && ctx->sticky == GPUOS_OK)
+        while (ctx->rt_slot[slot] && ctx->sticky == GPUOS_OK) {
             if (gpuos__cond_wait_until(&ctx->cv_done, &ctx->mu, &deadline) == ETIMEDOUT) break;
+            rt_slot_take_locked(ctx, slot); /* (the last queued task gone: templates only) */
+        }
+        rt_slot_take_locked(ctx, slot);
         if (ctx->rt_slot[slot]) {
             pthread_mutex_unlock(&ctx->mu);
             rt_free(v);
@@ -11612,8 +11720,14 @@ gpuos_status gpuos_op_define(gpuos_context *ctx, const gpuos_op_def *def, gpuos_
     pthread_mutex_lock(&ctx->rt_mu); /* one definition at a time: each swaps the module */
     pthread_mutex_lock(&ctx->mu);
     for (i = 0; i < GPUOS_MAX_RUNTIME_OPS; i++)
-        if (!ctx->rt_cur[i] && !ctx->rt_reserved[i] && !ctx->rt_slot[2 * i] && !ctx->rt_slot[2 * i + 1]) break;
-    if (i < GPUOS_MAX_RUNTIME_OPS) ctx->rt_reserved[i] = 1;
+        if (!ctx->rt_cur[i] && !ctx->rt_reserved[i] && rt_slot_free_locked(ctx, 2 * (int)i) &&
+            rt_slot_free_locked(ctx, 2 * (int)i + 1))
+            break;
+    if (i < GPUOS_MAX_RUNTIME_OPS) {
+        ctx->rt_reserved[i] = 1;
+        rt_slot_take_locked(ctx, 2 * (int)i);
+        rt_slot_take_locked(ctx, 2 * (int)i + 1);
+    }
     pthread_mutex_unlock(&ctx->mu);
     if (i == GPUOS_MAX_RUNTIME_OPS) {
         pthread_mutex_unlock(&ctx->rt_mu);
@@ -12091,7 +12205,12 @@ static void tensor_contiguous_strides(int rank, const int64_t *shape, int64_t *s
     int i;
     for (i = rank - 1; i >= 0; i--) {
         strides[i] = s;
-        if (shape[i] > 0) s *= shape[i]; /* no overflow: numel was checked */
+        /* a zero-size tensor's other sizes may multiply past 2^63 (numel is 0): its strides
+           reach no element, so they stop growing there */
+        if (shape[i] > 0) {
+            int64_t p;
+            if (gpuos__mul64(s, shape[i], &p)) s = p;
+        }
     }
 }
 
@@ -12664,7 +12783,10 @@ gpuos_status gpuos_view_reshape(const gpuos_tensor *t, int rank, const int64_t *
         int64_t st = 1;
         for (i = rank - 1; i >= 0; i--) {
             nstrides[i] = st;
-            if (nshape[i] > 0) st *= nshape[i];
+            if (nshape[i] > 0) { /* (past 2^63 they stop growing, as tensor_contiguous_strides') */
+                int64_t p;
+                if (gpuos__mul64(st, nshape[i], &p)) st = p;
+            }
         }
     } else if (!view_nocopy_reshape(t->rank, t->shape, t->strides, rank, nshape, nstrides)) {
         return gpuos__set_error(t->ctx, GPUOS_ERR_NOT_VIEWABLE,

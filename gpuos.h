@@ -478,7 +478,8 @@ GPUOS_API uint64_t gpuos_fence(gpuos_context *ctx);
 GPUOS_API int gpuos_fence_done(gpuos_context *ctx, uint64_t seq);
 /* Waits until every task up to seq has finished, at most timeout_ms
    (GPUOS_ERR_TIMEOUT; the work stays queued). Returns a sticky error if any, and
-   GPUOS_ERR_INVALID_ARGUMENT for a seq never issued (also gpuos_wait_task). */
+   GPUOS_ERR_INVALID_ARGUMENT for a seq never issued, above gpuos_fence (also
+   gpuos_wait_task); seq 0, the fence before any task, is always finished. */
 GPUOS_API gpuos_status gpuos_wait_fence(gpuos_context *ctx, uint64_t seq, uint32_t timeout_ms);
 /* Waits for everything submitted so far. */
 GPUOS_API gpuos_status gpuos_wait(gpuos_context *ctx, uint32_t timeout_ms);

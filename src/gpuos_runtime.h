@@ -62,7 +62,10 @@ struct gpuos_tensor {
 /* A version of a run-time operator (rtops.c). */
 typedef struct gpuos__rt_version {
     gpuos_context *ctx;
-    int refs;                  /* the operator's (while current) + one per job; ctx->mu */
+    int refs;                  /* the operator's (while current) + one per job and graph template; ctx->mu */
+    int tmpl_refs;             /* of refs, the graph templates' (gpuos__rt_template_locked): they keep the
+                                  version's memory, not its code slot, which a redefinition may take
+                                  back once only templates refer to it (the graph plans that node again) */
     int index, slot;           /* operator index; physical slot 2 * index + 0 or 1 */
     gpuos_opdef_kind kind;
     int n_in, n_scalars;
@@ -118,8 +121,12 @@ typedef struct gpuos__job {
     uint8_t elsize[GPUOS__MAX_PTR];     /* bytes per element of out, in[0], in[1], ... */
     uint64_t dseq;                      /* CUDA backend: the task's device sequence number */
     gpuos__rt_version *rt;              /* run-time operator: the version it runs (a reference) */
+    int rt_tmpl;                        /* rt is a graph template's: counted in rt->tmpl_refs too */
     gpuos__storage **xst;               /* a graph launch's job: its storages (malloc'd, owned) */
     int n_xst;
+    gpuos__rt_version **xrt;            /* a graph launch's job: the run-time operator versions its
+                                           nodes run (malloc'd, one reference each) */
+    int n_xrt;
     int prio;                           /* GPUOS_PRIORITY_*: > 0 asks for lane 1 (so does a deadline) */
     uint64_t deadline_ns;               /* CLOCK_MONOTONIC time it should finish by; 0: none */
     int dl_open;                        /* counts in gpuos_deadline_stats and is not counted yet */
@@ -512,6 +519,7 @@ gpuos_status gpuos__rt_lookup(gpuos_context *ctx, gpuos_op op, gpuos__rt_version
 void gpuos__rt_release(gpuos_context *ctx, gpuos__rt_version *v);
 void gpuos__rt_release_locked(gpuos__rt_version *v);
 void gpuos__rt_retain_locked(gpuos__rt_version *v);
+void gpuos__rt_template_locked(gpuos__job *job);
 void gpuos__rt_fini(gpuos_context *ctx);
 void gpuos__rt_host_run(const gpuos__job *job, int64_t begin, int64_t end);
 char *gpuos__rt_device_code(const gpuos__rt_version *v, uint64_t hash);

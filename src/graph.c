@@ -42,6 +42,7 @@ struct gpuos_graph {
     int fz_ok;
     int n_tasks;                  /* tasks a launch without bindings queues (nodes less fused ones) */
     int last_tasks;               /* tasks the last launch queued (gpuos_debug_graph_tasks) */
+    int n_rt;                     /* nodes that run a run-time operator */
 };
 
 /* A matmul node and the element-wise nodes after it, as one task (len 0: none starts here). */
@@ -113,6 +114,38 @@ static void graph_node_free(gpuos_context *ctx, graph_node *nd) {
     for (k = 0; k < GPUOS_MAX_INPUTS; k++) gpuos_tensor_release(nd->task.in[k]);
 }
 
+/* tmpl, just planned, becomes a node's template: its run-time operator version (if any)
+   stays allocated, but a redefinition may take its code slot back (rtops.c) */
+static void graph_template(gpuos_context *ctx, gpuos__job *tmpl) {
+    if (!tmpl->rt) return;
+    pthread_mutex_lock(&ctx->mu);
+    gpuos__rt_template_locked(tmpl);
+    pthread_mutex_unlock(&ctx->mu);
+}
+
+/* A launch's reference to each run-time operator version its nodes' templates run, into
+   job->xrt (ctx->mu held): the launch's tasks are queued with those slots' code, so the
+   slots stay theirs until it retires. 0 when one of them is no longer current (that node is
+   planned again: the per-node path), or without memory. */
+static int graph_pin_versions_locked(gpuos_context *ctx, gpuos_graph *g, gpuos__job *job) {
+    int i, k;
+    if (!g->n_rt) return 1;
+    job->xrt = (gpuos__rt_version **)malloc((size_t)g->n_rt * sizeof *job->xrt);
+    if (!job->xrt) return 0;
+    for (i = 0; i < g->n; i++) {
+        gpuos__rt_version *v = g->nodes[i].tmpl->rt;
+        if (!v) continue;
+        if (ctx->rt_cur[v->index] != v) return 0; /* (job_free drops those taken) */
+        for (k = 0; k < job->n_xrt && job->xrt[k] != v; k++) {
+        }
+        if (k == job->n_xrt) {
+            gpuos__rt_retain_locked(v);
+            job->xrt[job->n_xrt++] = v;
+        }
+    }
+    return 1;
+}
+
 gpuos_status gpuos_graph_add(gpuos_graph *g, const gpuos_task *task, int *node) {
     gpuos_context *ctx;
     graph_node nd;
@@ -132,6 +165,7 @@ gpuos_status gpuos_graph_add(gpuos_graph *g, const gpuos_task *task, int *node) 
     memset(nd.task.in, 0, sizeof nd.task.in);
     /* plan with the caller's tensors first: every error is the one gpuos_submit gives */
     if ((s = gpuos__plan_task(ctx, task, &nd.tmpl)) != GPUOS_OK) return s;
+    graph_template(ctx, nd.tmpl);
     nd.orig[0] = task->out;
     nd.orig_uid[0] = task->out ? task->out->uid : 0;
     s = graph_view(ctx, task->out, &nd.task.out);
@@ -154,6 +188,7 @@ gpuos_status gpuos_graph_add(gpuos_graph *g, const gpuos_task *task, int *node) 
     if (node) *node = g->n;
     graph_drop_fused(ctx, g); /* its positions are the old graph's */
     g->n++;
+    if (nd.tmpl->rt) g->n_rt++;
     g->order_ok = 0;
     graph_drop_cg(g);
     g->cg_refused = 0;
@@ -477,6 +512,19 @@ static gpuos_status graph_fuse(gpuos_graph *g) {
 
 int gpuos_debug_graph_tasks(gpuos_graph *g) { return g ? g->last_tasks : -1; }
 
+/* A launch that queued none of its n tasks says so (s set; the queue's own detail, which
+   names gpuos_submit, kept after the status name). Returns s. */
+static gpuos_status graph_nothing_queued(gpuos_context *ctx, gpuos_status s, int n) {
+    char why[GPUOS__ERR_LEN];
+    const char *w = why, *c;
+    snprintf(why, sizeof why, "%s", gpuos_last_error(ctx));
+    if (strncmp(w, "GPUOS_", 6) == 0 && (c = strstr(w, ": ")) != NULL) w = c + 2;
+    if (strncmp(w, "gpuos_submit: ", 14) == 0) w += 14;
+    if (strncmp(w, "gpuos_graph_launch: ", 20) == 0) w += 20;
+    if ((c = strstr(w, "; the task was not queued")) != NULL && c[25] == 0) why[c - why] = 0;
+    return gpuos__set_error(ctx, s, "gpuos_graph_launch: none of the launch's %d tasks were queued: %s", n, w);
+}
+
 gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, int n_binds,
                                 const gpuos_graph_scalar *scalars, int n_scalars, uint64_t *seq) {
     static const char fn[] = "gpuos_graph_launch";
@@ -533,7 +581,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
     if (fuse && !g->fz_ok && (s = graph_fuse(g)) != GPUOS_OK) return s;
     /* GPU, nothing bound: the nodes were encoded once; a launch is a copy of their slots */
     if (ctx->cuda && n_binds == 0 && n_scalars == 0 && !g->cg_refused) {
-        int fresh_needed = 0;
+        int fresh_needed = 0, repin = 0;
         for (i = 0; i < g->n && !fresh_needed; i++) fresh_needed = graph_rt_stale(ctx, g->nodes[i].tmpl);
         if (!fresh_needed) {
             gpuos__job *job = gpuos__job_alloc(ctx);
@@ -552,7 +600,11 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
                 }
                 if (s == GPUOS_ERR_UNSUPPORTED) g->cg_refused = 1;
             }
-            if (g->cg) {
+            if (g->cg && !graph_pin_versions_locked(ctx, g, job)) {
+                /* a run-time operator redefined since the check above: node by node (planned again) */
+                if (job->xrt) repin = 1;
+                else s = GPUOS_ERR_OUT_OF_MEMORY;
+            } else if (g->cg) {
                 job->xst = (gpuos__storage **)malloc((size_t)gpuos__cuda_graph_storages(g->cg) * sizeof *job->xst + 1);
                 job->deadline_ns = gpuos__deadline_at(g->deadline_us);
                 job->dl_open = g->deadline_us != 0;
@@ -564,10 +616,11 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
             pthread_mutex_unlock(&ctx->mu);
             if (job) {
                 job->n_xst = 0;
-                gpuos__job_free(ctx, job); /* frees xst */
+                gpuos__job_free(ctx, job); /* frees xst, drops xrt's references */
             }
-            if (g->cg || s != GPUOS_ERR_UNSUPPORTED) {
+            if (!repin && (g->cg || s != GPUOS_ERR_UNSUPPORTED)) {
                 if (s == GPUOS_ERR_OUT_OF_MEMORY) return gpuos__set_error(ctx, s, "%s: no memory", fn);
+                if (s != GPUOS_OK) return graph_nothing_queued(ctx, s, g->n_tasks);
                 return s;
             }
             s = GPUOS_OK; /* refused: per-node launches below */
@@ -601,6 +654,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
             gpuos__job *fresh;
             s = gpuos__plan_task(ctx, &nd->task, &fresh);
             if (s != GPUOS_OK) break;
+            graph_template(ctx, fresh);
             gpuos__job_free(ctx, nd->tmpl); /* drops its version's reference */
             nd->tmpl = fresh;
             graph_drop_cg(g); /* its kernel ids changed */
@@ -632,10 +686,20 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
             memcpy(job, nd->tmpl, sizeof *job);
             job->next_free = NULL;
             job->n_st = nd->tmpl->n_st; /* references are taken when it is queued */
-            if (job->rt) {
+            job->rt_tmpl = 0;
+            if (job->rt) { /* the version must still be current: else its slot may be gone */
+                int cur;
                 pthread_mutex_lock(&ctx->mu);
-                gpuos__rt_retain_locked(job->rt);
+                cur = ctx->rt_cur[job->rt->index] == job->rt;
+                if (cur) gpuos__rt_retain_locked(job->rt);
                 pthread_mutex_unlock(&ctx->mu);
+                if (!cur) { /* redefined since the check above: this node again, planned again */
+                    job->rt = NULL;
+                    job->n_st = 0;
+                    gpuos__job_free(ctx, job);
+                    i--;
+                    continue;
+                }
             }
             if (eff) eff[nj] = nd->task;
             jobs[nj++] = job;
@@ -668,6 +732,8 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
                          "%s: stopped after %d of the launch's %d tasks were queued (%s); those stay queued and "
                          "run, the others were not queued",
                          fn, queued, nj, s == GPUOS_ERR_QUEUE_FULL ? "the queue stayed full" : "the context failed or was destroyed");
+    else if (s != GPUOS_OK)
+        graph_nothing_queued(ctx, s, nj);
     free(jobs);
     return s;
 }

@@ -77,8 +77,16 @@ static void queue_retire_locked(gpuos_context *ctx, gpuos__job *job) {
     int i;
     for (i = 0; i < job->n_st; i++) (void)gpuos__storage_release_locked(job->st[i]); /* ctx->refs > 0 here */
     job->n_st = 0;
-    if (job->rt) gpuos__rt_release_locked(job->rt);
+    if (job->rt) {
+        if (job->rt_tmpl) job->rt->tmpl_refs--;
+        gpuos__rt_release_locked(job->rt);
+    }
     job->rt = NULL;
+    job->rt_tmpl = 0;
+    for (i = 0; i < job->n_xrt; i++) gpuos__rt_release_locked(job->xrt[i]);
+    free(job->xrt);
+    job->xrt = NULL;
+    job->n_xrt = 0;
     for (i = 0; i < job->n_xst; i++) (void)gpuos__storage_release_locked(job->xst[i]);
     free(job->xst);
     job->xst = NULL;

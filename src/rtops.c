@@ -75,6 +75,28 @@ static void rt_store_expr(gpuos_dtype d, const char *v, char *out, size_t n) {
 /* ---------------------------------------------------------------- versions */
 void gpuos__rt_retain_locked(gpuos__rt_version *v) { v->refs++; }
 
+/* job (a graph node's template, whose reference to its version came from planning) keeps
+   the version's memory but not its code slot (ctx->mu held): a graph that is not launched
+   must not hold up a redefinition, and its next launch plans that node again anyway
+   (graph.c, graph_rt_stale). */
+void gpuos__rt_template_locked(gpuos__job *job) {
+    if (!job->rt || job->rt_tmpl) return;
+    job->rt->tmpl_refs++;
+    job->rt_tmpl = 1;
+}
+
+/* Whether code slot k is free, or held by a version that only graph templates refer to
+   (ctx->mu held): such a version is never run again (a launch plans its node again once it
+   is not the operator's current version, which it no longer is), so its slot may go. */
+static int rt_slot_free_locked(const gpuos_context *ctx, int k) {
+    const gpuos__rt_version *w = ctx->rt_slot[k];
+    return !w || (w->refs == w->tmpl_refs && ctx->rt_cur[w->index] != w);
+}
+/* ... and takes it back from such a version */
+static void rt_slot_take_locked(gpuos_context *ctx, int k) {
+    if (ctx->rt_slot[k] && rt_slot_free_locked(ctx, k)) ctx->rt_slot[k] = NULL;
+}
+
 void gpuos__rt_release_locked(gpuos__rt_version *v) {
     gpuos_context *ctx;
     if (!v || --v->refs > 0) return;
@@ -424,11 +446,15 @@ static gpuos_status rt_install(gpuos_context *ctx, const char *fn, long index, c
     }
     /* the other slot of the pair; its version, two definitions back, may still be queued */
     slot = old ? old->slot ^ 1 : 2 * (int)index;
+    rt_slot_take_locked(ctx, slot);
     if (ctx->rt_slot[slot]) {
         struct timespec deadline;
         gpuos__deadline(ctx->cfg.wait_timeout_ms, &deadline);
-        while (ctx->rt_slot[slot] && ctx->sticky == GPUOS_OK)
+        while (ctx->rt_slot[slot] && ctx->sticky == GPUOS_OK) {
             if (gpuos__cond_wait_until(&ctx->cv_done, &ctx->mu, &deadline) == ETIMEDOUT) break;
+            rt_slot_take_locked(ctx, slot); /* (the last queued task gone: templates only) */
+        }
+        rt_slot_take_locked(ctx, slot);
         if (ctx->rt_slot[slot]) {
             pthread_mutex_unlock(&ctx->mu);
             rt_free(v);
@@ -466,8 +492,14 @@ gpuos_status gpuos_op_define(gpuos_context *ctx, const gpuos_op_def *def, gpuos_
     pthread_mutex_lock(&ctx->rt_mu); /* one definition at a time: each swaps the module */
     pthread_mutex_lock(&ctx->mu);
     for (i = 0; i < GPUOS_MAX_RUNTIME_OPS; i++)
-        if (!ctx->rt_cur[i] && !ctx->rt_reserved[i] && !ctx->rt_slot[2 * i] && !ctx->rt_slot[2 * i + 1]) break;
-    if (i < GPUOS_MAX_RUNTIME_OPS) ctx->rt_reserved[i] = 1;
+        if (!ctx->rt_cur[i] && !ctx->rt_reserved[i] && rt_slot_free_locked(ctx, 2 * (int)i) &&
+            rt_slot_free_locked(ctx, 2 * (int)i + 1))
+            break;
+    if (i < GPUOS_MAX_RUNTIME_OPS) {
+        ctx->rt_reserved[i] = 1;
+        rt_slot_take_locked(ctx, 2 * (int)i);
+        rt_slot_take_locked(ctx, 2 * (int)i + 1);
+    }
     pthread_mutex_unlock(&ctx->mu);
     if (i == GPUOS_MAX_RUNTIME_OPS) {
         pthread_mutex_unlock(&ctx->rt_mu);

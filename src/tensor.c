@@ -245,7 +245,12 @@ static void tensor_contiguous_strides(int rank, const int64_t *shape, int64_t *s
     int i;
     for (i = rank - 1; i >= 0; i--) {
         strides[i] = s;
-        if (shape[i] > 0) s *= shape[i]; /* no overflow: numel was checked */
+        /* a zero-size tensor's other sizes may multiply past 2^63 (numel is 0): its strides
+           reach no element, so they stop growing there */
+        if (shape[i] > 0) {
+            int64_t p;
+            if (gpuos__mul64(s, shape[i], &p)) s = p;
+        }
     }
 }
 

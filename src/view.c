@@ -229,7 +229,10 @@ gpuos_status gpuos_view_reshape(const gpuos_tensor *t, int rank, const int64_t *
         int64_t st = 1;
         for (i = rank - 1; i >= 0; i--) {
             nstrides[i] = st;
-            if (nshape[i] > 0) st *= nshape[i];
+            if (nshape[i] > 0) { /* (past 2^63 they stop growing, as tensor_contiguous_strides') */
+                int64_t p;
+                if (gpuos__mul64(st, nshape[i], &p)) st = p;
+            }
         }
     } else if (!view_nocopy_reshape(t->rank, t->shape, t->strides, rank, nshape, nstrides)) {
         return gpuos__set_error(t->ctx, GPUOS_ERR_NOT_VIEWABLE,

@@ -114,6 +114,11 @@ def test_tensor_info(ctx):
     assert int(ctx.download(s)) == -7
     e = ctx.new("f32", (3, 0, 2))
     assert e.info().numel == 0
+    # zero-size, the other sizes' product past 2^63: strides stop growing (they reach no
+    # element) instead of overflowing
+    for z in (ctx.new("f32", (1 << 62, 0, 4)), ctx.new("f32", (0,)).reshape((8, 0, 1 << 62, 1 << 40))):
+        i = z.info()
+        assert i.numel == 0 and all(0 < s < (1 << 63) for s in i.strides), i.strides
     if ctx.backend() == BACKEND_HOST:
         buf = np.zeros(12, dtype=np.float32)
         w = ctx.wrap(buf, "f32", (3, 4))

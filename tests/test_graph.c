@@ -583,6 +583,37 @@ static void test_small_queue(void) {
     gpuos_tensor_release(x);
     gpuos_tensor_release(one);
     gpuos_destroy(ctx);
+
+    /* a launch into a queue already full queues nothing, and its error says so (it named
+       gpuos_submit and "the task") */
+    cfg.submit_timeout_ms = 0;
+    if (gpuos_create(&cfg, &ctx) != GPUOS_OK) {
+        CHECK(0, "gpuos_create (queue of 16): %s", gpuos_last_error(NULL));
+        return;
+    }
+    CHECK(gpuos_tensor_new(ctx, GPUOS_I32, 1, &n, &x) == GPUOS_OK && gpuos_tensor_scalar(ctx, GPUOS_I32, 3.0, &one) == GPUOS_OK,
+          "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_upload(ctx, x, h, sizeof h) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    t.out = x, t.in[0] = x, t.in[1] = one;
+    CHECK(gpuos_graph_create(ctx, &g) == GPUOS_OK && gpuos_graph_add(g, &t, NULL) == GPUOS_OK &&
+              gpuos_graph_add(g, &t, NULL) == GPUOS_OK,
+          "%s", gpuos_last_error(ctx));
+    gpuos_debug_pause(ctx, 1);
+    for (i = 0; i < 16; i++) CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    {
+        const gpuos_status st = gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL);
+        const char *want = "GPUOS_ERR_QUEUE_FULL: gpuos_graph_launch: none of the launch's 2 tasks were queued: ";
+        CHECK(st == GPUOS_ERR_QUEUE_FULL && strncmp(gpuos_last_error(ctx), want, strlen(want)) == 0,
+              "a launch into a full queue: %s", gpuos_last_error(ctx));
+    }
+    gpuos_debug_pause(ctx, 0);
+    CHECK(gpuos_download(ctx, x, got, sizeof got) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (i = 0, bad = 0; i < 1000; i++) bad += got[i] != h[i] + 48;
+    CHECK(bad == 0, "16 adds of 3 and a launch refused: %d of 1000 elements differ", bad);
+    gpuos_graph_release(g);
+    gpuos_tensor_release(x);
+    gpuos_tensor_release(one);
+    gpuos_destroy(ctx);
 }
 
 int main(void) {

@@ -301,6 +301,88 @@ static void test_redefine(gpuos_context *ctx) {
     for (k = 0; k < 40; k++) gpuos_tensor_release(o[k]);
 }
 
+/* A graph that records a run-time operator keeps none of its versions' code slots: a graph
+   never launched, or launched and finished, does not hold up redefinitions (each one would
+   otherwise wait wait_timeout_ms for the slot before last and fail with GPUOS_ERR_TIMEOUT),
+   and each launch runs the version current when it is launched. A launch still queued keeps
+   its version's slot: its tasks run that version, whatever is defined meanwhile. */
+static void test_graph_redefine(gpuos_context *ctx) {
+    char src[64];
+    gpuos_op_def d = add_def("out = a + 1;");
+    gpuos_op op;
+    gpuos_tensor *x = NULL, *o[3] = {NULL, NULL, NULL};
+    gpuos_graph *g[3] = {NULL, NULL, NULL};
+    gpuos_task t = GPUOS_TASK_INIT;
+    gpuos_graph_bind bind;
+    int64_t n = 2000;
+    static int32_t hx[2000], ho[2000];
+    int i, k, v, bad;
+    for (i = 0; i < n; i++) hx[i] = (int32_t)(rnd() % 100000);
+    CHECK(gpuos_tensor_new(ctx, GPUOS_I32, 1, &n, &x) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (k = 0; k < 3; k++) CHECK(gpuos_tensor_new(ctx, GPUOS_I32, 1, &n, &o[k]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_upload(ctx, x, hx, sizeof hx) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_op_define(ctx, &d, &op) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    t.op = op;
+    t.in[0] = x;
+    /* g[0] launched each round, g[1] never launched, g[2] launched with a binding (o[2] for o[0]) */
+    for (k = 0; k < 3; k++) {
+        t.out = o[k == 2 ? 0 : k];
+        CHECK(gpuos_graph_create(ctx, &g[k]) == GPUOS_OK && gpuos_graph_add(g[k], &t, NULL) == GPUOS_OK, "%s",
+              gpuos_last_error(ctx));
+    }
+    bind.recorded = o[0];
+    bind.actual = o[2];
+    CHECK(gpuos_graph_launch(g[0], NULL, 0, NULL, 0, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (v = 2; v <= 6; v++) {
+        double t0;
+        gpuos_status st;
+        CHECK(gpuos_wait(ctx, 20000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        snprintf(src, sizeof src, "out = a + %d;", 1000 * v);
+        d.source = src;
+        t0 = ctest_now_ms();
+        st = gpuos_op_redefine(ctx, op, &d);
+        CHECK(st == GPUOS_OK, "redefinition %d beside live graphs: %s", v, gpuos_last_error(ctx));
+        CHECK(ctest_now_ms() - t0 < 1000.0, "redefinition %d beside live graphs took %.0f ms (nothing is queued)", v,
+              ctest_now_ms() - t0);
+        CHECK(gpuos_graph_launch(g[0], NULL, 0, NULL, 0, NULL) == GPUOS_OK &&
+                  gpuos_graph_launch(g[2], &bind, 1, NULL, 0, NULL) == GPUOS_OK,
+              "%s", gpuos_last_error(ctx));
+        for (k = 0; k < 3; k += 2) {
+            CHECK(gpuos_download(ctx, o[k], ho, sizeof ho) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+            for (i = 0, bad = 0; i < n; i++) bad += ho[i] != hx[i] + 1000 * v;
+            CHECK(bad == 0, "graph %d launched after redefinition %d: %d elements ran another version", k, v, bad);
+        }
+    }
+    /* a launch queued behind a pause keeps its version: the definition after next waits for
+       it (and gives up: wait_timeout_ms is short here), and the launch runs its version */
+    gpuos_debug_pause(ctx, 1);
+    CHECK(gpuos_graph_launch(g[0], NULL, 0, NULL, 0, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    d.source = "out = a + 7000;";
+    CHECK(gpuos_op_redefine(ctx, op, &d) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    d.source = "out = a + 8000;";
+    {
+        const gpuos_status st = gpuos_op_redefine(ctx, op, &d);
+        CHECK(st == GPUOS_ERR_TIMEOUT || st == GPUOS_OK, "redefinition with a launch of the version before queued: %s",
+              gpuos_last_error(ctx));
+    }
+    gpuos_debug_pause(ctx, 0);
+    CHECK(gpuos_download(ctx, o[0], ho, sizeof ho) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (i = 0, bad = 0; i < n; i++) bad += ho[i] != hx[i] + 6000;
+    CHECK(bad == 0, "a launch queued before two redefinitions: %d elements ran another version", bad);
+    /* the never-launched graph runs the current version on its first launch */
+    CHECK(gpuos_graph_launch(g[1], NULL, 0, NULL, 0, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_download(ctx, o[1], ho, sizeof ho) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (i = 0, bad = 0; i < n; i++) bad += ho[i] != hx[i] + 7000 && ho[i] != hx[i] + 8000;
+    CHECK(bad == 0, "a graph recorded six versions ago: %d elements ran an old version", bad);
+    /* removed, and its index defined again, while a graph still records it */
+    CHECK(gpuos_op_remove(ctx, op) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_graph_launch(g[0], NULL, 0, NULL, 0, NULL) == GPUOS_ERR_UNKNOWN_OP,
+          "launching a graph of a removed operator: %s", gpuos_last_error(ctx));
+    for (k = 0; k < 3; k++) gpuos_graph_release(g[k]);
+    gpuos_tensor_release(x);
+    for (k = 0; k < 3; k++) gpuos_tensor_release(o[k]);
+}
+
 /* ---------------------------------------------------------------- errors */
 static void test_errors(gpuos_context *ctx, int gpu) {
     gpuos_op_def d = GPUOS_OP_DEF_INIT, e;
@@ -604,6 +686,7 @@ int main(void) {
     test_saxpy(ctx);
     test_dtypes(ctx);
     test_redefine(ctx);
+    test_graph_redefine(ctx);
     test_errors(ctx, gpu);
     test_sin_large(ctx);
     test_stream_redefine(ctx);
