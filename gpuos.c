@@ -124,7 +124,9 @@ typedef struct gpuos__matmul_plan {
                      cb = item / (batch_numel * M) times rows, each N / n_cb columns (a multiple
                      of 32), so that a few rows are shared by several blocks;
                      GPUOS__MM_ROWS: row tiles, a tile one whole output row (the device's
-                     gpuos__d_mm_row, summed as the narrow blocks sum: bit for bit) */
+                     gpuos__d_mm_row, summed as the narrow blocks sum: bit for bit); -S
+                     (S >= 2): row tiles of S 64-column slices, item m S + s row m's slice s
+                     (gpuos__d_mm_rowslice, N = 64 S, summed alike) */
     /* Epilogue: element-wise operators that a recorded graph fused into the product
        (src/graph.c), applied in order to each output element as it is stored, each result
        rounded to the output dtype as a store would round it, so the output is bit for bit
@@ -2980,6 +2982,9 @@ typedef struct cuda__plan_entry {
     unsigned char plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD];
 } cuda__plan_entry;
 
+/* a fused few-row product's row tiles are cut in S 64-column slices from S = this on
+   (cuda_matmul_rows; N >= 512; GPUOS_CUDA_MM_SLICES overrides, 0: never): bench/NOTES.md, session 23 */
+#define CUDA__MM_SLICES 8
 struct gpuos__cuda {
     const gpuos__cuda_api *cu;
     gpuos__CUdevice dev;
@@ -3028,6 +3033,7 @@ struct gpuos__cuda {
     int subalign;                /* one-tile tasks within a tile of a contiguous element-wise access go
                                     to its worker (GPUOS_CUDA_SUBALIGN=0 turns it off) */
     int mm_rows;                 /* row tiles for fused few-row products (GPUOS_CUDA_MM_ROWS=0: off, A/B) */
+    int mm_slices;               /* those rows in S 64-column slices from S = mm_slices (GPUOS_CUDA_MM_SLICES; 0: never) */
     int mm_f32;                  /* the f32 matmul's device kernel id */
     uint32_t tile_ew;            /* smallest element-wise tile (CUDA__TILE_EW; GPUOS_CUDA_TILE_EW, tuning) */
     uint32_t ew_per_worker;      /* a large element-wise task's tiles per worker (0: 4, or 2 for the largest:
@@ -3986,6 +3992,7 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     c->align = !(getenv("GPUOS_CUDA_ALIGN") && getenv("GPUOS_CUDA_ALIGN")[0] == '0');
     c->subalign = !(getenv("GPUOS_CUDA_SUBALIGN") && getenv("GPUOS_CUDA_SUBALIGN")[0] == '0');
     c->mm_rows = !(getenv("GPUOS_CUDA_MM_ROWS") && getenv("GPUOS_CUDA_MM_ROWS")[0] == '0');
+    c->mm_slices = getenv("GPUOS_CUDA_MM_SLICES") ? atoi(getenv("GPUOS_CUDA_MM_SLICES")) : CUDA__MM_SLICES;
     c->mm_f32 = gpuos__device_kernel_id(GPUOS_OP_MATMUL, GPUOS_F32, GPUOS_F32);
     c->tile_ew = CUDA__TILE_EW;
     c->ew_per_worker = 0;
@@ -4734,19 +4741,28 @@ static int cuda_matmul_rows(const struct gpuos__cuda *c, const gpuos__job *job, 
     /* gpuos__d_mm_row: 256 columns a pass over 256 threads, slices of 4 or 8 values of K */
     if (GPUOS__PK_THREADS != 256 || (p->K != 128 && p->K != 256)) return 0;
     /* only where the product would run on narrow blocks (a prologue always does) */
-    return p->pro || (ncb > 1 && p->N <= 8 * ncb);
+    if (!(p->pro || (ncb > 1 && p->N <= 8 * ncb))) return 0;
+    /* S 64-column slices a row (gpuos__d_mm_rowslice) where N is S * 64 and S >= mm_slices:
+       B is streamed by S blocks at once, but the next task waits for the whole product (a
+       whole row tile lets the next layer's row follow it on its block) */
+    if (c->mm_slices >= 2 && p->N % 64 == 0 && p->N / 64 >= c->mm_slices) return (int)(p->N / 64);
+    return 1;
 }
 
-/* gpuos__matmul_plan.n_cb as the device gets it: GPUOS__MM_ROWS (row tiles), else the column
-   blocks (1: not split). */
+/* gpuos__matmul_plan.n_cb as the device gets it: GPUOS__MM_ROWS (row tiles) or -S (row tiles
+   of S column slices), else the column blocks (1: not split). */
 static int64_t cuda_matmul_cb(const struct gpuos__cuda *c, const gpuos__job *job) {
     const int64_t ncb = cuda_matmul_cols(c, job);
-    return job->kind == GPUOS__KIND_MATMUL && job->items > 0 && cuda_matmul_rows(c, job, ncb) ? GPUOS__MM_ROWS : ncb;
+    const int s = job->kind == GPUOS__KIND_MATMUL && job->items > 0 ? cuda_matmul_rows(c, job, ncb) : 0;
+    return s > 0 ? -(int64_t)s : ncb;
 }
 
 /* A job's items as the device counts them: a matmul split in ncb column blocks has each row
-   once per block (row tiles and unsplit products: the job's own). */
-static int64_t cuda_device_items(const gpuos__job *job, int64_t ncb) { return ncb > 1 ? job->items * ncb : job->items; }
+   once per block, one in -ncb row slices once per slice (whole row tiles and unsplit
+   products: the job's own). */
+static int64_t cuda_device_items(const gpuos__job *job, int64_t ncb) {
+    return ncb > 1 ? job->items * ncb : ncb < 0 ? job->items * -ncb : job->items;
+}
 
 /* The plan the device gets (a matmul's column blocks or row tiles set) and its item count. */
 static const void *cuda_device_plan(const struct gpuos__cuda *c, const gpuos__job *job, gpuos__matmul_plan *tmp,
@@ -4769,7 +4785,7 @@ static void cuda_tiling(const struct gpuos__cuda *c, const gpuos__job *job, uint
     if (job->kind == GPUOS__KIND_MATMUL) { /* one row, 32 rows, or one column block of a few rows */
         const int64_t ncb = cuda_matmul_cb(c, job), M = job->plan.matmul.M;
         const int64_t items = cuda_device_items(job, ncb);
-        tile = ncb == GPUOS__MM_ROWS ? 1u : ncb > 1 && M < 32 ? (uint32_t)(M < 1 ? 1 : M) : 32u;
+        tile = ncb < 0 ? 1u : ncb > 1 && M < 32 ? (uint32_t)(M < 1 ? 1 : M) : 32u; /* (row tiles: one row or slice) */
         *tile_out = tile;
         *n_tiles = items > 0 ? (items + tile - 1) / tile : 0;
         return;
@@ -14152,7 +14168,9 @@ const char *const gpuos__device_source[] = {
     "                     cb = item / (batch_numel * M) times rows, each N / n_cb columns (a multiple\n",
     "                     of 32), so that a few rows are shared by several blocks;\n",
     "                     GPUOS__MM_ROWS: row tiles, a tile one whole output row (the device's\n",
-    "                     gpuos__d_mm_row, summed as the narrow blocks sum: bit for bit) */\n",
+    "                     gpuos__d_mm_row, summed as the narrow blocks sum: bit for bit); -S\n",
+    "                     (S >= 2): row tiles of S 64-column slices, item m S + s row m's slice s\n",
+    "                     (gpuos__d_mm_rowslice, N = 64 S, summed alike) */\n",
     "    /* Epilogue: element-wise operators that a recorded graph fused into the product\n",
     "       (src/graph.c), applied in order to each output element as it is stored, each result\n",
     "       rounded to the output dtype as a store would round it, so the output is bit for bit\n",
@@ -16966,6 +16984,70 @@ const char *const gpuos__device_source[] = {
     "    }\n",
     "}\n",
     "\n",
+    "/* Sliced row tiles (n_cb = -S, S > 1: cuda_matmul_rows): a tile is output row m, the 64\n",
+    "   columns [c0, c0 + 64) of N = 64 S, so a row's B is streamed by S blocks, a quarter each for\n",
+    "   N = 256 (64 KB, every load in flight at once, against 256 KB in ~8 rounds a whole row); the\n",
+    "   price is that the next layer, whose prologue reads the whole row, waits for the task. Each\n",
+    "   output is summed exactly as a row tile (and so the narrow blocks) sums it: thread t takes\n",
+    "   quad t % 16 of the slice and half h = (t / 16) % 2 of warp slice w = t / 32, i.e. slices\n",
+    "   4 w + 2 h and 4 w + 2 h + 1, summed P_2h + P_2h+1; column n adds ((P0 + P1) + (P2 + P3)) of\n",
+    "   each w to 0 in order. The prologue (the fused layernorm of row m, computed whole by every\n",
+    "   slice) writes only the slice's columns of X. */\n",
+    "template <class D, int cs, int KS>\n",
+    "static __device__ __forceinline__ void gpuos__d_mm_rowslice(const char *A, const char *B, char *O, int64_t c0,\n",
+    "                                                            int64_t K, int64_t a_k, int64_t b_k, int64_t o_n,\n",
+    "                                                            const gpuos__matmul_plan *p, int64_t m, char *X) {\n",
+    "    typedef typename D::T T;\n",
+    "    const int tid = gpuos__d_tid(), nt = gpuos__d_nthreads(), k_n = (int)K; /* K = KS nt / 8, nt = 256 */\n",
+    "    const int gq = tid % 16, w = tid / 32, h = (tid / 16) % 2;\n",
+    "    T *As = (T *)gpuos__d_mm_smem;\n",
+    "    T *red = (T *)(gpuos__d_mm_smem + GPUOS__D_MM_SMEM - GPUOS__D_MM_ROW_RED); /* [w][h][64] */\n",
+    "    bool pro = false;\n",
+    "    if constexpr (T(1) / T(2) != T(0))\n",
+    "        if (p->pro) {\n",
+    "            gpuos__d_mm_pro<D, cs, 1>(A, 1, k_n, 0, a_k, X, 0, p->pro_ok, (T)p->pro_eps, c0, c0 + 64, As);\n",
+    "            pro = true;\n",
+    "        }\n",
+    "    if (!pro)\n",
+    "#pragma unroll 1\n",
+    "        for (int kk = tid; kk < k_n; kk += nt) As[kk] = D::cvt(cs, D::raw(cs, A + (int64_t)kk * a_k));\n",
+    "    __syncthreads(); /* As (and X, which the epilogue may read back) */\n",
+    "    {\n",
+    "        const char *Bq = B + (c0 + 4 * gq) * 4;\n",
+    "        const int q0 = 4 * w + 2 * h; /* this thread's two slices: q0, q0 + 1 */\n",
+    "        float4 v0[KS], v1[KS];\n",
+    "#pragma unroll\n",
+    "        for (int j = 0; j < KS; ++j) {\n",
+    "            v0[j] = __ldcg((const float4 *)(Bq + (int64_t)(q0 * KS + j) * b_k));\n",
+    "            v1[j] = __ldcg((const float4 *)(Bq + (int64_t)((q0 + 1) * KS + j) * b_k));\n",
+    "        }\n",
+    "        const T *a0 = As + q0 * KS, *a1 = As + (q0 + 1) * KS;\n",
+    "        float4 P0 = make_float4(0.f, 0.f, 0.f, 0.f), P1 = P0;\n",
+    "#pragma unroll\n",
+    "        for (int j = 0; j < KS; ++j) {\n",
+    "            const float x = a0[j];\n",
+    "            P0.x += x * v0[j].x, P0.y += x * v0[j].y, P0.z += x * v0[j].z, P0.w += x * v0[j].w;\n",
+    "        }\n",
+    "#pragma unroll\n",
+    "        for (int j = 0; j < KS; ++j) {\n",
+    "            const float x = a1[j];\n",
+    "            P1.x += x * v1[j].x, P1.y += x * v1[j].y, P1.z += x * v1[j].z, P1.w += x * v1[j].w;\n",
+    "        }\n",
+    "        float4 r;\n",
+    "        r.x = P0.x + P1.x, r.y = P0.y + P1.y, r.z = P0.z + P1.z, r.w = P0.w + P1.w;\n",
+    "        *(float4 *)(red + (2 * w + h) * 64 + 4 * gq) = r;\n",
+    "    }\n",
+    "    __syncthreads(); /* red */\n",
+    "    if (tid < 64) {\n",
+    "        const int nw = nt / 32;\n",
+    "        T s = 0;\n",
+    "#pragma unroll 1\n",
+    "        for (int ww = 0; ww < nw; ++ww) s += red[(2 * ww) * 64 + tid] + red[(2 * ww + 1) * 64 + tid];\n",
+    "        gpuos__d_mm_put<D>(cs, p, O + (c0 + tid) * o_n, m, c0 + tid, s);\n",
+    "    }\n",
+    "    __syncthreads(); /* red is read by all before the next tile, As before the next row */\n",
+    "}\n",
+    "\n",
     "/* Byte offsets of batch entry bi (row-major over batch_shape) in a, b and out. */\n",
     "GPUOS__FN void gpuos__d_mm_batch(const gpuos__matmul_plan *p, int64_t bi, int64_t *oa, int64_t *ob, int64_t *oo) {\n",
     "    int64_t a = 0, b = 0, o = 0, i = bi;\n",
@@ -17014,7 +17096,8 @@ const char *const gpuos__device_source[] = {
     "   this holds (cuda_matmul_rows); a plan it did not hold for would take the general path. */\n",
     "template <class D> GPUOS__FN bool gpuos__d_mm_row_ok(const gpuos__matmul_plan *p) {\n",
     "    const int nt = gpuos__d_nthreads();\n",
-    "    return p->n_cb == GPUOS__MM_ROWS && sizeof(typename D::T) == 4 && p->batch_numel == 1 && p->N % 4 == 0 &&\n",
+    "    return p->n_cb < 0 && (p->n_cb == GPUOS__MM_ROWS || p->N == -64 * p->n_cb) && sizeof(typename D::T) == 4 &&\n",
+    "           p->batch_numel == 1 && p->N % 4 == 0 &&\n",
     "           p->b_n == 4 && p->b_k % 16 == 0 && ((uintptr_t)p->b & 15) == 0 &&\n",
     "           (p->K + 16) * 4 + GPUOS__D_MM_ROW_RED <= GPUOS__D_MM_SMEM && nt == 256 /* 256 columns a pass */ &&\n",
     "           (p->K == nt / 2 || p->K == nt) && (!p->pro || p->K <= 2 * nt);\n",
@@ -17023,12 +17106,19 @@ const char *const gpuos__device_source[] = {
     "template <class D> GPUOS__FN void gpuos__d_matmul_row(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {\n",
     "    if constexpr (sizeof(typename D::T) == 4) /* gpuos__d_mm_row_ok: no code for the others */\n",
     "#pragma unroll 1\n",
-    "    for (int64_t m = begin; m < end && m < p->M; ++m) {\n",
+    "    for (int64_t i = begin; i < end && i < p->M * -p->n_cb; ++i) {\n",
+    "        const int64_t S = -p->n_cb, m = S == 1 \? i : i / S; /* item: row m, slice i % S */\n",
     "        const char *A = p->a + m * p->a_m;\n",
     "        char *O = p->out + m * p->o_m, *X = p->pro \? p->pro_out + m * p->pro_om : (char *)NULL;\n",
     "        gpuos__d_with_case<D::NCS>(cs, [&](auto c) {\n",
     "            if constexpr (D::f32(decltype(c)::v)) { /* the only case the backend tiles by rows */\n",
-    "                if (p->K * 8 == gpuos__d_nthreads() * 4)\n",
+    "                if (S > 1) {\n",
+    "                    const int64_t c0 = (i - m * S) * 64;\n",
+    "                    if (p->K * 8 == gpuos__d_nthreads() * 4)\n",
+    "                        gpuos__d_mm_rowslice<D, decltype(c)::v, 4>(A, p->b, O, c0, p->K, p->a_k, p->b_k, p->o_n, p, m, X);\n",
+    "                    else\n",
+    "                        gpuos__d_mm_rowslice<D, decltype(c)::v, 8>(A, p->b, O, c0, p->K, p->a_k, p->b_k, p->o_n, p, m, X);\n",
+    "                } else if (p->K * 8 == gpuos__d_nthreads() * 4)\n",
     "                    gpuos__d_mm_row<D, decltype(c)::v, 4>(A, p->b, O, p->N, p->K, p->a_k, p->b_k, p->o_n, p, m, X);\n",
     "                else\n",
     "                    gpuos__d_mm_row<D, decltype(c)::v, 8>(A, p->b, O, p->N, p->K, p->a_k, p->b_k, p->o_n, p, m, X);\n",

@@ -122,6 +122,9 @@ typedef struct cuda__plan_entry {
     unsigned char plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD];
 } cuda__plan_entry;
 
+/* a fused few-row product's row tiles are cut in S 64-column slices from S = this on
+   (cuda_matmul_rows; N >= 512; GPUOS_CUDA_MM_SLICES overrides, 0: never): bench/NOTES.md, session 23 */
+#define CUDA__MM_SLICES 8
 struct gpuos__cuda {
     const gpuos__cuda_api *cu;
     gpuos__CUdevice dev;
@@ -170,6 +173,7 @@ struct gpuos__cuda {
     int subalign;                /* one-tile tasks within a tile of a contiguous element-wise access go
                                     to its worker (GPUOS_CUDA_SUBALIGN=0 turns it off) */
     int mm_rows;                 /* row tiles for fused few-row products (GPUOS_CUDA_MM_ROWS=0: off, A/B) */
+    int mm_slices;               /* those rows in S 64-column slices from S = mm_slices (GPUOS_CUDA_MM_SLICES; 0: never) */
     int mm_f32;                  /* the f32 matmul's device kernel id */
     uint32_t tile_ew;            /* smallest element-wise tile (CUDA__TILE_EW; GPUOS_CUDA_TILE_EW, tuning) */
     uint32_t ew_per_worker;      /* a large element-wise task's tiles per worker (0: 4, or 2 for the largest:
@@ -1128,6 +1132,7 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     c->align = !(getenv("GPUOS_CUDA_ALIGN") && getenv("GPUOS_CUDA_ALIGN")[0] == '0');
     c->subalign = !(getenv("GPUOS_CUDA_SUBALIGN") && getenv("GPUOS_CUDA_SUBALIGN")[0] == '0');
     c->mm_rows = !(getenv("GPUOS_CUDA_MM_ROWS") && getenv("GPUOS_CUDA_MM_ROWS")[0] == '0');
+    c->mm_slices = getenv("GPUOS_CUDA_MM_SLICES") ? atoi(getenv("GPUOS_CUDA_MM_SLICES")) : CUDA__MM_SLICES;
     c->mm_f32 = gpuos__device_kernel_id(GPUOS_OP_MATMUL, GPUOS_F32, GPUOS_F32);
     c->tile_ew = CUDA__TILE_EW;
     c->ew_per_worker = 0;
@@ -1876,19 +1881,28 @@ static int cuda_matmul_rows(const struct gpuos__cuda *c, const gpuos__job *job, 
     /* gpuos__d_mm_row: 256 columns a pass over 256 threads, slices of 4 or 8 values of K */
     if (GPUOS__PK_THREADS != 256 || (p->K != 128 && p->K != 256)) return 0;
     /* only where the product would run on narrow blocks (a prologue always does) */
-    return p->pro || (ncb > 1 && p->N <= 8 * ncb);
+    if (!(p->pro || (ncb > 1 && p->N <= 8 * ncb))) return 0;
+    /* S 64-column slices a row (gpuos__d_mm_rowslice) where N is S * 64 and S >= mm_slices:
+       B is streamed by S blocks at once, but the next task waits for the whole product (a
+       whole row tile lets the next layer's row follow it on its block) */
+    if (c->mm_slices >= 2 && p->N % 64 == 0 && p->N / 64 >= c->mm_slices) return (int)(p->N / 64);
+    return 1;
 }
 
-/* gpuos__matmul_plan.n_cb as the device gets it: GPUOS__MM_ROWS (row tiles), else the column
-   blocks (1: not split). */
+/* gpuos__matmul_plan.n_cb as the device gets it: GPUOS__MM_ROWS (row tiles) or -S (row tiles
+   of S column slices), else the column blocks (1: not split). */
 static int64_t cuda_matmul_cb(const struct gpuos__cuda *c, const gpuos__job *job) {
     const int64_t ncb = cuda_matmul_cols(c, job);
-    return job->kind == GPUOS__KIND_MATMUL && job->items > 0 && cuda_matmul_rows(c, job, ncb) ? GPUOS__MM_ROWS : ncb;
+    const int s = job->kind == GPUOS__KIND_MATMUL && job->items > 0 ? cuda_matmul_rows(c, job, ncb) : 0;
+    return s > 0 ? -(int64_t)s : ncb;
 }
 
 /* A job's items as the device counts them: a matmul split in ncb column blocks has each row
-   once per block (row tiles and unsplit products: the job's own). */
-static int64_t cuda_device_items(const gpuos__job *job, int64_t ncb) { return ncb > 1 ? job->items * ncb : job->items; }
+   once per block, one in -ncb row slices once per slice (whole row tiles and unsplit
+   products: the job's own). */
+static int64_t cuda_device_items(const gpuos__job *job, int64_t ncb) {
+    return ncb > 1 ? job->items * ncb : ncb < 0 ? job->items * -ncb : job->items;
+}
 
 /* The plan the device gets (a matmul's column blocks or row tiles set) and its item count. */
 static const void *cuda_device_plan(const struct gpuos__cuda *c, const gpuos__job *job, gpuos__matmul_plan *tmp,
@@ -1911,7 +1925,7 @@ static void cuda_tiling(const struct gpuos__cuda *c, const gpuos__job *job, uint
     if (job->kind == GPUOS__KIND_MATMUL) { /* one row, 32 rows, or one column block of a few rows */
         const int64_t ncb = cuda_matmul_cb(c, job), M = job->plan.matmul.M;
         const int64_t items = cuda_device_items(job, ncb);
-        tile = ncb == GPUOS__MM_ROWS ? 1u : ncb > 1 && M < 32 ? (uint32_t)(M < 1 ? 1 : M) : 32u;
+        tile = ncb < 0 ? 1u : ncb > 1 && M < 32 ? (uint32_t)(M < 1 ? 1 : M) : 32u; /* (row tiles: one row or slice) */
         *tile_out = tile;
         *n_tiles = items > 0 ? (items + tile - 1) / tile : 0;
         return;

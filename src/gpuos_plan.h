@@ -107,7 +107,9 @@ typedef struct gpuos__matmul_plan {
                      cb = item / (batch_numel * M) times rows, each N / n_cb columns (a multiple
                      of 32), so that a few rows are shared by several blocks;
                      GPUOS__MM_ROWS: row tiles, a tile one whole output row (the device's
-                     gpuos__d_mm_row, summed as the narrow blocks sum: bit for bit) */
+                     gpuos__d_mm_row, summed as the narrow blocks sum: bit for bit); -S
+                     (S >= 2): row tiles of S 64-column slices, item m S + s row m's slice s
+                     (gpuos__d_mm_rowslice, N = 64 S, summed alike) */
     /* Epilogue: element-wise operators that a recorded graph fused into the product
        (src/graph.c), applied in order to each output element as it is stored, each result
        rounded to the output dtype as a store would round it, so the output is bit for bit

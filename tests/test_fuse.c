@@ -202,8 +202,9 @@ static const gpuos_op BIN[] = {GPUOS_OP_ADD, GPUOS_OP_SUB, GPUOS_OP_MUL, GPUOS_O
 static const gpuos_op UNF[] = {GPUOS_OP_RELU, GPUOS_OP_GELU, GPUOS_OP_GELU_TANH, GPUOS_OP_SILU, GPUOS_OP_SIGMOID, GPUOS_OP_TANH};
 
 static void random_program(int pi, gpuos_dtype dt) {
-    static const int64_t Ms[] = {1, 3, 8, 13, 40}, Ks[] = {1, 7, 64, 128, 256}, Ns[] = {1, 5, 8, 64, 256, 300};
-    const int64_t M = Ms[rnd(5)], K = Ks[rnd(5)], N = Ns[rnd(6)];
+    /* (N 512: the GPU's row tiles in 64-column slices, cuda_matmul_rows) */
+    static const int64_t Ms[] = {1, 3, 8, 13, 40}, Ks[] = {1, 7, 64, 128, 256}, Ns[] = {1, 5, 8, 64, 256, 300, 512};
+    const int64_t M = Ms[rnd(5)], K = Ks[rnd(5)], N = Ns[rnd(7)];
     const int ints = !is_float(dt);
     const int layout = (int)rnd(3); /* h: plain, a column slice of [M, N + 3], a transpose of [N, M] */
     gpuos_tensor *A, *B, *A2 = NULL, *hb, *h = NULL, *y[3], *yb[3], *init[5], *base[5], *s = NULL;
@@ -435,9 +436,9 @@ static void mlp(gpuos_dtype dt, int H) {
 static int n_pro_fused, n_pro;
 static void random_pro(int pi) {
     static const int64_t Ms[] = {1, 3, 8, 8, 9}, Ks[] = {64, 128, 200, 224, 256, 256, 300, 512, 513},
-                         Ns[] = {8, 9, 64, 256, 300};
+                         Ns[] = {8, 9, 64, 256, 300, 512, 1024};
     const int64_t M = Ms[rnd(5)], K = Ks[rnd(9)];
-    const int64_t N = rnd(2) ? K : Ns[rnd(5)];
+    const int64_t N = rnd(2) ? K : Ns[rnd(7)];
     const int in_layout = (int)rnd(3), out_layout = (int)rnd(2), weighted = rnd(8) == 0, alias = rnd(8) == 0;
     gpuos_tensor *hb, *hin = NULL, *xb, *x = NULL, *W, *h, *bias, *wt = NULL, *s = NULL, *h2 = NULL, *init[4], *base[4];
     size_t bytes[4];

@@ -1283,6 +1283,70 @@ static __device__ __forceinline__ void gpuos__d_mm_row(const char *A, const char
     }
 }
 
+/* Sliced row tiles (n_cb = -S, S > 1: cuda_matmul_rows): a tile is output row m, the 64
+   columns [c0, c0 + 64) of N = 64 S, so a row's B is streamed by S blocks, a quarter each for
+   N = 256 (64 KB, every load in flight at once, against 256 KB in ~8 rounds a whole row); the
+   price is that the next layer, whose prologue reads the whole row, waits for the task. Each
+   output is summed exactly as a row tile (and so the narrow blocks) sums it: thread t takes
+   quad t % 16 of the slice and half h = (t / 16) % 2 of warp slice w = t / 32, i.e. slices
+   4 w + 2 h and 4 w + 2 h + 1, summed P_2h + P_2h+1; column n adds ((P0 + P1) + (P2 + P3)) of
+   each w to 0 in order. The prologue (the fused layernorm of row m, computed whole by every
+   slice) writes only the slice's columns of X. */
+template <class D, int cs, int KS>
+static __device__ __forceinline__ void gpuos__d_mm_rowslice(const char *A, const char *B, char *O, int64_t c0,
+                                                            int64_t K, int64_t a_k, int64_t b_k, int64_t o_n,
+                                                            const gpuos__matmul_plan *p, int64_t m, char *X) {
+    typedef typename D::T T;
+    const int tid = gpuos__d_tid(), nt = gpuos__d_nthreads(), k_n = (int)K; /* K = KS nt / 8, nt = 256 */
+    const int gq = tid % 16, w = tid / 32, h = (tid / 16) % 2;
+    T *As = (T *)gpuos__d_mm_smem;
+    T *red = (T *)(gpuos__d_mm_smem + GPUOS__D_MM_SMEM - GPUOS__D_MM_ROW_RED); /* [w][h][64] */
+    bool pro = false;
+    if constexpr (T(1) / T(2) != T(0))
+        if (p->pro) {
+            gpuos__d_mm_pro<D, cs, 1>(A, 1, k_n, 0, a_k, X, 0, p->pro_ok, (T)p->pro_eps, c0, c0 + 64, As);
+            pro = true;
+        }
+    if (!pro)
+#pragma unroll 1
+        for (int kk = tid; kk < k_n; kk += nt) As[kk] = D::cvt(cs, D::raw(cs, A + (int64_t)kk * a_k));
+    __syncthreads(); /* As (and X, which the epilogue may read back) */
+    {
+        const char *Bq = B + (c0 + 4 * gq) * 4;
+        const int q0 = 4 * w + 2 * h; /* this thread's two slices: q0, q0 + 1 */
+        float4 v0[KS], v1[KS];
+#pragma unroll
+        for (int j = 0; j < KS; ++j) {
+            v0[j] = __ldcg((const float4 *)(Bq + (int64_t)(q0 * KS + j) * b_k));
+            v1[j] = __ldcg((const float4 *)(Bq + (int64_t)((q0 + 1) * KS + j) * b_k));
+        }
+        const T *a0 = As + q0 * KS, *a1 = As + (q0 + 1) * KS;
+        float4 P0 = make_float4(0.f, 0.f, 0.f, 0.f), P1 = P0;
+#pragma unroll
+        for (int j = 0; j < KS; ++j) {
+            const float x = a0[j];
+            P0.x += x * v0[j].x, P0.y += x * v0[j].y, P0.z += x * v0[j].z, P0.w += x * v0[j].w;
+        }
+#pragma unroll
+        for (int j = 0; j < KS; ++j) {
+            const float x = a1[j];
+            P1.x += x * v1[j].x, P1.y += x * v1[j].y, P1.z += x * v1[j].z, P1.w += x * v1[j].w;
+        }
+        float4 r;
+        r.x = P0.x + P1.x, r.y = P0.y + P1.y, r.z = P0.z + P1.z, r.w = P0.w + P1.w;
+        *(float4 *)(red + (2 * w + h) * 64 + 4 * gq) = r;
+    }
+    __syncthreads(); /* red */
+    if (tid < 64) {
+        const int nw = nt / 32;
+        T s = 0;
+#pragma unroll 1
+        for (int ww = 0; ww < nw; ++ww) s += red[(2 * ww) * 64 + tid] + red[(2 * ww + 1) * 64 + tid];
+        gpuos__d_mm_put<D>(cs, p, O + (c0 + tid) * o_n, m, c0 + tid, s);
+    }
+    __syncthreads(); /* red is read by all before the next tile, As before the next row */
+}
+
 /* Byte offsets of batch entry bi (row-major over batch_shape) in a, b and out. */
 GPUOS__FN void gpuos__d_mm_batch(const gpuos__matmul_plan *p, int64_t bi, int64_t *oa, int64_t *ob, int64_t *oo) {
     int64_t a = 0, b = 0, o = 0, i = bi;
@@ -1331,7 +1395,8 @@ template <class D> GPUOS__FN void gpuos__d_matmul_narrow(const gpuos__matmul_pla
    this holds (cuda_matmul_rows); a plan it did not hold for would take the general path. */
 template <class D> GPUOS__FN bool gpuos__d_mm_row_ok(const gpuos__matmul_plan *p) {
     const int nt = gpuos__d_nthreads();
-    return p->n_cb == GPUOS__MM_ROWS && sizeof(typename D::T) == 4 && p->batch_numel == 1 && p->N % 4 == 0 &&
+    return p->n_cb < 0 && (p->n_cb == GPUOS__MM_ROWS || p->N == -64 * p->n_cb) && sizeof(typename D::T) == 4 &&
+           p->batch_numel == 1 && p->N % 4 == 0 &&
            p->b_n == 4 && p->b_k % 16 == 0 && ((uintptr_t)p->b & 15) == 0 &&
            (p->K + 16) * 4 + GPUOS__D_MM_ROW_RED <= GPUOS__D_MM_SMEM && nt == 256 /* 256 columns a pass */ &&
            (p->K == nt / 2 || p->K == nt) && (!p->pro || p->K <= 2 * nt);
@@ -1340,12 +1405,19 @@ template <class D> GPUOS__FN bool gpuos__d_mm_row_ok(const gpuos__matmul_plan *p
 template <class D> GPUOS__FN void gpuos__d_matmul_row(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     if constexpr (sizeof(typename D::T) == 4) /* gpuos__d_mm_row_ok: no code for the others */
 #pragma unroll 1
-    for (int64_t m = begin; m < end && m < p->M; ++m) {
+    for (int64_t i = begin; i < end && i < p->M * -p->n_cb; ++i) {
+        const int64_t S = -p->n_cb, m = S == 1 ? i : i / S; /* item: row m, slice i % S */
         const char *A = p->a + m * p->a_m;
         char *O = p->out + m * p->o_m, *X = p->pro ? p->pro_out + m * p->pro_om : (char *)NULL;
         gpuos__d_with_case<D::NCS>(cs, [&](auto c) {
             if constexpr (D::f32(decltype(c)::v)) { /* the only case the backend tiles by rows */
-                if (p->K * 8 == gpuos__d_nthreads() * 4)
+                if (S > 1) {
+                    const int64_t c0 = (i - m * S) * 64;
+                    if (p->K * 8 == gpuos__d_nthreads() * 4)
+                        gpuos__d_mm_rowslice<D, decltype(c)::v, 4>(A, p->b, O, c0, p->K, p->a_k, p->b_k, p->o_n, p, m, X);
+                    else
+                        gpuos__d_mm_rowslice<D, decltype(c)::v, 8>(A, p->b, O, c0, p->K, p->a_k, p->b_k, p->o_n, p, m, X);
+                } else if (p->K * 8 == gpuos__d_nthreads() * 4)
                     gpuos__d_mm_row<D, decltype(c)::v, 4>(A, p->b, O, p->N, p->K, p->a_k, p->b_k, p->o_n, p, m, X);
                 else
                     gpuos__d_mm_row<D, decltype(c)::v, 8>(A, p->b, O, p->N, p->K, p->a_k, p->b_k, p->o_n, p, m, X);

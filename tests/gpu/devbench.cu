@@ -125,6 +125,7 @@ static gpuos__matmul_plan mm_plan(int64_t M, int64_t K, int64_t N, char **bufs) 
    launched twice (for ncu: --launch-skip 1 --launch-count 1). */
 static void mm_layer(char **bufs, int which) {
     static const char *names[] = {"plain", "epilogue (+b, gelu, +x)", "prologue (layernorm)", "prologue + epilogue",
+                                  "plain", "epilogue (+b, gelu, +x)", "prologue (layernorm)", "prologue + epilogue",
                                   "plain", "epilogue (+b, gelu, +x)", "prologue (layernorm)", "prologue + epilogue"};
     const int64_t M = 8, K = 256, N = 256;
     { /* inputs: small values, not zeros (the layernorm's and gelu's paths) */
@@ -134,10 +135,11 @@ static void mm_layer(char **bufs, int which) {
         free(h);
     }
     const int id = gpuos__device_kernel_id(OP_MATMUL, DT_F32, DT_F32);
-    for (int v = 0; v < 8; ++v) {
+    for (int v = 0; v < 12; ++v) {
         if (which >= 0 && v != which) continue;
         gpuos__matmul_plan p = mm_plan(M, K, N, bufs);
-        p.n_cb = v < 4 ? 32 : GPUOS__MM_ROWS; /* 4..7: a row tile (all 256 columns of one row) */
+        /* 4..7: a row tile (all 256 columns of one row); 8..11: a slice of 64 columns of it */
+        p.n_cb = v < 4 ? 32 : v < 8 ? GPUOS__MM_ROWS : -4;
         char *X = bufs[3] + (1 << 20), *bias = bufs[3];
         if (v & 1) { /* + bias (broadcast over rows), gelu, + X */
             p.n_epi = 3;
@@ -150,8 +152,8 @@ static void mm_layer(char **bufs, int which) {
         if (v & 2) p.pro = 1, p.pro_out = X, p.pro_om = K * 4, p.pro_ok = 4, p.pro_eps = 1e-5;
         ChainArg c = {id, to_device(p), v < 4 ? M : 1, 1000, 256};
         const float ms = time_ms(run_chain, &c);
-        printf("  matmul f32 8x256x256 %s, %-26s %7.3f us/task\n", v < 4 ? "8-column tile" : "row tile     ", names[v],
-               ms * 1000.0f / c.reps);
+        printf("  matmul f32 8x256x256 %s, %-26s %7.3f us/task\n",
+               v < 4 ? "8-column tile" : v < 8 ? "row tile     " : "row slice/4  ", names[v], ms * 1000.0f / c.reps);
         if (v < 4 || which >= 0) continue;
         /* the whole product both ways (32 narrow blocks, 8 row tiles): the same bytes */
         const size_t ob = (size_t)M * N * 4, xb = (size_t)M * K * 4;
@@ -162,14 +164,14 @@ static void mm_layer(char **bufs, int which) {
             CK(cudaMemset(bufs[0], 0, ob));
             if (v & 2) CK(cudaMemset(X, 0, xb));
             if (w == 0) run_tiles<<<1, 256>>>(id, to_device(q), 32 * M, M);
-            else run_tiles<<<1, 256>>>(id, to_device(p), M, 1);
+            else run_tiles<<<1, 256>>>(id, to_device(p), v >= 8 ? 4 * M : M, 1);
             CK(cudaDeviceSynchronize());
             CK(cudaMemcpy(w ? hr : hn, bufs[0], ob, cudaMemcpyDeviceToHost));
             CK(cudaMemcpy((w ? hr : hn) + ob, X, xb, cudaMemcpyDeviceToHost));
         }
         if (v & 2) { /* X is also an input of the epilogue; without a prologue it stays 0 */
         }
-        printf("    row tiles against narrow blocks, whole product%s: %s\n", v & 2 ? " and prologue output" : "",
+        printf("    %s against narrow blocks, whole product%s: %s\n", v >= 8 ? "row slices" : "row tiles", v & 2 ? " and prologue output" : "",
                memcmp(hn, hr, (v & 2) ? ob + xb : ob) ? "DIFFERENT" : "bit for bit");
         free(hn);
     }

@@ -75,6 +75,10 @@ $(BUILD)/probe_submit_prof: tests/gpu/probe_submit.c gpuos.h gpuos.c | $(BUILD)
 $(BUILD)/probe_chain: tests/gpu/probe_chain.c tests/gpu/probe_prof.h gpuos.c gpuos.h | $(BUILD)
 	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_chain.c -o $@ $(LDLIBS)
 
+# a fused few-row layer, whole row tiles against 64-column slices (not a test)
+$(BUILD)/probe_rowslice: tests/gpu/probe_rowslice.c $(BUILD)/gpuos.o gpuos.h | $(BUILD)
+	$(CC) -std=c99 -O2 -I. tests/gpu/probe_rowslice.c $(BUILD)/gpuos.o -o $@ $(LDLIBS)
+
 # what each kind of tiny_mlp task costs (not a test)
 $(BUILD)/probe_mlp: tests/gpu/probe_mlp.c gpuos.c gpuos.h | $(BUILD)
 	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_mlp.c -o $@ $(LDLIBS)
