@@ -580,6 +580,9 @@ typedef struct gpuos__rt_version {
                                   version's memory, not its code slot, which a redefinition may take
                                   back once only templates refer to it (the graph plans that node again) */
     int index, slot;           /* operator index; physical slot 2 * index + 0 or 1 */
+    uint64_t def_id;           /* its definition's (gpuos_op_define; a redefinition keeps it): a
+                                  graph node of a removed operator never runs one defined later
+                                  at its index */
     gpuos_opdef_kind kind;
     int n_in, n_scalars;
     gpuos_dtype out_dtype, in_dtype[GPUOS_RUNTIME_MAX_INPUTS];
@@ -743,6 +746,7 @@ struct gpuos_context {
     struct gpuos__rt_version *rt_cur[GPUOS_MAX_RUNTIME_OPS];
     struct gpuos__rt_version *rt_slot[2 * GPUOS_MAX_RUNTIME_OPS];
     char rt_reserved[GPUOS_MAX_RUNTIME_OPS]; /* an index being defined */
+    uint64_t rt_defs;                        /* gpuos_op_define calls so far (rt_version.def_id) */
     pthread_mutex_t rt_mu;                     /* one definition at a time (before mu) */
     pthread_mutex_t stage_mu;  /* small GPU downloads, one at a time through the staging below (tensor.c) */
     size_t stage_bytes;        /* downloads up to this size go through it (its size; 0: none, as on the host) */
@@ -8591,6 +8595,20 @@ static void graph_template(gpuos_context *ctx, gpuos__job *tmpl) {
     pthread_mutex_unlock(&ctx->mu);
 }
 
+/* Whether fresh, node tmpl's task planned again, runs the definition tmpl recorded: a removed
+   operator's index (its handle) may name another definition since (rtops.c, def_id). */
+static int graph_same_def(const gpuos__job *tmpl, const gpuos__job *fresh) {
+    return !tmpl->rt || (fresh->rt && fresh->rt->def_id == tmpl->rt->def_id);
+}
+static gpuos_status graph_removed(gpuos_context *ctx, gpuos__job *fresh, int node) {
+    fresh->n_st = 0;
+    gpuos__job_free(ctx, fresh);
+    return gpuos__set_error(ctx, GPUOS_ERR_UNKNOWN_OP,
+                            "gpuos_graph_launch: node %d's run-time operator was removed (its handle names another "
+                            "definition now); nothing of the launch was queued",
+                            node);
+}
+
 /* A launch's reference to each run-time operator version its nodes' templates run, into
    job->xrt (ctx->mu held): the launch's tasks are queued with those slots' code, so the
    slots stay theirs until it retires. 0 when one of them is no longer current (that node is
@@ -9122,6 +9140,10 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
             gpuos__job *fresh;
             s = gpuos__plan_task(ctx, &nd->task, &fresh);
             if (s != GPUOS_OK) break;
+            if (!graph_same_def(nd->tmpl, fresh)) {
+                s = graph_removed(ctx, fresh, g->order[i]);
+                break;
+            }
             graph_template(ctx, fresh);
             gpuos__job_free(ctx, nd->tmpl); /* drops its version's reference */
             nd->tmpl = fresh;
@@ -9144,7 +9166,12 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
             for (j = 0; j < n_scalars; j++)
                 if (scalars[j].node == g->order[i]) t.scalar[scalars[j].index] = scalars[j].value;
             if (eff) eff[nj] = t;
-            s = gpuos__plan_task(ctx, &t, &jobs[nj++]);
+            s = gpuos__plan_task(ctx, &t, &jobs[nj]);
+            if (s == GPUOS_OK && !graph_same_def(nd->tmpl, jobs[nj])) {
+                s = graph_removed(ctx, jobs[nj], g->order[i]);
+                jobs[nj] = NULL;
+            }
+            if (s == GPUOS_OK) nj++;
         } else { /* the recorded job, copied */
             gpuos__job *job = gpuos__job_alloc(ctx);
             if (!job) {
@@ -11327,6 +11354,7 @@ void gpuos__rt_template_locked(gpuos__job *job) {
     if (!job->rt || job->rt_tmpl) return;
     job->rt->tmpl_refs++;
     job->rt_tmpl = 1;
+    if (job->rt->refs == job->rt->tmpl_refs) pthread_cond_broadcast(&job->rt->ctx->cv_done); /* (as above) */
 }
 
 /* Whether code slot k is free, or held by a version that only graph templates refer to
@@ -11343,7 +11371,12 @@ static void rt_slot_take_locked(gpuos_context *ctx, int k) {
 
 void gpuos__rt_release_locked(gpuos__rt_version *v) {
     gpuos_context *ctx;
-    if (!v || --v->refs > 0) return;
+    if (!v) return;
+    if (--v->refs > 0) {
+        /* only graph templates left: a redefinition waiting for its slot may take it */
+        if (v->refs == v->tmpl_refs) pthread_cond_broadcast(&v->ctx->cv_done);
+        return;
+    }
     ctx = v->ctx;
     if (ctx->rt_slot[v->slot] == v) ctx->rt_slot[v->slot] = NULL;
     pthread_cond_broadcast(&ctx->cv_done); /* a redefinition may wait for this slot */
@@ -11709,6 +11742,7 @@ static gpuos_status rt_install(gpuos_context *ctx, const char *fn, long index, c
         }
     }
     v->index = (int)index;
+    v->def_id = old ? old->def_id : ++ctx->rt_defs;
     v->slot = slot;
     v->refs = 1; /* the operator's */
     ctx->rt_slot[slot] = v;

@@ -67,6 +67,9 @@ typedef struct gpuos__rt_version {
                                   version's memory, not its code slot, which a redefinition may take
                                   back once only templates refer to it (the graph plans that node again) */
     int index, slot;           /* operator index; physical slot 2 * index + 0 or 1 */
+    uint64_t def_id;           /* its definition's (gpuos_op_define; a redefinition keeps it): a
+                                  graph node of a removed operator never runs one defined later
+                                  at its index */
     gpuos_opdef_kind kind;
     int n_in, n_scalars;
     gpuos_dtype out_dtype, in_dtype[GPUOS_RUNTIME_MAX_INPUTS];
@@ -230,6 +233,7 @@ struct gpuos_context {
     struct gpuos__rt_version *rt_cur[GPUOS_MAX_RUNTIME_OPS];
     struct gpuos__rt_version *rt_slot[2 * GPUOS_MAX_RUNTIME_OPS];
     char rt_reserved[GPUOS_MAX_RUNTIME_OPS]; /* an index being defined */
+    uint64_t rt_defs;                        /* gpuos_op_define calls so far (rt_version.def_id) */
     pthread_mutex_t rt_mu;                     /* one definition at a time (before mu) */
     pthread_mutex_t stage_mu;  /* small GPU downloads, one at a time through the staging below (tensor.c) */
     size_t stage_bytes;        /* downloads up to this size go through it (its size; 0: none, as on the host) */

@@ -123,6 +123,20 @@ static void graph_template(gpuos_context *ctx, gpuos__job *tmpl) {
     pthread_mutex_unlock(&ctx->mu);
 }
 
+/* Whether fresh, node tmpl's task planned again, runs the definition tmpl recorded: a removed
+   operator's index (its handle) may name another definition since (rtops.c, def_id). */
+static int graph_same_def(const gpuos__job *tmpl, const gpuos__job *fresh) {
+    return !tmpl->rt || (fresh->rt && fresh->rt->def_id == tmpl->rt->def_id);
+}
+static gpuos_status graph_removed(gpuos_context *ctx, gpuos__job *fresh, int node) {
+    fresh->n_st = 0;
+    gpuos__job_free(ctx, fresh);
+    return gpuos__set_error(ctx, GPUOS_ERR_UNKNOWN_OP,
+                            "gpuos_graph_launch: node %d's run-time operator was removed (its handle names another "
+                            "definition now); nothing of the launch was queued",
+                            node);
+}
+
 /* A launch's reference to each run-time operator version its nodes' templates run, into
    job->xrt (ctx->mu held): the launch's tasks are queued with those slots' code, so the
    slots stay theirs until it retires. 0 when one of them is no longer current (that node is
@@ -654,6 +668,10 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
             gpuos__job *fresh;
             s = gpuos__plan_task(ctx, &nd->task, &fresh);
             if (s != GPUOS_OK) break;
+            if (!graph_same_def(nd->tmpl, fresh)) {
+                s = graph_removed(ctx, fresh, g->order[i]);
+                break;
+            }
             graph_template(ctx, fresh);
             gpuos__job_free(ctx, nd->tmpl); /* drops its version's reference */
             nd->tmpl = fresh;
@@ -676,7 +694,12 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
             for (j = 0; j < n_scalars; j++)
                 if (scalars[j].node == g->order[i]) t.scalar[scalars[j].index] = scalars[j].value;
             if (eff) eff[nj] = t;
-            s = gpuos__plan_task(ctx, &t, &jobs[nj++]);
+            s = gpuos__plan_task(ctx, &t, &jobs[nj]);
+            if (s == GPUOS_OK && !graph_same_def(nd->tmpl, jobs[nj])) {
+                s = graph_removed(ctx, jobs[nj], g->order[i]);
+                jobs[nj] = NULL;
+            }
+            if (s == GPUOS_OK) nj++;
         } else { /* the recorded job, copied */
             gpuos__job *job = gpuos__job_alloc(ctx);
             if (!job) {

@@ -83,6 +83,7 @@ void gpuos__rt_template_locked(gpuos__job *job) {
     if (!job->rt || job->rt_tmpl) return;
     job->rt->tmpl_refs++;
     job->rt_tmpl = 1;
+    if (job->rt->refs == job->rt->tmpl_refs) pthread_cond_broadcast(&job->rt->ctx->cv_done); /* (as above) */
 }
 
 /* Whether code slot k is free, or held by a version that only graph templates refer to
@@ -99,7 +100,12 @@ static void rt_slot_take_locked(gpuos_context *ctx, int k) {
 
 void gpuos__rt_release_locked(gpuos__rt_version *v) {
     gpuos_context *ctx;
-    if (!v || --v->refs > 0) return;
+    if (!v) return;
+    if (--v->refs > 0) {
+        /* only graph templates left: a redefinition waiting for its slot may take it */
+        if (v->refs == v->tmpl_refs) pthread_cond_broadcast(&v->ctx->cv_done);
+        return;
+    }
     ctx = v->ctx;
     if (ctx->rt_slot[v->slot] == v) ctx->rt_slot[v->slot] = NULL;
     pthread_cond_broadcast(&ctx->cv_done); /* a redefinition may wait for this slot */
@@ -465,6 +471,7 @@ static gpuos_status rt_install(gpuos_context *ctx, const char *fn, long index, c
         }
     }
     v->index = (int)index;
+    v->def_id = old ? old->def_id : ++ctx->rt_defs;
     v->slot = slot;
     v->refs = 1; /* the operator's */
     ctx->rt_slot[slot] = v;

@@ -374,10 +374,24 @@ static void test_graph_redefine(gpuos_context *ctx) {
     CHECK(gpuos_download(ctx, o[1], ho, sizeof ho) == GPUOS_OK, "%s", gpuos_last_error(ctx));
     for (i = 0, bad = 0; i < n; i++) bad += ho[i] != hx[i] + 7000 && ho[i] != hx[i] + 8000;
     CHECK(bad == 0, "a graph recorded six versions ago: %d elements ran an old version", bad);
-    /* removed, and its index defined again, while a graph still records it */
+    /* removed while graphs record it; then another operator of the same signature defined,
+       which may get its index (its handle): the graphs must not run it */
     CHECK(gpuos_op_remove(ctx, op) == GPUOS_OK, "%s", gpuos_last_error(ctx));
     CHECK(gpuos_graph_launch(g[0], NULL, 0, NULL, 0, NULL) == GPUOS_ERR_UNKNOWN_OP,
           "launching a graph of a removed operator: %s", gpuos_last_error(ctx));
+    {
+        gpuos_op other;
+        d.source = "out = 777;";
+        CHECK(gpuos_op_define(ctx, &d, &other) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_graph_launch(g[0], NULL, 0, NULL, 0, NULL) == GPUOS_ERR_UNKNOWN_OP &&
+                  gpuos_graph_launch(g[2], &bind, 1, NULL, 0, NULL) == GPUOS_ERR_UNKNOWN_OP,
+              "launching a graph of a removed operator after another was defined (handle %s): %s",
+              other == op ? "reused" : "new", gpuos_last_error(ctx));
+        CHECK(gpuos_download(ctx, o[0], ho, sizeof ho) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        for (i = 0, bad = 0; i < n; i++) bad += ho[i] == 777;
+        CHECK(bad == 0, "a graph of a removed operator ran the operator defined after it: %d elements", bad);
+        gpuos_op_remove(ctx, other);
+    }
     for (k = 0; k < 3; k++) gpuos_graph_release(g[k]);
     gpuos_tensor_release(x);
     for (k = 0; k < 3; k++) gpuos_tensor_release(o[k]);
