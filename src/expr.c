@@ -28,7 +28,8 @@
                   on unsigned (ambiguous in C++). The intrinsics __expf __exp10f __logf __log2f
                   __log10f __sinf __cosf __tanf __powf __fdividef are the accurate functions;
                   __saturatef clamps to [0, 1] (NaN gives 0). rsqrt(x) is 1 / sqrt(x) and
-                  exp10(x) is pow(10, x), each rounded in its own type.
+                  exp10(x) is pow(10, x), each rounded in its own type; pow and powf of x
+                  and a constant 2 or -1 are x * x and 1 / x (as compilers fold them).
    Typing is C++'s: bool, 8- and 16-bit values promote to int; the usual arithmetic
    conversions (int + unsigned is unsigned, int + long long is long long, anything with float
    is float, with double double: x * 2.0 on a float x is double, x * 2.0f is float). Float
@@ -1383,6 +1384,21 @@ static ex_opnd ex_call(ex_comp *c, const ex_tok name) {
         t = f ? EX_F32 : EX_F64;
         for (i = 0; i < n; i++) arg[i] = ex_convert(c, arg[i], t);
         c->top = mark;
+        /* pow(x, 2) and pow(x, -1) with a constant exponent are x * x and 1 / x, as the C and
+           CUDA compilers fold them: exact, where the library's pow may be an ulp off (glibc's
+           powf of -153.434525f, 2) */
+        if (kind == 2 && fn->fn == EX_FN_POW && ex_is_const(arg[1].slot)) {
+            const double e = f ? (double)c->kv[arg[1].slot - EX_KREF].f : c->kv[arg[1].slot - EX_KREF].d;
+            if (e == 2.0) return ex_op(c, f ? EX_OP_MUL_F : EX_OP_MUL_D, t, arg[0].slot, arg[0].slot, 0);
+            if (e == -1.0) {
+                gpuos__ex_value one;
+                ex_opnd k;
+                if (f) one.f = 1.0f;
+                else one.d = 1.0;
+                k = ex_const(c, t, one);
+                return ex_op(c, f ? EX_OP_DIV_F : EX_OP_DIV_D, t, k.slot, arg[0].slot, 0);
+            }
+        }
         if (kind == 1) return ex_op(c, f ? EX_OP_CALL_F1 : EX_OP_CALL_D1, t, arg[0].slot, -1, fn->fn);
         return ex_op(c, f ? EX_OP_CALL_F2 : EX_OP_CALL_D2, t, arg[0].slot, arg[1].slot, fn->fn);
     }

@@ -1117,6 +1117,32 @@ static void bench(void) {
     gpuos__ex_free(p);
 }
 
+/* pow and powf of a constant 2 or -1 are x * x and 1 / x, as the C and CUDA compilers fold
+   them (the C reference of the random rows is compiled so): glibc's powf(-153.434525f, 2) is
+   an ulp above x * x, which a random row once met. */
+static void test_pow_folds(void) {
+    static const gpuos__ex_var vs[] = {{"x", GPUOS__EX_F32, 0}, {"d", GPUOS__EX_F64, 0}, {"i", GPUOS__EX_I32, 0},
+                                       {"o1", GPUOS__EX_F32, 1}, {"o2", GPUOS__EX_F64, 1}, {"o3", GPUOS__EX_F32, 1},
+                                       {"o4", GPUOS__EX_F64, 1}, {"o5", GPUOS__EX_F32, 1}};
+    const char *body = "o1 = powf(x, 2); o2 = pow(d, 2); o3 = powf(x, -1); o4 = pow(d, -1.0); o5 = powf(d, i);";
+    char err[256];
+    gpuos__ex_program *p = gpuos__ex_compile(body, vs, 8, err, sizeof err);
+    gpuos__ex_value v[8];
+    volatile float x = -153.434525f, xi = 1.5f;
+    volatile double d = -153.43452796777376;
+    CHECK(p != NULL, "%s", err);
+    if (!p) return;
+    memset(v, 0, sizeof v);
+    v[0].f = x, v[1].d = d, v[2].i = 3;
+    CHECK(gpuos__ex_run(p, v, err, sizeof err) == 0, "%s", err);
+    CHECK(v[3].f == x * x && v[4].d == d * d && v[5].f == 1.0f / x && v[6].d == 1.0 / d,
+          "pow folds: %.9g %.17g %.9g %.17g", (double)v[3].f, v[4].d, (double)v[5].f, v[6].d);
+    CHECK(v[7].f == powf((float)d, 3.0f), "powf(d, i) with a variable i is the library's: %.9g", (double)v[7].f);
+    v[0].f = xi;
+    CHECK(gpuos__ex_run(p, v, err, sizeof err) == 0 && v[3].f == 2.25f, "powf(1.5, 2) = %.9g", (double)v[3].f);
+    gpuos__ex_free(p);
+}
+
 int main(void) {
     test_seed = ctest_seed("test_expr");
     rng_state = ctest_rng(test_seed, rng_state);
@@ -1126,6 +1152,7 @@ int main(void) {
     test_conversions();
     test_control();
     test_math();
+    test_pow_folds();
     test_errors();
     test_loop_budget();
     test_values();
