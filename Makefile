@@ -5,7 +5,8 @@
 #   make test-gpu   the same suite on the GPU, plus every device kernel against the host ones
 #   make bench      benchmarks on the GPU against launches, CUDA graphs, PyTorch (bench/)
 #   make gen        regenerate src/generated/, the generated parts of gpuos.h, and gpuos.c
-#                   (DTYPES="bool i8 ..." RANKS="0 1 ..." pick the combinations)
+#                   (DTYPES="bool i8 ..." RANKS="0 1 ..." pick the combinations; by default
+#                   every dtype of gen/ops.py and ranks 0..8)
 #   make check-gen  fail if `make gen` would change the tree
 CC      ?= cc
 CXX     ?= c++
@@ -15,8 +16,10 @@ WARN    := -Wall -Wextra
 LDLIBS  := -lpthread -ldl -lm
 BUILD   := build
 
-DTYPES  ?= bool i8 u8 i16 i32 i64 f16 bf16 f32 f64
-RANKS   ?= 0 1 2 3 4 5 6 7 8
+# Empty: gen.py's defaults (every dtype of gen/ops.py; ranks 0..8).
+DTYPES  ?=
+RANKS   ?=
+GEN_ARGS = $(if $(strip $(DTYPES)),--dtypes "$(DTYPES)") $(if $(strip $(RANKS)),--ranks "$(RANKS)")
 
 EXAMPLES := $(BUILD)/particles $(BUILD)/mlp
 
@@ -40,10 +43,10 @@ run: $(BUILD)/particles
 	./$(BUILD)/particles
 
 gen:
-	$(PYTHON) gen/gen.py --dtypes "$(DTYPES)" --ranks "$(RANKS)"
+	$(PYTHON) gen/gen.py $(GEN_ARGS)
 
 check-gen:
-	$(PYTHON) gen/gen.py --dtypes "$(DTYPES)" --ranks "$(RANKS)"
+	$(PYTHON) gen/gen.py $(GEN_ARGS)
 	git diff --exit-code -- gpuos.h gpuos.c src/generated tests/generated
 
 include tests/tests.mk

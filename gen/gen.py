@@ -13,10 +13,13 @@ OUTPUTS
   src/generated/gpuos_elem.h      element functions, helpers, reduction steps (host C and CUDA)
   src/generated/host_ops.c        host kernels and their tables
   src/generated/dispatch.c        operator table, lookups, gpuos_dtype_* / gpuos_op_* functions
+  src/generated/gpuos_dtypes.h    GPUOS__DTYPES(X): every dtype's facts, for hand-written C
+                                  (src/tensor.c, src/rtops.c, tests/test_rtops.c)
   EXTRA_TEMPLATES below           templates other people own (device code)
   src/generated/gpuos_device.cu   DEVICE_SOURCE_PARTS joined: the CUDA source, readable
   src/generated/device_src.c      the same text as gpuos__device_source[] string literals
   tests/generated/manifest.json   every (op, dtype, rank) emitted, with op and dtype metadata
+                                  (the Python tests take their dtype facts from it)
   gpuos.c                         the amalgamation: gpuos.h's companion, one C99 file
 
 RENDER CONTEXT (every template gets these; Jinja2 runs with StrictUndefined)
@@ -107,6 +110,7 @@ AMALGAMATION_HEADERS = [
     'src/gpuos_ops.h',
     'src/gpuos_runtime.h',
     'src/generated/gpuos_elem.h',
+    'src/generated/gpuos_dtypes.h',
 ]
 
 # ---- DEVICE PARTS: on a GPU the device source is compiled as n relocatable NVRTC programs on n
@@ -157,7 +161,7 @@ def c_int(v, d):
     if d.bits == 64:
         if v == -(1 << 63):
             return '((int64_t)(-0x7fffffffffffffffLL - 1))'
-        return '((%s)%dLL)' % (d.ctype, v)
+        return '((%s)%d%s)' % (d.ctype, v, 'ULL' if d.cls == 'uint' else 'LL')
     if v == -(1 << 31):
         return '((int32_t)(-2147483647 - 1))'
     return '((%s)%d)' % (d.ctype, v)
@@ -319,10 +323,12 @@ def cast_name(src, dst):
 
 def cast_via(src, dst):
     """The C type a cast to dst returns before it is stored. f16/bf16 targets get double from
-    sources a float cannot hold exactly (f64, i32, i64) so that the value is rounded once
-    (i64 to bf16: a double rounded to odd, cast_body)."""
+    sources a float cannot hold exactly (double compute: f64; integers of 32 bits or more: i32,
+    i64) so that the value is rounded once (64-bit integers to bf16: a double rounded to odd,
+    cast_body)."""
     if dst.is_half:
-        return 'double' if src.name in ('f64', 'i32', 'i64') else 'float'
+        wide = (src.is_float and src.compute == 'double') or (src.is_int and src.bits >= 32)
+        return 'double' if wide else 'float'
     return dst.compute
 
 
@@ -333,8 +339,12 @@ def cast_store(src, dst):
 
 
 def cast_body(src, dst):
-    if src.name == 'i64' and dst.name == 'bf16':
-        # through double rounded to odd: |a| > 2^53 would otherwise round twice (gpuos_elem.h)
+    if src.is_int and src.bits > 53 and dst.is_half and dst.name != 'f16':
+        # through double rounded to odd: |a| > 2^53 would otherwise round twice (gpuos_elem.h).
+        # f16 is left out: its values end at 65504, far below 2^53, so (double)a rounds once.
+        if src.cls != 'sint':
+            raise SystemExit('gen.py: no round-to-odd helper for %s -> %s (gpuos_elem.h.j2 has '
+                             'gpuos__i64_to_f64_odd only)' % (src.name, dst.name))
         return 'return gpuos__i64_to_f64_odd(a);'
     if dst.cls == 'bool':
         return 'return (uint8_t)(a != 0);'
@@ -646,7 +656,7 @@ def gen_skip():
 
 
 def header_order(first):
-    """src/*.h and src/generated/gpuos_elem.h, each after the project headers it includes,
+    """src/*.h and the generated headers named in first, each after the project headers it includes,
     otherwise in the order of first, then sorted."""
     skip = gen_skip()
     others = sorted(str(p.relative_to(ROOT)) for p in (ROOT / 'src').glob('*.h') if p.name not in skip)
@@ -715,7 +725,8 @@ def main(argv=None):
     for template, rel in [('gpuos_elem.h.j2', 'src/generated/gpuos_elem.h'),
                           ('api_ops.c.j2', 'src/generated/api_ops.c'),
                           ('host_ops.c.j2', 'src/generated/host_ops.c'),
-                          ('dispatch.c.j2', 'src/generated/dispatch.c')]:
+                          ('dispatch.c.j2', 'src/generated/dispatch.c'),
+                          ('gpuos_dtypes.h.j2', 'src/generated/gpuos_dtypes.h')]:
         w.write(rel, render(env, ctx, template))
     for template, rel, placeholder in EXTRA_TEMPLATES:
         if (TEMPLATES / template).exists():

@@ -17,6 +17,7 @@ Expressions (element functions and reduction steps) are C text with these rules:
 Expressions are given per dtype class: 'bool', 'sint', 'uint', 'float'; the key 'int'
 stands for sint and uint, 'any' for every class.
 """
+import re
 from dataclasses import dataclass, field
 
 
@@ -50,7 +51,9 @@ class Dtype:
 
     @property
     def is_half(self):
-        return self.name in ('f16', 'bf16')
+        """A float stored as bits of another type (f16, bf16: uint16_t) and computed in float:
+        loads and stores call gpuos__<name>_to_f32 / gpuos__f32_to_<name> / gpuos__f64_to_<name>."""
+        return self.is_float and self.ctype != self.compute
 
     @property
     def wide(self):
@@ -92,11 +95,12 @@ DTYPES = [
 ]
 DTYPE = {d.name: d for d in DTYPES}
 
+# Dtype sets of the operators below, by class: a new dtype joins every set of its class.
 ALL = tuple(d.name for d in DTYPES)
-NUM = tuple(n for n in ALL if n != 'bool')
-INT = ('i8', 'u8', 'i16', 'i32', 'i64')
+NUM = tuple(d.name for d in DTYPES if d.cls != 'bool')
+INT = tuple(d.name for d in DTYPES if d.is_int)
 INTB = ('bool',) + INT
-FLT = ('f16', 'bf16', 'f32', 'f64')
+FLT = tuple(d.name for d in DTYPES if d.is_float)
 
 
 # ---------------------------------------------------------------- operators
@@ -372,7 +376,69 @@ OP = {o.name: o for o in OPS}
 # output dtype that of the input. Ids are below 256 (GPUOS__EPI_OP).
 EPILOGUE = ('add', 'sub', 'mul', 'maximum', 'minimum', 'relu', 'gelu', 'gelu_tanh', 'silu', 'sigmoid', 'tanh')
 
-assert [d.id for d in DTYPES] == list(range(len(DTYPES)))
-assert [o.id for o in OPS] == list(range(len(OPS)))
-assert len(DTYPES) == 10 and len(OPS) == 80
-assert all(OP[n].kind in ('unary', 'binary') and OP[n].out == 'same' and OP[n].id < 256 for n in EPILOGUE)
+
+
+# ---------------------------------------------------------------- checks (gen.py fails on import)
+def _check():
+    """Mistakes an edit of this file can make; ids are ABI (append only, never reuse)."""
+    errors = []
+
+    def dense(kind, items):
+        for i, x in enumerate(items):
+            if x.id != i:
+                errors.append('%s %s has id %d where %d belongs: ids are 0, 1, 2, ... in list order, '
+                              'never reused (append with the next free id)' % (kind, x.name, x.id, i))
+                break
+        names = [x.name for x in items]
+        for n in sorted({n for n in names if names.count(n) > 1}):
+            errors.append('%s name %r is used twice' % (kind, n))
+        for n in names:
+            if not re.fullmatch(r'[a-z][a-z0-9_]*', n):
+                errors.append('%s name %r is not a lower-case C identifier' % (kind, n))
+    dense('dtype', DTYPES)
+    if len(DTYPES) > 32:
+        errors.append('%d dtypes: dtype masks are uint32_t (gpuos__op_info.dtypes)' % len(DTYPES))
+    for d in DTYPES:
+        where = 'dtype %s: ' % d.name
+        if d.cls not in ('bool', 'sint', 'uint', 'float'):
+            errors.append(where + 'cls %r is not bool, sint, uint or float' % d.cls)
+        if d.bits not in (8, 16, 32, 64):
+            errors.append(where + 'bits %r is not 8, 16, 32 or 64' % d.bits)
+        if d.is_float:
+            if d.compute not in ('float', 'double') or d.unsigned:
+                errors.append(where + "a float computes in float or double and has unsigned ''")
+            if d.is_half and d.ctype != 'uint%d_t' % d.bits:
+                errors.append(where + 'a float stored as bits has ctype uint%d_t' % d.bits)
+            if not d.is_half and d.ctype != d.compute:
+                errors.append(where + 'ctype %s differs from compute %s' % (d.ctype, d.compute))
+        else:
+            want = {'bool': 'uint8_t', 'sint': 'int%d_t' % d.bits, 'uint': 'uint%d_t' % d.bits}.get(d.cls)
+            if d.ctype != want or d.compute != want or d.unsigned != 'uint%d_t' % d.bits:
+                errors.append(where + 'ctype and compute must be %s, unsigned uint%d_t' % (want, d.bits))
+    if errors:  # the operator checks below would only repeat these
+        raise SystemExit('gen/ops.py:\n  ' + '\n  '.join(errors))
+    dense('op', OPS)
+    for o in OPS:
+        bad = [n for n in o.dtypes if n not in DTYPE]
+        if bad:
+            errors.append('op %s: unknown dtypes %s' % (o.name, bad))
+        if len(set(o.dtypes)) != len(o.dtypes):
+            errors.append('op %s: a dtype is listed twice' % o.name)
+        for n in o.dtypes:  # every element-wise expression / reduction covers the op's classes
+            if n not in DTYPE:
+                continue
+            try:
+                if o.expr:
+                    o.expr_for(DTYPE[n])
+                if o.reduce:
+                    o.reduce_for(DTYPE[n])
+            except KeyError as e:
+                errors.append(str(e).strip("'"))
+    for n in EPILOGUE:
+        if n not in OP or not (OP[n].kind in ('unary', 'binary') and OP[n].out == 'same' and OP[n].id < 256):
+            errors.append('EPILOGUE: %s must be a unary or binary op of output dtype same, id < 256' % n)
+    if errors:
+        raise SystemExit('gen/ops.py:\n  ' + '\n  '.join(dict.fromkeys(errors)))
+
+
+_check()

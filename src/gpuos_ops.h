@@ -8,6 +8,8 @@
 
 #include "../gpuos.h"
 #include "gpuos_plan.h"
+/* GPUOS__DTYPES(X): every dtype's size, class and limits, from gen/ops.py */
+#include "generated/gpuos_dtypes.h"
 
 /* ---------------------------------------------------------------- operator table */
 typedef enum gpuos__kind {

@@ -18,16 +18,16 @@
 #include "gpuos_runtime.h"
 
 /* ---------------------------------------------------------------- dtypes */
+/* Every map below has one case per dtype of GPUOS__DTYPES (src/generated/gpuos_dtypes.h,
+   from gen/ops.py), chosen by the dtype's class. gpuos_op_define refuses a dtype outside
+   that list, so the defaults are never taken; they name no type ("void", EX_TYPE_COUNT)
+   rather than pass for a float. */
 static gpuos__ex_type rt_ex_type(gpuos_dtype d) {
     switch (d) {
-    case GPUOS_BOOL: return GPUOS__EX_BOOL;
-    case GPUOS_I8: return GPUOS__EX_I8;
-    case GPUOS_U8: return GPUOS__EX_U8;
-    case GPUOS_I16: return GPUOS__EX_I16;
-    case GPUOS_I32: return GPUOS__EX_I32;
-    case GPUOS_I64: return GPUOS__EX_I64;
-    case GPUOS_F64: return GPUOS__EX_F64;
-    default: return GPUOS__EX_F32; /* f16, bf16, f32: float in the body */
+#define RT_EX(E, N, CLS, T, C, SIZE, LO, HI, VT) case E: return GPUOS__EX_##VT; /* f16, bf16: float in the body */
+    GPUOS__DTYPES(RT_EX)
+#undef RT_EX
+    default: return GPUOS__EX_TYPE_COUNT;
     }
 }
 
@@ -35,41 +35,63 @@ static gpuos__ex_type rt_ex_type(gpuos_dtype d) {
    unsigned integer of the dtype's size) become a value and back. */
 static const char *rt_var_ctype(gpuos_dtype d) {
     switch (d) {
-    case GPUOS_BOOL: return "bool";
-    case GPUOS_I8: return "int8_t";
-    case GPUOS_U8: return "uint8_t";
-    case GPUOS_I16: return "int16_t";
-    case GPUOS_I32: return "int32_t";
-    case GPUOS_I64: return "int64_t";
-    case GPUOS_F64: return "double";
-    default: return "float";
+#define RT_VAR_BOOL(C) "bool"
+#define RT_VAR_SINT(C) #C
+#define RT_VAR_UINT(C) #C
+#define RT_VAR_FLOAT(C) #C
+#define RT_VAR_HALF(C) #C /* float */
+#define RT_VAR(E, N, CLS, T, C, SIZE, LO, HI, VT) case E: return RT_VAR_##CLS(C);
+    GPUOS__DTYPES(RT_VAR)
+#undef RT_VAR
+#undef RT_VAR_BOOL
+#undef RT_VAR_SINT
+#undef RT_VAR_UINT
+#undef RT_VAR_FLOAT
+#undef RT_VAR_HALF
+    default: return "void";
     }
 }
 static const char *rt_raw_ctype(gpuos_dtype d) {
     switch (gpuos__elsize(d)) {
     case 1: return "uint8_t";
     case 2: return "uint16_t";
+    case 4: return "uint32_t";
     case 8: return "uint64_t";
-    default: return "uint32_t";
+    default: return "void";
+    }
+}
+/* A float stored as bits (f16, bf16): its name, for gpuos__<name>_to_f32 and back; else NULL. */
+static const char *rt_half_name(gpuos_dtype d) {
+    switch (d) {
+#define RT_HALF_BOOL(N) NULL
+#define RT_HALF_SINT(N) NULL
+#define RT_HALF_UINT(N) NULL
+#define RT_HALF_FLOAT(N) NULL
+#define RT_HALF_HALF(N) #N
+#define RT_HALF(E, N, CLS, T, C, SIZE, LO, HI, VT) case E: return RT_HALF_##CLS(N);
+    GPUOS__DTYPES(RT_HALF)
+#undef RT_HALF
+#undef RT_HALF_BOOL
+#undef RT_HALF_SINT
+#undef RT_HALF_UINT
+#undef RT_HALF_FLOAT
+#undef RT_HALF_HALF
+    default: return NULL;
     }
 }
 static void rt_load_expr(gpuos_dtype d, const char *x, char *out, size_t n) {
-    switch (d) {
-    case GPUOS_BOOL: snprintf(out, n, "(%s != 0)", x); break;
-    case GPUOS_U8: snprintf(out, n, "(%s)", x); break;
-    case GPUOS_F16: snprintf(out, n, "gpuos__f16_to_f32(%s)", x); break;
-    case GPUOS_BF16: snprintf(out, n, "gpuos__bf16_to_f32(%s)", x); break;
-    default: snprintf(out, n, "gpuos__d_as<%s>(%s)", rt_var_ctype(d), x); break;
-    }
+    const char *var = rt_var_ctype(d), *half = rt_half_name(d);
+    if (d == GPUOS_BOOL) snprintf(out, n, "(%s != 0)", x);
+    else if (half) snprintf(out, n, "gpuos__%s_to_f32(%s)", half, x);
+    else if (strcmp(var, rt_raw_ctype(d)) == 0) snprintf(out, n, "(%s)", x); /* u8: the bits are the value */
+    else snprintf(out, n, "gpuos__d_as<%s>(%s)", var, x);
 }
 static void rt_store_expr(gpuos_dtype d, const char *v, char *out, size_t n) {
-    switch (d) {
-    case GPUOS_BOOL: snprintf(out, n, "(uint8_t)((%s) ? 1 : 0)", v); break;
-    case GPUOS_U8: snprintf(out, n, "(uint8_t)(%s)", v); break;
-    case GPUOS_F16: snprintf(out, n, "gpuos__f32_to_f16((float)(%s))", v); break;
-    case GPUOS_BF16: snprintf(out, n, "gpuos__f32_to_bf16((float)(%s))", v); break;
-    default: snprintf(out, n, "gpuos__d_as<%s>((%s)(%s))", rt_raw_ctype(d), rt_var_ctype(d), v); break;
-    }
+    const char *var = rt_var_ctype(d), *raw = rt_raw_ctype(d), *half = rt_half_name(d);
+    if (d == GPUOS_BOOL) snprintf(out, n, "(uint8_t)((%s) ? 1 : 0)", v);
+    else if (half) snprintf(out, n, "gpuos__f32_to_%s((float)(%s))", half, v);
+    else if (strcmp(var, raw) == 0) snprintf(out, n, "(%s)(%s)", raw, v);
+    else snprintf(out, n, "gpuos__d_as<%s>((%s)(%s))", raw, var, v);
 }
 
 /* ---------------------------------------------------------------- versions */
@@ -159,35 +181,55 @@ void gpuos__rt_release(gpuos_context *ctx, gpuos__rt_version *v) {
 }
 
 /* ---------------------------------------------------------------- the host executor */
+/* Storage <-> the interpreter's value (src/expr.h: .i for BOOL and signed, .u for unsigned,
+   .f for F32, .d for F64), one case per dtype of GPUOS__DTYPES. */
+#define RT_LOAD_BOOL(N, VT) v->i = x_ != 0
+#define RT_LOAD_SINT(N, VT) v->i = x_
+#define RT_LOAD_UINT(N, VT) v->u = x_
+#define RT_LOAD_HALF(N, VT) v->f = gpuos__##N##_to_f32(x_)
+#define RT_LOAD_FLOAT(N, VT) RT_LOAD_FLOAT_##VT
+#define RT_LOAD_FLOAT_F32 v->f = x_
+#define RT_LOAD_FLOAT_F64 v->d = x_
+#define RT_STORE_BOOL(T, N, VT) x_ = (T)(v->i != 0)
+#define RT_STORE_SINT(T, N, VT) x_ = (T)v->i
+#define RT_STORE_UINT(T, N, VT) x_ = (T)v->u
+#define RT_STORE_HALF(T, N, VT) x_ = gpuos__f32_to_##N(v->f)
+#define RT_STORE_FLOAT(T, N, VT) RT_STORE_FLOAT_##VT
+#define RT_STORE_FLOAT_F32 x_ = v->f
+#define RT_STORE_FLOAT_F64 x_ = v->d
 static void rt_load(gpuos_dtype d, const char *p, gpuos__ex_value *v) {
     switch (d) {
-    case GPUOS_BOOL: v->i = *(const uint8_t *)p != 0; break;
-    case GPUOS_I8: v->i = *(const int8_t *)p; break;
-    case GPUOS_U8: v->u = *(const uint8_t *)p; break;
-    case GPUOS_I16: v->i = *(const int16_t *)p; break;
-    case GPUOS_I32: v->i = *(const int32_t *)p; break;
-    case GPUOS_I64: memcpy(&v->i, p, 8); break;
-    case GPUOS_F16: v->f = gpuos__f16_to_f32(*(const uint16_t *)p); break;
-    case GPUOS_BF16: v->f = gpuos__bf16_to_f32(*(const uint16_t *)p); break;
-    case GPUOS_F32: memcpy(&v->f, p, 4); break;
-    default: memcpy(&v->d, p, 8); break;
+#define RT_LOAD(E, N, CLS, T, C, SIZE, LO, HI, VT) \
+    case E: { T x_; memcpy(&x_, p, sizeof x_); RT_LOAD_##CLS(N, VT); break; }
+    GPUOS__DTYPES(RT_LOAD)
+#undef RT_LOAD
+    default: v->u = 0; break;
     }
 }
 
 static void rt_store(gpuos_dtype d, char *p, const gpuos__ex_value *v) {
     switch (d) {
-    case GPUOS_BOOL: *(uint8_t *)p = (uint8_t)(v->i != 0); break;
-    case GPUOS_I8: *(int8_t *)p = (int8_t)v->i; break;
-    case GPUOS_U8: *(uint8_t *)p = (uint8_t)v->u; break;
-    case GPUOS_I16: *(int16_t *)p = (int16_t)v->i; break;
-    case GPUOS_I32: *(int32_t *)p = (int32_t)v->i; break;
-    case GPUOS_I64: memcpy(p, &v->i, 8); break;
-    case GPUOS_F16: *(uint16_t *)p = gpuos__f32_to_f16(v->f); break;
-    case GPUOS_BF16: *(uint16_t *)p = gpuos__f32_to_bf16(v->f); break;
-    case GPUOS_F32: memcpy(p, &v->f, 4); break;
-    default: memcpy(p, &v->d, 8); break;
+#define RT_STORE(E, N, CLS, T, C, SIZE, LO, HI, VT) \
+    case E: { T x_; RT_STORE_##CLS(T, N, VT); memcpy(p, &x_, sizeof x_); break; }
+    GPUOS__DTYPES(RT_STORE)
+#undef RT_STORE
+    default: break;
     }
 }
+#undef RT_LOAD_BOOL
+#undef RT_LOAD_SINT
+#undef RT_LOAD_UINT
+#undef RT_LOAD_HALF
+#undef RT_LOAD_FLOAT
+#undef RT_LOAD_FLOAT_F32
+#undef RT_LOAD_FLOAT_F64
+#undef RT_STORE_BOOL
+#undef RT_STORE_SINT
+#undef RT_STORE_UINT
+#undef RT_STORE_HALF
+#undef RT_STORE_FLOAT
+#undef RT_STORE_FLOAT_F32
+#undef RT_STORE_FLOAT_F64
 
 /* Items [begin, end) of a job of a run-time element-wise operator: variables in the
    order the body was compiled with (out, inputs, scalars). */
@@ -275,6 +317,11 @@ static gpuos_status rt_make(gpuos_context *ctx, const char *fn, const gpuos_op_d
         if ((unsigned)def->in_dtype[k] >= (unsigned)GPUOS_DTYPE_COUNT)
             return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "%s: def->in_dtype[%d] = %d is not a dtype", fn, k,
                                     (int)def->in_dtype[k]);
+    for (k = -1; k < def->n_inputs; k++) /* the type maps above know every dtype of GPUOS__DTYPES */
+        if (gpuos__elsize(k < 0 ? def->out_dtype : def->in_dtype[k]) == 0)
+            return gpuos__set_error(ctx, GPUOS_ERR_UNSUPPORTED_DTYPE,
+                                    "%s: dtype %d is not in src/generated/gpuos_dtypes.h (run `make gen`)", fn,
+                                    (int)(k < 0 ? def->out_dtype : def->in_dtype[k]));
     if (def->kind == GPUOS_OPDEF_FUNCTION && !ctx->cuda)
         return gpuos__set_error(ctx, GPUOS_ERR_UNSUPPORTED,
                                 "%s: '%s' is a full device function (GPUOS_OPDEF_FUNCTION): the host executor runs "

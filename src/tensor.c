@@ -14,12 +14,13 @@
 #include <stdlib.h> /* malloc, free, getenv */
 #include <string.h> /* memcpy */
 
+/* Bytes per element; 0 for a value that is not a dtype (every dtype of gen/ops.py is in
+   GPUOS__DTYPES, src/generated/gpuos_dtypes.h). */
 size_t gpuos__elsize(gpuos_dtype dtype) {
     switch (dtype) {
-    case GPUOS_BOOL: case GPUOS_I8: case GPUOS_U8: return 1;
-    case GPUOS_I16: case GPUOS_F16: case GPUOS_BF16: return 2;
-    case GPUOS_I32: case GPUOS_F32: return 4;
-    case GPUOS_I64: case GPUOS_F64: return 8;
+#define TENSOR_SIZE(E, N, CLS, T, C, SIZE, LO, HI, VT) case E: return SIZE;
+    GPUOS__DTYPES(TENSOR_SIZE)
+#undef TENSOR_SIZE
     default: return 0;
     }
 }
@@ -265,6 +266,10 @@ static gpuos_status tensor_new(const char *fn, gpuos_context *ctx, gpuos_dtype d
     if (!out) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "%s: out is NULL", fn);
     if ((s = gpuos__check_alive(ctx, fn)) != GPUOS_OK) return s;
     if ((s = tensor_check_dtype_rank(ctx, fn, dtype, rank, shape)) != GPUOS_OK) return s;
+    if (gpuos__elsize(dtype) == 0) /* a dtype of gpuos.h that src/generated/gpuos_dtypes.h lacks: regenerate */
+        return gpuos__set_error(ctx, GPUOS_ERR_UNSUPPORTED_DTYPE,
+                                "%s: dtype %d has no element size in this build (src/generated/gpuos_dtypes.h; "
+                                "run `make gen`)", fn, (int)dtype);
     if ((s = gpuos__shape_numel(ctx, fn, rank, shape, &numel)) != GPUOS_OK) return s;
     if (!gpuos__mul64(numel, (int64_t)gpuos__elsize(dtype), &bytes) || (uint64_t)bytes > (uint64_t)SIZE_MAX / 2)
         return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: %lld elements are too many", fn,
@@ -302,19 +307,23 @@ void gpuos__store_f64(gpuos_dtype dtype, double v, void *dst) {
         else x_ = (T)v;                                         \
         memcpy(dst, &x_, sizeof x_);                            \
     } while (0)
+    /* one case per dtype (GPUOS__DTYPES), by class; i64: 2^63 as double saturates */
+#define TENSOR_STORE_BOOL(T, N, LO, HI) { uint8_t b = (uint8_t)(v != 0.0 || isnan(v)); memcpy(dst, &b, 1); }
+#define TENSOR_STORE_SINT(T, N, LO, HI) TENSOR_SAT(T, LO, HI)
+#define TENSOR_STORE_UINT(T, N, LO, HI) TENSOR_SAT(T, LO, HI)
+#define TENSOR_STORE_HALF(T, N, LO, HI) { T h = gpuos__f64_to_##N(v); memcpy(dst, &h, sizeof h); }
+#define TENSOR_STORE_FLOAT(T, N, LO, HI) { T f = (T)v; memcpy(dst, &f, sizeof f); }
+#define TENSOR_STORE(E, N, CLS, T, C, SIZE, LO, HI, VT) case E: TENSOR_STORE_##CLS(T, N, LO, HI); break;
     switch (dtype) {
-    case GPUOS_BOOL: { uint8_t b = (uint8_t)(v != 0.0 || isnan(v)); memcpy(dst, &b, 1); break; }
-    case GPUOS_I8: TENSOR_SAT(int8_t, INT8_MIN, INT8_MAX); break;
-    case GPUOS_U8: TENSOR_SAT(uint8_t, 0, UINT8_MAX); break;
-    case GPUOS_I16: TENSOR_SAT(int16_t, INT16_MIN, INT16_MAX); break;
-    case GPUOS_I32: TENSOR_SAT(int32_t, INT32_MIN, INT32_MAX); break;
-    case GPUOS_I64: TENSOR_SAT(int64_t, INT64_MIN, INT64_MAX); break; /* 2^63 as double saturates */
-    case GPUOS_F16: { uint16_t h = gpuos__f64_to_f16(v); memcpy(dst, &h, 2); break; }
-    case GPUOS_BF16: { uint16_t h = gpuos__f64_to_bf16(v); memcpy(dst, &h, 2); break; }
-    case GPUOS_F32: { float f = (float)v; memcpy(dst, &f, 4); break; }
-    case GPUOS_F64: memcpy(dst, &v, 8); break;
+    GPUOS__DTYPES(TENSOR_STORE)
     default: break;
     }
+#undef TENSOR_STORE
+#undef TENSOR_STORE_BOOL
+#undef TENSOR_STORE_SINT
+#undef TENSOR_STORE_UINT
+#undef TENSOR_STORE_HALF
+#undef TENSOR_STORE_FLOAT
 #undef TENSOR_SAT
 }
 

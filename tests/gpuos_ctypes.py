@@ -9,10 +9,12 @@
 
 The library is $GPUOS_LIB, else build/libgpuos.so of this checkout. Dtypes and ops are named as in
 docs/OPERATORS.md ("f32", "add"); ids are their position in DTYPES / OPS (the ABI, never renumbered).
+DTYPES and their facts (STORAGE, INTS, FLOATS, BITS, SIGNED) come from tests/generated/manifest.json.
 Storage arrays use the NumPy type of STORAGE: bf16 is uint16 bits (see f32_to_bf16, bf16_to_f32).
 Every generated convenience function of gpuos.h is bound too (lib.gpuos_add ...), from the header.
 """
 import ctypes
+import json
 import os
 import re
 import weakref
@@ -42,13 +44,24 @@ STATUS = ["GPUOS_OK", "GPUOS_ERR_INVALID_ARGUMENT", "GPUOS_ERR_NULL_POINTER", "G
 for _i, _n in enumerate(STATUS):
     globals()[_n[len("GPUOS_"):]] = _i   # OK, ERR_SHAPE_MISMATCH, ...
 
-DTYPES = ["bool", "i8", "u8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"]
+# Dtypes in id order, with their facts, from gen/ops.py through tests/generated/manifest.json
+# (written by `make gen`; every dtype, whichever the build generated code for).
+MANIFEST = os.path.join(ROOT, "tests", "generated", "manifest.json")
+with open(MANIFEST, encoding="utf-8") as _f:
+    DTYPE_INFO = {d["name"]: d for d in sorted(json.load(_f)["dtypes"], key=lambda d: d["id"])}
+DTYPES = list(DTYPE_INFO)
+assert [d["id"] for d in DTYPE_INFO.values()] == list(range(len(DTYPES))), "manifest.json: dtype ids"
 DTYPE_ID = {n: i for i, n in enumerate(DTYPES)}
-STORAGE = {"bool": np.bool_, "i8": np.int8, "u8": np.uint8, "i16": np.int16, "i32": np.int32,
-           "i64": np.int64, "f16": np.float16, "bf16": np.uint16, "f32": np.float32, "f64": np.float64}
+# NumPy storage: the dtype's NumPy type, else its bits as an unsigned integer (bf16: uint16)
+STORAGE = {n: np.dtype(d["numpy"] or "uint%d" % d["bits"]).type for n, d in DTYPE_INFO.items()}
 ITEMSIZE = {n: np.dtype(t).itemsize for n, t in STORAGE.items()}
-INTS = ("i8", "u8", "i16", "i32", "i64")
-FLOATS = ("f16", "bf16", "f32", "f64")
+INTS = tuple(n for n, d in DTYPE_INFO.items() if d["class"] in ("sint", "uint"))
+FLOATS = tuple(n for n, d in DTYPE_INFO.items() if d["class"] == "float")
+BITS = {n: d["bits"] for n, d in DTYPE_INFO.items()}
+SIGNED = {n: DTYPE_INFO[n]["class"] == "sint" for n in INTS}
+# GPUOS_DTYPE_COUNT of gpuos.h: the first value that is not a dtype
+DTYPE_COUNT = int(re.search(r"GPUOS_DTYPE_COUNT = (\d+)", open(HEADER).read()).group(1))
+assert DTYPE_COUNT == len(DTYPES), "gpuos.h and tests/generated/manifest.json disagree: run `make gen`"
 
 # Operators in id order (docs/OPERATORS.md). test_api checks this list against gpuos_op_name.
 OPS = ["neg", "abs", "sign", "sqrt", "rsqrt", "exp", "exp2", "log", "log2", "log1p", "expm1", "sin", "cos",

@@ -11,11 +11,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from gpuos_ctypes import FLOATS, INTS, STORAGE, bf16_to_f32, f32_to_bf16, to_f64
+from gpuos_ctypes import BITS, FLOATS, INTS, SIGNED, STORAGE, bf16_to_f32, f32_to_bf16, to_f64  # noqa: F401
 
-BITS = {"bool": 8, "i8": 8, "u8": 8, "i16": 16, "i32": 32, "i64": 64, "f16": 16, "bf16": 16, "f32": 32,
-        "f64": 64}
-SIGNED = {"i8": True, "u8": False, "i16": True, "i32": True, "i64": True}
 # binary floating formats: significand bits (with the implicit one), min normal exponent, max exponent
 FORMAT = {"f16": (11, -14, 15), "bf16": (8, -126, 127), "f32": (24, -126, 127), "f64": (53, -1022, 1023)}
 

@@ -580,7 +580,7 @@ def test_wrap_unaligned(ctx):
     (docs/OPERATORS.md); 1-byte dtypes have no alignment to miss."""
     raw = np.zeros(256, dtype=np.uint8)
     base = (-raw.ctypes.data) % 64          # an offset of raw aligned to 64 bytes
-    for dt in ("i16", "i32", "i64", "f16", "bf16", "f32", "f64"):
+    for dt in [d for d in DTYPES if G.ITEMSIZE[d] > 1]:
         size = G.ITEMSIZE[dt]
         for mis in sorted({1, size // 2, size - 1}):
             mem = raw[base + mis:base + mis + 8 * size]
@@ -592,7 +592,7 @@ def test_wrap_unaligned(ctx):
         assert st == OK, "gpuos_tensor_wrap of %s at an aligned address: %s %s" % (dt, status_name(st),
                                                                                    ctx.last_error())
         t.release()
-    for dt in ("bool", "i8", "u8"):
+    for dt in [d for d in DTYPES if G.ITEMSIZE[d] == 1]:
         st, t = ctx.wrap_raw(raw[base + 3:base + 11], dt, (8,))
         assert st == OK, "gpuos_tensor_wrap of %s at an odd address: %s %s" % (dt, status_name(st), ctx.last_error())
         t.release()
@@ -669,7 +669,7 @@ def test_upload_view_rules_as_tasks(ctx):
 def test_other_bad_arguments_refused(ctx):
     """Bad arguments whose status docs/OPERATORS.md and gpuos.h leave open are refused, say why
     (the message names the status returned), and leave the context usable: a reshape to another
-    number of elements or with two -1, a broadcast to an incompatible shape, dtype 10, a negative
+    number of elements or with two -1, a broadcast to an incompatible shape, dtype GPUOS_DTYPE_COUNT, a negative
     size."""
     L = lib()
     x = f32(ctx, (3, 4))
@@ -677,7 +677,8 @@ def test_other_bad_arguments_refused(ctx):
     cases = [("reshape to 13 elements", lambda: x.reshape_raw((13,))[0]),
              ("reshape with two -1", lambda: x.reshape_raw((-1, -1))[0]),
              ("broadcast_to (3, 5)", lambda: x.broadcast_to_raw((3, 5))[0]),
-             ("tensor_new of dtype 10", lambda: L.gpuos_tensor_new(ctx.ptr, 10, 1, _i64arr([1]), ctypes.byref(p))),
+             ("tensor_new of dtype GPUOS_DTYPE_COUNT (%d)" % G.DTYPE_COUNT,
+              lambda: L.gpuos_tensor_new(ctx.ptr, G.DTYPE_COUNT, 1, _i64arr([1]), ctypes.byref(p))),
              ("tensor_new of a negative size",
               lambda: L.gpuos_tensor_new(ctx.ptr, 8, 1, _i64arr([-2]), ctypes.byref(p)))]
     for what, call in cases:

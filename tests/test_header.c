@@ -36,6 +36,8 @@ static const char *const op_names[] = {
     "fill", "arange", "sum", "prod", "mean", "min", "max", "argmin", "argmax", "any", "all",
     "norm2", "var", "std", "matmul", "softmax", "log_softmax", "layernorm", "rmsnorm",
 };
+/* Every dtype, pinned by hand on purpose (the ABI check): a dtype added to gen/ops.py is added
+   here too, with GPUOS_DTYPE_COUNT below (README, "adding a dtype"). */
 static const gpuos_dtype dtypes[] = {GPUOS_BOOL, GPUOS_I8,   GPUOS_U8,  GPUOS_I16, GPUOS_I32,
                                      GPUOS_I64,  GPUOS_F16,  GPUOS_BF16, GPUOS_F32, GPUOS_F64};
 static const char *const dtype_names[] = {"bool", "i8", "u8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"};
@@ -67,7 +69,7 @@ int main(void) {
     }
     CHECK(gpuos_op_name(GPUOS_OP_COUNT) == NULL, "gpuos_op_name(GPUOS_OP_COUNT) is not NULL");
     CHECK(gpuos_op_from_name("no_such_op") == GPUOS_OP_COUNT, "gpuos_op_from_name of an unknown name");
-    for (i = 0; i < 10; i++) {
+    for (i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++) {
         const char *name = gpuos_dtype_name(dtypes[i]);
         CHECK((size_t)dtypes[i] == i, "dtype %s has id %d", dtype_names[i], (int)dtypes[i]);
         CHECK(name != NULL && strcmp(name, dtype_names[i]) == 0, "gpuos_dtype_name(%d) = %s", (int)i,

@@ -625,7 +625,7 @@ def edge_values(dtype):
     if dtype in INTS:
         lo, hi = R.int_range(dtype)
         vals = sorted(v for v in {lo, lo + 1, -1, 0, 1, 2, 127, 128, 255, 256, 32767, 32768, 65535, 65536,
-                                  2**24 + 1, 2**31 - 1, 2**53 + 1, 2**63 - 1, hi, hi - 1, 16809985,
+                                  2**24 + 1, 2**24 + 2**16 + 1, 2**31 - 1, 2**53 + 1, 2**63 - 1, hi, hi - 1, 16809985,
                                   2**60 + 2**52 + 1, -(2**60 + 2**52 + 1)} if lo <= v <= hi)
         return np.array(vals, dtype=object).astype(to_storage(np.zeros(1), dtype).dtype)
     return to_storage(H.float_cast_values(np.random.default_rng(1), (0,)).tolist() + [

@@ -15,6 +15,12 @@
 
 #include "ctest.h"
 #include "gpuos.h"
+#include "src/generated/gpuos_dtypes.h" /* GPUOS__DTYPES: each dtype's class */
+
+/* "BOOL", "SINT", "UINT", "FLOAT" or "HALF" for each dtype (gen/ops.py, through make gen) */
+#define DTYPE_CLASS(E, N, CLS, T, C, SIZE, LO, HI, VT) [E] = #CLS,
+static const char *const dtype_class[GPUOS_DTYPE_COUNT] = {GPUOS__DTYPES(DTYPE_CLASS)};
+#undef DTYPE_CLASS
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint64_t rnd(void) {
@@ -180,7 +186,7 @@ static void test_dtypes(gpuos_context *ctx) {
         gpuos_op op;
         gpuos_tensor *fa, *fb, *fo, *a, *b, *o;
         double ha[301], hb[301], ho[301];
-        int bad = 0, is_bool = dt == GPUOS_BOOL, is_uns = dt == GPUOS_U8;
+        int bad = 0, is_bool = dt == GPUOS_BOOL, is_uns = strcmp(dtype_class[dt], "UINT") == 0;
         gpuos_task t = GPUOS_TASK_INIT;
         char name[32];
         snprintf(name, sizeof name, "lin_%s", gpuos_dtype_name((gpuos_dtype)dt));

@@ -30,7 +30,7 @@ $(TEST_BUILD)/test_order_stress: tests/test_order_stress.c tests/ctest.h gpuos.h
 	$(CC) -std=c99 $(WARN) -Werror $(CFLAGS) -I. tests/test_order_stress.c $(BUILD)/gpuos.o -o $@ $(LDLIBS)
 
 # Run-time operators: define, redefine, remove, on the device the tests run on.
-$(TEST_BUILD)/test_rtops: tests/test_rtops.c tests/ctest.h gpuos.h $(BUILD)/gpuos.o | $(TEST_BUILD)
+$(TEST_BUILD)/test_rtops: tests/test_rtops.c tests/ctest.h gpuos.h src/generated/gpuos_dtypes.h $(BUILD)/gpuos.o | $(TEST_BUILD)
 	$(CC) -std=c99 $(WARN) -Werror $(CFLAGS) -I. tests/test_rtops.c $(BUILD)/gpuos.o -o $@ $(LDLIBS)
 
 # Recorded graphs: launches against eager submission, bindings, dependencies.
