@@ -8,7 +8,9 @@
 
    X(E, N, CLS, T, C, SIZE, LO, HI, VT), one per dtype in id order:
      E     the gpuos_dtype enumerator (GPUOS_F32)
-     N     the name, a bare token (f32)
+     N     the name, a bare token (f32; paste it with ## or stringize it with # directly:
+           passed through another macro first, `bool` would become `_Bool` where
+           <stdbool.h> is included)
      CLS   BOOL, SINT, UINT, FLOAT (stored as its compute type), or HALF (a float stored
            as bits in T and computed in float: gpuos__N_to_f32, gpuos__f32_to_N and
            gpuos__f64_to_N convert; src/half.c, src/device/prelude.cuh)
