@@ -58,7 +58,11 @@
                        context per GPU where speed matters.
        host_threads    threads of the host executor (0: one per core; never more than 16).
    Compile-time macros: none are needed. GPUOS_API may be defined to add an export
-   attribute to every public function (default: nothing).
+   attribute to every public function (default: nothing). gpuos.c is one file, so its
+   internal functions (gpuos__*) are global symbols too: a shared library or plugin that
+   contains it should be built with -fvisibility=hidden and
+   -DGPUOS_API='__attribute__((visibility("default")))', which exports exactly the public
+   functions (and keeps two copies in one process, each in its own library, apart).
 
    ERROR MODEL
    Every function that can fail returns a gpuos_status. GPUOS_OK is 0; the other

@@ -491,12 +491,12 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
        allows one 256-thread block per multiprocessor; 128 allows two. */
     {
         const char *e = getenv("GPUOS_CUDA_MAXRREG"); /* tuning knob: 32..255 */
-        int r = e ? atoi(e) : GPUOS__MAXRREG;
-        if (r < 32 || r > 255) r = GPUOS__MAXRREG;
-        snprintf(maxrreg, sizeof maxrreg, "--maxrregcount=%d", r);
+        int regs = e ? atoi(e) : GPUOS__MAXRREG;
+        if (regs < 32 || regs > 255) regs = GPUOS__MAXRREG;
+        snprintf(maxrreg, sizeof maxrreg, "--maxrregcount=%d", regs);
         opts[n_opts++] = maxrreg;
         /* the kernel's launch bounds ask for two blocks per multiprocessor (128 registers) */
-        if (r > GPUOS__MAXRREG) opts[n_opts++] = "-DGPUOS__PK_MIN_BLOCKS=1";
+        if (regs > GPUOS__MAXRREG) opts[n_opts++] = "-DGPUOS__PK_MIN_BLOCKS=1";
     }
     /* diagnostic: the kernel stamps %globaltimer into gpuos__pk_ctl.pad_ (fetched, a
        worker's done, retired) for latency probes (tests/gpu/probe_latency.c) */
