@@ -803,6 +803,8 @@ struct gpuos_context {
 };
 
 /* ---------------------------------------------------------------- status.c */
+/* ctx's last error copied under its buffer's lock (for re-reporting it). */
+void gpuos__last_error_copy(const gpuos_context *ctx, char *buf, size_t n);
 /* Records the detail of an error on ctx (or process-wide when ctx is NULL) and
    returns status, so that `return gpuos__set_error(ctx, GPUOS_ERR_X, "...", ...);`. */
 gpuos_status gpuos__set_error(const gpuos_context *ctx, gpuos_status status, const char *fmt, ...)
@@ -9062,7 +9064,7 @@ int gpuos_debug_graph_tasks(gpuos_graph *g) { return g ? g->last_tasks : -1; }
 static gpuos_status graph_nothing_queued(gpuos_context *ctx, gpuos_status s, int n) {
     char why[GPUOS__ERR_LEN];
     const char *w = why, *c;
-    snprintf(why, sizeof why, "%s", gpuos_last_error(ctx));
+    gpuos__last_error_copy(ctx, why, sizeof why);
     if (strncmp(w, "GPUOS_", 6) == 0 && (c = strstr(w, ": ")) != NULL) w = c + 2;
     if (strncmp(w, "gpuos_submit: ", 14) == 0) w += 14;
     if (strncmp(w, "gpuos_graph_launch: ", 20) == 0) w += 20;
@@ -11092,7 +11094,7 @@ gpuos_status gpuos_submit_many(gpuos_context *ctx, const gpuos_task *tasks, int 
     if (s != GPUOS_OK) { /* the task's own detail (its status name off), said of the batch */
         char why[GPUOS__ERR_LEN];
         const char *w = why, *c;
-        snprintf(why, sizeof why, "%s", gpuos_last_error(ctx));
+        gpuos__last_error_copy(ctx, why, sizeof why);
         if (strncmp(w, "GPUOS_", 6) == 0 && (c = strstr(w, ": ")) != NULL) w = c + 2;
         gpuos__set_error(ctx, s, "gpuos_submit_many: task %d of %d not queued, nor those after it (the %d before it were): %s",
                          i, n, i, w);
@@ -12095,6 +12097,15 @@ const char *gpuos_last_error(const gpuos_context *ctx) {
     s = e->msg[e->cur];
     pthread_mutex_unlock(&e->mu);
     return s;
+}
+
+/* A copy of ctx's last error into buf (n > 0 bytes, NUL-terminated), taken under the
+   buffer's lock: another thread's failure may rewrite the slot meanwhile. */
+void gpuos__last_error_copy(const gpuos_context *ctx, char *buf, size_t n) {
+    gpuos__errbuf *e = ctx ? (gpuos__errbuf *)&((gpuos_context *)ctx)->err : &status_global;
+    pthread_mutex_lock(&e->mu);
+    snprintf(buf, n, "%s", e->msg[e->cur]);
+    pthread_mutex_unlock(&e->mu);
 }
 
 /* Makes the context fail for good (ctx->mu held): the sticky status GPUOS_ERR_DEVICE_LOST,

@@ -247,6 +247,8 @@ struct gpuos_context {
 };
 
 /* ---------------------------------------------------------------- status.c */
+/* ctx's last error copied under its buffer's lock (for re-reporting it). */
+void gpuos__last_error_copy(const gpuos_context *ctx, char *buf, size_t n);
 /* Records the detail of an error on ctx (or process-wide when ctx is NULL) and
    returns status, so that `return gpuos__set_error(ctx, GPUOS_ERR_X, "...", ...);`. */
 gpuos_status gpuos__set_error(const gpuos_context *ctx, gpuos_status status, const char *fmt, ...)

@@ -531,7 +531,7 @@ int gpuos_debug_graph_tasks(gpuos_graph *g) { return g ? g->last_tasks : -1; }
 static gpuos_status graph_nothing_queued(gpuos_context *ctx, gpuos_status s, int n) {
     char why[GPUOS__ERR_LEN];
     const char *w = why, *c;
-    snprintf(why, sizeof why, "%s", gpuos_last_error(ctx));
+    gpuos__last_error_copy(ctx, why, sizeof why);
     if (strncmp(w, "GPUOS_", 6) == 0 && (c = strstr(w, ": ")) != NULL) w = c + 2;
     if (strncmp(w, "gpuos_submit: ", 14) == 0) w += 14;
     if (strncmp(w, "gpuos_graph_launch: ", 20) == 0) w += 20;

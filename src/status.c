@@ -158,6 +158,15 @@ const char *gpuos_last_error(const gpuos_context *ctx) {
     return s;
 }
 
+/* A copy of ctx's last error into buf (n > 0 bytes, NUL-terminated), taken under the
+   buffer's lock: another thread's failure may rewrite the slot meanwhile. */
+void gpuos__last_error_copy(const gpuos_context *ctx, char *buf, size_t n) {
+    gpuos__errbuf *e = ctx ? (gpuos__errbuf *)&((gpuos_context *)ctx)->err : &status_global;
+    pthread_mutex_lock(&e->mu);
+    snprintf(buf, n, "%s", e->msg[e->cur]);
+    pthread_mutex_unlock(&e->mu);
+}
+
 /* Makes the context fail for good (ctx->mu held): the sticky status GPUOS_ERR_DEVICE_LOST,
    its detail kept for every later error to repeat; wakes every waiter. A second failure
    keeps the first one's detail. */
