@@ -9929,6 +9929,7 @@ static gpuos_status plan_check_alias(plan_state *ps, int n_identical) {
 
 /* ---------------------------------------------------------------- plan helpers */
 static char *plan_ptr(const gpuos_tensor *t) {
+    if (t->numel == 0) return t->st->data; /* an empty view may carry any offset: it reaches nothing */
     return t->st->data + t->offset * (int64_t)gpuos__elsize(t->dtype);
 }
 
@@ -9961,7 +9962,10 @@ static void plan_bcast_strides(const gpuos_tensor *t, int r, const int64_t *shap
     int64_t es = (int64_t)gpuos__elsize(t->dtype);
     for (d = 0; d < r; d++) {
         int td = d - lead;
-        bs[d] = (td < 0 || (t->shape[td] == 1 && shape[d] != 1)) ? 0 : t->strides[td] * es;
+        /* (wrapping: a size-1 or empty axis may carry any stride, and then stride * es may
+           pass 2^63; only reachable elements' products are used, and those fit) */
+        bs[d] = (td < 0 || (t->shape[td] == 1 && shape[d] != 1)) ? 0
+                                                                  : (int64_t)((uint64_t)t->strides[td] * (uint64_t)es);
     }
 }
 
@@ -12346,8 +12350,12 @@ gpuos_status gpuos__tensor_make(gpuos_context *ctx, gpuos__storage *st, gpuos_dt
     for (i = 0; i < rank; i++) {
         t->shape[i] = shape[i];
         t->strides[i] = strides[i];
-        t->numel *= shape[i]; /* validated by the caller */
     }
+    /* validated by the caller: the product fits, unless a size is 0 (then the others may
+       multiply past 2^63 before it, and numel is 0) */
+    for (i = 0; i < rank; i++)
+        if (shape[i] == 0) t->numel = 0;
+    for (i = 0; i < rank && t->numel; i++) t->numel *= shape[i];
     pthread_mutex_lock(&ctx->mu);
     gpuos__storage_retain_locked(st);
     t->uid = ++ctx->tensor_uid;

@@ -254,6 +254,7 @@ static gpuos_status plan_check_alias(plan_state *ps, int n_identical) {
 
 /* ---------------------------------------------------------------- plan helpers */
 static char *plan_ptr(const gpuos_tensor *t) {
+    if (t->numel == 0) return t->st->data; /* an empty view may carry any offset: it reaches nothing */
     return t->st->data + t->offset * (int64_t)gpuos__elsize(t->dtype);
 }
 
@@ -286,7 +287,10 @@ static void plan_bcast_strides(const gpuos_tensor *t, int r, const int64_t *shap
     int64_t es = (int64_t)gpuos__elsize(t->dtype);
     for (d = 0; d < r; d++) {
         int td = d - lead;
-        bs[d] = (td < 0 || (t->shape[td] == 1 && shape[d] != 1)) ? 0 : t->strides[td] * es;
+        /* (wrapping: a size-1 or empty axis may carry any stride, and then stride * es may
+           pass 2^63; only reachable elements' products are used, and those fit) */
+        bs[d] = (td < 0 || (t->shape[td] == 1 && shape[d] != 1)) ? 0
+                                                                  : (int64_t)((uint64_t)t->strides[td] * (uint64_t)es);
     }
 }
 

@@ -219,8 +219,12 @@ gpuos_status gpuos__tensor_make(gpuos_context *ctx, gpuos__storage *st, gpuos_dt
     for (i = 0; i < rank; i++) {
         t->shape[i] = shape[i];
         t->strides[i] = strides[i];
-        t->numel *= shape[i]; /* validated by the caller */
     }
+    /* validated by the caller: the product fits, unless a size is 0 (then the others may
+       multiply past 2^63 before it, and numel is 0) */
+    for (i = 0; i < rank; i++)
+        if (shape[i] == 0) t->numel = 0;
+    for (i = 0; i < rank && t->numel; i++) t->numel *= shape[i];
     pthread_mutex_lock(&ctx->mu);
     gpuos__storage_retain_locked(st);
     t->uid = ++ctx->tensor_uid;
