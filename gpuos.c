@@ -805,6 +805,7 @@ struct gpuos_context {
 /* ---------------------------------------------------------------- status.c */
 /* ctx's last error copied under its buffer's lock (for re-reporting it). */
 void gpuos__last_error_copy(const gpuos_context *ctx, char *buf, size_t n);
+const char *gpuos__error_detail(const char *msg); /* msg past its "GPUOS_ERR_X: " */
 /* Records the detail of an error on ctx (or process-wide when ctx is NULL) and
    returns status, so that `return gpuos__set_error(ctx, GPUOS_ERR_X, "...", ...);`. */
 gpuos_status gpuos__set_error(const gpuos_context *ctx, gpuos_status status, const char *fmt, ...)
@@ -834,6 +835,8 @@ void gpuos__context_free(gpuos_context *ctx);
 /* ---------------------------------------------------------------- tensor.c */
 /* 1 and *r = a*b (a+b) when it fits in int64_t, else 0. */
 int gpuos__mul64(int64_t a, int64_t b, int64_t *r);
+/* Row-major strides (elements) of shape; a zero-size shape's stop growing past 2^63 (tensor.c). */
+void gpuos__contiguous_strides(int rank, const int64_t *shape, int64_t *strides);
 int gpuos__add64(int64_t a, int64_t b, int64_t *r);
 /* Product of the shape; GPUOS_ERR_INVALID_ARGUMENT (with a message on ctx) for a
    negative size or an overflow. */
@@ -2725,10 +2728,7 @@ static int context_host_threads(int requested) {
 
 /* ---------------------------------------------------------------- create / destroy */
 /* The context's last error without its "GPUOS_ERR_X: " prefix, to be re-reported. */
-static const char *context_detail(const gpuos_context *ctx) {
-    const char *m = gpuos_last_error(ctx), *p = strstr(m, ": ");
-    return strncmp(m, "GPUOS_", 6) == 0 && p ? p + 2 : m;
-}
+static const char *context_detail(const gpuos_context *ctx) { return gpuos__error_detail(gpuos_last_error(ctx)); }
 
 gpuos_status gpuos_create(const gpuos_config *config, gpuos_context **out) {
     gpuos_context *ctx;
@@ -8662,7 +8662,6 @@ static int graph_same_def(const gpuos__job *tmpl, const gpuos__job *fresh) {
     return !tmpl->rt || (fresh->rt && fresh->rt->def_id == tmpl->rt->def_id);
 }
 static gpuos_status graph_removed(gpuos_context *ctx, gpuos__job *fresh, int node) {
-    fresh->n_st = 0;
     gpuos__job_free(ctx, fresh);
     return gpuos__set_error(ctx, GPUOS_ERR_UNKNOWN_OP,
                             "gpuos_graph_launch: node %d's run-time operator was removed (its handle names another "
@@ -9063,9 +9062,9 @@ int gpuos_debug_graph_tasks(gpuos_graph *g) { return g ? g->last_tasks : -1; }
    names gpuos_submit, kept after the status name). Returns s. */
 static gpuos_status graph_nothing_queued(gpuos_context *ctx, gpuos_status s, int n) {
     char why[GPUOS__ERR_LEN];
-    const char *w = why, *c;
+    const char *w, *c;
     gpuos__last_error_copy(ctx, why, sizeof why);
-    if (strncmp(w, "GPUOS_", 6) == 0 && (c = strstr(w, ": ")) != NULL) w = c + 2;
+    w = gpuos__error_detail(why);
     if (strncmp(w, "gpuos_submit: ", 14) == 0) w += 14;
     if (strncmp(w, "gpuos_graph_launch: ", 20) == 0) w += 20;
     if ((c = strstr(w, "; the task was not queued")) != NULL && c[25] == 0) why[c - why] = 0;
@@ -9250,8 +9249,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
                 if (cur) gpuos__rt_retain_locked(job->rt);
                 pthread_mutex_unlock(&ctx->mu);
                 if (!cur) { /* redefined since the check above: this node again, planned again */
-                    job->rt = NULL;
-                    job->n_st = 0;
+                    job->rt = NULL; /* (not taken) */
                     gpuos__job_free(ctx, job);
                     i--;
                     continue;
@@ -11097,9 +11095,9 @@ gpuos_status gpuos_submit_many(gpuos_context *ctx, const gpuos_task *tasks, int 
     if (n_queued) *n_queued = i;
     if (s != GPUOS_OK) { /* the task's own detail (its status name off), said of the batch */
         char why[GPUOS__ERR_LEN];
-        const char *w = why, *c;
+        const char *w;
         gpuos__last_error_copy(ctx, why, sizeof why);
-        if (strncmp(w, "GPUOS_", 6) == 0 && (c = strstr(w, ": ")) != NULL) w = c + 2;
+        w = gpuos__error_detail(why);
         gpuos__set_error(ctx, s, "gpuos_submit_many: task %d of %d not queued, nor those after it (the %d before it were): %s",
                          i, n, i, w);
     }
@@ -12112,6 +12110,12 @@ void gpuos__last_error_copy(const gpuos_context *ctx, char *buf, size_t n) {
     pthread_mutex_unlock(&e->mu);
 }
 
+/* msg without its "GPUOS_ERR_X: " prefix (the detail, to be re-reported under another name). */
+const char *gpuos__error_detail(const char *msg) {
+    const char *p = strstr(msg, ": ");
+    return strncmp(msg, "GPUOS_", 6) == 0 && p ? p + 2 : msg;
+}
+
 /* Makes the context fail for good (ctx->mu held): the sticky status GPUOS_ERR_DEVICE_LOST,
    its detail kept for every later error to repeat; wakes every waiter. A second failure
    keeps the first one's detail. */
@@ -12376,7 +12380,7 @@ static gpuos_status tensor_check_dtype_rank(gpuos_context *ctx, const char *fn, 
     return GPUOS_OK;
 }
 
-static void tensor_contiguous_strides(int rank, const int64_t *shape, int64_t *strides) {
+void gpuos__contiguous_strides(int rank, const int64_t *shape, int64_t *strides) {
     int64_t s = 1;
     int i;
     for (i = rank - 1; i >= 0; i--) {
@@ -12409,7 +12413,7 @@ static gpuos_status tensor_new(const char *fn, gpuos_context *ctx, gpuos_dtype d
     if (!gpuos__mul64(numel, (int64_t)gpuos__elsize(dtype), &bytes) || (uint64_t)bytes > (uint64_t)SIZE_MAX / 2)
         return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: %lld elements are too many", fn,
                                 (long long)numel);
-    tensor_contiguous_strides(rank, shape, strides);
+    gpuos__contiguous_strides(rank, shape, strides);
     if ((s = tensor_storage_new(ctx, (size_t)bytes, NULL, pinned, &st)) != GPUOS_OK) return s;
     s = gpuos__tensor_make(ctx, st, dtype, rank, shape, strides, 0, out);
     tensor_storage_drop(st); /* the handle holds the storage now (or nothing does) */
@@ -12499,7 +12503,7 @@ gpuos_status gpuos_tensor_wrap(gpuos_context *ctx, void *data, size_t bytes, gpu
                                 "gpuos_tensor_wrap: data %p is not aligned to the %zu-byte elements of %s", data,
                                 elsize, gpuos_dtype_name(dtype));
     if (!strides) {
-        tensor_contiguous_strides(rank, shape, cstrides);
+        gpuos__contiguous_strides(rank, shape, cstrides);
         strides = cstrides;
     }
     s = gpuos__check_in_storage(ctx, "gpuos_tensor_wrap", bytes, elsize, rank, shape, strides, 0);
@@ -12662,7 +12666,7 @@ static gpuos_status tensor_download_staged(gpuos_context *ctx, const gpuos_tenso
     }
     if (!view || view->dtype != t->dtype || view->rank != t->rank ||
         memcmp(view->shape, t->shape, (size_t)t->rank * sizeof t->shape[0]) != 0) {
-        tensor_contiguous_strides(t->rank, t->shape, strides);
+        gpuos__contiguous_strides(t->rank, t->shape, strides);
         if (gpuos__tensor_make(ctx, ctx->stage_buf->st, t->dtype, t->rank, t->shape, strides, 0, &view) != GPUOS_OK) {
             pthread_mutex_unlock(&ctx->stage_mu);
             return GPUOS_OK; /* (no memory for a handle: the driver's copy) */
@@ -12964,14 +12968,7 @@ gpuos_status gpuos_view_reshape(const gpuos_tensor *t, int rank, const int64_t *
                                 "%s: the tensor has %lld elements but the new shape has %lld", fn,
                                 (long long)t->numel, (long long)known);
     if (t->numel == 0) { /* nothing is reachable: any strides do, take contiguous ones */
-        int64_t st = 1;
-        for (i = rank - 1; i >= 0; i--) {
-            nstrides[i] = st;
-            if (nshape[i] > 0) { /* (past 2^63 they stop growing, as tensor_contiguous_strides') */
-                int64_t p;
-                if (gpuos__mul64(st, nshape[i], &p)) st = p;
-            }
-        }
+        gpuos__contiguous_strides(rank, nshape, nstrides);
     } else if (!view_nocopy_reshape(t->rank, t->shape, t->strides, rank, nshape, nstrides)) {
         return gpuos__set_error(t->ctx, GPUOS_ERR_NOT_VIEWABLE,
                                 "%s: the tensor's strides cannot express the new shape without a copy; copy it into "

@@ -51,10 +51,7 @@ static int context_host_threads(int requested) {
 
 /* ---------------------------------------------------------------- create / destroy */
 /* The context's last error without its "GPUOS_ERR_X: " prefix, to be re-reported. */
-static const char *context_detail(const gpuos_context *ctx) {
-    const char *m = gpuos_last_error(ctx), *p = strstr(m, ": ");
-    return strncmp(m, "GPUOS_", 6) == 0 && p ? p + 2 : m;
-}
+static const char *context_detail(const gpuos_context *ctx) { return gpuos__error_detail(gpuos_last_error(ctx)); }
 
 gpuos_status gpuos_create(const gpuos_config *config, gpuos_context **out) {
     gpuos_context *ctx;

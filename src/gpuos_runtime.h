@@ -249,6 +249,7 @@ struct gpuos_context {
 /* ---------------------------------------------------------------- status.c */
 /* ctx's last error copied under its buffer's lock (for re-reporting it). */
 void gpuos__last_error_copy(const gpuos_context *ctx, char *buf, size_t n);
+const char *gpuos__error_detail(const char *msg); /* msg past its "GPUOS_ERR_X: " */
 /* Records the detail of an error on ctx (or process-wide when ctx is NULL) and
    returns status, so that `return gpuos__set_error(ctx, GPUOS_ERR_X, "...", ...);`. */
 gpuos_status gpuos__set_error(const gpuos_context *ctx, gpuos_status status, const char *fmt, ...)
@@ -278,6 +279,8 @@ void gpuos__context_free(gpuos_context *ctx);
 /* ---------------------------------------------------------------- tensor.c */
 /* 1 and *r = a*b (a+b) when it fits in int64_t, else 0. */
 int gpuos__mul64(int64_t a, int64_t b, int64_t *r);
+/* Row-major strides (elements) of shape; a zero-size shape's stop growing past 2^63 (tensor.c). */
+void gpuos__contiguous_strides(int rank, const int64_t *shape, int64_t *strides);
 int gpuos__add64(int64_t a, int64_t b, int64_t *r);
 /* Product of the shape; GPUOS_ERR_INVALID_ARGUMENT (with a message on ctx) for a
    negative size or an overflow. */

@@ -129,7 +129,6 @@ static int graph_same_def(const gpuos__job *tmpl, const gpuos__job *fresh) {
     return !tmpl->rt || (fresh->rt && fresh->rt->def_id == tmpl->rt->def_id);
 }
 static gpuos_status graph_removed(gpuos_context *ctx, gpuos__job *fresh, int node) {
-    fresh->n_st = 0;
     gpuos__job_free(ctx, fresh);
     return gpuos__set_error(ctx, GPUOS_ERR_UNKNOWN_OP,
                             "gpuos_graph_launch: node %d's run-time operator was removed (its handle names another "
@@ -530,9 +529,9 @@ int gpuos_debug_graph_tasks(gpuos_graph *g) { return g ? g->last_tasks : -1; }
    names gpuos_submit, kept after the status name). Returns s. */
 static gpuos_status graph_nothing_queued(gpuos_context *ctx, gpuos_status s, int n) {
     char why[GPUOS__ERR_LEN];
-    const char *w = why, *c;
+    const char *w, *c;
     gpuos__last_error_copy(ctx, why, sizeof why);
-    if (strncmp(w, "GPUOS_", 6) == 0 && (c = strstr(w, ": ")) != NULL) w = c + 2;
+    w = gpuos__error_detail(why);
     if (strncmp(w, "gpuos_submit: ", 14) == 0) w += 14;
     if (strncmp(w, "gpuos_graph_launch: ", 20) == 0) w += 20;
     if ((c = strstr(w, "; the task was not queued")) != NULL && c[25] == 0) why[c - why] = 0;
@@ -717,8 +716,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
                 if (cur) gpuos__rt_retain_locked(job->rt);
                 pthread_mutex_unlock(&ctx->mu);
                 if (!cur) { /* redefined since the check above: this node again, planned again */
-                    job->rt = NULL;
-                    job->n_st = 0;
+                    job->rt = NULL; /* (not taken) */
                     gpuos__job_free(ctx, job);
                     i--;
                     continue;

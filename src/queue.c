@@ -508,9 +508,9 @@ gpuos_status gpuos_submit_many(gpuos_context *ctx, const gpuos_task *tasks, int 
     if (n_queued) *n_queued = i;
     if (s != GPUOS_OK) { /* the task's own detail (its status name off), said of the batch */
         char why[GPUOS__ERR_LEN];
-        const char *w = why, *c;
+        const char *w;
         gpuos__last_error_copy(ctx, why, sizeof why);
-        if (strncmp(w, "GPUOS_", 6) == 0 && (c = strstr(w, ": ")) != NULL) w = c + 2;
+        w = gpuos__error_detail(why);
         gpuos__set_error(ctx, s, "gpuos_submit_many: task %d of %d not queued, nor those after it (the %d before it were): %s",
                          i, n, i, w);
     }

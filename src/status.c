@@ -167,6 +167,12 @@ void gpuos__last_error_copy(const gpuos_context *ctx, char *buf, size_t n) {
     pthread_mutex_unlock(&e->mu);
 }
 
+/* msg without its "GPUOS_ERR_X: " prefix (the detail, to be re-reported under another name). */
+const char *gpuos__error_detail(const char *msg) {
+    const char *p = strstr(msg, ": ");
+    return strncmp(msg, "GPUOS_", 6) == 0 && p ? p + 2 : msg;
+}
+
 /* Makes the context fail for good (ctx->mu held): the sticky status GPUOS_ERR_DEVICE_LOST,
    its detail kept for every later error to repeat; wakes every waiter. A second failure
    keeps the first one's detail. */

@@ -245,7 +245,7 @@ static gpuos_status tensor_check_dtype_rank(gpuos_context *ctx, const char *fn, 
     return GPUOS_OK;
 }
 
-static void tensor_contiguous_strides(int rank, const int64_t *shape, int64_t *strides) {
+void gpuos__contiguous_strides(int rank, const int64_t *shape, int64_t *strides) {
     int64_t s = 1;
     int i;
     for (i = rank - 1; i >= 0; i--) {
@@ -278,7 +278,7 @@ static gpuos_status tensor_new(const char *fn, gpuos_context *ctx, gpuos_dtype d
     if (!gpuos__mul64(numel, (int64_t)gpuos__elsize(dtype), &bytes) || (uint64_t)bytes > (uint64_t)SIZE_MAX / 2)
         return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: %lld elements are too many", fn,
                                 (long long)numel);
-    tensor_contiguous_strides(rank, shape, strides);
+    gpuos__contiguous_strides(rank, shape, strides);
     if ((s = tensor_storage_new(ctx, (size_t)bytes, NULL, pinned, &st)) != GPUOS_OK) return s;
     s = gpuos__tensor_make(ctx, st, dtype, rank, shape, strides, 0, out);
     tensor_storage_drop(st); /* the handle holds the storage now (or nothing does) */
@@ -368,7 +368,7 @@ gpuos_status gpuos_tensor_wrap(gpuos_context *ctx, void *data, size_t bytes, gpu
                                 "gpuos_tensor_wrap: data %p is not aligned to the %zu-byte elements of %s", data,
                                 elsize, gpuos_dtype_name(dtype));
     if (!strides) {
-        tensor_contiguous_strides(rank, shape, cstrides);
+        gpuos__contiguous_strides(rank, shape, cstrides);
         strides = cstrides;
     }
     s = gpuos__check_in_storage(ctx, "gpuos_tensor_wrap", bytes, elsize, rank, shape, strides, 0);
@@ -531,7 +531,7 @@ static gpuos_status tensor_download_staged(gpuos_context *ctx, const gpuos_tenso
     }
     if (!view || view->dtype != t->dtype || view->rank != t->rank ||
         memcmp(view->shape, t->shape, (size_t)t->rank * sizeof t->shape[0]) != 0) {
-        tensor_contiguous_strides(t->rank, t->shape, strides);
+        gpuos__contiguous_strides(t->rank, t->shape, strides);
         if (gpuos__tensor_make(ctx, ctx->stage_buf->st, t->dtype, t->rank, t->shape, strides, 0, &view) != GPUOS_OK) {
             pthread_mutex_unlock(&ctx->stage_mu);
             return GPUOS_OK; /* (no memory for a handle: the driver's copy) */

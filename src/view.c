@@ -226,14 +226,7 @@ gpuos_status gpuos_view_reshape(const gpuos_tensor *t, int rank, const int64_t *
                                 "%s: the tensor has %lld elements but the new shape has %lld", fn,
                                 (long long)t->numel, (long long)known);
     if (t->numel == 0) { /* nothing is reachable: any strides do, take contiguous ones */
-        int64_t st = 1;
-        for (i = rank - 1; i >= 0; i--) {
-            nstrides[i] = st;
-            if (nshape[i] > 0) { /* (past 2^63 they stop growing, as tensor_contiguous_strides') */
-                int64_t p;
-                if (gpuos__mul64(st, nshape[i], &p)) st = p;
-            }
-        }
+        gpuos__contiguous_strides(rank, nshape, nstrides);
     } else if (!view_nocopy_reshape(t->rank, t->shape, t->strides, rank, nshape, nstrides)) {
         return gpuos__set_error(t->ctx, GPUOS_ERR_NOT_VIEWABLE,
                                 "%s: the tensor's strides cannot express the new shape without a copy; copy it into "
