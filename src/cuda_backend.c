@@ -1872,7 +1872,8 @@ static int64_t cuda_matmul_cols(const struct gpuos__cuda *c, const gpuos__job *j
    (cuda_align_sigs) and runs on the same block with no wait. Where gpuos__d_mm_row_ok holds:
    K = 128 or 256 (slices of 4 or 8 values for 256 threads; a prologue only at 256: graph.c
    fuses a layernorm only where the device gives its row to the whole block), N a multiple
-   of 4, B row-major and 16-byte aligned, no batch axes. */
+   of 4, B row-major and 16-byte aligned, no batch axes. Returns 0 (no row tiles), 1 (whole
+   rows) or S (each row in S 64-column slices). */
 static int cuda_matmul_rows(const struct gpuos__cuda *c, const gpuos__job *job, int64_t ncb) {
     const gpuos__matmul_plan *p = &job->plan.matmul;
     if (!c->mm_rows || job->dev_kernel != c->mm_f32) return 0;
