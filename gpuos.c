@@ -353,6 +353,12 @@ int gpuos__device_kernel_id(gpuos_op op, gpuos_dtype key, gpuos_dtype out);
 /* qdesc.stamp flag of a recorded graph's node (host and gpuos__qgraph_node): it waits for the
    launch's external dependency; cleared when the node becomes a task */
 #define GPUOS__DESC_EXT 1u
+/* qdesc.stamp flag: an express task (docs/ARCHITECTURE.md, "Express tasks"): the host also
+   wrote it to the express worker's mailbox (gpuos__pk_ctl.xbox). Whoever claims it first
+   (atomicMax of gpuos__pk_params.xclaim to its seq) runs it: the express worker, all of it
+   on its one block, or the fetcher, which then places it as any task. The fetcher that
+   loses pushes nothing and leaves its done stamp to the express worker. */
+#define GPUOS__DESC_XPRESS 4u
 
 /* Done stamps: task seq's word in the lane's done array (slot seq mod task_cap) holds its
    identity and its progress in one 64-bit value, so that one load tells a reader both. The
@@ -480,12 +486,16 @@ typedef struct gpuos__pk_ctl {
     uint64_t fetched;  /* ring positions below this have been copied: the host may reuse them */
     uint64_t retired_hi; /* lane 1 (high priority): as retired */
     uint64_t fetched_hi; /* lane 1: as fetched */
-    uint64_t pad_;
+    uint64_t xdone;      /* the express worker finished lane-0 task xdone, before which all had retired */
     /* GPUOS__PK_TIMESTAMPS builds only (latency probes): %globaltimer when the fetcher
        saw a batch [0] and had pushed it [1], a worker saw an inbox entry [2], finished
        its tiles [3] and flushed its done counts [4], the retirer retired [5]; lane 1's
        fetcher had pushed a batch [6] and its retirer retired [7] */
     uint64_t stamp[8];
+    /* Host -> device: the express mailbox, read by the express worker (gpuos__pk_params.
+       xworker). Two slots as the ring's (8 self-tagged words each): slot 0 the task's body,
+       slot 1 word 0 its seq; every word's tag is the host's express count mod 255, plus 1. */
+    gpuos__qslot xbox[2];
 } gpuos__pk_ctl;
 
 /* GPUOS__PK_TIMESTAMPS builds: worker cycle counts (clock64, thread 0 of every worker,
@@ -548,6 +558,10 @@ typedef struct gpuos__pk_params {
        host memory): the host sees whether every block became resident. */
     uint32_t *up;
     uint32_t epoch;
+    /* Express tasks: the worker that polls ctl->xbox (n_main - 1; >= n_main: none), and the
+       device word whose atomicMax claims an express task (GPUOS__DESC_XPRESS) */
+    uint32_t xworker;
+    unsigned long long *xclaim;
 } gpuos__pk_params;
 
 #endif /* GPUOS_QUEUE_H */
@@ -3017,6 +3031,7 @@ typedef struct cuda__memo {
     uint64_t lo[GPUOS__MAX_PTR], hi[GPUOS__MAX_PTR];
     int write[GPUOS__MAX_PTR];
     uint32_t ver[GPUOS__MAX_PTR];         /* the log's ver (written here) or wver (only read) after it */
+    int xp;                               /* it went express: a repeat may only go express too */
 } cuda__memo;
 
 typedef struct cuda__plan_entry {
@@ -3034,6 +3049,9 @@ typedef struct cuda__plan_entry {
 /* a fused few-row product's row tiles are cut in S 64-column slices from S = this on
    (cuda_matmul_rows; N >= 512; GPUOS_CUDA_MM_SLICES overrides, 0: never): bench/NOTES.md, session 23 */
 #define CUDA__MM_SLICES 8
+/* Express tasks (cuda_xpress_ok): at most this many tiles (element-wise; other kinds one),
+   run whole by the express worker (GPUOS_CUDA_EXPRESS=N sets it, 0 turns express off) */
+#define CUDA__XPRESS_TILES 4
 struct gpuos__cuda {
     const gpuos__cuda_api *cu;
     gpuos__CUdevice dev;
@@ -3095,6 +3113,9 @@ struct gpuos__cuda {
     int n_granges, cap_granges;
     int serialize;               /* every task waits for all earlier ones (GPUOS_CUDA_SERIALIZE=1) */
     int hi_used;                 /* a task asked for high priority: lane-0 tasks get GPUOS__KIND_HICHECK */
+    uint32_t xtiles;             /* express tasks of at most this many tiles (0: none; cuda_xpress_ok) */
+    uint32_t xcount;             /* the mailbox's tag: 1 .. 255, the next express task's the next */
+    uint64_t xsent;              /* express tasks sent (gpuos_debug_express) */
     uint64_t last_activity_ns;   /* the reaper's last sight of a new task (or the launch) */
     uint64_t idle_dseq;          /* dseq at that sight */
 
@@ -3212,6 +3233,10 @@ static void cuda_refresh_retired(struct gpuos__cuda *c) {
     int l;
     for (l = 0; l < GPUOS__LANES; l++) {
         uint64_t r = cuda_load_acquire(cuda_ctl_retired(c, l));
+        if (l == 0) { /* an express task finished: every earlier one had retired when it was sent */
+            const uint64_t x = cuda_load_acquire(&c->ctl->xdone);
+            if (x > r) r = x;
+        }
         if (r > c->retired_seen[l]) c->retired_seen[l] = r;
     }
 }
@@ -3898,6 +3923,7 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0, 64 + GPUOS__PROF_N * 8, c->copy_stream), "cuMemsetD8Async (retired)");
     c->P.retired = (uint64_t *)(uintptr_t)d; /* [lane] */
     c->P.prof = (unsigned long long *)(uintptr_t)(d + 64); /* probe builds' counters */
+    c->P.xclaim = (unsigned long long *)(uintptr_t)(d + 32); /* express claims, then runs (zeroed with it) */
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__PLAN_CAP * GPUOS__PLAN_BYTES), "cuMemAlloc (plans)");
     c->P.plans = (char *)(uintptr_t)d;
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__GPOOL * sizeof(gpuos__qdesc)), "cuMemAlloc (graph descriptors)");
@@ -4040,6 +4066,7 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     /* Diagnostic switches (documented in docs/ARCHITECTURE.md): correctness never needs them. */
     c->align = !(getenv("GPUOS_CUDA_ALIGN") && getenv("GPUOS_CUDA_ALIGN")[0] == '0');
     c->subalign = !(getenv("GPUOS_CUDA_SUBALIGN") && getenv("GPUOS_CUDA_SUBALIGN")[0] == '0');
+    c->xtiles = getenv("GPUOS_CUDA_EXPRESS") ? (uint32_t)atoi(getenv("GPUOS_CUDA_EXPRESS")) : CUDA__XPRESS_TILES;
     c->mm_rows = !(getenv("GPUOS_CUDA_MM_ROWS") && getenv("GPUOS_CUDA_MM_ROWS")[0] == '0');
     c->mm_slices = getenv("GPUOS_CUDA_MM_SLICES") ? atoi(getenv("GPUOS_CUDA_MM_SLICES")) : CUDA__MM_SLICES;
     c->mm_f32 = gpuos__device_kernel_id(GPUOS_OP_MATMUL, GPUOS_F32, GPUOS_F32);
@@ -4216,18 +4243,45 @@ static gpuos_status cuda_ring_room(gpuos_context *ctx, struct gpuos__cuda *c, in
 
 /* Writes a 56-byte body into lane's next slot as 8 self-tagged words (gpuos_queue.h):
    each word is one aligned 8-byte store, in any order, so no fence is needed. */
-static void cuda_put(struct gpuos__cuda *c, int lane, const void *body) {
-    volatile uint64_t *w = c->ring[lane][c->pos[lane] & (c->P.ring_slots - 1)].w;
+static void cuda_put_slot(volatile uint64_t *w, const void *body, uint64_t tag) {
     const unsigned char *b = (const unsigned char *)body;
-    const uint64_t tag = GPUOS__LAP_TAG(c->pos[lane], c->P.ring_log2) << 56;
     int k;
     for (k = 0; k < 8; k++) {
         uint64_t v = 0;
         int j;
         for (j = 6; j >= 0; j--) v = (v << 8) | b[7 * k + j]; /* little-endian, whatever the host's order */
-        __atomic_store_n(&w[k], v | tag, __ATOMIC_RELAXED);
+        __atomic_store_n(&w[k], v | tag << 56, __ATOMIC_RELAXED);
     }
+}
+static void cuda_put(struct gpuos__cuda *c, int lane, const void *body) {
+    cuda_put_slot(c->ring[lane][c->pos[lane] & (c->P.ring_slots - 1)].w, body,
+                  GPUOS__LAP_TAG(c->pos[lane], c->P.ring_log2));
     c->pos[lane]++;
+}
+
+static int cuda_plan_fetched(struct gpuos__cuda *c, const struct cuda__plan_entry *e);
+/* Express tasks (docs/ARCHITECTURE.md): may task d (lane 0, sequence number c->dseq[0], no
+   dependency) run whole on the express worker? Only when every earlier task is known retired
+   (so nothing it touches is in flight and the previous express task is done, its mailbox
+   free), its plan row is in the device's table, it is a built-in operator's, and it is small:
+   one tile, or a few of an element-wise operator (whose items the worker runs as one range). */
+static int cuda_xpress_ok(struct gpuos__cuda *c, const gpuos__job *job, const gpuos__qdesc *d) {
+    if (!c->xtiles || c->hi_used || c->serialize || !c->running || c->P.xworker >= c->P.n_main) return 0;
+    if (d->n_deps != 0 || d->n_tiles == 0 || d->kernel_id >= GPUOS__RT_KERNEL_BASE) return 0;
+    if (d->n_tiles > c->xtiles || (d->n_tiles > 1 && job->kind != GPUOS__KIND_EW)) return 0;
+    if (c->dseq[0] - 1 != c->retired_seen[0]) return 0;
+    return cuda_plan_fetched(c, &c->plans[d->plan_id]);
+}
+/* Task d (seq) into the express mailbox, before its ring slot (whichever the device reads
+   first, the express worker's claim or the fetcher's decides who runs it). */
+static void cuda_xbox_put(struct gpuos__cuda *c, const gpuos__qdesc *d, uint64_t seq) {
+    uint64_t w[7];
+    memset(w, 0, sizeof w);
+    w[0] = seq;
+    c->xcount = c->xcount % 255u + 1u;
+    c->xsent++;
+    cuda_put_slot(c->ctl->xbox[0].w, d, c->xcount);
+    cuda_put_slot(c->ctl->xbox[1].w, w, c->xcount);
 }
 
 /* Blocks [first, first + n) of the current launch seen started (gpuos__pk_params.up). */
@@ -4277,6 +4331,7 @@ static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c
                 break;
             }
     c->P.n_main = (uint32_t)c->n_workers - c->P.n_rt;
+    c->P.xworker = c->xtiles && c->P.n_main > 1 ? c->P.n_main - 1 : UINT32_MAX; /* the express worker */
     c->P.epoch++;
     c->all_up = 0;
     c->launch_ns = cuda_now_ns();
@@ -4657,7 +4712,7 @@ static void cuda_plan_send(struct gpuos__cuda *c, cuda__plan_entry *e, uint32_t 
 }
 
 /* Has the device copied row e into its plan table? */
-static int cuda_plan_fetched(struct gpuos__cuda *c, const cuda__plan_entry *e) {
+static int cuda_plan_fetched(struct gpuos__cuda *c, const struct cuda__plan_entry *e) {
     if (e->wpos <= c->fetched_seen[e->wlane]) return 1;
     c->fetched_seen[e->wlane] = cuda_load_acquire(cuda_ctl_fetched(c, e->wlane));
     return e->wpos <= c->fetched_seen[e->wlane];
@@ -4983,10 +5038,12 @@ static int cuda_memo_find(const cuda__memo *m, cuda__access **e) {
    dropped (recording moves entries: e[] is not used after it); then m is this task. */
 static void cuda_memo_relog(const struct gpuos__cuda *c, cuda__memo *m, cuda__access *const *e, uint64_t dseq,
                             const gpuos__qdesc *d) {
+    const int xp = (d->stamp & GPUOS__DESC_XPRESS) != 0;
     int k;
     for (k = 0; k < m->n_acc; k++)
         if (e[k]) {
             e[k]->dseq = dseq;
+            if (xp) e[k]->sig = 0, e[k]->lin = 0; /* its tiles all ran on one worker: no one aligns with it */
             m->lg[k]->ver++;
         }
     for (k = 0; k < m->n_acc; k++)
@@ -5005,6 +5062,7 @@ static void cuda_memo_relog(const struct gpuos__cuda *c, cuda__memo *m, cuda__ac
         }
     for (k = 0; k < m->n_acc; k++) m->ver[k] = m->write[k] ? m->lg[k]->ver : m->lg[k]->wver;
     m->dseq = dseq;
+    m->xp = xp;
 }
 
 /* A repeated task (the same as one encoded before: loops' x = x + s, a frame's updates) gets
@@ -5031,10 +5089,18 @@ static gpuos_status cuda_encode_repeat(gpuos_context *ctx, struct gpuos__cuda *c
     for (k = 0; k < m->n_acc; k++)
         if ((m->write[k] ? m->lg[k]->ver : m->lg[k]->wver) != m->ver[k]) return GPUOS_ERR_UNSUPPORTED;
     if (!cuda_memo_find(m, e)) return GPUOS_ERR_UNSUPPORTED;
-    st = cuda_ring_room(ctx, c, 0, 1);
-    if (st != GPUOS_OK) return st;
     d = m->d;
     d.kind = (d.kind & ~(uint32_t)GPUOS__KIND_HICHECK) | (c->hi_used ? (uint32_t)GPUOS__KIND_HICHECK : 0u);
+    d.stamp &= ~(uint32_t)GPUOS__DESC_XPRESS;
+    /* m's tiles all ran on the express worker: its tile-aligned encoding holds only for a
+       repeat that goes express too (m retired), else the full encoding waits for it */
+    if (cuda_xpress_ok(c, job, &d))
+        d.stamp |= GPUOS__DESC_XPRESS;
+    else if (m->xp)
+        return GPUOS_ERR_UNSUPPORTED;
+    st = cuda_ring_room(ctx, c, 0, 1);
+    if (st != GPUOS_OK) return st;
+    if (d.stamp & GPUOS__DESC_XPRESS) cuda_xbox_put(c, &d, c->dseq[0]);
     cuda_put(c, 0, &d);
     job->dseq = c->dseq[0];
     job->lane = 0;
@@ -5240,6 +5306,10 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         if (floor) d.dep_delta[d.n_deps++] = (uint32_t)(me - floor) | GPUOS__DEP_RETIRED;
         if (hi_max) d.dep_delta[d.n_deps++] = GPUOS__DEP_HI | (uint32_t)(hi_max & GPUOS__DEP_HI_MASK);
     }
+    if (lane == 0 && !all && cuda_xpress_ok(c, job, &d)) {
+        d.stamp |= GPUOS__DESC_XPRESS;
+        cuda_xbox_put(c, &d, me);
+    }
     cuda_put(c, lane, &d);
     job->dseq = me;
     job->lane = lane;
@@ -5259,6 +5329,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         memo->d = d;
         memo->plan_key = c->plans[plan_id].key;
         memo->n_acc = 0;
+        memo->xp = (d.stamp & GPUOS__DESC_XPRESS) != 0;
     }
     t0 = GPUOS__PH_NOW();
 
@@ -5276,10 +5347,11 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         a.dseq = me;
         a.lo = lo;
         a.hi = hi;
-        a.sig = ops[k].sig;
+        /* an express task's tiles all ran on one worker: no one aligns with it */
+        a.sig = d.stamp & GPUOS__DESC_XPRESS ? 0 : ops[k].sig;
         a.base = base;
         a.tile = tile;
-        a.lin = ops[k].lin;
+        a.lin = d.stamp & GPUOS__DESC_XPRESS ? 0 : ops[k].lin;
         a.write = ops[k].write;
         a.lane = lane;
         cuda_log_record(c, lg, &a);
@@ -5408,7 +5480,7 @@ gpuos_status gpuos__cuda_wait_locked(gpuos_context *ctx, uint64_t seq, int one, 
             pthread_mutex_unlock(&ctx->mu);
             if (cuda_now_ns() - t0 < CUDA__SPIN_NS) { /* spinning on two cached words */
                 while (cuda_load_acquire(&c->ctl->retired) == seen0 && cuda_load_acquire(&c->ctl->retired_hi) == seen1 &&
-                       ++spins % 256) {
+                       cuda_load_acquire(&c->ctl->xdone) <= seen0 && ++spins % 256) {
                 }
             } else {
                 cuda_sleep_ns(20000);
@@ -5754,6 +5826,18 @@ void gpuos_debug_compile_times(gpuos_context *ctx, int *programs, double *compil
     if (compile_ms) *compile_ms = c ? c->compile_ms : 0;
     if (slowest_ms) *slowest_ms = c ? c->slowest_part_ms : 0;
     if (link_ms) *link_ms = c ? c->link_ms : 0;
+}
+
+void gpuos_debug_express(gpuos_context *ctx, uint64_t *sent, uint64_t *by_worker) {
+    struct gpuos__cuda *c = ctx ? ctx->cuda : NULL;
+    uint64_t n = 0;
+    if (sent) *sent = 0;
+    if (by_worker) *by_worker = 0;
+    if (!c) return;
+    pthread_mutex_lock(&ctx->mu);
+    if (sent) *sent = c->xsent;
+    if (by_worker && gpuos__cuda_memcpy(ctx, &n, c->P.xclaim + 1, sizeof n, 0) == GPUOS_OK) *by_worker = n;
+    pthread_mutex_unlock(&ctx->mu);
 }
 
 void gpuos_debug_rt_times(gpuos_context *ctx, double *compile_ms, double *link_ms, double *swap_ms) {
@@ -24744,6 +24828,12 @@ const char *const gpuos__device_source[] = {
     "/* qdesc.stamp flag of a recorded graph's node (host and gpuos__qgraph_node): it waits for the\n",
     "   launch's external dependency; cleared when the node becomes a task */\n",
     "#define GPUOS__DESC_EXT 1u\n",
+    "/* qdesc.stamp flag: an express task (docs/ARCHITECTURE.md, \"Express tasks\"): the host also\n",
+    "   wrote it to the express worker's mailbox (gpuos__pk_ctl.xbox). Whoever claims it first\n",
+    "   (atomicMax of gpuos__pk_params.xclaim to its seq) runs it: the express worker, all of it\n",
+    "   on its one block, or the fetcher, which then places it as any task. The fetcher that\n",
+    "   loses pushes nothing and leaves its done stamp to the express worker. */\n",
+    "#define GPUOS__DESC_XPRESS 4u\n",
     "\n",
     "/* Done stamps: task seq's word in the lane's done array (slot seq mod task_cap) holds its\n",
     "   identity and its progress in one 64-bit value, so that one load tells a reader both. The\n",
@@ -24871,12 +24961,16 @@ const char *const gpuos__device_source[] = {
     "    uint64_t fetched;  /* ring positions below this have been copied: the host may reuse them */\n",
     "    uint64_t retired_hi; /* lane 1 (high priority): as retired */\n",
     "    uint64_t fetched_hi; /* lane 1: as fetched */\n",
-    "    uint64_t pad_;\n",
+    "    uint64_t xdone;      /* the express worker finished lane-0 task xdone, before which all had retired */\n",
     "    /* GPUOS__PK_TIMESTAMPS builds only (latency probes): %globaltimer when the fetcher\n",
     "       saw a batch [0] and had pushed it [1], a worker saw an inbox entry [2], finished\n",
     "       its tiles [3] and flushed its done counts [4], the retirer retired [5]; lane 1's\n",
     "       fetcher had pushed a batch [6] and its retirer retired [7] */\n",
     "    uint64_t stamp[8];\n",
+    "    /* Host -> device: the express mailbox, read by the express worker (gpuos__pk_params.\n",
+    "       xworker). Two slots as the ring's (8 self-tagged words each): slot 0 the task's body,\n",
+    "       slot 1 word 0 its seq; every word's tag is the host's express count mod 255, plus 1. */\n",
+    "    gpuos__qslot xbox[2];\n",
     "} gpuos__pk_ctl;\n",
     "\n",
     "/* GPUOS__PK_TIMESTAMPS builds: worker cycle counts (clock64, thread 0 of every worker,\n",
@@ -24939,6 +25033,10 @@ const char *const gpuos__device_source[] = {
     "       host memory): the host sees whether every block became resident. */\n",
     "    uint32_t *up;\n",
     "    uint32_t epoch;\n",
+    "    /* Express tasks: the worker that polls ctl->xbox (n_main - 1; >= n_main: none), and the\n",
+    "       device word whose atomicMax claims an express task (GPUOS__DESC_XPRESS) */\n",
+    "    uint32_t xworker;\n",
+    "    unsigned long long *xclaim;\n",
     "} gpuos__pk_params;\n",
     "\n",
     "#endif /* GPUOS_QUEUE_H */\n",
@@ -25146,10 +25244,16 @@ const char *const gpuos__device_source[] = {
     "        } else {\n",
     "            gpuos__qdesc d = body.d;\n",
     "            if (kind == GPUOS__SLOT_EXIT) d.n_tiles = 0, d.base = 0;\n",
+    "            /* an express task the express worker claimed first: it runs there and writes the\n",
+    "               done stamp itself (gpuos__pk_express); here it gets no inbox entries */\n",
+    "            const bool taken = LANE == 0 && kind == GPUOS__SLOT_TASK && (d.stamp & GPUOS__DESC_XPRESS) &&\n",
+    "                               atomicMax(P.xclaim, (unsigned long long)seq) >= (unsigned long long)seq;\n",
+    "            if (taken) d.n_tiles = 0;\n",
     "            s_d[rank] = d;\n",
     "            gpuos__dtask *t = &tasks[seq & (P.task_cap - 1)];\n",
     "            t->d = d;\n",
-    "            done[seq & (P.task_cap - 1)] = kind == GPUOS__SLOT_EXIT \? GPUOS__DONE_EXIT(seq) : GPUOS__DONE_INIT(seq, d.n_tiles);\n",
+    "            if (!taken)\n",
+    "                done[seq & (P.task_cap - 1)] = kind == GPUOS__SLOT_EXIT \? GPUOS__DONE_EXIT(seq) : GPUOS__DONE_INIT(seq, d.n_tiles);\n",
     "        }\n",
     "    }\n",
     "    /* s_d and the task-ring entries are complete for the warp after this sync. The task-ring\n",
@@ -25771,6 +25875,33 @@ const char *const gpuos__device_source[] = {
     "   block (which might be waiting on one of ours), so nothing can deadlock. */\n",
     "/* me: this block's inbox; loc, nw: its index among the nw workers of its kind (the\n",
     "   tiles it owns are those with (base + t) % nw == loc). */\n",
+    "/* The express worker's look at its mailbox (gpuos__pk_ctl.xbox, every lane of warp 0; lanes\n",
+    "   0..15 read one word each, issued with the inbox read, so one PCIe round trip): 1 in every\n",
+    "   lane when it holds a task newer than *xlast that this worker then claimed (atomicMax of\n",
+    "   P.xclaim; the fetcher, which claims the same way, skips it), its descriptor in *xd and\n",
+    "   seq in *xseq. A torn mailbox (words of two tasks) has tags that differ: not complete. */\n",
+    "static __device__ __forceinline__ int gpuos__pk_xclaim(const gpuos__pk_params &P, uint64_t wv, uint64_t *xlast,\n",
+    "                                                       gpuos__qdesc *xd, uint64_t *xseq) {\n",
+    "    const int lane = threadIdx.x & 31;\n",
+    "    const uint64_t tag = wv >> 56, tag0 = __shfl_sync(0xffffffffu, tag, 0);\n",
+    "    if (!__all_sync(0xffffffffu, lane >= 16 || (tag == tag0 && tag != 0))) return 0;\n",
+    "    const uint64_t sq = __shfl_sync(0xffffffffu, wv, 8) & 0x00ffffffffffffffull;\n",
+    "    if (sq <= *xlast) return 0;\n",
+    "    *xlast = sq;\n",
+    "    int won = 0;\n",
+    "    if (lane == 0) won = atomicMax(P.xclaim, (unsigned long long)sq) < (unsigned long long)sq;\n",
+    "    won = __shfl_sync(0xffffffffu, won, 0);\n",
+    "    const uint64_t nx = __shfl_down_sync(0xffffffffu, wv, 1);\n",
+    "    if (!won) return 0;\n",
+    "    if (lane < 7) { /* body word lane, as gpuos__fetch_poll decodes it */\n",
+    "        const uint64_t m = 0x00ffffffffffffffull;\n",
+    "        ((uint64_t *)xd)[lane] = ((wv & m) >> (8 * lane)) | ((nx & m) << (56 - 8 * lane));\n",
+    "    }\n",
+    "    if (lane == 0) *xseq = sq;\n",
+    "    __syncwarp();\n",
+    "    return 1;\n",
+    "}\n",
+    "\n",
     "static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t me, const uint32_t loc,\n",
     "                                      const uint32_t nw) {\n",
     "    __shared__ gpuos__qdesc s_d[32];\n",
@@ -25782,7 +25913,11 @@ const char *const gpuos__device_source[] = {
     "    __shared__ uint64_t s_href;    /* lane 1: the seq of the last entry consumed (gpuos__pk_read_entry) */\n",
     "    __shared__ uint32_t s_same;    /* bit i: entry i + 1 is identical to entry i (runs) */\n",
     "    __shared__ uint32_t s_sysw;    /* bit i: entry i writes mapped host memory (gpuos__pk_publish) */\n",
+    "    __shared__ gpuos__qdesc s_xd;  /* the express task this block claimed (s_n < 0) */\n",
+    "    __shared__ uint64_t s_xseq;\n",
     "    const int tid = threadIdx.x, lane = tid & 31;\n",
+    "    const bool xw = me == P.xworker; /* the express worker: also polls the mailbox when idle */\n",
+    "    uint64_t xlast = 0;              /* (warp 0) the newest express seq it saw */\n",
     "    const gpuos__ientry *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;\n",
     "    uint32_t head = P.wpos[0][me];\n",
     "    uint64_t ref = P.start_seq[0] - 1; /* the seq of the last entry consumed (gpuos__pk_read_entry) */\n",
@@ -25809,6 +25944,10 @@ const char *const gpuos__device_source[] = {
     "                    if (lane == 0) s_n = 0;\n",
     "                    break;\n",
     "                }\n",
+    "                /* the express worker idle: its mailbox read flies with the inbox read */\n",
+    "                uint64_t xv = 0;\n",
+    "                if (xw && spin > 0 && lane < 16)\n",
+    "                    asm volatile(\"ld.volatile.global.u64 %0, [%1];\" : \"=l\"(xv) : \"l\"(&P.ctl->xbox[lane >> 3].w[lane & 7]) : \"memory\");\n",
     "                const int ok = gpuos__pk_read_entry(P, 0, inbox, head + lane, ref, &s_d[lane], &s_seq[lane]);\n",
     "                s_mine[lane] = 0;\n",
     "                uint32_t b = __ballot_sync(0xffffffffu, ok);\n",
@@ -25830,6 +25969,10 @@ const char *const gpuos__device_source[] = {
     "#endif\n",
     "                    break;\n",
     "                }\n",
+    "                if (xw && spin > 0 && gpuos__pk_xclaim(P, xv, &xlast, &s_xd, &s_xseq)) {\n",
+    "                    if (lane == 0) s_n = -1;\n",
+    "                    break;\n",
+    "                }\n",
     "                if (++spin > 8) gpuos__nanosleep(spin > 4096 \? 256 : 32);\n",
     "                /* long idle: forget the plan copy, so that however many plan rows were\n",
     "                   rewritten meanwhile, a wrapped 24-bit epoch can never match it */\n",
@@ -25848,6 +25991,39 @@ const char *const gpuos__device_source[] = {
     "#if GPUOS__PK_RUN_ON\n",
     "            run_kid = -1;\n",
     "#endif\n",
+    "        }\n",
+    "        if (n < 0) { /* an express task: all of it here, then its done stamp and the host's word */\n",
+    "            const gpuos__qdesc *d = &s_xd;\n",
+    "            /* every thread acquires: the task's inputs were written by tasks that retired */\n",
+    "            asm volatile(\"fence.acq_rel.gpu;\" ::: \"memory\");\n",
+    "            if (gpuos__pk_plan_changed(d, plan_row, plan_epoch)) {\n",
+    "                gpuos__pk_load_plan(P, d, s_plan, tid, blockDim.x, plan_row, plan_epoch);\n",
+    "                plan_row = d->plan_id;\n",
+    "                plan_epoch = d->kind >> 8;\n",
+    "                vec_state = -1;\n",
+    "#if GPUOS__PK_RUN_ON\n",
+    "                run_kid = -1;\n",
+    "#endif\n",
+    "                __syncthreads();\n",
+    "            }\n",
+    "            /* one range: an element-wise task's items in any split give the same elements (the\n",
+    "               host sends others only as one tile); out of line (a second inline copy of the\n",
+    "               vector passes would double the worker loop's code) */\n",
+    "            gpuos__d_run(d->kernel_id, s_plan, 0, d->n_items);\n",
+    "            __syncthreads();\n",
+    "            if (tid == 0) {\n",
+    "                const uint64_t sq = s_xseq;\n",
+    "                atomicAdd(P.xclaim + 1, 1ull); /* express tasks run here (gpuos_debug_express) */\n",
+    "                if (d->stamp & GPUOS__DESC_SYSW)\n",
+    "                    __threadfence_system();\n",
+    "                else\n",
+    "                    __threadfence();\n",
+    "                asm volatile(\"st.relaxed.gpu.global.u64 [%0], %1;\" ::\"l\"(&P.done[0][sq & (P.task_cap - 1)]),\n",
+    "                             \"l\"((uint64_t)(uint32_t)(sq + 1) << 32) : \"memory\");\n",
+    "                gpuos__st_relaxed_sys_u64(&P.ctl->xdone, sq);\n",
+    "            }\n",
+    "            __syncthreads(); /* s_xd, s_n and the plan are read by all before warp 0 looks again */\n",
+    "            continue;\n",
     "        }\n",
     "        if (n == 0) { /* lane 1 work: run it, then look again */\n",
     "            gpuos__pk_hi(P, me, loc, nw, &s_hhead, &s_href);\n",

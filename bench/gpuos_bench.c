@@ -191,6 +191,12 @@ static int row_roundtrip(void) {
     }
     double med = median_info("roundtrip", t, R, 1e6);
     free(t);
+    {
+        uint64_t sent = 0, ran = 0; /* express tasks (docs/ARCHITECTURE.md) so far in this context */
+        gpuos_debug_express(ctx, &sent, &ran);
+        printf("INFO roundtrip.express_sent %llu\nINFO roundtrip.express_by_worker %llu\n", (unsigned long long)sent,
+               (unsigned long long)ran);
+    }
     if (check_filled(ctx, x, n, 1.0f, warm + R)) return -1;
     row_out("roundtrip", "us", med * 1e6);
     gpuos_tensor_release(x);

@@ -108,6 +108,7 @@ typedef struct cuda__memo {
     uint64_t lo[GPUOS__MAX_PTR], hi[GPUOS__MAX_PTR];
     int write[GPUOS__MAX_PTR];
     uint32_t ver[GPUOS__MAX_PTR];         /* the log's ver (written here) or wver (only read) after it */
+    int xp;                               /* it went express: a repeat may only go express too */
 } cuda__memo;
 
 typedef struct cuda__plan_entry {
@@ -125,6 +126,9 @@ typedef struct cuda__plan_entry {
 /* a fused few-row product's row tiles are cut in S 64-column slices from S = this on
    (cuda_matmul_rows; N >= 512; GPUOS_CUDA_MM_SLICES overrides, 0: never): bench/NOTES.md, session 23 */
 #define CUDA__MM_SLICES 8
+/* Express tasks (cuda_xpress_ok): at most this many tiles (element-wise; other kinds one),
+   run whole by the express worker (GPUOS_CUDA_EXPRESS=N sets it, 0 turns express off) */
+#define CUDA__XPRESS_TILES 4
 struct gpuos__cuda {
     const gpuos__cuda_api *cu;
     gpuos__CUdevice dev;
@@ -186,6 +190,9 @@ struct gpuos__cuda {
     int n_granges, cap_granges;
     int serialize;               /* every task waits for all earlier ones (GPUOS_CUDA_SERIALIZE=1) */
     int hi_used;                 /* a task asked for high priority: lane-0 tasks get GPUOS__KIND_HICHECK */
+    uint32_t xtiles;             /* express tasks of at most this many tiles (0: none; cuda_xpress_ok) */
+    uint32_t xcount;             /* the mailbox's tag: 1 .. 255, the next express task's the next */
+    uint64_t xsent;              /* express tasks sent (gpuos_debug_express) */
     uint64_t last_activity_ns;   /* the reaper's last sight of a new task (or the launch) */
     uint64_t idle_dseq;          /* dseq at that sight */
 
@@ -303,6 +310,10 @@ static void cuda_refresh_retired(struct gpuos__cuda *c) {
     int l;
     for (l = 0; l < GPUOS__LANES; l++) {
         uint64_t r = cuda_load_acquire(cuda_ctl_retired(c, l));
+        if (l == 0) { /* an express task finished: every earlier one had retired when it was sent */
+            const uint64_t x = cuda_load_acquire(&c->ctl->xdone);
+            if (x > r) r = x;
+        }
         if (r > c->retired_seen[l]) c->retired_seen[l] = r;
     }
 }
@@ -989,6 +1000,7 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0, 64 + GPUOS__PROF_N * 8, c->copy_stream), "cuMemsetD8Async (retired)");
     c->P.retired = (uint64_t *)(uintptr_t)d; /* [lane] */
     c->P.prof = (unsigned long long *)(uintptr_t)(d + 64); /* probe builds' counters */
+    c->P.xclaim = (unsigned long long *)(uintptr_t)(d + 32); /* express claims, then runs (zeroed with it) */
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__PLAN_CAP * GPUOS__PLAN_BYTES), "cuMemAlloc (plans)");
     c->P.plans = (char *)(uintptr_t)d;
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__GPOOL * sizeof(gpuos__qdesc)), "cuMemAlloc (graph descriptors)");
@@ -1131,6 +1143,7 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     /* Diagnostic switches (documented in docs/ARCHITECTURE.md): correctness never needs them. */
     c->align = !(getenv("GPUOS_CUDA_ALIGN") && getenv("GPUOS_CUDA_ALIGN")[0] == '0');
     c->subalign = !(getenv("GPUOS_CUDA_SUBALIGN") && getenv("GPUOS_CUDA_SUBALIGN")[0] == '0');
+    c->xtiles = getenv("GPUOS_CUDA_EXPRESS") ? (uint32_t)atoi(getenv("GPUOS_CUDA_EXPRESS")) : CUDA__XPRESS_TILES;
     c->mm_rows = !(getenv("GPUOS_CUDA_MM_ROWS") && getenv("GPUOS_CUDA_MM_ROWS")[0] == '0');
     c->mm_slices = getenv("GPUOS_CUDA_MM_SLICES") ? atoi(getenv("GPUOS_CUDA_MM_SLICES")) : CUDA__MM_SLICES;
     c->mm_f32 = gpuos__device_kernel_id(GPUOS_OP_MATMUL, GPUOS_F32, GPUOS_F32);
@@ -1307,18 +1320,45 @@ static gpuos_status cuda_ring_room(gpuos_context *ctx, struct gpuos__cuda *c, in
 
 /* Writes a 56-byte body into lane's next slot as 8 self-tagged words (gpuos_queue.h):
    each word is one aligned 8-byte store, in any order, so no fence is needed. */
-static void cuda_put(struct gpuos__cuda *c, int lane, const void *body) {
-    volatile uint64_t *w = c->ring[lane][c->pos[lane] & (c->P.ring_slots - 1)].w;
+static void cuda_put_slot(volatile uint64_t *w, const void *body, uint64_t tag) {
     const unsigned char *b = (const unsigned char *)body;
-    const uint64_t tag = GPUOS__LAP_TAG(c->pos[lane], c->P.ring_log2) << 56;
     int k;
     for (k = 0; k < 8; k++) {
         uint64_t v = 0;
         int j;
         for (j = 6; j >= 0; j--) v = (v << 8) | b[7 * k + j]; /* little-endian, whatever the host's order */
-        __atomic_store_n(&w[k], v | tag, __ATOMIC_RELAXED);
+        __atomic_store_n(&w[k], v | tag << 56, __ATOMIC_RELAXED);
     }
+}
+static void cuda_put(struct gpuos__cuda *c, int lane, const void *body) {
+    cuda_put_slot(c->ring[lane][c->pos[lane] & (c->P.ring_slots - 1)].w, body,
+                  GPUOS__LAP_TAG(c->pos[lane], c->P.ring_log2));
     c->pos[lane]++;
+}
+
+static int cuda_plan_fetched(struct gpuos__cuda *c, const struct cuda__plan_entry *e);
+/* Express tasks (docs/ARCHITECTURE.md): may task d (lane 0, sequence number c->dseq[0], no
+   dependency) run whole on the express worker? Only when every earlier task is known retired
+   (so nothing it touches is in flight and the previous express task is done, its mailbox
+   free), its plan row is in the device's table, it is a built-in operator's, and it is small:
+   one tile, or a few of an element-wise operator (whose items the worker runs as one range). */
+static int cuda_xpress_ok(struct gpuos__cuda *c, const gpuos__job *job, const gpuos__qdesc *d) {
+    if (!c->xtiles || c->hi_used || c->serialize || !c->running || c->P.xworker >= c->P.n_main) return 0;
+    if (d->n_deps != 0 || d->n_tiles == 0 || d->kernel_id >= GPUOS__RT_KERNEL_BASE) return 0;
+    if (d->n_tiles > c->xtiles || (d->n_tiles > 1 && job->kind != GPUOS__KIND_EW)) return 0;
+    if (c->dseq[0] - 1 != c->retired_seen[0]) return 0;
+    return cuda_plan_fetched(c, &c->plans[d->plan_id]);
+}
+/* Task d (seq) into the express mailbox, before its ring slot (whichever the device reads
+   first, the express worker's claim or the fetcher's decides who runs it). */
+static void cuda_xbox_put(struct gpuos__cuda *c, const gpuos__qdesc *d, uint64_t seq) {
+    uint64_t w[7];
+    memset(w, 0, sizeof w);
+    w[0] = seq;
+    c->xcount = c->xcount % 255u + 1u;
+    c->xsent++;
+    cuda_put_slot(c->ctl->xbox[0].w, d, c->xcount);
+    cuda_put_slot(c->ctl->xbox[1].w, w, c->xcount);
 }
 
 /* Blocks [first, first + n) of the current launch seen started (gpuos__pk_params.up). */
@@ -1368,6 +1408,7 @@ static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c
                 break;
             }
     c->P.n_main = (uint32_t)c->n_workers - c->P.n_rt;
+    c->P.xworker = c->xtiles && c->P.n_main > 1 ? c->P.n_main - 1 : UINT32_MAX; /* the express worker */
     c->P.epoch++;
     c->all_up = 0;
     c->launch_ns = cuda_now_ns();
@@ -1748,7 +1789,7 @@ static void cuda_plan_send(struct gpuos__cuda *c, cuda__plan_entry *e, uint32_t 
 }
 
 /* Has the device copied row e into its plan table? */
-static int cuda_plan_fetched(struct gpuos__cuda *c, const cuda__plan_entry *e) {
+static int cuda_plan_fetched(struct gpuos__cuda *c, const struct cuda__plan_entry *e) {
     if (e->wpos <= c->fetched_seen[e->wlane]) return 1;
     c->fetched_seen[e->wlane] = cuda_load_acquire(cuda_ctl_fetched(c, e->wlane));
     return e->wpos <= c->fetched_seen[e->wlane];
@@ -2074,10 +2115,12 @@ static int cuda_memo_find(const cuda__memo *m, cuda__access **e) {
    dropped (recording moves entries: e[] is not used after it); then m is this task. */
 static void cuda_memo_relog(const struct gpuos__cuda *c, cuda__memo *m, cuda__access *const *e, uint64_t dseq,
                             const gpuos__qdesc *d) {
+    const int xp = (d->stamp & GPUOS__DESC_XPRESS) != 0;
     int k;
     for (k = 0; k < m->n_acc; k++)
         if (e[k]) {
             e[k]->dseq = dseq;
+            if (xp) e[k]->sig = 0, e[k]->lin = 0; /* its tiles all ran on one worker: no one aligns with it */
             m->lg[k]->ver++;
         }
     for (k = 0; k < m->n_acc; k++)
@@ -2096,6 +2139,7 @@ static void cuda_memo_relog(const struct gpuos__cuda *c, cuda__memo *m, cuda__ac
         }
     for (k = 0; k < m->n_acc; k++) m->ver[k] = m->write[k] ? m->lg[k]->ver : m->lg[k]->wver;
     m->dseq = dseq;
+    m->xp = xp;
 }
 
 /* A repeated task (the same as one encoded before: loops' x = x + s, a frame's updates) gets
@@ -2122,10 +2166,18 @@ static gpuos_status cuda_encode_repeat(gpuos_context *ctx, struct gpuos__cuda *c
     for (k = 0; k < m->n_acc; k++)
         if ((m->write[k] ? m->lg[k]->ver : m->lg[k]->wver) != m->ver[k]) return GPUOS_ERR_UNSUPPORTED;
     if (!cuda_memo_find(m, e)) return GPUOS_ERR_UNSUPPORTED;
-    st = cuda_ring_room(ctx, c, 0, 1);
-    if (st != GPUOS_OK) return st;
     d = m->d;
     d.kind = (d.kind & ~(uint32_t)GPUOS__KIND_HICHECK) | (c->hi_used ? (uint32_t)GPUOS__KIND_HICHECK : 0u);
+    d.stamp &= ~(uint32_t)GPUOS__DESC_XPRESS;
+    /* m's tiles all ran on the express worker: its tile-aligned encoding holds only for a
+       repeat that goes express too (m retired), else the full encoding waits for it */
+    if (cuda_xpress_ok(c, job, &d))
+        d.stamp |= GPUOS__DESC_XPRESS;
+    else if (m->xp)
+        return GPUOS_ERR_UNSUPPORTED;
+    st = cuda_ring_room(ctx, c, 0, 1);
+    if (st != GPUOS_OK) return st;
+    if (d.stamp & GPUOS__DESC_XPRESS) cuda_xbox_put(c, &d, c->dseq[0]);
     cuda_put(c, 0, &d);
     job->dseq = c->dseq[0];
     job->lane = 0;
@@ -2331,6 +2383,10 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         if (floor) d.dep_delta[d.n_deps++] = (uint32_t)(me - floor) | GPUOS__DEP_RETIRED;
         if (hi_max) d.dep_delta[d.n_deps++] = GPUOS__DEP_HI | (uint32_t)(hi_max & GPUOS__DEP_HI_MASK);
     }
+    if (lane == 0 && !all && cuda_xpress_ok(c, job, &d)) {
+        d.stamp |= GPUOS__DESC_XPRESS;
+        cuda_xbox_put(c, &d, me);
+    }
     cuda_put(c, lane, &d);
     job->dseq = me;
     job->lane = lane;
@@ -2350,6 +2406,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         memo->d = d;
         memo->plan_key = c->plans[plan_id].key;
         memo->n_acc = 0;
+        memo->xp = (d.stamp & GPUOS__DESC_XPRESS) != 0;
     }
     t0 = GPUOS__PH_NOW();
 
@@ -2367,10 +2424,11 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         a.dseq = me;
         a.lo = lo;
         a.hi = hi;
-        a.sig = ops[k].sig;
+        /* an express task's tiles all ran on one worker: no one aligns with it */
+        a.sig = d.stamp & GPUOS__DESC_XPRESS ? 0 : ops[k].sig;
         a.base = base;
         a.tile = tile;
-        a.lin = ops[k].lin;
+        a.lin = d.stamp & GPUOS__DESC_XPRESS ? 0 : ops[k].lin;
         a.write = ops[k].write;
         a.lane = lane;
         cuda_log_record(c, lg, &a);
@@ -2499,7 +2557,7 @@ gpuos_status gpuos__cuda_wait_locked(gpuos_context *ctx, uint64_t seq, int one, 
             pthread_mutex_unlock(&ctx->mu);
             if (cuda_now_ns() - t0 < CUDA__SPIN_NS) { /* spinning on two cached words */
                 while (cuda_load_acquire(&c->ctl->retired) == seen0 && cuda_load_acquire(&c->ctl->retired_hi) == seen1 &&
-                       ++spins % 256) {
+                       cuda_load_acquire(&c->ctl->xdone) <= seen0 && ++spins % 256) {
                 }
             } else {
                 cuda_sleep_ns(20000);
@@ -2845,6 +2903,18 @@ void gpuos_debug_compile_times(gpuos_context *ctx, int *programs, double *compil
     if (compile_ms) *compile_ms = c ? c->compile_ms : 0;
     if (slowest_ms) *slowest_ms = c ? c->slowest_part_ms : 0;
     if (link_ms) *link_ms = c ? c->link_ms : 0;
+}
+
+void gpuos_debug_express(gpuos_context *ctx, uint64_t *sent, uint64_t *by_worker) {
+    struct gpuos__cuda *c = ctx ? ctx->cuda : NULL;
+    uint64_t n = 0;
+    if (sent) *sent = 0;
+    if (by_worker) *by_worker = 0;
+    if (!c) return;
+    pthread_mutex_lock(&ctx->mu);
+    if (sent) *sent = c->xsent;
+    if (by_worker && gpuos__cuda_memcpy(ctx, &n, c->P.xclaim + 1, sizeof n, 0) == GPUOS_OK) *by_worker = n;
+    pthread_mutex_unlock(&ctx->mu);
 }
 
 void gpuos_debug_rt_times(gpuos_context *ctx, double *compile_ms, double *link_ms, double *swap_ms) {

@@ -10,7 +10,8 @@ TEST_CXX_STRICT := -Wall -Wextra -Werror
 TEST_BINS      := $(TEST_BUILD)/test_header_c $(TEST_BUILD)/test_header_cpp $(TEST_BUILD)/test_threads \
                   $(TEST_BUILD)/test_order_stress $(TEST_BUILD)/test_expr $(TEST_BUILD)/test_rtops \
                   $(TEST_BUILD)/test_graph $(TEST_BUILD)/test_priority $(TEST_BUILD)/test_runs \
-                  $(TEST_BUILD)/test_repeat $(TEST_BUILD)/test_fuse $(TEST_BUILD)/test_cudalog $(TEST_BUILD)/test_gate $(TEST_BUILD)/test_contexts $(TEST_BUILD)/test_slices $(TEST_BUILD)/test_semantics
+                  $(TEST_BUILD)/test_repeat $(TEST_BUILD)/test_fuse $(TEST_BUILD)/test_cudalog $(TEST_BUILD)/test_gate $(TEST_BUILD)/test_contexts $(TEST_BUILD)/test_slices $(TEST_BUILD)/test_semantics \
+                  $(TEST_BUILD)/test_express
 PYTEST_ARGS    ?=
 
 $(TEST_BUILD):
@@ -81,6 +82,10 @@ $(TEST_BUILD)/test_contexts: tests/test_contexts.c tests/ctest.h gpuos.h $(BUILD
 
 # Small tasks on parts of what a large task just wrote (on a GPU: one-tile tasks placed on the
 # worker of the producer's tile).
+# Express tasks: small tasks sent while the device is idle, and what follows them.
+$(TEST_BUILD)/test_express: tests/test_express.c tests/ctest.h gpuos.h $(BUILD)/gpuos.o | $(TEST_BUILD)
+	$(CC) -std=c99 $(WARN) -Werror $(CFLAGS) -I. tests/test_express.c $(BUILD)/gpuos.o -o $@ $(LDLIBS)
+
 $(TEST_BUILD)/test_slices: tests/test_slices.c tests/ctest.h gpuos.h $(BUILD)/gpuos.o | $(TEST_BUILD)
 	$(CC) -std=c99 $(WARN) -Werror $(CFLAGS) -I. tests/test_slices.c $(BUILD)/gpuos.o -o $@ $(LDLIBS)
 

@@ -199,10 +199,16 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
         } else {
             gpuos__qdesc d = body.d;
             if (kind == GPUOS__SLOT_EXIT) d.n_tiles = 0, d.base = 0;
+            /* an express task the express worker claimed first: it runs there and writes the
+               done stamp itself (gpuos__pk_express); here it gets no inbox entries */
+            const bool taken = LANE == 0 && kind == GPUOS__SLOT_TASK && (d.stamp & GPUOS__DESC_XPRESS) &&
+                               atomicMax(P.xclaim, (unsigned long long)seq) >= (unsigned long long)seq;
+            if (taken) d.n_tiles = 0;
             s_d[rank] = d;
             gpuos__dtask *t = &tasks[seq & (P.task_cap - 1)];
             t->d = d;
-            done[seq & (P.task_cap - 1)] = kind == GPUOS__SLOT_EXIT ? GPUOS__DONE_EXIT(seq) : GPUOS__DONE_INIT(seq, d.n_tiles);
+            if (!taken)
+                done[seq & (P.task_cap - 1)] = kind == GPUOS__SLOT_EXIT ? GPUOS__DONE_EXIT(seq) : GPUOS__DONE_INIT(seq, d.n_tiles);
         }
     }
     /* s_d and the task-ring entries are complete for the warp after this sync. The task-ring
@@ -824,6 +830,33 @@ static __device__ __noinline__ int gpuos__pk_run(const gpuos__qdesc *d, const ui
    block (which might be waiting on one of ours), so nothing can deadlock. */
 /* me: this block's inbox; loc, nw: its index among the nw workers of its kind (the
    tiles it owns are those with (base + t) % nw == loc). */
+/* The express worker's look at its mailbox (gpuos__pk_ctl.xbox, every lane of warp 0; lanes
+   0..15 read one word each, issued with the inbox read, so one PCIe round trip): 1 in every
+   lane when it holds a task newer than *xlast that this worker then claimed (atomicMax of
+   P.xclaim; the fetcher, which claims the same way, skips it), its descriptor in *xd and
+   seq in *xseq. A torn mailbox (words of two tasks) has tags that differ: not complete. */
+static __device__ __forceinline__ int gpuos__pk_xclaim(const gpuos__pk_params &P, uint64_t wv, uint64_t *xlast,
+                                                       gpuos__qdesc *xd, uint64_t *xseq) {
+    const int lane = threadIdx.x & 31;
+    const uint64_t tag = wv >> 56, tag0 = __shfl_sync(0xffffffffu, tag, 0);
+    if (!__all_sync(0xffffffffu, lane >= 16 || (tag == tag0 && tag != 0))) return 0;
+    const uint64_t sq = __shfl_sync(0xffffffffu, wv, 8) & 0x00ffffffffffffffull;
+    if (sq <= *xlast) return 0;
+    *xlast = sq;
+    int won = 0;
+    if (lane == 0) won = atomicMax(P.xclaim, (unsigned long long)sq) < (unsigned long long)sq;
+    won = __shfl_sync(0xffffffffu, won, 0);
+    const uint64_t nx = __shfl_down_sync(0xffffffffu, wv, 1);
+    if (!won) return 0;
+    if (lane < 7) { /* body word lane, as gpuos__fetch_poll decodes it */
+        const uint64_t m = 0x00ffffffffffffffull;
+        ((uint64_t *)xd)[lane] = ((wv & m) >> (8 * lane)) | ((nx & m) << (56 - 8 * lane));
+    }
+    if (lane == 0) *xseq = sq;
+    __syncwarp();
+    return 1;
+}
+
 static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t me, const uint32_t loc,
                                       const uint32_t nw) {
     __shared__ gpuos__qdesc s_d[32];
@@ -835,7 +868,11 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
     __shared__ uint64_t s_href;    /* lane 1: the seq of the last entry consumed (gpuos__pk_read_entry) */
     __shared__ uint32_t s_same;    /* bit i: entry i + 1 is identical to entry i (runs) */
     __shared__ uint32_t s_sysw;    /* bit i: entry i writes mapped host memory (gpuos__pk_publish) */
+    __shared__ gpuos__qdesc s_xd;  /* the express task this block claimed (s_n < 0) */
+    __shared__ uint64_t s_xseq;
     const int tid = threadIdx.x, lane = tid & 31;
+    const bool xw = me == P.xworker; /* the express worker: also polls the mailbox when idle */
+    uint64_t xlast = 0;              /* (warp 0) the newest express seq it saw */
     const gpuos__ientry *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;
     uint32_t head = P.wpos[0][me];
     uint64_t ref = P.start_seq[0] - 1; /* the seq of the last entry consumed (gpuos__pk_read_entry) */
@@ -862,6 +899,10 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                     if (lane == 0) s_n = 0;
                     break;
                 }
+                /* the express worker idle: its mailbox read flies with the inbox read */
+                uint64_t xv = 0;
+                if (xw && spin > 0 && lane < 16)
+                    asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(xv) : "l"(&P.ctl->xbox[lane >> 3].w[lane & 7]) : "memory");
                 const int ok = gpuos__pk_read_entry(P, 0, inbox, head + lane, ref, &s_d[lane], &s_seq[lane]);
                 s_mine[lane] = 0;
                 uint32_t b = __ballot_sync(0xffffffffu, ok);
@@ -883,6 +924,10 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #endif
                     break;
                 }
+                if (xw && spin > 0 && gpuos__pk_xclaim(P, xv, &xlast, &s_xd, &s_xseq)) {
+                    if (lane == 0) s_n = -1;
+                    break;
+                }
                 if (++spin > 8) gpuos__nanosleep(spin > 4096 ? 256 : 32);
                 /* long idle: forget the plan copy, so that however many plan rows were
                    rewritten meanwhile, a wrapped 24-bit epoch can never match it */
@@ -901,6 +946,39 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #if GPUOS__PK_RUN_ON
             run_kid = -1;
 #endif
+        }
+        if (n < 0) { /* an express task: all of it here, then its done stamp and the host's word */
+            const gpuos__qdesc *d = &s_xd;
+            /* every thread acquires: the task's inputs were written by tasks that retired */
+            asm volatile("fence.acq_rel.gpu;" ::: "memory");
+            if (gpuos__pk_plan_changed(d, plan_row, plan_epoch)) {
+                gpuos__pk_load_plan(P, d, s_plan, tid, blockDim.x, plan_row, plan_epoch);
+                plan_row = d->plan_id;
+                plan_epoch = d->kind >> 8;
+                vec_state = -1;
+#if GPUOS__PK_RUN_ON
+                run_kid = -1;
+#endif
+                __syncthreads();
+            }
+            /* one range: an element-wise task's items in any split give the same elements (the
+               host sends others only as one tile); out of line (a second inline copy of the
+               vector passes would double the worker loop's code) */
+            gpuos__d_run(d->kernel_id, s_plan, 0, d->n_items);
+            __syncthreads();
+            if (tid == 0) {
+                const uint64_t sq = s_xseq;
+                atomicAdd(P.xclaim + 1, 1ull); /* express tasks run here (gpuos_debug_express) */
+                if (d->stamp & GPUOS__DESC_SYSW)
+                    __threadfence_system();
+                else
+                    __threadfence();
+                asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&P.done[0][sq & (P.task_cap - 1)]),
+                             "l"((uint64_t)(uint32_t)(sq + 1) << 32) : "memory");
+                gpuos__st_relaxed_sys_u64(&P.ctl->xdone, sq);
+            }
+            __syncthreads(); /* s_xd, s_n and the plan are read by all before warp 0 looks again */
+            continue;
         }
         if (n == 0) { /* lane 1 work: run it, then look again */
             gpuos__pk_hi(P, me, loc, nw, &s_hhead, &s_href);

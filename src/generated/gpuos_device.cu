@@ -10705,6 +10705,12 @@ extern "C" __global__ void gpuos__d_test_kernel(int kernel_id, const void *plan,
 /* qdesc.stamp flag of a recorded graph's node (host and gpuos__qgraph_node): it waits for the
    launch's external dependency; cleared when the node becomes a task */
 #define GPUOS__DESC_EXT 1u
+/* qdesc.stamp flag: an express task (docs/ARCHITECTURE.md, "Express tasks"): the host also
+   wrote it to the express worker's mailbox (gpuos__pk_ctl.xbox). Whoever claims it first
+   (atomicMax of gpuos__pk_params.xclaim to its seq) runs it: the express worker, all of it
+   on its one block, or the fetcher, which then places it as any task. The fetcher that
+   loses pushes nothing and leaves its done stamp to the express worker. */
+#define GPUOS__DESC_XPRESS 4u
 
 /* Done stamps: task seq's word in the lane's done array (slot seq mod task_cap) holds its
    identity and its progress in one 64-bit value, so that one load tells a reader both. The
@@ -10832,12 +10838,16 @@ typedef struct gpuos__pk_ctl {
     uint64_t fetched;  /* ring positions below this have been copied: the host may reuse them */
     uint64_t retired_hi; /* lane 1 (high priority): as retired */
     uint64_t fetched_hi; /* lane 1: as fetched */
-    uint64_t pad_;
+    uint64_t xdone;      /* the express worker finished lane-0 task xdone, before which all had retired */
     /* GPUOS__PK_TIMESTAMPS builds only (latency probes): %globaltimer when the fetcher
        saw a batch [0] and had pushed it [1], a worker saw an inbox entry [2], finished
        its tiles [3] and flushed its done counts [4], the retirer retired [5]; lane 1's
        fetcher had pushed a batch [6] and its retirer retired [7] */
     uint64_t stamp[8];
+    /* Host -> device: the express mailbox, read by the express worker (gpuos__pk_params.
+       xworker). Two slots as the ring's (8 self-tagged words each): slot 0 the task's body,
+       slot 1 word 0 its seq; every word's tag is the host's express count mod 255, plus 1. */
+    gpuos__qslot xbox[2];
 } gpuos__pk_ctl;
 
 /* GPUOS__PK_TIMESTAMPS builds: worker cycle counts (clock64, thread 0 of every worker,
@@ -10900,6 +10910,10 @@ typedef struct gpuos__pk_params {
        host memory): the host sees whether every block became resident. */
     uint32_t *up;
     uint32_t epoch;
+    /* Express tasks: the worker that polls ctl->xbox (n_main - 1; >= n_main: none), and the
+       device word whose atomicMax claims an express task (GPUOS__DESC_XPRESS) */
+    uint32_t xworker;
+    unsigned long long *xclaim;
 } gpuos__pk_params;
 
 #endif /* GPUOS_QUEUE_H */
@@ -11107,10 +11121,16 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
         } else {
             gpuos__qdesc d = body.d;
             if (kind == GPUOS__SLOT_EXIT) d.n_tiles = 0, d.base = 0;
+            /* an express task the express worker claimed first: it runs there and writes the
+               done stamp itself (gpuos__pk_express); here it gets no inbox entries */
+            const bool taken = LANE == 0 && kind == GPUOS__SLOT_TASK && (d.stamp & GPUOS__DESC_XPRESS) &&
+                               atomicMax(P.xclaim, (unsigned long long)seq) >= (unsigned long long)seq;
+            if (taken) d.n_tiles = 0;
             s_d[rank] = d;
             gpuos__dtask *t = &tasks[seq & (P.task_cap - 1)];
             t->d = d;
-            done[seq & (P.task_cap - 1)] = kind == GPUOS__SLOT_EXIT ? GPUOS__DONE_EXIT(seq) : GPUOS__DONE_INIT(seq, d.n_tiles);
+            if (!taken)
+                done[seq & (P.task_cap - 1)] = kind == GPUOS__SLOT_EXIT ? GPUOS__DONE_EXIT(seq) : GPUOS__DONE_INIT(seq, d.n_tiles);
         }
     }
     /* s_d and the task-ring entries are complete for the warp after this sync. The task-ring
@@ -11732,6 +11752,33 @@ static __device__ __noinline__ int gpuos__pk_run(const gpuos__qdesc *d, const ui
    block (which might be waiting on one of ours), so nothing can deadlock. */
 /* me: this block's inbox; loc, nw: its index among the nw workers of its kind (the
    tiles it owns are those with (base + t) % nw == loc). */
+/* The express worker's look at its mailbox (gpuos__pk_ctl.xbox, every lane of warp 0; lanes
+   0..15 read one word each, issued with the inbox read, so one PCIe round trip): 1 in every
+   lane when it holds a task newer than *xlast that this worker then claimed (atomicMax of
+   P.xclaim; the fetcher, which claims the same way, skips it), its descriptor in *xd and
+   seq in *xseq. A torn mailbox (words of two tasks) has tags that differ: not complete. */
+static __device__ __forceinline__ int gpuos__pk_xclaim(const gpuos__pk_params &P, uint64_t wv, uint64_t *xlast,
+                                                       gpuos__qdesc *xd, uint64_t *xseq) {
+    const int lane = threadIdx.x & 31;
+    const uint64_t tag = wv >> 56, tag0 = __shfl_sync(0xffffffffu, tag, 0);
+    if (!__all_sync(0xffffffffu, lane >= 16 || (tag == tag0 && tag != 0))) return 0;
+    const uint64_t sq = __shfl_sync(0xffffffffu, wv, 8) & 0x00ffffffffffffffull;
+    if (sq <= *xlast) return 0;
+    *xlast = sq;
+    int won = 0;
+    if (lane == 0) won = atomicMax(P.xclaim, (unsigned long long)sq) < (unsigned long long)sq;
+    won = __shfl_sync(0xffffffffu, won, 0);
+    const uint64_t nx = __shfl_down_sync(0xffffffffu, wv, 1);
+    if (!won) return 0;
+    if (lane < 7) { /* body word lane, as gpuos__fetch_poll decodes it */
+        const uint64_t m = 0x00ffffffffffffffull;
+        ((uint64_t *)xd)[lane] = ((wv & m) >> (8 * lane)) | ((nx & m) << (56 - 8 * lane));
+    }
+    if (lane == 0) *xseq = sq;
+    __syncwarp();
+    return 1;
+}
+
 static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t me, const uint32_t loc,
                                       const uint32_t nw) {
     __shared__ gpuos__qdesc s_d[32];
@@ -11743,7 +11790,11 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
     __shared__ uint64_t s_href;    /* lane 1: the seq of the last entry consumed (gpuos__pk_read_entry) */
     __shared__ uint32_t s_same;    /* bit i: entry i + 1 is identical to entry i (runs) */
     __shared__ uint32_t s_sysw;    /* bit i: entry i writes mapped host memory (gpuos__pk_publish) */
+    __shared__ gpuos__qdesc s_xd;  /* the express task this block claimed (s_n < 0) */
+    __shared__ uint64_t s_xseq;
     const int tid = threadIdx.x, lane = tid & 31;
+    const bool xw = me == P.xworker; /* the express worker: also polls the mailbox when idle */
+    uint64_t xlast = 0;              /* (warp 0) the newest express seq it saw */
     const gpuos__ientry *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;
     uint32_t head = P.wpos[0][me];
     uint64_t ref = P.start_seq[0] - 1; /* the seq of the last entry consumed (gpuos__pk_read_entry) */
@@ -11770,6 +11821,10 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                     if (lane == 0) s_n = 0;
                     break;
                 }
+                /* the express worker idle: its mailbox read flies with the inbox read */
+                uint64_t xv = 0;
+                if (xw && spin > 0 && lane < 16)
+                    asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(xv) : "l"(&P.ctl->xbox[lane >> 3].w[lane & 7]) : "memory");
                 const int ok = gpuos__pk_read_entry(P, 0, inbox, head + lane, ref, &s_d[lane], &s_seq[lane]);
                 s_mine[lane] = 0;
                 uint32_t b = __ballot_sync(0xffffffffu, ok);
@@ -11791,6 +11846,10 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #endif
                     break;
                 }
+                if (xw && spin > 0 && gpuos__pk_xclaim(P, xv, &xlast, &s_xd, &s_xseq)) {
+                    if (lane == 0) s_n = -1;
+                    break;
+                }
                 if (++spin > 8) gpuos__nanosleep(spin > 4096 ? 256 : 32);
                 /* long idle: forget the plan copy, so that however many plan rows were
                    rewritten meanwhile, a wrapped 24-bit epoch can never match it */
@@ -11809,6 +11868,39 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #if GPUOS__PK_RUN_ON
             run_kid = -1;
 #endif
+        }
+        if (n < 0) { /* an express task: all of it here, then its done stamp and the host's word */
+            const gpuos__qdesc *d = &s_xd;
+            /* every thread acquires: the task's inputs were written by tasks that retired */
+            asm volatile("fence.acq_rel.gpu;" ::: "memory");
+            if (gpuos__pk_plan_changed(d, plan_row, plan_epoch)) {
+                gpuos__pk_load_plan(P, d, s_plan, tid, blockDim.x, plan_row, plan_epoch);
+                plan_row = d->plan_id;
+                plan_epoch = d->kind >> 8;
+                vec_state = -1;
+#if GPUOS__PK_RUN_ON
+                run_kid = -1;
+#endif
+                __syncthreads();
+            }
+            /* one range: an element-wise task's items in any split give the same elements (the
+               host sends others only as one tile); out of line (a second inline copy of the
+               vector passes would double the worker loop's code) */
+            gpuos__d_run(d->kernel_id, s_plan, 0, d->n_items);
+            __syncthreads();
+            if (tid == 0) {
+                const uint64_t sq = s_xseq;
+                atomicAdd(P.xclaim + 1, 1ull); /* express tasks run here (gpuos_debug_express) */
+                if (d->stamp & GPUOS__DESC_SYSW)
+                    __threadfence_system();
+                else
+                    __threadfence();
+                asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&P.done[0][sq & (P.task_cap - 1)]),
+                             "l"((uint64_t)(uint32_t)(sq + 1) << 32) : "memory");
+                gpuos__st_relaxed_sys_u64(&P.ctl->xdone, sq);
+            }
+            __syncthreads(); /* s_xd, s_n and the plan are read by all before warp 0 looks again */
+            continue;
         }
         if (n == 0) { /* lane 1 work: run it, then look again */
             gpuos__pk_hi(P, me, loc, nw, &s_hhead, &s_href);

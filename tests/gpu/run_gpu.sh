@@ -9,7 +9,7 @@ export GPUOS_CACHE_DIR=${GPUOS_CACHE_DIR:-/tmp/gpuos-cache}
 # the device tool's copy of the tree may carry a stale .git: pass GPUOS_BENCH_COMMIT=<hash> literally
 COMMIT=${GPUOS_BENCH_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-make -j16 -s all build/order_check build/smoke build/tests/test_order_stress build/tests/test_priority build/tests/test_runs build/tests/test_graph build/tests/test_rtops build/tests/test_fuse build/probe_latency build/probe_submit build/probe_chain \
+make -j16 -s all build/order_check build/smoke build/tests/test_order_stress build/tests/test_priority build/tests/test_runs build/tests/test_graph build/tests/test_rtops build/tests/test_fuse build/tests/test_express build/probe_latency build/probe_submit build/probe_chain \
     > "$OUT/build.log" 2>&1 || { echo "build failed"; tail -20 "$OUT/build.log"; exit 1; }
 RC=0
 # run LOG N CMD...: CMD's output into $OUT/LOG, its last N lines shown, a failure remembered
@@ -46,7 +46,10 @@ for step in "$@"; do
          run racecheck_graph.log 2 env GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 GPUOS_TEST_ONLY=large $CS --tool racecheck ./build/tests/test_graph
          # fused matmul epilogues (a fresh context per program, every tensor allocated before its first task)
          run memcheck_fuse.log 2 env GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 GPUOS_TEST_FRESH=1 $CS --tool memcheck ./build/tests/test_fuse
-         run racecheck_fuse.log 2 env GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 GPUOS_TEST_FRESH=1 $CS --tool racecheck ./build/tests/test_fuse ;;
+         run racecheck_fuse.log 2 env GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 GPUOS_TEST_FRESH=1 $CS --tool racecheck ./build/tests/test_fuse
+         # express tasks (the express worker's mailbox and whole-task runs)
+         run memcheck_express.log 2 env GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 GPUOS_TEST_FRESH=1 $CS --tool memcheck ./build/tests/test_express
+         run racecheck_express.log 2 env GPUOS_TEST_DEVICE=0 GPUOS_TEST_QUICK=1 $CS --tool racecheck ./build/tests/test_express ;;
   *) echo "unknown step $step"; RC=1 ;;
   esac
   echo "== $step $([ $RC -eq 0 ] && echo ok || echo FAILED) $(( $(date +%s) - t0 )) s"
