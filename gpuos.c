@@ -355,10 +355,12 @@ int gpuos__device_kernel_id(gpuos_op op, gpuos_dtype key, gpuos_dtype out);
 #define GPUOS__DESC_EXT 1u
 /* qdesc.stamp flag: an express task (docs/ARCHITECTURE.md, "Express tasks"): the host also
    wrote it to the express worker's mailbox (gpuos__pk_ctl.xbox). Whoever claims it first
-   (atomicMax of gpuos__pk_params.xclaim to its seq) runs it: the express worker, all of it
-   on its one block, or the fetcher, which then places it as any task. The fetcher that
-   loses pushes nothing and leaves its done stamp to the express worker. */
+   (atomicMax of gpuos__pk_params.xclaim to its seq; both claim in seq order) runs it: the
+   express worker, all of it on its one block, once its dependencies are done, or the
+   fetcher, which then places it as any task. The fetcher that loses pushes nothing and
+   leaves its done stamp to the express worker. */
 #define GPUOS__DESC_XPRESS 4u
+#define GPUOS__XBOX 8u /* express mailbox slots (a ring: express task q in slot q % 8) */
 
 /* Done stamps: task seq's word in the lane's done array (slot seq mod task_cap) holds its
    identity and its progress in one 64-bit value, so that one load tells a reader both. The
@@ -486,17 +488,22 @@ typedef struct gpuos__pk_ctl {
     uint64_t fetched;  /* ring positions below this have been copied: the host may reuse them */
     uint64_t retired_hi; /* lane 1 (high priority): as retired */
     uint64_t fetched_hi; /* lane 1: as fetched */
-    uint64_t xdone;      /* the express worker finished lane-0 task xdone, before which all had retired */
+    uint64_t pad_;
     /* GPUOS__PK_TIMESTAMPS builds only (latency probes): %globaltimer when the fetcher
        saw a batch [0] and had pushed it [1], a worker saw an inbox entry [2], finished
        its tiles [3] and flushed its done counts [4], the retirer retired [5]; lane 1's
        fetcher had pushed a batch [6] and its retirer retired [7] */
     uint64_t stamp[8];
-    /* Host -> device: the express mailbox, read by the express worker (gpuos__pk_params.
-       xworker). Two slots as the ring's (8 self-tagged words each): slot 0 the task's body,
-       slot 1 word 0 its seq; every word's tag is the host's express count mod 255, plus 1. */
-    gpuos__qslot xbox[2];
+    /* Device -> host: the seq of the task of mailbox slot k that the express worker ran,
+       written once it finished (the others of its slot are retired by the retirer) */
+    uint64_t xfin[GPUOS__XBOX];
+    /* Host -> device: the express mailbox, read in order by the express worker
+       (gpuos__pk_params.xworker). Express task q (0, 1, ...) is in xbox[q % GPUOS__XBOX]: two
+       slots as the ring's (8 self-tagged words each), the task's body, then its seq and q;
+       every word's tag is GPUOS__XTAG(q). The host rewrites a slot only once its task is done. */
+    gpuos__qslot xbox[GPUOS__XBOX][2];
 } gpuos__pk_ctl;
+#define GPUOS__XTAG(q) ((uint64_t)(((q) / GPUOS__XBOX) % 255u + 1u))
 
 /* GPUOS__PK_TIMESTAMPS builds: worker cycle counts (clock64, thread 0 of every worker,
    summed over all workers), in device memory (gpuos__pk_params.prof). */
@@ -561,7 +568,8 @@ typedef struct gpuos__pk_params {
     /* Express tasks: the worker that polls ctl->xbox (n_main - 1; >= n_main: none), and the
        device word whose atomicMax claims an express task (GPUOS__DESC_XPRESS) */
     uint32_t xworker;
-    unsigned long long *xclaim;
+    unsigned long long *xclaim; /* [0]: the claim word; [1]: express tasks run (gpuos_debug_express) */
+    uint64_t xq0;               /* the first express task's q this launch reads */
 } gpuos__pk_params;
 
 #endif /* GPUOS_QUEUE_H */
@@ -3052,6 +3060,10 @@ typedef struct cuda__plan_entry {
 /* Express tasks (cuda_xpress_ok): at most this many tiles (element-wise; other kinds one),
    run whole by the express worker (GPUOS_CUDA_EXPRESS=N sets it, 0 turns express off) */
 #define CUDA__XPRESS_TILES 4
+/* ... and at most this many in a row before the express worker has finished the first (the
+   worker reads each from the mailbox in its own PCIe round trip: a burst of dependent tasks
+   runs faster through the queue, tile-aligned) */
+#define CUDA__XPRESS_RUN 4
 struct gpuos__cuda {
     const gpuos__cuda_api *cu;
     gpuos__CUdevice dev;
@@ -3114,8 +3126,9 @@ struct gpuos__cuda {
     int serialize;               /* every task waits for all earlier ones (GPUOS_CUDA_SERIALIZE=1) */
     int hi_used;                 /* a task asked for high priority: lane-0 tasks get GPUOS__KIND_HICHECK */
     uint32_t xtiles;             /* express tasks of at most this many tiles (0: none; cuda_xpress_ok) */
-    uint32_t xcount;             /* the mailbox's tag: 1 .. 255, the next express task's the next */
-    uint64_t xsent;              /* express tasks sent (gpuos_debug_express) */
+    uint64_t xcount;             /* express tasks sent (the next one's q: mailbox slot q % GPUOS__XBOX) */
+    uint64_t xseq[GPUOS__XBOX];  /* the seq of each mailbox slot's task (0: none) */
+    uint64_t xfirst, xend;       /* the last run of consecutive express seqs: [xfirst, xend) */
     uint64_t last_activity_ns;   /* the reaper's last sight of a new task (or the launch) */
     uint64_t idle_dseq;          /* dseq at that sight */
 
@@ -3229,15 +3242,27 @@ static const volatile uint64_t *cuda_ctl_retired(const struct gpuos__cuda *c, in
 static const volatile uint64_t *cuda_ctl_fetched(const struct gpuos__cuda *c, int lane) {
     return lane ? &c->ctl->fetched_hi : &c->ctl->fetched;
 }
+/* The word that says express task seq finished on the express worker (NULL: not express,
+   or its slot holds a later task, which is sent only once seq is done). */
+static const volatile uint64_t *cuda_xfin_of(const struct gpuos__cuda *c, uint64_t seq) {
+    unsigned k;
+    if (seq < c->xfirst || seq >= c->xend) return NULL;
+    for (k = 0; k < GPUOS__XBOX; k++)
+        if (c->xseq[k] == seq) return &c->ctl->xfin[k];
+    return NULL;
+}
 static void cuda_refresh_retired(struct gpuos__cuda *c) {
     int l;
     for (l = 0; l < GPUOS__LANES; l++) {
         uint64_t r = cuda_load_acquire(cuda_ctl_retired(c, l));
-        if (l == 0) { /* an express task finished: every earlier one had retired when it was sent */
-            const uint64_t x = cuda_load_acquire(&c->ctl->xdone);
-            if (x > r) r = x;
-        }
         if (r > c->retired_seen[l]) c->retired_seen[l] = r;
+    }
+    /* express tasks the express worker finished, next in line: every task before an express
+       one had retired when it was sent, or was express itself */
+    for (;;) {
+        const volatile uint64_t *x = cuda_xfin_of(c, c->retired_seen[0] + 1);
+        if (!x || cuda_load_acquire(x) != c->retired_seen[0] + 1) break;
+        c->retired_seen[0]++;
     }
 }
 
@@ -4260,28 +4285,42 @@ static void cuda_put(struct gpuos__cuda *c, int lane, const void *body) {
 }
 
 static int cuda_plan_fetched(struct gpuos__cuda *c, const struct cuda__plan_entry *e);
-/* Express tasks (docs/ARCHITECTURE.md): may task d (lane 0, sequence number c->dseq[0], no
-   dependency) run whole on the express worker? Only when every earlier task is known retired
-   (so nothing it touches is in flight and the previous express task is done, its mailbox
-   free), its plan row is in the device's table, it is a built-in operator's, and it is small:
-   one tile, or a few of an element-wise operator (whose items the worker runs as one range). */
-static int cuda_xpress_ok(struct gpuos__cuda *c, const gpuos__job *job, const gpuos__qdesc *d) {
+/* Express tasks (docs/ARCHITECTURE.md): may task d (lane 0, sequence number c->dseq[0])
+   run whole on the express worker? Only when every earlier task is known retired or is an
+   express task itself (those the express worker takes in order; d's dependencies, on them
+   alone, it checks before it claims d), its mailbox slot is free (its last task done), its
+   plan row is in the device's table, it is a built-in operator's, and it is small: one
+   tile, or a few of an element-wise operator (whose items the worker runs as one range).
+   alone: every earlier task retired (a repeat's descriptor has no dependencies: it assumed
+   its producer's tiles ran on the workers its own go to). */
+static int cuda_xpress_ok(struct gpuos__cuda *c, const gpuos__job *job, const gpuos__qdesc *d, int alone) {
+    const uint64_t me = c->dseq[0], prev = c->xseq[c->xcount % GPUOS__XBOX];
     if (!c->xtiles || c->hi_used || c->serialize || !c->running || c->P.xworker >= c->P.n_main) return 0;
-    if (d->n_deps != 0 || d->n_tiles == 0 || d->kernel_id >= GPUOS__RT_KERNEL_BASE) return 0;
+    if (d->n_deps == GPUOS__DEPS_ALL || d->n_tiles == 0 || d->kernel_id >= GPUOS__RT_KERNEL_BASE) return 0;
     if (d->n_tiles > c->xtiles || (d->n_tiles > 1 && job->kind != GPUOS__KIND_EW)) return 0;
-    if (c->dseq[0] - 1 != c->retired_seen[0]) return 0;
+    if (c->retired_seen[0] + 1 != me &&
+        (alone || c->xend != me || c->retired_seen[0] + 1 < c->xfirst || me - c->xfirst >= CUDA__XPRESS_RUN))
+        return 0;
+    if (prev > c->retired_seen[0]) {
+        cuda_refresh_retired(c);
+        if (prev > c->retired_seen[0]) return 0;
+    }
     return cuda_plan_fetched(c, &c->plans[d->plan_id]);
 }
 /* Task d (seq) into the express mailbox, before its ring slot (whichever the device reads
    first, the express worker's claim or the fetcher's decides who runs it). */
 static void cuda_xbox_put(struct gpuos__cuda *c, const gpuos__qdesc *d, uint64_t seq) {
+    const uint64_t q = c->xcount++, tag = GPUOS__XTAG(q);
+    const unsigned k = (unsigned)(q % GPUOS__XBOX);
     uint64_t w[7];
     memset(w, 0, sizeof w);
-    w[0] = seq;
-    c->xcount = c->xcount % 255u + 1u;
-    c->xsent++;
-    cuda_put_slot(c->ctl->xbox[0].w, d, c->xcount);
-    cuda_put_slot(c->ctl->xbox[1].w, w, c->xcount);
+    w[0] = seq | q << 56; /* body bytes 0..6 the seq, 7..13 q (slot words 0 and 1 of xbox[k][1]) */
+    w[1] = q >> 8;
+    cuda_put_slot(c->ctl->xbox[k][0].w, d, tag);
+    cuda_put_slot(c->ctl->xbox[k][1].w, w, tag);
+    c->xseq[k] = seq;
+    if (c->xend != seq) c->xfirst = seq;
+    c->xend = seq + 1;
 }
 
 /* Blocks [first, first + n) of the current launch seen started (gpuos__pk_params.up). */
@@ -4332,6 +4371,7 @@ static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c
             }
     c->P.n_main = (uint32_t)c->n_workers - c->P.n_rt;
     c->P.xworker = c->xtiles && c->P.n_main > 1 ? c->P.n_main - 1 : UINT32_MAX; /* the express worker */
+    c->P.xq0 = c->xcount; /* every express task sent before was claimed before EXIT */
     c->P.epoch++;
     c->all_up = 0;
     c->launch_ns = cuda_now_ns();
@@ -5094,8 +5134,8 @@ static gpuos_status cuda_encode_repeat(gpuos_context *ctx, struct gpuos__cuda *c
     d.stamp &= ~(uint32_t)GPUOS__DESC_XPRESS;
     /* m's tiles all ran on the express worker: its tile-aligned encoding holds only for a
        repeat that goes express too (m retired), else the full encoding waits for it */
-    if (cuda_xpress_ok(c, job, &d))
-        d.stamp |= GPUOS__DESC_XPRESS;
+    if (cuda_xpress_ok(c, job, &d, 1))
+        d.stamp |= GPUOS__DESC_XPRESS, d.base = c->P.xworker;
     else if (m->xp)
         return GPUOS_ERR_UNSUPPORTED;
     st = cuda_ring_room(ctx, c, 0, 1);
@@ -5306,8 +5346,11 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         if (floor) d.dep_delta[d.n_deps++] = (uint32_t)(me - floor) | GPUOS__DEP_RETIRED;
         if (hi_max) d.dep_delta[d.n_deps++] = GPUOS__DEP_HI | (uint32_t)(hi_max & GPUOS__DEP_HI_MASK);
     }
-    if (lane == 0 && !all && cuda_xpress_ok(c, job, &d)) {
+    if (lane == 0 && cuda_xpress_ok(c, job, &d, 0)) {
         d.stamp |= GPUOS__DESC_XPRESS;
+        /* if the fetcher takes it, it goes to the express worker's inbox all the same: after
+           the express task it depends on (running there), and nothing older is queued there */
+        d.base = c->P.xworker;
         cuda_xbox_put(c, &d, me);
     }
     cuda_put(c, lane, &d);
@@ -5477,10 +5520,11 @@ gpuos_status gpuos__cuda_wait_locked(gpuos_context *ctx, uint64_t seq, int one, 
             (void)gpuos__cuda_pump_locked(ctx); /* a full ring: retried on the next pass */
         {
             const uint64_t seen0 = c->retired_seen[0], seen1 = c->retired_seen[1];
+            const volatile uint64_t *xf = cuda_xfin_of(c, seen0 + 1); /* the next task, if express */
             pthread_mutex_unlock(&ctx->mu);
             if (cuda_now_ns() - t0 < CUDA__SPIN_NS) { /* spinning on two cached words */
                 while (cuda_load_acquire(&c->ctl->retired) == seen0 && cuda_load_acquire(&c->ctl->retired_hi) == seen1 &&
-                       cuda_load_acquire(&c->ctl->xdone) <= seen0 && ++spins % 256) {
+                       (!xf || cuda_load_acquire(xf) != seen0 + 1) && ++spins % 256) {
                 }
             } else {
                 cuda_sleep_ns(20000);
@@ -5835,7 +5879,7 @@ void gpuos_debug_express(gpuos_context *ctx, uint64_t *sent, uint64_t *by_worker
     if (by_worker) *by_worker = 0;
     if (!c) return;
     pthread_mutex_lock(&ctx->mu);
-    if (sent) *sent = c->xsent;
+    if (sent) *sent = c->xcount;
     if (by_worker && gpuos__cuda_memcpy(ctx, &n, c->P.xclaim + 1, sizeof n, 0) == GPUOS_OK) *by_worker = n;
     pthread_mutex_unlock(&ctx->mu);
 }
@@ -24830,10 +24874,12 @@ const char *const gpuos__device_source[] = {
     "#define GPUOS__DESC_EXT 1u\n",
     "/* qdesc.stamp flag: an express task (docs/ARCHITECTURE.md, \"Express tasks\"): the host also\n",
     "   wrote it to the express worker's mailbox (gpuos__pk_ctl.xbox). Whoever claims it first\n",
-    "   (atomicMax of gpuos__pk_params.xclaim to its seq) runs it: the express worker, all of it\n",
-    "   on its one block, or the fetcher, which then places it as any task. The fetcher that\n",
-    "   loses pushes nothing and leaves its done stamp to the express worker. */\n",
+    "   (atomicMax of gpuos__pk_params.xclaim to its seq; both claim in seq order) runs it: the\n",
+    "   express worker, all of it on its one block, once its dependencies are done, or the\n",
+    "   fetcher, which then places it as any task. The fetcher that loses pushes nothing and\n",
+    "   leaves its done stamp to the express worker. */\n",
     "#define GPUOS__DESC_XPRESS 4u\n",
+    "#define GPUOS__XBOX 8u /* express mailbox slots (a ring: express task q in slot q % 8) */\n",
     "\n",
     "/* Done stamps: task seq's word in the lane's done array (slot seq mod task_cap) holds its\n",
     "   identity and its progress in one 64-bit value, so that one load tells a reader both. The\n",
@@ -24961,17 +25007,22 @@ const char *const gpuos__device_source[] = {
     "    uint64_t fetched;  /* ring positions below this have been copied: the host may reuse them */\n",
     "    uint64_t retired_hi; /* lane 1 (high priority): as retired */\n",
     "    uint64_t fetched_hi; /* lane 1: as fetched */\n",
-    "    uint64_t xdone;      /* the express worker finished lane-0 task xdone, before which all had retired */\n",
+    "    uint64_t pad_;\n",
     "    /* GPUOS__PK_TIMESTAMPS builds only (latency probes): %globaltimer when the fetcher\n",
     "       saw a batch [0] and had pushed it [1], a worker saw an inbox entry [2], finished\n",
     "       its tiles [3] and flushed its done counts [4], the retirer retired [5]; lane 1's\n",
     "       fetcher had pushed a batch [6] and its retirer retired [7] */\n",
     "    uint64_t stamp[8];\n",
-    "    /* Host -> device: the express mailbox, read by the express worker (gpuos__pk_params.\n",
-    "       xworker). Two slots as the ring's (8 self-tagged words each): slot 0 the task's body,\n",
-    "       slot 1 word 0 its seq; every word's tag is the host's express count mod 255, plus 1. */\n",
-    "    gpuos__qslot xbox[2];\n",
+    "    /* Device -> host: the seq of the task of mailbox slot k that the express worker ran,\n",
+    "       written once it finished (the others of its slot are retired by the retirer) */\n",
+    "    uint64_t xfin[GPUOS__XBOX];\n",
+    "    /* Host -> device: the express mailbox, read in order by the express worker\n",
+    "       (gpuos__pk_params.xworker). Express task q (0, 1, ...) is in xbox[q % GPUOS__XBOX]: two\n",
+    "       slots as the ring's (8 self-tagged words each), the task's body, then its seq and q;\n",
+    "       every word's tag is GPUOS__XTAG(q). The host rewrites a slot only once its task is done. */\n",
+    "    gpuos__qslot xbox[GPUOS__XBOX][2];\n",
     "} gpuos__pk_ctl;\n",
+    "#define GPUOS__XTAG(q) ((uint64_t)(((q) / GPUOS__XBOX) % 255u + 1u))\n",
     "\n",
     "/* GPUOS__PK_TIMESTAMPS builds: worker cycle counts (clock64, thread 0 of every worker,\n",
     "   summed over all workers), in device memory (gpuos__pk_params.prof). */\n",
@@ -25036,7 +25087,8 @@ const char *const gpuos__device_source[] = {
     "    /* Express tasks: the worker that polls ctl->xbox (n_main - 1; >= n_main: none), and the\n",
     "       device word whose atomicMax claims an express task (GPUOS__DESC_XPRESS) */\n",
     "    uint32_t xworker;\n",
-    "    unsigned long long *xclaim;\n",
+    "    unsigned long long *xclaim; /* [0]: the claim word; [1]: express tasks run (gpuos_debug_express) */\n",
+    "    uint64_t xq0;               /* the first express task's q this launch reads */\n",
     "} gpuos__pk_params;\n",
     "\n",
     "#endif /* GPUOS_QUEUE_H */\n",
@@ -25876,32 +25928,52 @@ const char *const gpuos__device_source[] = {
     "/* me: this block's inbox; loc, nw: its index among the nw workers of its kind (the\n",
     "   tiles it owns are those with (base + t) % nw == loc). */\n",
     "/* The express worker's look at its mailbox (gpuos__pk_ctl.xbox, every lane of warp 0; lanes\n",
-    "   0..15 read one word each, issued with the inbox read, so one PCIe round trip): 1 in every\n",
-    "   lane when it holds a task newer than *xlast that this worker then claimed (atomicMax of\n",
-    "   P.xclaim; the fetcher, which claims the same way, skips it), its descriptor in *xd and\n",
-    "   seq in *xseq. A torn mailbox (words of two tasks) has tags that differ: not complete. */\n",
-    "static __device__ __forceinline__ int gpuos__pk_xclaim(const gpuos__pk_params &P, uint64_t wv, uint64_t *xlast,\n",
+    "   0..15 read one word each of slot *xq % GPUOS__XBOX, issued with the inbox read, so one PCIe\n",
+    "   round trip): 1 in every lane when it holds express task *xq, its dependencies are done\n",
+    "   and this worker then claimed it (atomicMax of P.xclaim; the fetcher, which claims the\n",
+    "   same way, skips it): its descriptor in *xd, seq in *xseq. Tasks are taken in order: *xq\n",
+    "   moves past a task the fetcher claimed (its slot may already hold a later lap's task, whose\n",
+    "   writer saw it done). A torn slot (words of two laps) has tags that differ: not complete. */\n",
+    "static __device__ __forceinline__ int gpuos__pk_xclaim(const gpuos__pk_params &P, uint64_t wv, uint64_t *xq,\n",
     "                                                       gpuos__qdesc *xd, uint64_t *xseq) {\n",
     "    const int lane = threadIdx.x & 31;\n",
+    "    const uint64_t m = 0x00ffffffffffffffull, q = *xq;\n",
     "    const uint64_t tag = wv >> 56, tag0 = __shfl_sync(0xffffffffu, tag, 0);\n",
     "    if (!__all_sync(0xffffffffu, lane >= 16 || (tag == tag0 && tag != 0))) return 0;\n",
-    "    const uint64_t sq = __shfl_sync(0xffffffffu, wv, 8) & 0x00ffffffffffffffull;\n",
-    "    if (sq <= *xlast) return 0;\n",
-    "    *xlast = sq;\n",
-    "    int won = 0;\n",
-    "    if (lane == 0) won = atomicMax(P.xclaim, (unsigned long long)sq) < (unsigned long long)sq;\n",
-    "    won = __shfl_sync(0xffffffffu, won, 0);\n",
+    "    const uint64_t sq = __shfl_sync(0xffffffffu, wv, 8) & m, qq = __shfl_sync(0xffffffffu, wv, 9) & m;\n",
     "    const uint64_t nx = __shfl_down_sync(0xffffffffu, wv, 1);\n",
-    "    if (!won) return 0;\n",
-    "    if (lane < 7) { /* body word lane, as gpuos__fetch_poll decodes it */\n",
-    "        const uint64_t m = 0x00ffffffffffffffull;\n",
-    "        ((uint64_t *)xd)[lane] = ((wv & m) >> (8 * lane)) | ((nx & m) << (56 - 8 * lane));\n",
+    "    if (qq < q || tag0 != GPUOS__XTAG(qq)) return 0; /* not written yet (an earlier lap's) */\n",
+    "    if (qq > q) { /* task q was done elsewhere and its slot reused: the next one */\n",
+    "        *xq = q + 1;\n",
+    "        return 0;\n",
     "    }\n",
-    "    if (lane == 0) *xseq = sq;\n",
+    "    if (lane < 7) /* body word lane, as gpuos__fetch_poll decodes it */\n",
+    "        ((uint64_t *)xd)[lane] = ((wv & m) >> (8 * lane)) | ((nx & m) << (56 - 8 * lane));\n",
     "    __syncwarp();\n",
-    "    return 1;\n",
+    "    int st = 0; /* 0: wait, 1: claimed, 2: the fetcher has it */\n",
+    "    if (lane == 0) {\n",
+    "        if (xd->n_deps == 0 || gpuos__pk_deps_ready(P, 0, xd, sq)) {\n",
+    "            st = atomicMax(P.xclaim, (unsigned long long)sq) < (unsigned long long)sq \? 1 : 2;\n",
+    "        } else { /* not ready: wait here, unless the fetcher has taken it already */\n",
+    "            uint64_t cl;\n",
+    "            asm volatile(\"ld.relaxed.gpu.global.u64 %0, [%1];\" : \"=l\"(cl) : \"l\"(P.xclaim) : \"memory\");\n",
+    "            if (cl >= sq) st = 2;\n",
+    "        }\n",
+    "        if (st == 1) *xseq = sq;\n",
+    "    }\n",
+    "    st = __shfl_sync(0xffffffffu, st, 0);\n",
+    "    if (st) *xq = q + 1;\n",
+    "    __syncwarp();\n",
+    "    return st == 1;\n",
     "}\n",
     "\n",
+    "/* The express worker reads its mailbox only once its inbox has been empty this many cycles\n",
+    "   (~1 us): each read is a PCIe round trip, and an inbox entry arriving meanwhile waits for it\n",
+    "   (a chain of tasks with tiles on this worker, its host submitting about as fast as the\n",
+    "   device runs them, would pay it on most tasks). */\n",
+    "#ifndef GPUOS__PK_XIDLE\n",
+    "#define GPUOS__PK_XIDLE 2000\n",
+    "#endif\n",
     "static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t me, const uint32_t loc,\n",
     "                                      const uint32_t nw) {\n",
     "    __shared__ gpuos__qdesc s_d[32];\n",
@@ -25915,9 +25987,11 @@ const char *const gpuos__device_source[] = {
     "    __shared__ uint32_t s_sysw;    /* bit i: entry i writes mapped host memory (gpuos__pk_publish) */\n",
     "    __shared__ gpuos__qdesc s_xd;  /* the express task this block claimed (s_n < 0) */\n",
     "    __shared__ uint64_t s_xseq;\n",
+    "    __shared__ uint32_t s_xslot;   /* its mailbox slot */\n",
     "    const int tid = threadIdx.x, lane = tid & 31;\n",
     "    const bool xw = me == P.xworker; /* the express worker: also polls the mailbox when idle */\n",
-    "    uint64_t xlast = 0;              /* (warp 0) the newest express seq it saw */\n",
+    "    uint64_t xq = P.xq0;             /* (warp 0) the next express task it looks for */\n",
+    "    bool xhot = false;               /* it ran an express task last: look for the next at once */\n",
     "    const gpuos__ientry *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;\n",
     "    uint32_t head = P.wpos[0][me];\n",
     "    uint64_t ref = P.start_seq[0] - 1; /* the seq of the last entry consumed (gpuos__pk_read_entry) */\n",
@@ -25936,6 +26010,7 @@ const char *const gpuos__device_source[] = {
     "        GPUOS__PROF_T0(t_wait);\n",
     "        if (tid < 32) {\n",
     "            unsigned spin = 0;\n",
+    "            long long t_idle = 0; /* the express worker: when its inbox was first seen empty */\n",
     "            for (;;) {\n",
     "                const uint32_t hh = s_hhead;\n",
     "                const int hs = lane == 0 \? gpuos__pk_hi_waiting(P, me, hh) : 0;\n",
@@ -25946,8 +26021,11 @@ const char *const gpuos__device_source[] = {
     "                }\n",
     "                /* the express worker idle: its mailbox read flies with the inbox read */\n",
     "                uint64_t xv = 0;\n",
-    "                if (xw && spin > 0 && lane < 16)\n",
-    "                    asm volatile(\"ld.volatile.global.u64 %0, [%1];\" : \"=l\"(xv) : \"l\"(&P.ctl->xbox[lane >> 3].w[lane & 7]) : \"memory\");\n",
+    "                const bool xpoll = xw && spin > 0 && /* lane 0's clock: the same answer in every lane */\n",
+    "                                   __shfl_sync(0xffffffffu, (int)(clock64() - t_idle > GPUOS__PK_XIDLE), 0);\n",
+    "                if (xpoll && lane < 16)\n",
+    "                    asm volatile(\"ld.volatile.global.u64 %0, [%1];\"\n",
+    "                                 : \"=l\"(xv) : \"l\"(&P.ctl->xbox[xq % GPUOS__XBOX][lane >> 3].w[lane & 7]) : \"memory\");\n",
     "                const int ok = gpuos__pk_read_entry(P, 0, inbox, head + lane, ref, &s_d[lane], &s_seq[lane]);\n",
     "                s_mine[lane] = 0;\n",
     "                uint32_t b = __ballot_sync(0xffffffffu, ok);\n",
@@ -25969,9 +26047,13 @@ const char *const gpuos__device_source[] = {
     "#endif\n",
     "                    break;\n",
     "                }\n",
-    "                if (xw && spin > 0 && gpuos__pk_xclaim(P, xv, &xlast, &s_xd, &s_xseq)) {\n",
-    "                    if (lane == 0) s_n = -1;\n",
-    "                    break;\n",
+    "                if (xw && spin == 0) t_idle = xhot \? clock64() - 2 * GPUOS__PK_XIDLE : clock64();\n",
+    "                if (xpoll) {\n",
+    "                    const uint32_t slot = (uint32_t)(xq % GPUOS__XBOX);\n",
+    "                    if (gpuos__pk_xclaim(P, xv, &xq, &s_xd, &s_xseq)) {\n",
+    "                        if (lane == 0) s_n = -1, s_xslot = slot;\n",
+    "                        break;\n",
+    "                    }\n",
     "                }\n",
     "                if (++spin > 8) gpuos__nanosleep(spin > 4096 \? 256 : 32);\n",
     "                /* long idle: forget the plan copy, so that however many plan rows were\n",
@@ -25985,6 +26067,7 @@ const char *const gpuos__device_source[] = {
     "        GPUOS__PROF_ADD(prof, GPUOS__PROF_START, t_start);\n",
     "        int n = s_n;\n",
     "        int stop = 0, flushed = 0;\n",
+    "        if (n >= 0) xhot = false;\n",
     "        uint32_t btiles = 0; /* tiles run in this batch */\n",
     "        if (s_stale) {\n",
     "            plan_row = 0xffffffffu, vec_state = -1;\n",
@@ -25994,7 +26077,7 @@ const char *const gpuos__device_source[] = {
     "        }\n",
     "        if (n < 0) { /* an express task: all of it here, then its done stamp and the host's word */\n",
     "            const gpuos__qdesc *d = &s_xd;\n",
-    "            /* every thread acquires: the task's inputs were written by tasks that retired */\n",
+    "            /* every thread acquires: the task's inputs were written by finished tasks */\n",
     "            asm volatile(\"fence.acq_rel.gpu;\" ::: \"memory\");\n",
     "            if (gpuos__pk_plan_changed(d, plan_row, plan_epoch)) {\n",
     "                gpuos__pk_load_plan(P, d, s_plan, tid, blockDim.x, plan_row, plan_epoch);\n",
@@ -26020,9 +26103,10 @@ const char *const gpuos__device_source[] = {
     "                    __threadfence();\n",
     "                asm volatile(\"st.relaxed.gpu.global.u64 [%0], %1;\" ::\"l\"(&P.done[0][sq & (P.task_cap - 1)]),\n",
     "                             \"l\"((uint64_t)(uint32_t)(sq + 1) << 32) : \"memory\");\n",
-    "                gpuos__st_relaxed_sys_u64(&P.ctl->xdone, sq);\n",
+    "                gpuos__st_relaxed_sys_u64(&P.ctl->xfin[s_xslot], sq);\n",
     "            }\n",
     "            __syncthreads(); /* s_xd, s_n and the plan are read by all before warp 0 looks again */\n",
+    "            xhot = true;\n",
     "            continue;\n",
     "        }\n",
     "        if (n == 0) { /* lane 1 work: run it, then look again */\n",

@@ -129,6 +129,10 @@ typedef struct cuda__plan_entry {
 /* Express tasks (cuda_xpress_ok): at most this many tiles (element-wise; other kinds one),
    run whole by the express worker (GPUOS_CUDA_EXPRESS=N sets it, 0 turns express off) */
 #define CUDA__XPRESS_TILES 4
+/* ... and at most this many in a row before the express worker has finished the first (the
+   worker reads each from the mailbox in its own PCIe round trip: a burst of dependent tasks
+   runs faster through the queue, tile-aligned) */
+#define CUDA__XPRESS_RUN 4
 struct gpuos__cuda {
     const gpuos__cuda_api *cu;
     gpuos__CUdevice dev;
@@ -191,8 +195,9 @@ struct gpuos__cuda {
     int serialize;               /* every task waits for all earlier ones (GPUOS_CUDA_SERIALIZE=1) */
     int hi_used;                 /* a task asked for high priority: lane-0 tasks get GPUOS__KIND_HICHECK */
     uint32_t xtiles;             /* express tasks of at most this many tiles (0: none; cuda_xpress_ok) */
-    uint32_t xcount;             /* the mailbox's tag: 1 .. 255, the next express task's the next */
-    uint64_t xsent;              /* express tasks sent (gpuos_debug_express) */
+    uint64_t xcount;             /* express tasks sent (the next one's q: mailbox slot q % GPUOS__XBOX) */
+    uint64_t xseq[GPUOS__XBOX];  /* the seq of each mailbox slot's task (0: none) */
+    uint64_t xfirst, xend;       /* the last run of consecutive express seqs: [xfirst, xend) */
     uint64_t last_activity_ns;   /* the reaper's last sight of a new task (or the launch) */
     uint64_t idle_dseq;          /* dseq at that sight */
 
@@ -306,15 +311,27 @@ static const volatile uint64_t *cuda_ctl_retired(const struct gpuos__cuda *c, in
 static const volatile uint64_t *cuda_ctl_fetched(const struct gpuos__cuda *c, int lane) {
     return lane ? &c->ctl->fetched_hi : &c->ctl->fetched;
 }
+/* The word that says express task seq finished on the express worker (NULL: not express,
+   or its slot holds a later task, which is sent only once seq is done). */
+static const volatile uint64_t *cuda_xfin_of(const struct gpuos__cuda *c, uint64_t seq) {
+    unsigned k;
+    if (seq < c->xfirst || seq >= c->xend) return NULL;
+    for (k = 0; k < GPUOS__XBOX; k++)
+        if (c->xseq[k] == seq) return &c->ctl->xfin[k];
+    return NULL;
+}
 static void cuda_refresh_retired(struct gpuos__cuda *c) {
     int l;
     for (l = 0; l < GPUOS__LANES; l++) {
         uint64_t r = cuda_load_acquire(cuda_ctl_retired(c, l));
-        if (l == 0) { /* an express task finished: every earlier one had retired when it was sent */
-            const uint64_t x = cuda_load_acquire(&c->ctl->xdone);
-            if (x > r) r = x;
-        }
         if (r > c->retired_seen[l]) c->retired_seen[l] = r;
+    }
+    /* express tasks the express worker finished, next in line: every task before an express
+       one had retired when it was sent, or was express itself */
+    for (;;) {
+        const volatile uint64_t *x = cuda_xfin_of(c, c->retired_seen[0] + 1);
+        if (!x || cuda_load_acquire(x) != c->retired_seen[0] + 1) break;
+        c->retired_seen[0]++;
     }
 }
 
@@ -1337,28 +1354,42 @@ static void cuda_put(struct gpuos__cuda *c, int lane, const void *body) {
 }
 
 static int cuda_plan_fetched(struct gpuos__cuda *c, const struct cuda__plan_entry *e);
-/* Express tasks (docs/ARCHITECTURE.md): may task d (lane 0, sequence number c->dseq[0], no
-   dependency) run whole on the express worker? Only when every earlier task is known retired
-   (so nothing it touches is in flight and the previous express task is done, its mailbox
-   free), its plan row is in the device's table, it is a built-in operator's, and it is small:
-   one tile, or a few of an element-wise operator (whose items the worker runs as one range). */
-static int cuda_xpress_ok(struct gpuos__cuda *c, const gpuos__job *job, const gpuos__qdesc *d) {
+/* Express tasks (docs/ARCHITECTURE.md): may task d (lane 0, sequence number c->dseq[0])
+   run whole on the express worker? Only when every earlier task is known retired or is an
+   express task itself (those the express worker takes in order; d's dependencies, on them
+   alone, it checks before it claims d), its mailbox slot is free (its last task done), its
+   plan row is in the device's table, it is a built-in operator's, and it is small: one
+   tile, or a few of an element-wise operator (whose items the worker runs as one range).
+   alone: every earlier task retired (a repeat's descriptor has no dependencies: it assumed
+   its producer's tiles ran on the workers its own go to). */
+static int cuda_xpress_ok(struct gpuos__cuda *c, const gpuos__job *job, const gpuos__qdesc *d, int alone) {
+    const uint64_t me = c->dseq[0], prev = c->xseq[c->xcount % GPUOS__XBOX];
     if (!c->xtiles || c->hi_used || c->serialize || !c->running || c->P.xworker >= c->P.n_main) return 0;
-    if (d->n_deps != 0 || d->n_tiles == 0 || d->kernel_id >= GPUOS__RT_KERNEL_BASE) return 0;
+    if (d->n_deps == GPUOS__DEPS_ALL || d->n_tiles == 0 || d->kernel_id >= GPUOS__RT_KERNEL_BASE) return 0;
     if (d->n_tiles > c->xtiles || (d->n_tiles > 1 && job->kind != GPUOS__KIND_EW)) return 0;
-    if (c->dseq[0] - 1 != c->retired_seen[0]) return 0;
+    if (c->retired_seen[0] + 1 != me &&
+        (alone || c->xend != me || c->retired_seen[0] + 1 < c->xfirst || me - c->xfirst >= CUDA__XPRESS_RUN))
+        return 0;
+    if (prev > c->retired_seen[0]) {
+        cuda_refresh_retired(c);
+        if (prev > c->retired_seen[0]) return 0;
+    }
     return cuda_plan_fetched(c, &c->plans[d->plan_id]);
 }
 /* Task d (seq) into the express mailbox, before its ring slot (whichever the device reads
    first, the express worker's claim or the fetcher's decides who runs it). */
 static void cuda_xbox_put(struct gpuos__cuda *c, const gpuos__qdesc *d, uint64_t seq) {
+    const uint64_t q = c->xcount++, tag = GPUOS__XTAG(q);
+    const unsigned k = (unsigned)(q % GPUOS__XBOX);
     uint64_t w[7];
     memset(w, 0, sizeof w);
-    w[0] = seq;
-    c->xcount = c->xcount % 255u + 1u;
-    c->xsent++;
-    cuda_put_slot(c->ctl->xbox[0].w, d, c->xcount);
-    cuda_put_slot(c->ctl->xbox[1].w, w, c->xcount);
+    w[0] = seq | q << 56; /* body bytes 0..6 the seq, 7..13 q (slot words 0 and 1 of xbox[k][1]) */
+    w[1] = q >> 8;
+    cuda_put_slot(c->ctl->xbox[k][0].w, d, tag);
+    cuda_put_slot(c->ctl->xbox[k][1].w, w, tag);
+    c->xseq[k] = seq;
+    if (c->xend != seq) c->xfirst = seq;
+    c->xend = seq + 1;
 }
 
 /* Blocks [first, first + n) of the current launch seen started (gpuos__pk_params.up). */
@@ -1409,6 +1440,7 @@ static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c
             }
     c->P.n_main = (uint32_t)c->n_workers - c->P.n_rt;
     c->P.xworker = c->xtiles && c->P.n_main > 1 ? c->P.n_main - 1 : UINT32_MAX; /* the express worker */
+    c->P.xq0 = c->xcount; /* every express task sent before was claimed before EXIT */
     c->P.epoch++;
     c->all_up = 0;
     c->launch_ns = cuda_now_ns();
@@ -2171,8 +2203,8 @@ static gpuos_status cuda_encode_repeat(gpuos_context *ctx, struct gpuos__cuda *c
     d.stamp &= ~(uint32_t)GPUOS__DESC_XPRESS;
     /* m's tiles all ran on the express worker: its tile-aligned encoding holds only for a
        repeat that goes express too (m retired), else the full encoding waits for it */
-    if (cuda_xpress_ok(c, job, &d))
-        d.stamp |= GPUOS__DESC_XPRESS;
+    if (cuda_xpress_ok(c, job, &d, 1))
+        d.stamp |= GPUOS__DESC_XPRESS, d.base = c->P.xworker;
     else if (m->xp)
         return GPUOS_ERR_UNSUPPORTED;
     st = cuda_ring_room(ctx, c, 0, 1);
@@ -2383,8 +2415,11 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         if (floor) d.dep_delta[d.n_deps++] = (uint32_t)(me - floor) | GPUOS__DEP_RETIRED;
         if (hi_max) d.dep_delta[d.n_deps++] = GPUOS__DEP_HI | (uint32_t)(hi_max & GPUOS__DEP_HI_MASK);
     }
-    if (lane == 0 && !all && cuda_xpress_ok(c, job, &d)) {
+    if (lane == 0 && cuda_xpress_ok(c, job, &d, 0)) {
         d.stamp |= GPUOS__DESC_XPRESS;
+        /* if the fetcher takes it, it goes to the express worker's inbox all the same: after
+           the express task it depends on (running there), and nothing older is queued there */
+        d.base = c->P.xworker;
         cuda_xbox_put(c, &d, me);
     }
     cuda_put(c, lane, &d);
@@ -2554,10 +2589,11 @@ gpuos_status gpuos__cuda_wait_locked(gpuos_context *ctx, uint64_t seq, int one, 
             (void)gpuos__cuda_pump_locked(ctx); /* a full ring: retried on the next pass */
         {
             const uint64_t seen0 = c->retired_seen[0], seen1 = c->retired_seen[1];
+            const volatile uint64_t *xf = cuda_xfin_of(c, seen0 + 1); /* the next task, if express */
             pthread_mutex_unlock(&ctx->mu);
             if (cuda_now_ns() - t0 < CUDA__SPIN_NS) { /* spinning on two cached words */
                 while (cuda_load_acquire(&c->ctl->retired) == seen0 && cuda_load_acquire(&c->ctl->retired_hi) == seen1 &&
-                       cuda_load_acquire(&c->ctl->xdone) <= seen0 && ++spins % 256) {
+                       (!xf || cuda_load_acquire(xf) != seen0 + 1) && ++spins % 256) {
                 }
             } else {
                 cuda_sleep_ns(20000);
@@ -2912,7 +2948,7 @@ void gpuos_debug_express(gpuos_context *ctx, uint64_t *sent, uint64_t *by_worker
     if (by_worker) *by_worker = 0;
     if (!c) return;
     pthread_mutex_lock(&ctx->mu);
-    if (sent) *sent = c->xsent;
+    if (sent) *sent = c->xcount;
     if (by_worker && gpuos__cuda_memcpy(ctx, &n, c->P.xclaim + 1, sizeof n, 0) == GPUOS_OK) *by_worker = n;
     pthread_mutex_unlock(&ctx->mu);
 }

@@ -51,10 +51,12 @@
 #define GPUOS__DESC_EXT 1u
 /* qdesc.stamp flag: an express task (docs/ARCHITECTURE.md, "Express tasks"): the host also
    wrote it to the express worker's mailbox (gpuos__pk_ctl.xbox). Whoever claims it first
-   (atomicMax of gpuos__pk_params.xclaim to its seq) runs it: the express worker, all of it
-   on its one block, or the fetcher, which then places it as any task. The fetcher that
-   loses pushes nothing and leaves its done stamp to the express worker. */
+   (atomicMax of gpuos__pk_params.xclaim to its seq; both claim in seq order) runs it: the
+   express worker, all of it on its one block, once its dependencies are done, or the
+   fetcher, which then places it as any task. The fetcher that loses pushes nothing and
+   leaves its done stamp to the express worker. */
 #define GPUOS__DESC_XPRESS 4u
+#define GPUOS__XBOX 8u /* express mailbox slots (a ring: express task q in slot q % 8) */
 
 /* Done stamps: task seq's word in the lane's done array (slot seq mod task_cap) holds its
    identity and its progress in one 64-bit value, so that one load tells a reader both. The
@@ -182,17 +184,22 @@ typedef struct gpuos__pk_ctl {
     uint64_t fetched;  /* ring positions below this have been copied: the host may reuse them */
     uint64_t retired_hi; /* lane 1 (high priority): as retired */
     uint64_t fetched_hi; /* lane 1: as fetched */
-    uint64_t xdone;      /* the express worker finished lane-0 task xdone, before which all had retired */
+    uint64_t pad_;
     /* GPUOS__PK_TIMESTAMPS builds only (latency probes): %globaltimer when the fetcher
        saw a batch [0] and had pushed it [1], a worker saw an inbox entry [2], finished
        its tiles [3] and flushed its done counts [4], the retirer retired [5]; lane 1's
        fetcher had pushed a batch [6] and its retirer retired [7] */
     uint64_t stamp[8];
-    /* Host -> device: the express mailbox, read by the express worker (gpuos__pk_params.
-       xworker). Two slots as the ring's (8 self-tagged words each): slot 0 the task's body,
-       slot 1 word 0 its seq; every word's tag is the host's express count mod 255, plus 1. */
-    gpuos__qslot xbox[2];
+    /* Device -> host: the seq of the task of mailbox slot k that the express worker ran,
+       written once it finished (the others of its slot are retired by the retirer) */
+    uint64_t xfin[GPUOS__XBOX];
+    /* Host -> device: the express mailbox, read in order by the express worker
+       (gpuos__pk_params.xworker). Express task q (0, 1, ...) is in xbox[q % GPUOS__XBOX]: two
+       slots as the ring's (8 self-tagged words each), the task's body, then its seq and q;
+       every word's tag is GPUOS__XTAG(q). The host rewrites a slot only once its task is done. */
+    gpuos__qslot xbox[GPUOS__XBOX][2];
 } gpuos__pk_ctl;
+#define GPUOS__XTAG(q) ((uint64_t)(((q) / GPUOS__XBOX) % 255u + 1u))
 
 /* GPUOS__PK_TIMESTAMPS builds: worker cycle counts (clock64, thread 0 of every worker,
    summed over all workers), in device memory (gpuos__pk_params.prof). */
@@ -257,7 +264,8 @@ typedef struct gpuos__pk_params {
     /* Express tasks: the worker that polls ctl->xbox (n_main - 1; >= n_main: none), and the
        device word whose atomicMax claims an express task (GPUOS__DESC_XPRESS) */
     uint32_t xworker;
-    unsigned long long *xclaim;
+    unsigned long long *xclaim; /* [0]: the claim word; [1]: express tasks run (gpuos_debug_express) */
+    uint64_t xq0;               /* the first express task's q this launch reads */
 } gpuos__pk_params;
 
 #endif /* GPUOS_QUEUE_H */

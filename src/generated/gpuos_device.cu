@@ -10707,10 +10707,12 @@ extern "C" __global__ void gpuos__d_test_kernel(int kernel_id, const void *plan,
 #define GPUOS__DESC_EXT 1u
 /* qdesc.stamp flag: an express task (docs/ARCHITECTURE.md, "Express tasks"): the host also
    wrote it to the express worker's mailbox (gpuos__pk_ctl.xbox). Whoever claims it first
-   (atomicMax of gpuos__pk_params.xclaim to its seq) runs it: the express worker, all of it
-   on its one block, or the fetcher, which then places it as any task. The fetcher that
-   loses pushes nothing and leaves its done stamp to the express worker. */
+   (atomicMax of gpuos__pk_params.xclaim to its seq; both claim in seq order) runs it: the
+   express worker, all of it on its one block, once its dependencies are done, or the
+   fetcher, which then places it as any task. The fetcher that loses pushes nothing and
+   leaves its done stamp to the express worker. */
 #define GPUOS__DESC_XPRESS 4u
+#define GPUOS__XBOX 8u /* express mailbox slots (a ring: express task q in slot q % 8) */
 
 /* Done stamps: task seq's word in the lane's done array (slot seq mod task_cap) holds its
    identity and its progress in one 64-bit value, so that one load tells a reader both. The
@@ -10838,17 +10840,22 @@ typedef struct gpuos__pk_ctl {
     uint64_t fetched;  /* ring positions below this have been copied: the host may reuse them */
     uint64_t retired_hi; /* lane 1 (high priority): as retired */
     uint64_t fetched_hi; /* lane 1: as fetched */
-    uint64_t xdone;      /* the express worker finished lane-0 task xdone, before which all had retired */
+    uint64_t pad_;
     /* GPUOS__PK_TIMESTAMPS builds only (latency probes): %globaltimer when the fetcher
        saw a batch [0] and had pushed it [1], a worker saw an inbox entry [2], finished
        its tiles [3] and flushed its done counts [4], the retirer retired [5]; lane 1's
        fetcher had pushed a batch [6] and its retirer retired [7] */
     uint64_t stamp[8];
-    /* Host -> device: the express mailbox, read by the express worker (gpuos__pk_params.
-       xworker). Two slots as the ring's (8 self-tagged words each): slot 0 the task's body,
-       slot 1 word 0 its seq; every word's tag is the host's express count mod 255, plus 1. */
-    gpuos__qslot xbox[2];
+    /* Device -> host: the seq of the task of mailbox slot k that the express worker ran,
+       written once it finished (the others of its slot are retired by the retirer) */
+    uint64_t xfin[GPUOS__XBOX];
+    /* Host -> device: the express mailbox, read in order by the express worker
+       (gpuos__pk_params.xworker). Express task q (0, 1, ...) is in xbox[q % GPUOS__XBOX]: two
+       slots as the ring's (8 self-tagged words each), the task's body, then its seq and q;
+       every word's tag is GPUOS__XTAG(q). The host rewrites a slot only once its task is done. */
+    gpuos__qslot xbox[GPUOS__XBOX][2];
 } gpuos__pk_ctl;
+#define GPUOS__XTAG(q) ((uint64_t)(((q) / GPUOS__XBOX) % 255u + 1u))
 
 /* GPUOS__PK_TIMESTAMPS builds: worker cycle counts (clock64, thread 0 of every worker,
    summed over all workers), in device memory (gpuos__pk_params.prof). */
@@ -10913,7 +10920,8 @@ typedef struct gpuos__pk_params {
     /* Express tasks: the worker that polls ctl->xbox (n_main - 1; >= n_main: none), and the
        device word whose atomicMax claims an express task (GPUOS__DESC_XPRESS) */
     uint32_t xworker;
-    unsigned long long *xclaim;
+    unsigned long long *xclaim; /* [0]: the claim word; [1]: express tasks run (gpuos_debug_express) */
+    uint64_t xq0;               /* the first express task's q this launch reads */
 } gpuos__pk_params;
 
 #endif /* GPUOS_QUEUE_H */
@@ -11753,32 +11761,52 @@ static __device__ __noinline__ int gpuos__pk_run(const gpuos__qdesc *d, const ui
 /* me: this block's inbox; loc, nw: its index among the nw workers of its kind (the
    tiles it owns are those with (base + t) % nw == loc). */
 /* The express worker's look at its mailbox (gpuos__pk_ctl.xbox, every lane of warp 0; lanes
-   0..15 read one word each, issued with the inbox read, so one PCIe round trip): 1 in every
-   lane when it holds a task newer than *xlast that this worker then claimed (atomicMax of
-   P.xclaim; the fetcher, which claims the same way, skips it), its descriptor in *xd and
-   seq in *xseq. A torn mailbox (words of two tasks) has tags that differ: not complete. */
-static __device__ __forceinline__ int gpuos__pk_xclaim(const gpuos__pk_params &P, uint64_t wv, uint64_t *xlast,
+   0..15 read one word each of slot *xq % GPUOS__XBOX, issued with the inbox read, so one PCIe
+   round trip): 1 in every lane when it holds express task *xq, its dependencies are done
+   and this worker then claimed it (atomicMax of P.xclaim; the fetcher, which claims the
+   same way, skips it): its descriptor in *xd, seq in *xseq. Tasks are taken in order: *xq
+   moves past a task the fetcher claimed (its slot may already hold a later lap's task, whose
+   writer saw it done). A torn slot (words of two laps) has tags that differ: not complete. */
+static __device__ __forceinline__ int gpuos__pk_xclaim(const gpuos__pk_params &P, uint64_t wv, uint64_t *xq,
                                                        gpuos__qdesc *xd, uint64_t *xseq) {
     const int lane = threadIdx.x & 31;
+    const uint64_t m = 0x00ffffffffffffffull, q = *xq;
     const uint64_t tag = wv >> 56, tag0 = __shfl_sync(0xffffffffu, tag, 0);
     if (!__all_sync(0xffffffffu, lane >= 16 || (tag == tag0 && tag != 0))) return 0;
-    const uint64_t sq = __shfl_sync(0xffffffffu, wv, 8) & 0x00ffffffffffffffull;
-    if (sq <= *xlast) return 0;
-    *xlast = sq;
-    int won = 0;
-    if (lane == 0) won = atomicMax(P.xclaim, (unsigned long long)sq) < (unsigned long long)sq;
-    won = __shfl_sync(0xffffffffu, won, 0);
+    const uint64_t sq = __shfl_sync(0xffffffffu, wv, 8) & m, qq = __shfl_sync(0xffffffffu, wv, 9) & m;
     const uint64_t nx = __shfl_down_sync(0xffffffffu, wv, 1);
-    if (!won) return 0;
-    if (lane < 7) { /* body word lane, as gpuos__fetch_poll decodes it */
-        const uint64_t m = 0x00ffffffffffffffull;
-        ((uint64_t *)xd)[lane] = ((wv & m) >> (8 * lane)) | ((nx & m) << (56 - 8 * lane));
+    if (qq < q || tag0 != GPUOS__XTAG(qq)) return 0; /* not written yet (an earlier lap's) */
+    if (qq > q) { /* task q was done elsewhere and its slot reused: the next one */
+        *xq = q + 1;
+        return 0;
     }
-    if (lane == 0) *xseq = sq;
+    if (lane < 7) /* body word lane, as gpuos__fetch_poll decodes it */
+        ((uint64_t *)xd)[lane] = ((wv & m) >> (8 * lane)) | ((nx & m) << (56 - 8 * lane));
     __syncwarp();
-    return 1;
+    int st = 0; /* 0: wait, 1: claimed, 2: the fetcher has it */
+    if (lane == 0) {
+        if (xd->n_deps == 0 || gpuos__pk_deps_ready(P, 0, xd, sq)) {
+            st = atomicMax(P.xclaim, (unsigned long long)sq) < (unsigned long long)sq ? 1 : 2;
+        } else { /* not ready: wait here, unless the fetcher has taken it already */
+            uint64_t cl;
+            asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(cl) : "l"(P.xclaim) : "memory");
+            if (cl >= sq) st = 2;
+        }
+        if (st == 1) *xseq = sq;
+    }
+    st = __shfl_sync(0xffffffffu, st, 0);
+    if (st) *xq = q + 1;
+    __syncwarp();
+    return st == 1;
 }
 
+/* The express worker reads its mailbox only once its inbox has been empty this many cycles
+   (~1 us): each read is a PCIe round trip, and an inbox entry arriving meanwhile waits for it
+   (a chain of tasks with tiles on this worker, its host submitting about as fast as the
+   device runs them, would pay it on most tasks). */
+#ifndef GPUOS__PK_XIDLE
+#define GPUOS__PK_XIDLE 2000
+#endif
 static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t me, const uint32_t loc,
                                       const uint32_t nw) {
     __shared__ gpuos__qdesc s_d[32];
@@ -11792,9 +11820,11 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
     __shared__ uint32_t s_sysw;    /* bit i: entry i writes mapped host memory (gpuos__pk_publish) */
     __shared__ gpuos__qdesc s_xd;  /* the express task this block claimed (s_n < 0) */
     __shared__ uint64_t s_xseq;
+    __shared__ uint32_t s_xslot;   /* its mailbox slot */
     const int tid = threadIdx.x, lane = tid & 31;
     const bool xw = me == P.xworker; /* the express worker: also polls the mailbox when idle */
-    uint64_t xlast = 0;              /* (warp 0) the newest express seq it saw */
+    uint64_t xq = P.xq0;             /* (warp 0) the next express task it looks for */
+    bool xhot = false;               /* it ran an express task last: look for the next at once */
     const gpuos__ientry *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;
     uint32_t head = P.wpos[0][me];
     uint64_t ref = P.start_seq[0] - 1; /* the seq of the last entry consumed (gpuos__pk_read_entry) */
@@ -11813,6 +11843,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
         GPUOS__PROF_T0(t_wait);
         if (tid < 32) {
             unsigned spin = 0;
+            long long t_idle = 0; /* the express worker: when its inbox was first seen empty */
             for (;;) {
                 const uint32_t hh = s_hhead;
                 const int hs = lane == 0 ? gpuos__pk_hi_waiting(P, me, hh) : 0;
@@ -11823,8 +11854,11 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                 }
                 /* the express worker idle: its mailbox read flies with the inbox read */
                 uint64_t xv = 0;
-                if (xw && spin > 0 && lane < 16)
-                    asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(xv) : "l"(&P.ctl->xbox[lane >> 3].w[lane & 7]) : "memory");
+                const bool xpoll = xw && spin > 0 && /* lane 0's clock: the same answer in every lane */
+                                   __shfl_sync(0xffffffffu, (int)(clock64() - t_idle > GPUOS__PK_XIDLE), 0);
+                if (xpoll && lane < 16)
+                    asm volatile("ld.volatile.global.u64 %0, [%1];"
+                                 : "=l"(xv) : "l"(&P.ctl->xbox[xq % GPUOS__XBOX][lane >> 3].w[lane & 7]) : "memory");
                 const int ok = gpuos__pk_read_entry(P, 0, inbox, head + lane, ref, &s_d[lane], &s_seq[lane]);
                 s_mine[lane] = 0;
                 uint32_t b = __ballot_sync(0xffffffffu, ok);
@@ -11846,9 +11880,13 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #endif
                     break;
                 }
-                if (xw && spin > 0 && gpuos__pk_xclaim(P, xv, &xlast, &s_xd, &s_xseq)) {
-                    if (lane == 0) s_n = -1;
-                    break;
+                if (xw && spin == 0) t_idle = xhot ? clock64() - 2 * GPUOS__PK_XIDLE : clock64();
+                if (xpoll) {
+                    const uint32_t slot = (uint32_t)(xq % GPUOS__XBOX);
+                    if (gpuos__pk_xclaim(P, xv, &xq, &s_xd, &s_xseq)) {
+                        if (lane == 0) s_n = -1, s_xslot = slot;
+                        break;
+                    }
                 }
                 if (++spin > 8) gpuos__nanosleep(spin > 4096 ? 256 : 32);
                 /* long idle: forget the plan copy, so that however many plan rows were
@@ -11862,6 +11900,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
         GPUOS__PROF_ADD(prof, GPUOS__PROF_START, t_start);
         int n = s_n;
         int stop = 0, flushed = 0;
+        if (n >= 0) xhot = false;
         uint32_t btiles = 0; /* tiles run in this batch */
         if (s_stale) {
             plan_row = 0xffffffffu, vec_state = -1;
@@ -11871,7 +11910,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
         }
         if (n < 0) { /* an express task: all of it here, then its done stamp and the host's word */
             const gpuos__qdesc *d = &s_xd;
-            /* every thread acquires: the task's inputs were written by tasks that retired */
+            /* every thread acquires: the task's inputs were written by finished tasks */
             asm volatile("fence.acq_rel.gpu;" ::: "memory");
             if (gpuos__pk_plan_changed(d, plan_row, plan_epoch)) {
                 gpuos__pk_load_plan(P, d, s_plan, tid, blockDim.x, plan_row, plan_epoch);
@@ -11897,9 +11936,10 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                     __threadfence();
                 asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&P.done[0][sq & (P.task_cap - 1)]),
                              "l"((uint64_t)(uint32_t)(sq + 1) << 32) : "memory");
-                gpuos__st_relaxed_sys_u64(&P.ctl->xdone, sq);
+                gpuos__st_relaxed_sys_u64(&P.ctl->xfin[s_xslot], sq);
             }
             __syncthreads(); /* s_xd, s_n and the plan are read by all before warp 0 looks again */
+            xhot = true;
             continue;
         }
         if (n == 0) { /* lane 1 work: run it, then look again */
