@@ -353,12 +353,11 @@ int gpuos__device_kernel_id(gpuos_op op, gpuos_dtype key, gpuos_dtype out);
 /* qdesc.stamp flag of a recorded graph's node (host and gpuos__qgraph_node): it waits for the
    launch's external dependency; cleared when the node becomes a task */
 #define GPUOS__DESC_EXT 1u
-/* qdesc.stamp flag: an express task (docs/ARCHITECTURE.md, "Express tasks"): the host also
-   wrote it to the express worker's mailbox (gpuos__pk_ctl.xbox). Whoever claims it first
-   (atomicMax of gpuos__pk_params.xclaim to its seq; both claim in seq order) runs it: the
-   express worker, all of it on its one block, once its dependencies are done, or the
-   fetcher, which then places it as any task. The fetcher that loses pushes nothing and
-   leaves its done stamp to the express worker. */
+/* qdesc.stamp flag: an express task (docs/ARCHITECTURE.md, "Express tasks"): one tile on the
+   express worker (gpuos__pk_params.xworker) that the host also wrote to that worker's
+   mailbox (gpuos__pk_ctl.xbox). Whoever claims it first (atomicMax of xclaim to its seq), the
+   express worker from the mailbox or the fetcher from the ring, has it: the worker runs it
+   at once and writes its done stamp; the fetcher queues it as any task (to that worker). */
 #define GPUOS__DESC_XPRESS 4u
 #define GPUOS__XBOX 8u /* express mailbox slots (a ring: express task q in slot q % 8) */
 
@@ -565,10 +564,11 @@ typedef struct gpuos__pk_params {
        host memory): the host sees whether every block became resident. */
     uint32_t *up;
     uint32_t epoch;
-    /* Express tasks: the worker that polls ctl->xbox (n_main - 1; >= n_main: none), and the
-       device word whose atomicMax claims an express task (GPUOS__DESC_XPRESS) */
+    /* Express tasks (GPUOS__DESC_XPRESS): the worker that polls ctl->xbox (n_main - 1;
+       >= n_main: none) */
     uint32_t xworker;
-    unsigned long long *xclaim; /* [0]: the claim word; [1]: express tasks run (gpuos_debug_express) */
+    unsigned long long *xclaim; /* device: the claim word (atomicMax to an express task's seq) */
+    unsigned long long *xruns;  /* device: express tasks it ran from the mailbox (gpuos_debug_express) */
     uint64_t xq0;               /* the first express task's q this launch reads */
 } gpuos__pk_params;
 
@@ -3039,7 +3039,7 @@ typedef struct cuda__memo {
     uint64_t lo[GPUOS__MAX_PTR], hi[GPUOS__MAX_PTR];
     int write[GPUOS__MAX_PTR];
     uint32_t ver[GPUOS__MAX_PTR];         /* the log's ver (written here) or wver (only read) after it */
-    int xp;                               /* it went express: a repeat may only go express too */
+    int xp;                               /* it was encoded express (cuda_xpress_pre): one tile on the express worker */
 } cuda__memo;
 
 typedef struct cuda__plan_entry {
@@ -3948,7 +3948,8 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0, 64 + GPUOS__PROF_N * 8, c->copy_stream), "cuMemsetD8Async (retired)");
     c->P.retired = (uint64_t *)(uintptr_t)d; /* [lane] */
     c->P.prof = (unsigned long long *)(uintptr_t)(d + 64); /* probe builds' counters */
-    c->P.xclaim = (unsigned long long *)(uintptr_t)(d + 32); /* express claims, then runs (zeroed with it) */
+    c->P.xclaim = (unsigned long long *)(uintptr_t)(d + 32); /* express claims (zeroed with it) */
+    c->P.xruns = (unsigned long long *)(uintptr_t)(d + 40);  /* express tasks the express worker ran */
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__PLAN_CAP * GPUOS__PLAN_BYTES), "cuMemAlloc (plans)");
     c->P.plans = (char *)(uintptr_t)d;
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__GPOOL * sizeof(gpuos__qdesc)), "cuMemAlloc (graph descriptors)");
@@ -4285,19 +4286,22 @@ static void cuda_put(struct gpuos__cuda *c, int lane, const void *body) {
 }
 
 static int cuda_plan_fetched(struct gpuos__cuda *c, const struct cuda__plan_entry *e);
-/* Express tasks (docs/ARCHITECTURE.md): may task d (lane 0, sequence number c->dseq[0])
-   run whole on the express worker? Only when every earlier task is known retired or is an
-   express task itself (those the express worker takes in order; d's dependencies, on them
-   alone, it checks before it claims d), its mailbox slot is free (its last task done), its
-   plan row is in the device's table, it is a built-in operator's, and it is small: one
-   tile, or a few of an element-wise operator (whose items the worker runs as one range).
-   alone: every earlier task retired (a repeat's descriptor has no dependencies: it assumed
-   its producer's tiles ran on the workers its own go to). */
-static int cuda_xpress_ok(struct gpuos__cuda *c, const gpuos__job *job, const gpuos__qdesc *d, int alone) {
+/* Express tasks (docs/ARCHITECTURE.md). An express task is encoded as ONE tile on the
+   express worker (base P.xworker): whether that worker takes it early from its mailbox or
+   the fetcher places it, it runs there, whole, after everything its inbox held before, so
+   its log entries are true (a later task may align with it, on that worker). May the job,
+   n_tiles tiles as usual, be one (before the dependency scan, which the tiling decides)?
+   When it is small (one tile, or a few of an element-wise operator, whose items as one tile
+   give the same elements) and a built-in operator's, every earlier task is known retired or
+   is one of the last few express tasks (alone: every earlier task retired; a run of
+   dependent tasks goes faster tile-aligned through the queue), and its mailbox slot is free
+   (the task it held is done). */
+static int cuda_xpress_pre(struct gpuos__cuda *c, const gpuos__job *job, int lane, int64_t n_tiles, int alone) {
     const uint64_t me = c->dseq[0], prev = c->xseq[c->xcount % GPUOS__XBOX];
-    if (!c->xtiles || c->hi_used || c->serialize || !c->running || c->P.xworker >= c->P.n_main) return 0;
-    if (d->n_deps == GPUOS__DEPS_ALL || d->n_tiles == 0 || d->kernel_id >= GPUOS__RT_KERNEL_BASE) return 0;
-    if (d->n_tiles > c->xtiles || (d->n_tiles > 1 && job->kind != GPUOS__KIND_EW)) return 0;
+    if (!c->xtiles || lane != 0 || c->hi_used || c->serialize || !c->running || c->P.xworker >= c->P.n_main) return 0;
+    if (n_tiles < 1 || n_tiles > (int64_t)c->xtiles || (n_tiles > 1 && job->kind != GPUOS__KIND_EW) ||
+        job->dev_kernel >= GPUOS__RT_KERNEL_BASE)
+        return 0;
     if (c->retired_seen[0] + 1 != me &&
         (alone || c->xend != me || c->retired_seen[0] + 1 < c->xfirst || me - c->xfirst >= CUDA__XPRESS_RUN))
         return 0;
@@ -4305,7 +4309,13 @@ static int cuda_xpress_ok(struct gpuos__cuda *c, const gpuos__job *job, const gp
         cuda_refresh_retired(c);
         if (prev > c->retired_seen[0]) return 0;
     }
-    return cuda_plan_fetched(c, &c->plans[d->plan_id]);
+    return 1;
+}
+/* ... and, encoded as such (d), may it go to the mailbox: its plan row is in the device's
+   table (the express worker reads it from there), it does not wait for everything. */
+static int cuda_xpress_ok(struct gpuos__cuda *c, const gpuos__qdesc *d) {
+    return d->n_tiles == 1 && d->base == c->P.xworker && d->n_deps != GPUOS__DEPS_ALL &&
+           cuda_plan_fetched(c, &c->plans[d->plan_id]);
 }
 /* Task d (seq) into the express mailbox, before its ring slot (whichever the device reads
    first, the express worker's claim or the fetcher's decides who runs it). */
@@ -4371,7 +4381,7 @@ static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c
             }
     c->P.n_main = (uint32_t)c->n_workers - c->P.n_rt;
     c->P.xworker = c->xtiles && c->P.n_main > 1 ? c->P.n_main - 1 : UINT32_MAX; /* the express worker */
-    c->P.xq0 = c->xcount; /* every express task sent before was claimed before EXIT */
+    c->P.xq0 = c->xcount; /* every express task sent before ran before EXIT */
     c->P.epoch++;
     c->all_up = 0;
     c->launch_ns = cuda_now_ns();
@@ -5078,12 +5088,10 @@ static int cuda_memo_find(const cuda__memo *m, cuda__access **e) {
    dropped (recording moves entries: e[] is not used after it); then m is this task. */
 static void cuda_memo_relog(const struct gpuos__cuda *c, cuda__memo *m, cuda__access *const *e, uint64_t dseq,
                             const gpuos__qdesc *d) {
-    const int xp = (d->stamp & GPUOS__DESC_XPRESS) != 0;
     int k;
     for (k = 0; k < m->n_acc; k++)
         if (e[k]) {
             e[k]->dseq = dseq;
-            if (xp) e[k]->sig = 0, e[k]->lin = 0; /* its tiles all ran on one worker: no one aligns with it */
             m->lg[k]->ver++;
         }
     for (k = 0; k < m->n_acc; k++)
@@ -5102,7 +5110,6 @@ static void cuda_memo_relog(const struct gpuos__cuda *c, cuda__memo *m, cuda__ac
         }
     for (k = 0; k < m->n_acc; k++) m->ver[k] = m->write[k] ? m->lg[k]->ver : m->lg[k]->wver;
     m->dseq = dseq;
-    m->xp = xp;
 }
 
 /* A repeated task (the same as one encoded before: loops' x = x + s, a frame's updates) gets
@@ -5132,12 +5139,14 @@ static gpuos_status cuda_encode_repeat(gpuos_context *ctx, struct gpuos__cuda *c
     d = m->d;
     d.kind = (d.kind & ~(uint32_t)GPUOS__KIND_HICHECK) | (c->hi_used ? (uint32_t)GPUOS__KIND_HICHECK : 0u);
     d.stamp &= ~(uint32_t)GPUOS__DESC_XPRESS;
-    /* m's tiles all ran on the express worker: its tile-aligned encoding holds only for a
-       repeat that goes express too (m retired), else the full encoding waits for it */
-    if (cuda_xpress_ok(c, job, &d, 1))
-        d.stamp |= GPUOS__DESC_XPRESS, d.base = c->P.xworker;
-    else if (m->xp)
-        return GPUOS_ERR_UNSUPPORTED;
+    /* m was express (one tile on the express worker): so is a repeat that may be (and runs
+       after it there), else the full encoding gives it the usual tiles (a burst of repeats
+       runs on many workers); m was not: a repeat that may go express is encoded anew */
+    if (cuda_xpress_pre(c, job, 0, m->d.n_tiles, 0) != m->xp) return GPUOS_ERR_UNSUPPORTED;
+    if (m->xp) {
+        if (!cuda_xpress_ok(c, &d)) return GPUOS_ERR_UNSUPPORTED;
+        d.stamp |= GPUOS__DESC_XPRESS;
+    }
     st = cuda_ring_room(ctx, c, 0, 1);
     if (st != GPUOS_OK) return st;
     if (d.stamp & GPUOS__DESC_XPRESS) cuda_xbox_put(c, &d, c->dseq[0]);
@@ -5170,7 +5179,7 @@ static void cuda_batch_lower(gpuos_context *ctx, gpuos__job *job) {
 static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos__job *job) {
     cuda__operand ops[GPUOS__MAX_PTR];
     uint64_t deps[2 * GPUOS__MAX_PTR * (CUDA__LOG_LEN + 1)], floor = 0, hi_max = 0;
-    int n_deps = 0, all = 0, n, k, j, lane = 0, sysw = 0;
+    int n_deps = 0, all = 0, n, k, j, lane = 0, sysw = 0, xcand;
     uint32_t plan_bytes, plan_id = 0, plan_epoch = 0, tile, base = UINT32_MAX;
     int64_t n_tiles, n_items = job->items;
     const void *plan = &job->plan;
@@ -5223,6 +5232,11 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         cuda_refresh_retired(c);
     }
     me = c->dseq[lane];
+    xcand = cuda_xpress_pre(c, job, lane, n_tiles, 0);
+    if (xcand && n_tiles > 1) { /* one tile of every item (element-wise: the same elements) */
+        tile = (uint32_t)n_items;
+        n_tiles = 1;
+    }
     for (k = 0; k < n; k++) {
         uint64_t lo, hi;
         gpuos__storage *s;
@@ -5280,7 +5294,9 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     }
     /* a fresh base: past the previous fresh task's tiles, so that independent tasks of
        several tiles land on different worker blocks */
-    if (base == UINT32_MAX) {
+    if (base == UINT32_MAX && xcand) {
+        base = c->P.xworker; /* (an aligned one is an unretired producer: an express task, there too) */
+    } else if (base == UINT32_MAX) {
         base = c->next_base;
         c->next_base += n_tiles < 1 ? 1u : n_tiles < (int64_t)c->n_workers ? (uint32_t)n_tiles : (uint32_t)c->n_workers;
     }
@@ -5346,11 +5362,8 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         if (floor) d.dep_delta[d.n_deps++] = (uint32_t)(me - floor) | GPUOS__DEP_RETIRED;
         if (hi_max) d.dep_delta[d.n_deps++] = GPUOS__DEP_HI | (uint32_t)(hi_max & GPUOS__DEP_HI_MASK);
     }
-    if (lane == 0 && cuda_xpress_ok(c, job, &d, 0)) {
+    if (xcand && cuda_xpress_ok(c, &d)) {
         d.stamp |= GPUOS__DESC_XPRESS;
-        /* if the fetcher takes it, it goes to the express worker's inbox all the same: after
-           the express task it depends on (running there), and nothing older is queued there */
-        d.base = c->P.xworker;
         cuda_xbox_put(c, &d, me);
     }
     cuda_put(c, lane, &d);
@@ -5372,7 +5385,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         memo->d = d;
         memo->plan_key = c->plans[plan_id].key;
         memo->n_acc = 0;
-        memo->xp = (d.stamp & GPUOS__DESC_XPRESS) != 0;
+        memo->xp = xcand;
     }
     t0 = GPUOS__PH_NOW();
 
@@ -5390,11 +5403,10 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         a.dseq = me;
         a.lo = lo;
         a.hi = hi;
-        /* an express task's tiles all ran on one worker: no one aligns with it */
-        a.sig = d.stamp & GPUOS__DESC_XPRESS ? 0 : ops[k].sig;
+        a.sig = ops[k].sig;
         a.base = base;
         a.tile = tile;
-        a.lin = d.stamp & GPUOS__DESC_XPRESS ? 0 : ops[k].lin;
+        a.lin = ops[k].lin;
         a.write = ops[k].write;
         a.lane = lane;
         cuda_log_record(c, lg, &a);
@@ -5880,7 +5892,7 @@ void gpuos_debug_express(gpuos_context *ctx, uint64_t *sent, uint64_t *by_worker
     if (!c) return;
     pthread_mutex_lock(&ctx->mu);
     if (sent) *sent = c->xcount;
-    if (by_worker && gpuos__cuda_memcpy(ctx, &n, c->P.xclaim + 1, sizeof n, 0) == GPUOS_OK) *by_worker = n;
+    if (by_worker && gpuos__cuda_memcpy(ctx, &n, c->P.xruns, sizeof n, 0) == GPUOS_OK) *by_worker = n;
     pthread_mutex_unlock(&ctx->mu);
 }
 
@@ -24872,12 +24884,11 @@ const char *const gpuos__device_source[] = {
     "/* qdesc.stamp flag of a recorded graph's node (host and gpuos__qgraph_node): it waits for the\n",
     "   launch's external dependency; cleared when the node becomes a task */\n",
     "#define GPUOS__DESC_EXT 1u\n",
-    "/* qdesc.stamp flag: an express task (docs/ARCHITECTURE.md, \"Express tasks\"): the host also\n",
-    "   wrote it to the express worker's mailbox (gpuos__pk_ctl.xbox). Whoever claims it first\n",
-    "   (atomicMax of gpuos__pk_params.xclaim to its seq; both claim in seq order) runs it: the\n",
-    "   express worker, all of it on its one block, once its dependencies are done, or the\n",
-    "   fetcher, which then places it as any task. The fetcher that loses pushes nothing and\n",
-    "   leaves its done stamp to the express worker. */\n",
+    "/* qdesc.stamp flag: an express task (docs/ARCHITECTURE.md, \"Express tasks\"): one tile on the\n",
+    "   express worker (gpuos__pk_params.xworker) that the host also wrote to that worker's\n",
+    "   mailbox (gpuos__pk_ctl.xbox). Whoever claims it first (atomicMax of xclaim to its seq), the\n",
+    "   express worker from the mailbox or the fetcher from the ring, has it: the worker runs it\n",
+    "   at once and writes its done stamp; the fetcher queues it as any task (to that worker). */\n",
     "#define GPUOS__DESC_XPRESS 4u\n",
     "#define GPUOS__XBOX 8u /* express mailbox slots (a ring: express task q in slot q % 8) */\n",
     "\n",
@@ -25084,10 +25095,11 @@ const char *const gpuos__device_source[] = {
     "       host memory): the host sees whether every block became resident. */\n",
     "    uint32_t *up;\n",
     "    uint32_t epoch;\n",
-    "    /* Express tasks: the worker that polls ctl->xbox (n_main - 1; >= n_main: none), and the\n",
-    "       device word whose atomicMax claims an express task (GPUOS__DESC_XPRESS) */\n",
+    "    /* Express tasks (GPUOS__DESC_XPRESS): the worker that polls ctl->xbox (n_main - 1;\n",
+    "       >= n_main: none) */\n",
     "    uint32_t xworker;\n",
-    "    unsigned long long *xclaim; /* [0]: the claim word; [1]: express tasks run (gpuos_debug_express) */\n",
+    "    unsigned long long *xclaim; /* device: the claim word (atomicMax to an express task's seq) */\n",
+    "    unsigned long long *xruns;  /* device: express tasks it ran from the mailbox (gpuos_debug_express) */\n",
     "    uint64_t xq0;               /* the first express task's q this launch reads */\n",
     "} gpuos__pk_params;\n",
     "\n",
@@ -25296,8 +25308,8 @@ const char *const gpuos__device_source[] = {
     "        } else {\n",
     "            gpuos__qdesc d = body.d;\n",
     "            if (kind == GPUOS__SLOT_EXIT) d.n_tiles = 0, d.base = 0;\n",
-    "            /* an express task the express worker claimed first: it runs there and writes the\n",
-    "               done stamp itself (gpuos__pk_express); here it gets no inbox entries */\n",
+    "            /* an express task the express worker claimed first: it runs there, now, and writes\n",
+    "               its done stamp itself; here it gets no inbox entry */\n",
     "            const bool taken = LANE == 0 && kind == GPUOS__SLOT_TASK && (d.stamp & GPUOS__DESC_XPRESS) &&\n",
     "                               atomicMax(P.xclaim, (unsigned long long)seq) >= (unsigned long long)seq;\n",
     "            if (taken) d.n_tiles = 0;\n",
@@ -25886,7 +25898,7 @@ const char *const gpuos__device_source[] = {
     "#define GPUOS__PK_RUN_ON 0\n",
     "#endif\n",
     "static __device__ __forceinline__ int gpuos__pk_same_task(const gpuos__qdesc *a, const gpuos__qdesc *d) {\n",
-    "    return a->n_deps == 0 && a->kind == d->kind && a->kernel_id == d->kernel_id && a->plan_id == d->plan_id &&\n",
+    "    return a->n_deps == 0 && !((a->stamp | d->stamp) & GPUOS__DESC_XPRESS) && a->kind == d->kind && a->kernel_id == d->kernel_id && a->plan_id == d->plan_id &&\n",
     "           a->n_items == d->n_items && a->tile_items == d->tile_items && a->n_tiles == d->n_tiles && a->base == d->base;\n",
     "}\n",
     "#if GPUOS__PK_RUN_ON\n",
@@ -25929,13 +25941,18 @@ const char *const gpuos__device_source[] = {
     "   tiles it owns are those with (base + t) % nw == loc). */\n",
     "/* The express worker's look at its mailbox (gpuos__pk_ctl.xbox, every lane of warp 0; lanes\n",
     "   0..15 read one word each of slot *xq % GPUOS__XBOX, issued with the inbox read, so one PCIe\n",
-    "   round trip): 1 in every lane when it holds express task *xq, its dependencies are done\n",
-    "   and this worker then claimed it (atomicMax of P.xclaim; the fetcher, which claims the\n",
-    "   same way, skips it): its descriptor in *xd, seq in *xseq. Tasks are taken in order: *xq\n",
-    "   moves past a task the fetcher claimed (its slot may already hold a later lap's task, whose\n",
-    "   writer saw it done). A torn slot (words of two laps) has tags that differ: not complete. */\n",
+    "   round trip). An express task is a task of one tile on this worker; whoever claims it first\n",
+    "   (atomicMax of P.xclaim to its seq), this worker from its mailbox or the fetcher from the\n",
+    "   ring (which then queues it here as any task), has it. Both claim in seq order. This\n",
+    "   worker claims task *xq once it has run every express task the fetcher took before it\n",
+    "   (xran >= *xlost: those are in its inbox, and this one may be aligned with them) and the\n",
+    "   task's dependencies are done (one on an express task it ran counts as done). Returns 1 in\n",
+    "   every lane when it claimed task *xq, to run now: its descriptor in *xd, seq in *xseq. *xq\n",
+    "   moves past a task the fetcher took, and past one whose slot already holds a later lap's\n",
+    "   (the host rewrites a slot once its task is done). A torn slot (words of two laps) has tags\n",
+    "   that differ: not complete. */\n",
     "static __device__ __forceinline__ int gpuos__pk_xclaim(const gpuos__pk_params &P, uint64_t wv, uint64_t *xq,\n",
-    "                                                       gpuos__qdesc *xd, uint64_t *xseq) {\n",
+    "                                                       uint64_t *xlost, uint64_t xran, gpuos__qdesc *xd, uint64_t *xseq) {\n",
     "    const int lane = threadIdx.x & 31;\n",
     "    const uint64_t m = 0x00ffffffffffffffull, q = *xq;\n",
     "    const uint64_t tag = wv >> 56, tag0 = __shfl_sync(0xffffffffu, tag, 0);\n",
@@ -25943,26 +25960,29 @@ const char *const gpuos__device_source[] = {
     "    const uint64_t sq = __shfl_sync(0xffffffffu, wv, 8) & m, qq = __shfl_sync(0xffffffffu, wv, 9) & m;\n",
     "    const uint64_t nx = __shfl_down_sync(0xffffffffu, wv, 1);\n",
     "    if (qq < q || tag0 != GPUOS__XTAG(qq)) return 0; /* not written yet (an earlier lap's) */\n",
-    "    if (qq > q) { /* task q was done elsewhere and its slot reused: the next one */\n",
+    "    if (qq > q || sq <= xran) { /* done already: the next one */\n",
     "        *xq = q + 1;\n",
     "        return 0;\n",
     "    }\n",
+    "    if (xran < *xlost) return 0; /* the fetcher's express tasks first (from the inbox) */\n",
     "    if (lane < 7) /* body word lane, as gpuos__fetch_poll decodes it */\n",
     "        ((uint64_t *)xd)[lane] = ((wv & m) >> (8 * lane)) | ((nx & m) << (56 - 8 * lane));\n",
     "    __syncwarp();\n",
-    "    int st = 0; /* 0: wait, 1: claimed, 2: the fetcher has it */\n",
+    "    int st = 0; /* 0: not yet, 1: claimed, 2: the fetcher has it */\n",
     "    if (lane == 0) {\n",
-    "        if (xd->n_deps == 0 || gpuos__pk_deps_ready(P, 0, xd, sq)) {\n",
-    "            st = atomicMax(P.xclaim, (unsigned long long)sq) < (unsigned long long)sq \? 1 : 2;\n",
-    "        } else { /* not ready: wait here, unless the fetcher has taken it already */\n",
-    "            uint64_t cl;\n",
-    "            asm volatile(\"ld.relaxed.gpu.global.u64 %0, [%1];\" : \"=l\"(cl) : \"l\"(P.xclaim) : \"memory\");\n",
-    "            if (cl >= sq) st = 2;\n",
+    "        int go = 1;\n",
+    "        for (uint32_t k = 0; k < xd->n_deps && go; k++) { /* (never GPUOS__DEPS_ALL, nor lane 1) */\n",
+    "            const uint32_t dd = xd->dep_delta[k];\n",
+    "            const uint64_t dep = sq - (dd & ~GPUOS__DEP_RETIRED);\n",
+    "            if (dep <= xran) continue; /* (every earlier task not express had retired) */\n",
+    "            go = dd & GPUOS__DEP_RETIRED \? gpuos__ld_acquire_gpu_u64(&P.retired[0]) >= dep : gpuos__pk_dep_done(P, 0, dep);\n",
     "        }\n",
+    "        if (go) st = atomicMax(P.xclaim, (unsigned long long)sq) < (unsigned long long)sq \? 1 : 2;\n",
     "        if (st == 1) *xseq = sq;\n",
     "    }\n",
     "    st = __shfl_sync(0xffffffffu, st, 0);\n",
     "    if (st) *xq = q + 1;\n",
+    "    if (st == 2) *xlost = sq;\n",
     "    __syncwarp();\n",
     "    return st == 1;\n",
     "}\n",
@@ -25985,12 +26005,14 @@ const char *const gpuos__device_source[] = {
     "    __shared__ uint64_t s_href;    /* lane 1: the seq of the last entry consumed (gpuos__pk_read_entry) */\n",
     "    __shared__ uint32_t s_same;    /* bit i: entry i + 1 is identical to entry i (runs) */\n",
     "    __shared__ uint32_t s_sysw;    /* bit i: entry i writes mapped host memory (gpuos__pk_publish) */\n",
-    "    __shared__ gpuos__qdesc s_xd;  /* the express task this block claimed (s_n < 0) */\n",
+    "    __shared__ gpuos__qdesc s_xd;  /* the express task to run from the mailbox (s_n < 0) */\n",
     "    __shared__ uint64_t s_xseq;\n",
     "    __shared__ uint32_t s_xslot;   /* its mailbox slot */\n",
     "    const int tid = threadIdx.x, lane = tid & 31;\n",
     "    const bool xw = me == P.xworker; /* the express worker: also polls the mailbox when idle */\n",
-    "    uint64_t xq = P.xq0;             /* (warp 0) the next express task it looks for */\n",
+    "    uint64_t xq = P.xq0;             /* (warp 0) the next express task it looks for in its mailbox */\n",
+    "    uint64_t xran = 0;               /* the newest express task it ran (from the mailbox or the inbox) */\n",
+    "    uint64_t xlost = 0;              /* (warp 0) the newest the fetcher took (it runs from the inbox) */\n",
     "    bool xhot = false;               /* it ran an express task last: look for the next at once */\n",
     "    const gpuos__ientry *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;\n",
     "    uint32_t head = P.wpos[0][me];\n",
@@ -26050,7 +26072,7 @@ const char *const gpuos__device_source[] = {
     "                if (xw && spin == 0) t_idle = xhot \? clock64() - 2 * GPUOS__PK_XIDLE : clock64();\n",
     "                if (xpoll) {\n",
     "                    const uint32_t slot = (uint32_t)(xq % GPUOS__XBOX);\n",
-    "                    if (gpuos__pk_xclaim(P, xv, &xq, &s_xd, &s_xseq)) {\n",
+    "                    if (gpuos__pk_xclaim(P, xv, &xq, &xlost, xran, &s_xd, &s_xseq)) {\n",
     "                        if (lane == 0) s_n = -1, s_xslot = slot;\n",
     "                        break;\n",
     "                    }\n",
@@ -26067,7 +26089,7 @@ const char *const gpuos__device_source[] = {
     "        GPUOS__PROF_ADD(prof, GPUOS__PROF_START, t_start);\n",
     "        int n = s_n;\n",
     "        int stop = 0, flushed = 0;\n",
-    "        if (n >= 0) xhot = false;\n",
+    "        if (n == 0) xhot = false;\n",
     "        uint32_t btiles = 0; /* tiles run in this batch */\n",
     "        if (s_stale) {\n",
     "            plan_row = 0xffffffffu, vec_state = -1;\n",
@@ -26075,7 +26097,7 @@ const char *const gpuos__device_source[] = {
     "            run_kid = -1;\n",
     "#endif\n",
     "        }\n",
-    "        if (n < 0) { /* an express task: all of it here, then its done stamp and the host's word */\n",
+    "        if (n < 0) { /* an express task claimed from the mailbox: its one tile, its done stamp, the host's word */\n",
     "            const gpuos__qdesc *d = &s_xd;\n",
     "            /* every thread acquires: the task's inputs were written by finished tasks */\n",
     "            asm volatile(\"fence.acq_rel.gpu;\" ::: \"memory\");\n",
@@ -26089,14 +26111,13 @@ const char *const gpuos__device_source[] = {
     "#endif\n",
     "                __syncthreads();\n",
     "            }\n",
-    "            /* one range: an element-wise task's items in any split give the same elements (the\n",
-    "               host sends others only as one tile); out of line (a second inline copy of the\n",
-    "               vector passes would double the worker loop's code) */\n",
-    "            gpuos__d_run(d->kernel_id, s_plan, 0, d->n_items);\n",
+    "            /* out of line (a second inline copy of the vector passes would double the worker\n",
+    "               loop's code) */\n",
+    "            gpuos__d_run(d->kernel_id, s_plan, 0, d->n_items < d->tile_items \? d->n_items : d->tile_items);\n",
     "            __syncthreads();\n",
     "            if (tid == 0) {\n",
     "                const uint64_t sq = s_xseq;\n",
-    "                atomicAdd(P.xclaim + 1, 1ull); /* express tasks run here (gpuos_debug_express) */\n",
+    "                atomicAdd(P.xruns, 1ull); /* express tasks run from the mailbox (gpuos_debug_express) */\n",
     "                if (d->stamp & GPUOS__DESC_SYSW)\n",
     "                    __threadfence_system();\n",
     "                else\n",
@@ -26105,7 +26126,8 @@ const char *const gpuos__device_source[] = {
     "                             \"l\"((uint64_t)(uint32_t)(sq + 1) << 32) : \"memory\");\n",
     "                gpuos__st_relaxed_sys_u64(&P.ctl->xfin[s_xslot], sq);\n",
     "            }\n",
-    "            __syncthreads(); /* s_xd, s_n and the plan are read by all before warp 0 looks again */\n",
+    "            xran = s_xseq;\n",
+    "            __syncthreads(); /* s_xd, s_xseq, s_n and the plan are read by all before warp 0 looks again */\n",
     "            xhot = true;\n",
     "            continue;\n",
     "        }\n",
@@ -26126,6 +26148,8 @@ const char *const gpuos__device_source[] = {
     "                break;\n",
     "            }\n",
     "            const uint64_t seq = s_seq[i];\n",
+    "            if (d->stamp & GPUOS__DESC_XPRESS) xran = seq; /* one the fetcher took (on the express worker) */\n",
+    "            xhot = false; /* a task run from the inbox: the mailbox is looked at after an idle while */\n",
     "            GPUOS__PROF_T0(t_deps);\n",
     "            if (d->n_deps) {\n",
     "                if (tid < 32) /* publish our finished tiles first: the producer may wait on them */\n",

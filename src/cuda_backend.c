@@ -108,7 +108,7 @@ typedef struct cuda__memo {
     uint64_t lo[GPUOS__MAX_PTR], hi[GPUOS__MAX_PTR];
     int write[GPUOS__MAX_PTR];
     uint32_t ver[GPUOS__MAX_PTR];         /* the log's ver (written here) or wver (only read) after it */
-    int xp;                               /* it went express: a repeat may only go express too */
+    int xp;                               /* it was encoded express (cuda_xpress_pre): one tile on the express worker */
 } cuda__memo;
 
 typedef struct cuda__plan_entry {
@@ -1017,7 +1017,8 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0, 64 + GPUOS__PROF_N * 8, c->copy_stream), "cuMemsetD8Async (retired)");
     c->P.retired = (uint64_t *)(uintptr_t)d; /* [lane] */
     c->P.prof = (unsigned long long *)(uintptr_t)(d + 64); /* probe builds' counters */
-    c->P.xclaim = (unsigned long long *)(uintptr_t)(d + 32); /* express claims, then runs (zeroed with it) */
+    c->P.xclaim = (unsigned long long *)(uintptr_t)(d + 32); /* express claims (zeroed with it) */
+    c->P.xruns = (unsigned long long *)(uintptr_t)(d + 40);  /* express tasks the express worker ran */
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__PLAN_CAP * GPUOS__PLAN_BYTES), "cuMemAlloc (plans)");
     c->P.plans = (char *)(uintptr_t)d;
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__GPOOL * sizeof(gpuos__qdesc)), "cuMemAlloc (graph descriptors)");
@@ -1354,19 +1355,22 @@ static void cuda_put(struct gpuos__cuda *c, int lane, const void *body) {
 }
 
 static int cuda_plan_fetched(struct gpuos__cuda *c, const struct cuda__plan_entry *e);
-/* Express tasks (docs/ARCHITECTURE.md): may task d (lane 0, sequence number c->dseq[0])
-   run whole on the express worker? Only when every earlier task is known retired or is an
-   express task itself (those the express worker takes in order; d's dependencies, on them
-   alone, it checks before it claims d), its mailbox slot is free (its last task done), its
-   plan row is in the device's table, it is a built-in operator's, and it is small: one
-   tile, or a few of an element-wise operator (whose items the worker runs as one range).
-   alone: every earlier task retired (a repeat's descriptor has no dependencies: it assumed
-   its producer's tiles ran on the workers its own go to). */
-static int cuda_xpress_ok(struct gpuos__cuda *c, const gpuos__job *job, const gpuos__qdesc *d, int alone) {
+/* Express tasks (docs/ARCHITECTURE.md). An express task is encoded as ONE tile on the
+   express worker (base P.xworker): whether that worker takes it early from its mailbox or
+   the fetcher places it, it runs there, whole, after everything its inbox held before, so
+   its log entries are true (a later task may align with it, on that worker). May the job,
+   n_tiles tiles as usual, be one (before the dependency scan, which the tiling decides)?
+   When it is small (one tile, or a few of an element-wise operator, whose items as one tile
+   give the same elements) and a built-in operator's, every earlier task is known retired or
+   is one of the last few express tasks (alone: every earlier task retired; a run of
+   dependent tasks goes faster tile-aligned through the queue), and its mailbox slot is free
+   (the task it held is done). */
+static int cuda_xpress_pre(struct gpuos__cuda *c, const gpuos__job *job, int lane, int64_t n_tiles, int alone) {
     const uint64_t me = c->dseq[0], prev = c->xseq[c->xcount % GPUOS__XBOX];
-    if (!c->xtiles || c->hi_used || c->serialize || !c->running || c->P.xworker >= c->P.n_main) return 0;
-    if (d->n_deps == GPUOS__DEPS_ALL || d->n_tiles == 0 || d->kernel_id >= GPUOS__RT_KERNEL_BASE) return 0;
-    if (d->n_tiles > c->xtiles || (d->n_tiles > 1 && job->kind != GPUOS__KIND_EW)) return 0;
+    if (!c->xtiles || lane != 0 || c->hi_used || c->serialize || !c->running || c->P.xworker >= c->P.n_main) return 0;
+    if (n_tiles < 1 || n_tiles > (int64_t)c->xtiles || (n_tiles > 1 && job->kind != GPUOS__KIND_EW) ||
+        job->dev_kernel >= GPUOS__RT_KERNEL_BASE)
+        return 0;
     if (c->retired_seen[0] + 1 != me &&
         (alone || c->xend != me || c->retired_seen[0] + 1 < c->xfirst || me - c->xfirst >= CUDA__XPRESS_RUN))
         return 0;
@@ -1374,7 +1378,13 @@ static int cuda_xpress_ok(struct gpuos__cuda *c, const gpuos__job *job, const gp
         cuda_refresh_retired(c);
         if (prev > c->retired_seen[0]) return 0;
     }
-    return cuda_plan_fetched(c, &c->plans[d->plan_id]);
+    return 1;
+}
+/* ... and, encoded as such (d), may it go to the mailbox: its plan row is in the device's
+   table (the express worker reads it from there), it does not wait for everything. */
+static int cuda_xpress_ok(struct gpuos__cuda *c, const gpuos__qdesc *d) {
+    return d->n_tiles == 1 && d->base == c->P.xworker && d->n_deps != GPUOS__DEPS_ALL &&
+           cuda_plan_fetched(c, &c->plans[d->plan_id]);
 }
 /* Task d (seq) into the express mailbox, before its ring slot (whichever the device reads
    first, the express worker's claim or the fetcher's decides who runs it). */
@@ -1440,7 +1450,7 @@ static gpuos_status cuda_launch_locked(gpuos_context *ctx, struct gpuos__cuda *c
             }
     c->P.n_main = (uint32_t)c->n_workers - c->P.n_rt;
     c->P.xworker = c->xtiles && c->P.n_main > 1 ? c->P.n_main - 1 : UINT32_MAX; /* the express worker */
-    c->P.xq0 = c->xcount; /* every express task sent before was claimed before EXIT */
+    c->P.xq0 = c->xcount; /* every express task sent before ran before EXIT */
     c->P.epoch++;
     c->all_up = 0;
     c->launch_ns = cuda_now_ns();
@@ -2147,12 +2157,10 @@ static int cuda_memo_find(const cuda__memo *m, cuda__access **e) {
    dropped (recording moves entries: e[] is not used after it); then m is this task. */
 static void cuda_memo_relog(const struct gpuos__cuda *c, cuda__memo *m, cuda__access *const *e, uint64_t dseq,
                             const gpuos__qdesc *d) {
-    const int xp = (d->stamp & GPUOS__DESC_XPRESS) != 0;
     int k;
     for (k = 0; k < m->n_acc; k++)
         if (e[k]) {
             e[k]->dseq = dseq;
-            if (xp) e[k]->sig = 0, e[k]->lin = 0; /* its tiles all ran on one worker: no one aligns with it */
             m->lg[k]->ver++;
         }
     for (k = 0; k < m->n_acc; k++)
@@ -2171,7 +2179,6 @@ static void cuda_memo_relog(const struct gpuos__cuda *c, cuda__memo *m, cuda__ac
         }
     for (k = 0; k < m->n_acc; k++) m->ver[k] = m->write[k] ? m->lg[k]->ver : m->lg[k]->wver;
     m->dseq = dseq;
-    m->xp = xp;
 }
 
 /* A repeated task (the same as one encoded before: loops' x = x + s, a frame's updates) gets
@@ -2201,12 +2208,14 @@ static gpuos_status cuda_encode_repeat(gpuos_context *ctx, struct gpuos__cuda *c
     d = m->d;
     d.kind = (d.kind & ~(uint32_t)GPUOS__KIND_HICHECK) | (c->hi_used ? (uint32_t)GPUOS__KIND_HICHECK : 0u);
     d.stamp &= ~(uint32_t)GPUOS__DESC_XPRESS;
-    /* m's tiles all ran on the express worker: its tile-aligned encoding holds only for a
-       repeat that goes express too (m retired), else the full encoding waits for it */
-    if (cuda_xpress_ok(c, job, &d, 1))
-        d.stamp |= GPUOS__DESC_XPRESS, d.base = c->P.xworker;
-    else if (m->xp)
-        return GPUOS_ERR_UNSUPPORTED;
+    /* m was express (one tile on the express worker): so is a repeat that may be (and runs
+       after it there), else the full encoding gives it the usual tiles (a burst of repeats
+       runs on many workers); m was not: a repeat that may go express is encoded anew */
+    if (cuda_xpress_pre(c, job, 0, m->d.n_tiles, 0) != m->xp) return GPUOS_ERR_UNSUPPORTED;
+    if (m->xp) {
+        if (!cuda_xpress_ok(c, &d)) return GPUOS_ERR_UNSUPPORTED;
+        d.stamp |= GPUOS__DESC_XPRESS;
+    }
     st = cuda_ring_room(ctx, c, 0, 1);
     if (st != GPUOS_OK) return st;
     if (d.stamp & GPUOS__DESC_XPRESS) cuda_xbox_put(c, &d, c->dseq[0]);
@@ -2239,7 +2248,7 @@ static void cuda_batch_lower(gpuos_context *ctx, gpuos__job *job) {
 static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos__job *job) {
     cuda__operand ops[GPUOS__MAX_PTR];
     uint64_t deps[2 * GPUOS__MAX_PTR * (CUDA__LOG_LEN + 1)], floor = 0, hi_max = 0;
-    int n_deps = 0, all = 0, n, k, j, lane = 0, sysw = 0;
+    int n_deps = 0, all = 0, n, k, j, lane = 0, sysw = 0, xcand;
     uint32_t plan_bytes, plan_id = 0, plan_epoch = 0, tile, base = UINT32_MAX;
     int64_t n_tiles, n_items = job->items;
     const void *plan = &job->plan;
@@ -2292,6 +2301,11 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         cuda_refresh_retired(c);
     }
     me = c->dseq[lane];
+    xcand = cuda_xpress_pre(c, job, lane, n_tiles, 0);
+    if (xcand && n_tiles > 1) { /* one tile of every item (element-wise: the same elements) */
+        tile = (uint32_t)n_items;
+        n_tiles = 1;
+    }
     for (k = 0; k < n; k++) {
         uint64_t lo, hi;
         gpuos__storage *s;
@@ -2349,7 +2363,9 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
     }
     /* a fresh base: past the previous fresh task's tiles, so that independent tasks of
        several tiles land on different worker blocks */
-    if (base == UINT32_MAX) {
+    if (base == UINT32_MAX && xcand) {
+        base = c->P.xworker; /* (an aligned one is an unretired producer: an express task, there too) */
+    } else if (base == UINT32_MAX) {
         base = c->next_base;
         c->next_base += n_tiles < 1 ? 1u : n_tiles < (int64_t)c->n_workers ? (uint32_t)n_tiles : (uint32_t)c->n_workers;
     }
@@ -2415,11 +2431,8 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         if (floor) d.dep_delta[d.n_deps++] = (uint32_t)(me - floor) | GPUOS__DEP_RETIRED;
         if (hi_max) d.dep_delta[d.n_deps++] = GPUOS__DEP_HI | (uint32_t)(hi_max & GPUOS__DEP_HI_MASK);
     }
-    if (lane == 0 && cuda_xpress_ok(c, job, &d, 0)) {
+    if (xcand && cuda_xpress_ok(c, &d)) {
         d.stamp |= GPUOS__DESC_XPRESS;
-        /* if the fetcher takes it, it goes to the express worker's inbox all the same: after
-           the express task it depends on (running there), and nothing older is queued there */
-        d.base = c->P.xworker;
         cuda_xbox_put(c, &d, me);
     }
     cuda_put(c, lane, &d);
@@ -2441,7 +2454,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         memo->d = d;
         memo->plan_key = c->plans[plan_id].key;
         memo->n_acc = 0;
-        memo->xp = (d.stamp & GPUOS__DESC_XPRESS) != 0;
+        memo->xp = xcand;
     }
     t0 = GPUOS__PH_NOW();
 
@@ -2459,11 +2472,10 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         a.dseq = me;
         a.lo = lo;
         a.hi = hi;
-        /* an express task's tiles all ran on one worker: no one aligns with it */
-        a.sig = d.stamp & GPUOS__DESC_XPRESS ? 0 : ops[k].sig;
+        a.sig = ops[k].sig;
         a.base = base;
         a.tile = tile;
-        a.lin = d.stamp & GPUOS__DESC_XPRESS ? 0 : ops[k].lin;
+        a.lin = ops[k].lin;
         a.write = ops[k].write;
         a.lane = lane;
         cuda_log_record(c, lg, &a);
@@ -2949,7 +2961,7 @@ void gpuos_debug_express(gpuos_context *ctx, uint64_t *sent, uint64_t *by_worker
     if (!c) return;
     pthread_mutex_lock(&ctx->mu);
     if (sent) *sent = c->xcount;
-    if (by_worker && gpuos__cuda_memcpy(ctx, &n, c->P.xclaim + 1, sizeof n, 0) == GPUOS_OK) *by_worker = n;
+    if (by_worker && gpuos__cuda_memcpy(ctx, &n, c->P.xruns, sizeof n, 0) == GPUOS_OK) *by_worker = n;
     pthread_mutex_unlock(&ctx->mu);
 }
 

@@ -49,12 +49,11 @@
 /* qdesc.stamp flag of a recorded graph's node (host and gpuos__qgraph_node): it waits for the
    launch's external dependency; cleared when the node becomes a task */
 #define GPUOS__DESC_EXT 1u
-/* qdesc.stamp flag: an express task (docs/ARCHITECTURE.md, "Express tasks"): the host also
-   wrote it to the express worker's mailbox (gpuos__pk_ctl.xbox). Whoever claims it first
-   (atomicMax of gpuos__pk_params.xclaim to its seq; both claim in seq order) runs it: the
-   express worker, all of it on its one block, once its dependencies are done, or the
-   fetcher, which then places it as any task. The fetcher that loses pushes nothing and
-   leaves its done stamp to the express worker. */
+/* qdesc.stamp flag: an express task (docs/ARCHITECTURE.md, "Express tasks"): one tile on the
+   express worker (gpuos__pk_params.xworker) that the host also wrote to that worker's
+   mailbox (gpuos__pk_ctl.xbox). Whoever claims it first (atomicMax of xclaim to its seq), the
+   express worker from the mailbox or the fetcher from the ring, has it: the worker runs it
+   at once and writes its done stamp; the fetcher queues it as any task (to that worker). */
 #define GPUOS__DESC_XPRESS 4u
 #define GPUOS__XBOX 8u /* express mailbox slots (a ring: express task q in slot q % 8) */
 
@@ -261,10 +260,11 @@ typedef struct gpuos__pk_params {
        host memory): the host sees whether every block became resident. */
     uint32_t *up;
     uint32_t epoch;
-    /* Express tasks: the worker that polls ctl->xbox (n_main - 1; >= n_main: none), and the
-       device word whose atomicMax claims an express task (GPUOS__DESC_XPRESS) */
+    /* Express tasks (GPUOS__DESC_XPRESS): the worker that polls ctl->xbox (n_main - 1;
+       >= n_main: none) */
     uint32_t xworker;
-    unsigned long long *xclaim; /* [0]: the claim word; [1]: express tasks run (gpuos_debug_express) */
+    unsigned long long *xclaim; /* device: the claim word (atomicMax to an express task's seq) */
+    unsigned long long *xruns;  /* device: express tasks it ran from the mailbox (gpuos_debug_express) */
     uint64_t xq0;               /* the first express task's q this launch reads */
 } gpuos__pk_params;
 

@@ -199,8 +199,8 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
         } else {
             gpuos__qdesc d = body.d;
             if (kind == GPUOS__SLOT_EXIT) d.n_tiles = 0, d.base = 0;
-            /* an express task the express worker claimed first: it runs there and writes the
-               done stamp itself (gpuos__pk_express); here it gets no inbox entries */
+            /* an express task the express worker claimed first: it runs there, now, and writes
+               its done stamp itself; here it gets no inbox entry */
             const bool taken = LANE == 0 && kind == GPUOS__SLOT_TASK && (d.stamp & GPUOS__DESC_XPRESS) &&
                                atomicMax(P.xclaim, (unsigned long long)seq) >= (unsigned long long)seq;
             if (taken) d.n_tiles = 0;
@@ -789,7 +789,7 @@ static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint
 #define GPUOS__PK_RUN_ON 0
 #endif
 static __device__ __forceinline__ int gpuos__pk_same_task(const gpuos__qdesc *a, const gpuos__qdesc *d) {
-    return a->n_deps == 0 && a->kind == d->kind && a->kernel_id == d->kernel_id && a->plan_id == d->plan_id &&
+    return a->n_deps == 0 && !((a->stamp | d->stamp) & GPUOS__DESC_XPRESS) && a->kind == d->kind && a->kernel_id == d->kernel_id && a->plan_id == d->plan_id &&
            a->n_items == d->n_items && a->tile_items == d->tile_items && a->n_tiles == d->n_tiles && a->base == d->base;
 }
 #if GPUOS__PK_RUN_ON
@@ -832,13 +832,18 @@ static __device__ __noinline__ int gpuos__pk_run(const gpuos__qdesc *d, const ui
    tiles it owns are those with (base + t) % nw == loc). */
 /* The express worker's look at its mailbox (gpuos__pk_ctl.xbox, every lane of warp 0; lanes
    0..15 read one word each of slot *xq % GPUOS__XBOX, issued with the inbox read, so one PCIe
-   round trip): 1 in every lane when it holds express task *xq, its dependencies are done
-   and this worker then claimed it (atomicMax of P.xclaim; the fetcher, which claims the
-   same way, skips it): its descriptor in *xd, seq in *xseq. Tasks are taken in order: *xq
-   moves past a task the fetcher claimed (its slot may already hold a later lap's task, whose
-   writer saw it done). A torn slot (words of two laps) has tags that differ: not complete. */
+   round trip). An express task is a task of one tile on this worker; whoever claims it first
+   (atomicMax of P.xclaim to its seq), this worker from its mailbox or the fetcher from the
+   ring (which then queues it here as any task), has it. Both claim in seq order. This
+   worker claims task *xq once it has run every express task the fetcher took before it
+   (xran >= *xlost: those are in its inbox, and this one may be aligned with them) and the
+   task's dependencies are done (one on an express task it ran counts as done). Returns 1 in
+   every lane when it claimed task *xq, to run now: its descriptor in *xd, seq in *xseq. *xq
+   moves past a task the fetcher took, and past one whose slot already holds a later lap's
+   (the host rewrites a slot once its task is done). A torn slot (words of two laps) has tags
+   that differ: not complete. */
 static __device__ __forceinline__ int gpuos__pk_xclaim(const gpuos__pk_params &P, uint64_t wv, uint64_t *xq,
-                                                       gpuos__qdesc *xd, uint64_t *xseq) {
+                                                       uint64_t *xlost, uint64_t xran, gpuos__qdesc *xd, uint64_t *xseq) {
     const int lane = threadIdx.x & 31;
     const uint64_t m = 0x00ffffffffffffffull, q = *xq;
     const uint64_t tag = wv >> 56, tag0 = __shfl_sync(0xffffffffu, tag, 0);
@@ -846,26 +851,29 @@ static __device__ __forceinline__ int gpuos__pk_xclaim(const gpuos__pk_params &P
     const uint64_t sq = __shfl_sync(0xffffffffu, wv, 8) & m, qq = __shfl_sync(0xffffffffu, wv, 9) & m;
     const uint64_t nx = __shfl_down_sync(0xffffffffu, wv, 1);
     if (qq < q || tag0 != GPUOS__XTAG(qq)) return 0; /* not written yet (an earlier lap's) */
-    if (qq > q) { /* task q was done elsewhere and its slot reused: the next one */
+    if (qq > q || sq <= xran) { /* done already: the next one */
         *xq = q + 1;
         return 0;
     }
+    if (xran < *xlost) return 0; /* the fetcher's express tasks first (from the inbox) */
     if (lane < 7) /* body word lane, as gpuos__fetch_poll decodes it */
         ((uint64_t *)xd)[lane] = ((wv & m) >> (8 * lane)) | ((nx & m) << (56 - 8 * lane));
     __syncwarp();
-    int st = 0; /* 0: wait, 1: claimed, 2: the fetcher has it */
+    int st = 0; /* 0: not yet, 1: claimed, 2: the fetcher has it */
     if (lane == 0) {
-        if (xd->n_deps == 0 || gpuos__pk_deps_ready(P, 0, xd, sq)) {
-            st = atomicMax(P.xclaim, (unsigned long long)sq) < (unsigned long long)sq ? 1 : 2;
-        } else { /* not ready: wait here, unless the fetcher has taken it already */
-            uint64_t cl;
-            asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(cl) : "l"(P.xclaim) : "memory");
-            if (cl >= sq) st = 2;
+        int go = 1;
+        for (uint32_t k = 0; k < xd->n_deps && go; k++) { /* (never GPUOS__DEPS_ALL, nor lane 1) */
+            const uint32_t dd = xd->dep_delta[k];
+            const uint64_t dep = sq - (dd & ~GPUOS__DEP_RETIRED);
+            if (dep <= xran) continue; /* (every earlier task not express had retired) */
+            go = dd & GPUOS__DEP_RETIRED ? gpuos__ld_acquire_gpu_u64(&P.retired[0]) >= dep : gpuos__pk_dep_done(P, 0, dep);
         }
+        if (go) st = atomicMax(P.xclaim, (unsigned long long)sq) < (unsigned long long)sq ? 1 : 2;
         if (st == 1) *xseq = sq;
     }
     st = __shfl_sync(0xffffffffu, st, 0);
     if (st) *xq = q + 1;
+    if (st == 2) *xlost = sq;
     __syncwarp();
     return st == 1;
 }
@@ -888,12 +896,14 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
     __shared__ uint64_t s_href;    /* lane 1: the seq of the last entry consumed (gpuos__pk_read_entry) */
     __shared__ uint32_t s_same;    /* bit i: entry i + 1 is identical to entry i (runs) */
     __shared__ uint32_t s_sysw;    /* bit i: entry i writes mapped host memory (gpuos__pk_publish) */
-    __shared__ gpuos__qdesc s_xd;  /* the express task this block claimed (s_n < 0) */
+    __shared__ gpuos__qdesc s_xd;  /* the express task to run from the mailbox (s_n < 0) */
     __shared__ uint64_t s_xseq;
     __shared__ uint32_t s_xslot;   /* its mailbox slot */
     const int tid = threadIdx.x, lane = tid & 31;
     const bool xw = me == P.xworker; /* the express worker: also polls the mailbox when idle */
-    uint64_t xq = P.xq0;             /* (warp 0) the next express task it looks for */
+    uint64_t xq = P.xq0;             /* (warp 0) the next express task it looks for in its mailbox */
+    uint64_t xran = 0;               /* the newest express task it ran (from the mailbox or the inbox) */
+    uint64_t xlost = 0;              /* (warp 0) the newest the fetcher took (it runs from the inbox) */
     bool xhot = false;               /* it ran an express task last: look for the next at once */
     const gpuos__ientry *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;
     uint32_t head = P.wpos[0][me];
@@ -953,7 +963,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                 if (xw && spin == 0) t_idle = xhot ? clock64() - 2 * GPUOS__PK_XIDLE : clock64();
                 if (xpoll) {
                     const uint32_t slot = (uint32_t)(xq % GPUOS__XBOX);
-                    if (gpuos__pk_xclaim(P, xv, &xq, &s_xd, &s_xseq)) {
+                    if (gpuos__pk_xclaim(P, xv, &xq, &xlost, xran, &s_xd, &s_xseq)) {
                         if (lane == 0) s_n = -1, s_xslot = slot;
                         break;
                     }
@@ -970,7 +980,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
         GPUOS__PROF_ADD(prof, GPUOS__PROF_START, t_start);
         int n = s_n;
         int stop = 0, flushed = 0;
-        if (n >= 0) xhot = false;
+        if (n == 0) xhot = false;
         uint32_t btiles = 0; /* tiles run in this batch */
         if (s_stale) {
             plan_row = 0xffffffffu, vec_state = -1;
@@ -978,7 +988,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
             run_kid = -1;
 #endif
         }
-        if (n < 0) { /* an express task: all of it here, then its done stamp and the host's word */
+        if (n < 0) { /* an express task claimed from the mailbox: its one tile, its done stamp, the host's word */
             const gpuos__qdesc *d = &s_xd;
             /* every thread acquires: the task's inputs were written by finished tasks */
             asm volatile("fence.acq_rel.gpu;" ::: "memory");
@@ -992,14 +1002,13 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #endif
                 __syncthreads();
             }
-            /* one range: an element-wise task's items in any split give the same elements (the
-               host sends others only as one tile); out of line (a second inline copy of the
-               vector passes would double the worker loop's code) */
-            gpuos__d_run(d->kernel_id, s_plan, 0, d->n_items);
+            /* out of line (a second inline copy of the vector passes would double the worker
+               loop's code) */
+            gpuos__d_run(d->kernel_id, s_plan, 0, d->n_items < d->tile_items ? d->n_items : d->tile_items);
             __syncthreads();
             if (tid == 0) {
                 const uint64_t sq = s_xseq;
-                atomicAdd(P.xclaim + 1, 1ull); /* express tasks run here (gpuos_debug_express) */
+                atomicAdd(P.xruns, 1ull); /* express tasks run from the mailbox (gpuos_debug_express) */
                 if (d->stamp & GPUOS__DESC_SYSW)
                     __threadfence_system();
                 else
@@ -1008,7 +1017,8 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                              "l"((uint64_t)(uint32_t)(sq + 1) << 32) : "memory");
                 gpuos__st_relaxed_sys_u64(&P.ctl->xfin[s_xslot], sq);
             }
-            __syncthreads(); /* s_xd, s_n and the plan are read by all before warp 0 looks again */
+            xran = s_xseq;
+            __syncthreads(); /* s_xd, s_xseq, s_n and the plan are read by all before warp 0 looks again */
             xhot = true;
             continue;
         }
@@ -1029,6 +1039,8 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                 break;
             }
             const uint64_t seq = s_seq[i];
+            if (d->stamp & GPUOS__DESC_XPRESS) xran = seq; /* one the fetcher took (on the express worker) */
+            xhot = false; /* a task run from the inbox: the mailbox is looked at after an idle while */
             GPUOS__PROF_T0(t_deps);
             if (d->n_deps) {
                 if (tid < 32) /* publish our finished tiles first: the producer may wait on them */
