@@ -569,6 +569,7 @@ typedef struct gpuos__pk_params {
     uint32_t xworker;
     unsigned long long *xclaim; /* device: the claim word (atomicMax to an express task's seq) */
     unsigned long long *xruns;  /* device: express tasks it ran from the mailbox (gpuos_debug_express) */
+    uint64_t *xfetched;         /* device: lane 0's next seq to fetch (the fetcher's progress) */
     uint64_t xq0;               /* the first express task's q this launch reads */
 } gpuos__pk_params;
 
@@ -3060,10 +3061,13 @@ typedef struct cuda__plan_entry {
 /* Express tasks (cuda_xpress_ok): at most this many tiles (element-wise; other kinds one),
    run whole by the express worker (GPUOS_CUDA_EXPRESS=N sets it, 0 turns express off) */
 #define CUDA__XPRESS_TILES 4
-/* ... and at most this many in a row before the express worker has finished the first (the
-   worker reads each from the mailbox in its own PCIe round trip: a burst of dependent tasks
-   runs faster through the queue, tile-aligned) */
-#define CUDA__XPRESS_RUN 4
+/* ... and at most this many unretired at once (GPUOS_CUDA_EXPRESS_RUN). 1: only a task sent
+   when every earlier one is retired. More lets a task sent right behind an express one go
+   express too, which the express worker takes in order, but the fetcher takes most of those
+   while the worker runs the first, and they then run as one tile there (H200, same call: a
+   small download right after an add 13.9-15.5 us with 1, 16.0-16.1 with 4, 13.7-13.8 with
+   express off; the round trip 6.2 us either way, 8.1 off) */
+#define CUDA__XPRESS_RUN 1
 struct gpuos__cuda {
     const gpuos__cuda_api *cu;
     gpuos__CUdevice dev;
@@ -3129,6 +3133,7 @@ struct gpuos__cuda {
     uint64_t xcount;             /* express tasks sent (the next one's q: mailbox slot q % GPUOS__XBOX) */
     uint64_t xseq[GPUOS__XBOX];  /* the seq of each mailbox slot's task (0: none) */
     uint64_t xfirst, xend;       /* the last run of consecutive express seqs: [xfirst, xend) */
+    uint64_t xrun;               /* at most this many unretired express tasks (CUDA__XPRESS_RUN) */
     uint64_t last_activity_ns;   /* the reaper's last sight of a new task (or the launch) */
     uint64_t idle_dseq;          /* dseq at that sight */
 
@@ -3950,6 +3955,7 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     c->P.prof = (unsigned long long *)(uintptr_t)(d + 64); /* probe builds' counters */
     c->P.xclaim = (unsigned long long *)(uintptr_t)(d + 32); /* express claims (zeroed with it) */
     c->P.xruns = (unsigned long long *)(uintptr_t)(d + 40);  /* express tasks the express worker ran */
+    c->P.xfetched = (uint64_t *)(uintptr_t)(d + 48);         /* lane 0's next seq to fetch */
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__PLAN_CAP * GPUOS__PLAN_BYTES), "cuMemAlloc (plans)");
     c->P.plans = (char *)(uintptr_t)d;
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__GPOOL * sizeof(gpuos__qdesc)), "cuMemAlloc (graph descriptors)");
@@ -4093,6 +4099,8 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     c->align = !(getenv("GPUOS_CUDA_ALIGN") && getenv("GPUOS_CUDA_ALIGN")[0] == '0');
     c->subalign = !(getenv("GPUOS_CUDA_SUBALIGN") && getenv("GPUOS_CUDA_SUBALIGN")[0] == '0');
     c->xtiles = getenv("GPUOS_CUDA_EXPRESS") ? (uint32_t)atoi(getenv("GPUOS_CUDA_EXPRESS")) : CUDA__XPRESS_TILES;
+    c->xrun = getenv("GPUOS_CUDA_EXPRESS_RUN") ? (uint64_t)atoi(getenv("GPUOS_CUDA_EXPRESS_RUN")) : CUDA__XPRESS_RUN;
+    if (c->xrun < 1) c->xrun = 1;
     c->mm_rows = !(getenv("GPUOS_CUDA_MM_ROWS") && getenv("GPUOS_CUDA_MM_ROWS")[0] == '0');
     c->mm_slices = getenv("GPUOS_CUDA_MM_SLICES") ? atoi(getenv("GPUOS_CUDA_MM_SLICES")) : CUDA__MM_SLICES;
     c->mm_f32 = gpuos__device_kernel_id(GPUOS_OP_MATMUL, GPUOS_F32, GPUOS_F32);
@@ -4302,8 +4310,8 @@ static int cuda_xpress_pre(struct gpuos__cuda *c, const gpuos__job *job, int lan
     if (n_tiles < 1 || n_tiles > (int64_t)c->xtiles || (n_tiles > 1 && job->kind != GPUOS__KIND_EW) ||
         job->dev_kernel >= GPUOS__RT_KERNEL_BASE)
         return 0;
-    if (c->retired_seen[0] + 1 != me &&
-        (alone || c->xend != me || c->retired_seen[0] + 1 < c->xfirst || me - c->xfirst >= CUDA__XPRESS_RUN))
+    if (c->retired_seen[0] + 1 != me && (alone || c->xend != me || c->retired_seen[0] + 1 < c->xfirst ||
+                                         me - (c->retired_seen[0] + 1) >= c->xrun))
         return 0;
     if (prev > c->retired_seen[0]) {
         cuda_refresh_retired(c);
@@ -25100,6 +25108,7 @@ const char *const gpuos__device_source[] = {
     "    uint32_t xworker;\n",
     "    unsigned long long *xclaim; /* device: the claim word (atomicMax to an express task's seq) */\n",
     "    unsigned long long *xruns;  /* device: express tasks it ran from the mailbox (gpuos_debug_express) */\n",
+    "    uint64_t *xfetched;         /* device: lane 0's next seq to fetch (the fetcher's progress) */\n",
     "    uint64_t xq0;               /* the first express task's q this launch reads */\n",
     "} gpuos__pk_params;\n",
     "\n",
@@ -25443,6 +25452,8 @@ const char *const gpuos__device_source[] = {
     "#undef GPUOS__FPH\n",
     "    st->pos += slots;\n",
     "    st->seq += n_tasks;\n",
+    "    if (LANE == 0 && lane == 0 && n_tasks) /* the express worker's idle test (gpuos__pk_work) */\n",
+    "        asm volatile(\"st.relaxed.gpu.global.u64 [%0], %1;\" ::\"l\"(P.xfetched), \"l\"(st->seq) : \"memory\");\n",
     "    if (lane == 0 && slots) {\n",
     "        gpuos__st_relaxed_sys_u64(LANE \? &P.ctl->fetched_hi : &P.ctl->fetched, st->pos);\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
@@ -25939,61 +25950,83 @@ const char *const gpuos__device_source[] = {
     "   block (which might be waiting on one of ours), so nothing can deadlock. */\n",
     "/* me: this block's inbox; loc, nw: its index among the nw workers of its kind (the\n",
     "   tiles it owns are those with (base + t) % nw == loc). */\n",
-    "/* The express worker's look at its mailbox (gpuos__pk_ctl.xbox, every lane of warp 0; lanes\n",
-    "   0..15 read one word each of slot *xq % GPUOS__XBOX, issued with the inbox read, so one PCIe\n",
-    "   round trip). An express task is a task of one tile on this worker; whoever claims it first\n",
-    "   (atomicMax of P.xclaim to its seq), this worker from its mailbox or the fetcher from the\n",
-    "   ring (which then queues it here as any task), has it. Both claim in seq order. This\n",
-    "   worker claims task *xq once it has run every express task the fetcher took before it\n",
-    "   (xran >= *xlost: those are in its inbox, and this one may be aligned with them) and the\n",
-    "   task's dependencies are done (one on an express task it ran counts as done). Returns 1 in\n",
-    "   every lane when it claimed task *xq, to run now: its descriptor in *xd, seq in *xseq. *xq\n",
-    "   moves past a task the fetcher took, and past one whose slot already holds a later lap's\n",
-    "   (the host rewrites a slot once its task is done). A torn slot (words of two laps) has tags\n",
-    "   that differ: not complete. */\n",
+    "/* Slot half h of a mailbox read (lanes 16 h .. 16 h + 15 of warp 0 hold its 16 words wv):\n",
+    "   -1 if it does not hold express task qe yet (incomplete, or an earlier lap's), 1 if it\n",
+    "   holds a later lap's (task qe is done), else 0 with its seq in *sq and its descriptor in\n",
+    "   *xd (every lane; lanes 16 h .. 16 h + 6 write it). */\n",
+    "static __device__ __forceinline__ int gpuos__pk_xslot(uint64_t wv, int h, uint64_t qe, uint64_t *sq, gpuos__qdesc *xd) {\n",
+    "    const int lane = threadIdx.x & 31, o = 16 * h;\n",
+    "    const uint64_t m = 0x00ffffffffffffffull;\n",
+    "    const uint64_t tag = wv >> 56, tag0 = __shfl_sync(0xffffffffu, tag, o);\n",
+    "    const uint64_t nx = __shfl_down_sync(0xffffffffu, wv, 1);\n",
+    "    const bool whole = __all_sync(0xffffffffu, lane < o || lane >= o + 16 || (tag == tag0 && tag != 0));\n",
+    "    const uint64_t s = __shfl_sync(0xffffffffu, wv, o + 8) & m, qq = __shfl_sync(0xffffffffu, wv, o + 9) & m;\n",
+    "    if (!whole || qq < qe || tag0 != GPUOS__XTAG(qq)) return -1;\n",
+    "    if (qq > qe) return 1;\n",
+    "    if (lane >= o && lane < o + 7) /* body word lane - o, as gpuos__fetch_poll decodes it */\n",
+    "        ((uint64_t *)xd)[lane - o] = ((wv & m) >> (8 * (lane - o))) | ((nx & m) << (56 - 8 * (lane - o)));\n",
+    "    __syncwarp();\n",
+    "    *sq = s;\n",
+    "    return 0;\n",
+    "}\n",
+    "/* May express task sq (descriptor xd) run after every task up to `ran` (lane 0)\? Its\n",
+    "   dependencies on those count as done (express tasks this worker ran, or runs first; every\n",
+    "   earlier task not express had retired when it was sent). */\n",
+    "static __device__ __forceinline__ int gpuos__pk_xready(const gpuos__pk_params &P, const gpuos__qdesc *xd, uint64_t sq,\n",
+    "                                                       uint64_t ran) {\n",
+    "    for (uint32_t k = 0; k < xd->n_deps; k++) { /* (never GPUOS__DEPS_ALL, nor lane 1) */\n",
+    "        const uint32_t dd = xd->dep_delta[k];\n",
+    "        const uint64_t dep = sq - (dd & ~GPUOS__DEP_RETIRED);\n",
+    "        if (dep <= ran) continue;\n",
+    "        if (dd & GPUOS__DEP_RETIRED \? gpuos__ld_acquire_gpu_u64(&P.retired[0]) < dep : !gpuos__pk_dep_done(P, 0, dep))\n",
+    "            return 0;\n",
+    "    }\n",
+    "    return 1;\n",
+    "}\n",
+    "/* The express worker's look at its mailbox (gpuos__pk_ctl.xbox; every lane of warp 0: lanes\n",
+    "   0..15 read slot *xq % GPUOS__XBOX, lanes 16..31 the next one, issued with the inbox read,\n",
+    "   so one PCIe round trip). An express task is a task of one tile on this worker; whoever\n",
+    "   claims it first (atomicMax of P.xclaim to its seq), this worker from its mailbox or the\n",
+    "   fetcher from the ring (which then queues it here as any task), has it. Both claim in seq\n",
+    "   order. This worker claims task *xq once it has run every express task the fetcher took\n",
+    "   before it (xran >= *xlost: those are in its inbox, and this one may be aligned with them)\n",
+    "   and the task's dependencies are done; then the next one too when the read caught it (two\n",
+    "   tasks sent together, as a task and the small download of its result: the fetcher would\n",
+    "   take the second while the first runs). Returns the tasks claimed (0, 1 or 2; the same in\n",
+    "   every lane), to run now in order: descriptors xd[], seqs xseq[] (lane 0). *xq moves past\n",
+    "   the tasks claimed, a task the fetcher took, and one whose slot already holds a later\n",
+    "   lap's (the host rewrites a slot once its task is done). A torn slot (words of two laps)\n",
+    "   has tags that differ: not complete. */\n",
     "static __device__ __forceinline__ int gpuos__pk_xclaim(const gpuos__pk_params &P, uint64_t wv, uint64_t *xq,\n",
     "                                                       uint64_t *xlost, uint64_t xran, gpuos__qdesc *xd, uint64_t *xseq) {\n",
     "    const int lane = threadIdx.x & 31;\n",
-    "    const uint64_t m = 0x00ffffffffffffffull, q = *xq;\n",
-    "    const uint64_t tag = wv >> 56, tag0 = __shfl_sync(0xffffffffu, tag, 0);\n",
-    "    if (!__all_sync(0xffffffffu, lane >= 16 || (tag == tag0 && tag != 0))) return 0;\n",
-    "    const uint64_t sq = __shfl_sync(0xffffffffu, wv, 8) & m, qq = __shfl_sync(0xffffffffu, wv, 9) & m;\n",
-    "    const uint64_t nx = __shfl_down_sync(0xffffffffu, wv, 1);\n",
-    "    if (qq < q || tag0 != GPUOS__XTAG(qq)) return 0; /* not written yet (an earlier lap's) */\n",
-    "    if (qq > q || sq <= xran) { /* done already: the next one */\n",
-    "        *xq = q + 1;\n",
+    "    const uint64_t q = *xq;\n",
+    "    uint64_t sq = 0, sq2 = 0;\n",
+    "    const int r = gpuos__pk_xslot(wv, 0, q, &sq, &xd[0]);\n",
+    "    if (r < 0) return 0;\n",
+    "    if (r > 0 || sq <= xran) { /* done already: the next one (this read's, if it holds it) */\n",
+    "        uint64_t s2 = 0;\n",
+    "        const int r2 = gpuos__pk_xslot(wv, 1, q + 1, &s2, &xd[0]);\n",
+    "        *xq = q + 1 + (r2 > 0 || (r2 == 0 && s2 <= xran));\n",
     "        return 0;\n",
     "    }\n",
     "    if (xran < *xlost) return 0; /* the fetcher's express tasks first (from the inbox) */\n",
-    "    if (lane < 7) /* body word lane, as gpuos__fetch_poll decodes it */\n",
-    "        ((uint64_t *)xd)[lane] = ((wv & m) >> (8 * lane)) | ((nx & m) << (56 - 8 * lane));\n",
-    "    __syncwarp();\n",
-    "    int st = 0; /* 0: not yet, 1: claimed, 2: the fetcher has it */\n",
+    "    const int r2 = gpuos__pk_xslot(wv, 1, q + 1, &sq2, &xd[1]);\n",
+    "    int st = 0; /* 0: not yet, 1: claimed, 2: the fetcher has it; + 4: the next one claimed, + 8: lost */\n",
     "    if (lane == 0) {\n",
-    "        int go = 1;\n",
-    "        for (uint32_t k = 0; k < xd->n_deps && go; k++) { /* (never GPUOS__DEPS_ALL, nor lane 1) */\n",
-    "            const uint32_t dd = xd->dep_delta[k];\n",
-    "            const uint64_t dep = sq - (dd & ~GPUOS__DEP_RETIRED);\n",
-    "            if (dep <= xran) continue; /* (every earlier task not express had retired) */\n",
-    "            go = dd & GPUOS__DEP_RETIRED \? gpuos__ld_acquire_gpu_u64(&P.retired[0]) >= dep : gpuos__pk_dep_done(P, 0, dep);\n",
-    "        }\n",
-    "        if (go) st = atomicMax(P.xclaim, (unsigned long long)sq) < (unsigned long long)sq \? 1 : 2;\n",
-    "        if (st == 1) *xseq = sq;\n",
+    "        if (gpuos__pk_xready(P, &xd[0], sq, xran)) st = atomicMax(P.xclaim, (unsigned long long)sq) < sq \? 1 : 2;\n",
+    "        if (st == 1 && r2 == 0 && gpuos__pk_xready(P, &xd[1], sq2, sq))\n",
+    "            st |= atomicMax(P.xclaim, (unsigned long long)sq2) < sq2 \? 4 : 8;\n",
+    "        xseq[0] = sq, xseq[1] = sq2;\n",
     "    }\n",
     "    st = __shfl_sync(0xffffffffu, st, 0);\n",
-    "    if (st) *xq = q + 1;\n",
-    "    if (st == 2) *xlost = sq;\n",
+    "    if (st & 3) *xq = q + 1 + (st & 12 \? 1 : 0);\n",
+    "    if ((st & 3) == 2) *xlost = sq;\n",
+    "    if (st & 8) *xlost = sq2;\n",
     "    __syncwarp();\n",
-    "    return st == 1;\n",
+    "    return (st & 3) == 1 \? 1 + ((st & 4) != 0) : 0;\n",
     "}\n",
     "\n",
-    "/* The express worker reads its mailbox only once its inbox has been empty this many cycles\n",
-    "   (~1 us): each read is a PCIe round trip, and an inbox entry arriving meanwhile waits for it\n",
-    "   (a chain of tasks with tiles on this worker, its host submitting about as fast as the\n",
-    "   device runs them, would pay it on most tasks). */\n",
-    "#ifndef GPUOS__PK_XIDLE\n",
-    "#define GPUOS__PK_XIDLE 2000\n",
-    "#endif\n",
     "static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t me, const uint32_t loc,\n",
     "                                      const uint32_t nw) {\n",
     "    __shared__ gpuos__qdesc s_d[32];\n",
@@ -26005,15 +26038,14 @@ const char *const gpuos__device_source[] = {
     "    __shared__ uint64_t s_href;    /* lane 1: the seq of the last entry consumed (gpuos__pk_read_entry) */\n",
     "    __shared__ uint32_t s_same;    /* bit i: entry i + 1 is identical to entry i (runs) */\n",
     "    __shared__ uint32_t s_sysw;    /* bit i: entry i writes mapped host memory (gpuos__pk_publish) */\n",
-    "    __shared__ gpuos__qdesc s_xd;  /* the express task to run from the mailbox (s_n < 0) */\n",
-    "    __shared__ uint64_t s_xseq;\n",
-    "    __shared__ uint32_t s_xslot;   /* its mailbox slot */\n",
+    "    __shared__ gpuos__qdesc s_xd[2]; /* the express tasks to run from the mailbox (s_n = -1, -2) */\n",
+    "    __shared__ uint64_t s_xseq[2];\n",
+    "    __shared__ uint32_t s_xslot;     /* the first one's mailbox slot */\n",
     "    const int tid = threadIdx.x, lane = tid & 31;\n",
     "    const bool xw = me == P.xworker; /* the express worker: also polls the mailbox when idle */\n",
     "    uint64_t xq = P.xq0;             /* (warp 0) the next express task it looks for in its mailbox */\n",
     "    uint64_t xran = 0;               /* the newest express task it ran (from the mailbox or the inbox) */\n",
     "    uint64_t xlost = 0;              /* (warp 0) the newest the fetcher took (it runs from the inbox) */\n",
-    "    bool xhot = false;               /* it ran an express task last: look for the next at once */\n",
     "    const gpuos__ientry *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;\n",
     "    uint32_t head = P.wpos[0][me];\n",
     "    uint64_t ref = P.start_seq[0] - 1; /* the seq of the last entry consumed (gpuos__pk_read_entry) */\n",
@@ -26032,7 +26064,6 @@ const char *const gpuos__device_source[] = {
     "        GPUOS__PROF_T0(t_wait);\n",
     "        if (tid < 32) {\n",
     "            unsigned spin = 0;\n",
-    "            long long t_idle = 0; /* the express worker: when its inbox was first seen empty */\n",
     "            for (;;) {\n",
     "                const uint32_t hh = s_hhead;\n",
     "                const int hs = lane == 0 \? gpuos__pk_hi_waiting(P, me, hh) : 0;\n",
@@ -26043,11 +26074,21 @@ const char *const gpuos__device_source[] = {
     "                }\n",
     "                /* the express worker idle: its mailbox read flies with the inbox read */\n",
     "                uint64_t xv = 0;\n",
-    "                const bool xpoll = xw && spin > 0 && /* lane 0's clock: the same answer in every lane */\n",
-    "                                   __shfl_sync(0xffffffffu, (int)(clock64() - t_idle > GPUOS__PK_XIDLE), 0);\n",
-    "                if (xpoll && lane < 16)\n",
+    "                /* The express worker reads its mailbox only while every task fetched has retired\n",
+    "                   (the device is idle, as when a program waits for its last task): each read is\n",
+    "                   a PCIe round trip, and an inbox entry arriving meanwhile waits for it (a task\n",
+    "                   queued behind an express one, a chain with tiles here, paid ~3 us a task). */\n",
+    "                int xidle = 0;\n",
+    "                if (xw && lane == 0) {\n",
+    "                    uint64_t f, r;\n",
+    "                    asm volatile(\"ld.relaxed.gpu.global.u64 %0, [%1];\" : \"=l\"(f) : \"l\"(P.xfetched) : \"memory\");\n",
+    "                    r = gpuos__ld_acquire_gpu_u64(&P.retired[0]);\n",
+    "                    xidle = f <= r + 1; /* (express tasks may retire before their slot is fetched) */\n",
+    "                }\n",
+    "                const bool xpoll = xw && spin > 0 && __shfl_sync(0xffffffffu, xidle, 0);\n",
+    "                if (xpoll) /* slots xq and xq + 1 */\n",
     "                    asm volatile(\"ld.volatile.global.u64 %0, [%1];\"\n",
-    "                                 : \"=l\"(xv) : \"l\"(&P.ctl->xbox[xq % GPUOS__XBOX][lane >> 3].w[lane & 7]) : \"memory\");\n",
+    "                                 : \"=l\"(xv) : \"l\"(&P.ctl->xbox[(xq + (lane >> 4)) % GPUOS__XBOX][(lane >> 3) & 1].w[lane & 7]) : \"memory\");\n",
     "                const int ok = gpuos__pk_read_entry(P, 0, inbox, head + lane, ref, &s_d[lane], &s_seq[lane]);\n",
     "                s_mine[lane] = 0;\n",
     "                uint32_t b = __ballot_sync(0xffffffffu, ok);\n",
@@ -26069,11 +26110,11 @@ const char *const gpuos__device_source[] = {
     "#endif\n",
     "                    break;\n",
     "                }\n",
-    "                if (xw && spin == 0) t_idle = xhot \? clock64() - 2 * GPUOS__PK_XIDLE : clock64();\n",
     "                if (xpoll) {\n",
     "                    const uint32_t slot = (uint32_t)(xq % GPUOS__XBOX);\n",
-    "                    if (gpuos__pk_xclaim(P, xv, &xq, &xlost, xran, &s_xd, &s_xseq)) {\n",
-    "                        if (lane == 0) s_n = -1, s_xslot = slot;\n",
+    "                    const int nx = gpuos__pk_xclaim(P, xv, &xq, &xlost, xran, s_xd, s_xseq);\n",
+    "                    if (nx) {\n",
+    "                        if (lane == 0) s_n = -nx, s_xslot = slot;\n",
     "                        break;\n",
     "                    }\n",
     "                }\n",
@@ -26089,7 +26130,6 @@ const char *const gpuos__device_source[] = {
     "        GPUOS__PROF_ADD(prof, GPUOS__PROF_START, t_start);\n",
     "        int n = s_n;\n",
     "        int stop = 0, flushed = 0;\n",
-    "        if (n == 0) xhot = false;\n",
     "        uint32_t btiles = 0; /* tiles run in this batch */\n",
     "        if (s_stale) {\n",
     "            plan_row = 0xffffffffu, vec_state = -1;\n",
@@ -26097,38 +26137,40 @@ const char *const gpuos__device_source[] = {
     "            run_kid = -1;\n",
     "#endif\n",
     "        }\n",
-    "        if (n < 0) { /* an express task claimed from the mailbox: its one tile, its done stamp, the host's word */\n",
-    "            const gpuos__qdesc *d = &s_xd;\n",
-    "            /* every thread acquires: the task's inputs were written by finished tasks */\n",
+    "        if (n < 0) { /* express tasks claimed from the mailbox: each one tile, its done stamp, the host's word */\n",
+    "            /* every thread acquires: the tasks' inputs were written by finished tasks */\n",
     "            asm volatile(\"fence.acq_rel.gpu;\" ::: \"memory\");\n",
-    "            if (gpuos__pk_plan_changed(d, plan_row, plan_epoch)) {\n",
-    "                gpuos__pk_load_plan(P, d, s_plan, tid, blockDim.x, plan_row, plan_epoch);\n",
-    "                plan_row = d->plan_id;\n",
-    "                plan_epoch = d->kind >> 8;\n",
-    "                vec_state = -1;\n",
+    "            for (int k = 0; k < -n; k++) {\n",
+    "                const gpuos__qdesc *d = &s_xd[k];\n",
+    "                if (gpuos__pk_plan_changed(d, plan_row, plan_epoch)) {\n",
+    "                    if (k) __syncthreads(); /* the last one's plan is read by all */\n",
+    "                    gpuos__pk_load_plan(P, d, s_plan, tid, blockDim.x, plan_row, plan_epoch);\n",
+    "                    plan_row = d->plan_id;\n",
+    "                    plan_epoch = d->kind >> 8;\n",
+    "                    vec_state = -1;\n",
     "#if GPUOS__PK_RUN_ON\n",
-    "                run_kid = -1;\n",
+    "                    run_kid = -1;\n",
     "#endif\n",
+    "                    __syncthreads();\n",
+    "                }\n",
+    "                /* out of line (a second inline copy of the vector passes would double the\n",
+    "                   worker loop's code) */\n",
+    "                gpuos__d_run(d->kernel_id, s_plan, 0, d->n_items < d->tile_items \? d->n_items : d->tile_items);\n",
     "                __syncthreads();\n",
+    "                if (tid == 0) {\n",
+    "                    const uint64_t sq = s_xseq[k];\n",
+    "                    atomicAdd(P.xruns, 1ull); /* express tasks run from the mailbox (gpuos_debug_express) */\n",
+    "                    if (d->stamp & GPUOS__DESC_SYSW)\n",
+    "                        __threadfence_system();\n",
+    "                    else\n",
+    "                        __threadfence();\n",
+    "                    asm volatile(\"st.relaxed.gpu.global.u64 [%0], %1;\" ::\"l\"(&P.done[0][sq & (P.task_cap - 1)]),\n",
+    "                                 \"l\"((uint64_t)(uint32_t)(sq + 1) << 32) : \"memory\");\n",
+    "                    gpuos__st_relaxed_sys_u64(&P.ctl->xfin[(s_xslot + k) % GPUOS__XBOX], sq);\n",
+    "                }\n",
     "            }\n",
-    "            /* out of line (a second inline copy of the vector passes would double the worker\n",
-    "               loop's code) */\n",
-    "            gpuos__d_run(d->kernel_id, s_plan, 0, d->n_items < d->tile_items \? d->n_items : d->tile_items);\n",
-    "            __syncthreads();\n",
-    "            if (tid == 0) {\n",
-    "                const uint64_t sq = s_xseq;\n",
-    "                atomicAdd(P.xruns, 1ull); /* express tasks run from the mailbox (gpuos_debug_express) */\n",
-    "                if (d->stamp & GPUOS__DESC_SYSW)\n",
-    "                    __threadfence_system();\n",
-    "                else\n",
-    "                    __threadfence();\n",
-    "                asm volatile(\"st.relaxed.gpu.global.u64 [%0], %1;\" ::\"l\"(&P.done[0][sq & (P.task_cap - 1)]),\n",
-    "                             \"l\"((uint64_t)(uint32_t)(sq + 1) << 32) : \"memory\");\n",
-    "                gpuos__st_relaxed_sys_u64(&P.ctl->xfin[s_xslot], sq);\n",
-    "            }\n",
-    "            xran = s_xseq;\n",
+    "            xran = s_xseq[-n - 1];\n",
     "            __syncthreads(); /* s_xd, s_xseq, s_n and the plan are read by all before warp 0 looks again */\n",
-    "            xhot = true;\n",
     "            continue;\n",
     "        }\n",
     "        if (n == 0) { /* lane 1 work: run it, then look again */\n",
@@ -26149,7 +26191,6 @@ const char *const gpuos__device_source[] = {
     "            }\n",
     "            const uint64_t seq = s_seq[i];\n",
     "            if (d->stamp & GPUOS__DESC_XPRESS) xran = seq; /* one the fetcher took (on the express worker) */\n",
-    "            xhot = false; /* a task run from the inbox: the mailbox is looked at after an idle while */\n",
     "            GPUOS__PROF_T0(t_deps);\n",
     "            if (d->n_deps) {\n",
     "                if (tid < 32) /* publish our finished tiles first: the producer may wait on them */\n",

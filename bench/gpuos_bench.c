@@ -231,6 +231,12 @@ static int row_roundtrip_download(void) {
         if (i >= warm) t[i - warm] = t1 - t0;
     }
     double med = median_info("roundtrip_download", t, R, 1e6);
+    {
+        uint64_t sent = 0, ran = 0; /* express tasks so far in this context (roundtrip's included) */
+        gpuos_debug_express(ctx, &sent, &ran);
+        printf("INFO roundtrip_download.express_sent %llu\nINFO roundtrip_download.express_by_worker %llu\n",
+               (unsigned long long)sent, (unsigned long long)ran);
+    }
     free(t);
     row_out("roundtrip_download", "us", med * 1e6);
     gpuos_tensor_release(x0);

@@ -129,10 +129,13 @@ typedef struct cuda__plan_entry {
 /* Express tasks (cuda_xpress_ok): at most this many tiles (element-wise; other kinds one),
    run whole by the express worker (GPUOS_CUDA_EXPRESS=N sets it, 0 turns express off) */
 #define CUDA__XPRESS_TILES 4
-/* ... and at most this many in a row before the express worker has finished the first (the
-   worker reads each from the mailbox in its own PCIe round trip: a burst of dependent tasks
-   runs faster through the queue, tile-aligned) */
-#define CUDA__XPRESS_RUN 4
+/* ... and at most this many unretired at once (GPUOS_CUDA_EXPRESS_RUN). 1: only a task sent
+   when every earlier one is retired. More lets a task sent right behind an express one go
+   express too, which the express worker takes in order, but the fetcher takes most of those
+   while the worker runs the first, and they then run as one tile there (H200, same call: a
+   small download right after an add 13.9-15.5 us with 1, 16.0-16.1 with 4, 13.7-13.8 with
+   express off; the round trip 6.2 us either way, 8.1 off) */
+#define CUDA__XPRESS_RUN 1
 struct gpuos__cuda {
     const gpuos__cuda_api *cu;
     gpuos__CUdevice dev;
@@ -198,6 +201,7 @@ struct gpuos__cuda {
     uint64_t xcount;             /* express tasks sent (the next one's q: mailbox slot q % GPUOS__XBOX) */
     uint64_t xseq[GPUOS__XBOX];  /* the seq of each mailbox slot's task (0: none) */
     uint64_t xfirst, xend;       /* the last run of consecutive express seqs: [xfirst, xend) */
+    uint64_t xrun;               /* at most this many unretired express tasks (CUDA__XPRESS_RUN) */
     uint64_t last_activity_ns;   /* the reaper's last sight of a new task (or the launch) */
     uint64_t idle_dseq;          /* dseq at that sight */
 
@@ -1019,6 +1023,7 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     c->P.prof = (unsigned long long *)(uintptr_t)(d + 64); /* probe builds' counters */
     c->P.xclaim = (unsigned long long *)(uintptr_t)(d + 32); /* express claims (zeroed with it) */
     c->P.xruns = (unsigned long long *)(uintptr_t)(d + 40);  /* express tasks the express worker ran */
+    c->P.xfetched = (uint64_t *)(uintptr_t)(d + 48);         /* lane 0's next seq to fetch */
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__PLAN_CAP * GPUOS__PLAN_BYTES), "cuMemAlloc (plans)");
     c->P.plans = (char *)(uintptr_t)d;
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__GPOOL * sizeof(gpuos__qdesc)), "cuMemAlloc (graph descriptors)");
@@ -1162,6 +1167,8 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     c->align = !(getenv("GPUOS_CUDA_ALIGN") && getenv("GPUOS_CUDA_ALIGN")[0] == '0');
     c->subalign = !(getenv("GPUOS_CUDA_SUBALIGN") && getenv("GPUOS_CUDA_SUBALIGN")[0] == '0');
     c->xtiles = getenv("GPUOS_CUDA_EXPRESS") ? (uint32_t)atoi(getenv("GPUOS_CUDA_EXPRESS")) : CUDA__XPRESS_TILES;
+    c->xrun = getenv("GPUOS_CUDA_EXPRESS_RUN") ? (uint64_t)atoi(getenv("GPUOS_CUDA_EXPRESS_RUN")) : CUDA__XPRESS_RUN;
+    if (c->xrun < 1) c->xrun = 1;
     c->mm_rows = !(getenv("GPUOS_CUDA_MM_ROWS") && getenv("GPUOS_CUDA_MM_ROWS")[0] == '0');
     c->mm_slices = getenv("GPUOS_CUDA_MM_SLICES") ? atoi(getenv("GPUOS_CUDA_MM_SLICES")) : CUDA__MM_SLICES;
     c->mm_f32 = gpuos__device_kernel_id(GPUOS_OP_MATMUL, GPUOS_F32, GPUOS_F32);
@@ -1371,8 +1378,8 @@ static int cuda_xpress_pre(struct gpuos__cuda *c, const gpuos__job *job, int lan
     if (n_tiles < 1 || n_tiles > (int64_t)c->xtiles || (n_tiles > 1 && job->kind != GPUOS__KIND_EW) ||
         job->dev_kernel >= GPUOS__RT_KERNEL_BASE)
         return 0;
-    if (c->retired_seen[0] + 1 != me &&
-        (alone || c->xend != me || c->retired_seen[0] + 1 < c->xfirst || me - c->xfirst >= CUDA__XPRESS_RUN))
+    if (c->retired_seen[0] + 1 != me && (alone || c->xend != me || c->retired_seen[0] + 1 < c->xfirst ||
+                                         me - (c->retired_seen[0] + 1) >= c->xrun))
         return 0;
     if (prev > c->retired_seen[0]) {
         cuda_refresh_retired(c);

@@ -265,6 +265,7 @@ typedef struct gpuos__pk_params {
     uint32_t xworker;
     unsigned long long *xclaim; /* device: the claim word (atomicMax to an express task's seq) */
     unsigned long long *xruns;  /* device: express tasks it ran from the mailbox (gpuos_debug_express) */
+    uint64_t *xfetched;         /* device: lane 0's next seq to fetch (the fetcher's progress) */
     uint64_t xq0;               /* the first express task's q this launch reads */
 } gpuos__pk_params;
 

@@ -10921,6 +10921,7 @@ typedef struct gpuos__pk_params {
     uint32_t xworker;
     unsigned long long *xclaim; /* device: the claim word (atomicMax to an express task's seq) */
     unsigned long long *xruns;  /* device: express tasks it ran from the mailbox (gpuos_debug_express) */
+    uint64_t *xfetched;         /* device: lane 0's next seq to fetch (the fetcher's progress) */
     uint64_t xq0;               /* the first express task's q this launch reads */
 } gpuos__pk_params;
 
@@ -11264,6 +11265,8 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
 #undef GPUOS__FPH
     st->pos += slots;
     st->seq += n_tasks;
+    if (LANE == 0 && lane == 0 && n_tasks) /* the express worker's idle test (gpuos__pk_work) */
+        asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(P.xfetched), "l"(st->seq) : "memory");
     if (lane == 0 && slots) {
         gpuos__st_relaxed_sys_u64(LANE ? &P.ctl->fetched_hi : &P.ctl->fetched, st->pos);
 #ifdef GPUOS__PK_TIMESTAMPS
@@ -11760,61 +11763,83 @@ static __device__ __noinline__ int gpuos__pk_run(const gpuos__qdesc *d, const ui
    block (which might be waiting on one of ours), so nothing can deadlock. */
 /* me: this block's inbox; loc, nw: its index among the nw workers of its kind (the
    tiles it owns are those with (base + t) % nw == loc). */
-/* The express worker's look at its mailbox (gpuos__pk_ctl.xbox, every lane of warp 0; lanes
-   0..15 read one word each of slot *xq % GPUOS__XBOX, issued with the inbox read, so one PCIe
-   round trip). An express task is a task of one tile on this worker; whoever claims it first
-   (atomicMax of P.xclaim to its seq), this worker from its mailbox or the fetcher from the
-   ring (which then queues it here as any task), has it. Both claim in seq order. This
-   worker claims task *xq once it has run every express task the fetcher took before it
-   (xran >= *xlost: those are in its inbox, and this one may be aligned with them) and the
-   task's dependencies are done (one on an express task it ran counts as done). Returns 1 in
-   every lane when it claimed task *xq, to run now: its descriptor in *xd, seq in *xseq. *xq
-   moves past a task the fetcher took, and past one whose slot already holds a later lap's
-   (the host rewrites a slot once its task is done). A torn slot (words of two laps) has tags
-   that differ: not complete. */
+/* Slot half h of a mailbox read (lanes 16 h .. 16 h + 15 of warp 0 hold its 16 words wv):
+   -1 if it does not hold express task qe yet (incomplete, or an earlier lap's), 1 if it
+   holds a later lap's (task qe is done), else 0 with its seq in *sq and its descriptor in
+   *xd (every lane; lanes 16 h .. 16 h + 6 write it). */
+static __device__ __forceinline__ int gpuos__pk_xslot(uint64_t wv, int h, uint64_t qe, uint64_t *sq, gpuos__qdesc *xd) {
+    const int lane = threadIdx.x & 31, o = 16 * h;
+    const uint64_t m = 0x00ffffffffffffffull;
+    const uint64_t tag = wv >> 56, tag0 = __shfl_sync(0xffffffffu, tag, o);
+    const uint64_t nx = __shfl_down_sync(0xffffffffu, wv, 1);
+    const bool whole = __all_sync(0xffffffffu, lane < o || lane >= o + 16 || (tag == tag0 && tag != 0));
+    const uint64_t s = __shfl_sync(0xffffffffu, wv, o + 8) & m, qq = __shfl_sync(0xffffffffu, wv, o + 9) & m;
+    if (!whole || qq < qe || tag0 != GPUOS__XTAG(qq)) return -1;
+    if (qq > qe) return 1;
+    if (lane >= o && lane < o + 7) /* body word lane - o, as gpuos__fetch_poll decodes it */
+        ((uint64_t *)xd)[lane - o] = ((wv & m) >> (8 * (lane - o))) | ((nx & m) << (56 - 8 * (lane - o)));
+    __syncwarp();
+    *sq = s;
+    return 0;
+}
+/* May express task sq (descriptor xd) run after every task up to `ran` (lane 0)? Its
+   dependencies on those count as done (express tasks this worker ran, or runs first; every
+   earlier task not express had retired when it was sent). */
+static __device__ __forceinline__ int gpuos__pk_xready(const gpuos__pk_params &P, const gpuos__qdesc *xd, uint64_t sq,
+                                                       uint64_t ran) {
+    for (uint32_t k = 0; k < xd->n_deps; k++) { /* (never GPUOS__DEPS_ALL, nor lane 1) */
+        const uint32_t dd = xd->dep_delta[k];
+        const uint64_t dep = sq - (dd & ~GPUOS__DEP_RETIRED);
+        if (dep <= ran) continue;
+        if (dd & GPUOS__DEP_RETIRED ? gpuos__ld_acquire_gpu_u64(&P.retired[0]) < dep : !gpuos__pk_dep_done(P, 0, dep))
+            return 0;
+    }
+    return 1;
+}
+/* The express worker's look at its mailbox (gpuos__pk_ctl.xbox; every lane of warp 0: lanes
+   0..15 read slot *xq % GPUOS__XBOX, lanes 16..31 the next one, issued with the inbox read,
+   so one PCIe round trip). An express task is a task of one tile on this worker; whoever
+   claims it first (atomicMax of P.xclaim to its seq), this worker from its mailbox or the
+   fetcher from the ring (which then queues it here as any task), has it. Both claim in seq
+   order. This worker claims task *xq once it has run every express task the fetcher took
+   before it (xran >= *xlost: those are in its inbox, and this one may be aligned with them)
+   and the task's dependencies are done; then the next one too when the read caught it (two
+   tasks sent together, as a task and the small download of its result: the fetcher would
+   take the second while the first runs). Returns the tasks claimed (0, 1 or 2; the same in
+   every lane), to run now in order: descriptors xd[], seqs xseq[] (lane 0). *xq moves past
+   the tasks claimed, a task the fetcher took, and one whose slot already holds a later
+   lap's (the host rewrites a slot once its task is done). A torn slot (words of two laps)
+   has tags that differ: not complete. */
 static __device__ __forceinline__ int gpuos__pk_xclaim(const gpuos__pk_params &P, uint64_t wv, uint64_t *xq,
                                                        uint64_t *xlost, uint64_t xran, gpuos__qdesc *xd, uint64_t *xseq) {
     const int lane = threadIdx.x & 31;
-    const uint64_t m = 0x00ffffffffffffffull, q = *xq;
-    const uint64_t tag = wv >> 56, tag0 = __shfl_sync(0xffffffffu, tag, 0);
-    if (!__all_sync(0xffffffffu, lane >= 16 || (tag == tag0 && tag != 0))) return 0;
-    const uint64_t sq = __shfl_sync(0xffffffffu, wv, 8) & m, qq = __shfl_sync(0xffffffffu, wv, 9) & m;
-    const uint64_t nx = __shfl_down_sync(0xffffffffu, wv, 1);
-    if (qq < q || tag0 != GPUOS__XTAG(qq)) return 0; /* not written yet (an earlier lap's) */
-    if (qq > q || sq <= xran) { /* done already: the next one */
-        *xq = q + 1;
+    const uint64_t q = *xq;
+    uint64_t sq = 0, sq2 = 0;
+    const int r = gpuos__pk_xslot(wv, 0, q, &sq, &xd[0]);
+    if (r < 0) return 0;
+    if (r > 0 || sq <= xran) { /* done already: the next one (this read's, if it holds it) */
+        uint64_t s2 = 0;
+        const int r2 = gpuos__pk_xslot(wv, 1, q + 1, &s2, &xd[0]);
+        *xq = q + 1 + (r2 > 0 || (r2 == 0 && s2 <= xran));
         return 0;
     }
     if (xran < *xlost) return 0; /* the fetcher's express tasks first (from the inbox) */
-    if (lane < 7) /* body word lane, as gpuos__fetch_poll decodes it */
-        ((uint64_t *)xd)[lane] = ((wv & m) >> (8 * lane)) | ((nx & m) << (56 - 8 * lane));
-    __syncwarp();
-    int st = 0; /* 0: not yet, 1: claimed, 2: the fetcher has it */
+    const int r2 = gpuos__pk_xslot(wv, 1, q + 1, &sq2, &xd[1]);
+    int st = 0; /* 0: not yet, 1: claimed, 2: the fetcher has it; + 4: the next one claimed, + 8: lost */
     if (lane == 0) {
-        int go = 1;
-        for (uint32_t k = 0; k < xd->n_deps && go; k++) { /* (never GPUOS__DEPS_ALL, nor lane 1) */
-            const uint32_t dd = xd->dep_delta[k];
-            const uint64_t dep = sq - (dd & ~GPUOS__DEP_RETIRED);
-            if (dep <= xran) continue; /* (every earlier task not express had retired) */
-            go = dd & GPUOS__DEP_RETIRED ? gpuos__ld_acquire_gpu_u64(&P.retired[0]) >= dep : gpuos__pk_dep_done(P, 0, dep);
-        }
-        if (go) st = atomicMax(P.xclaim, (unsigned long long)sq) < (unsigned long long)sq ? 1 : 2;
-        if (st == 1) *xseq = sq;
+        if (gpuos__pk_xready(P, &xd[0], sq, xran)) st = atomicMax(P.xclaim, (unsigned long long)sq) < sq ? 1 : 2;
+        if (st == 1 && r2 == 0 && gpuos__pk_xready(P, &xd[1], sq2, sq))
+            st |= atomicMax(P.xclaim, (unsigned long long)sq2) < sq2 ? 4 : 8;
+        xseq[0] = sq, xseq[1] = sq2;
     }
     st = __shfl_sync(0xffffffffu, st, 0);
-    if (st) *xq = q + 1;
-    if (st == 2) *xlost = sq;
+    if (st & 3) *xq = q + 1 + (st & 12 ? 1 : 0);
+    if ((st & 3) == 2) *xlost = sq;
+    if (st & 8) *xlost = sq2;
     __syncwarp();
-    return st == 1;
+    return (st & 3) == 1 ? 1 + ((st & 4) != 0) : 0;
 }
 
-/* The express worker reads its mailbox only once its inbox has been empty this many cycles
-   (~1 us): each read is a PCIe round trip, and an inbox entry arriving meanwhile waits for it
-   (a chain of tasks with tiles on this worker, its host submitting about as fast as the
-   device runs them, would pay it on most tasks). */
-#ifndef GPUOS__PK_XIDLE
-#define GPUOS__PK_XIDLE 2000
-#endif
 static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t me, const uint32_t loc,
                                       const uint32_t nw) {
     __shared__ gpuos__qdesc s_d[32];
@@ -11826,15 +11851,14 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
     __shared__ uint64_t s_href;    /* lane 1: the seq of the last entry consumed (gpuos__pk_read_entry) */
     __shared__ uint32_t s_same;    /* bit i: entry i + 1 is identical to entry i (runs) */
     __shared__ uint32_t s_sysw;    /* bit i: entry i writes mapped host memory (gpuos__pk_publish) */
-    __shared__ gpuos__qdesc s_xd;  /* the express task to run from the mailbox (s_n < 0) */
-    __shared__ uint64_t s_xseq;
-    __shared__ uint32_t s_xslot;   /* its mailbox slot */
+    __shared__ gpuos__qdesc s_xd[2]; /* the express tasks to run from the mailbox (s_n = -1, -2) */
+    __shared__ uint64_t s_xseq[2];
+    __shared__ uint32_t s_xslot;     /* the first one's mailbox slot */
     const int tid = threadIdx.x, lane = tid & 31;
     const bool xw = me == P.xworker; /* the express worker: also polls the mailbox when idle */
     uint64_t xq = P.xq0;             /* (warp 0) the next express task it looks for in its mailbox */
     uint64_t xran = 0;               /* the newest express task it ran (from the mailbox or the inbox) */
     uint64_t xlost = 0;              /* (warp 0) the newest the fetcher took (it runs from the inbox) */
-    bool xhot = false;               /* it ran an express task last: look for the next at once */
     const gpuos__ientry *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;
     uint32_t head = P.wpos[0][me];
     uint64_t ref = P.start_seq[0] - 1; /* the seq of the last entry consumed (gpuos__pk_read_entry) */
@@ -11853,7 +11877,6 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
         GPUOS__PROF_T0(t_wait);
         if (tid < 32) {
             unsigned spin = 0;
-            long long t_idle = 0; /* the express worker: when its inbox was first seen empty */
             for (;;) {
                 const uint32_t hh = s_hhead;
                 const int hs = lane == 0 ? gpuos__pk_hi_waiting(P, me, hh) : 0;
@@ -11864,11 +11887,21 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                 }
                 /* the express worker idle: its mailbox read flies with the inbox read */
                 uint64_t xv = 0;
-                const bool xpoll = xw && spin > 0 && /* lane 0's clock: the same answer in every lane */
-                                   __shfl_sync(0xffffffffu, (int)(clock64() - t_idle > GPUOS__PK_XIDLE), 0);
-                if (xpoll && lane < 16)
+                /* The express worker reads its mailbox only while every task fetched has retired
+                   (the device is idle, as when a program waits for its last task): each read is
+                   a PCIe round trip, and an inbox entry arriving meanwhile waits for it (a task
+                   queued behind an express one, a chain with tiles here, paid ~3 us a task). */
+                int xidle = 0;
+                if (xw && lane == 0) {
+                    uint64_t f, r;
+                    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(f) : "l"(P.xfetched) : "memory");
+                    r = gpuos__ld_acquire_gpu_u64(&P.retired[0]);
+                    xidle = f <= r + 1; /* (express tasks may retire before their slot is fetched) */
+                }
+                const bool xpoll = xw && spin > 0 && __shfl_sync(0xffffffffu, xidle, 0);
+                if (xpoll) /* slots xq and xq + 1 */
                     asm volatile("ld.volatile.global.u64 %0, [%1];"
-                                 : "=l"(xv) : "l"(&P.ctl->xbox[xq % GPUOS__XBOX][lane >> 3].w[lane & 7]) : "memory");
+                                 : "=l"(xv) : "l"(&P.ctl->xbox[(xq + (lane >> 4)) % GPUOS__XBOX][(lane >> 3) & 1].w[lane & 7]) : "memory");
                 const int ok = gpuos__pk_read_entry(P, 0, inbox, head + lane, ref, &s_d[lane], &s_seq[lane]);
                 s_mine[lane] = 0;
                 uint32_t b = __ballot_sync(0xffffffffu, ok);
@@ -11890,11 +11923,11 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #endif
                     break;
                 }
-                if (xw && spin == 0) t_idle = xhot ? clock64() - 2 * GPUOS__PK_XIDLE : clock64();
                 if (xpoll) {
                     const uint32_t slot = (uint32_t)(xq % GPUOS__XBOX);
-                    if (gpuos__pk_xclaim(P, xv, &xq, &xlost, xran, &s_xd, &s_xseq)) {
-                        if (lane == 0) s_n = -1, s_xslot = slot;
+                    const int nx = gpuos__pk_xclaim(P, xv, &xq, &xlost, xran, s_xd, s_xseq);
+                    if (nx) {
+                        if (lane == 0) s_n = -nx, s_xslot = slot;
                         break;
                     }
                 }
@@ -11910,7 +11943,6 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
         GPUOS__PROF_ADD(prof, GPUOS__PROF_START, t_start);
         int n = s_n;
         int stop = 0, flushed = 0;
-        if (n == 0) xhot = false;
         uint32_t btiles = 0; /* tiles run in this batch */
         if (s_stale) {
             plan_row = 0xffffffffu, vec_state = -1;
@@ -11918,38 +11950,40 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
             run_kid = -1;
 #endif
         }
-        if (n < 0) { /* an express task claimed from the mailbox: its one tile, its done stamp, the host's word */
-            const gpuos__qdesc *d = &s_xd;
-            /* every thread acquires: the task's inputs were written by finished tasks */
+        if (n < 0) { /* express tasks claimed from the mailbox: each one tile, its done stamp, the host's word */
+            /* every thread acquires: the tasks' inputs were written by finished tasks */
             asm volatile("fence.acq_rel.gpu;" ::: "memory");
-            if (gpuos__pk_plan_changed(d, plan_row, plan_epoch)) {
-                gpuos__pk_load_plan(P, d, s_plan, tid, blockDim.x, plan_row, plan_epoch);
-                plan_row = d->plan_id;
-                plan_epoch = d->kind >> 8;
-                vec_state = -1;
+            for (int k = 0; k < -n; k++) {
+                const gpuos__qdesc *d = &s_xd[k];
+                if (gpuos__pk_plan_changed(d, plan_row, plan_epoch)) {
+                    if (k) __syncthreads(); /* the last one's plan is read by all */
+                    gpuos__pk_load_plan(P, d, s_plan, tid, blockDim.x, plan_row, plan_epoch);
+                    plan_row = d->plan_id;
+                    plan_epoch = d->kind >> 8;
+                    vec_state = -1;
 #if GPUOS__PK_RUN_ON
-                run_kid = -1;
+                    run_kid = -1;
 #endif
+                    __syncthreads();
+                }
+                /* out of line (a second inline copy of the vector passes would double the
+                   worker loop's code) */
+                gpuos__d_run(d->kernel_id, s_plan, 0, d->n_items < d->tile_items ? d->n_items : d->tile_items);
                 __syncthreads();
+                if (tid == 0) {
+                    const uint64_t sq = s_xseq[k];
+                    atomicAdd(P.xruns, 1ull); /* express tasks run from the mailbox (gpuos_debug_express) */
+                    if (d->stamp & GPUOS__DESC_SYSW)
+                        __threadfence_system();
+                    else
+                        __threadfence();
+                    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&P.done[0][sq & (P.task_cap - 1)]),
+                                 "l"((uint64_t)(uint32_t)(sq + 1) << 32) : "memory");
+                    gpuos__st_relaxed_sys_u64(&P.ctl->xfin[(s_xslot + k) % GPUOS__XBOX], sq);
+                }
             }
-            /* out of line (a second inline copy of the vector passes would double the worker
-               loop's code) */
-            gpuos__d_run(d->kernel_id, s_plan, 0, d->n_items < d->tile_items ? d->n_items : d->tile_items);
-            __syncthreads();
-            if (tid == 0) {
-                const uint64_t sq = s_xseq;
-                atomicAdd(P.xruns, 1ull); /* express tasks run from the mailbox (gpuos_debug_express) */
-                if (d->stamp & GPUOS__DESC_SYSW)
-                    __threadfence_system();
-                else
-                    __threadfence();
-                asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&P.done[0][sq & (P.task_cap - 1)]),
-                             "l"((uint64_t)(uint32_t)(sq + 1) << 32) : "memory");
-                gpuos__st_relaxed_sys_u64(&P.ctl->xfin[s_xslot], sq);
-            }
-            xran = s_xseq;
+            xran = s_xseq[-n - 1];
             __syncthreads(); /* s_xd, s_xseq, s_n and the plan are read by all before warp 0 looks again */
-            xhot = true;
             continue;
         }
         if (n == 0) { /* lane 1 work: run it, then look again */
@@ -11970,7 +12004,6 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
             }
             const uint64_t seq = s_seq[i];
             if (d->stamp & GPUOS__DESC_XPRESS) xran = seq; /* one the fetcher took (on the express worker) */
-            xhot = false; /* a task run from the inbox: the mailbox is looked at after an idle while */
             GPUOS__PROF_T0(t_deps);
             if (d->n_deps) {
                 if (tid < 32) /* publish our finished tiles first: the producer may wait on them */

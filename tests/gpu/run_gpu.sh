@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/gpu/run_gpu.sh - one batch of GPU work for the device tool (logs under $OUT):
-#   sh tests/gpu/run_gpu.sh [suite] [stress] [order] [bench] [probes] [sanitize]
+#   sh tests/gpu/run_gpu.sh [suite] [express] [stress] [order] [bench] [probes] [sanitize]
 # SUITE_PARTS picks the suite's parts (default "c py"; C test names also, e.g. "test_fuse py").
 # Each step's log is $OUT/<step>.log; a summary line per step goes to stdout.
 OUT=${OUT:-/tmp/gpuos-out}
@@ -26,6 +26,9 @@ for step in "$@"; do
   case $step in
   suite) run suite.log 3 env GPUOS_TEST_DEVICE=0 PYTEST_ADDOPTS="-p no:timeout -p no:cacheprovider" \
            python3 tests/run_tests.py --make make --build build ${SUITE_PARTS:-c py} ;;
+  express) # express tasks with runs of them allowed (GPUOS_CUDA_EXPRESS_RUN; the suite runs the default, 1)
+         run express_run4.log 2 env GPUOS_TEST_DEVICE=0 GPUOS_CUDA_EXPRESS_RUN=4 ./build/tests/test_express
+         run express_off.log 2 env GPUOS_TEST_DEVICE=0 GPUOS_CUDA_EXPRESS=0 ./build/tests/test_express ;;
   stress) run stress.log 3 env GPUOS_TEST_DEVICE=0 GPUOS_TEST_STRESS_TASKS=${STRESS:-10000000} ./build/tests/test_order_stress ;;
   order) run order.log 2 ./build/order_check 3000 ;;
   bench) run bench.log 25 env GPUOS_BENCH_COMMIT=$COMMIT make -s bench BENCH_ARGS="--device 0 ${BENCH_ROWS:+--rows $BENCH_ROWS}"
