@@ -3058,9 +3058,12 @@ typedef struct cuda__plan_entry {
 /* a fused few-row product's row tiles are cut in S 64-column slices from S = this on
    (cuda_matmul_rows; N >= 512; GPUOS_CUDA_MM_SLICES overrides, 0: never): bench/NOTES.md, session 23 */
 #define CUDA__MM_SLICES 8
-/* Express tasks (cuda_xpress_ok): at most this many tiles (element-wise; other kinds one),
-   run whole by the express worker (GPUOS_CUDA_EXPRESS=N sets it, 0 turns express off) */
-#define CUDA__XPRESS_TILES 4
+/* Express tasks (cuda_xpress_pre): at most this many tiles (element-wise; other kinds one),
+   run whole by the express worker. GPUOS_CUDA_EXPRESS=N sets it; 0, the default, turns express
+   off: it makes a lone task's round trip faster (H100, same call: 6.3 against 8.0 us) but a
+   task followed at once by a small download of its result slower (16.1-16.7 against 13.7 us),
+   and the second is the commoner program (bench/NOTES.md, session 24) */
+#define CUDA__XPRESS_TILES 0
 /* ... and at most this many unretired at once (GPUOS_CUDA_EXPRESS_RUN). 1: only a task sent
    when every earlier one is retired. More lets a task sent right behind an express one go
    express too, which the express worker takes in order, but the fetcher takes most of those
@@ -26075,15 +26078,18 @@ const char *const gpuos__device_source[] = {
     "                /* the express worker idle: its mailbox read flies with the inbox read */\n",
     "                uint64_t xv = 0;\n",
     "                /* The express worker reads its mailbox only while every task fetched has retired\n",
-    "                   (the device is idle, as when a program waits for its last task): each read is\n",
-    "                   a PCIe round trip, and an inbox entry arriving meanwhile waits for it (a task\n",
-    "                   queued behind an express one, a chain with tiles here, paid ~3 us a task). */\n",
+    "                   and the fetcher is past the last express task it ran (the device is idle, as\n",
+    "                   when a program waits for its last task): each read is a PCIe round trip, and\n",
+    "                   an inbox entry arriving meanwhile waits for it (a small download queued\n",
+    "                   behind an express task, a chain with tiles here, paid 1-3 us a task). */\n",
     "                int xidle = 0;\n",
     "                if (xw && lane == 0) {\n",
     "                    uint64_t f, r;\n",
     "                    asm volatile(\"ld.relaxed.gpu.global.u64 %0, [%1];\" : \"=l\"(f) : \"l\"(P.xfetched) : \"memory\");\n",
     "                    r = gpuos__ld_acquire_gpu_u64(&P.retired[0]);\n",
-    "                    xidle = f <= r + 1; /* (express tasks may retire before their slot is fetched) */\n",
+    "                    /* (an express task may retire before the fetcher reaches its slot: until it\n",
+    "                       has, what the host sent next may be in its batch, on its way here) */\n",
+    "                    xidle = f <= r + 1 && f > xran;\n",
     "                }\n",
     "                const bool xpoll = xw && spin > 0 && __shfl_sync(0xffffffffu, xidle, 0);\n",
     "                if (xpoll) /* slots xq and xq + 1 */\n",

@@ -126,9 +126,12 @@ typedef struct cuda__plan_entry {
 /* a fused few-row product's row tiles are cut in S 64-column slices from S = this on
    (cuda_matmul_rows; N >= 512; GPUOS_CUDA_MM_SLICES overrides, 0: never): bench/NOTES.md, session 23 */
 #define CUDA__MM_SLICES 8
-/* Express tasks (cuda_xpress_ok): at most this many tiles (element-wise; other kinds one),
-   run whole by the express worker (GPUOS_CUDA_EXPRESS=N sets it, 0 turns express off) */
-#define CUDA__XPRESS_TILES 4
+/* Express tasks (cuda_xpress_pre): at most this many tiles (element-wise; other kinds one),
+   run whole by the express worker. GPUOS_CUDA_EXPRESS=N sets it; 0, the default, turns express
+   off: it makes a lone task's round trip faster (H100, same call: 6.3 against 8.0 us) but a
+   task followed at once by a small download of its result slower (16.1-16.7 against 13.7 us),
+   and the second is the commoner program (bench/NOTES.md, session 24) */
+#define CUDA__XPRESS_TILES 0
 /* ... and at most this many unretired at once (GPUOS_CUDA_EXPRESS_RUN). 1: only a task sent
    when every earlier one is retired. More lets a task sent right behind an express one go
    express too, which the express worker takes in order, but the fetcher takes most of those

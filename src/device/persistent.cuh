@@ -957,15 +957,18 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                 /* the express worker idle: its mailbox read flies with the inbox read */
                 uint64_t xv = 0;
                 /* The express worker reads its mailbox only while every task fetched has retired
-                   (the device is idle, as when a program waits for its last task): each read is
-                   a PCIe round trip, and an inbox entry arriving meanwhile waits for it (a task
-                   queued behind an express one, a chain with tiles here, paid ~3 us a task). */
+                   and the fetcher is past the last express task it ran (the device is idle, as
+                   when a program waits for its last task): each read is a PCIe round trip, and
+                   an inbox entry arriving meanwhile waits for it (a small download queued
+                   behind an express task, a chain with tiles here, paid 1-3 us a task). */
                 int xidle = 0;
                 if (xw && lane == 0) {
                     uint64_t f, r;
                     asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(f) : "l"(P.xfetched) : "memory");
                     r = gpuos__ld_acquire_gpu_u64(&P.retired[0]);
-                    xidle = f <= r + 1; /* (express tasks may retire before their slot is fetched) */
+                    /* (an express task may retire before the fetcher reaches its slot: until it
+                       has, what the host sent next may be in its batch, on its way here) */
+                    xidle = f <= r + 1 && f > xran;
                 }
                 const bool xpoll = xw && spin > 0 && __shfl_sync(0xffffffffu, xidle, 0);
                 if (xpoll) /* slots xq and xq + 1 */
