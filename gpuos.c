@@ -360,6 +360,8 @@ int gpuos__device_kernel_id(gpuos_op op, gpuos_dtype key, gpuos_dtype out);
    at once and writes its done stamp; the fetcher queues it as any task (to that worker). */
 #define GPUOS__DESC_XPRESS 4u
 #define GPUOS__XBOX 8u /* express mailbox slots (a ring: express task q in slot q % 8) */
+#define GPUOS__XOWN 1024u /* the fetcher's marks of express tasks, by seq (gpuos__pk_params.xown) */
+#define GPUOS__XOWN_X (1ull << 63)
 
 /* Done stamps: task seq's word in the lane's done array (slot seq mod task_cap) holds its
    identity and its progress in one 64-bit value, so that one load tells a reader both. The
@@ -570,6 +572,8 @@ typedef struct gpuos__pk_params {
     unsigned long long *xclaim; /* device: the claim word (atomicMax to an express task's seq) */
     unsigned long long *xruns;  /* device: express tasks it ran from the mailbox (gpuos_debug_express) */
     uint64_t *xfetched;         /* device: lane 0's next seq to fetch (the fetcher's progress) */
+    uint64_t *xown;             /* device, GPUOS__XOWN words: express task seq's fetcher's mark, seq
+                                   | GPUOS__XOWN_X when it left the task to the express worker */
     uint64_t xq0;               /* the first express task's q this launch reads */
 } gpuos__pk_params;
 
@@ -3059,18 +3063,15 @@ typedef struct cuda__plan_entry {
    (cuda_matmul_rows; N >= 512; GPUOS_CUDA_MM_SLICES overrides, 0: never): bench/NOTES.md, session 23 */
 #define CUDA__MM_SLICES 8
 /* Express tasks (cuda_xpress_pre): at most this many tiles (element-wise; other kinds one),
-   run whole by the express worker. GPUOS_CUDA_EXPRESS=N sets it; 0, the default, turns express
-   off: it makes a lone task's round trip faster (H100, same call: 6.3 against 8.0 us) but a
-   task followed at once by a small download of its result slower (16.1-16.7 against 13.7 us),
-   and the second is the commoner program (bench/NOTES.md, session 24) */
-#define CUDA__XPRESS_TILES 0
+   run whole by the express worker (GPUOS_CUDA_EXPRESS=N sets it, 0 turns express off). H100,
+   same call, on against off: a lone task's round trip 6.68 against 8.03 us, a task and a small
+   download of its result 12.1-12.9 against 13.7-13.9 us (bench/NOTES.md, session 24) */
+#define CUDA__XPRESS_TILES 4
 /* ... and at most this many unretired at once (GPUOS_CUDA_EXPRESS_RUN). 1: only a task sent
-   when every earlier one is retired. More lets a task sent right behind an express one go
-   express too, which the express worker takes in order, but the fetcher takes most of those
-   while the worker runs the first, and they then run as one tile there (H200, same call: a
-   small download right after an add 13.9-15.5 us with 1, 16.0-16.1 with 4, 13.7-13.8 with
-   express off; the round trip 6.2 us either way, 8.1 off) */
-#define CUDA__XPRESS_RUN 1
+   when every earlier one is retired; 2: also the task sent right behind it (a small download
+   of its result), which the express worker takes next (the fetcher leaves it to the worker
+   that has the task before it) */
+#define CUDA__XPRESS_RUN 2
 struct gpuos__cuda {
     const gpuos__cuda_api *cu;
     gpuos__CUdevice dev;
@@ -3959,6 +3960,9 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     c->P.xclaim = (unsigned long long *)(uintptr_t)(d + 32); /* express claims (zeroed with it) */
     c->P.xruns = (unsigned long long *)(uintptr_t)(d + 40);  /* express tasks the express worker ran */
     c->P.xfetched = (uint64_t *)(uintptr_t)(d + 48);         /* lane 0's next seq to fetch */
+    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, GPUOS__XOWN * 8), "cuMemAlloc (express marks)");
+    CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0, GPUOS__XOWN * 8, c->copy_stream), "cuMemsetD8Async (express marks)");
+    c->P.xown = (uint64_t *)(uintptr_t)d;
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__PLAN_CAP * GPUOS__PLAN_BYTES), "cuMemAlloc (plans)");
     c->P.plans = (char *)(uintptr_t)d;
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__GPOOL * sizeof(gpuos__qdesc)), "cuMemAlloc (graph descriptors)");
@@ -4173,6 +4177,7 @@ void gpuos__cuda_close(gpuos_context *ctx) {
         }
         cuda_release(c, CUDA__REL_MEM, (uint64_t)(uintptr_t)c->P.retired);
         cuda_release(c, CUDA__REL_MEM, (uint64_t)(uintptr_t)c->P.plans);
+        if (c->P.xown) cuda_release(c, CUDA__REL_MEM, (uint64_t)(uintptr_t)c->P.xown);
         cuda_release(c, CUDA__REL_MEM, (uint64_t)(uintptr_t)c->gpool);
         cuda_release(c, CUDA__REL_HOST, (uint64_t)(uintptr_t)c->ctl);
         cuda_release(c, CUDA__REL_HOST, (uint64_t)(uintptr_t)c->up);
@@ -24902,6 +24907,8 @@ const char *const gpuos__device_source[] = {
     "   at once and writes its done stamp; the fetcher queues it as any task (to that worker). */\n",
     "#define GPUOS__DESC_XPRESS 4u\n",
     "#define GPUOS__XBOX 8u /* express mailbox slots (a ring: express task q in slot q % 8) */\n",
+    "#define GPUOS__XOWN 1024u /* the fetcher's marks of express tasks, by seq (gpuos__pk_params.xown) */\n",
+    "#define GPUOS__XOWN_X (1ull << 63)\n",
     "\n",
     "/* Done stamps: task seq's word in the lane's done array (slot seq mod task_cap) holds its\n",
     "   identity and its progress in one 64-bit value, so that one load tells a reader both. The\n",
@@ -25112,6 +25119,8 @@ const char *const gpuos__device_source[] = {
     "    unsigned long long *xclaim; /* device: the claim word (atomicMax to an express task's seq) */\n",
     "    unsigned long long *xruns;  /* device: express tasks it ran from the mailbox (gpuos_debug_express) */\n",
     "    uint64_t *xfetched;         /* device: lane 0's next seq to fetch (the fetcher's progress) */\n",
+    "    uint64_t *xown;             /* device, GPUOS__XOWN words: express task seq's fetcher's mark, seq\n",
+    "                                   | GPUOS__XOWN_X when it left the task to the express worker */\n",
     "    uint64_t xq0;               /* the first express task's q this launch reads */\n",
     "} gpuos__pk_params;\n",
     "\n",
@@ -25274,6 +25283,7 @@ const char *const gpuos__device_source[] = {
     "struct gpuos__fetch_state {\n",
     "    uint64_t pos, seq; /* ring position and task sequence number of the next slot */\n",
     "    int exit;          /* EXIT seen */\n",
+    "    uint64_t xtaken;   /* lane 0: the last express task the express worker has (claimed, or left to it) */\n",
     "};\n",
     "\n",
     "/* Puts bodies s_body[0..n) (n <= MAXN; no GRAPH slot) into the device queue, one warp\n",
@@ -25312,6 +25322,31 @@ const char *const gpuos__device_source[] = {
     "    const uint32_t rank = __popc(b & ((1u << lane) - 1)); /* index among this batch's tasks */\n",
     "    const uint32_t n_tasks = __popc(b);\n",
     "    const uint64_t seq = s_seq + rank;\n",
+    "    /* Express tasks (lane 0), claimed in seq order by lane 0: one the express worker claimed\n",
+    "       first is its (no stamp here, no inbox entry); one right after a task the express worker\n",
+    "       has (a small download of what it just computed) is left to it too, which it runs next,\n",
+    "       before any inbox entry (xown marks it the worker's: gpuos__pk_xtake, gpuos__pk_xowed);\n",
+    "       any other the fetcher takes, and queues as any task, to the express worker's inbox. */\n",
+    "    const uint32_t xb = __ballot_sync(0xffffffffu, LANE == 0 && lane < n && kind == GPUOS__SLOT_TASK &&\n",
+    "                                                        (body.d.stamp & GPUOS__DESC_XPRESS));\n",
+    "    uint32_t xt = 0; /* the express tasks the express worker has */\n",
+    "    if (LANE == 0 && xb) {\n",
+    "        if (lane == 0)\n",
+    "            for (uint32_t m = xb; m; m &= m - 1) {\n",
+    "                const int l = __ffs(m) - 1;\n",
+    "                const uint64_t sq = s_seq + __popc(b & ((1u << l) - 1));\n",
+    "                const bool defer = st->xtaken + 1 == sq; /* right after one the worker has */\n",
+    "                /* whose it is, before the claim that the worker's claim may see */\n",
+    "                P.xown[sq & (GPUOS__XOWN - 1)] = sq | (defer \? GPUOS__XOWN_X : 0ull);\n",
+    "                __threadfence();\n",
+    "                if (atomicMax(P.xclaim, (unsigned long long)sq) >= sq || defer) {\n",
+    "                    xt |= 1u << l;\n",
+    "                    st->xtaken = sq;\n",
+    "                }\n",
+    "            }\n",
+    "        xt = __shfl_sync(0xffffffffu, xt, 0);\n",
+    "        st->xtaken = __shfl_sync(0xffffffffu, st->xtaken, 0);\n",
+    "    }\n",
     "    if (lane < n) {\n",
     "        if (kind == GPUOS__SLOT_PLAN) {\n",
     "            uint64_t *dst = (uint64_t *)(P.plans + (size_t)body.p.plan_id * GPUOS__PLAN_BYTES +\n",
@@ -25320,10 +25355,8 @@ const char *const gpuos__device_source[] = {
     "        } else {\n",
     "            gpuos__qdesc d = body.d;\n",
     "            if (kind == GPUOS__SLOT_EXIT) d.n_tiles = 0, d.base = 0;\n",
-    "            /* an express task the express worker claimed first: it runs there, now, and writes\n",
-    "               its done stamp itself; here it gets no inbox entry */\n",
-    "            const bool taken = LANE == 0 && kind == GPUOS__SLOT_TASK && (d.stamp & GPUOS__DESC_XPRESS) &&\n",
-    "                               atomicMax(P.xclaim, (unsigned long long)seq) >= (unsigned long long)seq;\n",
+    "            /* an express task the express worker has: it runs there and writes its done stamp */\n",
+    "            const bool taken = (xt >> lane) & 1u;\n",
     "            if (taken) d.n_tiles = 0;\n",
     "            s_d[rank] = d;\n",
     "            gpuos__dtask *t = &tasks[seq & (P.task_cap - 1)];\n",
@@ -25564,6 +25597,7 @@ const char *const gpuos__device_source[] = {
     "    st.pos = P.start_pos[LANE];\n",
     "    st.seq = P.start_seq[LANE];\n",
     "    st.exit = 0;\n",
+    "    st.xtaken = 0;\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
     "    unsigned long long fprof[GPUOS__PROF_N] = {0};\n",
     "#define GPUOS__FPROF fprof\n",
@@ -25986,6 +26020,24 @@ const char *const gpuos__device_source[] = {
     "    }\n",
     "    return 1;\n",
     "}\n",
+    "/* Does the express worker have express task sq (lane 0)\? It claims it (atomicMax of xclaim),\n",
+    "   or the fetcher left it to it (claimed it, marking xown[sq] as the worker's). */\n",
+    "static __device__ __forceinline__ bool gpuos__pk_xtake(const gpuos__pk_params &P, uint64_t sq) {\n",
+    "    if (atomicMax(P.xclaim, (unsigned long long)sq) < sq) return true;\n",
+    "    asm volatile(\"fence.acq_rel.gpu;\" ::: \"memory\"); /* the fetcher's mark came before its claim */\n",
+    "    uint64_t w;\n",
+    "    asm volatile(\"ld.relaxed.gpu.global.u64 %0, [%1];\" : \"=l\"(w) : \"l\"(&P.xown[sq & (GPUOS__XOWN - 1)]) : \"memory\");\n",
+    "    return w == (sq | GPUOS__XOWN_X);\n",
+    "}\n",
+    "/* Did the fetcher leave an express task to the express worker that it has not run (lane 0)\?\n",
+    "   Then the worker runs it before any inbox entry (later ones may be aligned with it). */\n",
+    "static __device__ __forceinline__ bool gpuos__pk_xowed(const gpuos__pk_params &P, uint64_t xran) {\n",
+    "    const uint64_t c = gpuos__ld_acquire_gpu_u64((const volatile uint64_t *)P.xclaim);\n",
+    "    if (c <= xran) return false;\n",
+    "    uint64_t w;\n",
+    "    asm volatile(\"ld.relaxed.gpu.global.u64 %0, [%1];\" : \"=l\"(w) : \"l\"(&P.xown[c & (GPUOS__XOWN - 1)]) : \"memory\");\n",
+    "    return w == (c | GPUOS__XOWN_X);\n",
+    "}\n",
     "/* The express worker's look at its mailbox (gpuos__pk_ctl.xbox; every lane of warp 0: lanes\n",
     "   0..15 read slot *xq % GPUOS__XBOX, lanes 16..31 the next one, issued with the inbox read,\n",
     "   so one PCIe round trip). An express task is a task of one tile on this worker; whoever\n",
@@ -26017,9 +26069,8 @@ const char *const gpuos__device_source[] = {
     "    const int r2 = gpuos__pk_xslot(wv, 1, q + 1, &sq2, &xd[1]);\n",
     "    int st = 0; /* 0: not yet, 1: claimed, 2: the fetcher has it; + 4: the next one claimed, + 8: lost */\n",
     "    if (lane == 0) {\n",
-    "        if (gpuos__pk_xready(P, &xd[0], sq, xran)) st = atomicMax(P.xclaim, (unsigned long long)sq) < sq \? 1 : 2;\n",
-    "        if (st == 1 && r2 == 0 && gpuos__pk_xready(P, &xd[1], sq2, sq))\n",
-    "            st |= atomicMax(P.xclaim, (unsigned long long)sq2) < sq2 \? 4 : 8;\n",
+    "        if (gpuos__pk_xready(P, &xd[0], sq, xran)) st = gpuos__pk_xtake(P, sq) \? 1 : 2;\n",
+    "        if (st == 1 && r2 == 0 && gpuos__pk_xready(P, &xd[1], sq2, sq)) st |= gpuos__pk_xtake(P, sq2) \? 4 : 8;\n",
     "        xseq[0] = sq, xseq[1] = sq2;\n",
     "    }\n",
     "    st = __shfl_sync(0xffffffffu, st, 0);\n",
@@ -26049,6 +26100,7 @@ const char *const gpuos__device_source[] = {
     "    uint64_t xq = P.xq0;             /* (warp 0) the next express task it looks for in its mailbox */\n",
     "    uint64_t xran = 0;               /* the newest express task it ran (from the mailbox or the inbox) */\n",
     "    uint64_t xlost = 0;              /* (warp 0) the newest the fetcher took (it runs from the inbox) */\n",
+    "    int xowed = 0;                   /* (warp 0) the fetcher left it an express task it has not run */\n",
     "    const gpuos__ientry *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;\n",
     "    uint32_t head = P.wpos[0][me];\n",
     "    uint64_t ref = P.start_seq[0] - 1; /* the seq of the last entry consumed (gpuos__pk_read_entry) */\n",
@@ -26091,7 +26143,8 @@ const char *const gpuos__device_source[] = {
     "                       has, what the host sent next may be in its batch, on its way here) */\n",
     "                    xidle = f <= r + 1 && f > xran;\n",
     "                }\n",
-    "                const bool xpoll = xw && spin > 0 && __shfl_sync(0xffffffffu, xidle, 0);\n",
+    "                /* (or when it owes the fetcher a task: then its mailbox holds it) */\n",
+    "                const bool xpoll = xw && (xowed || (spin > 0 && __shfl_sync(0xffffffffu, xidle, 0)));\n",
     "                if (xpoll) /* slots xq and xq + 1 */\n",
     "                    asm volatile(\"ld.volatile.global.u64 %0, [%1];\"\n",
     "                                 : \"=l\"(xv) : \"l\"(&P.ctl->xbox[(xq + (lane >> 4)) % GPUOS__XBOX][(lane >> 3) & 1].w[lane & 7]) : \"memory\");\n",
@@ -26099,6 +26152,10 @@ const char *const gpuos__device_source[] = {
     "                s_mine[lane] = 0;\n",
     "                uint32_t b = __ballot_sync(0xffffffffu, ok);\n",
     "                int n = b == 0xffffffffu \? 32 : __ffs(~b) - 1;\n",
+    "                if (xw) { /* (after the entries' acquires: a task left to it came before them) */\n",
+    "                    xowed = __shfl_sync(0xffffffffu, lane == 0 \? (int)gpuos__pk_xowed(P, xran) : 0, 0);\n",
+    "                    if (xowed) n = 0; /* the mailbox first */\n",
+    "                }\n",
     "                if (n > 0) {\n",
     "                    const uint32_t sw = __ballot_sync(0xffffffffu, ok && (s_d[lane].stamp & GPUOS__DESC_SYSW));\n",
     "                    if (lane == 0) s_sysw = sw;\n",

@@ -127,18 +127,15 @@ typedef struct cuda__plan_entry {
    (cuda_matmul_rows; N >= 512; GPUOS_CUDA_MM_SLICES overrides, 0: never): bench/NOTES.md, session 23 */
 #define CUDA__MM_SLICES 8
 /* Express tasks (cuda_xpress_pre): at most this many tiles (element-wise; other kinds one),
-   run whole by the express worker. GPUOS_CUDA_EXPRESS=N sets it; 0, the default, turns express
-   off: it makes a lone task's round trip faster (H100, same call: 6.3 against 8.0 us) but a
-   task followed at once by a small download of its result slower (16.1-16.7 against 13.7 us),
-   and the second is the commoner program (bench/NOTES.md, session 24) */
-#define CUDA__XPRESS_TILES 0
+   run whole by the express worker (GPUOS_CUDA_EXPRESS=N sets it, 0 turns express off). H100,
+   same call, on against off: a lone task's round trip 6.68 against 8.03 us, a task and a small
+   download of its result 12.1-12.9 against 13.7-13.9 us (bench/NOTES.md, session 24) */
+#define CUDA__XPRESS_TILES 4
 /* ... and at most this many unretired at once (GPUOS_CUDA_EXPRESS_RUN). 1: only a task sent
-   when every earlier one is retired. More lets a task sent right behind an express one go
-   express too, which the express worker takes in order, but the fetcher takes most of those
-   while the worker runs the first, and they then run as one tile there (H200, same call: a
-   small download right after an add 13.9-15.5 us with 1, 16.0-16.1 with 4, 13.7-13.8 with
-   express off; the round trip 6.2 us either way, 8.1 off) */
-#define CUDA__XPRESS_RUN 1
+   when every earlier one is retired; 2: also the task sent right behind it (a small download
+   of its result), which the express worker takes next (the fetcher leaves it to the worker
+   that has the task before it) */
+#define CUDA__XPRESS_RUN 2
 struct gpuos__cuda {
     const gpuos__cuda_api *cu;
     gpuos__CUdevice dev;
@@ -1027,6 +1024,9 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     c->P.xclaim = (unsigned long long *)(uintptr_t)(d + 32); /* express claims (zeroed with it) */
     c->P.xruns = (unsigned long long *)(uintptr_t)(d + 40);  /* express tasks the express worker ran */
     c->P.xfetched = (uint64_t *)(uintptr_t)(d + 48);         /* lane 0's next seq to fetch */
+    CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, GPUOS__XOWN * 8), "cuMemAlloc (express marks)");
+    CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0, GPUOS__XOWN * 8, c->copy_stream), "cuMemsetD8Async (express marks)");
+    c->P.xown = (uint64_t *)(uintptr_t)d;
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__PLAN_CAP * GPUOS__PLAN_BYTES), "cuMemAlloc (plans)");
     c->P.plans = (char *)(uintptr_t)d;
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__GPOOL * sizeof(gpuos__qdesc)), "cuMemAlloc (graph descriptors)");
@@ -1241,6 +1241,7 @@ void gpuos__cuda_close(gpuos_context *ctx) {
         }
         cuda_release(c, CUDA__REL_MEM, (uint64_t)(uintptr_t)c->P.retired);
         cuda_release(c, CUDA__REL_MEM, (uint64_t)(uintptr_t)c->P.plans);
+        if (c->P.xown) cuda_release(c, CUDA__REL_MEM, (uint64_t)(uintptr_t)c->P.xown);
         cuda_release(c, CUDA__REL_MEM, (uint64_t)(uintptr_t)c->gpool);
         cuda_release(c, CUDA__REL_HOST, (uint64_t)(uintptr_t)c->ctl);
         cuda_release(c, CUDA__REL_HOST, (uint64_t)(uintptr_t)c->up);

@@ -56,6 +56,8 @@
    at once and writes its done stamp; the fetcher queues it as any task (to that worker). */
 #define GPUOS__DESC_XPRESS 4u
 #define GPUOS__XBOX 8u /* express mailbox slots (a ring: express task q in slot q % 8) */
+#define GPUOS__XOWN 1024u /* the fetcher's marks of express tasks, by seq (gpuos__pk_params.xown) */
+#define GPUOS__XOWN_X (1ull << 63)
 
 /* Done stamps: task seq's word in the lane's done array (slot seq mod task_cap) holds its
    identity and its progress in one 64-bit value, so that one load tells a reader both. The
@@ -266,6 +268,8 @@ typedef struct gpuos__pk_params {
     unsigned long long *xclaim; /* device: the claim word (atomicMax to an express task's seq) */
     unsigned long long *xruns;  /* device: express tasks it ran from the mailbox (gpuos_debug_express) */
     uint64_t *xfetched;         /* device: lane 0's next seq to fetch (the fetcher's progress) */
+    uint64_t *xown;             /* device, GPUOS__XOWN words: express task seq's fetcher's mark, seq
+                                   | GPUOS__XOWN_X when it left the task to the express worker */
     uint64_t xq0;               /* the first express task's q this launch reads */
 } gpuos__pk_params;
 

@@ -153,6 +153,7 @@ static __device__ __forceinline__ int gpuos__fetch_poll(const gpuos__pk_params &
 struct gpuos__fetch_state {
     uint64_t pos, seq; /* ring position and task sequence number of the next slot */
     int exit;          /* EXIT seen */
+    uint64_t xtaken;   /* lane 0: the last express task the express worker has (claimed, or left to it) */
 };
 
 /* Puts bodies s_body[0..n) (n <= MAXN; no GRAPH slot) into the device queue, one warp
@@ -191,6 +192,31 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
     const uint32_t rank = __popc(b & ((1u << lane) - 1)); /* index among this batch's tasks */
     const uint32_t n_tasks = __popc(b);
     const uint64_t seq = s_seq + rank;
+    /* Express tasks (lane 0), claimed in seq order by lane 0: one the express worker claimed
+       first is its (no stamp here, no inbox entry); one right after a task the express worker
+       has (a small download of what it just computed) is left to it too, which it runs next,
+       before any inbox entry (xown marks it the worker's: gpuos__pk_xtake, gpuos__pk_xowed);
+       any other the fetcher takes, and queues as any task, to the express worker's inbox. */
+    const uint32_t xb = __ballot_sync(0xffffffffu, LANE == 0 && lane < n && kind == GPUOS__SLOT_TASK &&
+                                                        (body.d.stamp & GPUOS__DESC_XPRESS));
+    uint32_t xt = 0; /* the express tasks the express worker has */
+    if (LANE == 0 && xb) {
+        if (lane == 0)
+            for (uint32_t m = xb; m; m &= m - 1) {
+                const int l = __ffs(m) - 1;
+                const uint64_t sq = s_seq + __popc(b & ((1u << l) - 1));
+                const bool defer = st->xtaken + 1 == sq; /* right after one the worker has */
+                /* whose it is, before the claim that the worker's claim may see */
+                P.xown[sq & (GPUOS__XOWN - 1)] = sq | (defer ? GPUOS__XOWN_X : 0ull);
+                __threadfence();
+                if (atomicMax(P.xclaim, (unsigned long long)sq) >= sq || defer) {
+                    xt |= 1u << l;
+                    st->xtaken = sq;
+                }
+            }
+        xt = __shfl_sync(0xffffffffu, xt, 0);
+        st->xtaken = __shfl_sync(0xffffffffu, st->xtaken, 0);
+    }
     if (lane < n) {
         if (kind == GPUOS__SLOT_PLAN) {
             uint64_t *dst = (uint64_t *)(P.plans + (size_t)body.p.plan_id * GPUOS__PLAN_BYTES +
@@ -199,10 +225,8 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
         } else {
             gpuos__qdesc d = body.d;
             if (kind == GPUOS__SLOT_EXIT) d.n_tiles = 0, d.base = 0;
-            /* an express task the express worker claimed first: it runs there, now, and writes
-               its done stamp itself; here it gets no inbox entry */
-            const bool taken = LANE == 0 && kind == GPUOS__SLOT_TASK && (d.stamp & GPUOS__DESC_XPRESS) &&
-                               atomicMax(P.xclaim, (unsigned long long)seq) >= (unsigned long long)seq;
+            /* an express task the express worker has: it runs there and writes its done stamp */
+            const bool taken = (xt >> lane) & 1u;
             if (taken) d.n_tiles = 0;
             s_d[rank] = d;
             gpuos__dtask *t = &tasks[seq & (P.task_cap - 1)];
@@ -443,6 +467,7 @@ static __device__ void gpuos__pk_fetch(const gpuos__pk_params &P, uint64_t *s_li
     st.pos = P.start_pos[LANE];
     st.seq = P.start_seq[LANE];
     st.exit = 0;
+    st.xtaken = 0;
 #ifdef GPUOS__PK_TIMESTAMPS
     unsigned long long fprof[GPUOS__PROF_N] = {0};
 #define GPUOS__FPROF fprof
@@ -865,6 +890,24 @@ static __device__ __forceinline__ int gpuos__pk_xready(const gpuos__pk_params &P
     }
     return 1;
 }
+/* Does the express worker have express task sq (lane 0)? It claims it (atomicMax of xclaim),
+   or the fetcher left it to it (claimed it, marking xown[sq] as the worker's). */
+static __device__ __forceinline__ bool gpuos__pk_xtake(const gpuos__pk_params &P, uint64_t sq) {
+    if (atomicMax(P.xclaim, (unsigned long long)sq) < sq) return true;
+    asm volatile("fence.acq_rel.gpu;" ::: "memory"); /* the fetcher's mark came before its claim */
+    uint64_t w;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(w) : "l"(&P.xown[sq & (GPUOS__XOWN - 1)]) : "memory");
+    return w == (sq | GPUOS__XOWN_X);
+}
+/* Did the fetcher leave an express task to the express worker that it has not run (lane 0)?
+   Then the worker runs it before any inbox entry (later ones may be aligned with it). */
+static __device__ __forceinline__ bool gpuos__pk_xowed(const gpuos__pk_params &P, uint64_t xran) {
+    const uint64_t c = gpuos__ld_acquire_gpu_u64((const volatile uint64_t *)P.xclaim);
+    if (c <= xran) return false;
+    uint64_t w;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(w) : "l"(&P.xown[c & (GPUOS__XOWN - 1)]) : "memory");
+    return w == (c | GPUOS__XOWN_X);
+}
 /* The express worker's look at its mailbox (gpuos__pk_ctl.xbox; every lane of warp 0: lanes
    0..15 read slot *xq % GPUOS__XBOX, lanes 16..31 the next one, issued with the inbox read,
    so one PCIe round trip). An express task is a task of one tile on this worker; whoever
@@ -896,9 +939,8 @@ static __device__ __forceinline__ int gpuos__pk_xclaim(const gpuos__pk_params &P
     const int r2 = gpuos__pk_xslot(wv, 1, q + 1, &sq2, &xd[1]);
     int st = 0; /* 0: not yet, 1: claimed, 2: the fetcher has it; + 4: the next one claimed, + 8: lost */
     if (lane == 0) {
-        if (gpuos__pk_xready(P, &xd[0], sq, xran)) st = atomicMax(P.xclaim, (unsigned long long)sq) < sq ? 1 : 2;
-        if (st == 1 && r2 == 0 && gpuos__pk_xready(P, &xd[1], sq2, sq))
-            st |= atomicMax(P.xclaim, (unsigned long long)sq2) < sq2 ? 4 : 8;
+        if (gpuos__pk_xready(P, &xd[0], sq, xran)) st = gpuos__pk_xtake(P, sq) ? 1 : 2;
+        if (st == 1 && r2 == 0 && gpuos__pk_xready(P, &xd[1], sq2, sq)) st |= gpuos__pk_xtake(P, sq2) ? 4 : 8;
         xseq[0] = sq, xseq[1] = sq2;
     }
     st = __shfl_sync(0xffffffffu, st, 0);
@@ -928,6 +970,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
     uint64_t xq = P.xq0;             /* (warp 0) the next express task it looks for in its mailbox */
     uint64_t xran = 0;               /* the newest express task it ran (from the mailbox or the inbox) */
     uint64_t xlost = 0;              /* (warp 0) the newest the fetcher took (it runs from the inbox) */
+    int xowed = 0;                   /* (warp 0) the fetcher left it an express task it has not run */
     const gpuos__ientry *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;
     uint32_t head = P.wpos[0][me];
     uint64_t ref = P.start_seq[0] - 1; /* the seq of the last entry consumed (gpuos__pk_read_entry) */
@@ -970,7 +1013,8 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                        has, what the host sent next may be in its batch, on its way here) */
                     xidle = f <= r + 1 && f > xran;
                 }
-                const bool xpoll = xw && spin > 0 && __shfl_sync(0xffffffffu, xidle, 0);
+                /* (or when it owes the fetcher a task: then its mailbox holds it) */
+                const bool xpoll = xw && (xowed || (spin > 0 && __shfl_sync(0xffffffffu, xidle, 0)));
                 if (xpoll) /* slots xq and xq + 1 */
                     asm volatile("ld.volatile.global.u64 %0, [%1];"
                                  : "=l"(xv) : "l"(&P.ctl->xbox[(xq + (lane >> 4)) % GPUOS__XBOX][(lane >> 3) & 1].w[lane & 7]) : "memory");
@@ -978,6 +1022,10 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                 s_mine[lane] = 0;
                 uint32_t b = __ballot_sync(0xffffffffu, ok);
                 int n = b == 0xffffffffu ? 32 : __ffs(~b) - 1;
+                if (xw) { /* (after the entries' acquires: a task left to it came before them) */
+                    xowed = __shfl_sync(0xffffffffu, lane == 0 ? (int)gpuos__pk_xowed(P, xran) : 0, 0);
+                    if (xowed) n = 0; /* the mailbox first */
+                }
                 if (n > 0) {
                     const uint32_t sw = __ballot_sync(0xffffffffu, ok && (s_d[lane].stamp & GPUOS__DESC_SYSW));
                     if (lane == 0) s_sysw = sw;

@@ -61,6 +61,10 @@ $(BUILD)/probe_swap: tests/gpu/probe_swap.c gpuos.c gpuos.h | $(BUILD)
 $(BUILD)/probe_latency: tests/gpu/probe_latency.c gpuos.c gpuos.h | $(BUILD)
 	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_latency.c -o $@ $(LDLIBS)
 
+# express tasks on and off: a task and a small download of its result, stage by stage
+$(BUILD)/probe_express: tests/gpu/probe_express.c gpuos.c gpuos.h | $(BUILD)
+	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_express.c -o $@ $(LDLIBS)
+
 # Where a submission's time goes on the host CPU (not a test; device 0).
 $(BUILD)/probe_submit: tests/gpu/probe_submit.c gpuos.h $(BUILD)/gpuos.o | $(BUILD)
 	$(CC) -std=gnu99 -O2 -I. $< $(BUILD)/gpuos.o -o $@ $(LDLIBS)
