@@ -968,7 +968,9 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
     const int tid = threadIdx.x, lane = tid & 31;
     const bool xw = me == P.xworker; /* the express worker: also polls the mailbox when idle */
     uint64_t xq = P.xq0;             /* (warp 0) the next express task it looks for in its mailbox */
-    uint64_t xran = 0;               /* the newest express task it ran (from the mailbox or the inbox) */
+    /* the newest express task it ran (from the mailbox or the inbox); every task before this
+       launch is done (else a task left to the worker in the last launch would look owed forever) */
+    uint64_t xran = P.start_seq[0] - 1;
     uint64_t xlost = 0;              /* (warp 0) the newest the fetcher took (it runs from the inbox) */
     int xowed = 0;                   /* (warp 0) the fetcher left it an express task it has not run */
     const gpuos__ientry *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;
