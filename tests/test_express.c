@@ -30,6 +30,8 @@ static int32_t hx[NMAX], hy[NMAX], got[NMAX];
 static int32_t wrap_add(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
 static int32_t wrap_mul(int32_t a, int32_t b) { return (int32_t)((uint32_t)a * (uint32_t)b); }
 
+static int relaunch; /* pause 3 ms at some idle points (the kernel of make_ctx(1) stops after 2 ms idle) */
+
 static int program(gpuos_context *ctx, int rounds) {
     static const int64_t sizes[] = {1, 7, 100, 1023, 1024, 1025, 3000, 4096, 5000, 20000};
     const int64_t n = sizes[rnd((uint32_t)(sizeof sizes / sizeof sizes[0]))];
@@ -54,6 +56,10 @@ static int program(gpuos_context *ctx, int rounds) {
         if (rnd(2) == 0) { /* idle: the next task may go express */
             CHECK(gpuos_wait(ctx, 20000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
             idles++;
+            if (relaunch && rnd(4) == 0) { /* the kernel stops; the next task launches it again */
+                struct timespec ts = {0, 3000000};
+                nanosleep(&ts, NULL);
+            }
         }
         for (k = 0; k < steps; k++) {
             const int what = (int)rnd(9);
@@ -137,11 +143,12 @@ static void roundtrips(gpuos_context *ctx, int n_rt) {
     gpuos_tensor_release(one);
 }
 
-static gpuos_context *make_ctx(void) {
+static gpuos_context *make_ctx(int short_idle) {
     gpuos_config cfg = GPUOS_CONFIG_INIT;
     gpuos_context *ctx = NULL;
     cfg.device = ctest_device();
     cfg.wait_timeout_ms = 20000;
+    if (short_idle) cfg.idle_ms = 2;
     if (gpuos_create(&cfg, &ctx) != GPUOS_OK) fprintf(stderr, "gpuos_create: %s\n", gpuos_last_error(NULL));
     return ctx;
 }
@@ -177,20 +184,29 @@ int main(void) {
        (compute-sanitizer's memcheck cannot see memory allocated while a kernel runs) */
     const int fresh = getenv("GPUOS_TEST_FRESH") && atoi(getenv("GPUOS_TEST_FRESH")) > 0;
     rng = ctest_rng(seed, 1);
-    if (!(ctx = make_ctx())) return 1;
+    if (!(ctx = make_ctx(0))) return 1;
     cuda = gpuos_context_backend(ctx) == GPUOS_BACKEND_CUDA;
     roundtrips(ctx, quick ? 200 : 2000);
     for (p = 0; p < programs; p++) {
+        /* the second half: a context whose kernel stops after 2 ms idle, with 3 ms pauses
+           (express state across launches: a task left to the express worker in one launch) */
+        if (!fresh && p == programs / 2) {
+            CHECK(gpuos_context_status(ctx) == GPUOS_OK, "healthy: %s", gpuos_last_error(ctx));
+            express_counts(ctx, 1, &sent, &ran);
+            gpuos_destroy(ctx);
+            if (!(ctx = make_ctx(1))) return 1;
+            relaunch = 1;
+        }
         if (fresh) {
             CHECK(gpuos_context_status(ctx) == GPUOS_OK, "healthy: %s", gpuos_last_error(ctx));
             express_counts(ctx, p == 0, &sent, &ran);
             gpuos_destroy(ctx);
-            if (!(ctx = make_ctx())) return 1;
+            if (!(ctx = make_ctx(0))) return 1;
         }
         idles += program(ctx, 40);
     }
     CHECK(gpuos_context_status(ctx) == GPUOS_OK, "healthy: %s", gpuos_last_error(ctx));
-    express_counts(ctx, !fresh, &sent, &ran);
+    express_counts(ctx, 0, &sent, &ran);
     printf("%d programs (%d idle points) on %s; express tasks sent %llu, run by the express worker %llu\n", programs,
            idles, cuda ? "the device" : "the host executor", (unsigned long long)sent, (unsigned long long)ran);
     gpuos_destroy(ctx);
