@@ -11,7 +11,8 @@
    around the tile (1024 items): in-place adds (repeats), products, strided and broadcast views,
    a reduction, small downloads and a pinned copy, each checked against the same program on
    the host in C. On the GPU it also checks that express tasks were sent and that the express
-   worker ran some of them (gpuos_debug_express). */
+   worker ran some of them (gpuos_debug_express). Express tasks are off by default for now:
+   this test turns them on (GPUOS_CUDA_EXPRESS=4) unless the environment sets them. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <stdio.h>
@@ -184,6 +185,8 @@ int main(void) {
        (compute-sanitizer's memcheck cannot see memory allocated while a kernel runs) */
     const int fresh = getenv("GPUOS_TEST_FRESH") && atoi(getenv("GPUOS_TEST_FRESH")) > 0;
     rng = ctest_rng(seed, 1);
+    /* express tasks are off by default for now: on here, unless the environment says */
+    if (!getenv("GPUOS_CUDA_EXPRESS")) setenv("GPUOS_CUDA_EXPRESS", "4", 1);
     if (!(ctx = make_ctx(0))) return 1;
     cuda = gpuos_context_backend(ctx) == GPUOS_BACKEND_CUDA;
     roundtrips(ctx, quick ? 200 : 2000);
