@@ -10284,13 +10284,25 @@ static gpuos_status plan_reduce(plan_state *ps) {
                                     ps->name, bit, r, r - 1);
         }
     }
+    /* (an empty input's other sizes may multiply past 2^63: a count that would is only ever
+       beside a 0, and is held at INT64_MAX) */
     for (d = 0; d < r; d++) {
         if (mask >> d & 1u) {
-            inner_numel *= a->shape[d];
+            if (!gpuos__mul64(inner_numel, a->shape[d], &inner_numel)) inner_numel = INT64_MAX;
             if (ps->task->keepdim) oshape[orank++] = 1;
         } else {
-            outer_numel *= a->shape[d];
+            if (!gpuos__mul64(outer_numel, a->shape[d], &outer_numel)) outer_numel = INT64_MAX;
             oshape[orank++] = a->shape[d];
+        }
+    }
+    if (a->numel == 0) { /* the counts were multiplied from the first 0 on: one of them is 0 */
+        for (d = 0; d < r && a->shape[d] != 0; d++) {
+        }
+        if (d < r) {
+            if (mask >> d & 1u)
+                inner_numel = 0;
+            else
+                outer_numel = 0;
         }
     }
     if (!plan_same_shape(o, orank, oshape)) return plan_shape_error(ps, orank, oshape);
@@ -10307,19 +10319,20 @@ static gpuos_status plan_reduce(plan_state *ps) {
         int od = orank; /* the output axis of input axis d */
         if (!(mask >> d & 1u) || ps->task->keepdim) orank++;
         if (a->shape[d] == 1) continue;
+        /* byte strides: an empty tensor's may pass 2^63 (wrapping: nothing is reached) */
         if (mask >> d & 1u) {
             ishape[ni] = a->shape[d];
-            istr[0][ni] = a->strides[d] * es_in;
+            istr[0][ni] = (int64_t)((uint64_t)a->strides[d] * (uint64_t)es_in);
             ni++;
         } else {
             oshape[no] = a->shape[d];
-            ostr[0][no] = a->strides[d] * es_in;
-            ostr[1][no] = o->strides[od] * es_out;
+            ostr[0][no] = (int64_t)((uint64_t)a->strides[d] * (uint64_t)es_in);
+            ostr[1][no] = (int64_t)((uint64_t)o->strides[od] * (uint64_t)es_out);
             no++;
         }
     }
     if (outer_numel > 0) plan_merge(&no, oshape, 2, ostr);
-    if (inner_numel > 0) plan_merge(&ni, ishape, 1, istr);
+    if (inner_numel > 0 && a->numel > 0) plan_merge(&ni, ishape, 1, istr); /* (no product past 2^63) */
     memset(p, 0, sizeof *p);
     p->outer_rank = no;
     p->inner_rank = ni;
@@ -12971,9 +12984,12 @@ gpuos_status gpuos_view_slice(const gpuos_tensor *t, int axis, int64_t start, in
     memcpy(strides, t->strides, sizeof strides);
     offset = t->offset;
     stride = t->strides[a];
-    if (count > 0) offset += start * stride; /* start is a valid index then */
+    /* start is a valid index then, and the product fits: it reaches an element of the
+       storage; unless the tensor is empty, whose strides may be anything (wrapping: an empty
+       view's offset and strides reach nothing) */
+    if (count > 0) offset = (int64_t)((uint64_t)offset + (uint64_t)start * (uint64_t)stride);
     shape[a] = count;
-    if (count > 1) strides[a] = stride * step; /* fits: it spans elements of the storage */
+    if (count > 1) strides[a] = (int64_t)((uint64_t)stride * (uint64_t)step);
     return view_make(t, t->rank, shape, strides, offset, out, fn);
 }
 

@@ -452,13 +452,25 @@ static gpuos_status plan_reduce(plan_state *ps) {
                                     ps->name, bit, r, r - 1);
         }
     }
+    /* (an empty input's other sizes may multiply past 2^63: a count that would is only ever
+       beside a 0, and is held at INT64_MAX) */
     for (d = 0; d < r; d++) {
         if (mask >> d & 1u) {
-            inner_numel *= a->shape[d];
+            if (!gpuos__mul64(inner_numel, a->shape[d], &inner_numel)) inner_numel = INT64_MAX;
             if (ps->task->keepdim) oshape[orank++] = 1;
         } else {
-            outer_numel *= a->shape[d];
+            if (!gpuos__mul64(outer_numel, a->shape[d], &outer_numel)) outer_numel = INT64_MAX;
             oshape[orank++] = a->shape[d];
+        }
+    }
+    if (a->numel == 0) { /* the counts were multiplied from the first 0 on: one of them is 0 */
+        for (d = 0; d < r && a->shape[d] != 0; d++) {
+        }
+        if (d < r) {
+            if (mask >> d & 1u)
+                inner_numel = 0;
+            else
+                outer_numel = 0;
         }
     }
     if (!plan_same_shape(o, orank, oshape)) return plan_shape_error(ps, orank, oshape);
@@ -475,19 +487,20 @@ static gpuos_status plan_reduce(plan_state *ps) {
         int od = orank; /* the output axis of input axis d */
         if (!(mask >> d & 1u) || ps->task->keepdim) orank++;
         if (a->shape[d] == 1) continue;
+        /* byte strides: an empty tensor's may pass 2^63 (wrapping: nothing is reached) */
         if (mask >> d & 1u) {
             ishape[ni] = a->shape[d];
-            istr[0][ni] = a->strides[d] * es_in;
+            istr[0][ni] = (int64_t)((uint64_t)a->strides[d] * (uint64_t)es_in);
             ni++;
         } else {
             oshape[no] = a->shape[d];
-            ostr[0][no] = a->strides[d] * es_in;
-            ostr[1][no] = o->strides[od] * es_out;
+            ostr[0][no] = (int64_t)((uint64_t)a->strides[d] * (uint64_t)es_in);
+            ostr[1][no] = (int64_t)((uint64_t)o->strides[od] * (uint64_t)es_out);
             no++;
         }
     }
     if (outer_numel > 0) plan_merge(&no, oshape, 2, ostr);
-    if (inner_numel > 0) plan_merge(&ni, ishape, 1, istr);
+    if (inner_numel > 0 && a->numel > 0) plan_merge(&ni, ishape, 1, istr); /* (no product past 2^63) */
     memset(p, 0, sizeof *p);
     p->outer_rank = no;
     p->inner_rank = ni;

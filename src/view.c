@@ -70,9 +70,12 @@ gpuos_status gpuos_view_slice(const gpuos_tensor *t, int axis, int64_t start, in
     memcpy(strides, t->strides, sizeof strides);
     offset = t->offset;
     stride = t->strides[a];
-    if (count > 0) offset += start * stride; /* start is a valid index then */
+    /* start is a valid index then, and the product fits: it reaches an element of the
+       storage; unless the tensor is empty, whose strides may be anything (wrapping: an empty
+       view's offset and strides reach nothing) */
+    if (count > 0) offset = (int64_t)((uint64_t)offset + (uint64_t)start * (uint64_t)stride);
     shape[a] = count;
-    if (count > 1) strides[a] = stride * step; /* fits: it spans elements of the storage */
+    if (count > 1) strides[a] = (int64_t)((uint64_t)stride * (uint64_t)step);
     return view_make(t, t->rank, shape, strides, offset, out, fn);
 }
 

@@ -455,6 +455,30 @@ static void after_destroy(int device) {
     gpuos_tensor_release(x); /* frees the context */
 }
 
+/* An empty tensor whose other sizes multiply past 2^63 (a fuzzer's find: signed overflows in
+   the reduction's element counts and the slice's offset). Reductions over it and slices of it
+   are valid and reach nothing: an empty result, the context healthy. */
+static void empty_huge(gpuos_context *ctx) {
+    const int64_t big = (int64_t)1 << 40, shape[3] = {0, big, big}, oshape[1] = {0};
+    gpuos_tensor *t = NULL, *v = NULL, *o = NULL;
+    const int axes[2] = {1, 2};
+    CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 3, shape, &t) == GPUOS_OK && t, "%s", gpuos_last_error(ctx));
+    if (!t) return;
+    {
+        gpuos_tensor_info info;
+        CHECK(gpuos_view_slice(t, 2, 5, 100, 3, &v) == GPUOS_OK && v && gpuos_tensor_get_info(v, &info) == GPUOS_OK &&
+                  info.numel == 0 && info.shape[2] == 32,
+              "a slice of the empty tensor: %s", gpuos_last_error(ctx));
+    }
+    CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 1, oshape, &o) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    if (o) CHECK(gpuos_sum(ctx, o, t, axes, 2, 0) == GPUOS_OK, "sum over the huge axes: %s", gpuos_last_error(ctx));
+    CHECK(gpuos_wait(ctx, 20000) == GPUOS_OK && gpuos_context_status(ctx) == GPUOS_OK, "healthy: %s",
+          gpuos_last_error(ctx));
+    gpuos_tensor_release(o);
+    gpuos_tensor_release(v);
+    gpuos_tensor_release(t);
+}
+
 int main(void) {
     const unsigned long long seed = ctest_seed("test_semantics");
     gpuos_config cfg = GPUOS_CONFIG_INIT;
@@ -475,6 +499,7 @@ int main(void) {
     graph_priority_wait_all(ctx, host);
     if (host) graph_priority_deadline_order(ctx);
     graph_node_deadline(ctx);
+    empty_huge(ctx);
     CHECK(gpuos_context_status(ctx) == GPUOS_OK, "healthy: %s", gpuos_last_error(ctx));
     gpuos_destroy(ctx);
     if (host) graph_priority_small_queue();
