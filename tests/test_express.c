@@ -144,6 +144,63 @@ static void roundtrips(gpuos_context *ctx, int n_rt) {
     gpuos_tensor_release(one);
 }
 
+/* Express tasks around a run-time operator's definition (on a GPU the definition stops the
+   kernel and launches it again with run-time workers, so the express worker changes): express
+   tasks before it (one right behind another, left to the express worker), then a fill whose
+   plan is new (one tile on the new express worker, not express), the operator reading it, a
+   small download; then the same after a redefinition. The GPU suite once hung here: after the
+   relaunch the express worker thought a task of the last launch was still owed to it. */
+static void around_define(gpuos_context *ctx) {
+    gpuos_op_def d = GPUOS_OP_DEF_INIT;
+    gpuos_op op = 0;
+    gpuos_tensor *x = NULL, *y = NULL, *z = NULL, *one = NULL, *z0 = NULL;
+    const int64_t n = 64, nz = 4096;
+    float h[64], hz = -1.0f;
+    int i, bad = 0;
+    CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &x) == GPUOS_OK && gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &y) == GPUOS_OK &&
+              gpuos_tensor_new(ctx, GPUOS_F32, 1, &nz, &z) == GPUOS_OK &&
+              gpuos_tensor_scalar(ctx, GPUOS_F32, 1.0, &one) == GPUOS_OK,
+          "%s", gpuos_last_error(ctx));
+    if (!x || !y || !z || !one) return;
+    CHECK(gpuos_view_slice(z, 0, 0, 1, 1, &z0) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_fill(ctx, z, 0.0) == GPUOS_OK && gpuos_wait(ctx, 20000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (i = 0; i < 20; i++) { /* a task and a small download of its result, each time idle */
+        CHECK(gpuos_add(ctx, z, z, one) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(z0 && gpuos_download(ctx, z0, &hz, sizeof hz) == GPUOS_OK && hz == (float)(i + 1), "z[0] %g, want %d: %s",
+              hz, i + 1, gpuos_last_error(ctx));
+    }
+    for (int round = 0; round < 2; round++) {
+        d.name = "x_affine";
+        d.source = round == 0 ? "out = a * 2.0f + 1.0f;" : "out = a * 3.0f;";
+        d.n_inputs = 1;
+        if (round == 0)
+            CHECK(gpuos_op_define(ctx, &d, &op) == GPUOS_OK, "define: %s", gpuos_last_error(ctx));
+        else
+            CHECK(gpuos_op_redefine(ctx, op, &d) == GPUOS_OK, "redefine: %s", gpuos_last_error(ctx));
+        CHECK(gpuos_fill(ctx, x, 3.0 + round) == GPUOS_OK, "fill: %s", gpuos_last_error(ctx));
+        {
+            gpuos_task t = GPUOS_TASK_INIT;
+            t.op = op, t.out = y, t.in[0] = x;
+            CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "submit: %s", gpuos_last_error(ctx));
+        }
+        for (i = 0; i < 64; i++) h[i] = -1.0f;
+        CHECK(gpuos_download(ctx, y, h, sizeof h) == GPUOS_OK, "download: %s", gpuos_last_error(ctx));
+        for (i = 0, bad = 0; i < 64; i++) bad += h[i] != (round == 0 ? 7.0f : 12.0f);
+        CHECK(bad == 0, "round %d: %d of 64 outputs of the run-time operator wrong (y[0] %g)", round, bad, h[0]);
+        CHECK(gpuos_add(ctx, z, z, one) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(z0 && gpuos_download(ctx, z0, &hz, sizeof hz) == GPUOS_OK && hz == (float)(21 + round),
+              "z[0] %g after the definition: %s", hz, gpuos_last_error(ctx));
+    }
+    CHECK(gpuos_op_remove(ctx, op) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_wait(ctx, 20000) == GPUOS_OK && gpuos_context_status(ctx) == GPUOS_OK, "healthy: %s",
+          gpuos_last_error(ctx));
+    gpuos_tensor_release(z0);
+    gpuos_tensor_release(x);
+    gpuos_tensor_release(y);
+    gpuos_tensor_release(z);
+    gpuos_tensor_release(one);
+}
+
 static gpuos_context *make_ctx(int short_idle) {
     gpuos_config cfg = GPUOS_CONFIG_INIT;
     gpuos_context *ctx = NULL;
@@ -190,6 +247,7 @@ int main(void) {
     if (!(ctx = make_ctx(0))) return 1;
     cuda = gpuos_context_backend(ctx) == GPUOS_BACKEND_CUDA;
     roundtrips(ctx, quick ? 200 : 2000);
+    if (!fresh) around_define(ctx); /* (FRESH, for memcheck: no kernel relaunched mid-program) */
     for (p = 0; p < programs; p++) {
         /* the second half: a context whose kernel stops after 2 ms idle, with 3 ms pauses
            (express state across launches: a task left to the express worker in one launch) */

@@ -270,6 +270,7 @@ static void test_runtime_op(gpuos_context *ctx) {
     gpuos_task t = GPUOS_TASK_INIT;
     gpuos_tensor *x = vec(ctx, 64), *y = vec(ctx, 64);
     float h[64];
+    for (int i = 0; i < 64; i++) h[i] = -1.0f; /* (a failed download leaves it: not stack garbage) */
     d.name = "g_affine";
     d.source = "out = a * 2.0f + 1.0f;";
     d.n_inputs = 1;
@@ -278,8 +279,9 @@ static void test_runtime_op(gpuos_context *ctx) {
     CHECK(gpuos_graph_create(ctx, &g) == GPUOS_OK, "create");
     t.op = op, t.out = y, t.in[0] = x;
     CHECK(gpuos_graph_add(g, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-    CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL) == GPUOS_OK && gpuos_download(ctx, y, h, sizeof h) == GPUOS_OK &&
-              h[0] == 7.0f, "run-time operator in a graph: %g", h[0]);
+    CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL) == GPUOS_OK, "launch: %s", gpuos_last_error(ctx));
+    CHECK(gpuos_download(ctx, y, h, sizeof h) == GPUOS_OK, "download: %s", gpuos_last_error(ctx));
+    CHECK(h[0] == 7.0f, "run-time operator in a graph: %g", h[0]);
     d.source = "out = a * 3.0f;";
     CHECK(gpuos_op_redefine(ctx, op, &d) == GPUOS_OK, "%s", gpuos_last_error(ctx));
     CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL) == GPUOS_OK && gpuos_download(ctx, y, h, sizeof h) == GPUOS_OK &&
