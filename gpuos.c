@@ -10284,8 +10284,8 @@ static gpuos_status plan_reduce(plan_state *ps) {
                                     ps->name, bit, r, r - 1);
         }
     }
-    /* (an empty input's other sizes may multiply past 2^63: a count that would is only ever
-       beside a 0, and is held at INT64_MAX) */
+    /* (an empty input's other sizes may multiply past 2^63: a count that would is held at
+       INT64_MAX, and one with a 0 among its sizes is 0 all the same) */
     for (d = 0; d < r; d++) {
         if (mask >> d & 1u) {
             if (!gpuos__mul64(inner_numel, a->shape[d], &inner_numel)) inner_numel = INT64_MAX;
@@ -10293,16 +10293,6 @@ static gpuos_status plan_reduce(plan_state *ps) {
         } else {
             if (!gpuos__mul64(outer_numel, a->shape[d], &outer_numel)) outer_numel = INT64_MAX;
             oshape[orank++] = a->shape[d];
-        }
-    }
-    if (a->numel == 0) { /* the counts were multiplied from the first 0 on: one of them is 0 */
-        for (d = 0; d < r && a->shape[d] != 0; d++) {
-        }
-        if (d < r) {
-            if (mask >> d & 1u)
-                inner_numel = 0;
-            else
-                outer_numel = 0;
         }
     }
     if (!plan_same_shape(o, orank, oshape)) return plan_shape_error(ps, orank, oshape);
