@@ -172,6 +172,14 @@ static int check_filled(gpuos_context *ctx, gpuos_tensor *t, int64_t n, float ba
 }
 
 /* ------------------------------------------------------------------ roundtrip */
+/* INFO lines: express tasks (docs/ARCHITECTURE.md) so far in ctx, sent and run by the express worker. */
+static void express_info(gpuos_context *ctx, const char *row) {
+    uint64_t sent = 0, ran = 0;
+    gpuos_debug_express(ctx, &sent, &ran);
+    printf("INFO %s.express_sent %llu\nINFO %s.express_by_worker %llu\n", row, (unsigned long long)sent, row,
+           (unsigned long long)ran);
+}
+
 static int row_roundtrip(void) {
     gpuos_context *ctx = g_ctx;
     gpuos_tensor *x, *one;
@@ -191,12 +199,7 @@ static int row_roundtrip(void) {
     }
     double med = median_info("roundtrip", t, R, 1e6);
     free(t);
-    {
-        uint64_t sent = 0, ran = 0; /* express tasks (docs/ARCHITECTURE.md) so far in this context */
-        gpuos_debug_express(ctx, &sent, &ran);
-        printf("INFO roundtrip.express_sent %llu\nINFO roundtrip.express_by_worker %llu\n", (unsigned long long)sent,
-               (unsigned long long)ran);
-    }
+    express_info(ctx, "roundtrip");
     if (check_filled(ctx, x, n, 1.0f, warm + R)) return -1;
     row_out("roundtrip", "us", med * 1e6);
     gpuos_tensor_release(x);
@@ -231,12 +234,7 @@ static int row_roundtrip_download(void) {
         if (i >= warm) t[i - warm] = t1 - t0;
     }
     double med = median_info("roundtrip_download", t, R, 1e6);
-    {
-        uint64_t sent = 0, ran = 0; /* express tasks so far in this context (roundtrip's included) */
-        gpuos_debug_express(ctx, &sent, &ran);
-        printf("INFO roundtrip_download.express_sent %llu\nINFO roundtrip_download.express_by_worker %llu\n",
-               (unsigned long long)sent, (unsigned long long)ran);
-    }
+    express_info(ctx, "roundtrip_download");
     free(t);
     row_out("roundtrip_download", "us", med * 1e6);
     gpuos_tensor_release(x0);

@@ -58,11 +58,11 @@ $(BUILD)/probe_swap: tests/gpu/probe_swap.c gpuos.c gpuos.h | $(BUILD)
 	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_swap.c -o $@ $(LDLIBS)
 
 # Where one small task's round trip goes (not a test; device timestamps, GPUOS_CUDA_TIMESTAMPS).
-$(BUILD)/probe_latency: tests/gpu/probe_latency.c gpuos.c gpuos.h | $(BUILD)
+$(BUILD)/probe_latency: tests/gpu/probe_latency.c tests/gpu/probe_prof.h gpuos.c gpuos.h | $(BUILD)
 	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_latency.c -o $@ $(LDLIBS)
 
 # express tasks on and off: a task and a small download of its result, stage by stage
-$(BUILD)/probe_express: tests/gpu/probe_express.c gpuos.c gpuos.h | $(BUILD)
+$(BUILD)/probe_express: tests/gpu/probe_express.c tests/gpu/probe_prof.h gpuos.c gpuos.h | $(BUILD)
 	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_express.c -o $@ $(LDLIBS)
 
 # Where a submission's time goes on the host CPU (not a test; device 0).

@@ -5,17 +5,9 @@
    retirer retired. Prints medians over R rounds of x = x + 1 then a 4-byte download of x[0],
    as times from the round's start (us). */
 #include "../../gpuos.c"
+#include "probe_prof.h"
 #include <stdio.h>
 
-static uint64_t rt_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 #define R 400
 static double med(double *v) {
     qsort(v, R, sizeof *v, cmp_d);

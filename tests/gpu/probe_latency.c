@@ -8,15 +8,6 @@
 #include "probe_prof.h"
 #include <stdio.h>
 
-static uint64_t rt_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 #define R 200
 int main(void) {
     gpuos_config cfg = GPUOS_CONFIG_INIT;

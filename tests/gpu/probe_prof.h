@@ -5,6 +5,18 @@
 #define GPUOS_PROBE_PROF_H
 #include <stdio.h>
 
+/* CLOCK_REALTIME in ns (which %globaltimer tracks on Linux to about a microsecond). */
+static inline uint64_t rt_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+/* qsort order of doubles (medians). */
+static inline int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
 static void prof_read(gpuos_context *ctx, unsigned long long *v) {
     /* on the copy stream: the persistent kernel keeps running */
     if (gpuos__cuda_memcpy(ctx, v, ctx->cuda->P.prof, GPUOS__PROF_N * 8, 0) != GPUOS_OK)
