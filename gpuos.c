@@ -3063,12 +3063,12 @@ typedef struct cuda__plan_entry {
    (cuda_matmul_rows; N >= 512; GPUOS_CUDA_MM_SLICES overrides, 0: never): bench/NOTES.md, session 23 */
 #define CUDA__MM_SLICES 8
 /* Express tasks (cuda_xpress_pre): at most this many tiles (element-wise; other kinds one),
-   run whole by the express worker. GPUOS_CUDA_EXPRESS=N sets it; 0, the default for now,
-   turns express off. H100, same call, on (4) against off: a lone task's round trip 6.68
-   against 8.03 us, a task and a small download of its result 12.1-12.9 against 13.7-13.9 us
-   (bench/NOTES.md, session 24). Off until the whole GPU suite has passed with it on: the
-   last such run failed (fixed since, not yet run again on a GPU) */
-#define CUDA__XPRESS_TILES 0
+   run whole by the express worker. GPUOS_CUDA_EXPRESS=N sets it; 0 turns express off.
+   H100, same call, on (4) against off: a lone task's round trip 6.68 against 8.03 us, a task
+   and a small download of its result 12.1-12.9 against 13.7-13.9 us (bench/NOTES.md, session
+   24). On since session 25, when the whole GPU suite, the stress test and the sanitizers
+   passed with it on (H100) */
+#define CUDA__XPRESS_TILES 4
 /* ... and at most this many unretired at once (GPUOS_CUDA_EXPRESS_RUN). 1: only a task sent
    when every earlier one is retired; 2: also the task sent right behind it (a small download
    of its result), which the express worker takes next (the fetcher leaves it to the worker

@@ -644,8 +644,8 @@ GPUOS_API void gpuos_debug_compile_times(gpuos_context *ctx, int *programs, doub
    on the host executor. */
 GPUOS_API void gpuos_debug_create_times(gpuos_context *ctx, double *driver_ms, double *context_ms, double *code_ms,
                                         double *rest_ms);
-/* Diagnostics (tests, benchmarks): express tasks on a GPU (experimental, off unless
-   GPUOS_CUDA_EXPRESS=4: a small task sent while nothing else is in flight, and the one right
+/* Diagnostics (tests, benchmarks): express tasks on a GPU (on unless
+   GPUOS_CUDA_EXPRESS=0: a small task sent while nothing else is in flight, and the one right
    behind it, run whole on one worker that polls a mailbox for them, skipping the queue's
    stages: docs/ARCHITECTURE.md), as sent, and as run by that worker from its mailbox (the
    others took the ordinary path). 0 on the host executor. */

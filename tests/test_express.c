@@ -11,8 +11,8 @@
    around the tile (1024 items): in-place adds (repeats), products, strided and broadcast views,
    a reduction, small downloads and a pinned copy, each checked against the same program on
    the host in C. On the GPU it also checks that express tasks were sent and that the express
-   worker ran some of them (gpuos_debug_express). Express tasks are off by default for now:
-   this test turns them on (GPUOS_CUDA_EXPRESS=4) unless the environment sets them. */
+   worker ran some of them (gpuos_debug_express). Express tasks are on by default; this test
+   sets GPUOS_CUDA_EXPRESS=4 itself unless the environment sets it (=0: the test of them off). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <stdio.h>
@@ -242,7 +242,7 @@ int main(void) {
        (compute-sanitizer's memcheck cannot see memory allocated while a kernel runs) */
     const int fresh = getenv("GPUOS_TEST_FRESH") && atoi(getenv("GPUOS_TEST_FRESH")) > 0;
     rng = ctest_rng(seed, 1);
-    /* express tasks are off by default for now: on here, unless the environment says */
+    /* express tasks are on by default: on here too (4 tiles), unless the environment says */
     if (!getenv("GPUOS_CUDA_EXPRESS")) setenv("GPUOS_CUDA_EXPRESS", "4", 1);
     if (!(ctx = make_ctx(0))) return 1;
     cuda = gpuos_context_backend(ctx) == GPUOS_BACKEND_CUDA;

@@ -26,7 +26,7 @@ for step in "$@"; do
   case $step in
   suite) run suite.log 3 env GPUOS_TEST_DEVICE=0 PYTEST_ADDOPTS="-p no:timeout -p no:cacheprovider" \
            python3 tests/run_tests.py --make make --build build ${SUITE_PARTS:-c py} ;;
-  express) # express tasks with runs of them allowed (GPUOS_CUDA_EXPRESS_RUN; the suite runs the default, 1)
+  express) # express tasks with runs of them allowed (GPUOS_CUDA_EXPRESS_RUN; the suite runs the default, 2), and off
          run express_run4.log 2 env GPUOS_TEST_DEVICE=0 GPUOS_CUDA_EXPRESS_RUN=4 ./build/tests/test_express
          run express_off.log 2 env GPUOS_TEST_DEVICE=0 GPUOS_CUDA_EXPRESS=0 ./build/tests/test_express ;;
   stress) run stress.log 3 env GPUOS_TEST_DEVICE=0 GPUOS_TEST_STRESS_TASKS=${STRESS:-10000000} ./build/tests/test_order_stress ;;
