@@ -2090,6 +2090,9 @@ static __device__ __noinline__ gpuos__d_offs<NP> gpuos__d_ew_offsets(const gpuos
 #ifndef GPUOS__D_EW_VEC_DEEP /* 1: the vector mode keeps two passes' loads in flight on large tiles */
 #define GPUOS__D_EW_VEC_DEEP 1
 #endif
+#ifndef GPUOS__D_EW_VEC_WHOLE /* 1: a range of 2 to 4 passes (an express task) with all its loads in flight */
+#define GPUOS__D_EW_VEC_WHOLE 1
+#endif
 #ifndef GPUOS__D_EW_SPLIT /* 1: a small vector-mode function per group beside the general loop */
 #define GPUOS__D_EW_SPLIT 1
 #endif
@@ -2317,6 +2320,33 @@ GPUOS__FN int64_t gpuos__d_ew_vec(const gpuos__ew_plan *p, int64_t begin, int64_
     gpuos__d_vec<A> va;
     gpuos__d_vec<B> vb;
     gpuos__d_vec<C> vc;
+#if GPUOS__D_EW_VEC_WHOLE
+    /* A whole small task of 2 to 4 passes on one block (an express task: 4096 floats): every
+       pass's loads issued before the first is used, and a broadcast operand's splat taken
+       only then, so the scalar's load flies with them: one memory latency, not one per
+       pass or two (the express worker ran 4096 in-place adds in ~2.5 us, H100). Not the
+       pass order of the loops below, but the same values: the output is never a partial
+       overlap of an input (see DEEP). Unary and binary groups of at most 4-byte types. */
+    if constexpr (DEEP && NIN <= 2 && sizeof(O) <= 4 && sizeof(A) <= 4 && sizeof(B) <= 4) {
+        const int64_t np = (end - begin) / bu;
+        if (np >= 2 && np <= 4) {
+            gpuos__d_vec<A> a4[4];
+            gpuos__d_vec<B> b4[4];
+            const int64_t i = begin + (int64_t)U * tid;
+#pragma unroll
+            for (int h = 0; h < 4; ++h) {
+                if (h < np) {
+                    if constexpr (NIN >= 1) if (!ca) a4[h] = *(const gpuos__d_vec<A> *)(pa + (i + h * bu) * (int64_t)sizeof(A));
+                    if constexpr (NIN >= 2) if (!cb) b4[h] = *(const gpuos__d_vec<B> *)(pb + (i + h * bu) * (int64_t)sizeof(B));
+                }
+            }
+#pragma unroll
+            for (int h = 0; h < 4; ++h)
+                if (h < np) put(i + h * bu, ca ? ba : a4[h], cb ? bb : b4[h], bc);
+            b0 = begin + np * bu;
+        }
+    }
+#endif
 #if GPUOS__D_EW_VEC_DEEP
     /* Large tiles (DEEP: the out-of-line group functions; inline in the worker it spills):
        two passes' loads in flight before either store (one pass keeps 512 threads x 32
@@ -11792,6 +11822,9 @@ static __device__ __noinline__ int gpuos__pk_run(const gpuos__qdesc *d, const ui
    block (which might be waiting on one of ours), so nothing can deadlock. */
 /* me: this block's inbox; loc, nw: its index among the nw workers of its kind (the
    tiles it owns are those with (base + t) % nw == loc). */
+#ifndef GPUOS__PK_XPIPE /* 1: the express worker keeps two mailbox reads in flight */
+#define GPUOS__PK_XPIPE 1
+#endif
 /* Slot half h of a mailbox read (lanes 16 h .. 16 h + 15 of warp 0 hold its 16 words wv):
    -1 if it does not hold express task qe yet (incomplete, or an earlier lap's), 1 if it
    holds a later lap's (task qe is done), else 0 with its seq in *sq and its descriptor in
@@ -11926,6 +11959,10 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
         GPUOS__PROF_T0(t_wait);
         if (tid < 32) {
             unsigned spin = 0;
+#if GPUOS__PK_XPIPE
+            /* the mailbox read issued the round before (for slot xq_prev), consumed this round */
+            uint64_t xv_prev = 0, xq_prev = ~0ull;
+#endif
             for (;;) {
                 const uint32_t hh = s_hhead;
                 const int hs = lane == 0 ? gpuos__pk_hi_waiting(P, me, hh) : 0;
@@ -11951,10 +11988,23 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                     xidle = f <= r + 1 && f > xran;
                 }
                 /* (or when it owes the fetcher a task: then its mailbox holds it) */
-                const bool xpoll = xw && (xowed || (spin > 0 && __shfl_sync(0xffffffffu, xidle, 0)));
+                bool xpoll = xw && (xowed || (spin > 0 && __shfl_sync(0xffffffffu, xidle, 0)));
                 if (xpoll) /* slots xq and xq + 1 */
                     asm volatile("ld.volatile.global.u64 %0, [%1];"
                                  : "=l"(xv) : "l"(&P.ctl->xbox[(xq + (lane >> 4)) % GPUOS__XBOX][(lane >> 3) & 1].w[lane & 7]) : "memory");
+#if GPUOS__PK_XPIPE
+                /* Two reads in flight: this round's is used next round, the last round's now (if it
+                   read the same slots), so a read starts every half PCIe round trip and the task is
+                   seen ~1/4 round trip sooner on average. */
+                {
+                    const uint64_t t = xv;
+                    xv = xv_prev;
+                    xv_prev = t;
+                    const bool use = xpoll && xq_prev == xq;
+                    xq_prev = xpoll ? xq : ~0ull;
+                    xpoll = use;
+                }
+#endif
                 const int ok = gpuos__pk_read_entry(P, 0, inbox, head + lane, ref, &s_d[lane], &s_seq[lane]);
                 s_mine[lane] = 0;
                 uint32_t b = __ballot_sync(0xffffffffu, ok);
@@ -11985,6 +12035,9 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                     const int nx = gpuos__pk_xclaim(P, xv, &xq, &xlost, xran, s_xd, s_xseq);
                     if (nx) {
                         if (lane == 0) s_n = -nx, s_xslot = slot;
+#ifdef GPUOS__PK_TIMESTAMPS
+                        if (lane == 0) P.ctl->stamp[2] = gpuos__globaltimer(); /* claimed from the mailbox */
+#endif
                         break;
                     }
                 }
@@ -12029,6 +12082,9 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                 __syncthreads();
                 if (tid == 0) {
                     const uint64_t sq = s_xseq[k];
+#ifdef GPUOS__PK_TIMESTAMPS
+                    P.ctl->stamp[3] = gpuos__globaltimer(); /* run */
+#endif
                     atomicAdd(P.xruns, 1ull); /* express tasks run from the mailbox (gpuos_debug_express) */
                     if (d->stamp & GPUOS__DESC_SYSW)
                         __threadfence_system();
@@ -12037,6 +12093,9 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                     asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&P.done[0][sq & (P.task_cap - 1)]),
                                  "l"((uint64_t)(uint32_t)(sq + 1) << 32) : "memory");
                     gpuos__st_relaxed_sys_u64(&P.ctl->xfin[(s_xslot + k) % GPUOS__XBOX], sq);
+#ifdef GPUOS__PK_TIMESTAMPS
+                    P.ctl->stamp[4] = gpuos__globaltimer(); /* finished (its host word written) */
+#endif
                 }
             }
             xran = s_xseq[-n - 1];

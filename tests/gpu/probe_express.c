@@ -2,7 +2,9 @@
    on (GPUOS_CUDA_EXPRESS=4) and off, in one process (not a test). With GPUOS_CUDA_TIMESTAMPS=1
    the kernel stamps %globaltimer (which tracks CLOCK_REALTIME to about a microsecond) when
    the fetcher saw and pushed a batch, a worker saw an entry, ran and flushed it, and the
-   retirer retired. Prints medians over R rounds of x = x + 1 then a 4-byte download of x[0],
+   retirer retired; an express task run from the mailbox: when the express worker claimed
+   it (as "worker saw"), ran it and wrote its finish word (as "flushed"). Prints medians over R
+   rounds of x = x + 1 then a 4-byte download of x[0] (or a gpuos_wait: the round trip alone),
    as times from the round's start (us). */
 #include "../../gpuos.c"
 #include "probe_prof.h"
@@ -13,7 +15,7 @@ static double med(double *v) {
     qsort(v, R, sizeof *v, cmp_d);
     return v[R / 2];
 }
-static void run(const char *express) {
+static void run(const char *express, int dl) {
     gpuos_config cfg = GPUOS_CONFIG_INIT;
     gpuos_context *ctx;
     gpuos_tensor *x, *one, *x0;
@@ -35,7 +37,8 @@ static void run(const char *express) {
         const uint64_t t0 = rt_ns();
         gpuos_add(ctx, x, x, one);
         const uint64_t t1 = rt_ns();
-        gpuos_download(ctx, x0, &got, sizeof got);
+        if (dl) gpuos_download(ctx, x0, &got, sizeof got);
+        else gpuos_wait(ctx, 10000);
         const uint64_t t2 = rt_ns();
         if (i >= 50) {
             const int j = i - 50;
@@ -46,17 +49,20 @@ static void run(const char *express) {
     }
     uint64_t sent = 0, ran = 0;
     gpuos_debug_express(ctx, &sent, &ran);
-    printf("express=%s (sent %llu, run from the mailbox %llu): add submitted %.2f, download back %.2f; "
+    printf("express=%s (sent %llu, run from the mailbox %llu): add submitted %.2f, %s %.2f; "
            "last batch: fetcher saw %.2f pushed %.2f, worker saw %.2f ran %.2f flushed %.2f, retired %.2f us\n",
-           express, (unsigned long long)sent, (unsigned long long)ran, med(a[0]), med(a[1]), med(a[2]), med(a[3]),
+           express, (unsigned long long)sent, (unsigned long long)ran, med(a[0]), dl ? "download back" : "waited",
+           med(a[1]), med(a[2]), med(a[3]),
            med(a[4]), med(a[5]), med(a[6]), med(a[7]));
     gpuos_destroy(ctx);
 }
 int main(void) {
     setenv("GPUOS_CUDA_TIMESTAMPS", "1", 1);
-    run("0");
-    run("4");
-    run("0");
-    run("4");
+    for (int dl = 0; dl < 2; dl++) {
+        run("0", dl);
+        run("4", dl);
+        run("0", dl);
+        run("4", dl);
+    }
     return 0;
 }
