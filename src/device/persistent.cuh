@@ -857,9 +857,6 @@ static __device__ __noinline__ int gpuos__pk_run(const gpuos__qdesc *d, const ui
    block (which might be waiting on one of ours), so nothing can deadlock. */
 /* me: this block's inbox; loc, nw: its index among the nw workers of its kind (the
    tiles it owns are those with (base + t) % nw == loc). */
-#ifndef GPUOS__PK_XPIPE /* 1: the express worker keeps two mailbox reads in flight */
-#define GPUOS__PK_XPIPE 1
-#endif
 /* Slot half h of a mailbox read (lanes 16 h .. 16 h + 15 of warp 0 hold its 16 words wv):
    -1 if it does not hold express task qe yet (incomplete, or an earlier lap's), 1 if it
    holds a later lap's (task qe is done), else 0 with its seq in *sq and its descriptor in
@@ -994,10 +991,6 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
         GPUOS__PROF_T0(t_wait);
         if (tid < 32) {
             unsigned spin = 0;
-#if GPUOS__PK_XPIPE
-            /* the mailbox read issued the round before (for slot xq_prev), consumed this round */
-            uint64_t xv_prev = 0, xq_prev = ~0ull;
-#endif
             for (;;) {
                 const uint32_t hh = s_hhead;
                 const int hs = lane == 0 ? gpuos__pk_hi_waiting(P, me, hh) : 0;
@@ -1023,23 +1016,10 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                     xidle = f <= r + 1 && f > xran;
                 }
                 /* (or when it owes the fetcher a task: then its mailbox holds it) */
-                bool xpoll = xw && (xowed || (spin > 0 && __shfl_sync(0xffffffffu, xidle, 0)));
+                const bool xpoll = xw && (xowed || (spin > 0 && __shfl_sync(0xffffffffu, xidle, 0)));
                 if (xpoll) /* slots xq and xq + 1 */
                     asm volatile("ld.volatile.global.u64 %0, [%1];"
                                  : "=l"(xv) : "l"(&P.ctl->xbox[(xq + (lane >> 4)) % GPUOS__XBOX][(lane >> 3) & 1].w[lane & 7]) : "memory");
-#if GPUOS__PK_XPIPE
-                /* Two reads in flight: this round's is used next round, the last round's now (if it
-                   read the same slots), so a read starts every half PCIe round trip and the task is
-                   seen ~1/4 round trip sooner on average. */
-                {
-                    const uint64_t t = xv;
-                    xv = xv_prev;
-                    xv_prev = t;
-                    const bool use = xpoll && xq_prev == xq;
-                    xq_prev = xpoll ? xq : ~0ull;
-                    xpoll = use;
-                }
-#endif
                 const int ok = gpuos__pk_read_entry(P, 0, inbox, head + lane, ref, &s_d[lane], &s_seq[lane]);
                 s_mine[lane] = 0;
                 uint32_t b = __ballot_sync(0xffffffffu, ok);
