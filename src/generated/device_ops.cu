@@ -262,9 +262,6 @@ static __device__ __noinline__ gpuos__d_offs<NP> gpuos__d_ew_offsets(const gpuos
 #ifndef GPUOS__D_EW_VEC_DEEP /* 1: the vector mode keeps two passes' loads in flight on large tiles */
 #define GPUOS__D_EW_VEC_DEEP 1
 #endif
-#ifndef GPUOS__D_EW_VEC_WHOLE /* 1: a range of 2 to 4 passes (an express task) with all its loads in flight */
-#define GPUOS__D_EW_VEC_WHOLE 1
-#endif
 #ifndef GPUOS__D_EW_SPLIT /* 1: a small vector-mode function per group beside the general loop */
 #define GPUOS__D_EW_SPLIT 1
 #endif
@@ -492,33 +489,6 @@ GPUOS__FN int64_t gpuos__d_ew_vec(const gpuos__ew_plan *p, int64_t begin, int64_
     gpuos__d_vec<A> va;
     gpuos__d_vec<B> vb;
     gpuos__d_vec<C> vc;
-#if GPUOS__D_EW_VEC_WHOLE
-    /* A whole small task of 2 to 4 passes on one block (an express task: 4096 floats): every
-       pass's loads issued before the first is used, and a broadcast operand's splat taken
-       only then, so the scalar's load flies with them: one memory latency, not one per
-       pass or two (the express worker ran 4096 in-place adds in ~2.5 us, H100). Not the
-       pass order of the loops below, but the same values: the output is never a partial
-       overlap of an input (see DEEP). Unary and binary groups of at most 4-byte types. */
-    if constexpr (DEEP && NIN <= 2 && sizeof(O) <= 4 && sizeof(A) <= 4 && sizeof(B) <= 4) {
-        const int64_t np = (end - begin) / bu;
-        if (np >= 2 && np <= 4) {
-            gpuos__d_vec<A> a4[4];
-            gpuos__d_vec<B> b4[4];
-            const int64_t i = begin + (int64_t)U * tid;
-#pragma unroll
-            for (int h = 0; h < 4; ++h) {
-                if (h < np) {
-                    if constexpr (NIN >= 1) if (!ca) a4[h] = *(const gpuos__d_vec<A> *)(pa + (i + h * bu) * (int64_t)sizeof(A));
-                    if constexpr (NIN >= 2) if (!cb) b4[h] = *(const gpuos__d_vec<B> *)(pb + (i + h * bu) * (int64_t)sizeof(B));
-                }
-            }
-#pragma unroll
-            for (int h = 0; h < 4; ++h)
-                if (h < np) put(i + h * bu, ca ? ba : a4[h], cb ? bb : b4[h], bc);
-            b0 = begin + np * bu;
-        }
-    }
-#endif
 #if GPUOS__D_EW_VEC_DEEP
     /* Large tiles (DEEP: the out-of-line group functions; inline in the worker it spills):
        two passes' loads in flight before either store (one pass keeps 512 threads x 32
