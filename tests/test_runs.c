@@ -34,7 +34,13 @@ enum { NREAD = 4 };
 typedef struct ptensors {
     gpuos_tensor *t[T_N];
     gpuos_tensor *base; /* the allocation of x (and y for the halves layout) */
+    gpuos_tensor *xc;   /* $GPUOS_TEST_FRESH, strided x: its contiguous copy for the download */
 } ptensors;
+/* $GPUOS_TEST_FRESH (for memcheck, which cannot see memory allocated while a kernel runs):
+   every tensor allocated before the program's first task, the contiguous copy of a strided x
+   too (gpuos_download would allocate one above its 64 KB staging, while the kernel runs:
+   memcheck reported the copy task's writes to it as out of bounds, seed 861645376) */
+static int fresh;
 
 /* one step: the form (0..7 in place on x, 8 reader, 9 sum, 10 write y) */
 typedef struct step {
@@ -54,6 +60,7 @@ static gpuos_status make_tensors(gpuos_context *ctx, gpuos_dtype dt, int64_t n, 
         if ((st = gpuos_tensor_new(ctx, dt, 1, &n2, &p->base)) != GPUOS_OK) return st;
         if ((st = gpuos_view_slice(p->base, 0, 0, n2, 2, &p->t[T_X])) != GPUOS_OK) return st;
         if ((st = gpuos_tensor_new(ctx, dt, 1, &n, &p->t[T_Y])) != GPUOS_OK) return st;
+        if (fresh && (st = gpuos_tensor_new(ctx, dt, 1, &n, &p->xc)) != GPUOS_OK) return st;
     } else { /* x and y: the two halves of one allocation */
         if ((st = gpuos_tensor_new(ctx, dt, 1, &n2, &p->base)) != GPUOS_OK) return st;
         if ((st = gpuos_view_slice(p->base, 0, 0, n, 1, &p->t[T_X])) != GPUOS_OK) return st;
@@ -69,6 +76,7 @@ static gpuos_status make_tensors(gpuos_context *ctx, gpuos_dtype dt, int64_t n, 
 static void release_tensors(ptensors *p) {
     for (int k = 0; k < T_N; k++) gpuos_tensor_release(p->t[k]);
     gpuos_tensor_release(p->base);
+    gpuos_tensor_release(p->xc);
 }
 
 /* the task of step s */
@@ -181,8 +189,10 @@ static gpuos_status download_all(gpuos_context *ctx, const ptensors *p, gpuos_dt
     r->len = (size_t)n * es * 6 + es;
     r->bytes = (char *)calloc(1, r->len ? r->len : 1);
     if (!r->bytes) return GPUOS_ERR_OUT_OF_MEMORY;
+    if (p->xc && (st = gpuos_copy(ctx, p->xc, p->t[T_X])) != GPUOS_OK) return st; /* (FRESH: see fresh) */
     for (int k = 0; k < 6; k++, off += (size_t)n * es)
-        if ((st = gpuos_download(ctx, p->t[which[k]], r->bytes + off, (size_t)n * es)) != GPUOS_OK) return st;
+        if ((st = gpuos_download(ctx, k == 0 && p->xc ? p->xc : p->t[which[k]], r->bytes + off, (size_t)n * es)) != GPUOS_OK)
+            return st;
     return gpuos_download(ctx, p->t[T_SUM], r->bytes + off, es);
 }
 
@@ -265,7 +275,8 @@ int main(void) {
     gpuos_context *ctx, *host;
     static const gpuos_dtype dts[] = {GPUOS_F32, GPUOS_I32, GPUOS_F16, GPUOS_BF16};
     static const int64_t sizes[] = {1, 5, 1000, 1024, 4096, 4100, 70000};
-    const int programs = getenv("GPUOS_TEST_QUICK") ? 4 : 48, fresh = getenv("GPUOS_TEST_FRESH") != NULL;
+    const int programs = getenv("GPUOS_TEST_QUICK") ? 4 : 48;
+    fresh = getenv("GPUOS_TEST_FRESH") != NULL;
     cfg.device = ctest_device();
     cfg.wait_timeout_ms = 20000;
     hcfg.device = GPUOS_DEVICE_HOST;
@@ -296,8 +307,7 @@ int main(void) {
         if (!hx || !hy || !hm) return 1;
         make_inputs(dt, n, hx, hy, hm, &hs);
         for (int mode = 0; mode < 3; mode++) {
-            /* $GPUOS_TEST_FRESH (for memcheck, which cannot see memory allocated while a kernel
-               runs): a fresh context per program, its tensors allocated before its first task */
+            /* $GPUOS_TEST_FRESH: a fresh context per program (see fresh) */
             if (fresh) {
                 gpuos_destroy(ctx);
                 if (gpuos_create(&cfg, &ctx) != GPUOS_OK) {
