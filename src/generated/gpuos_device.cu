@@ -11293,7 +11293,7 @@ static __device__ void gpuos__fetch_process(const gpuos__pk_params &P, const gpu
 #undef GPUOS__FPH
     st->pos += slots;
     st->seq += n_tasks;
-    if (LANE == 0 && lane == 0 && n_tasks) /* the express worker's idle test (gpuos__pk_work) */
+    if (LANE == 0 && lane == 0 && n_tasks && P.xworker < P.n_main) /* the express worker's idle test (gpuos__pk_work) */
         asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(P.xfetched), "l"(st->seq) : "memory");
     if (lane == 0 && slots) {
         gpuos__st_relaxed_sys_u64(LANE ? &P.ctl->fetched_hi : &P.ctl->fetched, st->pos);
@@ -11917,6 +11917,13 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #if GPUOS__PK_RUN_ON
     int run_kid = -1; /* gpuos__pk_run refused kernel run_kid on that plan: identical entries run one by one */
 #endif
+    /* s_plan now holds d's plan (row, epoch): what was learnt of the one before is forgotten
+       (a macro: the same as a lambda, which cost the kernel 6 registers) */
+#if GPUOS__PK_RUN_ON
+#define GPUOS__PK_PLAN_NOW(d) (plan_row = (d)->plan_id, plan_epoch = (d)->kind >> 8, vec_state = -1, run_kid = -1)
+#else
+#define GPUOS__PK_PLAN_NOW(d) (plan_row = (d)->plan_id, plan_epoch = (d)->kind >> 8, vec_state = -1)
+#endif
 #ifdef GPUOS__PK_TIMESTAMPS
     unsigned long long prof[GPUOS__PROF_N] = {0};
 #endif
@@ -12018,12 +12025,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                 if (gpuos__pk_plan_changed(d, plan_row, plan_epoch)) {
                     if (k) __syncthreads(); /* the last one's plan is read by all */
                     gpuos__pk_load_plan(P, d, s_plan, tid, blockDim.x, plan_row, plan_epoch);
-                    plan_row = d->plan_id;
-                    plan_epoch = d->kind >> 8;
-                    vec_state = -1;
-#if GPUOS__PK_RUN_ON
-                    run_kid = -1;
-#endif
+                    GPUOS__PK_PLAN_NOW(d);
                     __syncthreads();
                 }
                 /* out of line (a second inline copy of the vector passes would double the
@@ -12079,10 +12081,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                 if (GPUOS__PK_PLAN_EARLY && gpuos__pk_plan_changed(d, plan_row, plan_epoch)) {
                     /* the plan is staged meanwhile by warps 1.. (the barriers of the wait order it
                        before its readers): its L2 round trip overlaps the wait */
-                    plan_row = d->plan_id, plan_epoch = d->kind >> 8, vec_state = -1;
-#if GPUOS__PK_RUN_ON
-                    run_kid = -1;
-#endif
+                    GPUOS__PK_PLAN_NOW(d);
 #ifdef GPUOS__PK_TIMESTAMPS
                     prof[GPUOS__PROF_PLANS]++;
 #endif
@@ -12117,12 +12116,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                share one plan and skip the load and its barrier. */
             if (gpuos__pk_plan_changed(d, plan_row, plan_epoch)) {
                 gpuos__pk_load_plan(P, d, s_plan, tid, blockDim.x, plan_row, plan_epoch);
-                plan_row = d->plan_id;
-                plan_epoch = d->kind >> 8;
-                vec_state = -1;
-#if GPUOS__PK_RUN_ON
-                run_kid = -1;
-#endif
+                GPUOS__PK_PLAN_NOW(d);
                 __syncthreads();
                 GPUOS__PROF_ADD(prof, GPUOS__PROF_PLAN, t_plan);
 #ifdef GPUOS__PK_TIMESTAMPS
@@ -12229,6 +12223,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
         if (tid == 0) s_stale = 0;
     }
 }
+#undef GPUOS__PK_PLAN_NOW
 
 /* Two blocks per multiprocessor: caps the kernel at 128 registers (the element-wise
    vector mode inlined into the worker loop would take ~150). __launch_bounds__ wins over
