@@ -133,6 +133,9 @@ typedef struct cuda__plan_entry {
    24). On since session 25, when the whole GPU suite, the stress test and the sanitizers
    passed with it on (H100) */
 #define CUDA__XPRESS_TILES 4
+/* GPUOS_CUDA_EXPRESS's ceiling: a whole task on one block is slow past a few tiles, and its
+   items must fit a descriptor's 32-bit tile size */
+#define CUDA__XPRESS_MAX 64
 /* ... and at most this many unretired at once (GPUOS_CUDA_EXPRESS_RUN). 1: only a task sent
    when every earlier one is retired; 2: also the task sent right behind it (a small download
    of its result), which the express worker takes next (the fetcher leaves it to the worker
@@ -1171,7 +1174,12 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     /* Diagnostic switches (documented in docs/ARCHITECTURE.md): correctness never needs them. */
     c->align = !(getenv("GPUOS_CUDA_ALIGN") && getenv("GPUOS_CUDA_ALIGN")[0] == '0');
     c->subalign = !(getenv("GPUOS_CUDA_SUBALIGN") && getenv("GPUOS_CUDA_SUBALIGN")[0] == '0');
-    c->xtiles = getenv("GPUOS_CUDA_EXPRESS") ? (uint32_t)atoi(getenv("GPUOS_CUDA_EXPRESS")) : CUDA__XPRESS_TILES;
+    if (getenv("GPUOS_CUDA_EXPRESS")) { /* 0 (or below): off; at most CUDA__XPRESS_MAX tiles */
+        const int x = atoi(getenv("GPUOS_CUDA_EXPRESS"));
+        c->xtiles = x <= 0 ? 0 : x > CUDA__XPRESS_MAX ? CUDA__XPRESS_MAX : (uint32_t)x;
+    } else {
+        c->xtiles = CUDA__XPRESS_TILES;
+    }
     c->xrun = getenv("GPUOS_CUDA_EXPRESS_RUN") ? (uint64_t)atoi(getenv("GPUOS_CUDA_EXPRESS_RUN")) : CUDA__XPRESS_RUN;
     if (c->xrun < 1) c->xrun = 1;
     c->mm_rows = !(getenv("GPUOS_CUDA_MM_ROWS") && getenv("GPUOS_CUDA_MM_ROWS")[0] == '0');
@@ -1377,7 +1385,10 @@ static int cuda_plan_fetched(struct gpuos__cuda *c, const struct cuda__plan_entr
    give the same elements) and a built-in operator's, every earlier task is known retired or
    is one of the last few express tasks (alone: every earlier task retired; a run of
    dependent tasks goes faster tile-aligned through the queue), and its mailbox slot is free
-   (the task it held is done). */
+   (the task it held is done). The device relies on that rule: the express worker looks only
+   at the newest claim for a task owed to it (gpuos__pk_xowed) and counts every dependency at
+   or below the last express task it ran as done (gpuos__pk_xready), so an express task sent
+   while an earlier ordinary task is unretired could be lost or run early. */
 static int cuda_xpress_pre(struct gpuos__cuda *c, const gpuos__job *job, int lane, int64_t n_tiles, int alone) {
     const uint64_t me = c->dseq[0], prev = c->xseq[c->xcount % GPUOS__XBOX];
     if (!c->xtiles || lane != 0 || c->hi_used || c->serialize || !c->running || c->P.xworker >= c->P.n_main) return 0;
@@ -2314,7 +2325,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         cuda_refresh_retired(c);
     }
     me = c->dseq[lane];
-    xcand = cuda_xpress_pre(c, job, lane, n_tiles, 0);
+    xcand = cuda_xpress_pre(c, job, lane, n_tiles, 0) && n_items <= (int64_t)UINT32_MAX;
     if (xcand && n_tiles > 1) { /* one tile of every item (element-wise: the same elements) */
         tile = (uint32_t)n_items;
         n_tiles = 1;
@@ -2617,7 +2628,8 @@ gpuos_status gpuos__cuda_wait_locked(gpuos_context *ctx, uint64_t seq, int one, 
             const volatile uint64_t *xf = cuda_xfin_of(c, seen0 + 1); /* the next task, if express */
             pthread_mutex_unlock(&ctx->mu);
             if (cuda_now_ns() - t0 < CUDA__SPIN_NS) { /* spinning on two cached words */
-                while (cuda_load_acquire(&c->ctl->retired) == seen0 && cuda_load_acquire(&c->ctl->retired_hi) == seen1 &&
+                /* (<=: seen0 may be ahead of the device's count, through express finish words) */
+                while (cuda_load_acquire(&c->ctl->retired) <= seen0 && cuda_load_acquire(&c->ctl->retired_hi) == seen1 &&
                        (!xf || cuda_load_acquire(xf) != seen0 + 1) && ++spins % 256) {
                 }
             } else {

@@ -1032,6 +1032,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                 uint32_t b = __ballot_sync(0xffffffffu, ok);
                 int n = b == 0xffffffffu ? 32 : __ffs(~b) - 1;
                 if (xw) { /* (after the entries' acquires: a task left to it came before them) */
+                    __syncwarp(); /* (orders another lane's acquire of an entry before lane 0's look) */
                     xowed = __shfl_sync(0xffffffffu, lane == 0 ? (int)gpuos__pk_xowed(P, xran) : 0, 0);
                     if (xowed) n = 0; /* the mailbox first */
                 }
@@ -1117,6 +1118,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
             }
             xran = s_xseq[-n - 1];
             __syncthreads(); /* s_xd, s_xseq, s_n and the plan are read by all before warp 0 looks again */
+            if (tid == 0) s_stale = 0; /* (read by all at the batch's start) */
             continue;
         }
         if (n == 0) { /* lane 1 work: run it, then look again */
