@@ -2223,12 +2223,18 @@ static gpuos_status cuda_encode_repeat(gpuos_context *ctx, struct gpuos__cuda *c
     gpuos__qdesc d;
     gpuos_status st;
     int k;
+    uint64_t t0 = GPUOS__PH_NOW(); /* (phases in the diagnostic build: checks as operands, the log
+                                      search as dependencies, express as plan, put, relog as log) */
     if (job->prio != 0 || !c->running || c->serialize || m->launch != c->launches || !pe->used ||
         pe->key != m->plan_key || pe->epoch != ((m->d.kind >> 8) & 0xffffffu))
         return GPUOS_ERR_UNSUPPORTED;
     for (k = 0; k < m->n_acc; k++)
         if ((m->write[k] ? m->lg[k]->ver : m->lg[k]->wver) != m->ver[k]) return GPUOS_ERR_UNSUPPORTED;
+    GPUOS__PH(GPUOS__PH_OPERANDS, t0);
+    t0 = GPUOS__PH_NOW();
     if (!cuda_memo_find(m, e)) return GPUOS_ERR_UNSUPPORTED;
+    GPUOS__PH(GPUOS__PH_DEPS, t0);
+    t0 = GPUOS__PH_NOW();
     d = m->d;
     d.kind = (d.kind & ~(uint32_t)GPUOS__KIND_HICHECK) | (c->hi_used ? (uint32_t)GPUOS__KIND_HICHECK : 0u);
     d.stamp &= ~(uint32_t)GPUOS__DESC_XPRESS;
@@ -2240,6 +2246,8 @@ static gpuos_status cuda_encode_repeat(gpuos_context *ctx, struct gpuos__cuda *c
         if (!cuda_xpress_ok(c, &d)) return GPUOS_ERR_UNSUPPORTED;
         d.stamp |= GPUOS__DESC_XPRESS;
     }
+    GPUOS__PH(GPUOS__PH_PLAN, t0);
+    t0 = GPUOS__PH_NOW();
     st = cuda_ring_room(ctx, c, 0, 1);
     if (st != GPUOS_OK) return st;
     if (d.stamp & GPUOS__DESC_XPRESS) cuda_xbox_put(c, &d, c->dseq[0]);
@@ -2247,9 +2255,12 @@ static gpuos_status cuda_encode_repeat(gpuos_context *ctx, struct gpuos__cuda *c
     job->dseq = c->dseq[0];
     job->lane = 0;
     pe->last_dseq[0] = job->dseq; /* its plan row stays until it retires */
+    GPUOS__PH(GPUOS__PH_PUT, t0);
+    t0 = GPUOS__PH_NOW();
     cuda_memo_relog(c, m, e, job->dseq, &d);
     c->dseq[0]++;
     if ((c->dseq[0] & 63) == 0) cuda_refresh_retired(c); /* as cuda_encode does */
+    GPUOS__PH(GPUOS__PH_LOG, t0);
     return GPUOS_OK;
 }
 
