@@ -4116,8 +4116,12 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     } else {
         c->xtiles = CUDA__XPRESS_TILES;
     }
-    c->xrun = getenv("GPUOS_CUDA_EXPRESS_RUN") ? (uint64_t)atoi(getenv("GPUOS_CUDA_EXPRESS_RUN")) : CUDA__XPRESS_RUN;
-    if (c->xrun < 1) c->xrun = 1;
+    if (getenv("GPUOS_CUDA_EXPRESS_RUN")) { /* 1 .. the mailbox's entries */
+        const int r = atoi(getenv("GPUOS_CUDA_EXPRESS_RUN"));
+        c->xrun = r < 1 ? 1 : r > (int)GPUOS__XBOX ? GPUOS__XBOX : (uint64_t)r;
+    } else {
+        c->xrun = CUDA__XPRESS_RUN;
+    }
     c->mm_rows = !(getenv("GPUOS_CUDA_MM_ROWS") && getenv("GPUOS_CUDA_MM_ROWS")[0] == '0');
     c->mm_slices = getenv("GPUOS_CUDA_MM_SLICES") ? atoi(getenv("GPUOS_CUDA_MM_SLICES")) : CUDA__MM_SLICES;
     c->mm_f32 = gpuos__device_kernel_id(GPUOS_OP_MATMUL, GPUOS_F32, GPUOS_F32);
