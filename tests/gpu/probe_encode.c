@@ -4,7 +4,9 @@
    writer's position again and again, as the device's poller does (POLL_PAUSE pauses between
    rounds). On the CI-class CPU (AMD EPYC, 2 cores): 24 ns a task alone, 34-39 with the
    poller (bench/NOTES.md, session 19); the encode phase on the H100's host measured ~113 ns
-   (probe_submit_prof, rdtsc included). */
+   (probe_submit_prof, rdtsc included). Then y_k = x_k + one over 1..256 task shapes in turn
+   (bench's independent): the CI-class CPU 31 ns for 1, 48-50 for 16, 64 and 256 (the scalar's
+   shared log re-records its dropped read each time; the metadata's working set adds nothing). */
 #define _GNU_SOURCE
 #include "../../gpuos.c"
 #ifndef POLL_PAUSE
@@ -48,4 +50,29 @@ int main(void){
     if(nt>=2){ stop_poll=1; pthread_join(th,NULL); }
     printf("cuda_encode_repeat + cuda_put%s: %.1f ns a task (%ld tasks)\n",nt>=2?", a poller on another core":"",(t1-t0)/N,N);
   }
+  /* as bench's independent: y_k = x_k + one over T task shapes in turn (T memos, 2 T logs of
+     their own and the scalar's log shared by all), to see what the metadata's working set costs */
+  { static const int TS[]={1,16,64,256};
+    static cuda__log ly[256], lxr[256], lone; int ti;
+    for(ti=0;ti<4;ti++){ const int T=TS[ti]; int k; long NN=N/2;
+      memset(ly,0,sizeof ly); memset(lxr,0,sizeof lxr); memset(&lone,0,sizeof lone);
+      c->dseq[0]=c->dseq[0]+64; ctl.retired=c->dseq[0]-1; c->retired_seen[0]=c->dseq[0]-1;
+      for(k=0;k<T;k++){ cuda__memo *mk=&c->memo[k]; const uint64_t dq=c->dseq[0]++;
+        memset(mk,0,sizeof *mk); mk->rep_key=&ly[k]; mk->rep_ver=1; mk->launch=1; mk->dseq=dq;
+        mk->d.kind=GPUOS__SLOT_TASK|(5u<<8); mk->d.plan_id=(uint32_t)(100+k); mk->plan_key=1000+k;
+        c->plans[100+k].used=1; c->plans[100+k].key=1000+k; c->plans[100+k].epoch=5;
+        memset(&a,0,sizeof a); a.dseq=dq; a.lo=(uint64_t)(1+k)<<20; a.hi=a.lo+16384; a.write=1; a.tile=1024; a.sig=9; cuda_log_record(c,&ly[k],&a);
+        mk->lg[0]=&ly[k]; mk->lo[0]=a.lo; mk->hi[0]=a.hi; mk->write[0]=1;
+        a.lo=(uint64_t)(1+k)<<30; a.hi=a.lo+16384; a.write=0; cuda_log_record(c,&lxr[k],&a);
+        mk->lg[1]=&lxr[k]; mk->lo[1]=a.lo; mk->hi[1]=a.hi; mk->write[1]=0;
+        a.lo=65536; a.hi=65540; a.sig=0; cuda_log_record(c,&lone,&a);
+        mk->lg[2]=&lone; mk->lo[2]=65536; mk->hi[2]=65540; mk->write[2]=0; mk->n_acc=3; }
+      for(k=0;k<T;k++){ cuda__memo *mk=&c->memo[k]; mk->ver[0]=ly[k].ver; mk->ver[1]=lxr[k].wver; mk->ver[2]=lone.wver; }
+      t0=now_ns();
+      for(i=0;i<NN;i++){
+        if(cuda_encode_repeat(&ctx,c,&job,&c->memo[i%T])!=GPUOS_OK){printf("refused at %ld (T %d)\n",i,T);return 1;}
+        if((i&15)==0){ ctl.fetched=c->pos[0]; c->fetched_seen[0]=c->pos[0]; ctl.retired=c->dseq[0]-1; }
+      }
+      t1=now_ns();
+      printf("y_k = x_k + one over %3d task shapes in turn: %.1f ns a task (%ld tasks)\n",T,(t1-t0)/NN,NN); } }
   return 0; }
