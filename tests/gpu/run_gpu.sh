@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/gpu/run_gpu.sh - one batch of GPU work for the device tool (logs under $OUT):
-#   sh tests/gpu/run_gpu.sh [suite] [express] [stress] [order] [bench] [probes] [sanitize]
+#   sh tests/gpu/run_gpu.sh [suite] [express] [stress] [order] [bench] [probes] [hostprobe] [sanitize]
 # SUITE_PARTS picks the suite's parts (default "c py"; C test names also, e.g. "test_fuse py").
 # Each step's log is $OUT/<step>.log; a summary line per step goes to stdout.
 OUT=${OUT:-/tmp/gpuos-out}
@@ -33,6 +33,10 @@ for step in "$@"; do
   order) run order.log 2 ./build/order_check 3000 ;;
   bench) run bench.log 25 env GPUOS_BENCH_COMMIT=$COMMIT make -s bench BENCH_ARGS="--device 0 ${BENCH_ROWS:+--rows $BENCH_ROWS}"
          cp bench/results/*.json bench/results/*.txt "$OUT/" 2>/dev/null ;;
+  hostprobe) # the host's submission cost: the encoder alone on this machine's CPU (no device), then with the device
+         make -s build/probe_encode build/probe_submit > "$OUT/hostprobe_build.log" 2>&1
+         run probe_encode.log 8 ./build/probe_encode
+         run probe_submit_host.log 14 ./build/probe_submit ;;
   probes) run probe_latency.log 12 ./build/probe_latency
          run probe_submit.log 14 ./build/probe_submit
          run probe_chain.log 14 ./build/probe_chain ;;
