@@ -638,7 +638,7 @@ struct gpuos_tensor {
     int64_t strides[GPUOS_MAX_RANK]; /* elements */
     int64_t offset;                  /* elements from st->data */
     int64_t numel;
-    uint64_t uid;                    /* unique in the process: a handle whose address is reused differs */
+    uint64_t uid;                    /* unique in the context (ctx->tensor_uid): a handle whose address is reused differs */
 };
 
 /* ---------------------------------------------------------------- jobs (queued tasks) */
@@ -3471,8 +3471,9 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
         /* the kernel's launch bounds ask for two blocks per multiprocessor (128 registers) */
         if (regs > GPUOS__MAXRREG) opts[n_opts++] = "-DGPUOS__PK_MIN_BLOCKS=1";
     }
-    /* diagnostic: the kernel stamps %globaltimer into gpuos__pk_ctl.pad_ (fetched, a
-       worker's done, retired) for latency probes (tests/gpu/probe_latency.c) */
+    /* diagnostic: the kernel stamps %globaltimer into gpuos__pk_ctl.stamp (fetched, a
+       worker's done, retired, an express task's claim, run and finish) for latency probes
+       (tests/gpu/probe_latency.c, probe_express.c) */
     if (getenv("GPUOS_CUDA_TIMESTAMPS") && atoi(getenv("GPUOS_CUDA_TIMESTAMPS")) > 0)
         opts[n_opts++] = "-DGPUOS__PK_TIMESTAMPS";
     /* tuning knob: one more NVRTC option, e.g. GPUOS_CUDA_NVRTC_OPT=-DGPUOS__D_EW_D=4 */

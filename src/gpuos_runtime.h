@@ -55,7 +55,7 @@ struct gpuos_tensor {
     int64_t strides[GPUOS_MAX_RANK]; /* elements */
     int64_t offset;                  /* elements from st->data */
     int64_t numel;
-    uint64_t uid;                    /* unique in the process: a handle whose address is reused differs */
+    uint64_t uid;                    /* unique in the context (ctx->tensor_uid): a handle whose address is reused differs */
 };
 
 /* ---------------------------------------------------------------- jobs (queued tasks) */
