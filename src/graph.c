@@ -558,6 +558,9 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
     for (i = 0; i < n_binds; i++) {
         const gpuos_tensor *r = binds[i].recorded;
         const gpuos_tensor *a = binds[i].actual, *rec = NULL;
+        /* (uids are per context: a handle of another context could match a released one's) */
+        if (r && r->ctx != ctx)
+            return gpuos__set_error(ctx, GPUOS_ERR_CONTEXT_MISMATCH, "%s: binds[%d].recorded belongs to another context", fn, i);
         for (j = 0; j < g->n && !rec; j++)
             for (k = 0; k <= GPUOS_MAX_INPUTS && !rec; k++)
                 if (graph_is(&g->nodes[j], k, r)) rec = k ? g->nodes[j].task.in[k - 1] : g->nodes[j].task.out;

@@ -153,6 +153,26 @@ static void test_equal_eager(gpuos_context *ctx) {
             CHECK(gpuos_graph_launch(g, bind, 1, NULL, 0, NULL) == GPUOS_ERR_NULL_POINTER, "a NULL binding");
             bind[0].recorded = bad, bind[0].actual = a2;
             CHECK(gpuos_graph_launch(g, bind, 1, NULL, 0, NULL) == GPUOS_ERR_INVALID_ARGUMENT, "an unknown recorded tensor");
+            { /* tensors of another context, recorded or actual */
+                gpuos_config oc = GPUOS_CONFIG_INIT;
+                gpuos_context *other = NULL;
+                gpuos_tensor *ot = NULL;
+                int64_t n1 = N;
+                oc.device = GPUOS_DEVICE_HOST;
+                CHECK(gpuos_create(&oc, &other) == GPUOS_OK && gpuos_tensor_new(other, GPUOS_F32, 1, &n1, &ot) == GPUOS_OK,
+                      "another context and its tensor");
+                if (ot) {
+                    bind[0].recorded = ot, bind[0].actual = a2;
+                    CHECK(gpuos_graph_launch(g, bind, 1, NULL, 0, NULL) == GPUOS_ERR_CONTEXT_MISMATCH,
+                          "a recorded tensor of another context: %s", gpuos_last_error(ctx));
+                    bind[0].recorded = p.a, bind[0].actual = ot;
+                    CHECK(gpuos_graph_launch(g, bind, 1, NULL, 0, NULL) == GPUOS_ERR_CONTEXT_MISMATCH,
+                          "an actual tensor of another context: %s", gpuos_last_error(ctx));
+                    bind[0].recorded = bad, bind[0].actual = a2;
+                }
+                gpuos_tensor_release(ot);
+                gpuos_destroy(other);
+            }
             sc.node = 9;
             CHECK(gpuos_graph_launch(g, NULL, 0, &sc, 1, NULL) == GPUOS_ERR_INVALID_ARGUMENT, "a scalar of no node");
             sc.node = 0, sc.index = 2;
