@@ -63,6 +63,12 @@ static inline uint32_t ctest_below(uint64_t *s, uint32_t n) {
     return (uint32_t)((*s >> 16) % n);
 }
 
+/* int32 arithmetic that wraps, as gpuos's integer operators do (the references' own sums must
+   not overflow: that is undefined in C) */
+static inline int32_t ctest_wrap_add(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
+static inline int32_t ctest_wrap_sub(int32_t a, int32_t b) { return (int32_t)((uint32_t)a - (uint32_t)b); }
+static inline int32_t ctest_wrap_mul(int32_t a, int32_t b) { return (int32_t)((uint32_t)a * (uint32_t)b); }
+
 #if defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE >= 199309L
 /* Milliseconds of CLOCK_MONOTONIC (tests that time a wait define _POSIX_C_SOURCE first). */
 static inline double ctest_now_ms(void) {

@@ -28,9 +28,6 @@ static uint32_t rnd(uint32_t n) { return ctest_below(&rng, n); }
 
 static int32_t hx[NMAX], hy[NMAX], got[NMAX];
 
-static int32_t wrap_add(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
-static int32_t wrap_mul(int32_t a, int32_t b) { return (int32_t)((uint32_t)a * (uint32_t)b); }
-
 static int relaunch; /* pause 3 ms at some idle points (the kernel of make_ctx(1) stops after 2 ms idle) */
 
 static int program(gpuos_context *ctx, int rounds) {
@@ -66,26 +63,26 @@ static int program(gpuos_context *ctx, int rounds) {
             const int what = (int)rnd(9);
             if (what <= 2) { /* x = x + 5: a repeated task */
                 CHECK(gpuos_add(ctx, x, x, c) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-                for (i = 0; i < n; i++) hx[i] = wrap_add(hx[i], 5);
+                for (i = 0; i < n; i++) hx[i] = ctest_wrap_add(hx[i], 5);
             } else if (what == 3) { /* y = x * 3 */
                 CHECK(gpuos_mul(ctx, y, x, three) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-                for (i = 0; i < n; i++) hy[i] = wrap_mul(hx[i], 3);
+                for (i = 0; i < n; i++) hy[i] = ctest_wrap_mul(hx[i], 3);
             } else if (what == 4) { /* x = x + y */
                 CHECK(gpuos_add(ctx, x, x, y) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-                for (i = 0; i < n; i++) hx[i] = wrap_add(hx[i], hy[i]);
+                for (i = 0; i < n; i++) hx[i] = ctest_wrap_add(hx[i], hy[i]);
             } else if (what == 5) { /* x[::2] = x[::2] + s (a strided view, a broadcast one-element tensor) */
                 gpuos_tensor *v = NULL;
                 CHECK(gpuos_view_slice(x, 0, 0, n, 2, &v) == GPUOS_OK, "%s", gpuos_last_error(ctx));
                 if (v) CHECK(gpuos_add(ctx, v, v, s) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-                for (i = 0; i < n; i += 2) hx[i] = wrap_add(hx[i], hs);
+                for (i = 0; i < n; i += 2) hx[i] = ctest_wrap_add(hx[i], hs);
                 gpuos_tensor_release(v);
             } else if (what == 6) { /* s = sum(x) (a reduction: one tile), then y = y + s */
                 int32_t t = 0;
                 CHECK(gpuos_sum(ctx, s, x, NULL, 0, 1) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-                for (i = 0; i < n; i++) t = wrap_add(t, hx[i]);
+                for (i = 0; i < n; i++) t = ctest_wrap_add(t, hx[i]);
                 hs = t;
                 CHECK(gpuos_add(ctx, y, y, s) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-                for (i = 0; i < n; i++) hy[i] = wrap_add(hy[i], hs);
+                for (i = 0; i < n; i++) hy[i] = ctest_wrap_add(hy[i], hs);
             } else if (what == 7) { /* a small download of a slice of x, checked at once */
                 const int64_t a = rnd((uint32_t)n), len = 1 + rnd((uint32_t)(n - a < 64 ? n - a : 64));
                 gpuos_tensor *v = NULL;

@@ -191,8 +191,8 @@ static void test_random_program(gpuos_context *ctx) {
         for (j = 0; j < N; j++) {
             const int32_t x = ref[a][j], y = ref[b][j];
             /* wrapping, as the device does; the values stay small enough anyway */
-            ref[o][j] = op == 0 ? (int32_t)((uint32_t)x + (uint32_t)y)
-                      : op == 1 ? (int32_t)((uint32_t)x - (uint32_t)y)
+            ref[o][j] = op == 0 ? ctest_wrap_add(x, y)
+                      : op == 1 ? ctest_wrap_sub(x, y)
                                 : (x > y ? x : y);
         }
     }

@@ -63,9 +63,9 @@ static void interleave(gpuos_context *ctx, int round) {
                 int32_t *po = &h[r * W + c * K + o];
                 const int32_t va = h[r * W + c * K + a], vb = h[r * W + c * K + b];
                 switch (op) { /* wrapping arithmetic, as gpuos's integers */
-                case 0: *po = (int32_t)((uint32_t)*po - (uint32_t)va); break;
-                case 1: *po = (int32_t)((uint32_t)va + (uint32_t)vb); break;
-                case 2: *po = (int32_t)((uint32_t)va * (uint32_t)vb); break;
+                case 0: *po = ctest_wrap_sub(*po, va); break;
+                case 1: *po = ctest_wrap_add(va, vb); break;
+                case 2: *po = ctest_wrap_mul(va, vb); break;
                 default: *po = (int32_t)(0u - (uint32_t)va); break;
                 }
             }

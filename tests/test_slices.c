@@ -62,7 +62,7 @@ static void program(gpuos_context *ctx, int rounds) {
     for (r = 0; r < rounds; r++) {
         const int small = 1 + (int)rnd(6);
         CHECK(gpuos_add(ctx, x, x, c) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-        for (i = 0; i < N; i++) hx[i] = (int32_t)((uint32_t)hx[i] + 7u);
+        for (i = 0; i < N; i++) hx[i] = ctest_wrap_add(hx[i], 7);
         for (k = 0; k < small; k++) {
             int64_t a, len, b, len2;
             gpuos_tensor *s = NULL, *s2 = NULL, *o = NULL;
@@ -82,12 +82,12 @@ static void program(gpuos_context *ctx, int rounds) {
                     if (b + len > N) b = N - len;
                     CHECK(gpuos_view_slice(x, 0, b, b + len, 1, &s2) == GPUOS_OK, "%s", gpuos_last_error(ctx));
                     CHECK(gpuos_add(ctx, o, s, s2) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-                    for (i = 0; i < len; i++) hout[which][i] = (int32_t)((uint32_t)hx[a + i] + (uint32_t)hx[b + i]); /* (wraps, as i32 adds do) */
+                    for (i = 0; i < len; i++) hout[which][i] = ctest_wrap_add(hx[a + i], hx[b + i]);
                 }
             } else if (form == 3) { /* x[a:a+len] += out[which][0:len] (a small write into x) */
                 CHECK(gpuos_view_slice(out[which], 0, 0, len, 1, &o) == GPUOS_OK, "%s", gpuos_last_error(ctx));
                 CHECK(gpuos_add(ctx, s, s, o) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-                for (i = 0; i < len; i++) hx[a + i] = (int32_t)((uint32_t)hx[a + i] + (uint32_t)hout[which][i]);
+                for (i = 0; i < len; i++) hx[a + i] = ctest_wrap_add(hx[a + i], hout[which][i]);
             } else { /* a small download of the slice, checked at once */
                 int32_t buf[64];
                 CHECK(gpuos_download(ctx, s, buf, (size_t)len * sizeof(int32_t)) == GPUOS_OK, "%s", gpuos_last_error(ctx));
@@ -100,7 +100,7 @@ static void program(gpuos_context *ctx, int rounds) {
         }
         if (rnd(8) == 0) { /* x = x * 3 + y over all of it */
             CHECK(gpuos_mul(ctx, x, x, three) == GPUOS_OK && gpuos_add(ctx, x, x, y) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-            for (i = 0; i < N; i++) hx[i] = (int32_t)((uint32_t)hx[i] * 3u + (uint32_t)hy[i]);
+            for (i = 0; i < N; i++) hx[i] = ctest_wrap_add(ctest_wrap_mul(hx[i], 3), hy[i]);
         }
     }
     CHECK(baddl == 0, "%d elements of %d small downloads differ from the reference", baddl, nd);
