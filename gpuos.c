@@ -4097,6 +4097,13 @@ static gpuos_status cuda_open_device(gpuos_context *ctx, struct gpuos__cuda *c, 
     }
 }
 
+/* Environment variable name as an integer clamped to [lo, hi], or dflt when it is not set. */
+static int cuda_env_clamp(const char *name, int dflt, int lo, int hi) {
+    const char *e = getenv(name);
+    const int v = e ? atoi(e) : dflt;
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
 gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     char why[512];
     struct gpuos__cuda *c;
@@ -4111,18 +4118,8 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     /* Diagnostic switches (documented in docs/ARCHITECTURE.md): correctness never needs them. */
     c->align = !(getenv("GPUOS_CUDA_ALIGN") && getenv("GPUOS_CUDA_ALIGN")[0] == '0');
     c->subalign = !(getenv("GPUOS_CUDA_SUBALIGN") && getenv("GPUOS_CUDA_SUBALIGN")[0] == '0');
-    if (getenv("GPUOS_CUDA_EXPRESS")) { /* 0 (or below): off; at most CUDA__XPRESS_MAX tiles */
-        const int x = atoi(getenv("GPUOS_CUDA_EXPRESS"));
-        c->xtiles = x <= 0 ? 0 : x > CUDA__XPRESS_MAX ? CUDA__XPRESS_MAX : (uint32_t)x;
-    } else {
-        c->xtiles = CUDA__XPRESS_TILES;
-    }
-    if (getenv("GPUOS_CUDA_EXPRESS_RUN")) { /* 1 .. the mailbox's entries */
-        const int r = atoi(getenv("GPUOS_CUDA_EXPRESS_RUN"));
-        c->xrun = r < 1 ? 1 : r > (int)GPUOS__XBOX ? GPUOS__XBOX : (uint64_t)r;
-    } else {
-        c->xrun = CUDA__XPRESS_RUN;
-    }
+    c->xtiles = (uint32_t)cuda_env_clamp("GPUOS_CUDA_EXPRESS", CUDA__XPRESS_TILES, 0, CUDA__XPRESS_MAX); /* 0: off */
+    c->xrun = (uint64_t)cuda_env_clamp("GPUOS_CUDA_EXPRESS_RUN", CUDA__XPRESS_RUN, 1, (int)GPUOS__XBOX);
     c->mm_rows = !(getenv("GPUOS_CUDA_MM_ROWS") && getenv("GPUOS_CUDA_MM_ROWS")[0] == '0');
     c->mm_slices = getenv("GPUOS_CUDA_MM_SLICES") ? atoi(getenv("GPUOS_CUDA_MM_SLICES")) : CUDA__MM_SLICES;
     c->mm_f32 = gpuos__device_kernel_id(GPUOS_OP_MATMUL, GPUOS_F32, GPUOS_F32);
@@ -4324,20 +4321,20 @@ static int cuda_plan_fetched(struct gpuos__cuda *c, const struct cuda__plan_entr
    n_tiles tiles as usual, be one (before the dependency scan, which the tiling decides)?
    When it is small (one tile, or a few of an element-wise operator, whose items as one tile
    give the same elements) and a built-in operator's, every earlier task is known retired or
-   is one of the last few express tasks (alone: every earlier task retired; a run of
-   dependent tasks goes faster tile-aligned through the queue), and its mailbox slot is free
+   is one of the last few express tasks (a run of dependent tasks goes faster tile-aligned
+   through the queue), and its mailbox slot is free
    (the task it held is done). The device relies on that rule: the express worker looks only
    at the newest claim for a task owed to it (gpuos__pk_xowed) and counts every dependency at
    or below the last express task it ran as done (gpuos__pk_xready), so an express task sent
    while an earlier ordinary task is unretired could be lost or run early. */
-static int cuda_xpress_pre(struct gpuos__cuda *c, const gpuos__job *job, int lane, int64_t n_tiles, int alone) {
+static int cuda_xpress_pre(struct gpuos__cuda *c, const gpuos__job *job, int lane, int64_t n_tiles) {
     const uint64_t me = c->dseq[0], prev = c->xseq[c->xcount % GPUOS__XBOX];
     if (!c->xtiles || lane != 0 || c->hi_used || c->serialize || !c->running || c->P.xworker >= c->P.n_main) return 0;
     if (n_tiles < 1 || n_tiles > (int64_t)c->xtiles || (n_tiles > 1 && job->kind != GPUOS__KIND_EW) ||
         job->dev_kernel >= GPUOS__RT_KERNEL_BASE)
         return 0;
-    if (c->retired_seen[0] + 1 != me && (alone || c->xend != me || c->retired_seen[0] + 1 < c->xfirst ||
-                                         me - (c->retired_seen[0] + 1) >= c->xrun))
+    if (c->retired_seen[0] + 1 != me &&
+        (c->xend != me || c->retired_seen[0] + 1 < c->xfirst || me - (c->retired_seen[0] + 1) >= c->xrun))
         return 0;
     if (prev > c->retired_seen[0]) {
         cuda_refresh_retired(c);
@@ -5182,7 +5179,7 @@ static gpuos_status cuda_encode_repeat(gpuos_context *ctx, struct gpuos__cuda *c
     /* m was express (one tile on the express worker): so is a repeat that may be (and runs
        after it there), else the full encoding gives it the usual tiles (a burst of repeats
        runs on many workers); m was not: a repeat that may go express is encoded anew */
-    if (cuda_xpress_pre(c, job, 0, m->d.n_tiles, 0) != m->xp) return GPUOS_ERR_UNSUPPORTED;
+    if (cuda_xpress_pre(c, job, 0, m->d.n_tiles) != m->xp) return GPUOS_ERR_UNSUPPORTED;
     if (m->xp) {
         if (!cuda_xpress_ok(c, &d)) return GPUOS_ERR_UNSUPPORTED;
         d.stamp |= GPUOS__DESC_XPRESS;
@@ -5277,7 +5274,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         cuda_refresh_retired(c);
     }
     me = c->dseq[lane];
-    xcand = cuda_xpress_pre(c, job, lane, n_tiles, 0) && n_items <= (int64_t)UINT32_MAX;
+    xcand = cuda_xpress_pre(c, job, lane, n_tiles) && n_items <= (int64_t)UINT32_MAX;
     if (xcand && n_tiles > 1) { /* one tile of every item (element-wise: the same elements) */
         tile = (uint32_t)n_items;
         n_tiles = 1;
@@ -26277,8 +26274,9 @@ const char *const gpuos__device_source[] = {
     "                        __threadfence_system();\n",
     "                    else\n",
     "                        __threadfence();\n",
+    "                    /* finished: the stamp of a task with no tiles left */\n",
     "                    asm volatile(\"st.relaxed.gpu.global.u64 [%0], %1;\" ::\"l\"(&P.done[0][sq & (P.task_cap - 1)]),\n",
-    "                                 \"l\"((uint64_t)(uint32_t)(sq + 1) << 32) : \"memory\");\n",
+    "                                 \"l\"(GPUOS__DONE_INIT(sq, 0)) : \"memory\");\n",
     "                    gpuos__st_relaxed_sys_u64(&P.ctl->xfin[(s_xslot + k) % GPUOS__XBOX], sq);\n",
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
     "                    P.ctl->stamp[4] = gpuos__globaltimer(); /* finished (its host word written) */\n",

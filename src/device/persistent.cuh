@@ -1108,8 +1108,9 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                         __threadfence_system();
                     else
                         __threadfence();
+                    /* finished: the stamp of a task with no tiles left */
                     asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&P.done[0][sq & (P.task_cap - 1)]),
-                                 "l"((uint64_t)(uint32_t)(sq + 1) << 32) : "memory");
+                                 "l"(GPUOS__DONE_INIT(sq, 0)) : "memory");
                     gpuos__st_relaxed_sys_u64(&P.ctl->xfin[(s_xslot + k) % GPUOS__XBOX], sq);
 #ifdef GPUOS__PK_TIMESTAMPS
                     P.ctl->stamp[4] = gpuos__globaltimer(); /* finished (its host word written) */
