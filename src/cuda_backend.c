@@ -503,7 +503,7 @@ static gpuos_status cuda_load_timeout(gpuos_context *ctx, const char *fn) {
 static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c) {
     char why[512], arch[64], dir[1024], path[1200], maxrreg[32];
     const gpuos__nvrtc_api *nv;
-    const char *opts[8];
+    const char *opts[10];
     size_t src_len = 0, cubin_size = 0;
     char *src, *log = NULL;
     void *cubin = NULL;
@@ -540,9 +540,11 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
        (tests/gpu/probe_latency.c, probe_express.c) */
     if (getenv("GPUOS_CUDA_TIMESTAMPS") && atoi(getenv("GPUOS_CUDA_TIMESTAMPS")) > 0)
         opts[n_opts++] = "-DGPUOS__PK_TIMESTAMPS";
-    /* tuning knob: one more NVRTC option, e.g. GPUOS_CUDA_NVRTC_OPT=-DGPUOS__D_EW_D=4 */
+    /* tuning knobs: one or two more NVRTC options, e.g. GPUOS_CUDA_NVRTC_OPT=-DGPUOS__D_EW_D=4 */
     if (getenv("GPUOS_CUDA_NVRTC_OPT") && getenv("GPUOS_CUDA_NVRTC_OPT")[0])
         opts[n_opts++] = getenv("GPUOS_CUDA_NVRTC_OPT");
+    if (getenv("GPUOS_CUDA_NVRTC_OPT2") && getenv("GPUOS_CUDA_NVRTC_OPT2")[0])
+        opts[n_opts++] = getenv("GPUOS_CUDA_NVRTC_OPT2");
     src = gpuos__device_source_joined(&src_len);
     if (!src) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the device source");
     nv = gpuos__nvrtc_load(why, sizeof why);

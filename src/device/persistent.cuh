@@ -697,6 +697,14 @@ static __device__ __forceinline__ void gpuos__pk_load_plan(const gpuos__pk_param
     const uint64_t *src = (const uint64_t *)(P.plans + (size_t)d->plan_id * GPUOS__PLAN_BYTES);
     for (; k < (int)(GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8); k += n) s_plan[k] = src[k];
 }
+/* 1: the express worker's idle look issues all its reads at once (gpuos__pk_work) */
+#ifndef GPUOS__PK_XINLINE
+#define GPUOS__PK_XINLINE 1 /* 1: express tasks run through the batch loop (inline passes) */
+#endif
+
+#ifndef GPUOS__PK_XPAR
+#define GPUOS__PK_XPAR 1
+#endif
 /* 1: a task that waits for dependencies has its plan staged by warps 1.. during the wait
    (0: after it, A/B). */
 #ifndef GPUOS__PK_PLAN_EARLY
@@ -951,6 +959,27 @@ static __device__ __forceinline__ int gpuos__pk_xclaim(const gpuos__pk_params &P
     return (st & 3) == 1 ? 1 + ((st & 4) != 0) : 0;
 }
 
+/* Express task sq (descriptor d, mailbox slot `slot`) ran on this block (thread 0, after the
+   block's barrier): its finished done stamp, then the host's word. */
+static __device__ __forceinline__ void gpuos__pk_xfinish(const gpuos__pk_params &P, const gpuos__qdesc *d, uint64_t sq,
+                                                         uint32_t slot) {
+#ifdef GPUOS__PK_TIMESTAMPS
+    P.ctl->stamp[3] = gpuos__globaltimer(); /* run */
+#endif
+    atomicAdd(P.xruns, 1ull); /* express tasks run from the mailbox (gpuos_debug_express) */
+    if (d->stamp & GPUOS__DESC_SYSW)
+        __threadfence_system();
+    else
+        __threadfence();
+    /* finished: the stamp of a task with no tiles left */
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&P.done[0][sq & (P.task_cap - 1)]),
+                 "l"(GPUOS__DONE_INIT(sq, 0)) : "memory");
+    gpuos__st_relaxed_sys_u64(&P.ctl->xfin[slot % GPUOS__XBOX], sq);
+#ifdef GPUOS__PK_TIMESTAMPS
+    P.ctl->stamp[4] = gpuos__globaltimer(); /* finished (its host word written) */
+#endif
+}
+
 static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t me, const uint32_t loc,
                                       const uint32_t nw) {
     __shared__ gpuos__qdesc s_d[32];
@@ -998,16 +1027,91 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
         GPUOS__PROF_T0(t_wait);
         if (tid < 32) {
             unsigned spin = 0;
+#if GPUOS__PK_XPAR
+            int xnext = 0; /* (warp 0, express worker) the last look found the device idle */
+#endif
             for (;;) {
                 const uint32_t hh = s_hhead;
+                /* the express worker idle: its mailbox read flies with the inbox read */
+                uint64_t xv = 0;
+#if GPUOS__PK_XPAR
+                if (xw) {
+                    /* The express worker's look: every word it reads in flight at once, relaxed
+                       (lane 1's next entry, the fetcher's and the retirer's progress, the claim
+                       word; the mailbox when the last look found the device idle, or a task
+                       owed), then its inbox entries (acquire), so a look while idle is one PCIe
+                       round trip, not it and four L2 round trips in turn. xf, xr and xc only
+                       steer the next look; an entry found is checked against the claim word
+                       again after its acquire (gpuos__pk_xowed), as below. */
+                    uint64_t hv = 0, xf = 0, xr = 0, xc = 0;
+                    const bool xpoll = xowed || xnext;
+                    if (lane == 0) {
+                        const gpuos__ientry *he = &P.inbox[1][(size_t)me * P.inbox_cap + (hh & (P.inbox_cap - 1))];
+                        asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(hv) : "l"(he) : "memory");
+                        asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(xf) : "l"(P.xfetched) : "memory");
+                        asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(xr) : "l"(&P.retired[0]) : "memory");
+                        asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(xc) : "l"(P.xclaim) : "memory");
+                    }
+                    if (xpoll) /* slots xq and xq + 1 */
+                        asm volatile("ld.volatile.global.u64 %0, [%1];"
+                                     : "=l"(xv) : "l"(&P.ctl->xbox[(xq + (lane >> 4)) % GPUOS__XBOX][(lane >> 3) & 1].w[lane & 7]) : "memory");
+                    /* lane 1 first: an empty lane-0 batch (s_n = 0) sends the block to it */
+                    if (__shfl_sync(0xffffffffu, lane == 0 && GPUOS__IE_WRITTEN(hv, hh), 0)) {
+                        if (lane == 0) s_n = 0;
+                        break;
+                    }
+                    const int ok = gpuos__pk_read_entry(P, 0, inbox, head + lane, ref, &s_d[lane], &s_seq[lane]);
+                    s_mine[lane] = 0;
+                    const uint32_t b = __ballot_sync(0xffffffffu, ok);
+                    int n = b == 0xffffffffu ? 32 : __ffs(~b) - 1;
+                    /* (the device idle: every task fetched retired, the fetcher past the last
+                       express task this worker ran; an express task may retire before the fetcher
+                       reaches its slot: until it has, what the host sent next may be on its way) */
+                    xnext = __shfl_sync(0xffffffffu, xf <= xr + 1 && xf > xran, 0);
+                    /* an entry: the claim word after its acquire (a task left to this worker came
+                       before the entries that follow it); none: the speculative look decides */
+                    __syncwarp(); /* (orders another lane's acquire of an entry before lane 0's look) */
+                    xowed = __shfl_sync(0xffffffffu, lane == 0 && (n > 0 || xc > xran) ? (int)gpuos__pk_xowed(P, xran) : 0, 0);
+                    if (xowed) n = 0; /* the mailbox first */
+                    if (n > 0) {
+                        const uint32_t sw = __ballot_sync(0xffffffffu, ok && (s_d[lane].stamp & GPUOS__DESC_SYSW));
+                        if (lane == 0) s_sysw = sw;
+#if GPUOS__PK_RUN_ON
+                        uint32_t same = 0;
+                        if (n > 1) {
+                            __syncwarp();
+                            same = __ballot_sync(0xffffffffu, lane + 1 < n && gpuos__pk_same_task(&s_d[lane + 1], &s_d[lane]));
+                        }
+                        if (lane == 0) s_same = same;
+#endif
+                        if (lane == 0) s_n = n;
+#ifdef GPUOS__PK_TIMESTAMPS
+                        if (lane == 0) P.ctl->stamp[2] = gpuos__globaltimer();
+#endif
+                        break;
+                    }
+                    if (xpoll) {
+                        const uint32_t slot = (uint32_t)(xq % GPUOS__XBOX);
+                        const int nx = gpuos__pk_xclaim(P, xv, &xq, &xlost, xran, s_xd, s_xseq);
+                        if (nx) {
+                            if (lane == 0) s_n = -nx, s_xslot = slot;
+#ifdef GPUOS__PK_TIMESTAMPS
+                            if (lane == 0) P.ctl->stamp[2] = gpuos__globaltimer(); /* claimed from the mailbox */
+#endif
+                            break;
+                        }
+                    }
+                    if (++spin > 8) gpuos__nanosleep(spin > 4096 ? 256 : 32);
+                    if (spin == (1u << 20) && lane == 0) s_stale = 1;
+                    continue;
+                }
+#endif
                 const int hs = lane == 0 ? gpuos__pk_hi_waiting(P, me, hh) : 0;
                 /* lane 1 first: an empty lane-0 batch (s_n = 0) sends the block to it */
                 if (__shfl_sync(0xffffffffu, hs, 0)) {
                     if (lane == 0) s_n = 0;
                     break;
                 }
-                /* the express worker idle: its mailbox read flies with the inbox read */
-                uint64_t xv = 0;
                 /* The express worker reads its mailbox only while every task fetched has retired
                    and the fetcher is past the last express task it ran (the device is idle, as
                    when a program waits for its last task): each read is a PCIe round trip, and
@@ -1083,6 +1187,18 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
             run_kid = -1;
 #endif
         }
+#if GPUOS__PK_XINLINE
+        /* express tasks claimed from the mailbox (s_n = -1, -2): the batch loop below runs them,
+           each one tile here (no dependency wait, no inbox entry: its done stamp and the host's
+           word when it ran), so their element-wise passes run inline as any entry's do */
+        const int xn = n < 0 ? -n : 0;
+        if (xn) {
+            /* every thread acquires: the tasks' inputs were written by finished tasks */
+            asm volatile("fence.acq_rel.gpu;" ::: "memory");
+            n = xn;
+        }
+#else
+        const int xn = 0;
         if (n < 0) { /* express tasks claimed from the mailbox: each one tile, its done stamp, the host's word */
             /* every thread acquires: the tasks' inputs were written by finished tasks */
             asm volatile("fence.acq_rel.gpu;" ::: "memory");
@@ -1098,50 +1214,34 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                    worker loop's code) */
                 gpuos__d_run(d->kernel_id, s_plan, 0, d->n_items < d->tile_items ? d->n_items : d->tile_items);
                 __syncthreads();
-                if (tid == 0) {
-                    const uint64_t sq = s_xseq[k];
-#ifdef GPUOS__PK_TIMESTAMPS
-                    P.ctl->stamp[3] = gpuos__globaltimer(); /* run */
-#endif
-                    atomicAdd(P.xruns, 1ull); /* express tasks run from the mailbox (gpuos_debug_express) */
-                    if (d->stamp & GPUOS__DESC_SYSW)
-                        __threadfence_system();
-                    else
-                        __threadfence();
-                    /* finished: the stamp of a task with no tiles left */
-                    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&P.done[0][sq & (P.task_cap - 1)]),
-                                 "l"(GPUOS__DONE_INIT(sq, 0)) : "memory");
-                    gpuos__st_relaxed_sys_u64(&P.ctl->xfin[(s_xslot + k) % GPUOS__XBOX], sq);
-#ifdef GPUOS__PK_TIMESTAMPS
-                    P.ctl->stamp[4] = gpuos__globaltimer(); /* finished (its host word written) */
-#endif
-                }
+                if (tid == 0) gpuos__pk_xfinish(P, d, s_xseq[k], s_xslot + k);
             }
             xran = s_xseq[-n - 1];
             __syncthreads(); /* s_xd, s_xseq, s_n and the plan are read by all before warp 0 looks again */
             if (tid == 0) s_stale = 0; /* (read by all at the batch's start) */
             continue;
         }
+#endif
         if (n == 0) { /* lane 1 work: run it, then look again */
             gpuos__pk_hi(P, me, loc, nw, &s_hhead, &s_href);
             continue;
         }
         for (int i = 0; i < n; i++) {
-            const gpuos__qdesc *d = &s_d[i];
+            const gpuos__qdesc *d = xn ? &s_xd[i] : &s_d[i];
             if (GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT) { stop = 1; break; }
             /* Lane 1 is looked for when a batch starts and while a task waits. Once the
                context has used priorities (the host marks lane-0 tasks), a batch also ends
                after GPUOS__HI_BATCH_TILES tiles, so the next poll sees lane-1 work soon; the
                rest of the batch is read again. (A check between tiles cost a chain of small
                tasks 15% even when never taken: chain 1.2 -> 1.4 us/op.) */
-            if (btiles >= GPUOS__HI_BATCH_TILES && (d->kind & GPUOS__KIND_HICHECK)) {
+            if (btiles >= GPUOS__HI_BATCH_TILES && (d->kind & GPUOS__KIND_HICHECK) && !xn) {
                 n = i;
                 break;
             }
-            const uint64_t seq = s_seq[i];
-            if (d->stamp & GPUOS__DESC_XPRESS) xran = seq; /* one the fetcher took (on the express worker) */
+            const uint64_t seq = xn ? s_xseq[i] : s_seq[i];
+            if (xn || (d->stamp & GPUOS__DESC_XPRESS)) xran = seq; /* (or one the fetcher took, on the express worker) */
             GPUOS__PROF_T0(t_deps);
-            if (d->n_deps) {
+            if (d->n_deps && !xn) { /* (an express task's are done: gpuos__pk_xready) */
                 if (tid < 32) /* publish our finished tiles first: the producer may wait on them */
                     gpuos__pk_publish(P, 0, lane, flushed, i, s_seq, s_mine, s_sysw);
                 else if (GPUOS__PK_PLAN_EARLY)
@@ -1192,10 +1292,12 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #endif
             }
             const void *plan = s_plan;
-            const uint32_t first = (loc + nw - (d->base % nw)) % nw; /* (base + first) % nw == loc */
+            /* (base + first) % nw == loc; an express task's one tile is this block's */
+            const uint32_t first = xn ? 0 : (loc + nw - (d->base % nw)) % nw;
+            const uint32_t n_tiles = xn ? 1 : d->n_tiles;
             uint32_t mine = 0;
 #if GPUOS__PK_RUN_ON
-            if (((s_same >> i) & 1u) && d->kernel_id != run_kid) { /* entries i + 1 .. repeat this one: run them as one */
+            if (!xn && ((s_same >> i) & 1u) && d->kernel_id != run_kid) { /* entries i + 1 .. repeat this one: run them as one */
                 GPUOS__PROF_T0(t_run);
                 const int reps = gpuos__pk_run(d, s_plan, first, nw, s_same >> i, &mine);
                 if (reps == 1) run_kid = d->kernel_id; /* not a run this kernel can do (the call cost 0.4 us a task) */
@@ -1214,7 +1316,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                 }
             }
 #endif
-            for (uint32_t t = first; t < d->n_tiles; t += nw) {
+            for (uint32_t t = first; t < n_tiles; t += nw) {
                 int64_t b = (int64_t)t * d->tile_items;
                 int64_t e = b + d->tile_items;
                 if (e > d->n_items) e = d->n_items;
@@ -1255,7 +1357,12 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                 GPUOS__PROF_ADD(prof, GPUOS__PROF_SYNC, t_sync);
                 mine++;
             }
-            if (tid == 0) s_mine[i] = mine;
+            if (tid == 0) {
+                if (xn)
+                    gpuos__pk_xfinish(P, d, seq, s_xslot + i);
+                else
+                    s_mine[i] = mine;
+            }
             btiles += mine;
 #ifdef GPUOS__PK_TIMESTAMPS
             prof[GPUOS__PROF_TILES] += mine;
@@ -1263,7 +1370,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #endif
         }
         GPUOS__PROF_T0(t_flush);
-        if (tid < 32) {
+        if (tid < 32 && !xn) {
 #ifdef GPUOS__PK_TIMESTAMPS
             if (tid == 0) P.ctl->stamp[3] = gpuos__globaltimer();
 #endif
@@ -1275,7 +1382,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
         }
         if (tid == 0) {
 #ifdef GPUOS__PK_TIMESTAMPS
-            if (s_mine[n - 1]) P.ctl->stamp[4] = gpuos__globaltimer();
+            if (!xn && s_mine[n - 1]) P.ctl->stamp[4] = gpuos__globaltimer();
 #endif
 #ifdef GPUOS__PK_TIMESTAMPS
             GPUOS__PROF_ADD(prof, GPUOS__PROF_FLUSH, t_flush);
@@ -1285,9 +1392,11 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #endif
         }
         if (stop) break;
-        if (n > 0) ref = s_seq[n - 1];
-        head += n;
-        __syncthreads();
+        if (!xn) {
+            if (n > 0) ref = s_seq[n - 1];
+            head += n;
+        }
+        __syncthreads(); /* (and s_xd, s_xseq, s_n and the plan read by all before warp 0 looks again) */
         if (tid == 0) s_stale = 0;
     }
 }
