@@ -220,9 +220,14 @@ OPS = [
     Op(17, 'gelu', U, ('a',), FLT, 'same', '0.5 a (1 + erf(a/sqrt 2))',
        {'float': '0.5 * a * erfc(a * -0.70710678118654752440)'}),  # = 1 + erf(.), without cancellation
     Op(18, 'gelu_tanh', U, ('a',), FLT, 'same', '0.5 a (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3)))',
-       # 0.5 (1 + tanh(z)) = 1 / (1 + exp(-2z)): no cancellation for a << 0
-       {'float': 'a / (1.0 + exp(-1.59576912160573071176 * (a + 0.044715 * a * a * a)))'}),
-    Op(19, 'silu', U, ('a',), FLT, 'same', 'a * sigmoid(a)', {'float': 'a / (1.0 + exp(-a))'}),
+       # 0.5 (1 + tanh(z)) = 1 / (1 + exp(-2z)): no cancellation for a << 0; for 2z < 0 as
+       # exp(2z) / (1 + exp(2z)), so exp never overflows (a / inf gave -0 below a ~ -10.06)
+       {'float': 'const $T z = 1.59576912160573071176 * (a + 0.044715 * a * a * a); const $T t = exp(-fabs(z)); '
+                 'return a * (z < 0 ? t : 1.0) / (1.0 + t);'}),
+    # a / (1 + exp(-a)), for a < 0 as a exp(a) / (1 + exp(a)): exp never overflows (the first
+    # form gave -0 in f32 for a below -88.7, where the true value is still ~1e-37); a >= 0 as before
+    Op(19, 'silu', U, ('a',), FLT, 'same', 'a * sigmoid(a)',
+       {'float': 'const $T t = exp(-fabs(a)); return a * (a < 0 ? t : 1.0) / (1.0 + t);'}),
     Op(20, 'floor', U, ('a',), FLT, 'same', 'round down', _fn('floor')),
     Op(21, 'ceil', U, ('a',), FLT, 'same', 'round up', _fn('ceil')),
     Op(22, 'round', U, ('a',), FLT, 'same', 'round to nearest, ties to even', _fn('rint')),

@@ -190,8 +190,11 @@ def _erf(x):
 
 
 def _sigmoid(x):
-    with np.errstate(over="ignore"):
-        return 1.0 / (1.0 + np.exp(-x))
+    """1 / (1 + exp(-x)), as exp(x) / (1 + exp(x)) for x < 0 (no overflow: silu and gelu_tanh
+    keep their tiny values far below zero)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(-np.abs(x))
+        return np.where(x < 0, e / (1.0 + e), 1.0 / (1.0 + e))
 
 
 FLOAT_UNARY = {
@@ -213,7 +216,8 @@ FLOAT_UNARY = {
     "sigmoid": _sigmoid,
     "relu": lambda a: np.where(np.isnan(a), a, np.where(a > 0, a, 0.0)),
     "gelu": lambda a: 0.5 * a * (1.0 + _erf(a / math.sqrt(2.0))),
-    "gelu_tanh": lambda a: 0.5 * a * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (a + 0.044715 * a ** 3))),
+    # 0.5 (1 + tanh(z)) = sigmoid(2z), without 1 + tanh(z)'s cancellation for z << 0
+    "gelu_tanh": lambda a: a * _sigmoid(2.0 * math.sqrt(2.0 / math.pi) * (a + 0.044715 * a ** 3)),
     "silu": lambda a: a * _sigmoid(a),
     "floor": np.floor,
     "ceil": np.ceil,

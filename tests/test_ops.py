@@ -434,6 +434,9 @@ def specials(dtype, op=None):
     # lerp: whether w*(b-a) overflows before a is added depends on fused or separate rounding.
     if op not in ("gelu", "lerp"):
         v += [big, -big]
+    # where exp(-a) (silu) or exp(-2z) (gelu_tanh) overflows but the result is still normal
+    if op in ("silu", "gelu_tanh"):
+        v += [-10.06, -10.5, -89.5, -90.5, -95.0, -715.0]
     return np.array(v)
 
 

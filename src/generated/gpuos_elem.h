@@ -597,14 +597,14 @@ GPUOS__FN float gpuos__e_gelu_f16(float a) { return 0.5f * a * erfcf(a * -0.7071
 GPUOS__FN float gpuos__e_gelu_bf16(float a) { return 0.5f * a * erfcf(a * -0.70710678118654752440f); }
 GPUOS__FN float gpuos__e_gelu_f32(float a) { return 0.5f * a * erfcf(a * -0.70710678118654752440f); }
 GPUOS__FN double gpuos__e_gelu_f64(double a) { return 0.5 * a * erfc(a * -0.70710678118654752440); }
-GPUOS__FN float gpuos__e_gelu_tanh_f16(float a) { return a / (1.0f + expf(-1.59576912160573071176f * (a + 0.044715f * a * a * a))); }
-GPUOS__FN float gpuos__e_gelu_tanh_bf16(float a) { return a / (1.0f + expf(-1.59576912160573071176f * (a + 0.044715f * a * a * a))); }
-GPUOS__FN float gpuos__e_gelu_tanh_f32(float a) { return a / (1.0f + expf(-1.59576912160573071176f * (a + 0.044715f * a * a * a))); }
-GPUOS__FN double gpuos__e_gelu_tanh_f64(double a) { return a / (1.0 + exp(-1.59576912160573071176 * (a + 0.044715 * a * a * a))); }
-GPUOS__FN float gpuos__e_silu_f16(float a) { return a / (1.0f + expf(-a)); }
-GPUOS__FN float gpuos__e_silu_bf16(float a) { return a / (1.0f + expf(-a)); }
-GPUOS__FN float gpuos__e_silu_f32(float a) { return a / (1.0f + expf(-a)); }
-GPUOS__FN double gpuos__e_silu_f64(double a) { return a / (1.0 + exp(-a)); }
+GPUOS__FN float gpuos__e_gelu_tanh_f16(float a) { const float z = 1.59576912160573071176f * (a + 0.044715f * a * a * a); const float t = expf(-fabsf(z)); return a * (z < 0 ? t : 1.0f) / (1.0f + t); }
+GPUOS__FN float gpuos__e_gelu_tanh_bf16(float a) { const float z = 1.59576912160573071176f * (a + 0.044715f * a * a * a); const float t = expf(-fabsf(z)); return a * (z < 0 ? t : 1.0f) / (1.0f + t); }
+GPUOS__FN float gpuos__e_gelu_tanh_f32(float a) { const float z = 1.59576912160573071176f * (a + 0.044715f * a * a * a); const float t = expf(-fabsf(z)); return a * (z < 0 ? t : 1.0f) / (1.0f + t); }
+GPUOS__FN double gpuos__e_gelu_tanh_f64(double a) { const double z = 1.59576912160573071176 * (a + 0.044715 * a * a * a); const double t = exp(-fabs(z)); return a * (z < 0 ? t : 1.0) / (1.0 + t); }
+GPUOS__FN float gpuos__e_silu_f16(float a) { const float t = expf(-fabsf(a)); return a * (a < 0 ? t : 1.0f) / (1.0f + t); }
+GPUOS__FN float gpuos__e_silu_bf16(float a) { const float t = expf(-fabsf(a)); return a * (a < 0 ? t : 1.0f) / (1.0f + t); }
+GPUOS__FN float gpuos__e_silu_f32(float a) { const float t = expf(-fabsf(a)); return a * (a < 0 ? t : 1.0f) / (1.0f + t); }
+GPUOS__FN double gpuos__e_silu_f64(double a) { const double t = exp(-fabs(a)); return a * (a < 0 ? t : 1.0) / (1.0 + t); }
 GPUOS__FN float gpuos__e_floor_f16(float a) { return floorf(a); }
 GPUOS__FN float gpuos__e_floor_bf16(float a) { return floorf(a); }
 GPUOS__FN float gpuos__e_floor_f32(float a) { return floorf(a); }
