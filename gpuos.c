@@ -3153,7 +3153,7 @@ struct gpuos__cuda {
     /* run-time operators: what a module generation is linked from (cuda_build_module) */
     uint64_t base_key;           /* cache key of the built-in device code */
     int n_parts;                 /* relocatable programs it was compiled as (0: not relocatable) */
-    char *opt_store[8];          /* the NVRTC options it was compiled with (copies) */
+    char *opt_store[10];         /* the NVRTC options it was compiled with (copies; cuda_build_module's all) */
     int n_opt_store;
     void *rtw_img;               /* the run-time module's own code (part GPUOS__D_PART_RT), relocatable:
                                     compiled with the built-ins, else read from the cache on first need */
@@ -3439,7 +3439,7 @@ static gpuos_status cuda_load_timeout(gpuos_context *ctx, const char *fn) {
 static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c) {
     char why[512], arch[64], dir[1024], path[1200], maxrreg[32];
     const gpuos__nvrtc_api *nv;
-    const char *opts[10];
+    const char *opts[10]; /* (all kept in opt_store: the run-time module's worker code is built with them) */
     size_t src_len = 0, cubin_size = 0;
     char *src, *log = NULL;
     void *cubin = NULL;
@@ -3503,7 +3503,7 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
     /* what run-time operators' module generations are built with */
     c->base_key = key;
     c->n_parts = jl ? n_parts : 0;
-    for (i = 0; i < n_opts && c->n_opt_store < 8; i++) {
+    for (i = 0; i < n_opts && c->n_opt_store < (int)(sizeof c->opt_store / sizeof c->opt_store[0]); i++) {
         size_t L = strlen(opts[i]) + 1;
         char *cp = (char *)malloc(L);
         if (!cp) break;
@@ -5649,7 +5649,7 @@ const char *gpuos__cuda_device_name(const gpuos_context *ctx) { return ctx->cuda
    compiled (once). */
 static gpuos_status cuda_rt_worker(gpuos_context *ctx, struct gpuos__cuda *c, const char *dir) {
     cuda__part part;
-    const char *opts[8];
+    const char *opts[sizeof c->opt_store / sizeof c->opt_store[0]];
     char pp[1200], *src;
     size_t len;
     int k;
@@ -25865,11 +25865,12 @@ const char *const gpuos__device_source[] = {
     "    const uint64_t *src = (const uint64_t *)(P.plans + (size_t)d->plan_id * GPUOS__PLAN_BYTES);\n",
     "    for (; k < (int)(GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8); k += n) s_plan[k] = src[k];\n",
     "}\n",
-    "/* 1: the express worker's idle look issues all its reads at once (gpuos__pk_work) */\n",
+    "/* 1: express tasks claimed from the mailbox run through the batch loop (inline passes; 0: their\n",
+    "   own branch, out of line, A/B) */\n",
     "#ifndef GPUOS__PK_XINLINE\n",
-    "#define GPUOS__PK_XINLINE 1 /* 1: express tasks run through the batch loop (inline passes) */\n",
+    "#define GPUOS__PK_XINLINE 1\n",
     "#endif\n",
-    "\n",
+    "/* 1: the express worker's idle look issues all its reads at once (gpuos__pk_work; 0: in turn, A/B) */\n",
     "#ifndef GPUOS__PK_XPAR\n",
     "#define GPUOS__PK_XPAR 1\n",
     "#endif\n",
@@ -26156,6 +26157,7 @@ const char *const gpuos__device_source[] = {
     "    __shared__ uint64_t s_plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8];\n",
     "    __shared__ int s_n, s_stale, s_ready;\n",
     "    __shared__ uint32_t s_hhead;   /* lane 1: inbox entries consumed (gpuos__pk_hi) */\n",
+    "    __shared__ uint32_t s_hh0;     /* lane 1: s_hhead at this launch's start */\n",
     "    __shared__ uint64_t s_href;    /* lane 1: the seq of the last entry consumed (gpuos__pk_read_entry) */\n",
     "    __shared__ uint32_t s_same;    /* bit i: entry i + 1 is identical to entry i (runs) */\n",
     "    __shared__ uint32_t s_sysw;    /* bit i: entry i writes mapped host memory (gpuos__pk_publish) */\n",
@@ -26189,7 +26191,7 @@ const char *const gpuos__device_source[] = {
     "#ifdef GPUOS__PK_TIMESTAMPS\n",
     "    unsigned long long prof[GPUOS__PROF_N] = {0};\n",
     "#endif\n",
-    "    if (tid == 0) s_stale = 0, s_hhead = P.wpos[1][me], s_href = P.start_seq[1] - 1;\n",
+    "    if (tid == 0) s_stale = 0, s_hhead = s_hh0 = P.wpos[1][me], s_href = P.start_seq[1] - 1;\n",
     "    __syncthreads();\n",
     "    for (;;) {\n",
     "        GPUOS__PROF_T0(t_wait);\n",
@@ -26212,7 +26214,10 @@ const char *const gpuos__device_source[] = {
     "                       steer the next look; an entry found is checked against the claim word\n",
     "                       again after its acquire (gpuos__pk_xowed), as below. */\n",
     "                    uint64_t hv = 0, xf = 0, xr = 0, xc = 0;\n",
-    "                    const bool xpoll = xowed || xnext;\n",
+    "                    /* (not once this block ran lane-1 work in this launch: the context has used\n",
+    "                       priorities, so the host sends no express tasks, and a lane-1 entry must not\n",
+    "                       wait for a mailbox read in flight) */\n",
+    "                    const bool xpoll = xowed || (xnext && s_hhead == s_hh0);\n",
     "                    if (lane == 0) {\n",
     "                        const gpuos__ientry *he = &P.inbox[1][(size_t)me * P.inbox_cap + (hh & (P.inbox_cap - 1))];\n",
     "                        asm volatile(\"ld.relaxed.gpu.global.u64 %0, [%1];\" : \"=l\"(hv) : \"l\"(he) : \"memory\");\n",

@@ -217,7 +217,7 @@ struct gpuos__cuda {
     /* run-time operators: what a module generation is linked from (cuda_build_module) */
     uint64_t base_key;           /* cache key of the built-in device code */
     int n_parts;                 /* relocatable programs it was compiled as (0: not relocatable) */
-    char *opt_store[8];          /* the NVRTC options it was compiled with (copies) */
+    char *opt_store[10];         /* the NVRTC options it was compiled with (copies; cuda_build_module's all) */
     int n_opt_store;
     void *rtw_img;               /* the run-time module's own code (part GPUOS__D_PART_RT), relocatable:
                                     compiled with the built-ins, else read from the cache on first need */
@@ -503,7 +503,7 @@ static gpuos_status cuda_load_timeout(gpuos_context *ctx, const char *fn) {
 static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c) {
     char why[512], arch[64], dir[1024], path[1200], maxrreg[32];
     const gpuos__nvrtc_api *nv;
-    const char *opts[10];
+    const char *opts[10]; /* (all kept in opt_store: the run-time module's worker code is built with them) */
     size_t src_len = 0, cubin_size = 0;
     char *src, *log = NULL;
     void *cubin = NULL;
@@ -567,7 +567,7 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
     /* what run-time operators' module generations are built with */
     c->base_key = key;
     c->n_parts = jl ? n_parts : 0;
-    for (i = 0; i < n_opts && c->n_opt_store < 8; i++) {
+    for (i = 0; i < n_opts && c->n_opt_store < (int)(sizeof c->opt_store / sizeof c->opt_store[0]); i++) {
         size_t L = strlen(opts[i]) + 1;
         char *cp = (char *)malloc(L);
         if (!cp) break;
@@ -2713,7 +2713,7 @@ const char *gpuos__cuda_device_name(const gpuos_context *ctx) { return ctx->cuda
    compiled (once). */
 static gpuos_status cuda_rt_worker(gpuos_context *ctx, struct gpuos__cuda *c, const char *dir) {
     cuda__part part;
-    const char *opts[8];
+    const char *opts[sizeof c->opt_store / sizeof c->opt_store[0]];
     char pp[1200], *src;
     size_t len;
     int k;

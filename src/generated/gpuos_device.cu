@@ -11632,11 +11632,12 @@ static __device__ __forceinline__ void gpuos__pk_load_plan(const gpuos__pk_param
     const uint64_t *src = (const uint64_t *)(P.plans + (size_t)d->plan_id * GPUOS__PLAN_BYTES);
     for (; k < (int)(GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8); k += n) s_plan[k] = src[k];
 }
-/* 1: the express worker's idle look issues all its reads at once (gpuos__pk_work) */
+/* 1: express tasks claimed from the mailbox run through the batch loop (inline passes; 0: their
+   own branch, out of line, A/B) */
 #ifndef GPUOS__PK_XINLINE
-#define GPUOS__PK_XINLINE 1 /* 1: express tasks run through the batch loop (inline passes) */
+#define GPUOS__PK_XINLINE 1
 #endif
-
+/* 1: the express worker's idle look issues all its reads at once (gpuos__pk_work; 0: in turn, A/B) */
 #ifndef GPUOS__PK_XPAR
 #define GPUOS__PK_XPAR 1
 #endif
@@ -11923,6 +11924,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
     __shared__ uint64_t s_plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8];
     __shared__ int s_n, s_stale, s_ready;
     __shared__ uint32_t s_hhead;   /* lane 1: inbox entries consumed (gpuos__pk_hi) */
+    __shared__ uint32_t s_hh0;     /* lane 1: s_hhead at this launch's start */
     __shared__ uint64_t s_href;    /* lane 1: the seq of the last entry consumed (gpuos__pk_read_entry) */
     __shared__ uint32_t s_same;    /* bit i: entry i + 1 is identical to entry i (runs) */
     __shared__ uint32_t s_sysw;    /* bit i: entry i writes mapped host memory (gpuos__pk_publish) */
@@ -11956,7 +11958,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #ifdef GPUOS__PK_TIMESTAMPS
     unsigned long long prof[GPUOS__PROF_N] = {0};
 #endif
-    if (tid == 0) s_stale = 0, s_hhead = P.wpos[1][me], s_href = P.start_seq[1] - 1;
+    if (tid == 0) s_stale = 0, s_hhead = s_hh0 = P.wpos[1][me], s_href = P.start_seq[1] - 1;
     __syncthreads();
     for (;;) {
         GPUOS__PROF_T0(t_wait);
@@ -11979,7 +11981,10 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                        steer the next look; an entry found is checked against the claim word
                        again after its acquire (gpuos__pk_xowed), as below. */
                     uint64_t hv = 0, xf = 0, xr = 0, xc = 0;
-                    const bool xpoll = xowed || xnext;
+                    /* (not once this block ran lane-1 work in this launch: the context has used
+                       priorities, so the host sends no express tasks, and a lane-1 entry must not
+                       wait for a mailbox read in flight) */
+                    const bool xpoll = xowed || (xnext && s_hhead == s_hh0);
                     if (lane == 0) {
                         const gpuos__ientry *he = &P.inbox[1][(size_t)me * P.inbox_cap + (hh & (P.inbox_cap - 1))];
                         asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(hv) : "l"(he) : "memory");
