@@ -927,7 +927,7 @@ static __device__ __forceinline__ bool gpuos__pk_xowed(const gpuos__pk_params &P
    and the task's dependencies are done; then the next one too when the read caught it (two
    tasks sent together, as a task and the small download of its result: the fetcher would
    take the second while the first runs). Returns the tasks claimed (0, 1 or 2; the same in
-   every lane), to run now in order: descriptors xd[], seqs xseq[] (lane 0). *xq moves past
+   every lane), to run now in order: descriptors xd[], seqs xseq[] (lane 0; the worker passes its batch arrays s_d, s_seq). *xq moves past
    the tasks claimed, a task the fetcher took, and one whose slot already holds a later
    lap's (the host rewrites a slot once its task is done). A torn slot (words of two laps)
    has tags that differ: not complete. */
@@ -993,8 +993,6 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
     __shared__ uint64_t s_href;    /* lane 1: the seq of the last entry consumed (gpuos__pk_read_entry) */
     __shared__ uint32_t s_same;    /* bit i: entry i + 1 is identical to entry i (runs) */
     __shared__ uint32_t s_sysw;    /* bit i: entry i writes mapped host memory (gpuos__pk_publish) */
-    __shared__ gpuos__qdesc s_xd[2]; /* the express tasks to run from the mailbox (s_n = -1, -2) */
-    __shared__ uint64_t s_xseq[2];
     __shared__ uint32_t s_xslot;     /* the first one's mailbox slot */
     const int tid = threadIdx.x, lane = tid & 31;
     const bool xw = me == P.xworker; /* the express worker: also polls the mailbox when idle */
@@ -1097,7 +1095,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                     }
                     if (xpoll) {
                         const uint32_t slot = (uint32_t)(xq % GPUOS__XBOX);
-                        const int nx = gpuos__pk_xclaim(P, xv, &xq, &xlost, xran, s_xd, s_xseq);
+                        const int nx = gpuos__pk_xclaim(P, xv, &xq, &xlost, xran, s_d, s_seq);
                         if (nx) {
                             if (lane == 0) s_n = -nx, s_xslot = slot;
 #ifdef GPUOS__PK_TIMESTAMPS
@@ -1164,7 +1162,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                 }
                 if (xpoll) {
                     const uint32_t slot = (uint32_t)(xq % GPUOS__XBOX);
-                    const int nx = gpuos__pk_xclaim(P, xv, &xq, &xlost, xran, s_xd, s_xseq);
+                    const int nx = gpuos__pk_xclaim(P, xv, &xq, &xlost, xran, s_d, s_seq);
                     if (nx) {
                         if (lane == 0) s_n = -nx, s_xslot = slot;
 #ifdef GPUOS__PK_TIMESTAMPS
@@ -1193,7 +1191,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #endif
         }
 #if GPUOS__PK_XINLINE
-        /* express tasks claimed from the mailbox (s_n = -1, -2): the batch loop below runs them,
+        /* express tasks claimed from the mailbox (s_n = -1, -2; into s_d, s_seq): the batch loop below runs them,
            each one tile here (no dependency wait, no inbox entry: its done stamp and the host's
            word when it ran), so their element-wise passes run inline as any entry's do */
         const int xn = n < 0 ? -n : 0;
@@ -1208,7 +1206,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
             /* every thread acquires: the tasks' inputs were written by finished tasks */
             asm volatile("fence.acq_rel.gpu;" ::: "memory");
             for (int k = 0; k < -n; k++) {
-                const gpuos__qdesc *d = &s_xd[k];
+                const gpuos__qdesc *d = &s_d[k];
                 if (gpuos__pk_plan_changed(d, plan_row, plan_epoch)) {
                     if (k) __syncthreads(); /* the last one's plan is read by all */
                     gpuos__pk_load_plan(P, d, s_plan, tid, blockDim.x, plan_row, plan_epoch);
@@ -1219,10 +1217,10 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                    worker loop's code) */
                 gpuos__d_run(d->kernel_id, s_plan, 0, d->n_items < d->tile_items ? d->n_items : d->tile_items);
                 __syncthreads();
-                if (tid == 0) gpuos__pk_xfinish(P, d, s_xseq[k], s_xslot + k);
+                if (tid == 0) gpuos__pk_xfinish(P, d, s_seq[k], s_xslot + k);
             }
-            xran = s_xseq[-n - 1];
-            __syncthreads(); /* s_xd, s_xseq, s_n and the plan are read by all before warp 0 looks again */
+            xran = s_seq[-n - 1];
+            __syncthreads(); /* s_d, s_seq, s_n and the plan are read by all before warp 0 looks again */
             if (tid == 0) s_stale = 0; /* (read by all at the batch's start) */
             continue;
         }
@@ -1232,7 +1230,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
             continue;
         }
         for (int i = 0; i < n; i++) {
-            const gpuos__qdesc *d = xn ? &s_xd[i] : &s_d[i];
+            const gpuos__qdesc *d = &s_d[i];
             if (GPUOS__KIND(d->kind) == GPUOS__SLOT_EXIT) { stop = 1; break; }
             /* Lane 1 is looked for when a batch starts and while a task waits. Once the
                context has used priorities (the host marks lane-0 tasks), a batch also ends
@@ -1243,7 +1241,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                 n = i;
                 break;
             }
-            const uint64_t seq = xn ? s_xseq[i] : s_seq[i];
+            const uint64_t seq = s_seq[i];
             if (xn || (d->stamp & GPUOS__DESC_XPRESS)) xran = seq; /* (or one the fetcher took, on the express worker) */
             GPUOS__PROF_T0(t_deps);
             if (d->n_deps && !xn) { /* (an express task's are done: gpuos__pk_xready) */
@@ -1401,7 +1399,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
             if (n > 0) ref = s_seq[n - 1];
             head += n;
         }
-        __syncthreads(); /* (and s_xd, s_xseq, s_n and the plan read by all before warp 0 looks again) */
+        __syncthreads(); /* (and s_d, s_seq, s_n and the plan read by all before warp 0 looks again) */
         if (tid == 0) s_stale = 0;
     }
 }
