@@ -11969,6 +11969,8 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                 const uint32_t hh = s_hhead;
                 /* the express worker idle: its mailbox read flies with the inbox read */
                 uint64_t xv = 0;
+                bool xpoll;
+                int ok, n;
 #if GPUOS__PK_XPAR
                 if (xw) {
                     /* The express worker's look: every word it reads in flight at once, relaxed
@@ -11977,12 +11979,12 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                        owed), then its inbox entries (acquire), so a look while idle is one PCIe
                        round trip, not it and four L2 round trips in turn. xf, xr and xc only
                        steer the next look; an entry found is checked against the claim word
-                       again after its acquire (gpuos__pk_xowed), as below. */
+                       again after its acquire (gpuos__pk_xowed). */
                     uint64_t hv = 0, xf = 0, xr = 0, xc = 0;
                     /* (not once this block ran lane-1 work in this launch: the context has used
                        priorities, so the host sends no express tasks, and a lane-1 entry must not
                        wait for a mailbox read in flight) */
-                    const bool xpoll = xowed || (xnext && s_hhead == s_hh0);
+                    xpoll = xowed || (xnext && s_hhead == s_hh0);
                     if (lane == 0) {
                         const gpuos__ientry *he = &P.inbox[1][(size_t)me * P.inbox_cap + (hh & (P.inbox_cap - 1))];
                         asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(hv) : "l"(he) : "memory");
@@ -11998,10 +12000,10 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                         if (lane == 0) s_n = 0;
                         break;
                     }
-                    const int ok = gpuos__pk_read_entry(P, 0, inbox, head + lane, ref, &s_d[lane], &s_seq[lane]);
+                    ok = gpuos__pk_read_entry(P, 0, inbox, head + lane, ref, &s_d[lane], &s_seq[lane]);
                     s_mine[lane] = 0;
                     const uint32_t b = __ballot_sync(0xffffffffu, ok);
-                    int n = b == 0xffffffffu ? 32 : __ffs(~b) - 1;
+                    n = b == 0xffffffffu ? 32 : __ffs(~b) - 1;
                     /* (the device idle: every task fetched retired, the fetcher past the last
                        express task this worker ran; an express task may retire before the fetcher
                        reaches its slot: until it has, what the host sent next may be on its way) */
@@ -12010,74 +12012,44 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                        before the entries that follow it); none: the speculative look decides */
                     __syncwarp(); /* (orders another lane's acquire of an entry before lane 0's look) */
                     xowed = __shfl_sync(0xffffffffu, lane == 0 && (n > 0 || xc > xran) ? (int)gpuos__pk_xowed(P, xran) : 0, 0);
-                    if (xowed) n = 0; /* the mailbox first */
-                    if (n > 0) {
-                        const uint32_t sw = __ballot_sync(0xffffffffu, ok && (s_d[lane].stamp & GPUOS__DESC_SYSW));
-                        if (lane == 0) s_sysw = sw;
-#if GPUOS__PK_RUN_ON
-                        uint32_t same = 0;
-                        if (n > 1) {
-                            __syncwarp();
-                            same = __ballot_sync(0xffffffffu, lane + 1 < n && gpuos__pk_same_task(&s_d[lane + 1], &s_d[lane]));
-                        }
-                        if (lane == 0) s_same = same;
+                } else
 #endif
-                        if (lane == 0) s_n = n;
-#ifdef GPUOS__PK_TIMESTAMPS
-                        if (lane == 0) P.ctl->stamp[2] = gpuos__globaltimer();
-#endif
+                {
+                    const int hs = lane == 0 ? gpuos__pk_hi_waiting(P, me, hh) : 0;
+                    /* lane 1 first: an empty lane-0 batch (s_n = 0) sends the block to it */
+                    if (__shfl_sync(0xffffffffu, hs, 0)) {
+                        if (lane == 0) s_n = 0;
                         break;
                     }
-                    if (xpoll) {
-                        const uint32_t slot = (uint32_t)(xq % GPUOS__XBOX);
-                        const int nx = gpuos__pk_xclaim(P, xv, &xq, &xlost, xran, s_d, s_seq);
-                        if (nx) {
-                            if (lane == 0) s_n = -nx, s_xslot = slot;
-#ifdef GPUOS__PK_TIMESTAMPS
-                            if (lane == 0) P.ctl->stamp[2] = gpuos__globaltimer(); /* claimed from the mailbox */
-#endif
-                            break;
-                        }
+                    /* The express worker reads its mailbox only while every task fetched has
+                       retired and the fetcher is past the last express task it ran (the device is
+                       idle, as when a program waits for its last task): each read is a PCIe round
+                       trip, and an inbox entry arriving meanwhile waits for it (a small download
+                       queued behind an express task, a chain with tiles here, paid 1-3 us a task). */
+                    int xidle = 0;
+                    if (xw && lane == 0) {
+                        uint64_t f, r;
+                        asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(f) : "l"(P.xfetched) : "memory");
+                        r = gpuos__ld_acquire_gpu_u64(&P.retired[0]);
+                        /* (an express task may retire before the fetcher reaches its slot: until it
+                           has, what the host sent next may be in its batch, on its way here) */
+                        xidle = f <= r + 1 && f > xran;
                     }
-                    if (++spin > 8) gpuos__nanosleep(spin > 4096 ? 256 : 32);
-                    if (spin == (1u << 20) && lane == 0) s_stale = 1;
-                    continue;
+                    /* (or when it owes the fetcher a task: then its mailbox holds it) */
+                    xpoll = xw && (xowed || (spin > 0 && __shfl_sync(0xffffffffu, xidle, 0)));
+                    if (xpoll) /* slots xq and xq + 1 */
+                        asm volatile("ld.volatile.global.u64 %0, [%1];"
+                                     : "=l"(xv) : "l"(&P.ctl->xbox[(xq + (lane >> 4)) % GPUOS__XBOX][(lane >> 3) & 1].w[lane & 7]) : "memory");
+                    ok = gpuos__pk_read_entry(P, 0, inbox, head + lane, ref, &s_d[lane], &s_seq[lane]);
+                    s_mine[lane] = 0;
+                    const uint32_t b = __ballot_sync(0xffffffffu, ok);
+                    n = b == 0xffffffffu ? 32 : __ffs(~b) - 1;
+                    if (xw) { /* (after the entries' acquires: a task left to it came before them) */
+                        __syncwarp(); /* (orders another lane's acquire of an entry before lane 0's look) */
+                        xowed = __shfl_sync(0xffffffffu, lane == 0 ? (int)gpuos__pk_xowed(P, xran) : 0, 0);
+                    }
                 }
-#endif
-                const int hs = lane == 0 ? gpuos__pk_hi_waiting(P, me, hh) : 0;
-                /* lane 1 first: an empty lane-0 batch (s_n = 0) sends the block to it */
-                if (__shfl_sync(0xffffffffu, hs, 0)) {
-                    if (lane == 0) s_n = 0;
-                    break;
-                }
-                /* The express worker reads its mailbox only while every task fetched has retired
-                   and the fetcher is past the last express task it ran (the device is idle, as
-                   when a program waits for its last task): each read is a PCIe round trip, and
-                   an inbox entry arriving meanwhile waits for it (a small download queued
-                   behind an express task, a chain with tiles here, paid 1-3 us a task). */
-                int xidle = 0;
-                if (xw && lane == 0) {
-                    uint64_t f, r;
-                    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(f) : "l"(P.xfetched) : "memory");
-                    r = gpuos__ld_acquire_gpu_u64(&P.retired[0]);
-                    /* (an express task may retire before the fetcher reaches its slot: until it
-                       has, what the host sent next may be in its batch, on its way here) */
-                    xidle = f <= r + 1 && f > xran;
-                }
-                /* (or when it owes the fetcher a task: then its mailbox holds it) */
-                const bool xpoll = xw && (xowed || (spin > 0 && __shfl_sync(0xffffffffu, xidle, 0)));
-                if (xpoll) /* slots xq and xq + 1 */
-                    asm volatile("ld.volatile.global.u64 %0, [%1];"
-                                 : "=l"(xv) : "l"(&P.ctl->xbox[(xq + (lane >> 4)) % GPUOS__XBOX][(lane >> 3) & 1].w[lane & 7]) : "memory");
-                const int ok = gpuos__pk_read_entry(P, 0, inbox, head + lane, ref, &s_d[lane], &s_seq[lane]);
-                s_mine[lane] = 0;
-                uint32_t b = __ballot_sync(0xffffffffu, ok);
-                int n = b == 0xffffffffu ? 32 : __ffs(~b) - 1;
-                if (xw) { /* (after the entries' acquires: a task left to it came before them) */
-                    __syncwarp(); /* (orders another lane's acquire of an entry before lane 0's look) */
-                    xowed = __shfl_sync(0xffffffffu, lane == 0 ? (int)gpuos__pk_xowed(P, xran) : 0, 0);
-                    if (xowed) n = 0; /* the mailbox first */
-                }
+                if (xowed) n = 0; /* the mailbox first */
                 if (n > 0) {
                     const uint32_t sw = __ballot_sync(0xffffffffu, ok && (s_d[lane].stamp & GPUOS__DESC_SYSW));
                     if (lane == 0) s_sysw = sw;
