@@ -80,10 +80,13 @@
    A context may be used from many threads at once (except gpuos_destroy, which must
    not overlap any other call on it): submissions from different threads are each
    atomic and keep each thread's program order. The detail string of
-   gpuos_last_error belongs to the context (errors with no context, such as a NULL
-   ctx, tensor or graph argument, go to one process-wide string), so with several
-   threads it may describe another thread's error; the returned status is always
-   your own.
+   gpuos_last_error belongs to the context, so with several threads it may describe
+   another thread's error; the returned status is always your own. A call with no
+   context to report to (a NULL ctx, or a NULL tensor or graph that is the call's only
+   handle, as in gpuos_tensor_get_info(NULL, ...)) writes its detail to one process-wide
+   string, gpuos_last_error(NULL); a NULL tensor passed with a valid ctx is that
+   context's error. A function that makes an object (*out) sets *out to NULL when it
+   fails.
    Tensors are reference counted: a tensor (or view) may be released right after
    a submission that uses it; its memory lives until the queued work is done.
 
@@ -533,7 +536,9 @@ GPUOS_API gpuos_status gpuos_graph_create(gpuos_context *ctx, gpuos_graph **grap
 /* Validates task and appends it; *node (may be NULL) receives its index (0, 1, ...). */
 GPUOS_API gpuos_status gpuos_graph_add(gpuos_graph *graph, const gpuos_task *task, int *node);
 /* Node `after` runs after node `before`, whatever their recorded order (recorded order is
-   the default). A dependency that closes a cycle is refused (GPUOS_ERR_INVALID_ARGUMENT). */
+   the default). A dependency that closes a cycle is refused (GPUOS_ERR_INVALID_ARGUMENT).
+   Memory is then ordered in the order the nodes run: a node moved before another node that
+   writes what it reads sees what was there before that writer, not the writer's result. */
 GPUOS_API gpuos_status gpuos_graph_add_dep(gpuos_graph *graph, int before, int after);
 /* Queues every node once; *seq (may be NULL) is the last one's sequence number (a fence
    for the whole launch). Bindings and scalars are checked before anything is queued

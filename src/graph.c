@@ -71,9 +71,9 @@ static void graph_drop_cg(gpuos_graph *g) {
 
 gpuos_status gpuos_graph_create(gpuos_context *ctx, gpuos_graph **graph) {
     gpuos_graph *g;
+    if (graph) *graph = NULL;
     if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_graph_create: ctx is NULL");
     if (!graph) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_graph_create: graph is NULL");
-    *graph = NULL;
     if (gpuos__check_alive(ctx, "gpuos_graph_create") != GPUOS_OK) return GPUOS_ERR_INVALID_ARGUMENT;
     g = (gpuos_graph *)calloc(1, sizeof *g);
     if (!g) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_create: no memory");

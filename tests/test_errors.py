@@ -238,6 +238,38 @@ def test_null_api_arguments(ctx):
     usable(ctx)
 
 
+def test_out_null_on_failure(ctx):
+    """Every function that makes an object sets *out to NULL when it fails (gpuos.h, ERROR MODEL),
+    whatever *out held before: a caller reusing a handle variable never keeps a stale one."""
+    L = lib()
+    t = f32(ctx, (4, 4))
+    bad, five = _i64arr([-1]), _i64arr([5])
+    perm = (ctypes.c_int * 2)(0, 0)
+    buf = np.zeros(4, dtype=np.float32)
+    cases = [
+        ("gpuos_tensor_new (shape -1)", lambda p: L.gpuos_tensor_new(ctx.ptr, 8, 1, bad, p)),
+        ("gpuos_tensor_new (ctx NULL)", lambda p: L.gpuos_tensor_new(None, 8, 1, five, p)),
+        ("gpuos_tensor_scalar (ctx NULL)", lambda p: L.gpuos_tensor_scalar(None, 8, 1.0, p)),
+        ("gpuos_tensor_wrap (data NULL)", lambda p: L.gpuos_tensor_wrap(ctx.ptr, None, 64, 8, 1, five, None, p)),
+        ("gpuos_tensor_wrap (too few bytes)", lambda p: L.gpuos_tensor_wrap(ctx.ptr, buf.ctypes.data, 4, 8, 1, five, None, p)),
+        ("gpuos_view_slice (axis 5)", lambda p: L.gpuos_view_slice(t.ptr, 5, 0, 1, 1, p)),
+        ("gpuos_view_permute (repeated axis)", lambda p: L.gpuos_view_permute(t.ptr, perm, p)),
+        ("gpuos_view_transpose (axis 5)", lambda p: L.gpuos_view_transpose(t.ptr, 0, 5, p)),
+        ("gpuos_view_squeeze (size 4)", lambda p: L.gpuos_view_squeeze(t.ptr, 0, p)),
+        ("gpuos_view_unsqueeze (axis 7)", lambda p: L.gpuos_view_unsqueeze(t.ptr, 7, p)),
+        ("gpuos_view_reshape (5 of 16)", lambda p: L.gpuos_view_reshape(t.ptr, 1, five, p)),
+        ("gpuos_view_broadcast_to ([-1])", lambda p: L.gpuos_view_broadcast_to(t.ptr, 1, bad, p)),
+        ("gpuos_view_strided (strides NULL, rank 1)", lambda p: L.gpuos_view_strided(t.ptr, 1, five, None, 0, p)),
+        ("gpuos_graph_create (ctx NULL)", lambda p: L.gpuos_graph_create(None, p)),
+    ]
+    for what, call in cases:
+        p = ctypes.c_void_p(1)  # a stale non-NULL handle
+        st = call(ctypes.byref(p))
+        assert st != OK, "%s succeeded" % what
+        assert not p.value, "%s: *out still %r after %s" % (what, p.value, STATUS[st] if 0 <= st < len(STATUS) else st)
+    usable(ctx)
+
+
 # ---------------------------------------------------------------- ranks, strides, views
 def test_rank_above_max(ctx):
     L = lib()
