@@ -12163,7 +12163,8 @@ static const status_text status_texts[] = {
     {"GPUOS_ERR_NULL_POINTER", "GPUOS_ERR_NULL_POINTER: a required pointer argument was NULL"},
     /* GPUOS_ERR_SHAPE_MISMATCH */
     {"GPUOS_ERR_SHAPE_MISMATCH",
-     "GPUOS_ERR_SHAPE_MISMATCH: shapes do not broadcast, or the output does not have the result's shape; "
+     "GPUOS_ERR_SHAPE_MISMATCH: shapes do not broadcast, or the output does not have the result's shape "
+     "(or a graph binding's shape or strides differ from the recorded tensor's); "
      "make the output exactly the broadcast/result shape"},
     /* GPUOS_ERR_DTYPE_MISMATCH */
     {"GPUOS_ERR_DTYPE_MISMATCH",

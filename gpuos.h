@@ -172,7 +172,8 @@ typedef enum gpuos_status {
     GPUOS_ERR_INTERNAL = 22          /* a bug in gpuos; please report it with gpuos_last_error */
 } gpuos_status;
 
-/* A short description of a status code ("GPUOS_ERR_SHAPE_MISMATCH: shapes ..."). Never NULL. */
+/* A status code's name and a sentence on what it means and what to do
+   ("GPUOS_ERR_SHAPE_MISMATCH: shapes ..."); gpuos_last_error has the case's detail. Never NULL. */
 GPUOS_API const char *gpuos_status_string(gpuos_status status);
 
 /* ---------------------------------------------------------------- generated: dtypes, operators */
