@@ -927,10 +927,10 @@ static __device__ __forceinline__ bool gpuos__pk_xowed(const gpuos__pk_params &P
    and the task's dependencies are done; then the next one too when the read caught it (two
    tasks sent together, as a task and the small download of its result: the fetcher would
    take the second while the first runs). Returns the tasks claimed (0, 1 or 2; the same in
-   every lane), to run now in order: descriptors xd[], seqs xseq[] (lane 0; the worker passes its batch arrays s_d, s_seq). *xq moves past
-   the tasks claimed, a task the fetcher took, and one whose slot already holds a later
-   lap's (the host rewrites a slot once its task is done). A torn slot (words of two laps)
-   has tags that differ: not complete. */
+   every lane), to run now in order: descriptors xd[], seqs xseq[] (lane 0; the worker passes
+   its batch arrays s_d, s_seq). *xq moves past the tasks claimed, a task the fetcher took,
+   and one whose slot already holds a later lap's (the host rewrites a slot once its task is
+   done). A torn slot (words of two laps) has tags that differ: not complete. */
 static __device__ __forceinline__ int gpuos__pk_xclaim(const gpuos__pk_params &P, uint64_t wv, uint64_t *xq,
                                                        uint64_t *xlost, uint64_t xran, gpuos__qdesc *xd, uint64_t *xseq) {
     const int lane = threadIdx.x & 31;
