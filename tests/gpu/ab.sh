@@ -24,7 +24,7 @@ while [ $r -lt ${ROUNDS:-2} ]; do
   for v in $V; do
     name=${v%%=*}; var=$(echo "${v#*=}" | tr '+' ' ')
     b=build/bench/gpuos_bench; [ "$name" = old ] && b=ab/bench_old
-    env $var $b --device 0 --rows "$ROWS" 2>&1 | grep -E '^ROW [a-z_]+ |INFO chain.submit|INFO chain.graph_us|FAIL|rror' | sed "s/^/$name /"
+    env $var $b --device 0 --rows "$ROWS" 2>&1 | grep -E '^ROW [a-z_]+ |INFO chain.submit|INFO chain.graph_us|INFO [a-z_]+\.express|INFO roundtrip[a-z_]*\.spread|FAIL|rror' | sed "s/^/$name /"
   done
   r=$((r + 1))
 done
