@@ -665,10 +665,13 @@ static __device__ int gpuos__pk_deps_ready(const gpuos__pk_params &P, int lane, 
 
 /* Lane 1 work waiting in this worker's inbox (a hint: the drain reads it properly)? No
    "memory" clobber: the hint orders nothing. */
+static __device__ __forceinline__ const gpuos__ientry *gpuos__pk_hi_entry(const gpuos__pk_params &P, uint32_t me,
+                                                                         uint32_t hhead) {
+    return &P.inbox[1][(size_t)me * P.inbox_cap + (hhead & (P.inbox_cap - 1))];
+}
 static __device__ __forceinline__ int gpuos__pk_hi_waiting(const gpuos__pk_params &P, uint32_t me, uint32_t hhead) {
     uint64_t v;
-    const gpuos__ientry *e = &P.inbox[1][(size_t)me * P.inbox_cap + (hhead & (P.inbox_cap - 1))];
-    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(e));
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(gpuos__pk_hi_entry(P, me, hhead)));
     return GPUOS__IE_WRITTEN(v, hhead);
 }
 
@@ -683,6 +686,28 @@ static __device__ __forceinline__ int gpuos__pk_read_entry(const gpuos__pk_param
     gpuos__ld_desc(d, &P.tasks[ln][sq & (P.task_cap - 1)].d);
     *seq = sq;
     return 1;
+}
+
+/* A worker's look at its lane-0 inbox (warp 0): lane k reads entry head + k into s_d[k],
+   s_seq[k] (*ok: it was there) and clears s_mine[k]; returns how many in a row were there. */
+static __device__ __forceinline__ int gpuos__pk_look_inbox(const gpuos__pk_params &P, const gpuos__ientry *inbox,
+                                                           uint32_t head, uint64_t ref, gpuos__qdesc *s_d,
+                                                           uint64_t *s_seq, uint32_t *s_mine, int *ok) {
+    const int lane = threadIdx.x & 31;
+    *ok = gpuos__pk_read_entry(P, 0, inbox, head + lane, ref, &s_d[lane], &s_seq[lane]);
+    s_mine[lane] = 0;
+    const uint32_t b = __ballot_sync(0xffffffffu, *ok);
+    return b == 0xffffffffu ? 32 : __ffs(~b) - 1;
+}
+
+/* The express worker's mailbox read (every lane of warp 0, one PCIe round trip): lanes 0..15
+   slot xq % GPUOS__XBOX, lanes 16..31 the next one, a word each (gpuos__pk_xclaim decodes). */
+static __device__ __forceinline__ uint64_t gpuos__pk_xbox_read(const gpuos__pk_params &P, uint64_t xq) {
+    const int lane = threadIdx.x & 31;
+    uint64_t v;
+    asm volatile("ld.volatile.global.u64 %0, [%1];"
+                 : "=l"(v) : "l"(&P.ctl->xbox[(xq + (lane >> 4)) % GPUOS__XBOX][(lane >> 3) & 1].w[lane & 7]) : "memory");
+    return v;
 }
 
 /* The plan of task d differs from the (row, epoch) a worker's s_plan holds. */
@@ -1074,24 +1099,18 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                        wait for a mailbox read in flight) */
                     xpoll = xowed || (xnext && s_hhead == s_hh0);
                     if (lane == 0) {
-                        const gpuos__ientry *he = &P.inbox[1][(size_t)me * P.inbox_cap + (hh & (P.inbox_cap - 1))];
-                        asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(hv) : "l"(he) : "memory");
+                        asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(hv) : "l"(gpuos__pk_hi_entry(P, me, hh)) : "memory");
                         asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(xf) : "l"(P.xfetched) : "memory");
                         asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(xr) : "l"(&P.retired[0]) : "memory");
                         asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(xc) : "l"(P.xclaim) : "memory");
                     }
-                    if (xpoll) /* slots xq and xq + 1 */
-                        asm volatile("ld.volatile.global.u64 %0, [%1];"
-                                     : "=l"(xv) : "l"(&P.ctl->xbox[(xq + (lane >> 4)) % GPUOS__XBOX][(lane >> 3) & 1].w[lane & 7]) : "memory");
+                    if (xpoll) xv = gpuos__pk_xbox_read(P, xq);
                     /* lane 1 first: an empty lane-0 batch (s_n = 0) sends the block to it */
                     if (__shfl_sync(0xffffffffu, lane == 0 && GPUOS__IE_WRITTEN(hv, hh), 0)) {
                         if (lane == 0) s_n = 0;
                         break;
                     }
-                    ok = gpuos__pk_read_entry(P, 0, inbox, head + lane, ref, &s_d[lane], &s_seq[lane]);
-                    s_mine[lane] = 0;
-                    const uint32_t b = __ballot_sync(0xffffffffu, ok);
-                    n = b == 0xffffffffu ? 32 : __ffs(~b) - 1;
+                    n = gpuos__pk_look_inbox(P, inbox, head, ref, s_d, s_seq, s_mine, &ok);
                     /* (the device idle: every task fetched retired, the fetcher past the last
                        express task this worker ran; an express task may retire before the fetcher
                        reaches its slot: until it has, what the host sent next may be on its way) */
@@ -1125,13 +1144,8 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                     }
                     /* (or when it owes the fetcher a task: then its mailbox holds it) */
                     xpoll = xw && (xowed || (spin > 0 && __shfl_sync(0xffffffffu, xidle, 0)));
-                    if (xpoll) /* slots xq and xq + 1 */
-                        asm volatile("ld.volatile.global.u64 %0, [%1];"
-                                     : "=l"(xv) : "l"(&P.ctl->xbox[(xq + (lane >> 4)) % GPUOS__XBOX][(lane >> 3) & 1].w[lane & 7]) : "memory");
-                    ok = gpuos__pk_read_entry(P, 0, inbox, head + lane, ref, &s_d[lane], &s_seq[lane]);
-                    s_mine[lane] = 0;
-                    const uint32_t b = __ballot_sync(0xffffffffu, ok);
-                    n = b == 0xffffffffu ? 32 : __ffs(~b) - 1;
+                    if (xpoll) xv = gpuos__pk_xbox_read(P, xq);
+                    n = gpuos__pk_look_inbox(P, inbox, head, ref, s_d, s_seq, s_mine, &ok);
                     if (xw) { /* (after the entries' acquires: a task left to it came before them) */
                         __syncwarp(); /* (orders another lane's acquire of an entry before lane 0's look) */
                         xowed = __shfl_sync(0xffffffffu, lane == 0 ? (int)gpuos__pk_xowed(P, xran) : 0, 0);
