@@ -214,7 +214,10 @@ OPS = [
     Op(12, 'cos', U, ('a',), FLT, 'same', 'cosine', _fn('cos')),
     Op(13, 'tan', U, ('a',), FLT, 'same', 'tangent', _fn('tan')),
     Op(14, 'tanh', U, ('a',), FLT, 'same', 'hyperbolic tangent', _fn('tanh')),
-    Op(15, 'sigmoid', U, ('a',), FLT, 'same', '1/(1+exp(-a))', {'float': '1.0 / (1.0 + exp(-a))'}),
+    # for a < 0 as exp(a) / (1 + exp(a)), like silu below: exp never overflows (the first form
+    # gave 0 in f32 below -88.7, where the true value is still a subnormal down to ~-103)
+    Op(15, 'sigmoid', U, ('a',), FLT, 'same', '1/(1+exp(-a))',
+       {'float': 'const $T t = exp(-fabs(a)); return (a < 0 ? t : 1.0) / (1.0 + t);'}),
     Op(16, 'relu', U, ('a',), NUM, 'same', 'a > 0 ? a : 0 (NaN gives NaN)',
        {'sint': 'a > 0 ? a : 0', 'uint': 'a', 'float': '(a > 0 || a != a) ? a : 0.0'}),
     Op(17, 'gelu', U, ('a',), FLT, 'same', '0.5 a (1 + erf(a/sqrt 2))',

@@ -434,8 +434,9 @@ def specials(dtype, op=None):
     # lerp: whether w*(b-a) overflows before a is added depends on fused or separate rounding.
     if op not in ("gelu", "lerp"):
         v += [big, -big]
-    # where exp(-a) (silu) or exp(-2z) (gelu_tanh) overflows but the result is still normal
-    if op in ("silu", "gelu_tanh"):
+    # where exp(-a) (sigmoid, silu) or exp(-2z) (gelu_tanh) overflows but the result is still
+    # normal (sigmoid: subnormal in f32)
+    if op in ("sigmoid", "silu", "gelu_tanh"):
         v += [-10.06, -10.5, -89.5, -90.5, -95.0, -715.0]
     return np.array(v)
 
@@ -519,6 +520,24 @@ def test_fma_one_rounding(ctx, rng, seed, dtype):
     ctx.submit("fma", out.tensor, ins)
     H.check(ctx, out, ref, what="fma %s, one rounding" % dtype, inputs=[(dtype, a), (dtype, b), (dtype, c)],
             seed=seed)
+
+
+@pytest.mark.parametrize("dtype", [d for d in ("f32", "f64") if supported("sigmoid", d, 1)])
+def test_sigmoid_far_below_zero(ctx, rng, seed, dtype):
+    """sigmoid(a) = exp(a) / (1 + exp(a)) ~ exp(a) where exp(-a) overflows but exp(a) is still a
+    subnormal: nonzero, and within a few subnormal steps of exp(a) (the tolerance's absolute
+    term alone would let 0 pass)."""
+    lo, hi = {"f32": (-102.0, -88.8), "f64": (-744.0, -709.8)}[dtype]
+    a = np.concatenate([[lo, hi], rng.uniform(lo, hi, 62)]).astype(STORAGE_NP[dtype])
+    out = H.make_output(ctx, rng, dtype, a.shape)
+    ctx.submit("sigmoid", out.tensor, [ctx.tensor(a, dtype)])
+    got = ctx.download(out.base_tensor).reshape(-1)[out.idx].astype(np.float64)
+    ref = np.exp(a.astype(np.float64)) if dtype == "f32" else \
+        np.exp(a.astype(np.longdouble)).astype(np.float64)
+    step = float(np.finfo(STORAGE_NP[dtype]).smallest_subnormal)
+    bad = np.nonzero(~((got > 0) & (np.abs(got - ref) <= 4 * step + 1e-6 * ref)))[0]
+    assert bad.size == 0, "sigmoid %s (seed %d): %s" % (
+        dtype, seed, ", ".join("sigmoid(%r) = %r, expected %r" % (float(a[i]), got[i], ref[i]) for i in bad[:6]))
 
 
 # ---------------------------------------------------------------- NaN and infinities in reductions, row ops

@@ -727,10 +727,10 @@ static __device__ __forceinline__ void gpuos__pk_load_plan(const gpuos__pk_param
 #ifndef GPUOS__PK_XINLINE
 #define GPUOS__PK_XINLINE 1
 #endif
-/* 1: a mailbox read whose first slot is done claims the task in its second (A/B, off: not yet
-   run on a GPU; gpuos__pk_xclaim) */
+/* 1: a mailbox read whose first slot is done claims the task in its second (gpuos__pk_xclaim;
+   0: the next read does, A/B) */
 #ifndef GPUOS__PK_XSKIP
-#define GPUOS__PK_XSKIP 0
+#define GPUOS__PK_XSKIP 1
 #endif
 /* 1: the express worker's idle look issues all its reads at once (gpuos__pk_work; 0: in turn, A/B) */
 #ifndef GPUOS__PK_XPAR
@@ -972,10 +972,10 @@ static __device__ __forceinline__ int gpuos__pk_xclaim(const gpuos__pk_params &P
         uint64_t s2 = 0;
         const int r2 = gpuos__pk_xslot(wv, 1, q + 1, &s2, &xd[0]);
 #if GPUOS__PK_XSKIP
-        /* (A/B, off by default; not yet run on a GPU) the read holds the next task: claim it
-           now, as this read's first (waiting for the next read let the fetcher win it, and a
-           small download's copy then went through the queue: bench/NOTES.md, session 26). The
-           caller learns its slot is q + 1 from bit 2 of the count. */
+        /* the read holds the next task: claim it now, as this read's first, instead of from the
+           next read (a task's small download waited a look longer: roundtrip_download's p90
+           17.4 -> 13 us, bench/NOTES.md session 27). The caller learns its slot is q + 1 from
+           bit 2 of the count. */
         if (r2 == 0 && s2 > xran && xran >= *xlost) {
             int st = 0; /* 0: not yet, 1: claimed, 2: the fetcher has it */
             if (lane == 0) {

@@ -580,10 +580,10 @@ GPUOS__FN float gpuos__e_tanh_f16(float a) { return tanhf(a); }
 GPUOS__FN float gpuos__e_tanh_bf16(float a) { return tanhf(a); }
 GPUOS__FN float gpuos__e_tanh_f32(float a) { return tanhf(a); }
 GPUOS__FN double gpuos__e_tanh_f64(double a) { return tanh(a); }
-GPUOS__FN float gpuos__e_sigmoid_f16(float a) { return 1.0f / (1.0f + expf(-a)); }
-GPUOS__FN float gpuos__e_sigmoid_bf16(float a) { return 1.0f / (1.0f + expf(-a)); }
-GPUOS__FN float gpuos__e_sigmoid_f32(float a) { return 1.0f / (1.0f + expf(-a)); }
-GPUOS__FN double gpuos__e_sigmoid_f64(double a) { return 1.0 / (1.0 + exp(-a)); }
+GPUOS__FN float gpuos__e_sigmoid_f16(float a) { const float t = expf(-fabsf(a)); return (a < 0 ? t : 1.0f) / (1.0f + t); }
+GPUOS__FN float gpuos__e_sigmoid_bf16(float a) { const float t = expf(-fabsf(a)); return (a < 0 ? t : 1.0f) / (1.0f + t); }
+GPUOS__FN float gpuos__e_sigmoid_f32(float a) { const float t = expf(-fabsf(a)); return (a < 0 ? t : 1.0f) / (1.0f + t); }
+GPUOS__FN double gpuos__e_sigmoid_f64(double a) { const double t = exp(-fabs(a)); return (a < 0 ? t : 1.0) / (1.0 + t); }
 GPUOS__FN int8_t gpuos__e_relu_i8(int8_t a) { return a > 0 ? a : 0; }
 GPUOS__FN uint8_t gpuos__e_relu_u8(uint8_t a) { return a; }
 GPUOS__FN int16_t gpuos__e_relu_i16(int16_t a) { return a > 0 ? a : 0; }
