@@ -36,6 +36,37 @@ __global__ void bench_chain(int id, const void *plan, int64_t n_items, int reps)
     }
 }
 
+/* devbench gap: the task after an idle gap, as the express worker runs one (a spin of `gap`
+   cycles by thread 0, a barrier, with fence: every thread's fence.acq_rel.gpu, then the task);
+   out[0] += the cycles from the barrier to the task's end barrier, the plan in shared memory, as the worker's. */
+__global__ void bench_gap(int id, const void *plan, int64_t n_items, int reps, long long gap, int fence,
+                          unsigned long long *out) {
+    __shared__ __align__(16) unsigned long long s_plan[sizeof(gpuos__ew_plan) / 8 + 1]; /* as the worker's */
+    for (int k = threadIdx.x; k < (int)(sizeof(gpuos__ew_plan) / 8); k += blockDim.x) s_plan[k] = ((const unsigned long long *)plan)[k];
+    __syncthreads();
+    plan = s_plan;
+    unsigned long long sum = 0;
+    for (int r = 0; r < reps; ++r) {
+        if (threadIdx.x == 0) {
+            const long long g0 = clock64();
+            while (clock64() - g0 < gap) {
+            }
+        }
+        __syncthreads();
+        const long long t0 = clock64();
+        if (fence) asm volatile("fence.acq_rel.gpu;" ::: "memory");
+        gpuos__d_run(id, plan, 0, n_items);
+        __syncthreads();
+        sum += (unsigned long long)(clock64() - t0);
+    }
+    if (threadIdx.x == 0) out[0] = sum;
+}
+__global__ void spin_cycles(long long n) {
+    const long long g0 = clock64();
+    while (clock64() - g0 < n) {
+    }
+}
+
 #define CK(x)                                                                                   \
     do {                                                                                        \
         cudaError_t e_ = (x);                                                                   \
@@ -183,6 +214,40 @@ int main(int argc, char **argv) {
     for (int k = 0; k < 4; ++k) {
         CK(cudaMalloc(&bufs[k], big * 8));
         CK(cudaMemset(bufs[k], 0, big * 8));
+    }
+    if (argc > 1 && !strcmp(argv[1], "gap")) { /* devbench gap: a task after idle gaps */
+        cudaEvent_t a, b;
+        CK(cudaEventCreate(&a));
+        CK(cudaEventCreate(&b));
+        spin_cycles<<<1, 1>>>(1000000);
+        CK(cudaEventRecord(a));
+        spin_cycles<<<1, 1>>>(100000000);
+        CK(cudaEventRecord(b));
+        CK(cudaEventSynchronize(b));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        const double ghz = 1e8 / (ms * 1e6);
+        printf("gap: clock %.3f GHz; one block of 256 threads, each task after a gap (thread 0 spins)\n", ghz);
+        unsigned long long *d_out, h_out[1];
+        CK(cudaMalloc(&d_out, 8));
+        struct { const char *name; int op, nin; int64_t n; } t[] = {
+            {"add f32 4096", OP_ADD, 2, 4096}, {"add f32 1024", OP_ADD, 2, 1024}, {"mul f32 4096", OP_MUL, 2, 4096}};
+        for (auto &e : t) {
+            gpuos__ew_plan p = ew_plan(e.nin, e.n, 4, 4, bufs);
+            const int id = gpuos__device_kernel_id(e.op, DT_F32, DT_F32);
+            const void *dp = to_device(p);
+            const long long gaps[] = {0, 2000, 10000, 100000};
+            for (long long gp : gaps)
+                for (int f = 0; f < 2; ++f) {
+                    const int reps = 400;
+                    bench_gap<<<1, 256>>>(id, dp, e.n, 20, gp, f, d_out); /* warm-up */
+                    bench_gap<<<1, 256>>>(id, dp, e.n, reps, gp, f, d_out);
+                    CK(cudaMemcpy(h_out, d_out, 8, cudaMemcpyDeviceToHost));
+                    printf("  %-14s gap %6lld cycles, fence %d: %7.0f cycles = %6.3f us a task\n", e.name, gp, f,
+                           (double)h_out[0] / reps, (double)h_out[0] / reps / ghz / 1e3);
+                }
+        }
+        return 0;
     }
     if (argc > 1 && !strncmp(argv[1], "mm", 2)) { /* devbench mm[N]: the layer tile only */
         printf("chain: one block of 256 threads runs the task 1000 times in a row\n");
