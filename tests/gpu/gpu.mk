@@ -106,6 +106,10 @@ $(BUILD)/probe_graph: tests/gpu/probe_graph.c tests/gpu/probe_prof.h gpuos.c gpu
 $(BUILD)/probe_poll: tests/gpu/probe_poll.cu | $(BUILD)
 	$(NVCC) -arch=$(GPU_ARCH) $(NVCCFLAGS) $< -o $@
 
+# How fast one block streams an L2-resident buffer, by loads in flight and threads (not a test; nvcc).
+$(BUILD)/probe_l2stream: tests/gpu/probe_l2stream.cu | $(BUILD)
+	$(NVCC) -arch=$(GPU_ARCH) $(NVCCFLAGS) $< -o $@
+
 # The CPU cost of a repeated task's encoding, no GPU needed (not a test).
 $(BUILD)/probe_encode: tests/gpu/probe_encode.c gpuos.c gpuos.h | $(BUILD)
 	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_encode.c -o $@ $(LDLIBS)

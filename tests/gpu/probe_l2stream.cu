@@ -3,7 +3,7 @@
    block. Each thread keeps INF 16-byte ld.global.cg loads in flight (issued together, then
    summed), blocks of NT threads, NB blocks at once reading the same bytes (the tiny MLP's 8
    rows), cycles from the block's first barrier to its last (clock64, block 0).
-   nvcc -arch=sm_90 -O2 tests/gpu/probe_l2stream.cu -o build/probe_l2stream */
+   make build/probe_l2stream */
 #include <cstdio>
 #include <cuda_runtime.h>
 
