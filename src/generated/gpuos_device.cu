@@ -100,14 +100,48 @@ GPUOS__FN uint16_t gpuos__f64_to_f16(double d) { /* one rounding from f64 */
 }
 GPUOS__FN float gpuos__bf16_to_f32(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
 GPUOS__FN uint16_t gpuos__f32_to_bf16(float f) {
+#if __CUDA_ARCH__ >= 800 && !defined(GPUOS__BF16_SOFT)
     uint16_t h;
     asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
     return h;
+#else /* (sm_75: no bf16 cvt) round to nearest even, as src/half.c */
+    uint32_t x = __float_as_uint(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u); /* quiet NaN */
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
+#endif
 }
-GPUOS__FN uint16_t gpuos__f64_to_bf16(double d) { /* one rounding from f64 (PTX 7.8, sm_90) */
+/* One rounding from f64: cvt.rn.bf16.f64 needs sm_90 (PTX 7.8); before it (or with
+   GPUOS__BF16_SOFT, to test this path on sm_90) the integer steps of src/half.c's
+   half_from_f64(d, 8, 7), so every architecture gives the host's bits. */
+GPUOS__FN uint16_t gpuos__f64_to_bf16(double d) {
+#if __CUDA_ARCH__ >= 900 && !defined(GPUOS__BF16_SOFT)
     uint16_t h;
     asm("cvt.rn.bf16.f64 %0, %1;" : "=h"(h) : "d"(d));
     return h;
+#else
+    const uint64_t x = (uint64_t)__double_as_longlong(d);
+    const uint32_t sign = (uint32_t)(x >> 63) << 15;
+    int e = (int)((x >> 52) & 0x7ffu);
+    const uint64_t mant = x & ((1ull << 52) - 1u), m = mant | (1ull << 52);
+    if (e == 0x7ff) return (uint16_t)(mant ? sign | 0x7fc0u | (uint32_t)(mant >> 45) : sign | 0x7f80u);
+    if (e == 0) return (uint16_t)sign; /* zero or f64 subnormal: far below bf16's range */
+    e -= 1023;
+    if (e >= -126) { /* normal bf16 */
+        const int te = e + 127;
+        if (te >= 255) return (uint16_t)(sign | 0x7f80u);
+        uint32_t r = (uint32_t)te << 7 | (uint32_t)((m >> 45) & 0x7fu);
+        const uint64_t rem = m & ((1ull << 45) - 1u), half = 1ull << 44;
+        if (rem > half || (rem == half && (r & 1u))) r++; /* may carry up to inf */
+        return (uint16_t)(sign | r);
+    }
+    const int s = 45 + (-126 - e); /* subnormal bf16: units of 2^-133 */
+    if (s >= 54) return (uint16_t)sign;
+    uint64_t q = m >> s;
+    const uint64_t rem = m & ((1ull << s) - 1u), half = 1ull << (s - 1);
+    if (rem > half || (rem == half && (q & 1u))) q++;
+    return (uint16_t)(sign | (uint32_t)q);
+#endif
 }
 
 /* ---------------------------------------------------------------- static shared memory */
