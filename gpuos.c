@@ -816,6 +816,7 @@ struct gpuos_context {
     struct gpuos__rt_version *rt_cur[GPUOS_MAX_RUNTIME_OPS];
     struct gpuos__rt_version *rt_slot[2 * GPUOS_MAX_RUNTIME_OPS];
     char rt_reserved[GPUOS_MAX_RUNTIME_OPS]; /* an index being defined */
+    uint16_t rt_gen[GPUOS_MAX_RUNTIME_OPS];  /* removals of each index (in its handles: gpuos__rt_index) */
     uint64_t rt_defs;                        /* gpuos_op_define calls so far (rt_version.def_id) */
     pthread_mutex_t rt_mu;                     /* one definition at a time (before mu) */
     pthread_mutex_t stage_mu;  /* small GPU downloads, one at a time through the staging below (tensor.c) */
@@ -2915,8 +2916,9 @@ gpuos_status gpuos_context_status(const gpuos_context *ctx) {
     gpuos_status st;
     if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_context_status: ctx is NULL");
     pthread_mutex_lock(&c->mu);
-    st = c->sticky;
+    st = c->destroyed ? GPUOS_ERR_INVALID_ARGUMENT : c->sticky;
     pthread_mutex_unlock(&c->mu);
+    if (st == GPUOS_ERR_INVALID_ARGUMENT) return gpuos__check_alive(c, "gpuos_context_status");
     return st;
 }
 
@@ -8885,6 +8887,7 @@ gpuos_status gpuos_graph_add(gpuos_graph *g, const gpuos_task *task, int *node) 
     int k;
     if (!g) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_graph_add: graph is NULL");
     ctx = g->ctx;
+    if ((s = gpuos__check_alive(ctx, "gpuos_graph_add")) != GPUOS_OK) return s;
     if (!task) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_graph_add: task is NULL");
     if (node) *node = -1;
     if (task->struct_size != sizeof(gpuos_task))
@@ -8959,6 +8962,7 @@ gpuos_status gpuos_graph_add_dep(gpuos_graph *g, int before, int after) {
     int *order, ok;
     if (!g) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_graph_add_dep: graph is NULL");
     ctx = g->ctx;
+    if (gpuos__check_alive(ctx, "gpuos_graph_add_dep") != GPUOS_OK) return GPUOS_ERR_INVALID_ARGUMENT;
     if (before < 0 || before >= g->n || after < 0 || after >= g->n)
         return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT,
                                 "gpuos_graph_add_dep: nodes %d -> %d; the graph has nodes 0..%d", before, after, g->n - 1);
@@ -11682,13 +11686,29 @@ void gpuos__rt_fini(gpuos_context *ctx) {
     pthread_mutex_unlock(&ctx->mu);
 }
 
+/* Handles: GPUOS_OP_RUNTIME_BASE + index + GPUOS_MAX_RUNTIME_OPS * (the index's removals so
+   far, modulo RT_GENS), so that a removed operator's handle stays unknown when a later
+   definition takes its index (it would repeat only after RT_GENS removals of that index). */
+#define RT_GENS 4096
+static gpuos_op rt_handle(const gpuos_context *ctx, long index) {
+    return (gpuos_op)(GPUOS_OP_RUNTIME_BASE + index + (long)GPUOS_MAX_RUNTIME_OPS * (ctx->rt_gen[index] % RT_GENS));
+}
+/* op's index, or -1 when op is not a handle of the current definition of its index (ctx->mu
+   held, or no definition running: they change rt_gen under it) */
+static long rt_index_locked(const gpuos_context *ctx, gpuos_op op) {
+    const long k = (long)op - GPUOS_OP_RUNTIME_BASE, i = k % GPUOS_MAX_RUNTIME_OPS;
+    if (k < 0 || k >= (long)GPUOS_MAX_RUNTIME_OPS * RT_GENS) return -1;
+    return rt_handle(ctx, i) == op ? i : -1;
+}
+
 /* The version a new task of op uses, retained (ctx->mu not held). */
 gpuos_status gpuos__rt_lookup(gpuos_context *ctx, gpuos_op op, gpuos__rt_version **out) {
-    long k = (long)op - GPUOS_OP_RUNTIME_BASE;
+    long k;
     gpuos__rt_version *v = NULL;
     *out = NULL;
     pthread_mutex_lock(&ctx->mu);
-    if (k >= 0 && k < GPUOS_MAX_RUNTIME_OPS) v = ctx->rt_cur[k];
+    k = rt_index_locked(ctx, op);
+    if (k >= 0) v = ctx->rt_cur[k];
     if (v) gpuos__rt_retain_locked(v);
     pthread_mutex_unlock(&ctx->mu);
     if (!v)
@@ -12007,7 +12027,7 @@ static gpuos_status rt_install(gpuos_context *ctx, const char *fn, long index, c
         pthread_mutex_unlock(&ctx->mu);
         if (!old)
             return gpuos__set_error(ctx, GPUOS_ERR_UNKNOWN_OP, "%s: op %ld is not a defined run-time operator", fn,
-                                    (long)index + GPUOS_OP_RUNTIME_BASE);
+                                    (long)rt_handle(ctx, index));
     }
     if ((st = rt_make(ctx, fn, def, &v)) != GPUOS_OK) return st;
     pthread_mutex_lock(&ctx->mu);
@@ -12021,7 +12041,7 @@ static gpuos_status rt_install(gpuos_context *ctx, const char *fn, long index, c
         pthread_mutex_unlock(&ctx->mu);
         rt_free(v);
         return gpuos__set_error(ctx, GPUOS_ERR_UNKNOWN_OP, "%s: op %ld is not a defined run-time operator", fn,
-                                (long)index + GPUOS_OP_RUNTIME_BASE);
+                                (long)rt_handle(ctx, index));
     }
     /* the other slot of the pair; its version, two definitions back, may still be queued */
     slot = old ? old->slot ^ 1 : 2 * (int)index;
@@ -12090,38 +12110,45 @@ gpuos_status gpuos_op_define(gpuos_context *ctx, const gpuos_op_def *def, gpuos_
     st = rt_install(ctx, "gpuos_op_define", i, def, 0);
     pthread_mutex_lock(&ctx->mu);
     ctx->rt_reserved[i] = 0;
+    if (st == GPUOS_OK) *op = rt_handle(ctx, i);
     pthread_mutex_unlock(&ctx->mu);
     pthread_mutex_unlock(&ctx->rt_mu);
-    if (st == GPUOS_OK) *op = (gpuos_op)(GPUOS_OP_RUNTIME_BASE + i);
     return st;
 }
 
 gpuos_status gpuos_op_redefine(gpuos_context *ctx, gpuos_op op, const gpuos_op_def *def) {
-    long i = (long)op - GPUOS_OP_RUNTIME_BASE;
+    long i;
     gpuos_status st;
     if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_op_redefine: ctx is NULL");
-    if (i < 0 || i >= GPUOS_MAX_RUNTIME_OPS)
-        return gpuos__set_error(ctx, GPUOS_ERR_UNKNOWN_OP, "gpuos_op_redefine: op %ld is not a run-time operator",
-                                (long)op);
     if ((st = gpuos__check_alive(ctx, "gpuos_op_redefine")) != GPUOS_OK) return st;
-    pthread_mutex_lock(&ctx->rt_mu);
+    pthread_mutex_lock(&ctx->rt_mu); /* (definitions and removals change rt_gen under it too) */
+    pthread_mutex_lock(&ctx->mu);
+    i = rt_index_locked(ctx, op);
+    pthread_mutex_unlock(&ctx->mu);
+    if (i < 0) {
+        pthread_mutex_unlock(&ctx->rt_mu);
+        return gpuos__set_error(ctx, GPUOS_ERR_UNKNOWN_OP,
+                                "gpuos_op_redefine: op %ld is not a defined run-time operator (removed, or never defined)",
+                                (long)op);
+    }
     st = rt_install(ctx, "gpuos_op_redefine", i, def, 1);
     pthread_mutex_unlock(&ctx->rt_mu);
     return st;
 }
 
 gpuos_status gpuos_op_remove(gpuos_context *ctx, gpuos_op op) {
-    long i = (long)op - GPUOS_OP_RUNTIME_BASE;
-    gpuos__rt_version *v;
+    long i;
+    gpuos__rt_version *v = NULL;
     if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_op_remove: ctx is NULL");
-    if (i < 0 || i >= GPUOS_MAX_RUNTIME_OPS)
-        return gpuos__set_error(ctx, GPUOS_ERR_UNKNOWN_OP, "gpuos_op_remove: op %ld is not a run-time operator",
-                                (long)op);
     if (gpuos__check_alive(ctx, "gpuos_op_remove") != GPUOS_OK) return GPUOS_ERR_INVALID_ARGUMENT;
     pthread_mutex_lock(&ctx->rt_mu);
     pthread_mutex_lock(&ctx->mu);
-    v = ctx->rt_cur[i];
-    ctx->rt_cur[i] = NULL;
+    i = rt_index_locked(ctx, op);
+    if (i >= 0) {
+        v = ctx->rt_cur[i];
+        ctx->rt_cur[i] = NULL;
+        if (v) ctx->rt_gen[i]++; /* this handle stays unknown whatever takes the index next */
+    }
     if (v) gpuos__rt_release_locked(v); /* queued tasks keep it alive, and its slot */
     pthread_mutex_unlock(&ctx->mu);
     pthread_mutex_unlock(&ctx->rt_mu);

@@ -323,7 +323,8 @@ GPUOS_API gpuos_status gpuos_create(const gpuos_config *config, gpuos_context **
 /* Waits up to wait_timeout_ms (and for the task running then) for queued work, drops what
    has not finished, stops the executor and frees the context's resources. Its tensors and
    graphs must still be released (before or after); while one is alive it keeps the
-   context's memory, and later calls on ctx return GPUOS_ERR_INVALID_ARGUMENT. Once the last
+   context's memory, and later calls on ctx or its graphs return GPUOS_ERR_INVALID_ARGUMENT
+   (views of its tensors still work: they need nothing of ctx but that memory). Once the last
    is released (or if none was alive) ctx is freed: using it then is undefined, as for any
    freed pointer. Must not overlap any other call on ctx. NULL is allowed. */
 GPUOS_API void gpuos_destroy(gpuos_context *ctx);
@@ -633,7 +634,9 @@ GPUOS_API gpuos_status gpuos_op_define(gpuos_context *ctx, const gpuos_op_def *d
    an old one is reused only once no queued task refers to it (a redefinition waits up to
    wait_timeout_ms for the one before last to drain: GPUOS_ERR_TIMEOUT). */
 GPUOS_API gpuos_status gpuos_op_redefine(gpuos_context *ctx, gpuos_op op, const gpuos_op_def *def);
-/* Removes op: later submissions get GPUOS_ERR_UNKNOWN_OP; queued tasks still run. */
+/* Removes op: later submissions get GPUOS_ERR_UNKNOWN_OP; queued tasks still run. A later
+   definition gets another handle, so op stays unknown (handles repeat only after 4096
+   removals of the same definition slot). */
 GPUOS_API gpuos_status gpuos_op_remove(gpuos_context *ctx, gpuos_op op);
 /* Diagnostics (benchmarks): the last definition's NVRTC time, nvJitLink time and module swap
    pause in ms (0 for what came from the disk cache, and on the host executor). */

@@ -166,6 +166,7 @@ gpuos_status gpuos_graph_add(gpuos_graph *g, const gpuos_task *task, int *node) 
     int k;
     if (!g) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_graph_add: graph is NULL");
     ctx = g->ctx;
+    if ((s = gpuos__check_alive(ctx, "gpuos_graph_add")) != GPUOS_OK) return s;
     if (!task) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "gpuos_graph_add: task is NULL");
     if (node) *node = -1;
     if (task->struct_size != sizeof(gpuos_task))
@@ -240,6 +241,7 @@ gpuos_status gpuos_graph_add_dep(gpuos_graph *g, int before, int after) {
     int *order, ok;
     if (!g) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_graph_add_dep: graph is NULL");
     ctx = g->ctx;
+    if (gpuos__check_alive(ctx, "gpuos_graph_add_dep") != GPUOS_OK) return GPUOS_ERR_INVALID_ARGUMENT;
     if (before < 0 || before >= g->n || after < 0 || after >= g->n)
         return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT,
                                 "gpuos_graph_add_dep: nodes %d -> %d; the graph has nodes 0..%d", before, after, g->n - 1);

@@ -163,6 +163,26 @@ static void test_saxpy(gpuos_context *ctx) {
     t.in[1] = b;
     CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_ERR_UNKNOWN_OP, "a removed operator");
     CHECK(gpuos_op_remove(ctx, op) == GPUOS_ERR_UNKNOWN_OP, "removed twice");
+    { /* a definition that takes the removed one's place gets another handle: the old one stays unknown */
+        gpuos_op op2 = op;
+        float x = 0;
+        d.name = "times_100";
+        d.source = "out = a * 100.f + b * 0.f;";
+        d.n_scalars = 0;
+        CHECK(gpuos_op_define(ctx, &d, &op2) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(op2 != op, "a new definition got the removed operator's handle %ld", (long)op);
+        t.out = o0;
+        t.in[0] = a0;
+        t.in[1] = b0;
+        CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_ERR_UNKNOWN_OP, "the removed handle after another definition");
+        CHECK(gpuos_op_redefine(ctx, op, &d) == GPUOS_ERR_UNKNOWN_OP, "redefine through the removed handle");
+        CHECK(gpuos_op_remove(ctx, op) == GPUOS_ERR_UNKNOWN_OP, "remove through the removed handle");
+        t.op = op2;
+        CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_download(ctx, o0, &x, 4) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(x == 200.f, "the new definition: %g, expected 200", x);
+        CHECK(gpuos_op_remove(ctx, op2) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    }
     gpuos_tensor_release(a);
     gpuos_tensor_release(b);
     gpuos_tensor_release(out);

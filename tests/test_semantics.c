@@ -423,7 +423,8 @@ static void after_destroy(int device) {
     gpuos_config cfg = GPUOS_CONFIG_INIT;
     gpuos_context *ctx = NULL;
     gpuos_tensor *x = NULL, *t = NULL, *w = NULL;
-    gpuos_graph *g = NULL;
+    gpuos_graph *g = NULL, *g2 = NULL;
+    gpuos_tensor *v = NULL;
     gpuos_op_def d = GPUOS_OP_DEF_INIT;
     gpuos_op op = GPUOS_OP_ADD;
     int64_t n = 4;
@@ -435,7 +436,18 @@ static void after_destroy(int device) {
         return;
     }
     OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &x));
+    OKC(gpuos_graph_create(ctx, &g2));
     gpuos_destroy(ctx); /* x keeps the handle alive */
+    CHECK(gpuos_context_status(ctx) == GPUOS_ERR_INVALID_ARGUMENT, "context_status after destroy");
+    {
+        gpuos_task tk = GPUOS_TASK_INIT;
+        int node = 0;
+        tk.op = GPUOS_OP_ADD, tk.out = x, tk.in[0] = x, tk.in[1] = x;
+        CHECK(gpuos_graph_add(g2, &tk, &node) == GPUOS_ERR_INVALID_ARGUMENT, "graph_add after destroy");
+        CHECK(gpuos_graph_add_dep(g2, 0, 0) == GPUOS_ERR_INVALID_ARGUMENT, "graph_add_dep after destroy");
+        OKC(gpuos_view_slice(x, 0, 1, 3, 1, &v)); /* a view needs only the memory x keeps */
+        gpuos_tensor_release(v);
+    }
     CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &t) == GPUOS_ERR_INVALID_ARGUMENT && !t, "tensor_new after destroy");
     CHECK(gpuos_tensor_new_pinned(ctx, GPUOS_F32, 1, &n, &t) == GPUOS_ERR_INVALID_ARGUMENT && !t, "tensor_new_pinned after destroy");
     CHECK(gpuos_tensor_wrap(ctx, mem, sizeof mem, GPUOS_F32, 1, &n, NULL, &w) == GPUOS_ERR_INVALID_ARGUMENT && !w,
@@ -452,6 +464,7 @@ static void after_destroy(int device) {
     gpuos_tensor_release(t);
     gpuos_tensor_release(w);
     gpuos_graph_release(g);
+    gpuos_graph_release(g2);
     gpuos_tensor_release(x); /* frees the context */
 }
 
