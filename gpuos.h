@@ -333,7 +333,9 @@ GPUOS_API gpuos_backend gpuos_context_backend(const gpuos_context *ctx);
 /* Detail of the context's last error ("" if none; after gpuos_create fell back from
    GPUOS_DEVICE_AUTO to the host executor, why no GPU was used); with ctx NULL, of the last
    error that had no context in this process (a failed gpuos_create, a NULL ctx, tensor or
-   graph argument). Read it after a failing call: the string stays valid until the next one. */
+   graph argument). Read it after a failing call. The string is the calling thread's own copy:
+   no other thread's failure changes it, and it stays valid until this thread's fourth later
+   call of gpuos_last_error. */
 GPUOS_API const char *gpuos_last_error(const gpuos_context *ctx);
 /* The sticky error of the context (GPUOS_OK while healthy). */
 GPUOS_API gpuos_status gpuos_context_status(const gpuos_context *ctx);

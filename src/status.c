@@ -1,13 +1,14 @@
 /* status.c - version, status strings, and the detail of the last error.
 
    Each context keeps its last error messages in a small ring of slots
-   (GPUOS__ERR_SLOTS); a new message goes into the next slot, so the string that
-   gpuos_last_error returned stays intact until several later failures. Errors without
-   a context (a failed gpuos_create, a NULL context) go to one process-wide buffer. */
+   (GPUOS__ERR_SLOTS); a new message goes into the next slot. gpuos_last_error returns the
+   calling thread's own copy of the latest one. Errors without a context (a failed
+   gpuos_create, a NULL context) go to one process-wide buffer. */
 #include "gpuos_runtime.h"
 
 #include <stdio.h>  /* vsnprintf */
-#include <string.h> /* memset */
+#include <stdlib.h> /* calloc, free */
+#include <string.h> /* memset, memcpy */
 
 /* ---------------------------------------------------------------- version */
 int gpuos_version(void) { return GPUOS_VERSION_NUMBER; }
@@ -150,11 +151,39 @@ gpuos_status gpuos__set_error(const gpuos_context *ctx, gpuos_status status, con
     return status;
 }
 
+/* What gpuos_last_error returns is a copy, taken under the buffer's lock, in the calling
+   thread's own ring of GPUOS__ERR_SLOTS strings: another thread's failure, which rewrites a
+   slot of the buffer, never changes a string being read (it did: a data race). Allocated on
+   a thread's first call, freed when it exits; without it (no memory) the buffer's slot. */
+typedef struct status_tls {
+    unsigned next;
+    char msg[GPUOS__ERR_SLOTS][GPUOS__ERR_LEN];
+} status_tls;
+static pthread_key_t status_key;
+static pthread_once_t status_once = PTHREAD_ONCE_INIT;
+static int status_key_ok;
+static void status_key_make(void) { status_key_ok = pthread_key_create(&status_key, free) == 0; }
+
 const char *gpuos_last_error(const gpuos_context *ctx) {
     gpuos__errbuf *e = ctx ? (gpuos__errbuf *)&((gpuos_context *)ctx)->err : &status_global;
+    status_tls *t = NULL;
     const char *s;
+    pthread_once(&status_once, status_key_make);
+    if (status_key_ok && !(t = (status_tls *)pthread_getspecific(status_key))) {
+        t = (status_tls *)calloc(1, sizeof *t);
+        if (t && pthread_setspecific(status_key, t) != 0) {
+            free(t);
+            t = NULL;
+        }
+    }
     pthread_mutex_lock(&e->mu);
     s = e->msg[e->cur];
+    if (t) {
+        char *d = t->msg[t->next];
+        t->next = (t->next + 1u) % GPUOS__ERR_SLOTS;
+        memcpy(d, s, strlen(s) + 1); /* (slots are NUL-terminated within GPUOS__ERR_LEN) */
+        s = d;
+    }
     pthread_mutex_unlock(&e->mu);
     return s;
 }

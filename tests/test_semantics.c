@@ -492,6 +492,30 @@ static void empty_huge(gpuos_context *ctx) {
     gpuos_tensor_release(t);
 }
 
+/* gpuos_last_error from several threads failing at once: each string read is whole (the
+   process-wide buffer's slots were handed out and rewritten under the reader: torn strings). */
+static int lerr_torn;
+static void *lerr_thread(void *arg) {
+    gpuos_tensor_info in;
+    int i;
+    (void)arg;
+    for (i = 0; i < 20000; i++) {
+        const char *s;
+        gpuos_tensor_get_info(NULL, &in);
+        s = gpuos_last_error(NULL);
+        if (strcmp(s, "GPUOS_ERR_NULL_POINTER: gpuos_tensor_get_info: t is NULL") != 0)
+            __atomic_add_fetch(&lerr_torn, 1, __ATOMIC_RELAXED);
+    }
+    return NULL;
+}
+static void last_error_threads(void) {
+    pthread_t t[4];
+    int k, n = 0;
+    for (k = 0; k < 4; k++) n += pthread_create(&t[k], NULL, lerr_thread, NULL) == 0;
+    for (k = 0; k < n; k++) pthread_join(t[k], NULL);
+    CHECK(n == 4 && lerr_torn == 0, "gpuos_last_error from 4 failing threads: %d strings not the message", lerr_torn);
+}
+
 int main(void) {
     const unsigned long long seed = ctest_seed("test_semantics");
     gpuos_config cfg = GPUOS_CONFIG_INIT;
@@ -517,5 +541,6 @@ int main(void) {
     gpuos_destroy(ctx);
     if (host) graph_priority_small_queue();
     after_destroy(cfg.device);
+    last_error_threads();
     return ctest_summary("test_semantics");
 }
