@@ -1364,7 +1364,12 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                     const int64_t r = d->kernel_id < GPUOS__RT_KERNEL_BASE
                                           ? gpuos__d_ew_inline(d->kernel_id, (const gpuos__ew_plan *)s_plan, b, e, &vec_state)
                                           : b;
-                    if (r < e) gpuos__d_run(d->kernel_id, plan, r, e);
+#if GPUOS__D_MM_ROW_INLINE
+                    if (r < e && !(r == b && gpuos__d_mm_row_inline(d->kernel_id, (const gpuos__matmul_plan *)s_plan, b, e)))
+#else
+                    if (r < e)
+#endif
+                        gpuos__d_run(d->kernel_id, plan, r, e);
                 }
 #else
                 gpuos__d_run(d->kernel_id, plan, b, e);

@@ -1203,7 +1203,9 @@ static __device__ __forceinline__ void gpuos__d_mm_narrow(const char *A, const c
    H100, same call: tiny_mlp 71.3-72.0 us against 74.4-74.5 */
 #define GPUOS__D_MM_ROW_CG 1
 #endif
-template <class D, int cs, int KS> /* per dtype case, inline in its entry gpuos__d_matmul_row */
+template <class D, int cs, int KS, bool ONE = false> /* per dtype case, inline in its entry gpuos__d_matmul_row
+                                                      (ONE: one slice's loads in flight, not two: fewer
+                                                      registers, for gpuos__d_mm_row_inline) */
 static __device__ __forceinline__ void gpuos__d_mm_row(const char *A, const char *B, char *O, int64_t N, int64_t K,
                                                        int64_t a_k, int64_t b_k, int64_t o_n,
                                                        const gpuos__matmul_plan *p, int64_t m, char *X) {
@@ -1249,7 +1251,24 @@ static __device__ __forceinline__ void gpuos__d_mm_row(const char *A, const char
     for (int64_t q0 = 0; q0 < N; q0 += 256) { /* 64 quads of columns a pass */
         const bool ok = q0 + 4 * gq < N;
         const char *Bq = B + (q0 + 4 * gq) * 4;
-        if (ok) { /* (these loads issued before the prologue, or the epilogue's operands
+        if (ONE && ok) { /* one slice's loads in flight at a time (the same chains and sums) */
+#pragma unroll 1
+            for (int w = g0; w < nw; w += ng) {
+                float4 v[KS];
+                load(v, Bq, w, 0);
+                const float4 P0 = chain(v, w, 0);
+                load(v, Bq, w, 1);
+                const float4 P1 = chain(v, w, 1);
+                float4 r; /* (P0 + P1) + (P2 + P3), as below */
+                r.x = P0.x + P1.x, r.y = P0.y + P1.y, r.z = P0.z + P1.z, r.w = P0.w + P1.w;
+                load(v, Bq, w, 2);
+                const float4 P2 = chain(v, w, 2);
+                load(v, Bq, w, 3);
+                const float4 P3 = chain(v, w, 3);
+                r.x += P2.x + P3.x, r.y += P2.y + P3.y, r.z += P2.z + P3.z, r.w += P2.w + P3.w;
+                *(float4 *)(red + w * 256 + 4 * gq) = r;
+            }
+        } else if (ok) { /* (these loads issued before the prologue, or the epilogue's operands
                      prefetched into L1 there: slower, 7.0 against 6.4 us a fused row) */
             float4 v0[KS], v1[KS];
             load(v0, Bq, g0, 0);
@@ -8811,6 +8830,35 @@ GPUOS__FN int64_t gpuos__d_ew_rep(int kernel_id, const gpuos__ew_plan *p, int64_
 #endif
     default: return begin;
     }
+}
+#endif
+
+/* Whole-row tiles of the f32 product (gpuos__d_mm_row, K = blockDim: a fused layer of a few
+   rows, cuda_matmul_rows) inline in the worker loop, one slice's loads in flight (A/B, off:
+   GPUOS__D_MM_ROW_INLINE). Called out of line, the row function saves 66 callee-saved
+   registers to local memory and loads them back (~20% of a row tile's time: ncu on devbench
+   mm4). Inline, tiny_mlp took 60.4-60.7 us against 73.5-73.8, but the kernel spills (224
+   bytes) and the round trip took 7.0-7.1 against 6.6 us (H100, bench/NOTES.md session 27).
+   Returns 1 when it ran [begin, end), else 0 (the caller runs it through gpuos__d_run). */
+#ifndef GPUOS__D_MM_ROW_INLINE
+#define GPUOS__D_MM_ROW_INLINE 0
+#endif
+#if GPUOS__D_MM_ROW_INLINE
+GPUOS__FN int gpuos__d_mm_row_inline(int kernel_id, const gpuos__matmul_plan *p, int64_t begin, int64_t end) {
+    typedef gpuos__d_mmg1 D;
+    if ((unsigned)kernel_id >= GPUOS__D_N_KERNELS || gpuos__d_kernels[kernel_id][0] != 47) return 0;
+    if (p->n_cb != GPUOS__MM_ROWS || p->K != gpuos__d_nthreads() || !gpuos__d_mm_row_ok<D>(p)) return 0;
+    const int cs = gpuos__d_kernels[kernel_id][1];
+#pragma unroll 1
+    for (int64_t m = begin; m < end && m < p->M; ++m) {
+        const char *A = p->a + m * p->a_m;
+        char *O = p->out + m * p->o_m, *X = p->pro ? p->pro_out + m * p->pro_om : (char *)NULL;
+        gpuos__d_with_case<D::NCS>(cs, [&](auto c) {
+            if constexpr (D::f32(decltype(c)::v))
+                gpuos__d_mm_row<D, decltype(c)::v, 8, true>(A, p->b, O, p->N, p->K, p->a_k, p->b_k, p->o_n, p, m, X);
+        });
+    }
+    return 1;
 }
 #endif
 
