@@ -541,8 +541,10 @@ GPUOS_API gpuos_status gpuos_graph_create(gpuos_context *ctx, gpuos_graph **grap
 GPUOS_API gpuos_status gpuos_graph_add(gpuos_graph *graph, const gpuos_task *task, int *node);
 /* Node `after` runs after node `before`, whatever their recorded order (recorded order is
    the default). A dependency that closes a cycle is refused (GPUOS_ERR_INVALID_ARGUMENT).
-   Memory is then ordered in the order the nodes run: a node moved before another node that
-   writes what it reads sees what was there before that writer, not the writer's result. */
+   Only the nodes a dependency has to move move: every other pair of nodes that share memory
+   (one of them writing it) keeps its recorded order. Memory is then ordered in the order the
+   nodes run: a node moved before another node that writes what it reads sees what was there
+   before that writer, not the writer's result. */
 GPUOS_API gpuos_status gpuos_graph_add_dep(gpuos_graph *graph, int before, int after);
 /* Queues every node once; *seq (may be NULL) is the last one's sequence number (a fence
    for the whole launch). Bindings and scalars are checked before anything is queued

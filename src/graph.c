@@ -209,6 +209,81 @@ gpuos_status gpuos_graph_add(gpuos_graph *g, const gpuos_task *task, int *node) 
     return GPUOS_OK;
 }
 
+/* The launch order of a graph with dependencies: the explicit ones, and, wherever they allow,
+   the recorded order of nodes that touch the same storage with one of them writing (each
+   access after the storage's last write before it, each write after the reads since), so
+   that a dependency moves only the nodes it has to: with one order alone, smallest index
+   first, a node no dependency named overtook a node whose output it reads (a review's find).
+   Kahn's algorithm over both kinds, smallest index first; where the explicit ones contradict
+   recorded order (the combined graph has a cycle) the smallest node whose explicit
+   predecessors have all run goes next. 1, or -1 without memory. */
+typedef struct graph_acc {
+    const void *st;
+    int node, write;
+} graph_acc;
+static int graph_acc_cmp(const void *a, const void *b) {
+    const graph_acc *x = (const graph_acc *)a, *y = (const graph_acc *)b;
+    if (x->st != y->st) return (uintptr_t)x->st < (uintptr_t)y->st ? -1 : 1;
+    return x->node - y->node;
+}
+static int graph_launch_order(gpuos_graph *g, int *order) {
+    const int n = g->n, per = 1 + GPUOS_MAX_INPUTS;
+    graph_acc *acc = (graph_acc *)malloc((size_t)n * (size_t)per * sizeof *acc);
+    int(*imp)[2] = (int(*)[2])malloc((size_t)n * (size_t)per * 2 * sizeof *imp);
+    int *ind_x = (int *)calloc((size_t)n + 1, sizeof(int)), *ind_i = (int *)calloc((size_t)n + 1, sizeof(int));
+    char *used = (char *)calloc((size_t)n + 1, 1);
+    int na = 0, ni = 0, i, e, k, done = 0, ok = -1;
+    if (!acc || !imp || !ind_x || !ind_i || !used) goto out;
+    for (i = 0; i < n; i++) { /* each node once per storage, writing if it writes it */
+        const gpuos_task *t = &g->nodes[i].task;
+        for (k = 0; k < per; k++) {
+            const gpuos_tensor *x = k == 0 ? t->out : t->in[k - 1];
+            int q;
+            if (!x) continue;
+            for (q = na - 1; q >= 0 && acc[q].node == i; q--)
+                if (acc[q].st == x->st) break;
+            if (q >= 0 && acc[q].node == i) acc[q].write |= k == 0;
+            else acc[na].st = x->st, acc[na].node = i, acc[na].write = k == 0, na++;
+        }
+    }
+    qsort(acc, (size_t)na, sizeof *acc, graph_acc_cmp);
+    for (i = 0; i < na;) { /* one storage's accesses in recorded order */
+        int j = i, w = -1, r0 = i; /* the last write's position; the reads since start at r0 */
+        for (; j < na && acc[j].st == acc[i].st; j++) {
+            if (w >= 0) imp[ni][0] = acc[w].node, imp[ni][1] = acc[j].node, ni++;
+            if (acc[j].write) {
+                for (k = (w >= 0 ? w + 1 : r0); k < j; k++) imp[ni][0] = acc[k].node, imp[ni][1] = acc[j].node, ni++;
+                w = j;
+            }
+        }
+        i = j;
+    }
+    for (e = 0; e < g->n_edges; e++) ind_x[g->edges[e][1]]++;
+    for (e = 0; e < ni; e++) ind_i[imp[e][1]]++;
+    while (done < n) {
+        for (i = 0; i < n; i++)
+            if (!used[i] && ind_x[i] == 0 && ind_i[i] == 0) break;
+        if (i == n) /* recorded order contradicts a dependency: that dependency wins */
+            for (i = 0; i < n; i++)
+                if (!used[i] && ind_x[i] == 0) break;
+        if (i == n) break; /* (never: the explicit ones have no cycle) */
+        used[i] = 1;
+        order[done++] = i;
+        for (e = 0; e < g->n_edges; e++)
+            if (g->edges[e][0] == i) ind_x[g->edges[e][1]]--;
+        for (e = 0; e < ni; e++)
+            if (imp[e][0] == i) ind_i[imp[e][1]]--;
+    }
+    ok = done == n ? 1 : 0;
+out:
+    free(acc);
+    free(imp);
+    free(ind_x);
+    free(ind_i);
+    free(used);
+    return ok;
+}
+
 /* Kahn's algorithm, smallest index first among the ready nodes: recorded order unless an
    explicit dependency says otherwise. Returns 0 when the dependencies have a cycle. */
 static int graph_order(gpuos_graph *g, int n_edges, int *order) {
@@ -550,6 +625,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
     gpuos_status s = GPUOS_OK;
     if (!g) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "%s: graph is NULL", fn);
     ctx = g->ctx;
+    if ((s = gpuos__check_alive(ctx, fn)) != GPUOS_OK) return s; /* (before a stale node is planned again) */
     if (n_binds < 0 || n_scalars < 0)
         return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "%s: %d bindings and %d scalars (negative counts)", fn,
                                 n_binds, n_scalars);
@@ -589,8 +665,11 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
         int *o = (int *)realloc(g->order, (size_t)g->n * sizeof(int));
         if (!o) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: no memory", fn);
         g->order = o;
-        if (graph_order(g, g->n_edges, g->order) != 1)
-            return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "%s: the dependencies have a cycle", fn);
+        if (g->n_edges == 0)
+            for (i = 0; i < g->n; i++) g->order[i] = i;
+        else if ((k = graph_launch_order(g, g->order)) != 1)
+            return gpuos__set_error(ctx, k < 0 ? GPUOS_ERR_OUT_OF_MEMORY : GPUOS_ERR_INTERNAL,
+                                    k < 0 ? "%s: no memory" : "%s: the dependencies have a cycle", fn);
         g->order_ok = 1;
     }
     /* nothing bound: the fused templates (g->fz); bound: the jobs as bound are fused below

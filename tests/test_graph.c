@@ -254,6 +254,33 @@ static void test_deps_and_errors(gpuos_context *ctx) {
     CHECK(gpuos_graph_add_dep(g, n2, n0) == GPUOS_OK, "%s", gpuos_last_error(ctx));
     CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL) == GPUOS_OK && gpuos_download(ctx, x, h, sizeof h) == GPUOS_OK &&
               h[0] == 1.0f, "node 0 after nodes 1 and 2: its fill wins (%g)", h[0]);
+    { /* a dependency moves only what it has to: p = copy(a) stays after the fill of a it reads
+         when node 0 (that fill) must wait for node 3 (a review's find: p kept its old value) */
+        gpuos_graph *g2;
+        gpuos_tensor *a = vec(ctx, 16), *b = vec(ctx, 16), *p = vec(ctx, 16), *q = vec(ctx, 16);
+        gpuos_task fa = GPUOS_TASK_INIT, cp = GPUOS_TASK_INIT, fb = GPUOS_TASK_INIT, cq = GPUOS_TASK_INIT;
+        float hp[16], hq[16];
+        int m0, m3;
+        fa.op = fb.op = GPUOS_OP_FILL, fa.out = a, fb.out = b, fa.scalar[0] = 7.0, fb.scalar[0] = 1.0;
+        cp.op = cq.op = GPUOS_OP_COPY, cp.out = p, cp.in[0] = a, cq.out = q, cq.in[0] = b;
+        CHECK(gpuos_fill(ctx, a, -1.0) == GPUOS_OK && gpuos_fill(ctx, b, -1.0) == GPUOS_OK, "fill");
+        CHECK(gpuos_fill(ctx, p, -1.0) == GPUOS_OK && gpuos_fill(ctx, q, -1.0) == GPUOS_OK, "fill");
+        CHECK(gpuos_graph_create(ctx, &g2) == GPUOS_OK, "create");
+        CHECK(gpuos_graph_add(g2, &fa, &m0) == GPUOS_OK && gpuos_graph_add(g2, &cp, NULL) == GPUOS_OK &&
+                  gpuos_graph_add(g2, &fb, NULL) == GPUOS_OK && gpuos_graph_add(g2, &cq, &m3) == GPUOS_OK,
+              "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_graph_add_dep(g2, m3, m0) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_graph_launch(g2, NULL, 0, NULL, 0, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_download(ctx, p, hp, sizeof hp) == GPUOS_OK && gpuos_download(ctx, q, hq, sizeof hq) == GPUOS_OK,
+              "download");
+        CHECK(hp[0] == 7.0f && hp[15] == 7.0f, "copy(a) after the fill of a it reads: %g, expected 7", hp[0]);
+        CHECK(hq[0] == 1.0f && hq[15] == 1.0f, "copy(b) after the fill of b it reads: %g, expected 1", hq[0]);
+        gpuos_graph_release(g2);
+        gpuos_tensor_release(a);
+        gpuos_tensor_release(b);
+        gpuos_tensor_release(p);
+        gpuos_tensor_release(q);
+    }
     CHECK(gpuos_graph_add_dep(g, n0, n1) == GPUOS_ERR_INVALID_ARGUMENT, "a cycle 0 -> 1 -> 0 is refused");
     CHECK(strstr(gpuos_last_error(ctx), "cycle") != NULL, "the message says cycle: %s", gpuos_last_error(ctx));
     CHECK(gpuos_graph_add_dep(g, n0, n0) == GPUOS_ERR_INVALID_ARGUMENT, "a self dependency");

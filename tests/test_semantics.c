@@ -437,7 +437,20 @@ static void after_destroy(int device) {
     }
     OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &x));
     OKC(gpuos_graph_create(ctx, &g2));
+    { /* a node of a run-time operator: its version is dropped at destroy (the launch below
+         planned it again and said GPUOS_ERR_UNKNOWN_OP) */
+        gpuos_op_def d2 = GPUOS_OP_DEF_INIT;
+        gpuos_op op2;
+        gpuos_task tk = GPUOS_TASK_INIT;
+        d2.name = "plus1";
+        d2.source = "out = a + 1.0f;";
+        d2.n_inputs = 1;
+        OKC(gpuos_op_define(ctx, &d2, &op2));
+        tk.op = op2, tk.out = x, tk.in[0] = x;
+        OKC(gpuos_graph_add(g2, &tk, NULL));
+    }
     gpuos_destroy(ctx); /* x keeps the handle alive */
+    CHECK(gpuos_graph_launch(g2, NULL, 0, NULL, 0, NULL) == GPUOS_ERR_INVALID_ARGUMENT, "graph_launch after destroy");
     CHECK(gpuos_context_status(ctx) == GPUOS_ERR_INVALID_ARGUMENT, "context_status after destroy");
     {
         gpuos_task tk = GPUOS_TASK_INIT;
