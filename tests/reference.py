@@ -101,7 +101,8 @@ def float_store_arith(f64, dtype):
     if dtype == "f32":
         return f32
     if dtype == "f16":
-        return f32.astype(np.float16)
+        with np.errstate(over="ignore"):
+            return f32.astype(np.float16)
     return f32_to_bf16(f32)
 
 

@@ -438,6 +438,10 @@ def specials(dtype, op=None):
     # normal (sigmoid: subnormal in f32)
     if op in ("sigmoid", "silu", "gelu_tanh"):
         v += [-10.06, -10.5, -89.5, -90.5, -95.0, -715.0]
+    # near 0, where expm1 and log1p differ from exp(a) - 1 and log(1 + a) (a review's mutation:
+    # exp(a) - 1 passed every test, the random inputs lying in (-8, 8))
+    if op in ("expm1", "log1p"):
+        v += [1e-3, -1e-3, 1e-5, -1e-5, 3e-7, -3e-7, 1e-8, -1e-8]
     return np.array(v)
 
 
@@ -567,6 +571,9 @@ def special_values(rng, op, dtype, shape, role=0, p=0.04):
         v[1, 1] = [-inf] * 5
         v[1, 2] = [nan] * 5
         v[1, 3] = R.vals(H.gen_values(rng, op, dtype, role, (5,)), dtype)
+        # large finite values: softmax and log_softmax must subtract the row's maximum before exp
+        # (a review's mutation that did not subtract it passed every test: the inputs lay in (-8, 8))
+        v[2, 0] = [1000.0, 999.5, -1000.0, 998.0, 0.0]
     return to_storage(v, dtype)
 
 
@@ -654,7 +661,11 @@ def edge_values(dtype):
         np.nan, np.inf, -np.inf, 0.0, -0.0, 0.5, -0.5, 1.5, 2.5, -2.5, 127.5, -128.5, 128.0, -129.0, 255.5,
         256.0, -1.0, 32767.5, 32768.0, -32769.0, 65504.0, 65520.0, 70000.0, 2.0**31, -2.0**31 - 1, 4294967296.0,
         2.0**63, -2.0**63, -2.0**63 - 4096, 1e19, 1e30, -1e30, 1e-30, 1.00390625, 1.005859375, 3.4e38, 1e300,
-        -1e300, 1e-310], dtype)
+        -1e300, 1e-310,
+        # exact ties of f16 (2049, 2051; subnormal: 2^-25, 3 * 2^-25) and bf16 (257, 259; subnormal:
+        # 2^-134, 3 * 2^-134), each rounded to even (a review's mutations rounding them away passed)
+        2049.0, 2051.0, -2049.0, 2.0**-25, 3 * 2.0**-25, -3 * 2.0**-25, 257.0, 259.0, -259.0, 2.0**-134,
+        3 * 2.0**-134, -3 * 2.0**-134], dtype)
 
 
 CAST_PAIRS = [(s, d) for s in DTYPES for d in DTYPES if supported("cast", s, 1)]
