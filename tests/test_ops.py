@@ -526,6 +526,25 @@ def test_fma_one_rounding(ctx, rng, seed, dtype):
             seed=seed)
 
 
+@pytest.mark.parametrize("dtype", [d for d in ("f32", "f64") if supported("lerp", d, 1)])
+def test_lerp_fused(ctx, rng, seed, dtype):
+    """lerp is fma(w, b - a, a) (docs/OPERATORS.md): b - a rounded, then one rounding; exact in f32 and
+    f64 against that (an unfused a + w * (b - a) passed the tolerance of the other tests)."""
+    st = STORAGE_NP[dtype]
+    n = 4096
+    a = (rng.standard_normal(n) * 10.0 ** rng.integers(-3, 4, n)).astype(st)
+    b = (rng.standard_normal(n) * 10.0 ** rng.integers(-3, 4, n)).astype(st)
+    w = rng.uniform(-1.5, 1.5, n).astype(st)
+    d = (b - a).astype(st)  # rounded in dtype, as the operator does
+    ref = R.fma_compute(dtype, w, d, a).astype(st)
+    with np.errstate(all="ignore"):
+        unfused = (a + w * d).astype(st)
+    assert np.any(unfused != ref), "no input where the unfused formula differs: the check proves nothing"
+    out = H.make_output(ctx, rng, dtype, a.shape)
+    ctx.submit("lerp", out.tensor, [ctx.tensor(a, dtype), ctx.tensor(b, dtype), ctx.tensor(w, dtype)])
+    H.check(ctx, out, ref, what="lerp %s, fused" % dtype, inputs=[(dtype, a), (dtype, b), (dtype, w)], seed=seed)
+
+
 @pytest.mark.parametrize("dtype", [d for d in ("f32", "f64") if supported("sigmoid", d, 1)])
 def test_sigmoid_far_below_zero(ctx, rng, seed, dtype):
     """sigmoid(a) = exp(a) / (1 + exp(a)) ~ exp(a) where exp(-a) overflows but exp(a) is still a
