@@ -3925,6 +3925,15 @@ static void cuda_unload_old_rt(struct gpuos__cuda *c) {
     c->n_old_rt = 0;
 }
 
+/* The limit of a wait for the device itself to act (the queue's memory cleared at creation, the
+   persistent kernel's stop: no task retired for this long means it is stuck): wait_timeout_ms,
+   but at least CUDA__DEV_WAIT_MIN_MS, since even a healthy kernel needs microseconds to leave
+   (wait_timeout_ms = 0, "do not wait", made every idle stop a false device loss). */
+#define CUDA__DEV_WAIT_MIN_MS 1000u
+static uint32_t cuda_dev_wait_ms(const gpuos_context *ctx) {
+    return ctx->cfg.wait_timeout_ms > CUDA__DEV_WAIT_MIN_MS ? ctx->cfg.wait_timeout_ms : CUDA__DEV_WAIT_MIN_MS;
+}
+
 /* The copy stream's work done (cuda_gate_quiet's fn): polled up to timeout_ms. */
 typedef struct cuda__sync_arg {
     const struct gpuos__cuda *c;
@@ -3964,15 +3973,15 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     CUDA_TRY(ctx, c->cu->cuMemHostGetDevicePointer(&d, h, 0), "cuMemHostGetDevicePointer (residency words)");
     c->P.up = (uint32_t *)(uintptr_t)d;
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, 64 + GPUOS__PROF_N * 8), "cuMemAlloc (retired)");
-    CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0, 64 + GPUOS__PROF_N * 8, c->copy_stream), "cuMemsetD8Async (retired)");
     c->P.retired = (uint64_t *)(uintptr_t)d; /* [lane] */
+    CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0, 64 + GPUOS__PROF_N * 8, c->copy_stream), "cuMemsetD8Async (retired)");
     c->P.prof = (unsigned long long *)(uintptr_t)(d + 64); /* probe builds' counters */
     c->P.xclaim = (unsigned long long *)(uintptr_t)(d + 32); /* express claims (zeroed with it) */
     c->P.xruns = (unsigned long long *)(uintptr_t)(d + 40);  /* express tasks the express worker ran */
     c->P.xfetched = (uint64_t *)(uintptr_t)(d + 48);         /* lane 0's next seq to fetch */
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, GPUOS__XOWN * 8), "cuMemAlloc (express marks)");
-    CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0, GPUOS__XOWN * 8, c->copy_stream), "cuMemsetD8Async (express marks)");
     c->P.xown = (uint64_t *)(uintptr_t)d;
+    CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0, GPUOS__XOWN * 8, c->copy_stream), "cuMemsetD8Async (express marks)");
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__PLAN_CAP * GPUOS__PLAN_BYTES), "cuMemAlloc (plans)");
     c->P.plans = (char *)(uintptr_t)d;
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)CUDA__GPOOL * sizeof(gpuos__qdesc)), "cuMemAlloc (graph descriptors)");
@@ -3989,18 +3998,18 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
         CUDA_TRY(ctx, c->cu->cuMemHostGetDevicePointer(&d, h, 0), "cuMemHostGetDevicePointer (task ring)");
         c->P.ring[l] = (gpuos__qslot *)(uintptr_t)d;
         CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, CUDA__TASK_CAP * sizeof(gpuos__dtask)), "cuMemAlloc (tasks)");
-        CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0xff, CUDA__TASK_CAP * sizeof(gpuos__dtask), c->copy_stream), "cuMemsetD8Async (tasks)");
         c->P.tasks[l] = (gpuos__dtask *)(uintptr_t)d;
+        CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0xff, CUDA__TASK_CAP * sizeof(gpuos__dtask), c->copy_stream), "cuMemsetD8Async (tasks)");
         /* done stamps (gpuos_queue.h): all ones, earlier than any task */
         CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, CUDA__TASK_CAP * sizeof(uint64_t)), "cuMemAlloc (done stamps)");
-        CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0xff, CUDA__TASK_CAP * sizeof(uint64_t), c->copy_stream), "cuMemsetD8Async (done stamps)");
         c->P.done[l] = (uint64_t *)(uintptr_t)d;
+        CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0xff, CUDA__TASK_CAP * sizeof(uint64_t), c->copy_stream), "cuMemsetD8Async (done stamps)");
         CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, inbox_bytes), "cuMemAlloc (inboxes)");
-        CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0, inbox_bytes, c->copy_stream), "cuMemsetD8Async (inboxes)");
         c->P.inbox[l] = (gpuos__ientry *)(uintptr_t)d;
+        CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0, inbox_bytes, c->copy_stream), "cuMemsetD8Async (inboxes)");
         CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, (size_t)c->n_workers * sizeof(uint32_t)), "cuMemAlloc (worker positions)");
-        CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0, (size_t)c->n_workers * sizeof(uint32_t), c->copy_stream), "cuMemsetD8Async (worker positions)");
         c->P.wpos[l] = (uint32_t *)(uintptr_t)d;
+        CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0, (size_t)c->n_workers * sizeof(uint32_t), c->copy_stream), "cuMemsetD8Async (worker positions)");
         c->pos[l] = 0;
         c->dseq[l] = 1;
     }
@@ -4015,12 +4024,12 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
        gate stops other contexts' kernels) and a timeout. */
     {
         cuda__sync_arg a;
-        a.c = c, a.timeout_ms = ctx->cfg.wait_timeout_ms, a.r = CU_ERROR_NOT_READY;
-        if (!cuda_gate_quiet(c, ctx->cfg.wait_timeout_ms, cuda_copy_sync_fn, &a) || a.r == CU_ERROR_NOT_READY)
+        a.c = c, a.timeout_ms = cuda_dev_wait_ms(ctx), a.r = CU_ERROR_NOT_READY;
+        if (!cuda_gate_quiet(c, cuda_dev_wait_ms(ctx), cuda_copy_sync_fn, &a) || a.r == CU_ERROR_NOT_READY)
             return gpuos__set_error(ctx, GPUOS_ERR_TIMEOUT,
                                     "gpuos_create: clearing the queue's device memory did not finish within "
-                                    "wait_timeout_ms = %u ms (other kernels fill the GPU)",
-                                    (unsigned)ctx->cfg.wait_timeout_ms);
+                                    "%u ms (wait_timeout_ms, at least %u; other kernels fill the GPU)",
+                                    (unsigned)cuda_dev_wait_ms(ctx), CUDA__DEV_WAIT_MIN_MS);
         if (a.r != CU_SUCCESS)
             return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: clearing the queue's device memory failed: %s (%d)",
                                     cuda_errname(c->cu, a.r), (int)a.r);
@@ -4283,6 +4292,7 @@ gpuos_status gpuos__cuda_memcpy(gpuos_context *ctx, void *dst, const void *src, 
 }
 
 /* ---------------------------------------------------------------- the ring */
+static void cuda_check_fault_locked(gpuos_context *ctx);
 /* Waits (submit_timeout_ms) until `need` more slots fit in lane's ring (ctx->mu held). */
 static gpuos_status cuda_ring_room(gpuos_context *ctx, struct gpuos__cuda *c, int lane, uint64_t need) {
     uint64_t t0 = 0;
@@ -4290,10 +4300,13 @@ static gpuos_status cuda_ring_room(gpuos_context *ctx, struct gpuos__cuda *c, in
         c->fetched_seen[lane] = cuda_load_acquire(cuda_ctl_fetched(c, lane));
         if (c->pos[lane] + need - c->fetched_seen[lane] <= c->P.ring_slots) break;
         if (!t0) t0 = cuda_now_ns();
-        if (cuda_now_ns() - t0 > (uint64_t)(ctx->cfg.submit_timeout_ms + 1) * 1000000ull)
+        if (cuda_now_ns() - t0 > ((uint64_t)ctx->cfg.submit_timeout_ms + 1) * 1000000ull) {
+            cuda_check_fault_locked(ctx); /* a kernel that died with a full ring: say so, not QUEUE_FULL */
+            if (ctx->sticky != GPUOS_OK) return ctx->sticky;
             return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL,
                                     "gpuos_submit: the device did not take tasks for %u ms (ring full)",
                                     (unsigned)ctx->cfg.submit_timeout_ms);
+        }
         cuda_sleep_ns(2000);
     }
     return GPUOS_OK;
@@ -4486,8 +4499,6 @@ static uint64_t cuda_stop_progress(const struct gpuos__cuda *c, uint64_t *done, 
     return now - *t_prog;
 }
 
-static void cuda_check_fault_locked(gpuos_context *ctx);
-
 /* Before a stop that something else waits for (another context's turn on the device, a
    run-time operator's swap): lets the device retire what was sent to it so far with ctx->mu
    let go, so that this context's other threads (submissions, waits with their timeouts) are
@@ -4497,7 +4508,7 @@ static void cuda_check_fault_locked(gpuos_context *ctx);
    released meanwhile). */
 static void cuda_predrain_locked(gpuos_context *ctx, struct gpuos__cuda *c) {
     const uint64_t want0 = c->dseq[0] - 1, want1 = c->dseq[1] - 1, t0 = cuda_now_ns(),
-                   limit = (uint64_t)ctx->cfg.wait_timeout_ms * 1000000ull;
+                   limit = (uint64_t)cuda_dev_wait_ms(ctx) * 1000000ull;
     uint64_t done = 0, t_prog = t0;
     while (c->running && ctx->sticky == GPUOS_OK && !c->stuck && !c->reaper_stop) {
         cuda_refresh_retired(c);
@@ -4520,7 +4531,7 @@ static void cuda_stop_kernel_locked(gpuos_context *ctx) {
     gpuos__CUresult r;
     gpuos_status room;
     int i;
-    const uint64_t t0 = cuda_now_ns(), limit = (uint64_t)ctx->cfg.wait_timeout_ms * 1000000ull;
+    const uint64_t t0 = cuda_now_ns(), limit = (uint64_t)cuda_dev_wait_ms(ctx) * 1000000ull;
     uint64_t t_prog = t0, done = 0; /* the timeout counts from the last task retired: a long drain is no fault */
     if (!c->running) return;
     c->cu->cuCtxSetCurrent(c->cuctx);
@@ -4546,8 +4557,8 @@ static void cuda_stop_kernel_locked(gpuos_context *ctx) {
     c->running = 0;
     if (r == CU_ERROR_NOT_READY) { /* still running: its memory stays allocated, nothing waits on it */
         c->stuck = 1;
-        gpuos__fail_locked(ctx, "the persistent kernel did not stop: no task retired for wait_timeout_ms = %u ms",
-                         (unsigned)ctx->cfg.wait_timeout_ms);
+        gpuos__fail_locked(ctx, "the persistent kernel did not stop: no task retired for %u ms (wait_timeout_ms, at "
+                         "least %u)", (unsigned)cuda_dev_wait_ms(ctx), CUDA__DEV_WAIT_MIN_MS);
         return;
     }
     if (r != CU_SUCCESS) gpuos__fail_locked(ctx, "the persistent kernel failed: %s (%d)", cuda_errname(c->cu, r), (int)r);
@@ -4847,11 +4858,14 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
         /* every candidate is in use by queued tasks: wait for some to retire */
         cuda_refresh_retired(c);
         if (!t0) t0 = cuda_now_ns();
-        if (cuda_now_ns() - t0 > (uint64_t)(ctx->cfg.submit_timeout_ms + 1) * 1000000ull)
+        if (cuda_now_ns() - t0 > ((uint64_t)ctx->cfg.submit_timeout_ms + 1) * 1000000ull) {
+            cuda_check_fault_locked(ctx);
+            if (ctx->sticky != GPUOS_OK) return ctx->sticky;
             return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL,
                                     "gpuos_submit: no free plan slot for %u ms (the device's %u plan rows are held "
                                     "by queued tasks and recorded graphs)",
                                     (unsigned)ctx->cfg.submit_timeout_ms, CUDA__PLAN_CAP);
+        }
         cuda_sleep_ns(2000);
     }
     {
@@ -5570,6 +5584,7 @@ gpuos_status gpuos__cuda_wait_locked(gpuos_context *ctx, uint64_t seq, int one, 
     struct gpuos__cuda *c = ctx->cuda;
     const uint64_t t0 = cuda_now_ns(), limit = (uint64_t)timeout_ms * 1000000ull;
     uint64_t spins = 0;
+    unsigned passes = 0;
     for (;;) {
         gpuos__cuda_reap_locked(ctx);
         if (gpuos__seq_done_locked(ctx, seq, one) || ctx->sticky != GPUOS_OK || ctx->stopping) return GPUOS_OK;
@@ -5590,7 +5605,9 @@ gpuos_status gpuos__cuda_wait_locked(gpuos_context *ctx, uint64_t seq, int one, 
             }
             pthread_mutex_lock(&ctx->mu);
         }
-        if (spins % 4096 == 0) cuda_check_fault_locked(ctx);
+        /* every 16 passes: ~4096 spins while spinning, ~0.3 ms while sleeping (spins stops
+           counting then, so a check on its count ran every pass or never) */
+        if (++passes % 16 == 0) cuda_check_fault_locked(ctx);
     }
 }
 

@@ -304,7 +304,8 @@ typedef struct gpuos_config {
     int device;                  /* GPUOS_DEVICE_AUTO, GPUOS_DEVICE_HOST or a CUDA ordinal */
     uint32_t queue_capacity;     /* tasks; a power of two, 16 .. 1<<24 */
     uint32_t submit_timeout_ms;  /* wait for room in a full queue; 0 = fail at once */
-    uint32_t wait_timeout_ms;    /* timeout of implicit waits (download, upload, destroy) */
+    uint32_t wait_timeout_ms;    /* timeout of implicit waits (download, upload, destroy); the GPU
+                                    executor's own stops of its kernel wait at least 1 s for it */
     const char *cache_dir;       /* NULL = default (see CONFIGURATION) */
     uint32_t idle_ms;            /* persistent kernel idle exit */
     int host_threads;            /* 0 = automatic */

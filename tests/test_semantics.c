@@ -418,6 +418,45 @@ static void graph_node_deadline(gpuos_context *ctx) {
     gpuos_tensor_release(x);
 }
 
+/* wait_timeout_ms = 0 ("do not wait" for the implicit waits): the executor's own stops still
+   wait for the device (on a GPU every idle stop was a false GPUOS_ERR_DEVICE_LOST, and
+   creation could time out clearing the queue's memory: a helper's reading of the code). */
+static void zero_wait_timeout(int device) {
+    gpuos_config cfg = GPUOS_CONFIG_INIT;
+    gpuos_context *ctx = NULL;
+    gpuos_tensor *x = NULL, *one = NULL;
+    int64_t n = 4096;
+    static float h[4096];
+    int k, i, bad = 0;
+    uint64_t seq = 0;
+    struct timespec ts = {0, 30 * 1000000L};
+    cfg.device = device;
+    cfg.wait_timeout_ms = 0;
+    cfg.idle_ms = 5;
+    if (gpuos_create(&cfg, &ctx) != GPUOS_OK) {
+        CHECK(0, "gpuos_create with wait_timeout_ms = 0: %s", gpuos_last_error(NULL));
+        return;
+    }
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &x));
+    OKC(gpuos_tensor_scalar(ctx, GPUOS_F32, 1.0, &one));
+    OKC(gpuos_fill(ctx, x, 0.0));
+    for (k = 0; k < 3; k++) { /* each round after an idle stop of the kernel */
+        OKC(gpuos_add(ctx, x, x, one));
+        seq = gpuos_fence(ctx);
+        OKC(gpuos_wait_fence(ctx, seq, 20000));
+        nanosleep(&ts, NULL);
+    }
+    OKC(gpuos_wait(ctx, 20000));
+    OKC(gpuos_download(ctx, x, h, sizeof h));
+    for (i = 0; i < 4096; i++) bad += h[i] != 3.0f;
+    CHECK(bad == 0, "wait_timeout_ms = 0: %d of 4096 elements not 3", bad);
+    CHECK(gpuos_context_status(ctx) == GPUOS_OK, "wait_timeout_ms = 0: the context is healthy after idle stops: %s",
+          gpuos_last_error(ctx));
+    gpuos_tensor_release(x);
+    gpuos_tensor_release(one);
+    gpuos_destroy(ctx);
+}
+
 /* After gpuos_destroy, with a tensor keeping the handle alive. */
 static void after_destroy(int device) {
     gpuos_config cfg = GPUOS_CONFIG_INIT;
@@ -554,6 +593,7 @@ int main(void) {
     gpuos_destroy(ctx);
     if (host) graph_priority_small_queue();
     after_destroy(cfg.device);
+    zero_wait_timeout(cfg.device);
     last_error_threads();
     return ctest_summary("test_semantics");
 }
