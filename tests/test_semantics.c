@@ -424,7 +424,7 @@ static void graph_node_deadline(gpuos_context *ctx) {
 static void zero_wait_timeout(int device) {
     gpuos_config cfg = GPUOS_CONFIG_INIT;
     gpuos_context *ctx = NULL;
-    gpuos_tensor *x = NULL, *one = NULL;
+    gpuos_tensor *x = NULL, *one = NULL, *pin = NULL;
     int64_t n = 4096;
     static float h[4096];
     int k, i, bad = 0;
@@ -446,14 +446,19 @@ static void zero_wait_timeout(int device) {
         OKC(gpuos_wait_fence(ctx, seq, 20000));
         nanosleep(&ts, NULL);
     }
+    /* read back through a pinned tensor and an explicit wait (gpuos_download's implicit wait
+       would not wait: wait_timeout_ms = 0) */
+    OKC(gpuos_tensor_new_pinned(ctx, GPUOS_F32, 1, &n, &pin));
+    OKC(gpuos_copy(ctx, pin, x));
     OKC(gpuos_wait(ctx, 20000));
-    OKC(gpuos_download(ctx, x, h, sizeof h));
+    memcpy(h, gpuos_tensor_host_data(pin), sizeof h);
     for (i = 0; i < 4096; i++) bad += h[i] != 3.0f;
     CHECK(bad == 0, "wait_timeout_ms = 0: %d of 4096 elements not 3", bad);
     CHECK(gpuos_context_status(ctx) == GPUOS_OK, "wait_timeout_ms = 0: the context is healthy after idle stops: %s",
           gpuos_last_error(ctx));
     gpuos_tensor_release(x);
     gpuos_tensor_release(one);
+    gpuos_tensor_release(pin);
     gpuos_destroy(ctx);
 }
 
