@@ -2915,10 +2915,10 @@ gpuos_status gpuos_context_status(const gpuos_context *ctx) {
     gpuos_context *c = (gpuos_context *)ctx; /* the mutex is mutable state */
     gpuos_status st;
     if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_context_status: ctx is NULL");
+    if ((st = gpuos__check_alive(c, "gpuos_context_status")) != GPUOS_OK) return st;
     pthread_mutex_lock(&c->mu);
-    st = c->destroyed ? GPUOS_ERR_INVALID_ARGUMENT : c->sticky;
+    st = c->sticky;
     pthread_mutex_unlock(&c->mu);
-    if (st == GPUOS_ERR_INVALID_ARGUMENT) return gpuos__check_alive(c, "gpuos_context_status");
     return st;
 }
 
@@ -8947,14 +8947,47 @@ gpuos_status gpuos_graph_add(gpuos_graph *g, const gpuos_task *task, int *node) 
     return GPUOS_OK;
 }
 
-/* The launch order of a graph with dependencies: the explicit ones, and, wherever they allow,
-   the recorded order of nodes that touch the same storage with one of them writing (each
-   access after the storage's last write before it, each write after the reads since), so
-   that a dependency moves only the nodes it has to: with one order alone, smallest index
-   first, a node no dependency named overtook a node whose output it reads (a review's find).
-   Kahn's algorithm over both kinds, smallest index first; where the explicit ones contradict
-   recorded order (the combined graph has a cycle) the smallest node whose explicit
-   predecessors have all run goes next. 1, or -1 without memory. */
+/* Kahn's algorithm over the first n_edges explicit dependencies and ni implicit ones (imp,
+   before -> after), smallest index first among the ready nodes; where the implicit ones
+   contradict the explicit ones (the combined graph has a cycle) the smallest node whose
+   explicit predecessors have all run goes next. Returns 1, 0 when the explicit dependencies
+   have a cycle, -1 without memory. */
+static int graph_kahn(gpuos_graph *g, int n_edges, const int (*imp)[2], int ni, int *order) {
+    const int n = g->n;
+    int *ind_x = (int *)calloc((size_t)n + 1, sizeof(int)), *ind_i = (int *)calloc((size_t)n + 1, sizeof(int));
+    char *used = (char *)calloc((size_t)n + 1, 1);
+    int i, e, done = 0, ok = -1;
+    if (!ind_x || !ind_i || !used) goto out;
+    for (e = 0; e < n_edges; e++) ind_x[g->edges[e][1]]++;
+    for (e = 0; e < ni; e++) ind_i[imp[e][1]]++;
+    while (done < n) {
+        for (i = 0; i < n; i++)
+            if (!used[i] && ind_x[i] == 0 && ind_i[i] == 0) break;
+        if (i == n) /* recorded order contradicts a dependency: that dependency wins */
+            for (i = 0; i < n; i++)
+                if (!used[i] && ind_x[i] == 0) break;
+        if (i == n) break; /* the rest is on a cycle of explicit dependencies */
+        used[i] = 1;
+        order[done++] = i;
+        for (e = 0; e < n_edges; e++)
+            if (g->edges[e][0] == i) ind_x[g->edges[e][1]]--;
+        for (e = 0; e < ni; e++)
+            if (imp[e][0] == i) ind_i[imp[e][1]]--;
+    }
+    ok = done == n;
+out:
+    free(ind_x);
+    free(ind_i);
+    free(used);
+    return ok;
+}
+
+/* The launch order of a graph with dependencies (graph_kahn): the explicit ones, and,
+   wherever they allow, the recorded order of nodes that touch the same storage with one of
+   them writing (each access after the storage's last write before it, each write after the
+   reads since), so that a dependency moves only the nodes it has to: with the explicit ones
+   alone, smallest index first, a node no dependency named overtook a node whose output it
+   reads (a review's find). 1, 0 on a cycle, -1 without memory. */
 typedef struct graph_acc {
     const void *st;
     int node, write;
@@ -8968,10 +9001,8 @@ static int graph_launch_order(gpuos_graph *g, int *order) {
     const int n = g->n, per = 1 + GPUOS_MAX_INPUTS;
     graph_acc *acc = (graph_acc *)malloc((size_t)n * (size_t)per * sizeof *acc);
     int(*imp)[2] = (int(*)[2])malloc((size_t)n * (size_t)per * 2 * sizeof *imp);
-    int *ind_x = (int *)calloc((size_t)n + 1, sizeof(int)), *ind_i = (int *)calloc((size_t)n + 1, sizeof(int));
-    char *used = (char *)calloc((size_t)n + 1, 1);
-    int na = 0, ni = 0, i, e, k, done = 0, ok = -1;
-    if (!acc || !imp || !ind_x || !ind_i || !used) goto out;
+    int na = 0, ni = 0, i, k, ok = -1;
+    if (!acc || !imp) goto out;
     for (i = 0; i < n; i++) { /* each node once per storage, writing if it writes it */
         const gpuos_task *t = &g->nodes[i].task;
         for (k = 0; k < per; k++) {
@@ -8996,56 +9027,10 @@ static int graph_launch_order(gpuos_graph *g, int *order) {
         }
         i = j;
     }
-    for (e = 0; e < g->n_edges; e++) ind_x[g->edges[e][1]]++;
-    for (e = 0; e < ni; e++) ind_i[imp[e][1]]++;
-    while (done < n) {
-        for (i = 0; i < n; i++)
-            if (!used[i] && ind_x[i] == 0 && ind_i[i] == 0) break;
-        if (i == n) /* recorded order contradicts a dependency: that dependency wins */
-            for (i = 0; i < n; i++)
-                if (!used[i] && ind_x[i] == 0) break;
-        if (i == n) break; /* (never: the explicit ones have no cycle) */
-        used[i] = 1;
-        order[done++] = i;
-        for (e = 0; e < g->n_edges; e++)
-            if (g->edges[e][0] == i) ind_x[g->edges[e][1]]--;
-        for (e = 0; e < ni; e++)
-            if (imp[e][0] == i) ind_i[imp[e][1]]--;
-    }
-    ok = done == n ? 1 : 0;
+    ok = graph_kahn(g, g->n_edges, (const int(*)[2])imp, ni, order);
 out:
     free(acc);
     free(imp);
-    free(ind_x);
-    free(ind_i);
-    free(used);
-    return ok;
-}
-
-/* Kahn's algorithm, smallest index first among the ready nodes: recorded order unless an
-   explicit dependency says otherwise. Returns 0 when the dependencies have a cycle. */
-static int graph_order(gpuos_graph *g, int n_edges, int *order) {
-    int *indeg = (int *)calloc((size_t)g->n + 1, sizeof(int)), i, e, done = 0;
-    char *used = (char *)calloc((size_t)g->n + 1, 1);
-    int ok;
-    if (!indeg || !used) {
-        free(indeg);
-        free(used);
-        return -1;
-    }
-    for (e = 0; e < n_edges; e++) indeg[g->edges[e][1]]++;
-    while (done < g->n) {
-        for (i = 0; i < g->n; i++)
-            if (!used[i] && indeg[i] == 0) break;
-        if (i == g->n) break; /* the rest is on a cycle */
-        used[i] = 1;
-        order[done++] = i;
-        for (e = 0; e < n_edges; e++)
-            if (g->edges[e][0] == i) indeg[g->edges[e][1]]--;
-    }
-    ok = done == g->n;
-    free(indeg);
-    free(used);
     return ok;
 }
 
@@ -9072,7 +9057,7 @@ gpuos_status gpuos_graph_add_dep(gpuos_graph *g, int before, int after) {
     g->edges[g->n_edges][1] = after;
     order = (int *)malloc((size_t)g->n * sizeof(int));
     if (!order) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_add_dep: no memory");
-    ok = graph_order(g, g->n_edges + 1, order);
+    ok = graph_kahn(g, g->n_edges + 1, NULL, 0, order); /* (does the new one close a cycle?) */
     free(order);
     if (ok < 0) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_add_dep: no memory");
     if (!ok)

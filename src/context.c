@@ -211,10 +211,10 @@ gpuos_status gpuos_context_status(const gpuos_context *ctx) {
     gpuos_context *c = (gpuos_context *)ctx; /* the mutex is mutable state */
     gpuos_status st;
     if (!ctx) return gpuos__set_error(NULL, GPUOS_ERR_NULL_POINTER, "gpuos_context_status: ctx is NULL");
+    if ((st = gpuos__check_alive(c, "gpuos_context_status")) != GPUOS_OK) return st;
     pthread_mutex_lock(&c->mu);
-    st = c->destroyed ? GPUOS_ERR_INVALID_ARGUMENT : c->sticky;
+    st = c->sticky;
     pthread_mutex_unlock(&c->mu);
-    if (st == GPUOS_ERR_INVALID_ARGUMENT) return gpuos__check_alive(c, "gpuos_context_status");
     return st;
 }
 
