@@ -11744,11 +11744,6 @@ static __device__ __forceinline__ void gpuos__pk_load_plan(const gpuos__pk_param
 #ifndef GPUOS__PK_XINLINE
 #define GPUOS__PK_XINLINE 1
 #endif
-/* 1: a mailbox read whose first slot is done claims the task in its second (gpuos__pk_xclaim;
-   0: the next read does, A/B) */
-#ifndef GPUOS__PK_XSKIP
-#define GPUOS__PK_XSKIP 1
-#endif
 /* 1: the express worker's idle look issues all its reads at once (gpuos__pk_work; 0: in turn, A/B) */
 #ifndef GPUOS__PK_XPAR
 #define GPUOS__PK_XPAR 1
@@ -11988,11 +11983,10 @@ static __device__ __forceinline__ int gpuos__pk_xclaim(const gpuos__pk_params &P
     if (r > 0 || sq <= xran) { /* done already: the next one (this read's, if it holds it) */
         uint64_t s2 = 0;
         const int r2 = gpuos__pk_xslot(wv, 1, q + 1, &s2, &xd[0]);
-#if GPUOS__PK_XSKIP
         /* the read holds the next task: claim it now, as this read's first, instead of from the
            next read (a task's small download waited a look longer: roundtrip_download's p90
-           17.4 -> 13 us, bench/NOTES.md session 27). The caller learns its slot is q + 1 from
-           bit 2 of the count. */
+           17.4 -> 13 us, bench/NOTES.md session 27, GPUOS__PK_XSKIP then). The caller learns its
+           slot is q + 1 from bit 2 of the count. */
         if (r2 == 0 && s2 > xran && xran >= *xlost) {
             int st = 0; /* 0: not yet, 1: claimed, 2: the fetcher has it */
             if (lane == 0) {
@@ -12005,7 +11999,6 @@ static __device__ __forceinline__ int gpuos__pk_xclaim(const gpuos__pk_params &P
             __syncwarp();
             return st == 1 ? (1 | 4) : 0;
         }
-#endif
         *xq = q + 1 + (r2 > 0 || (r2 == 0 && s2 <= xran));
         return 0;
     }
@@ -12187,14 +12180,9 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                     break;
                 }
                 if (xpoll) {
-#if GPUOS__PK_XSKIP
                     uint32_t slot = (uint32_t)(xq % GPUOS__XBOX);
                     int nx = gpuos__pk_xclaim(P, xv, &xq, &xlost, xran, s_d, s_seq);
                     if (nx & 4) nx &= 3, slot = (slot + 1) % GPUOS__XBOX; /* claimed from the read's second slot */
-#else
-                    const uint32_t slot = (uint32_t)(xq % GPUOS__XBOX);
-                    const int nx = gpuos__pk_xclaim(P, xv, &xq, &xlost, xran, s_d, s_seq);
-#endif
                     if (nx) {
                         if (lane == 0) s_n = -nx, s_xslot = slot;
 #ifdef GPUOS__PK_TIMESTAMPS
