@@ -6,6 +6,7 @@
 #include "probe_prof.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static double now_us(void) {
     struct timespec t;
@@ -119,6 +120,54 @@ int main(void) {
             }
         }
         gpuos_graph_release(g);
+        /* the same forward with every layer cut into its 8 rows (1 x 256 views), each row's
+           layernorm recorded right before the next layer's product of that row: each row's
+           chain depends only on its own row (PROBE_ROWS=1) */
+        if (getenv("PROBE_ROWS") && atoi(getenv("PROBE_ROWS")) > 0) {
+            float want[8 * 256], got[8 * 256];
+            gpuos_tensor *xr[NL + 1][8], *hr[NL][8];
+            int r, same = 1;
+            gpuos_download(ctx, x[NL], want, sizeof want);
+            for (l = 0; l <= NL; l++)
+                for (r = 0; r < 8; r++) gpuos_view_slice(x[l], 0, r, r + 1, 1, &xr[l][r]);
+            for (l = 0; l < NL; l++)
+                for (r = 0; r < 8; r++) gpuos_view_slice(h[l], 0, r, r + 1, 1, &hr[l][r]);
+            for (l = 1; l <= NL; l++) gpuos_fill(ctx, x[l], 0.0);
+            gpuos_graph_create(ctx, &g);
+            for (l = 0; l <= NL; l++)
+                for (r = 0; r < 8; r++) {
+                    gpuos_task t = GPUOS_TASK_INIT;
+                    if (l > 0) {
+                        t.op = GPUOS_OP_LAYERNORM, t.out = xr[l][r], t.in[0] = hr[l - 1][r], t.scalar[0] = 1e-5;
+                        if (gpuos_graph_add(g, &t, NULL) != GPUOS_OK) printf("add: %s\n", gpuos_last_error(ctx));
+                    }
+                    if (l == NL) continue;
+                    t = (gpuos_task)GPUOS_TASK_INIT;
+                    t.op = GPUOS_OP_MATMUL, t.out = hr[l][r], t.in[0] = xr[l][r], t.in[1] = w;
+                    gpuos_graph_add(g, &t, NULL);
+                    t.op = GPUOS_OP_ADD, t.in[0] = hr[l][r], t.in[1] = bias;
+                    gpuos_graph_add(g, &t, NULL);
+                    t.op = GPUOS_OP_GELU, t.in[1] = NULL;
+                    gpuos_graph_add(g, &t, NULL);
+                    t.op = GPUOS_OP_ADD, t.in[1] = xr[l][r];
+                    gpuos_graph_add(g, &t, NULL);
+                }
+            {
+                unsigned long long p0[GPUOS__PROF_N], p1[GPUOS__PROF_N];
+                double us;
+                if (prof) prof_read(ctx, p0);
+                us = time_graph(ctx, g, 1);
+                printf("%-22s %-11s %8.2f us/forward (%d tasks)\n", "tiny_mlp by rows", "graph", us, gpuos_debug_graph_tasks(g));
+                if (prof) {
+                    prof_read(ctx, p1);
+                    prof_report("tiny_mlp by rows", p0, p1, us * 6, 6 * gpuos_debug_graph_tasks(g), "task (6 launches)");
+                }
+            }
+            gpuos_download(ctx, x[NL], got, sizeof got);
+            for (r = 0; r < 8 * 256; r++) same &= memcmp(&want[r], &got[r], 4) == 0;
+            printf("tiny_mlp by rows: output %s the whole-layer forward's bit for bit\n", same ? "equals" : "DIFFERS from");
+            gpuos_graph_release(g);
+        }
     }
     printf("status: %s\n", gpuos_context_status(ctx) == GPUOS_OK ? "ok" : gpuos_last_error(ctx));
     gpuos_destroy(ctx);
