@@ -28,6 +28,19 @@ static double time_graph(gpuos_context *ctx, gpuos_graph *g, int n) {
     return best / n;
 }
 
+/* One forward graph timed (us a launch) and, with prof, its worker counters. */
+static void time_forward(gpuos_context *ctx, gpuos_graph *g, const char *name, int prof) {
+    unsigned long long p0[GPUOS__PROF_N], p1[GPUOS__PROF_N];
+    double us;
+    if (prof) prof_read(ctx, p0);
+    us = time_graph(ctx, g, 1);
+    printf("%-22s %-11s %8.2f us/forward (%d tasks)\n", name, "graph", us, gpuos_debug_graph_tasks(g));
+    if (prof) {
+        prof_read(ctx, p1);
+        prof_report(name, p0, p1, us * 6, 6 * gpuos_debug_graph_tasks(g), "task (6 launches)");
+    }
+}
+
 int main(void) {
     gpuos_config cfg = GPUOS_CONFIG_INIT;
     gpuos_context *ctx;
@@ -108,17 +121,7 @@ int main(void) {
             t.op = GPUOS_OP_LAYERNORM, t.out = x[l + 1], t.in[0] = h[l], t.in[1] = NULL, t.scalar[0] = 1e-5;
             gpuos_graph_add(g, &t, NULL);
         }
-        {
-            unsigned long long p0[GPUOS__PROF_N], p1[GPUOS__PROF_N];
-            double us;
-            if (prof) prof_read(ctx, p0);
-            us = time_graph(ctx, g, 1);
-            printf("%-22s %-11s %8.2f us/forward (%d tasks)\n", "tiny_mlp forward", "graph", us, gpuos_debug_graph_tasks(g));
-            if (prof) {
-                prof_read(ctx, p1);
-                prof_report("tiny_mlp forward", p0, p1, us * 6, 6 * gpuos_debug_graph_tasks(g), "task (6 launches)");
-            }
-        }
+        time_forward(ctx, g, "tiny_mlp forward", prof);
         gpuos_graph_release(g);
         /* the same forward with every layer cut into its 8 rows (1 x 256 views), each row's
            layernorm recorded right before the next layer's product of that row: each row's
@@ -152,17 +155,7 @@ int main(void) {
                     t.op = GPUOS_OP_ADD, t.in[1] = xr[l][r];
                     gpuos_graph_add(g, &t, NULL);
                 }
-            {
-                unsigned long long p0[GPUOS__PROF_N], p1[GPUOS__PROF_N];
-                double us;
-                if (prof) prof_read(ctx, p0);
-                us = time_graph(ctx, g, 1);
-                printf("%-22s %-11s %8.2f us/forward (%d tasks)\n", "tiny_mlp by rows", "graph", us, gpuos_debug_graph_tasks(g));
-                if (prof) {
-                    prof_read(ctx, p1);
-                    prof_report("tiny_mlp by rows", p0, p1, us * 6, 6 * gpuos_debug_graph_tasks(g), "task (6 launches)");
-                }
-            }
+            time_forward(ctx, g, "tiny_mlp by rows", prof);
             gpuos_download(ctx, x[NL], got, sizeof got);
             for (r = 0; r < 8 * 256; r++) same &= memcmp(&want[r], &got[r], 4) == 0;
             printf("tiny_mlp by rows: output %s the whole-layer forward's bit for bit\n", same ? "equals" : "DIFFERS from");
