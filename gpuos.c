@@ -3624,8 +3624,9 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
    gpuos kernel runs in the CUDA context: cuda_gate_enter (before a launch) and
    cuda_gate_leave (once a kernel is seen stopped; a stuck one never leaves) count the running
    kernels per CUDA context, cuda_release does the call at once when none runs and else keeps
-   it, and the kernel whose stop leaves none running does what was kept. The lock order is a
-   context's mu, then cuda_gate_mu; the calls made under cuda_gate_mu wait for no gpuos kernel. */
+   it, and the kernel whose stop leaves none running does what was kept, both with cuda_gate_mu
+   let go and counted in the gate's `loads` (launches in that CUDA context wait, within their
+   timeouts; cuda_gate_release_unlocked). The lock order is a context's mu, then cuda_gate_mu. */
 enum { CUDA__REL_MEM, CUDA__REL_HOST, CUDA__REL_MOD };
 typedef struct cuda__kept {
     const gpuos__cuda_api *cu;
@@ -3640,7 +3641,7 @@ static pthread_once_t cuda_gate_once = PTHREAD_ONCE_INIT;
 static struct {
     gpuos__CUcontext cuctx;
     int running; /* gpuos kernels running in it (both kernels of a context count once) */
-    int loads;   /* module loads waiting for running == 0 (read without the lock by reapers) */
+    int loads;   /* module loads waiting for running == 0, and releases under way (read without the lock by reapers) */
     int stuck;   /* of the running, kernels of failed contexts that did not stop (may never) */
     int waiting; /* launches waiting for another context's kernel to stop (read likewise) */
     struct gpuos__cuda *head, *tail; /* contexts waiting to launch, first come first served (gate_next) */
@@ -3695,6 +3696,22 @@ static void cuda_release_now(const gpuos__cuda_api *cu, gpuos__CUcontext cuctx, 
         cu->cuModuleUnload((gpuos__CUmodule)(uintptr_t)h);
 }
 
+/* Makes the n calls of list (cuda_gate_mu held, no gpuos kernel running in gate g's CUDA
+   context) with the gate's lock let go, counted in the gate's `loads` meanwhile so that no
+   launch in that CUDA context starts before they are done (it waits, within its timeout);
+   returns with the lock held again. A cuMemFree may wait for the program's own kernels:
+   under the lock, every context's launch, stop and release on every device would wait too. */
+static void cuda_gate_release_unlocked(int g, const cuda__kept *list, int n) {
+    int i;
+    if (n <= 0) return;
+    __atomic_store_n(&cuda_gates[g].loads, cuda_gates[g].loads + 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&cuda_gate_mu);
+    for (i = 0; i < n; i++) cuda_release_now(list[i].cu, list[i].cuctx, list[i].kind, list[i].h);
+    cuda_gate_lock();
+    __atomic_store_n(&cuda_gates[g].loads, cuda_gates[g].loads - 1, __ATOMIC_RELAXED);
+    pthread_cond_broadcast(&cuda_gate_cv);
+}
+
 /* Frees device memory (CUDA__REL_MEM), pinned host memory (CUDA__REL_HOST) or unloads a
    module (CUDA__REL_MOD) now if no gpuos kernel runs in c's CUDA context, else once none
    does. Out of host memory to keep it: leaked rather than a stall. */
@@ -3702,9 +3719,13 @@ static void cuda_release(const struct gpuos__cuda *c, int kind, uint64_t h) {
     int g;
     if (!h) return;
     cuda_gate_lock();
-    g = cuda_gate_find(c->cuctx, 0);
-    if (g < 0 || cuda_gates[g].running == 0) {
+    g = cuda_gate_find(c->cuctx, 1);
+    if (g < 0) { /* no gate (the table full: no gating): nothing to count the call in */
         cuda_release_now(c->cu, c->cuctx, kind, h);
+    } else if (cuda_gates[g].running == 0) {
+        cuda__kept k;
+        k.cu = c->cu, k.cuctx = c->cuctx, k.kind = kind, k.h = h;
+        cuda_gate_release_unlocked(g, &k, 1);
     } else {
         if (cuda_n_kept == cuda_cap_kept) {
             const int cap = cuda_cap_kept ? 2 * cuda_cap_kept : 64;
@@ -3890,11 +3911,21 @@ static void cuda_gate_leave(struct gpuos__cuda *c) {
     c->gate_stuck = 0;
     if (g >= 0 && cuda_gates[g].running > 0) pthread_cond_broadcast(&cuda_gate_cv); /* a load may wait */
     if (g >= 0 && cuda_gates[g].running > 0 && --cuda_gates[g].running == 0) {
+        /* this CUDA context's kept calls move to `mine` and are made with the lock let go
+           (cuda_gate_release_unlocked); without memory for the list, under the lock */
+        cuda__kept *mine = NULL;
+        int nm = 0;
+        for (i = 0; i < cuda_n_kept; i++)
+            if (cuda_kept[i].cuctx == c->cuctx) nm++;
+        if (nm) mine = (cuda__kept *)malloc((size_t)nm * sizeof *mine);
+        nm = 0;
         for (i = 0; i < cuda_n_kept; i++) {
-            if (cuda_kept[i].cuctx == c->cuctx)
-                cuda_release_now(cuda_kept[i].cu, cuda_kept[i].cuctx, cuda_kept[i].kind, cuda_kept[i].h);
-            else
+            if (cuda_kept[i].cuctx != c->cuctx)
                 cuda_kept[n++] = cuda_kept[i];
+            else if (mine)
+                mine[nm++] = cuda_kept[i];
+            else
+                cuda_release_now(cuda_kept[i].cu, cuda_kept[i].cuctx, cuda_kept[i].kind, cuda_kept[i].h);
         }
         cuda_n_kept = n;
         if (cuda_n_kept == 0) {
@@ -3902,6 +3933,8 @@ static void cuda_gate_leave(struct gpuos__cuda *c) {
             cuda_kept = NULL;
             cuda_cap_kept = 0;
         }
+        cuda_gate_release_unlocked(g, mine, nm);
+        free(mine);
     }
     pthread_mutex_unlock(&cuda_gate_mu);
 }
@@ -4037,6 +4070,23 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     return GPUOS_OK;
 }
 
+/* The process keeps each device's primary context once a gpuos context has made it, as the
+   CUDA runtime does (one more retain, never released): a later gpuos_create after the last
+   gpuos_destroy then skips the driver's context creation (~110 ms on an H100 host). Its memory
+   goes back at exit, or to a program that resets the device (cudaDeviceReset). Set
+   GPUOS_CUDA_KEEP_CONTEXT=0 to release it with the last gpuos context instead. */
+#define CUDA__KEEP_DEVICES 64
+static void cuda_keep_primary(struct gpuos__cuda *c, int ordinal) {
+    static int kept[CUDA__KEEP_DEVICES];
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    const char *e = getenv("GPUOS_CUDA_KEEP_CONTEXT");
+    gpuos__CUcontext again;
+    if ((e && atoi(e) == 0) || ordinal < 0 || ordinal >= CUDA__KEEP_DEVICES) return;
+    pthread_mutex_lock(&mu);
+    if (!kept[ordinal] && c->cu->cuDevicePrimaryCtxRetain(&again, c->dev) == CU_SUCCESS) kept[ordinal] = 1;
+    pthread_mutex_unlock(&mu);
+}
+
 static gpuos_status cuda_open_device(gpuos_context *ctx, struct gpuos__cuda *c, int ordinal) {
     int count = 0, map = 0, occ = 0;
     CUDA_TRY(ctx, c->cu->cuInit(0), "cuInit");
@@ -4061,6 +4111,7 @@ static gpuos_status cuda_open_device(gpuos_context *ctx, struct gpuos__cuda *c, 
         return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: compute capability %d.%d; gpuos needs 7.0+",
                                 c->cc_major, c->cc_minor);
     CUDA_TRY(ctx, c->cu->cuDevicePrimaryCtxRetain(&c->cuctx, c->dev), "cuDevicePrimaryCtxRetain");
+    cuda_keep_primary(c, ordinal);
     CUDA_TRY(ctx, c->cu->cuCtxSetCurrent(c->cuctx), "cuCtxSetCurrent");
     c->open_ns[2] = cuda_now_ns();
     {
@@ -4293,21 +4344,29 @@ gpuos_status gpuos__cuda_memcpy(gpuos_context *ctx, void *dst, const void *src, 
 
 /* ---------------------------------------------------------------- the ring */
 static void cuda_check_fault_locked(gpuos_context *ctx);
+/* One pass of a submission's wait for room (ctx->mu held): GPUOS_OK after a short sleep while
+   submit_timeout_ms has not passed since *t0 (0: the first pass, which starts it); then the
+   fault of a kernel that died meanwhile, else GPUOS_ERR_QUEUE_FULL saying what stayed full. */
+static gpuos_status cuda_full_wait(gpuos_context *ctx, uint64_t *t0, const char *what) {
+    if (!*t0) *t0 = cuda_now_ns();
+    if (cuda_now_ns() - *t0 > ((uint64_t)ctx->cfg.submit_timeout_ms + 1) * 1000000ull) {
+        cuda_check_fault_locked(ctx); /* a kernel that died with the queue full: say so, not QUEUE_FULL */
+        if (ctx->sticky != GPUOS_OK) return ctx->sticky;
+        return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL, "gpuos_submit: %s for %u ms", what,
+                                (unsigned)ctx->cfg.submit_timeout_ms);
+    }
+    cuda_sleep_ns(2000);
+    return GPUOS_OK;
+}
+
 /* Waits (submit_timeout_ms) until `need` more slots fit in lane's ring (ctx->mu held). */
 static gpuos_status cuda_ring_room(gpuos_context *ctx, struct gpuos__cuda *c, int lane, uint64_t need) {
     uint64_t t0 = 0;
     while (c->pos[lane] + need - c->fetched_seen[lane] > c->P.ring_slots) {
+        gpuos_status st;
         c->fetched_seen[lane] = cuda_load_acquire(cuda_ctl_fetched(c, lane));
         if (c->pos[lane] + need - c->fetched_seen[lane] <= c->P.ring_slots) break;
-        if (!t0) t0 = cuda_now_ns();
-        if (cuda_now_ns() - t0 > ((uint64_t)ctx->cfg.submit_timeout_ms + 1) * 1000000ull) {
-            cuda_check_fault_locked(ctx); /* a kernel that died with a full ring: say so, not QUEUE_FULL */
-            if (ctx->sticky != GPUOS_OK) return ctx->sticky;
-            return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL,
-                                    "gpuos_submit: the device did not take tasks for %u ms (ring full)",
-                                    (unsigned)ctx->cfg.submit_timeout_ms);
-        }
-        cuda_sleep_ns(2000);
+        if ((st = cuda_full_wait(ctx, &t0, "the device did not take tasks (ring full)")) != GPUOS_OK) return st;
     }
     return GPUOS_OK;
 }
@@ -4857,16 +4916,12 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
         if (victim != UINT32_MAX) break;
         /* every candidate is in use by queued tasks: wait for some to retire */
         cuda_refresh_retired(c);
-        if (!t0) t0 = cuda_now_ns();
-        if (cuda_now_ns() - t0 > ((uint64_t)ctx->cfg.submit_timeout_ms + 1) * 1000000ull) {
-            cuda_check_fault_locked(ctx);
-            if (ctx->sticky != GPUOS_OK) return ctx->sticky;
-            return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL,
-                                    "gpuos_submit: no free plan slot for %u ms (the device's %u plan rows are held "
-                                    "by queued tasks and recorded graphs)",
-                                    (unsigned)ctx->cfg.submit_timeout_ms, CUDA__PLAN_CAP);
+        {
+            gpuos_status st = cuda_full_wait(ctx, &t0,
+                                             "no free plan slot (the device's plan rows are all held by queued tasks "
+                                             "and recorded graphs)");
+            if (st != GPUOS_OK) return st;
         }
-        cuda_sleep_ns(2000);
     }
     {
         cuda__plan_entry *e = &c->plans[victim];
@@ -26110,15 +26165,6 @@ const char *const gpuos__device_source[] = {
     "    const uint64_t *src = (const uint64_t *)(P.plans + (size_t)d->plan_id * GPUOS__PLAN_BYTES);\n",
     "    for (; k < (int)(GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8); k += n) s_plan[k] = src[k];\n",
     "}\n",
-    "/* 1: express tasks claimed from the mailbox run through the batch loop (inline passes; 0: their\n",
-    "   own branch, out of line, A/B) */\n",
-    "#ifndef GPUOS__PK_XINLINE\n",
-    "#define GPUOS__PK_XINLINE 1\n",
-    "#endif\n",
-    "/* 1: the express worker's idle look issues all its reads at once (gpuos__pk_work; 0: in turn, A/B) */\n",
-    "#ifndef GPUOS__PK_XPAR\n",
-    "#define GPUOS__PK_XPAR 1\n",
-    "#endif\n",
     "/* 1: a task that waits for dependencies has its plan staged by warps 1.. during the wait\n",
     "   (0: after it, A/B). */\n",
     "#ifndef GPUOS__PK_PLAN_EARLY\n",
@@ -26456,16 +26502,13 @@ const char *const gpuos__device_source[] = {
     "        GPUOS__PROF_T0(t_wait);\n",
     "        if (tid < 32) {\n",
     "            unsigned spin = 0;\n",
-    "#if GPUOS__PK_XPAR\n",
     "            int xnext = 0; /* (warp 0, express worker) the last look found the device idle */\n",
-    "#endif\n",
     "            for (;;) {\n",
     "                const uint32_t hh = s_hhead;\n",
     "                /* the express worker idle: its mailbox read flies with the inbox read */\n",
     "                uint64_t xv = 0;\n",
     "                bool xpoll;\n",
     "                int ok, n;\n",
-    "#if GPUOS__PK_XPAR\n",
     "                if (xw) {\n",
     "                    /* The express worker's look: every word it reads in flight at once, relaxed\n",
     "                       (lane 1's next entry, the fetcher's and the retirer's progress, the claim\n",
@@ -26500,37 +26543,15 @@ const char *const gpuos__device_source[] = {
     "                       before the entries that follow it); none: the speculative look decides */\n",
     "                    __syncwarp(); /* (orders another lane's acquire of an entry before lane 0's look) */\n",
     "                    xowed = __shfl_sync(0xffffffffu, lane == 0 && (n > 0 || xc > xran) \? (int)gpuos__pk_xowed(P, xran) : 0, 0);\n",
-    "                } else\n",
-    "#endif\n",
-    "                {\n",
+    "                } else { /* any other worker: lane 1, then its inbox */\n",
     "                    const int hs = lane == 0 \? gpuos__pk_hi_waiting(P, me, hh) : 0;\n",
     "                    /* lane 1 first: an empty lane-0 batch (s_n = 0) sends the block to it */\n",
     "                    if (__shfl_sync(0xffffffffu, hs, 0)) {\n",
     "                        if (lane == 0) s_n = 0;\n",
     "                        break;\n",
     "                    }\n",
-    "                    /* The express worker reads its mailbox only while every task fetched has\n",
-    "                       retired and the fetcher is past the last express task it ran (the device is\n",
-    "                       idle, as when a program waits for its last task): each read is a PCIe round\n",
-    "                       trip, and an inbox entry arriving meanwhile waits for it (a small download\n",
-    "                       queued behind an express task, a chain with tiles here, paid 1-3 us a task). */\n",
-    "                    int xidle = 0;\n",
-    "                    if (xw && lane == 0) {\n",
-    "                        uint64_t f, r;\n",
-    "                        asm volatile(\"ld.relaxed.gpu.global.u64 %0, [%1];\" : \"=l\"(f) : \"l\"(P.xfetched) : \"memory\");\n",
-    "                        r = gpuos__ld_acquire_gpu_u64(&P.retired[0]);\n",
-    "                        /* (an express task may retire before the fetcher reaches its slot: until it\n",
-    "                           has, what the host sent next may be in its batch, on its way here) */\n",
-    "                        xidle = f <= r + 1 && f > xran;\n",
-    "                    }\n",
-    "                    /* (or when it owes the fetcher a task: then its mailbox holds it) */\n",
-    "                    xpoll = xw && (xowed || (spin > 0 && __shfl_sync(0xffffffffu, xidle, 0)));\n",
-    "                    if (xpoll) xv = gpuos__pk_xbox_read(P, xq);\n",
+    "                    xpoll = false;\n",
     "                    n = gpuos__pk_look_inbox(P, inbox, head, ref, s_d, s_seq, s_mine, &ok);\n",
-    "                    if (xw) { /* (after the entries' acquires: a task left to it came before them) */\n",
-    "                        __syncwarp(); /* (orders another lane's acquire of an entry before lane 0's look) */\n",
-    "                        xowed = __shfl_sync(0xffffffffu, lane == 0 \? (int)gpuos__pk_xowed(P, xran) : 0, 0);\n",
-    "                    }\n",
     "                }\n",
     "                if (xowed) n = 0; /* the mailbox first */\n",
     "                if (n > 0) {\n",
@@ -26581,7 +26602,6 @@ const char *const gpuos__device_source[] = {
     "            run_kid = -1;\n",
     "#endif\n",
     "        }\n",
-    "#if GPUOS__PK_XINLINE\n",
     "        /* express tasks claimed from the mailbox (s_n = -1, -2; into s_d, s_seq): the batch loop below runs them,\n",
     "           each one tile here (no dependency wait, no inbox entry: its done stamp and the host's\n",
     "           word when it ran), so their element-wise passes run inline as any entry's do */\n",
@@ -26591,31 +26611,6 @@ const char *const gpuos__device_source[] = {
     "            asm volatile(\"fence.acq_rel.gpu;\" ::: \"memory\");\n",
     "            n = xn;\n",
     "        }\n",
-    "#else\n",
-    "        const int xn = 0;\n",
-    "        if (n < 0) { /* express tasks claimed from the mailbox: each one tile, its done stamp, the host's word */\n",
-    "            /* every thread acquires: the tasks' inputs were written by finished tasks */\n",
-    "            asm volatile(\"fence.acq_rel.gpu;\" ::: \"memory\");\n",
-    "            for (int k = 0; k < -n; k++) {\n",
-    "                const gpuos__qdesc *d = &s_d[k];\n",
-    "                if (gpuos__pk_plan_changed(d, plan_row, plan_epoch)) {\n",
-    "                    if (k) __syncthreads(); /* the last one's plan is read by all */\n",
-    "                    gpuos__pk_load_plan(P, d, s_plan, tid, blockDim.x, plan_row, plan_epoch);\n",
-    "                    GPUOS__PK_PLAN_NOW(d);\n",
-    "                    __syncthreads();\n",
-    "                }\n",
-    "                /* out of line (a second inline copy of the vector passes would double the\n",
-    "                   worker loop's code) */\n",
-    "                gpuos__d_run(d->kernel_id, s_plan, 0, d->n_items < d->tile_items \? d->n_items : d->tile_items);\n",
-    "                __syncthreads();\n",
-    "                if (tid == 0) gpuos__pk_xfinish(P, d, s_seq[k], s_xslot + k);\n",
-    "            }\n",
-    "            xran = s_seq[-n - 1];\n",
-    "            __syncthreads(); /* s_d, s_seq, s_n and the plan are read by all before warp 0 looks again */\n",
-    "            if (tid == 0) s_stale = 0; /* (read by all at the batch's start) */\n",
-    "            continue;\n",
-    "        }\n",
-    "#endif\n",
     "        if (n == 0) { /* lane 1 work: run it, then look again */\n",
     "            gpuos__pk_hi(P, me, loc, nw, &s_hhead, &s_href);\n",
     "            continue;\n",

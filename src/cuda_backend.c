@@ -686,8 +686,9 @@ static gpuos_status cuda_build_module(gpuos_context *ctx, struct gpuos__cuda *c)
    gpuos kernel runs in the CUDA context: cuda_gate_enter (before a launch) and
    cuda_gate_leave (once a kernel is seen stopped; a stuck one never leaves) count the running
    kernels per CUDA context, cuda_release does the call at once when none runs and else keeps
-   it, and the kernel whose stop leaves none running does what was kept. The lock order is a
-   context's mu, then cuda_gate_mu; the calls made under cuda_gate_mu wait for no gpuos kernel. */
+   it, and the kernel whose stop leaves none running does what was kept, both with cuda_gate_mu
+   let go and counted in the gate's `loads` (launches in that CUDA context wait, within their
+   timeouts; cuda_gate_release_unlocked). The lock order is a context's mu, then cuda_gate_mu. */
 enum { CUDA__REL_MEM, CUDA__REL_HOST, CUDA__REL_MOD };
 typedef struct cuda__kept {
     const gpuos__cuda_api *cu;
@@ -702,7 +703,7 @@ static pthread_once_t cuda_gate_once = PTHREAD_ONCE_INIT;
 static struct {
     gpuos__CUcontext cuctx;
     int running; /* gpuos kernels running in it (both kernels of a context count once) */
-    int loads;   /* module loads waiting for running == 0 (read without the lock by reapers) */
+    int loads;   /* module loads waiting for running == 0, and releases under way (read without the lock by reapers) */
     int stuck;   /* of the running, kernels of failed contexts that did not stop (may never) */
     int waiting; /* launches waiting for another context's kernel to stop (read likewise) */
     struct gpuos__cuda *head, *tail; /* contexts waiting to launch, first come first served (gate_next) */
@@ -757,6 +758,22 @@ static void cuda_release_now(const gpuos__cuda_api *cu, gpuos__CUcontext cuctx, 
         cu->cuModuleUnload((gpuos__CUmodule)(uintptr_t)h);
 }
 
+/* Makes the n calls of list (cuda_gate_mu held, no gpuos kernel running in gate g's CUDA
+   context) with the gate's lock let go, counted in the gate's `loads` meanwhile so that no
+   launch in that CUDA context starts before they are done (it waits, within its timeout);
+   returns with the lock held again. A cuMemFree may wait for the program's own kernels:
+   under the lock, every context's launch, stop and release on every device would wait too. */
+static void cuda_gate_release_unlocked(int g, const cuda__kept *list, int n) {
+    int i;
+    if (n <= 0) return;
+    __atomic_store_n(&cuda_gates[g].loads, cuda_gates[g].loads + 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&cuda_gate_mu);
+    for (i = 0; i < n; i++) cuda_release_now(list[i].cu, list[i].cuctx, list[i].kind, list[i].h);
+    cuda_gate_lock();
+    __atomic_store_n(&cuda_gates[g].loads, cuda_gates[g].loads - 1, __ATOMIC_RELAXED);
+    pthread_cond_broadcast(&cuda_gate_cv);
+}
+
 /* Frees device memory (CUDA__REL_MEM), pinned host memory (CUDA__REL_HOST) or unloads a
    module (CUDA__REL_MOD) now if no gpuos kernel runs in c's CUDA context, else once none
    does. Out of host memory to keep it: leaked rather than a stall. */
@@ -764,9 +781,13 @@ static void cuda_release(const struct gpuos__cuda *c, int kind, uint64_t h) {
     int g;
     if (!h) return;
     cuda_gate_lock();
-    g = cuda_gate_find(c->cuctx, 0);
-    if (g < 0 || cuda_gates[g].running == 0) {
+    g = cuda_gate_find(c->cuctx, 1);
+    if (g < 0) { /* no gate (the table full: no gating): nothing to count the call in */
         cuda_release_now(c->cu, c->cuctx, kind, h);
+    } else if (cuda_gates[g].running == 0) {
+        cuda__kept k;
+        k.cu = c->cu, k.cuctx = c->cuctx, k.kind = kind, k.h = h;
+        cuda_gate_release_unlocked(g, &k, 1);
     } else {
         if (cuda_n_kept == cuda_cap_kept) {
             const int cap = cuda_cap_kept ? 2 * cuda_cap_kept : 64;
@@ -952,11 +973,21 @@ static void cuda_gate_leave(struct gpuos__cuda *c) {
     c->gate_stuck = 0;
     if (g >= 0 && cuda_gates[g].running > 0) pthread_cond_broadcast(&cuda_gate_cv); /* a load may wait */
     if (g >= 0 && cuda_gates[g].running > 0 && --cuda_gates[g].running == 0) {
+        /* this CUDA context's kept calls move to `mine` and are made with the lock let go
+           (cuda_gate_release_unlocked); without memory for the list, under the lock */
+        cuda__kept *mine = NULL;
+        int nm = 0;
+        for (i = 0; i < cuda_n_kept; i++)
+            if (cuda_kept[i].cuctx == c->cuctx) nm++;
+        if (nm) mine = (cuda__kept *)malloc((size_t)nm * sizeof *mine);
+        nm = 0;
         for (i = 0; i < cuda_n_kept; i++) {
-            if (cuda_kept[i].cuctx == c->cuctx)
-                cuda_release_now(cuda_kept[i].cu, cuda_kept[i].cuctx, cuda_kept[i].kind, cuda_kept[i].h);
-            else
+            if (cuda_kept[i].cuctx != c->cuctx)
                 cuda_kept[n++] = cuda_kept[i];
+            else if (mine)
+                mine[nm++] = cuda_kept[i];
+            else
+                cuda_release_now(cuda_kept[i].cu, cuda_kept[i].cuctx, cuda_kept[i].kind, cuda_kept[i].h);
         }
         cuda_n_kept = n;
         if (cuda_n_kept == 0) {
@@ -964,6 +995,8 @@ static void cuda_gate_leave(struct gpuos__cuda *c) {
             cuda_kept = NULL;
             cuda_cap_kept = 0;
         }
+        cuda_gate_release_unlocked(g, mine, nm);
+        free(mine);
     }
     pthread_mutex_unlock(&cuda_gate_mu);
 }
@@ -1099,6 +1132,23 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     return GPUOS_OK;
 }
 
+/* The process keeps each device's primary context once a gpuos context has made it, as the
+   CUDA runtime does (one more retain, never released): a later gpuos_create after the last
+   gpuos_destroy then skips the driver's context creation (~110 ms on an H100 host). Its memory
+   goes back at exit, or to a program that resets the device (cudaDeviceReset). Set
+   GPUOS_CUDA_KEEP_CONTEXT=0 to release it with the last gpuos context instead. */
+#define CUDA__KEEP_DEVICES 64
+static void cuda_keep_primary(struct gpuos__cuda *c, int ordinal) {
+    static int kept[CUDA__KEEP_DEVICES];
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    const char *e = getenv("GPUOS_CUDA_KEEP_CONTEXT");
+    gpuos__CUcontext again;
+    if ((e && atoi(e) == 0) || ordinal < 0 || ordinal >= CUDA__KEEP_DEVICES) return;
+    pthread_mutex_lock(&mu);
+    if (!kept[ordinal] && c->cu->cuDevicePrimaryCtxRetain(&again, c->dev) == CU_SUCCESS) kept[ordinal] = 1;
+    pthread_mutex_unlock(&mu);
+}
+
 static gpuos_status cuda_open_device(gpuos_context *ctx, struct gpuos__cuda *c, int ordinal) {
     int count = 0, map = 0, occ = 0;
     CUDA_TRY(ctx, c->cu->cuInit(0), "cuInit");
@@ -1123,6 +1173,7 @@ static gpuos_status cuda_open_device(gpuos_context *ctx, struct gpuos__cuda *c, 
         return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: compute capability %d.%d; gpuos needs 7.0+",
                                 c->cc_major, c->cc_minor);
     CUDA_TRY(ctx, c->cu->cuDevicePrimaryCtxRetain(&c->cuctx, c->dev), "cuDevicePrimaryCtxRetain");
+    cuda_keep_primary(c, ordinal);
     CUDA_TRY(ctx, c->cu->cuCtxSetCurrent(c->cuctx), "cuCtxSetCurrent");
     c->open_ns[2] = cuda_now_ns();
     {
@@ -1355,21 +1406,29 @@ gpuos_status gpuos__cuda_memcpy(gpuos_context *ctx, void *dst, const void *src, 
 
 /* ---------------------------------------------------------------- the ring */
 static void cuda_check_fault_locked(gpuos_context *ctx);
+/* One pass of a submission's wait for room (ctx->mu held): GPUOS_OK after a short sleep while
+   submit_timeout_ms has not passed since *t0 (0: the first pass, which starts it); then the
+   fault of a kernel that died meanwhile, else GPUOS_ERR_QUEUE_FULL saying what stayed full. */
+static gpuos_status cuda_full_wait(gpuos_context *ctx, uint64_t *t0, const char *what) {
+    if (!*t0) *t0 = cuda_now_ns();
+    if (cuda_now_ns() - *t0 > ((uint64_t)ctx->cfg.submit_timeout_ms + 1) * 1000000ull) {
+        cuda_check_fault_locked(ctx); /* a kernel that died with the queue full: say so, not QUEUE_FULL */
+        if (ctx->sticky != GPUOS_OK) return ctx->sticky;
+        return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL, "gpuos_submit: %s for %u ms", what,
+                                (unsigned)ctx->cfg.submit_timeout_ms);
+    }
+    cuda_sleep_ns(2000);
+    return GPUOS_OK;
+}
+
 /* Waits (submit_timeout_ms) until `need` more slots fit in lane's ring (ctx->mu held). */
 static gpuos_status cuda_ring_room(gpuos_context *ctx, struct gpuos__cuda *c, int lane, uint64_t need) {
     uint64_t t0 = 0;
     while (c->pos[lane] + need - c->fetched_seen[lane] > c->P.ring_slots) {
+        gpuos_status st;
         c->fetched_seen[lane] = cuda_load_acquire(cuda_ctl_fetched(c, lane));
         if (c->pos[lane] + need - c->fetched_seen[lane] <= c->P.ring_slots) break;
-        if (!t0) t0 = cuda_now_ns();
-        if (cuda_now_ns() - t0 > ((uint64_t)ctx->cfg.submit_timeout_ms + 1) * 1000000ull) {
-            cuda_check_fault_locked(ctx); /* a kernel that died with a full ring: say so, not QUEUE_FULL */
-            if (ctx->sticky != GPUOS_OK) return ctx->sticky;
-            return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL,
-                                    "gpuos_submit: the device did not take tasks for %u ms (ring full)",
-                                    (unsigned)ctx->cfg.submit_timeout_ms);
-        }
-        cuda_sleep_ns(2000);
+        if ((st = cuda_full_wait(ctx, &t0, "the device did not take tasks (ring full)")) != GPUOS_OK) return st;
     }
     return GPUOS_OK;
 }
@@ -1919,16 +1978,12 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
         if (victim != UINT32_MAX) break;
         /* every candidate is in use by queued tasks: wait for some to retire */
         cuda_refresh_retired(c);
-        if (!t0) t0 = cuda_now_ns();
-        if (cuda_now_ns() - t0 > ((uint64_t)ctx->cfg.submit_timeout_ms + 1) * 1000000ull) {
-            cuda_check_fault_locked(ctx);
-            if (ctx->sticky != GPUOS_OK) return ctx->sticky;
-            return gpuos__set_error(ctx, GPUOS_ERR_QUEUE_FULL,
-                                    "gpuos_submit: no free plan slot for %u ms (the device's %u plan rows are held "
-                                    "by queued tasks and recorded graphs)",
-                                    (unsigned)ctx->cfg.submit_timeout_ms, CUDA__PLAN_CAP);
+        {
+            gpuos_status st = cuda_full_wait(ctx, &t0,
+                                             "no free plan slot (the device's plan rows are all held by queued tasks "
+                                             "and recorded graphs)");
+            if (st != GPUOS_OK) return st;
         }
-        cuda_sleep_ns(2000);
     }
     {
         cuda__plan_entry *e = &c->plans[victim];

@@ -5,7 +5,8 @@
    cuMemFree, cuMemFreeHost and cuModuleUnload wait for every kernel of the CUDA context, so
    while any gpuos context's persistent kernel runs in it they must not be made (a deadlock on
    the GPU: another thread holding that kernel's context lock waits for the driver's lock).
-   Checked: every such call is made while no kernel of its CUDA context is counted running;
+   Checked: every such call is made while no kernel of its CUDA context is counted running,
+   with the gate's lock let go and counted in its loads (so no launch starts meanwhile);
    a release made while none runs happens at once; one made while some run happens when the
    last of them leaves, exactly once; other CUDA contexts are not affected; with threads. */
 #include "../gpuos.c"
@@ -29,16 +30,37 @@ static int running_of(gpuos__CUcontext x) {
         if (cuda_gates[g].cuctx == x) return cuda_gates[g].running;
     return 0;
 }
-/* every fake runs with cuda_gate_mu held (the gate's contract), so reading the gate is safe */
+static int loads_of(gpuos__CUcontext x) {
+    int g;
+    for (g = 0; g < CUDA__GATES; g++)
+        if (cuda_gates[g].cuctx == x) return cuda_gates[g].loads;
+    return 0;
+}
+/* Releases are made with cuda_gate_mu let go (a cuMemFree may wait for the program's own
+   kernels) and counted in the gate's loads, so that no launch starts meanwhile: the fake takes
+   the lock itself (were the library to hold it, this would hang: the watchdog), checks that no
+   kernel runs in the CUDA context and that the release is counted, and records the handle. */
 static void released(uint64_t h, int kind) {
-    if (running_of(cur) != 0) __atomic_add_fetch(&violations, 1, __ATOMIC_RELAXED);
+    cuda_gate_lock();
+    if (running_of(cur) != 0 || loads_of(cur) <= 0) violations++;
     if (h < MAX_H) {
         done_count[h]++;
         if (kind_of[h] != kind) violations++;
     }
+    pthread_mutex_unlock(&cuda_gate_mu);
 }
 static gpuos__CUresult f_set(gpuos__CUcontext x) { cur = x; return CU_SUCCESS; }
-static gpuos__CUresult f_free(gpuos__CUdeviceptr d) { released((uint64_t)d, CUDA__REL_MEM); return CU_SUCCESS; }
+static int slow_free_ms; /* > 0: cuMemFree takes this long (as it does while the program's own kernels run) */
+static int slow_free_started;
+static gpuos__CUresult f_free(gpuos__CUdeviceptr d) {
+    if (slow_free_ms > 0) {
+        struct timespec ts = {slow_free_ms / 1000, (long)(slow_free_ms % 1000) * 1000000L};
+        __atomic_store_n(&slow_free_started, 1, __ATOMIC_RELEASE);
+        nanosleep(&ts, NULL);
+    }
+    released((uint64_t)d, CUDA__REL_MEM);
+    return CU_SUCCESS;
+}
 static gpuos__CUresult f_free_host(void *p) { released((uint64_t)(uintptr_t)p, CUDA__REL_HOST); return CU_SUCCESS; }
 static gpuos__CUresult f_unload(gpuos__CUmodule m) { released((uint64_t)(uintptr_t)m, CUDA__REL_MOD); return CU_SUCCESS; }
 static int n_loads, n_lookups;
@@ -76,6 +98,8 @@ static void force_enter(struct gpuos__cuda *c) {
     int g;
     cuda_gate_lock();
     g = cuda_gate_find(c->cuctx, 1);
+    /* (but not while a load or a release is under way: cuda_gate_enter waits for those too) */
+    while (g >= 0 && cuda_gates[g].loads > 0) cuda_gate_wait_1ms();
     if (g >= 0) cuda_gates[g].running++;
     c->in_gate = 1;
     pthread_mutex_unlock(&cuda_gate_mu);
@@ -501,6 +525,49 @@ static void kept_turns(void) {
           waiting_of(x));
 }
 
+/* A release that takes long (a cuMemFree waiting for the program's own kernels) holds up no
+   other CUDA context's gate, and a launch in its own CUDA context waits for it within its
+   timeout instead of on the gate's lock. */
+typedef struct slow_arg {
+    struct gpuos__cuda *c;
+    uint64_t h;
+} slow_arg;
+static void *slow_release_thread(void *p) {
+    slow_arg *a = (slow_arg *)p;
+    cuda_release(a->c, CUDA__REL_MEM, a->h);
+    return NULL;
+}
+static void slow_release(void) {
+    struct gpuos__cuda *a = &ctxs[0], *other = &ctxs[1], *same = &ctxs[3]; /* same: a's CUDA context */
+    struct timespec ts = {0, 100000};
+    slow_arg arg;
+    pthread_t t;
+    uint64_t t0;
+    int ok;
+    arg.c = a, arg.h = new_handle(CUDA__REL_MEM);
+    slow_free_ms = 400, slow_free_started = 0;
+    pthread_create(&t, NULL, slow_release_thread, &arg);
+    while (!__atomic_load_n(&slow_free_started, __ATOMIC_ACQUIRE)) nanosleep(&ts, NULL);
+    t0 = cuda_now_ns();
+    ok = cuda_gate_enter(other, 5000, 0); /* another CUDA context: at once */
+    CHECK(ok == 1 && cuda_now_ns() - t0 < 200000000ull, "another CUDA context launches during a slow release (%d, %.0f ms)",
+          ok, (cuda_now_ns() - t0) / 1e6);
+    if (ok) cuda_gate_leave(other);
+    t0 = cuda_now_ns();
+    ok = cuda_gate_enter(same, 20, 0); /* its own: waits for it, within the 20 ms asked for */
+    CHECK(ok == 0 && cuda_now_ns() - t0 < 200000000ull, "a launch in the releasing CUDA context times out in 20 ms (%d, %.0f ms)",
+          ok, (cuda_now_ns() - t0) / 1e6);
+    if (ok) cuda_gate_leave(same);
+    CHECK(done_count[arg.h] == 0, "the slow release is still under way");
+    pthread_join(t, NULL);
+    slow_free_ms = 0;
+    CHECK(done_count[arg.h] == 1, "then done, once");
+    ok = cuda_gate_enter(same, 5000, 0);
+    CHECK(ok == 1, "and the launch goes after it");
+    if (ok) cuda_gate_leave(same);
+    CHECK(violations == 0, "slow release: %d violations", violations);
+}
+
 static void watchdog(int sig) {
     static const char msg[] = "FAIL test_gate: a hang (watchdog)\ntest_gate: 0 passed, 1 failed\n";
     (void)sig;
@@ -521,5 +588,6 @@ int main(void) {
     take_turns();
     fifo();
     kept_turns();
+    slow_release();
     return ctest_summary("test_gate");
 }

@@ -11739,15 +11739,6 @@ static __device__ __forceinline__ void gpuos__pk_load_plan(const gpuos__pk_param
     const uint64_t *src = (const uint64_t *)(P.plans + (size_t)d->plan_id * GPUOS__PLAN_BYTES);
     for (; k < (int)(GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8); k += n) s_plan[k] = src[k];
 }
-/* 1: express tasks claimed from the mailbox run through the batch loop (inline passes; 0: their
-   own branch, out of line, A/B) */
-#ifndef GPUOS__PK_XINLINE
-#define GPUOS__PK_XINLINE 1
-#endif
-/* 1: the express worker's idle look issues all its reads at once (gpuos__pk_work; 0: in turn, A/B) */
-#ifndef GPUOS__PK_XPAR
-#define GPUOS__PK_XPAR 1
-#endif
 /* 1: a task that waits for dependencies has its plan staged by warps 1.. during the wait
    (0: after it, A/B). */
 #ifndef GPUOS__PK_PLAN_EARLY
@@ -12085,16 +12076,13 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
         GPUOS__PROF_T0(t_wait);
         if (tid < 32) {
             unsigned spin = 0;
-#if GPUOS__PK_XPAR
             int xnext = 0; /* (warp 0, express worker) the last look found the device idle */
-#endif
             for (;;) {
                 const uint32_t hh = s_hhead;
                 /* the express worker idle: its mailbox read flies with the inbox read */
                 uint64_t xv = 0;
                 bool xpoll;
                 int ok, n;
-#if GPUOS__PK_XPAR
                 if (xw) {
                     /* The express worker's look: every word it reads in flight at once, relaxed
                        (lane 1's next entry, the fetcher's and the retirer's progress, the claim
@@ -12129,37 +12117,15 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                        before the entries that follow it); none: the speculative look decides */
                     __syncwarp(); /* (orders another lane's acquire of an entry before lane 0's look) */
                     xowed = __shfl_sync(0xffffffffu, lane == 0 && (n > 0 || xc > xran) ? (int)gpuos__pk_xowed(P, xran) : 0, 0);
-                } else
-#endif
-                {
+                } else { /* any other worker: lane 1, then its inbox */
                     const int hs = lane == 0 ? gpuos__pk_hi_waiting(P, me, hh) : 0;
                     /* lane 1 first: an empty lane-0 batch (s_n = 0) sends the block to it */
                     if (__shfl_sync(0xffffffffu, hs, 0)) {
                         if (lane == 0) s_n = 0;
                         break;
                     }
-                    /* The express worker reads its mailbox only while every task fetched has
-                       retired and the fetcher is past the last express task it ran (the device is
-                       idle, as when a program waits for its last task): each read is a PCIe round
-                       trip, and an inbox entry arriving meanwhile waits for it (a small download
-                       queued behind an express task, a chain with tiles here, paid 1-3 us a task). */
-                    int xidle = 0;
-                    if (xw && lane == 0) {
-                        uint64_t f, r;
-                        asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(f) : "l"(P.xfetched) : "memory");
-                        r = gpuos__ld_acquire_gpu_u64(&P.retired[0]);
-                        /* (an express task may retire before the fetcher reaches its slot: until it
-                           has, what the host sent next may be in its batch, on its way here) */
-                        xidle = f <= r + 1 && f > xran;
-                    }
-                    /* (or when it owes the fetcher a task: then its mailbox holds it) */
-                    xpoll = xw && (xowed || (spin > 0 && __shfl_sync(0xffffffffu, xidle, 0)));
-                    if (xpoll) xv = gpuos__pk_xbox_read(P, xq);
+                    xpoll = false;
                     n = gpuos__pk_look_inbox(P, inbox, head, ref, s_d, s_seq, s_mine, &ok);
-                    if (xw) { /* (after the entries' acquires: a task left to it came before them) */
-                        __syncwarp(); /* (orders another lane's acquire of an entry before lane 0's look) */
-                        xowed = __shfl_sync(0xffffffffu, lane == 0 ? (int)gpuos__pk_xowed(P, xran) : 0, 0);
-                    }
                 }
                 if (xowed) n = 0; /* the mailbox first */
                 if (n > 0) {
@@ -12210,7 +12176,6 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
             run_kid = -1;
 #endif
         }
-#if GPUOS__PK_XINLINE
         /* express tasks claimed from the mailbox (s_n = -1, -2; into s_d, s_seq): the batch loop below runs them,
            each one tile here (no dependency wait, no inbox entry: its done stamp and the host's
            word when it ran), so their element-wise passes run inline as any entry's do */
@@ -12220,31 +12185,6 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
             asm volatile("fence.acq_rel.gpu;" ::: "memory");
             n = xn;
         }
-#else
-        const int xn = 0;
-        if (n < 0) { /* express tasks claimed from the mailbox: each one tile, its done stamp, the host's word */
-            /* every thread acquires: the tasks' inputs were written by finished tasks */
-            asm volatile("fence.acq_rel.gpu;" ::: "memory");
-            for (int k = 0; k < -n; k++) {
-                const gpuos__qdesc *d = &s_d[k];
-                if (gpuos__pk_plan_changed(d, plan_row, plan_epoch)) {
-                    if (k) __syncthreads(); /* the last one's plan is read by all */
-                    gpuos__pk_load_plan(P, d, s_plan, tid, blockDim.x, plan_row, plan_epoch);
-                    GPUOS__PK_PLAN_NOW(d);
-                    __syncthreads();
-                }
-                /* out of line (a second inline copy of the vector passes would double the
-                   worker loop's code) */
-                gpuos__d_run(d->kernel_id, s_plan, 0, d->n_items < d->tile_items ? d->n_items : d->tile_items);
-                __syncthreads();
-                if (tid == 0) gpuos__pk_xfinish(P, d, s_seq[k], s_xslot + k);
-            }
-            xran = s_seq[-n - 1];
-            __syncthreads(); /* s_d, s_seq, s_n and the plan are read by all before warp 0 looks again */
-            if (tid == 0) s_stale = 0; /* (read by all at the batch's start) */
-            continue;
-        }
-#endif
         if (n == 0) { /* lane 1 work: run it, then look again */
             gpuos__pk_hi(P, me, loc, nw, &s_hhead, &s_href);
             continue;
