@@ -708,6 +708,7 @@ static struct {
     int waiting; /* launches waiting for another context's kernel to stop (read likewise) */
     struct gpuos__cuda *head, *tail; /* contexts waiting to launch, first come first served (gate_next) */
 } cuda_gates[CUDA__GATES];
+static void cuda_gate_reap_zombies_locked(int g);
 static cuda__kept *cuda_kept; /* calls kept until their CUDA context has no gpuos kernel running */
 static int cuda_n_kept, cuda_cap_kept;
 
@@ -847,6 +848,7 @@ static int cuda_gate_enter(struct gpuos__cuda *c, uint32_t timeout_ms, int keep)
     if (g >= 0) {
         for (;;) {
             /* a stuck kernel holds the GPU (for good, maybe): no wait, the launch fails */
+            if (cuda_gates[g].stuck > 0) cuda_gate_reap_zombies_locked(g);
             if (cuda_gates[g].stuck > 0) {
                 ok = 0;
                 break;
@@ -917,7 +919,10 @@ static int cuda_gate_quiet(const struct gpuos__cuda *c, uint32_t timeout_ms, voi
     g = cuda_gate_find(c->cuctx, 1);
     if (g >= 0) {
         __atomic_store_n(&cuda_gates[g].loads, cuda_gates[g].loads + 1, __ATOMIC_RELAXED);
-        while (cuda_gates[g].running > 0 && cuda_now_ns() - t0 <= limit) cuda_gate_wait_1ms();
+        while (cuda_gates[g].running > 0 && cuda_now_ns() - t0 <= limit) {
+            if (cuda_gates[g].stuck > 0) cuda_gate_reap_zombies_locked(g);
+            if (cuda_gates[g].running > 0) cuda_gate_wait_1ms();
+        }
     }
     ok = g < 0 || cuda_gates[g].running == 0;
     if (ok) { /* with the gate's lock let go: loads > 0 keeps every launch of this CUDA context
@@ -962,27 +967,23 @@ static gpuos__CUresult cuda_gate_load(const struct gpuos__cuda *c, gpuos__CUmodu
     return a.r;
 }
 
-/* c's kernel is seen stopped: the last one in the CUDA context out does the kept calls. */
-static void cuda_gate_leave(struct gpuos__cuda *c) {
-    int g, i, n = 0;
-    if (!c->in_gate) return; /* never entered, or left already */
-    cuda_gate_lock();
-    c->in_gate = 0;
-    g = cuda_gate_find(c->cuctx, 0);
-    if (g >= 0 && c->gate_stuck && cuda_gates[g].stuck > 0) cuda_gates[g].stuck--;
-    c->gate_stuck = 0;
-    if (g >= 0 && cuda_gates[g].running > 0) pthread_cond_broadcast(&cuda_gate_cv); /* a load may wait */
-    if (g >= 0 && cuda_gates[g].running > 0 && --cuda_gates[g].running == 0) {
+/* A kernel leaves gate g (cuda_gate_mu held; stuck: it was counted stuck there): the last one
+   in the CUDA context out makes the kept calls, with the lock let go meanwhile. */
+static void cuda_gate_leave_locked(gpuos__CUcontext cuctx, int g, int stuck) {
+    int i, n = 0;
+    if (stuck && cuda_gates[g].stuck > 0) cuda_gates[g].stuck--;
+    if (cuda_gates[g].running > 0) pthread_cond_broadcast(&cuda_gate_cv); /* a load may wait */
+    if (cuda_gates[g].running > 0 && --cuda_gates[g].running == 0) {
         /* this CUDA context's kept calls move to `mine` and are made with the lock let go
            (cuda_gate_release_unlocked); without memory for the list, under the lock */
         cuda__kept *mine = NULL;
         int nm = 0;
         for (i = 0; i < cuda_n_kept; i++)
-            if (cuda_kept[i].cuctx == c->cuctx) nm++;
+            if (cuda_kept[i].cuctx == cuctx) nm++;
         if (nm) mine = (cuda__kept *)malloc((size_t)nm * sizeof *mine);
         nm = 0;
         for (i = 0; i < cuda_n_kept; i++) {
-            if (cuda_kept[i].cuctx != c->cuctx)
+            if (cuda_kept[i].cuctx != cuctx)
                 cuda_kept[n++] = cuda_kept[i];
             else if (mine)
                 mine[nm++] = cuda_kept[i];
@@ -998,7 +999,66 @@ static void cuda_gate_leave(struct gpuos__cuda *c) {
         cuda_gate_release_unlocked(g, mine, nm);
         free(mine);
     }
+}
+
+/* c's kernel is seen stopped: the last one in the CUDA context out does the kept calls. */
+static void cuda_gate_leave(struct gpuos__cuda *c) {
+    int g;
+    if (!c->in_gate) return; /* never entered, or left already */
+    cuda_gate_lock();
+    c->in_gate = 0;
+    g = cuda_gate_find(c->cuctx, 0);
+    if (g >= 0) cuda_gate_leave_locked(c->cuctx, g, c->gate_stuck);
+    c->gate_stuck = 0;
     pthread_mutex_unlock(&cuda_gate_mu);
+}
+
+/* Kernels of destroyed contexts that had not stopped (stuck: they may never) stay counted in
+   their gate, so launches beside them fail at once; the gate keeps their streams here and
+   asks whether they have ended whenever a launch or a load finds it stuck, and one that has
+   leaves the gate as its context's reaper would have (its memory stays: it was not freed
+   while the kernel might use it). Without this a kernel that ran long but ended kept its
+   device unusable to the process for good. */
+#define CUDA__ZOMBIES 16
+typedef struct cuda__zombie {
+    const gpuos__cuda_api *cu;
+    gpuos__CUcontext cuctx;
+    gpuos__CUstream s[2]; /* the main kernel's stream, the run-time workers' (or NULL) */
+    int stuck;            /* counted stuck in the gate */
+} cuda__zombie;
+static cuda__zombie cuda_zombies[CUDA__ZOMBIES];
+static int cuda_n_zombies;
+
+/* c, being destroyed with its kernel counted in the gate and stuck (ctx->mu held): the gate
+   keeps asking about it. */
+static void cuda_gate_adopt_stuck(struct gpuos__cuda *c) {
+    if (!c->stuck || !c->in_gate) return;
+    cuda_gate_lock();
+    if (cuda_n_zombies < CUDA__ZOMBIES) {
+        cuda__zombie *z = &cuda_zombies[cuda_n_zombies++];
+        z->cu = c->cu, z->cuctx = c->cuctx, z->stuck = c->gate_stuck;
+        z->s[0] = c->stream, z->s[1] = c->P.n_rt ? c->rt_stream : NULL;
+        c->in_gate = 0, c->gate_stuck = 0; /* the gate's now */
+    }
+    pthread_mutex_unlock(&cuda_gate_mu);
+}
+
+/* Gate g's kept kernels that have ended leave it (cuda_gate_mu held; let go and taken again
+   when a leave makes kept calls). */
+static void cuda_gate_reap_zombies_locked(int g) {
+    int i;
+    for (i = 0; i < cuda_n_zombies; i++) {
+        cuda__zombie z = cuda_zombies[i];
+        gpuos__CUresult r0, r1 = CU_SUCCESS;
+        if (z.cuctx != cuda_gates[g].cuctx || !z.cu->cuStreamQuery) continue;
+        z.cu->cuCtxSetCurrent(z.cuctx);
+        r0 = z.cu->cuStreamQuery(z.s[0]);
+        if (z.s[1]) r1 = z.cu->cuStreamQuery(z.s[1]);
+        if (r0 == CU_ERROR_NOT_READY || r1 == CU_ERROR_NOT_READY) continue;
+        cuda_zombies[i] = cuda_zombies[--cuda_n_zombies];
+        cuda_gate_leave_locked(z.cuctx, g, z.stuck);
+        i = -1; /* (the lock may have been let go: from the start) */
+    }
 }
 
 /* Frees device memory, or mapped pinned host memory when the address carries bit 0
@@ -1301,6 +1361,7 @@ void gpuos__cuda_close(gpuos_context *ctx) {
     cuda_gate_unqueue(c); /* (before c is freed: the queue links contexts) */
     if (c->running) cuda_stop_kernel_locked(ctx);
     cuda_gate_check_stuck(c); /* a stuck kernel that ended leaves the gate; one that runs stays counted */
+    cuda_gate_adopt_stuck(c); /* ... and the gate keeps asking about it */
     pthread_mutex_unlock(&ctx->mu);
     if (c->cuctx && !c->stuck) { /* freeing under a running kernel would block: a stuck one keeps it all */
         /* through the gate: now, or once no other context's kernel runs on the device (the

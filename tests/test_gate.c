@@ -558,7 +558,10 @@ static void slow_release(void) {
     CHECK(ok == 0 && cuda_now_ns() - t0 < 200000000ull, "a launch in the releasing CUDA context times out in 20 ms (%d, %.0f ms)",
           ok, (cuda_now_ns() - t0) / 1e6);
     if (ok) cuda_gate_leave(same);
-    CHECK(done_count[arg.h] == 0, "the slow release is still under way");
+    cuda_gate_lock(); /* (done_count is written under the gate's lock by the fakes) */
+    ok = done_count[arg.h];
+    pthread_mutex_unlock(&cuda_gate_mu);
+    CHECK(ok == 0, "the slow release is still under way");
     pthread_join(t, NULL);
     slow_free_ms = 0;
     CHECK(done_count[arg.h] == 1, "then done, once");
@@ -566,6 +569,38 @@ static void slow_release(void) {
     CHECK(ok == 1, "and the launch goes after it");
     if (ok) cuda_gate_leave(same);
     CHECK(violations == 0, "slow release: %d violations", violations);
+}
+
+/* A context destroyed while its kernel was stuck: the gate keeps the kernel counted stuck
+   (launches beside it fail at once) until its streams say it has ended (the fake
+   cuStreamQuery), then the next launch goes, and releases kept meanwhile are made. */
+static int zombie_running = 1;
+static gpuos__CUresult f_query(gpuos__CUstream s) {
+    (void)s;
+    return __atomic_load_n(&zombie_running, __ATOMIC_ACQUIRE) ? CU_ERROR_NOT_READY : CU_SUCCESS;
+}
+static void zombie(void) {
+    struct gpuos__cuda *dead = &ctxs[2], *next = &ctxs[5]; /* one CUDA context */
+    uint64_t h;
+    api.cuStreamQuery = f_query;
+    dead->stream = (gpuos__CUstream)(uintptr_t)0x77;
+    force_enter(dead);
+    dead->stuck = 1;
+    cuda_gate_mark_stuck(dead);
+    cuda_gate_adopt_stuck(dead); /* gpuos_destroy's step; then its struct is freed */
+    CHECK(!dead->in_gate && cuda_n_zombies == 1, "the stuck kernel is the gate's (%d)", cuda_n_zombies);
+    h = new_handle(CUDA__REL_MEM);
+    cuda_release(next, CUDA__REL_MEM, h);
+    CHECK(done_count[h] == 0, "a release beside it is kept");
+    CHECK(cuda_gate_enter(next, 50, 0) == 0, "a launch beside a running stuck kernel fails");
+    __atomic_store_n(&zombie_running, 0, __ATOMIC_RELEASE); /* it ends */
+    CHECK(cuda_gate_enter(next, 50, 0) == 1, "once it has ended, a launch goes");
+    CHECK(cuda_n_zombies == 0 && running_of(next->cuctx) == 1, "it left the gate (%d kept, %d running)", cuda_n_zombies,
+          running_of(next->cuctx));
+    CHECK(done_count[h] == 1, "the kept release was made when it left");
+    cuda_gate_leave(next);
+    CHECK(running_of(next->cuctx) == 0, "nothing running after");
+    CHECK(violations == 0, "zombie: %d violations", violations);
 }
 
 static void watchdog(int sig) {
@@ -589,5 +624,6 @@ int main(void) {
     fifo();
     kept_turns();
     slow_release();
+    zombie();
     return ctest_summary("test_gate");
 }
