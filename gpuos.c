@@ -8932,6 +8932,9 @@ gpuos_status gpuos_graph_create(gpuos_context *ctx, gpuos_graph **graph) {
     g = (gpuos_graph *)calloc(1, sizeof *g);
     if (!g) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_create: no memory");
     g->ctx = ctx;
+    pthread_mutex_lock(&ctx->mu); /* the graph holds the context (its memory) until released */
+    ctx->refs++;
+    pthread_mutex_unlock(&ctx->mu);
     *graph = g;
     return GPUOS_OK;
 }
@@ -9683,15 +9686,21 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
 }
 
 void gpuos_graph_release(gpuos_graph *g) {
-    int i;
+    gpuos_context *ctx;
+    int i, last;
     if (!g) return;
+    ctx = g->ctx;
     graph_drop_cg(g);
-    graph_drop_fused(g->ctx, g);
-    for (i = 0; i < g->n; i++) graph_node_free(g->ctx, &g->nodes[i]);
+    graph_drop_fused(ctx, g);
+    for (i = 0; i < g->n; i++) graph_node_free(ctx, &g->nodes[i]);
     free(g->nodes);
     free(g->edges);
     free(g->order);
     free(g);
+    pthread_mutex_lock(&ctx->mu); /* the graph's hold on the context (gpuos_graph_create) */
+    last = --ctx->refs == 0;
+    pthread_mutex_unlock(&ctx->mu);
+    if (last) gpuos__context_free(ctx);
 }
 /*** End of src/graph.c ***/
 
@@ -13461,8 +13470,12 @@ gpuos_status gpuos_view_unsqueeze(const gpuos_tensor *t, int axis, gpuos_tensor 
     for (i = 0; i <= t->rank; i++) {
         if (i == a) {
             shape[i] = 1;
-            strides[i] = a < t->rank ? t->shape[a] * t->strides[a] : 1; /* any value works for size 1 */
-            if (a < t->rank && t->shape[a] == 0) strides[i] = t->strides[a];
+            /* any value works for size 1: size x stride of the next axis where that fits (it
+               may not in an empty tensor, whose other sizes may multiply past 2^63), else its
+               stride */
+            strides[i] = 1;
+            if (a < t->rank && (t->shape[a] == 0 || !gpuos__mul64(t->shape[a], t->strides[a], &strides[i])))
+                strides[i] = t->strides[a];
             continue;
         }
         shape[i] = t->shape[n];

@@ -510,7 +510,8 @@ GPUOS_API gpuos_status gpuos_wait_task(gpuos_context *ctx, uint64_t seq, uint32_
    validated again) and other scalars. Several launches may be in flight at once, on the
    same or on different tensors: they are ordered by the memory they touch, as submissions
    are. The graph keeps what it recorded alive (the caller may release its tensors).
-   Calls on one graph come from one thread at a time; release graphs before their context.
+   Calls on one graph come from one thread at a time; a graph may be released before or
+   after its context is destroyed (gpuos_destroy).
    A node of a run-time operator runs the operator's current version.
 
    Fusion: a launch runs a matmul (2-D output, no batch axes)

@@ -78,6 +78,9 @@ gpuos_status gpuos_graph_create(gpuos_context *ctx, gpuos_graph **graph) {
     g = (gpuos_graph *)calloc(1, sizeof *g);
     if (!g) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_create: no memory");
     g->ctx = ctx;
+    pthread_mutex_lock(&ctx->mu); /* the graph holds the context (its memory) until released */
+    ctx->refs++;
+    pthread_mutex_unlock(&ctx->mu);
     *graph = g;
     return GPUOS_OK;
 }
@@ -829,13 +832,19 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
 }
 
 void gpuos_graph_release(gpuos_graph *g) {
-    int i;
+    gpuos_context *ctx;
+    int i, last;
     if (!g) return;
+    ctx = g->ctx;
     graph_drop_cg(g);
-    graph_drop_fused(g->ctx, g);
-    for (i = 0; i < g->n; i++) graph_node_free(g->ctx, &g->nodes[i]);
+    graph_drop_fused(ctx, g);
+    for (i = 0; i < g->n; i++) graph_node_free(ctx, &g->nodes[i]);
     free(g->nodes);
     free(g->edges);
     free(g->order);
     free(g);
+    pthread_mutex_lock(&ctx->mu); /* the graph's hold on the context (gpuos_graph_create) */
+    last = --ctx->refs == 0;
+    pthread_mutex_unlock(&ctx->mu);
+    if (last) gpuos__context_free(ctx);
 }

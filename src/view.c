@@ -273,8 +273,12 @@ gpuos_status gpuos_view_unsqueeze(const gpuos_tensor *t, int axis, gpuos_tensor 
     for (i = 0; i <= t->rank; i++) {
         if (i == a) {
             shape[i] = 1;
-            strides[i] = a < t->rank ? t->shape[a] * t->strides[a] : 1; /* any value works for size 1 */
-            if (a < t->rank && t->shape[a] == 0) strides[i] = t->strides[a];
+            /* any value works for size 1: size x stride of the next axis where that fits (it
+               may not in an empty tensor, whose other sizes may multiply past 2^63), else its
+               stride */
+            strides[i] = 1;
+            if (a < t->rank && (t->shape[a] == 0 || !gpuos__mul64(t->shape[a], t->strides[a], &strides[i])))
+                strides[i] = t->strides[a];
             continue;
         }
         shape[i] = t->shape[n];

@@ -523,6 +523,22 @@ static void after_destroy(int device) {
     gpuos_graph_release(g);
     gpuos_graph_release(g2);
     gpuos_tensor_release(x); /* frees the context */
+    { /* a graph without nodes holds the context too (it was freed at destroy: a use after free) */
+        gpuos_graph *e = NULL;
+        gpuos_task tk = GPUOS_TASK_INIT;
+        if (gpuos_create(&cfg, &ctx) != GPUOS_OK) {
+            CHECK(0, "gpuos_create: %s", gpuos_last_error(NULL));
+            return;
+        }
+        OKC(gpuos_graph_create(ctx, &e));
+        gpuos_destroy(ctx); /* e keeps the handle alive */
+        CHECK(gpuos_graph_add(e, &tk, NULL) == GPUOS_ERR_INVALID_ARGUMENT, "empty graph: add after destroy");
+        CHECK(gpuos_graph_launch(e, NULL, 0, NULL, 0, NULL) == GPUOS_ERR_INVALID_ARGUMENT,
+              "empty graph: launch after destroy");
+        CHECK(gpuos_graph_add_dep(e, 0, 0) == GPUOS_ERR_INVALID_ARGUMENT, "empty graph: add_dep after destroy");
+        CHECK(gpuos_graph_set_priority(e, 99) != GPUOS_OK, "empty graph: a bad priority after destroy");
+        gpuos_graph_release(e); /* frees the context */
+    }
 }
 
 /* An empty tensor whose other sizes multiply past 2^63 (a fuzzer's find: signed overflows in
@@ -539,6 +555,17 @@ static void empty_huge(gpuos_context *ctx) {
         CHECK(gpuos_view_slice(t, 2, 5, 100, 3, &v) == GPUOS_OK && v && gpuos_tensor_get_info(v, &info) == GPUOS_OK &&
                   info.numel == 0 && info.shape[2] == 32,
               "a slice of the empty tensor: %s", gpuos_last_error(ctx));
+    }
+    gpuos_tensor_release(v);
+    v = NULL;
+    { /* unsqueeze: the new axis' stride is size x stride of the next one, which overflows here */
+        const int64_t hs[3] = {0, (int64_t)1 << 62, 4};
+        gpuos_tensor *h = NULL;
+        CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 3, hs, &h) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        if (h) CHECK(gpuos_view_unsqueeze(h, 1, &v) == GPUOS_OK, "unsqueeze of an empty huge tensor: %s", gpuos_last_error(ctx));
+        gpuos_tensor_release(v);
+        v = NULL;
+        gpuos_tensor_release(h);
     }
     CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 1, oshape, &o) == GPUOS_OK, "%s", gpuos_last_error(ctx));
     if (o) CHECK(gpuos_sum(ctx, o, t, axes, 2, 0) == GPUOS_OK, "sum over the huge axes: %s", gpuos_last_error(ctx));
