@@ -3646,7 +3646,7 @@ static struct {
     int waiting; /* launches waiting for another context's kernel to stop (read likewise) */
     struct gpuos__cuda *head, *tail; /* contexts waiting to launch, first come first served (gate_next) */
 } cuda_gates[CUDA__GATES];
-static void cuda_gate_reap_zombies_locked(int g);
+static void cuda_gate_reap_zombies_locked(int g, int make);
 static cuda__kept *cuda_kept; /* calls kept until their CUDA context has no gpuos kernel running */
 static int cuda_n_kept, cuda_cap_kept;
 
@@ -3786,7 +3786,9 @@ static int cuda_gate_enter(struct gpuos__cuda *c, uint32_t timeout_ms, int keep)
     if (g >= 0) {
         for (;;) {
             /* a stuck kernel holds the GPU (for good, maybe): no wait, the launch fails */
-            if (cuda_gates[g].stuck > 0) cuda_gate_reap_zombies_locked(g);
+            /* (the calls kept meanwhile are not made here: a cuMemFree may outlast timeout_ms;
+               the next kernel out makes them) */
+            if (cuda_gates[g].stuck > 0) cuda_gate_reap_zombies_locked(g, 0);
             if (cuda_gates[g].stuck > 0) {
                 ok = 0;
                 break;
@@ -3858,7 +3860,7 @@ static int cuda_gate_quiet(const struct gpuos__cuda *c, uint32_t timeout_ms, voi
     if (g >= 0) {
         __atomic_store_n(&cuda_gates[g].loads, cuda_gates[g].loads + 1, __ATOMIC_RELAXED);
         while (cuda_gates[g].running > 0 && cuda_now_ns() - t0 <= limit) {
-            if (cuda_gates[g].stuck > 0) cuda_gate_reap_zombies_locked(g);
+            if (cuda_gates[g].stuck > 0) cuda_gate_reap_zombies_locked(g, 1);
             if (cuda_gates[g].running > 0) cuda_gate_wait_1ms();
         }
     }
@@ -3906,12 +3908,13 @@ static gpuos__CUresult cuda_gate_load(const struct gpuos__cuda *c, gpuos__CUmodu
 }
 
 /* A kernel leaves gate g (cuda_gate_mu held; stuck: it was counted stuck there): the last one
-   in the CUDA context out makes the kept calls, with the lock let go meanwhile. */
-static void cuda_gate_leave_locked(gpuos__CUcontext cuctx, int g, int stuck) {
+   in the CUDA context out makes the kept calls (if make; else they stay kept for the next),
+   with the lock let go meanwhile. */
+static void cuda_gate_leave_locked(gpuos__CUcontext cuctx, int g, int stuck, int make) {
     int i, n = 0;
     if (stuck && cuda_gates[g].stuck > 0) cuda_gates[g].stuck--;
     if (cuda_gates[g].running > 0) pthread_cond_broadcast(&cuda_gate_cv); /* a load may wait */
-    if (cuda_gates[g].running > 0 && --cuda_gates[g].running == 0) {
+    if (cuda_gates[g].running > 0 && --cuda_gates[g].running == 0 && make) {
         /* this CUDA context's kept calls move to `mine` and are made with the lock let go
            (cuda_gate_release_unlocked); without memory for the list, under the lock */
         cuda__kept *mine = NULL;
@@ -3946,7 +3949,7 @@ static void cuda_gate_leave(struct gpuos__cuda *c) {
     cuda_gate_lock();
     c->in_gate = 0;
     g = cuda_gate_find(c->cuctx, 0);
-    if (g >= 0) cuda_gate_leave_locked(c->cuctx, g, c->gate_stuck);
+    if (g >= 0) cuda_gate_leave_locked(c->cuctx, g, c->gate_stuck, 1);
     c->gate_stuck = 0;
     pthread_mutex_unlock(&cuda_gate_mu);
 }
@@ -3982,8 +3985,8 @@ static void cuda_gate_adopt_stuck(struct gpuos__cuda *c) {
 }
 
 /* Gate g's kept kernels that have ended leave it (cuda_gate_mu held; let go and taken again
-   when a leave makes kept calls). */
-static void cuda_gate_reap_zombies_locked(int g) {
+   when a leave makes kept calls, only if make). */
+static void cuda_gate_reap_zombies_locked(int g, int make) {
     int i;
     for (i = 0; i < cuda_n_zombies; i++) {
         cuda__zombie z = cuda_zombies[i];
@@ -3994,7 +3997,7 @@ static void cuda_gate_reap_zombies_locked(int g) {
         if (z.s[1]) r1 = z.cu->cuStreamQuery(z.s[1]);
         if (r0 == CU_ERROR_NOT_READY || r1 == CU_ERROR_NOT_READY) continue;
         cuda_zombies[i] = cuda_zombies[--cuda_n_zombies];
-        cuda_gate_leave_locked(z.cuctx, g, z.stuck);
+        cuda_gate_leave_locked(z.cuctx, g, z.stuck, make);
         i = -1; /* (the lock may have been let go: from the start) */
     }
 }

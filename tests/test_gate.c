@@ -573,7 +573,7 @@ static void slow_release(void) {
 
 /* A context destroyed while its kernel was stuck: the gate keeps the kernel counted stuck
    (launches beside it fail at once) until its streams say it has ended (the fake
-   cuStreamQuery), then the next launch goes, and releases kept meanwhile are made. */
+   cuStreamQuery), then the next launch goes, and releases kept meanwhile are made when its kernel leaves. */
 static int zombie_running = 1;
 static gpuos__CUresult f_query(gpuos__CUstream s) {
     (void)s;
@@ -597,10 +597,42 @@ static void zombie(void) {
     CHECK(cuda_gate_enter(next, 50, 0) == 1, "once it has ended, a launch goes");
     CHECK(cuda_n_zombies == 0 && running_of(next->cuctx) == 1, "it left the gate (%d kept, %d running)", cuda_n_zombies,
           running_of(next->cuctx));
-    CHECK(done_count[h] == 1, "the kept release was made when it left");
+    CHECK(done_count[h] == 0, "the kept release is not made by the launch (its timeout)");
     cuda_gate_leave(next);
+    CHECK(done_count[h] == 1, "the kept release was made when the next kernel left");
     CHECK(running_of(next->cuctx) == 0, "nothing running after");
     CHECK(violations == 0, "zombie: %d violations", violations);
+}
+
+/* A launch that finds the stuck kernel of a destroyed context ended lets it leave, but within
+   its own timeout: the calls kept meanwhile (a cuMemFree that may wait for the program's own
+   kernels) are not made by the launching thread (which holds its context's lock, and whose
+   submission does not wait); they are made when the next kernel in the CUDA context leaves. */
+static void zombie_timeout(void) {
+    struct gpuos__cuda *dead = &ctxs[2], *next = &ctxs[5]; /* one CUDA context */
+    uint64_t h, t0, dt;
+    int ok;
+    __atomic_store_n(&zombie_running, 1, __ATOMIC_RELEASE);
+    dead->stuck = 1, dead->gate_stuck = 0;
+    force_enter(dead);
+    cuda_gate_mark_stuck(dead);
+    cuda_gate_adopt_stuck(dead);
+    h = new_handle(CUDA__REL_MEM);
+    cuda_release(next, CUDA__REL_MEM, h); /* kept: the stuck kernel counts running */
+    CHECK(done_count[h] == 0, "zombie_timeout: kept");
+    __atomic_store_n(&zombie_running, 0, __ATOMIC_RELEASE); /* it ends */
+    slow_free_ms = 400;
+    t0 = cuda_now_ns();
+    ok = cuda_gate_enter(next, 20, 0);
+    dt = cuda_now_ns() - t0;
+    CHECK(dt < 200000000ull, "a launch (timeout 20 ms) that reaps an ended stuck kernel returns in time (%d, %.0f ms)",
+          ok, dt / 1e6);
+    if (ok) cuda_gate_leave(next); /* (its stop makes the kept calls) */
+    slow_free_ms = 0;
+    CHECK(cuda_n_zombies == 0 && running_of(next->cuctx) == 0, "zombie_timeout: it left (%d, %d)", cuda_n_zombies,
+          running_of(next->cuctx));
+    CHECK(done_count[h] == 1, "zombie_timeout: the kept release made once (%d)", done_count[h]);
+    CHECK(violations == 0, "zombie_timeout: %d violations", violations);
 }
 
 static void watchdog(int sig) {
@@ -625,5 +657,6 @@ int main(void) {
     kept_turns();
     slow_release();
     zombie();
+    zombie_timeout();
     return ctest_summary("test_gate");
 }
