@@ -798,7 +798,7 @@ struct gpuos_context {
     int destroyed;         /* gpuos_destroy ran; the handle lives on for tensors */
     gpuos_status sticky;   /* GPUOS_OK while healthy */
     char sticky_msg[1024]; /* what made the context fail, repeated by every later error */
-    int refs;              /* the user's handle + one per storage */
+    int refs;              /* the user's handle + one per storage and one per graph */
     uint64_t tensor_uid;   /* the last gpuos_tensor.uid given (mu) */
     gpuos__job *free_jobs; /* recycled jobs */
     int n_free_jobs;
