@@ -859,6 +859,8 @@ const char *gpuos__status_name(gpuos_status status);
 /* ---------------------------------------------------------------- context.c */
 /* Frees the context struct itself (after the last reference went). */
 void gpuos__context_free(gpuos_context *ctx);
+/* Drops one reference on ctx (takes ctx->mu: not held) and frees it if that was the last. */
+void gpuos__context_unref(gpuos_context *ctx);
 
 /* ---------------------------------------------------------------- tensor.c */
 /* 1 and *r = a*b (a+b) when it fits in int64_t, else 0. */
@@ -2874,7 +2876,6 @@ gpuos_status gpuos__check_alive(gpuos_context *ctx, const char *fn) {
 
 void gpuos_destroy(gpuos_context *ctx) {
     uint64_t last;
-    int free_now;
     if (!ctx) return;
     pthread_mutex_lock(&ctx->mu);
     if (ctx->destroyed) { /* a second destroy of a context that tensors keep alive */
@@ -2900,10 +2901,15 @@ void gpuos_destroy(gpuos_context *ctx) {
     }
     gpuos__rt_fini(ctx); /* run-time operators: the jobs' references went with the queue */
 
+    gpuos__context_unref(ctx);
+}
+
+void gpuos__context_unref(gpuos_context *ctx) {
+    int last;
     pthread_mutex_lock(&ctx->mu);
-    free_now = --ctx->refs == 0;
+    last = --ctx->refs == 0;
     pthread_mutex_unlock(&ctx->mu);
-    if (free_now) gpuos__context_free(ctx);
+    if (last) gpuos__context_free(ctx);
 }
 
 /* ---------------------------------------------------------------- queries */
@@ -3959,23 +3965,28 @@ static void cuda_gate_leave(struct gpuos__cuda *c) {
    asks whether they have ended whenever a launch or a load finds it stuck, and one that has
    leaves the gate as its context's reaper would have (its memory stays: it was not freed
    while the kernel might use it). Without this a kernel that ran long but ended kept its
-   device unusable to the process for good. */
-#define CUDA__ZOMBIES 16
+   device unusable to the process for good. The table grows as needed (one that cannot grow
+   leaves the kernel counted stuck, as before: its device refuses launches in that CUDA context). */
 typedef struct cuda__zombie {
     const gpuos__cuda_api *cu;
     gpuos__CUcontext cuctx;
     gpuos__CUstream s[2]; /* the main kernel's stream, the run-time workers' (or NULL) */
     int stuck;            /* counted stuck in the gate */
 } cuda__zombie;
-static cuda__zombie cuda_zombies[CUDA__ZOMBIES];
-static int cuda_n_zombies;
+static cuda__zombie *cuda_zombies; /* cuda_gate_mu; never freed (process-wide, as the gates) */
+static int cuda_n_zombies, cuda_cap_zombies;
 
 /* c, being destroyed with its kernel counted in the gate and stuck (ctx->mu held): the gate
    keeps asking about it. */
 static void cuda_gate_adopt_stuck(struct gpuos__cuda *c) {
     if (!c->stuck || !c->in_gate) return;
     cuda_gate_lock();
-    if (cuda_n_zombies < CUDA__ZOMBIES) {
+    if (cuda_n_zombies == cuda_cap_zombies) {
+        const int cap = cuda_cap_zombies ? 2 * cuda_cap_zombies : 16;
+        cuda__zombie *t = (cuda__zombie *)realloc(cuda_zombies, (size_t)cap * sizeof *t);
+        if (t) cuda_zombies = t, cuda_cap_zombies = cap;
+    }
+    if (cuda_n_zombies < cuda_cap_zombies) {
         cuda__zombie *z = &cuda_zombies[cuda_n_zombies++];
         z->cu = c->cu, z->cuctx = c->cuctx, z->stuck = c->gate_stuck;
         z->s[0] = c->stream, z->s[1] = c->P.n_rt ? c->rt_stream : NULL;
@@ -9690,7 +9701,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
 
 void gpuos_graph_release(gpuos_graph *g) {
     gpuos_context *ctx;
-    int i, last;
+    int i;
     if (!g) return;
     ctx = g->ctx;
     graph_drop_cg(g);
@@ -9700,10 +9711,7 @@ void gpuos_graph_release(gpuos_graph *g) {
     free(g->edges);
     free(g->order);
     free(g);
-    pthread_mutex_lock(&ctx->mu); /* the graph's hold on the context (gpuos_graph_create) */
-    last = --ctx->refs == 0;
-    pthread_mutex_unlock(&ctx->mu);
-    if (last) gpuos__context_free(ctx);
+    gpuos__context_unref(ctx); /* the graph's hold on the context (gpuos_graph_create) */
 }
 /*** End of src/graph.c ***/
 

@@ -170,7 +170,6 @@ gpuos_status gpuos__check_alive(gpuos_context *ctx, const char *fn) {
 
 void gpuos_destroy(gpuos_context *ctx) {
     uint64_t last;
-    int free_now;
     if (!ctx) return;
     pthread_mutex_lock(&ctx->mu);
     if (ctx->destroyed) { /* a second destroy of a context that tensors keep alive */
@@ -196,10 +195,15 @@ void gpuos_destroy(gpuos_context *ctx) {
     }
     gpuos__rt_fini(ctx); /* run-time operators: the jobs' references went with the queue */
 
+    gpuos__context_unref(ctx);
+}
+
+void gpuos__context_unref(gpuos_context *ctx) {
+    int last;
     pthread_mutex_lock(&ctx->mu);
-    free_now = --ctx->refs == 0;
+    last = --ctx->refs == 0;
     pthread_mutex_unlock(&ctx->mu);
-    if (free_now) gpuos__context_free(ctx);
+    if (last) gpuos__context_free(ctx);
 }
 
 /* ---------------------------------------------------------------- queries */

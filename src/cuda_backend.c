@@ -1021,23 +1021,28 @@ static void cuda_gate_leave(struct gpuos__cuda *c) {
    asks whether they have ended whenever a launch or a load finds it stuck, and one that has
    leaves the gate as its context's reaper would have (its memory stays: it was not freed
    while the kernel might use it). Without this a kernel that ran long but ended kept its
-   device unusable to the process for good. */
-#define CUDA__ZOMBIES 16
+   device unusable to the process for good. The table grows as needed (one that cannot grow
+   leaves the kernel counted stuck, as before: its device refuses launches in that CUDA context). */
 typedef struct cuda__zombie {
     const gpuos__cuda_api *cu;
     gpuos__CUcontext cuctx;
     gpuos__CUstream s[2]; /* the main kernel's stream, the run-time workers' (or NULL) */
     int stuck;            /* counted stuck in the gate */
 } cuda__zombie;
-static cuda__zombie cuda_zombies[CUDA__ZOMBIES];
-static int cuda_n_zombies;
+static cuda__zombie *cuda_zombies; /* cuda_gate_mu; never freed (process-wide, as the gates) */
+static int cuda_n_zombies, cuda_cap_zombies;
 
 /* c, being destroyed with its kernel counted in the gate and stuck (ctx->mu held): the gate
    keeps asking about it. */
 static void cuda_gate_adopt_stuck(struct gpuos__cuda *c) {
     if (!c->stuck || !c->in_gate) return;
     cuda_gate_lock();
-    if (cuda_n_zombies < CUDA__ZOMBIES) {
+    if (cuda_n_zombies == cuda_cap_zombies) {
+        const int cap = cuda_cap_zombies ? 2 * cuda_cap_zombies : 16;
+        cuda__zombie *t = (cuda__zombie *)realloc(cuda_zombies, (size_t)cap * sizeof *t);
+        if (t) cuda_zombies = t, cuda_cap_zombies = cap;
+    }
+    if (cuda_n_zombies < cuda_cap_zombies) {
         cuda__zombie *z = &cuda_zombies[cuda_n_zombies++];
         z->cu = c->cu, z->cuctx = c->cuctx, z->stuck = c->gate_stuck;
         z->s[0] = c->stream, z->s[1] = c->P.n_rt ? c->rt_stream : NULL;

@@ -276,6 +276,8 @@ const char *gpuos__status_name(gpuos_status status);
 /* ---------------------------------------------------------------- context.c */
 /* Frees the context struct itself (after the last reference went). */
 void gpuos__context_free(gpuos_context *ctx);
+/* Drops one reference on ctx (takes ctx->mu: not held) and frees it if that was the last. */
+void gpuos__context_unref(gpuos_context *ctx);
 
 /* ---------------------------------------------------------------- tensor.c */
 /* 1 and *r = a*b (a+b) when it fits in int64_t, else 0. */

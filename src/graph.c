@@ -833,7 +833,7 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
 
 void gpuos_graph_release(gpuos_graph *g) {
     gpuos_context *ctx;
-    int i, last;
+    int i;
     if (!g) return;
     ctx = g->ctx;
     graph_drop_cg(g);
@@ -843,8 +843,5 @@ void gpuos_graph_release(gpuos_graph *g) {
     free(g->edges);
     free(g->order);
     free(g);
-    pthread_mutex_lock(&ctx->mu); /* the graph's hold on the context (gpuos_graph_create) */
-    last = --ctx->refs == 0;
-    pthread_mutex_unlock(&ctx->mu);
-    if (last) gpuos__context_free(ctx);
+    gpuos__context_unref(ctx); /* the graph's hold on the context (gpuos_graph_create) */
 }

@@ -635,6 +635,32 @@ static void zombie_timeout(void) {
     CHECK(violations == 0, "zombie_timeout: %d violations", violations);
 }
 
+/* More stuck kernels of destroyed contexts than the gate's first table holds (16): each is
+   kept (the table grows), and once they have ended the next launch lets them all leave. */
+static void zombie_many(void) {
+    struct gpuos__cuda *dead = &ctxs[2], *next = &ctxs[5]; /* one CUDA context */
+    const int n = 40;
+    int i, kept = 1;
+    __atomic_store_n(&zombie_running, 1, __ATOMIC_RELEASE);
+    for (i = 0; i < n; i++) {
+        dead->stuck = 1, dead->gate_stuck = 0;
+        force_enter(dead);
+        cuda_gate_mark_stuck(dead);
+        cuda_gate_adopt_stuck(dead);
+        kept &= !dead->in_gate && cuda_n_zombies == i + 1;
+    }
+    CHECK(kept && cuda_n_zombies == n, "zombie_many: all %d kept (%d)", n, cuda_n_zombies);
+    CHECK(cuda_gate_enter(next, 20, 0) == 0, "zombie_many: a launch beside them fails");
+    __atomic_store_n(&zombie_running, 0, __ATOMIC_RELEASE); /* they end */
+    i = cuda_gate_enter(next, 5000, 0);
+    CHECK(i == 1, "zombie_many: once they have ended, a launch goes");
+    CHECK(cuda_n_zombies == 0 && running_of(next->cuctx) == 1, "zombie_many: they left (%d kept, %d running)",
+          cuda_n_zombies, running_of(next->cuctx));
+    if (i == 1) cuda_gate_leave(next);
+    CHECK(running_of(next->cuctx) == 0, "zombie_many: nothing running after");
+    CHECK(violations == 0, "zombie_many: %d violations", violations);
+}
+
 static void watchdog(int sig) {
     static const char msg[] = "FAIL test_gate: a hang (watchdog)\ntest_gate: 0 passed, 1 failed\n";
     (void)sig;
@@ -658,5 +684,6 @@ int main(void) {
     slow_release();
     zombie();
     zombie_timeout();
+    zombie_many();
     return ctest_summary("test_gate");
 }
