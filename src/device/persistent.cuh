@@ -1064,7 +1064,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                 const uint32_t hh = s_hhead;
                 /* the express worker idle: its mailbox read flies with the inbox read */
                 uint64_t xv = 0;
-                bool xpoll;
+                bool xpoll = false; /* (set by the express worker's look) */
                 int ok, n;
                 if (xw) {
                     /* The express worker's look: every word it reads in flight at once, relaxed
@@ -1107,7 +1107,6 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                         if (lane == 0) s_n = 0;
                         break;
                     }
-                    xpoll = false;
                     n = gpuos__pk_look_inbox(P, inbox, head, ref, s_d, s_seq, s_mine, &ok);
                 }
                 if (xowed) n = 0; /* the mailbox first */
