@@ -223,6 +223,8 @@ struct gpuos_context {
     uint32_t reap_every;   /* GPU: submissions between the submitter's own reaps (GPUOS_CUDA_REAP_EVERY; 0: never) */
     uint32_t reap_count;   /* submissions since the last one */
     uint32_t tcache_clock;
+    struct gpuos__combine *combine; /* repeated submissions waiting for a thread that holds mu to
+                                       queue them (queue.c, gpuos__queue_submit_repeat; atomic) */
 
     pthread_t dispatcher;
     int dispatcher_running;

@@ -129,6 +129,47 @@ static void *work(void *arg) {
     return NULL;
 }
 
+/* Repeats: every thread adds its own k in place to its own 3 tensors again and again (the repeat
+   path, where a thread that finds the lock taken leaves its task to the holder: flat combining),
+   with a queue of 64, so that holders also wait for room; each tensor must end at its count
+   times k exactly. */
+#define REPEATS 3000
+typedef struct rworker {
+    gpuos_context *ctx;
+    int id, bad;
+    char first_error[256];
+} rworker;
+static void *repeat_work(void *arg) {
+    rworker *w = (rworker *)arg;
+    gpuos_tensor *x[3] = {NULL, NULL, NULL}, *k = NULL;
+    int64_t shape[1] = {N}, init[N], got[N];
+    int i, p;
+    gpuos_status st = gpuos_tensor_scalar(w->ctx, GPUOS_I64, (double)(w->id + 2), &k);
+    for (i = 0; i < N; i++) init[i] = (int64_t)w->id * 100000 + i;
+    for (p = 0; p < 3 && st == GPUOS_OK; p++)
+        if ((st = gpuos_tensor_new(w->ctx, GPUOS_I64, 1, shape, &x[p])) == GPUOS_OK)
+            st = gpuos_upload(w->ctx, x[p], init, sizeof init);
+    for (i = 0; i < REPEATS && st == GPUOS_OK; i++) st = gpuos_add(w->ctx, x[i % 3], x[i % 3], k);
+    for (p = 0; p < 3 && st == GPUOS_OK; p++) {
+        const int64_t count = REPEATS / 3 + (p < REPEATS % 3);
+        if ((st = gpuos_download(w->ctx, x[p], got, sizeof got)) != GPUOS_OK) break;
+        for (i = 0; i < N; i++)
+            if (got[i] != init[i] + count * (w->id + 2)) {
+                if (!w->bad) snprintf(w->first_error, sizeof w->first_error, "repeats: thread %d tensor %d [%d] = %lld, want %lld",
+                                      w->id, p, i, (long long)got[i], (long long)(init[i] + count * (w->id + 2)));
+                w->bad++;
+                break;
+            }
+    }
+    if (st != GPUOS_OK && !w->bad) {
+        snprintf(w->first_error, sizeof w->first_error, "repeats: thread %d: %s", w->id, gpuos_last_error(w->ctx));
+        w->bad++;
+    }
+    for (p = 0; p < 3; p++) gpuos_tensor_release(x[p]);
+    gpuos_tensor_release(k);
+    return NULL;
+}
+
 int main(void) {
     gpuos_config cfg = GPUOS_CONFIG_INIT;
     gpuos_context *ctx = NULL;
@@ -172,6 +213,23 @@ int main(void) {
         passed += w[i].passed;
         failed += w[i].failed;
         if (w[i].failed) fprintf(stderr, "FAIL %s\n", w[i].first_error);
+    }
+    { /* the repeat path from every thread at once */
+        rworker r[NTHREADS];
+        for (i = 0; i < NTHREADS; i++) {
+            memset(&r[i], 0, sizeof r[i]);
+            r[i].ctx = ctx, r[i].id = i;
+            started[i] = pthread_create(&th[i], NULL, repeat_work, &r[i]) == 0;
+        }
+        for (i = 0; i < NTHREADS; i++) {
+            if (started[i]) pthread_join(th[i], NULL);
+            if (!started[i] || r[i].bad) {
+                failed++;
+                fprintf(stderr, "FAIL %s\n", started[i] ? r[i].first_error : "pthread_create failed");
+            } else {
+                passed++;
+            }
+        }
     }
     st = gpuos_context_status(ctx);
     if (st != GPUOS_OK) {
