@@ -2696,8 +2696,8 @@ gpuos__ex_program *gpuos__ex_compile(const char *body, const gpuos__ex_var *vars
                                      size_t n_err);
 
 /* Runs the body once: reads every variable of vars (in the order given to compile), writes the
-   writable ones. 0, or -1 with a message in err (a loop that ran more than GPUOS__EX_MAX_ITERS
-   iterations); on -1 vars is unchanged. Uses about 4 KB of stack, nothing else. */
+   writable ones. 0, or -1 with a message in err (loops that ran more than GPUOS__EX_MAX_ITERS
+   iterations, or 2^28 instructions of their bodies); on -1 vars is unchanged. Uses about 4 KB of stack, nothing else. */
 int gpuos__ex_run(const gpuos__ex_program *p, gpuos__ex_value *vars, char *err, size_t n_err);
 
 /* NULL is allowed. */
@@ -6987,8 +6987,11 @@ gpuos_status gpuos_compile_device_code(int arch_major, int arch_minor, char *log
      - every loop iteration of a run counts against one budget, GPUOS__EX_MAX_ITERS (2^20)
        for all loops together (an iteration: a loop going back to its test, or for do-while
        to its body): past it the run stops and returns -1 ("body:LINE: loop ran more than
-       1048576 iterations", LINE the loop's), leaving the variables unchanged. A run
-       therefore executes at most GPUOS__EX_MAX_ITERS times the body's instruction count.
+       1048576 iterations", LINE the loop's), leaving the variables unchanged; so does one
+       whose loops ran more than EX_MAX_WORK (2^28) instructions in all, each iteration
+       charged its loop's whole length (inner loops pay for their own iterations): a few MB
+       of body in a loop once took hours a run under the iteration budget alone (a fuzzer's
+       find). A run therefore stops within about a second.
 
    Design. The compiler is one recursive-descent pass (precedence climbing for binary
    operators) that type-checks and emits register bytecode at once: each instruction is
@@ -7019,6 +7022,7 @@ gpuos_status gpuos_compile_device_code(int arch_major, int arch_minor, char *log
 #define EX_MAX_SLOTS 480      /* values of one run: 3840 bytes of stack */
 #define EX_MAX_DEPTH 128      /* nesting of statements and expressions */
 #define EX_MAX_CODE (1 << 20) /* instructions of one body */
+#define EX_MAX_WORK (1L << 28) /* instructions of loop bodies one run may execute (about 1 s) */
 #define EX_KREF (1 << 24)     /* while compiling, slot references: variable i is i, */
 #define EX_SREF (1 << 25)     /* constant k is EX_KREF + k, stack slot n is EX_SREF + n */
 
@@ -7187,10 +7191,10 @@ static uint64_t ex_d2u64(double x) {
 #define EXA s[in->a]
 #define EXB s[in->b]
 
-/* Runs code on the slots s from instruction 0: 0 at HALT, -1 past the loop budget (*line:
-   the line of the loop). */
+/* Runs code on the slots s from instruction 0: 0 at HALT, -1 past the loop iterations'
+   budget, -2 past the loops' instructions' (*line: the line of the loop). */
 static int ex_exec(const ex_ins *code, gpuos__ex_value *s, int *line) {
-    long steps = 0;
+    long steps = 0, work = 0;
     uint32_t pc = 0;
     for (;;) {
         const ex_ins *in = &code[pc++];
@@ -7204,9 +7208,11 @@ static int ex_exec(const ex_ins *code, gpuos__ex_value *s, int *line) {
         case EX_OP_JZ_D: if (EXA.d == 0.0) pc = in->c; break;
         case EX_OP_JNZ_D: if (EXA.d != 0.0) pc = in->c; break;
         case EX_OP_LOOP:
-            if (++steps > GPUOS__EX_MAX_ITERS) {
+            /* pc - in->c: the loop's instructions, an upper bound of one iteration's (inner
+               loops pay for their own iterations) */
+            if (++steps > GPUOS__EX_MAX_ITERS || (work += (long)(pc - in->c)) > EX_MAX_WORK) {
                 *line = in->b;
-                return -1;
+                return steps > GPUOS__EX_MAX_ITERS ? -1 : -2;
             }
             pc = in->c;
             break;
@@ -7398,8 +7404,11 @@ int gpuos__ex_run(const gpuos__ex_program *p, gpuos__ex_value *vars, char *err, 
     }
     for (i = 0; i < p->n_vars; i++) s[i] = ex_canon(vars[i], p->var_type[i]);
     if (p->n_consts) memcpy(s + p->n_vars, p->consts, (size_t)p->n_consts * sizeof *s);
-    if (ex_exec(p->code, s, &line) != 0) {
-        ex_msg(err, n_err, "body:%d: loop ran more than %ld iterations", line, (long)GPUOS__EX_MAX_ITERS);
+    if ((i = ex_exec(p->code, s, &line)) != 0) {
+        if (i == -1)
+            ex_msg(err, n_err, "body:%d: loop ran more than %ld iterations", line, (long)GPUOS__EX_MAX_ITERS);
+        else
+            ex_msg(err, n_err, "body:%d: loops ran more than %ld instructions of their bodies", line, (long)EX_MAX_WORK);
         return -1;
     }
     for (i = 0; i < p->n_out; i++) vars[p->out[i]] = s[p->out[i]];
@@ -8162,7 +8171,14 @@ static ex_opnd ex_binary(ex_comp *c, int min_prec) {
             c->top = mark + 1;
             L = ex_mk(r, EX_BOOL);
         } else {
-            ex_opnd R = ex_binary(c, prec + 1);
+            ex_opnd R;
+            if ((op == EX_TK_SHL || op == EX_TK_SHR) && L.sym >= 0 && c->syms[L.sym].readonly != 1) {
+                /* C++17 sequences E1 before E2 in E1 << E2: "k << (k = 3)" shifts the old k */
+                ex_opnd t = ex_mk(ex_alloc(c), L.type);
+                ex_emit(c, EX_OP_MOV, t.slot, L.slot, -1, 0);
+                L = t;
+            }
+            R = ex_binary(c, prec + 1);
             L = ex_arith(c, op, L, R, mark, line, col);
         }
     }
@@ -8449,6 +8465,18 @@ static ex_opnd ex_postfix(ex_comp *c) {
     return o;
 }
 
+/* at '(' before a type word: a parenthesised expression when the type's words are followed
+   by '(' (a functional cast: "(int(x) + 1)"), else a cast ("(unsigned long)x") */
+static int ex_paren_is_cast(ex_comp *c) {
+    ex_lex save = c->lx;
+    int is_cast;
+    ex_next(c); /* ( */
+    while (ex_is_type_start(&c->lx.tok)) ex_next(c);
+    is_cast = c->lx.tok.kind != '(';
+    c->lx = save;
+    return is_cast;
+}
+
 static ex_opnd ex_unary(ex_comp *c) {
     ex_tok t = c->lx.tok;
     ex_opnd o;
@@ -8486,7 +8514,7 @@ static ex_opnd ex_unary(ex_comp *c) {
     case '&': EX_TOKFAIL(c, "address-of '&' is not supported"); return ex_mk(0, 0);
     case '(': {
         ex_tok n = ex_peek(c);
-        if (ex_is_type_start(&n)) { /* (T)x */
+        if (ex_is_type_start(&n) && ex_paren_is_cast(c)) { /* (T)x; (T(x) + 1) is an expression */
             int is_const;
             ex_next(c);
             ty = ex_parse_type(c, &is_const);
@@ -8828,6 +8856,7 @@ gpuos__ex_program *gpuos__ex_compile(const char *body, const gpuos__ex_var *vars
 #undef EX_MAX_SLOTS
 #undef EX_MAX_DEPTH
 #undef EX_MAX_CODE
+#undef EX_MAX_WORK
 #undef EX_KREF
 #undef EX_SREF
 #undef EX_BOOL

@@ -589,13 +589,13 @@ GPUOS_API void gpuos_graph_release(gpuos_graph *graph);
      are float in the body; bool is bool; integers are the <stdint.h> types. Example:
        def.source = "float t = a * s0 + b; out = t > 0.f ? t : 0.f;";
      On a GPU it is compiled with NVRTC and linked into the run-time module, whose kernel
-     runs beside the persistent one (1/8 of the worker blocks while run-time operators
-     exist; GPUOS_CUDA_RT_WORKERS sets the count); on the host
+     runs beside the persistent one (one worker block per 8 multiprocessors while run-time
+     operators exist; GPUOS_CUDA_RT_WORKERS sets the count); on the host
      executor it is interpreted (a C subset: declarations, if/else, for/while, the usual
      operators, math functions such as sinf, expf, fminf; results where C leaves them
      undefined are defined, see src/expr.c; loops that run more than 1048576
-     iterations in all for one element stop the run and fail the context with
-     GPUOS_ERR_DEVICE_LOST).
+     iterations in all for one element, or more than 2^28 instructions of their bodies
+     (about a second), stop the run and fail the context with GPUOS_ERR_DEVICE_LOST).
    GPUOS_OPDEF_FUNCTION: source defines `__device__ void <name>(const gpuos_tile &t)`,
      called by every thread of a 256-thread block for the items [t.begin, t.end) of one
      tile (flat row-major indices of the output); t.ptr(q, i) is operand q's address at item

@@ -69,8 +69,8 @@ gpuos__ex_program *gpuos__ex_compile(const char *body, const gpuos__ex_var *vars
                                      size_t n_err);
 
 /* Runs the body once: reads every variable of vars (in the order given to compile), writes the
-   writable ones. 0, or -1 with a message in err (a loop that ran more than GPUOS__EX_MAX_ITERS
-   iterations); on -1 vars is unchanged. Uses about 4 KB of stack, nothing else. */
+   writable ones. 0, or -1 with a message in err (loops that ran more than GPUOS__EX_MAX_ITERS
+   iterations, or 2^28 instructions of their bodies); on -1 vars is unchanged. Uses about 4 KB of stack, nothing else. */
 int gpuos__ex_run(const gpuos__ex_program *p, gpuos__ex_value *vars, char *err, size_t n_err);
 
 /* NULL is allowed. */

@@ -480,6 +480,10 @@ static void test_conversions(void) {
     CASE(ol = (int64_t)(int32_t)l + (uint32_t)l; oq = (uint64_t)(int8_t)q;);
     CASE2("out = float(i) + static_cast<float>(j); ol = int64_t(c8) + long(u);",
           out = (float)i + (float)j; ol = (int64_t)c8 + (long)u;);
+    /* a parenthesised expression that starts with a functional cast is no C-style cast (a
+       fuzzer's find: "expected ')' before '('") */
+    CASE2("oi = (int(c8) + 1); ol = (int64_t(i) * 2); oq = (uint64_t(u) % 7u) + (unsigned(w16));",
+          oi = ((int)c8 + 1); ol = ((int64_t)i * 2); oq = ((uint64_t)u % 7u) + ((unsigned)w16););
     CASE2("oi = int(); od = double(a) * unsigned(2); ou = static_cast<unsigned int>(j);",
           oi = 0; od = (double)a * 2u; ou = (unsigned int)j;);
     CASE2("auto t = a * 2; auto k = i + 1u; auto z = x; auto c = c8; out = t; ou = k; od = z; oi = c;",
@@ -861,6 +865,14 @@ static void test_errors(void) {
 }
 
 /* ---------------------------------------------------------------- the loop budget */
+/* C++17 sequences a shift's left operand before its right one: "k << (k = 3)" shifts the old
+   k (a fuzzer's find: the interpreter read k after the assignment) */
+static void test_shift_order(void) {
+    CASE2("int k = 1; oi = k << (k = 3); int mm = 40; ol = mm >> (mm = 2); ou = u; ou = ou << (ou = 1);",
+          int k = 1; int k0 = k; k = 3; oi = k0 << k; int mm = 40; int m0 = mm; mm = 2; ol = m0 >> mm;
+          ou = u; unsigned u0 = ou; ou = 1; ou = u0 << ou;);
+}
+
 static void test_loop_budget(void) {
     static const char *const endless[] = {"oi = 1; for (;;) { }", "oi = 1; while (true) oi++;",
                                           "oi = 1; do { } while (1);", "oi = 1; for (int k = 0; k >= 0; k += 0) { }",
@@ -897,6 +909,26 @@ static void test_loop_budget(void) {
         if (gpuos__ex_run(p, v, err, sizeof err) != 0) break;
     CHECK(k == 2000 && v[22].i == 1000, "run %d: %s", (int)k, err);
     gpuos__ex_free(p);
+    { /* a long body in an endless loop stops at the instruction budget, well before 2^20 of
+         its iterations (which took a minute a run for 10000 statements: a fuzzer's find) */
+        static const char stmt[] = "od = od * 1.0000001 + x; ";
+        const int n = 2000;
+        char *body = (char *)malloc(16 + n * (sizeof stmt - 1) + 4);
+        if (body) {
+            char *q = body + sprintf(body, "for (;;) { ");
+            for (k = 0; k < (size_t)n; k++) q += sprintf(q, "%s", stmt);
+            strcpy(q, "}");
+            p = gpuos__ex_compile(body, ex_vars, N_VARS, err, sizeof err);
+            CHECK(p != NULL, "long loop: %s", err);
+            env_to_values(&inputs[1], v);
+            memcpy(v0, v, sizeof v);
+            CHECK(p && gpuos__ex_run(p, v, err, sizeof err) == -1 && strstr(err, "body:1: loops ran more than") &&
+                      strstr(err, "instructions") && memcmp(v, v0, sizeof v) == 0,
+                  "long loop: %s", err);
+            gpuos__ex_free(p);
+            free(body);
+        }
+    }
 }
 
 /* ---------------------------------------------------------------- the interface's value rules */
@@ -1154,6 +1186,7 @@ int main(void) {
     test_math();
     test_pow_folds();
     test_errors();
+    test_shift_order();
     test_loop_budget();
     test_values();
     test_garbage();
