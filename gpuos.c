@@ -3001,6 +3001,8 @@ int gpuos_debug_pause(gpuos_context *ctx, int paused) {
    (20000 reads, ~20-50 us: a 22-task job measured 78 us when waited for alone). */
 #define CUDA__SPIN_NS 1000000ull
 #define CUDA__TILE_EW 1024           /* element-wise items per tile (small tasks) */
+#define CUDA__GRAPH_WIDE 4           /* a recorded graph this many times wider than deep ... */
+#define CUDA__TILE_WIDE 4096         /* ... runs its element-wise tasks of up to this many items as one tile */
 #define CUDA__EW_PASS 1024           /* items of one vector pass of a worker block (256 threads x 4) */
 #define CUDA__MAX_PARTS 8 /* relocatable programs the device code is compiled as, at most (gen/gen.py MAX_PARTS) */
 #define CUDA__OLD_MODS 16            /* swapped-out run-time modules kept until an idle stop */
@@ -3138,6 +3140,7 @@ struct gpuos__cuda {
     int mm_slices;               /* those rows in S 64-column slices from S = mm_slices (GPUOS_CUDA_MM_SLICES; 0: never) */
     int mm_f32;                  /* the f32 matmul's device kernel id */
     uint32_t tile_ew;            /* smallest element-wise tile (CUDA__TILE_EW; GPUOS_CUDA_TILE_EW, tuning) */
+    uint32_t graph_wide;         /* CUDA__GRAPH_WIDE (GPUOS_CUDA_GRAPH_WIDE; 0: off) */
     uint32_t ew_per_worker;      /* a large element-wise task's tiles per worker (0: 4, or 2 for the largest:
                                     cuda_tiling; GPUOS_CUDA_EW_PER_WORKER, tuning) */
     int graph_slots;             /* launch recorded graphs as one slot per node (GPUOS_CUDA_GRAPH_SLOTS=1, A/B) */
@@ -4264,6 +4267,7 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     c->mm_slices = getenv("GPUOS_CUDA_MM_SLICES") ? atoi(getenv("GPUOS_CUDA_MM_SLICES")) : CUDA__MM_SLICES;
     c->mm_f32 = gpuos__device_kernel_id(GPUOS_OP_MATMUL, GPUOS_F32, GPUOS_F32);
     c->tile_ew = CUDA__TILE_EW;
+    c->graph_wide = (uint32_t)cuda_env_clamp("GPUOS_CUDA_GRAPH_WIDE", CUDA__GRAPH_WIDE, 0, 1 << 20);
     c->ew_per_worker = 0;
     if (getenv("GPUOS_CUDA_EW_PER_WORKER")) {
         const long v = strtol(getenv("GPUOS_CUDA_EW_PER_WORKER"), NULL, 10);
@@ -5115,8 +5119,10 @@ static const void *cuda_device_plan(const struct gpuos__cuda *c, const gpuos__jo
 /* Tiling: small element-wise tasks in tiles of tile_ew items (1024: one vector pass of 256
    threads x 4); large ones in about four tiles per worker (two for the largest), whole
    passes each; others one
-   tile per worker (matmul: 32 rows or a column block). */
-static void cuda_tiling(const struct gpuos__cuda *c, const gpuos__job *job, uint32_t *tile_out, int64_t *n_tiles) {
+   tile per worker (matmul: 32 rows or a column block). one > 0: an element-wise task of at
+   most `one` items is one tile (a wide recorded graph's: cuda_graph_wide). */
+static void cuda_tiling(const struct gpuos__cuda *c, const gpuos__job *job, uint32_t one, uint32_t *tile_out,
+                        int64_t *n_tiles) {
     uint32_t tile;
     if (job->kind == GPUOS__KIND_MATMUL) { /* one row, 32 rows, or one column block of a few rows */
         const int64_t ncb = cuda_matmul_cb(c, job), M = job->plan.matmul.M;
@@ -5134,7 +5140,9 @@ static void cuda_tiling(const struct gpuos__cuda *c, const gpuos__job *job, uint
         const int64_t per = (int64_t)(c->ew_per_worker ? c->ew_per_worker
                                       : job->items >= 2 * nw * CUDA__EW_DEEP ? 2 : 4) * nw;
         int64_t t = (job->items + per - 1) / per;
-        if (t <= (int64_t)c->tile_ew)
+        if (one > 0 && job->items <= (int64_t)one)
+            tile = one;
+        else if (t <= (int64_t)c->tile_ew)
             tile = c->tile_ew;
         else { /* whole vector passes (CUDA__EW_PASS items), nearest to t: a tile with a
                   partial pass runs its tail in the scalar mode, outside the worker's runs */
@@ -5403,7 +5411,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
         st = cuda_launch_locked(ctx, c); /* another context's kernel running: later, the work stays queued */
         if (st != GPUOS_OK) return st;
     }
-    cuda_tiling(c, job, &tile, &n_tiles);
+    cuda_tiling(c, job, 0, &tile, &n_tiles);
 
     /* Dependencies from each operand's storage log. The retired mark is the line the
        GPU keeps writing: reading it costs a cache miss, so it is refreshed once in 64
@@ -6204,11 +6212,60 @@ void gpuos__cuda_graph_free_locked(gpuos_context *ctx, struct gpuos__cuda_graph 
    GPUOS_ERR_UNSUPPORTED when the graph cannot be pre-encoded (the caller falls back). */
 static gpuos_status cuda_graph_kernel_locked(gpuos_context *ctx, struct gpuos__cuda *c, uint64_t t0, int *released);
 
+/* Is the graph of jobs[0..n) wide: at least c->graph_wide times as many nodes as its longest
+   chain of memory conflicts (a node after every earlier one that it conflicts with, as the
+   encoding orders them)? Then each of its small element-wise tasks runs as one tile: its
+   own tasks keep the workers busy side by side, and a task of 4 tiles costs the fetcher 4
+   inbox entries and 4 finishes where 1 does (H200, GPUOS_CUDA_TILE_EW=4096 for everything:
+   branchy_dag -12%, pipeline_jobs +4%, but the eager chain 0.25 -> 0.36 us/op: a chain's
+   task on one block instead of four). */
+static int cuda_graph_wide(const struct gpuos__cuda *c, gpuos__job *const *jobs, int n) {
+    typedef struct { const gpuos__storage *st; uint64_t lo, hi; int node, write; } wacc;
+    wacc *a;
+    int *depth, na = 0, maxd = 0, k, q, j, wide;
+    if (c->graph_wide == 0 || n < (int)c->graph_wide) return 0;
+    a = (wacc *)malloc((size_t)n * GPUOS__MAX_PTR * sizeof *a);
+    depth = (int *)malloc((size_t)n * sizeof *depth);
+    if (!a || !depth) {
+        free(a);
+        free(depth);
+        return 0;
+    }
+    for (k = 0; k < n; k++) {
+        cuda__operand ops[GPUOS__MAX_PTR];
+        const int no = cuda_operands(c, jobs[k], ops);
+        int d = 1;
+        for (q = 0; q < no; q++) {
+            uint64_t lo, hi;
+            const gpuos__storage *sto;
+            cuda_operand_range(&ops[q], &lo, &hi);
+            if (lo == hi) continue;
+            if (!(sto = cuda_storage_of(jobs[k], lo, hi))) { /* after everything before it */
+                if (d < maxd + 1) d = maxd + 1;
+                continue;
+            }
+            for (j = 0; j < na; j++)
+                if (a[j].node != k && a[j].st == sto && a[j].lo < hi && lo < a[j].hi && (a[j].write || ops[q].write) &&
+                    d < depth[a[j].node] + 1)
+                    d = depth[a[j].node] + 1;
+            a[na].st = sto, a[na].lo = lo, a[na].hi = hi, a[na].node = k, a[na].write = ops[q].write;
+            na++;
+        }
+        depth[k] = d;
+        if (d > maxd) maxd = d;
+    }
+    wide = (int64_t)n >= (int64_t)c->graph_wide * maxd;
+    free(a);
+    free(depth);
+    return wide;
+}
+
 gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const *jobs, int n,
                                            struct gpuos__cuda_graph **out) {
     struct gpuos__cuda *c = ctx->cuda;
     struct gpuos__cuda_graph *g;
     int k, j, q;
+    uint32_t one;
     gpuos_status st = GPUOS_OK;
     *out = NULL;
     /* the kernel first: plan chunks go to the ring (waiting for its turn with the lock let go,
@@ -6222,6 +6279,7 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
     g = (struct gpuos__cuda_graph *)calloc(1, sizeof *g);
     if (!g) return GPUOS_ERR_OUT_OF_MEMORY;
     g->n = n;
+    one = cuda_graph_wide(c, jobs, n) ? CUDA__TILE_WIDE : 0u;
     g->desc = (gpuos__qdesc *)calloc((size_t)n, sizeof *g->desc);
     g->base_rel = (uint32_t *)calloc((size_t)n, sizeof(uint32_t));
     g->plan_ids = (uint32_t *)calloc((size_t)n, sizeof(uint32_t));
@@ -6241,7 +6299,7 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
         gpuos__qdesc *d = &g->desc[k];
         if (job->dev_kernel < 0) { st = GPUOS_ERR_UNSUPPORTED; break; }
         plan_bytes = cuda_plan_bytes(job->kind);
-        cuda_tiling(c, job, &tile, &n_tiles);
+        cuda_tiling(c, job, one, &tile, &n_tiles);
         no = cuda_operands(c, job, ops);
         for (q = 0; q < no; q++) {
             uint64_t lo, hi;
