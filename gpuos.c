@@ -6117,7 +6117,10 @@ typedef struct cuda__gacc {
     gpuos__storage *st;
     uint64_t lo, hi, sig;
     int node, write;
-    int dead; /* covered by a later write of the graph: later nodes (and tasks) need not see it */
+    int dead;  /* covered by a later write of the graph: later nodes (and tasks) need not see it */
+    int apred; /* the earlier node this access is tile-aligned with (it runs after it), or -1 */
+    int stood; /* a read that a later read of the graph stands for: launches do not record it
+                  (cuda_graph_stand_ins) */
 } cuda__gacc;
 
 /* A range of the device's graph descriptor pool (gpuos__cuda.gpool). Once its graph is
@@ -6211,6 +6214,67 @@ void gpuos__cuda_graph_free_locked(gpuos_context *ctx, struct gpuos__cuda_graph 
 /* Encodes jobs[0..n) (templates, in launch order) once (ctx->mu held). NULL with
    GPUOS_ERR_UNSUPPORTED when the graph cannot be pre-encoded (the caller falls back). */
 static gpuos_status cuda_graph_kernel_locked(gpuos_context *ctx, struct gpuos__cuda *c, uint64_t t0, int *released);
+
+/* Does node f's completion imply node e's (e < f)? Followed back from f: an explicit
+   dependency (the node waits for it), a wait for every earlier task, or tile alignment with a
+   node of no more tiles (each of its tiles ran on the same worker before f's tile of that
+   index). seen[] holds stamps (*stamp is this query's). */
+static int cuda_graph_implies(const struct gpuos__cuda_graph *g, const int *first, int f, int e, int *seen, int stamp,
+                              int *stack, long *budget) {
+    int sp = 0, a, j;
+    stack[sp++] = f;
+    seen[f] = stamp;
+    while (sp > 0) {
+        const int k = stack[--sp];
+        if (--*budget < 0) return 0; /* (a huge graph: its reads stay recorded) */
+        const gpuos__qdesc *d = &g->desc[k];
+        if (k == e) return 1;
+        if (d->n_deps == GPUOS__DEPS_ALL) return 1; /* (k > e: it waited for every earlier task) */
+        for (a = 0; a < (int)d->n_deps; a++) {
+            const int p = k - (int)d->dep_delta[a];
+            if (p >= e && seen[p] != stamp) seen[p] = stamp, stack[sp++] = p;
+        }
+        for (j = first[k]; j < first[k + 1]; j++) {
+            const int p = g->acc[j].apred;
+            if (p >= e && seen[p] != stamp && g->desc[p].n_tiles <= d->n_tiles) seen[p] = stamp, stack[sp++] = p;
+        }
+    }
+    return 0;
+}
+
+/* A launch records the graph's live accesses in the storages' logs, which later tasks
+   read; a read is not recorded when a later node reads the same bytes (or more) and its
+   completion implies the reader's (cuda_graph_implies): a later writer waits for the later
+   reader, and so for both. pipeline_jobs' 20 adds each read the scalar `one`: their 20
+   records were half of a launch's host time (H200: 1.0 of 2.0 us). At most ~10^7 steps of
+   the search a graph (some ms, once at its making); past them the rest stay recorded. */
+static void cuda_graph_stand_ins(struct gpuos__cuda_graph *g) {
+    long budget = 10000000;
+    int *first = (int *)malloc((size_t)(g->n + 1) * sizeof(int));
+    int *seen = (int *)calloc((size_t)g->n, sizeof(int));
+    int *stack = (int *)malloc((size_t)g->n * sizeof(int));
+    int i, j, k, stamp = 0;
+    if (first && seen && stack) {
+        for (k = 0, i = 0; k <= g->n; k++) { /* accesses are in node order */
+            while (i < g->n_acc && g->acc[i].node < k) i++;
+            first[k] = i;
+        }
+        for (i = 0; i < g->n_acc; i++) {
+            cuda__gacc *e = &g->acc[i];
+            if (e->write || e->dead) continue;
+            for (j = g->n_acc - 1; j > i && !e->stood; j--) {
+                const cuda__gacc *f = &g->acc[j];
+                if (f->write || f->dead || f->stood || f->node <= e->node || f->st != e->st || f->lo > e->lo ||
+                    f->hi < e->hi)
+                    continue;
+                if (cuda_graph_implies(g, first, f->node, e->node, seen, ++stamp, stack, &budget)) e->stood = 1;
+            }
+        }
+    }
+    free(first);
+    free(seen);
+    free(stack);
+}
 
 /* Is the graph of jobs[0..n) wide: at least c->graph_wide times as many nodes as its longest
    chain of memory conflicts (a node after every earlier one that it conflicts with, as the
@@ -6310,6 +6374,8 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
             sto = cuda_storage_of(job, lo, hi);
             if (!sto) { all = 1; continue; }
             /* earlier accesses of this graph: dependencies, or tile alignment */
+            g->acc[g->n_acc].apred = -1;
+            g->acc[g->n_acc].stood = 0;
             for (j = g->n_acc - 1; j >= 0; j--) {
                 const cuda__gacc *e = &g->acc[j];
                 if (e->node == k || e->dead || e->st != sto || e->hi <= lo || hi <= e->lo) continue; /* not itself */
@@ -6318,6 +6384,7 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
                 if (c->align && e->sig && e->sig == ops[q].sig && g->desc[e->node].tile_items == tile &&
                     (base == UINT32_MAX || base == g->base_rel[e->node])) {
                     base = g->base_rel[e->node];
+                    if (g->acc[g->n_acc].apred < 0) g->acc[g->n_acc].apred = e->node; /* (the latest) */
                     continue;
                 }
                 if (n_deps < (int)(sizeof deps / sizeof deps[0])) deps[n_deps++] = (uint64_t)e->node;
@@ -6386,6 +6453,7 @@ gpuos_status gpuos__cuda_graph_make_locked(gpuos_context *ctx, gpuos__job *const
             for (a = 0; a < n_deps; a++) d->dep_delta[a] = (uint32_t)((uint64_t)k - deps[a]);
         }
     }
+    if (st == GPUOS_OK) cuda_graph_stand_ins(g);
     /* the descriptors on the device: the fetcher expands a launch from them (without the
        table, or told so, a launch sends one slot per node) */
     if (st == GPUOS_OK && !c->graph_slots && c->gpool) {
@@ -6532,7 +6600,7 @@ gpuos_status gpuos__cuda_graph_launch_locked(gpuos_context *ctx, struct gpuos__c
         const cuda__gacc *e = &g->acc[k];
         cuda__log *lg;
         cuda__access a;
-        if (e->dead) continue;
+        if (e->dead || e->stood) continue;
         lg = (cuda__log *)e->st->cuda_log; /* made by gpuos__cuda_graph_make_locked */
         a.dseq = s0 + (uint64_t)e->node;
         a.lo = e->lo;

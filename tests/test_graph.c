@@ -373,6 +373,65 @@ static void test_interleaved(gpuos_context *ctx) {
     gpuos_tensor_release(two);
 }
 
+/* A scalar read by the nodes of a graph, written by an eager task right after each launch:
+   every node must read the old value. Node 0 reads it alone, nodes 1..10 in a chain of
+   in-place adds, nodes 11..26 side by side (a wide graph). On the GPU a launch records in the
+   scalar's log only the reads no later read stands for (cuda_graph_stand_ins: the chain's
+   last add stands for the chain, not for node 0 or the side-by-side ones): a read left out
+   wrongly lets the eager write overtake a node still to read it. */
+static void test_war_after_launch(gpuos_context *ctx) {
+    enum { W = 16, R = 40, NW = 4096 };
+    gpuos_graph *g;
+    gpuos_tensor *x = vec(ctx, NW), *z = vec(ctx, NW), *y = vec(ctx, NW), *one, *s, *w[W], *yw[W];
+    gpuos_task t = GPUOS_TASK_INIT;
+    static float h[NW];
+    int64_t shape0[1] = {1};
+    int k, r, bad = 0;
+    double sv = 3.0, xv = 0.0;
+    CHECK(gpuos_tensor_scalar(ctx, GPUOS_F32, 1.0, &one) == GPUOS_OK, "one");
+    CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 0, shape0, &s) == GPUOS_OK, "s");
+    CHECK(gpuos_fill(ctx, s, sv) == GPUOS_OK && gpuos_fill(ctx, x, 0.0) == GPUOS_OK && gpuos_fill(ctx, z, 5.0) == GPUOS_OK,
+          "fill");
+    CHECK(gpuos_graph_create(ctx, &g) == GPUOS_OK, "create");
+    t.op = GPUOS_OP_ADD, t.out = y, t.in[0] = z, t.in[1] = s;
+    CHECK(gpuos_graph_add(g, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    t.out = x, t.in[0] = x;
+    for (k = 0; k < 10; k++) CHECK(gpuos_graph_add(g, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (k = 0; k < W; k++) {
+        w[k] = vec(ctx, NW), yw[k] = vec(ctx, NW);
+        CHECK(gpuos_fill(ctx, w[k], (double)(100 * k)) == GPUOS_OK, "fill w");
+        t.out = yw[k], t.in[0] = w[k];
+        CHECK(gpuos_graph_add(g, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    }
+    for (r = 0; r < R; r++) {
+        CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        xv += 10 * sv;
+        if (r + 1 < R) { /* (the last launch's values are checked against the last s) */
+            CHECK(gpuos_add(ctx, s, s, one) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+            sv += 1;
+        }
+    }
+    CHECK(gpuos_download(ctx, x, h, sizeof h) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (k = 0; k < NW; k++) bad += h[k] != (float)xv;
+    CHECK(bad == 0, "war: chain x = %g, expected %g (%d elements)", h[0], xv, bad);
+    CHECK(gpuos_download(ctx, y, h, sizeof h) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (k = 0, bad = 0; k < NW; k++) bad += h[k] != (float)(5.0 + sv);
+    CHECK(bad == 0, "war: node 0 y = %g, expected %g (%d elements)", h[0], 5.0 + sv, bad);
+    for (r = 0; r < W; r++) {
+        CHECK(gpuos_download(ctx, yw[r], h, sizeof h) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        for (k = 0, bad = 0; k < NW; k++) bad += h[k] != (float)(100 * r + sv);
+        CHECK(bad == 0, "war: side node %d = %g, expected %g (%d elements)", r, h[0], 100 * r + sv, bad);
+        gpuos_tensor_release(w[r]);
+        gpuos_tensor_release(yw[r]);
+    }
+    gpuos_graph_release(g);
+    gpuos_tensor_release(x);
+    gpuos_tensor_release(y);
+    gpuos_tensor_release(z);
+    gpuos_tensor_release(s);
+    gpuos_tensor_release(one);
+}
+
 /* Jobs staged through pinned tensors, 8 in flight: copy-in (a task reading pinned host
    memory), y = x * x + x, |y|, copy-out (a task writing pinned host memory); the host
    refills a slot's input and reads its output only after that slot's previous job's
@@ -685,6 +744,7 @@ int main(void) {
         test_deps_and_errors(ctx);
         test_runtime_op(ctx);
         test_interleaved(ctx);
+        test_war_after_launch(ctx);
         test_pinned_pipeline(ctx);
         test_large(ctx);
         test_many_plans(ctx);
