@@ -11608,7 +11608,11 @@ static gpuos__job *tcache_job_locked(gpuos_context *ctx, const gpuos_task *task)
    their caches with it: two threads queued fewer tasks than one (H200: 1.23 M tasks/s against
    3.17 M). A thread has one request out at a time, so its own tasks keep their order; tasks of
    threads submitting at once have none between them, as before. A request is done when its
-   task is queued (r = 1, st its status) or found not to repeat (r = 0: the caller plans it). */
+   task is queued (r = 1, st its status), found not to repeat (r = 0: the caller plans it), or
+   handed back because the queue is full (r = -1: the caller queues it itself, waiting for
+   room within its own submit_timeout_ms; a combining thread never waits for room on others'
+   behalf, which made a submission wait once per request it carried, and kept their owners
+   spinning on a lock it had let go: a helper's review). */
 struct gpuos__combine {
     struct gpuos__combine *next;
     const gpuos_task *task;
@@ -11645,8 +11649,12 @@ static int queue_combine_locked(gpuos_context *ctx) {
         }
         while (fifo) {
             struct gpuos__combine *nx = fifo->next; /* (read before done: then it may be gone) */
-            fifo->r = queue_repeat_locked(ctx, fifo->task, fifo->seq, &fifo->st);
-            queued += fifo->r && fifo->st == GPUOS_OK;
+            if (ctx->ring_count >= ctx->capacity) {
+                fifo->r = -1; /* full: its owner waits for room itself */
+            } else {
+                fifo->r = queue_repeat_locked(ctx, fifo->task, fifo->seq, &fifo->st); /* (no wait: room) */
+                queued += fifo->r && fifo->st == GPUOS_OK;
+            }
             __atomic_store_n(&fifo->done, 1, __ATOMIC_RELEASE);
             fifo = nx;
         }
@@ -11676,14 +11684,12 @@ int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint6
     }
     while (!__atomic_load_n(&q.done, __ATOMIC_ACQUIRE)) {
         /* the lock's holder may not combine (a wait, the reaper, a host worker): take it, after
-           a while blocking, and queue what waits, this request among it (or already done by a
-           holder that let the lock go while it waited for room) */
+           a while blocking, and queue what waits, this request among it (a combining thread
+           holds the lock until its requests are done, so this returns with q done) */
         if (pthread_mutex_trylock(&ctx->mu) == 0 || (++spins > 200 && pthread_mutex_lock(&ctx->mu) == 0)) {
-            GPUOS__PH(GPUOS__PH_LOCK, t0);
             queued = queue_combine_locked(ctx);
             if (queued) pthread_cond_signal(&ctx->cv_work);
             pthread_mutex_unlock(&ctx->mu);
-            if (!__atomic_load_n(&q.done, __ATOMIC_ACQUIRE)) sched_yield(); /* (in another holder's hands) */
             spins = 0;
             continue;
         }
@@ -11691,8 +11697,16 @@ int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint6
         __builtin_ia32_pause();
 #endif
     }
-    *st = q.st;
-    return q.r;
+    GPUOS__PH(GPUOS__PH_LOCK, t0);
+    if (q.r >= 0) {
+        *st = q.st;
+        return q.r;
+    }
+    gpuos__lock_spin(&ctx->mu); /* handed back (the queue was full): its own wait for room */
+    r = queue_repeat_locked(ctx, task, seq, st);
+    if (r && *st == GPUOS_OK) pthread_cond_signal(&ctx->cv_work);
+    pthread_mutex_unlock(&ctx->mu);
+    return r;
 }
 
 /* Queues tasks[0..n) while each repeats a recent task, holding ctx->mu for up to
