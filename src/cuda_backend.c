@@ -2194,8 +2194,8 @@ static void cuda_tiling(const struct gpuos__cuda *c, const gpuos__job *job, uint
         const int64_t per = (int64_t)(c->ew_per_worker ? c->ew_per_worker
                                       : job->items >= 2 * nw * CUDA__EW_DEEP ? 2 : 4) * nw;
         int64_t t = (job->items + per - 1) / per;
-        if (one > 0 && job->items <= (int64_t)one)
-            tile = one;
+        if (one > 0 && job->items > (int64_t)c->tile_ew && job->items <= (int64_t)one)
+            tile = one; /* (a task within one tile_ew keeps it: eager tasks on it still align) */
         else if (t <= (int64_t)c->tile_ew)
             tile = c->tile_ew;
         else { /* whole vector passes (CUDA__EW_PASS items), nearest to t: a tile with a
@@ -3297,9 +3297,10 @@ static int cuda_graph_implies(const struct gpuos__cuda_graph *g, const int *firs
 }
 
 /* A launch records the graph's live accesses in the storages' logs, which later tasks
-   read; a read is not recorded when a later node reads the same bytes (or more) and its
-   completion implies the reader's (cuda_graph_implies): a later writer waits for the later
-   reader, and so for both. pipeline_jobs' 20 adds each read the scalar `one`: their 20
+   read; a read is not recorded when a later node reads the same bytes (or more) through the
+   same element map (or one no task aligns with) and its completion implies the reader's
+   (cuda_graph_implies): a later writer waits for the later reader, or follows its tile t
+   on the same worker, and so comes after both. pipeline_jobs' 20 adds each read the scalar `one`: their 20
    records were half of a launch's host time (H200: 1.0 of 2.0 us). At most ~10^7 steps of
    the search a graph (some ms, once at its making); past them the rest stay recorded. */
 static void cuda_graph_stand_ins(struct gpuos__cuda_graph *g) {
@@ -3318,8 +3319,12 @@ static void cuda_graph_stand_ins(struct gpuos__cuda_graph *g) {
             if (e->write || e->dead) continue;
             for (j = g->n_acc - 1; j > i && !e->stood; j--) {
                 const cuda__gacc *f = &g->acc[j];
-                if (f->write || f->dead || f->stood || f->node <= e->node || f->st != e->st || f->lo > e->lo ||
-                    f->hi < e->hi)
+                /* f's record must order a later writer after e's reads wherever that writer aligns
+                   with it (tile t after f's tile t, after e's tile t): the same element map (or
+                   none, so nothing aligns with f); another map let e's other tiles read bytes
+                   the writer's tile t writes (a helper's review: Y = XT + XT, then Z = Y + X) */
+                if (f->write || f->dead || f->node <= e->node || f->st != e->st || f->lo > e->lo || f->hi < e->hi ||
+                    (f->sig != 0 && f->sig != e->sig))
                     continue;
                 if (cuda_graph_implies(g, first, f->node, e->node, seen, ++stamp, stack, &budget)) e->stood = 1;
             }

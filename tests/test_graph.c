@@ -375,12 +375,12 @@ static void test_interleaved(gpuos_context *ctx) {
 
 /* A scalar read by the nodes of a graph, written by an eager task right after each launch:
    every node must read the old value. Node 0 reads it alone, nodes 1..10 in a chain of
-   in-place adds, nodes 11..26 side by side (a wide graph). On the GPU a launch records in the
+   in-place adds, nodes 11..42 side by side (43 nodes, 10 deep: a wide graph, one tile a task). On the GPU a launch records in the
    scalar's log only the reads no later read stands for (cuda_graph_stand_ins: the chain's
    last add stands for the chain, not for node 0 or the side-by-side ones): a read left out
    wrongly lets the eager write overtake a node still to read it. */
 static void test_war_after_launch(gpuos_context *ctx) {
-    enum { W = 16, R = 40, NW = 4096 };
+    enum { W = 32, R = 40, NW = 4096 };
     gpuos_graph *g;
     gpuos_tensor *x = vec(ctx, NW), *z = vec(ctx, NW), *y = vec(ctx, NW), *one, *s, *w[W], *yw[W];
     gpuos_task t = GPUOS_TASK_INIT;
@@ -429,6 +429,53 @@ static void test_war_after_launch(gpuos_context *ctx) {
     gpuos_tensor_release(y);
     gpuos_tensor_release(z);
     gpuos_tensor_release(s);
+    gpuos_tensor_release(one);
+}
+
+/* Reads of one tensor through different element maps in a graph, the tensor written by an
+   eager task after each launch: node 0 reads X transposed, node 1 reads X as is and is
+   tile-aligned with node 0 through Y; the eager X = X + 1 aligns with node 1's read of X, so
+   node 0's read must stay recorded (its tiles read other bytes than node 1's tile of the same
+   index: a helper's review of cuda_graph_stand_ins). */
+static void test_war_views(gpuos_context *ctx) {
+    enum { R = 30 };
+    int64_t shape[2] = {64, 128};
+    gpuos_graph *g;
+    gpuos_tensor *big = NULL, *x = NULL, *xt = NULL, *y = NULL, *z = NULL, *one = NULL;
+    gpuos_task t = GPUOS_TASK_INIT;
+    static float hb[64 * 128], hy[64 * 64], hz[64 * 64];
+    int i, j, r, bad = 0;
+    CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 2, shape, &big) == GPUOS_OK, "big");
+    CHECK(gpuos_view_slice(big, 1, 0, 64, 1, &x) == GPUOS_OK && gpuos_view_transpose(x, 0, 1, &xt) == GPUOS_OK, "views");
+    shape[1] = 64;
+    CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 2, shape, &y) == GPUOS_OK && gpuos_tensor_new(ctx, GPUOS_F32, 2, shape, &z) == GPUOS_OK,
+          "y, z");
+    CHECK(gpuos_tensor_scalar(ctx, GPUOS_F32, 1.0, &one) == GPUOS_OK, "one");
+    for (i = 0; i < 64 * 128; i++) hb[i] = (float)(i % 1000);
+    CHECK(gpuos_upload(ctx, big, hb, sizeof hb) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_graph_create(ctx, &g) == GPUOS_OK, "create");
+    t.op = GPUOS_OP_ADD, t.out = y, t.in[0] = xt, t.in[1] = xt;
+    CHECK(gpuos_graph_add(g, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    t.out = z, t.in[0] = y, t.in[1] = x;
+    CHECK(gpuos_graph_add(g, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (r = 0; r < R; r++) {
+        CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        if (r + 1 < R) CHECK(gpuos_add(ctx, x, x, one) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    }
+    CHECK(gpuos_download(ctx, y, hy, sizeof hy) == GPUOS_OK && gpuos_download(ctx, z, hz, sizeof hz) == GPUOS_OK, "%s",
+          gpuos_last_error(ctx));
+    for (i = 0; i < 64; i++) /* x[i][j] ends at its start + R - 1 */
+        for (j = 0; j < 64; j++) {
+            const float xv = hb[i * 128 + j] + (R - 1), xtv = hb[j * 128 + i] + (R - 1);
+            bad += hy[i * 64 + j] != xtv + xtv || hz[i * 64 + j] != (xtv + xtv) + xv;
+        }
+    CHECK(bad == 0, "war through views: %d of 4096 elements differ", bad);
+    gpuos_graph_release(g);
+    gpuos_tensor_release(z);
+    gpuos_tensor_release(y);
+    gpuos_tensor_release(xt);
+    gpuos_tensor_release(x);
+    gpuos_tensor_release(big);
     gpuos_tensor_release(one);
 }
 
@@ -745,6 +792,7 @@ int main(void) {
         test_runtime_op(ctx);
         test_interleaved(ctx);
         test_war_after_launch(ctx);
+        test_war_views(ctx);
         test_pinned_pipeline(ctx);
         test_large(ctx);
         test_many_plans(ctx);
