@@ -12180,7 +12180,7 @@ gpuos_status gpuos__rt_lookup(gpuos_context *ctx, gpuos_op op, gpuos__rt_version
     if (!v)
         return gpuos__set_error(ctx, GPUOS_ERR_UNKNOWN_OP,
                                 "gpuos_submit: op %ld is not a defined run-time operator (removed, or never defined)",
-                                (long)op);
+                                (long)(int)op);
     *out = v;
     return GPUOS_OK;
 }
@@ -12595,7 +12595,7 @@ gpuos_status gpuos_op_redefine(gpuos_context *ctx, gpuos_op op, const gpuos_op_d
         pthread_mutex_unlock(&ctx->rt_mu);
         return gpuos__set_error(ctx, GPUOS_ERR_UNKNOWN_OP,
                                 "gpuos_op_redefine: op %ld is not a defined run-time operator (removed, or never defined)",
-                                (long)op);
+                                (long)(int)op);
     }
     st = rt_install(ctx, "gpuos_op_redefine", i, def, 1);
     pthread_mutex_unlock(&ctx->rt_mu);
@@ -12620,7 +12620,7 @@ gpuos_status gpuos_op_remove(gpuos_context *ctx, gpuos_op op) {
     pthread_mutex_unlock(&ctx->rt_mu);
     if (!v)
         return gpuos__set_error(ctx, GPUOS_ERR_UNKNOWN_OP, "gpuos_op_remove: op %ld is not a defined run-time operator",
-                                (long)op);
+                                (long)(int)op);
     return GPUOS_OK;
 }
 /*** End of src/rtops.c ***/
@@ -12676,7 +12676,8 @@ static const status_text status_texts[] = {
      "GPUOS_ERR_BAD_STRIDES: the view reaches outside its memory, or an output overlaps itself "
      "(stride 0 over a size > 1); write into a contiguous tensor instead"},
     /* GPUOS_ERR_UNKNOWN_OP */
-    {"GPUOS_ERR_UNKNOWN_OP", "GPUOS_ERR_UNKNOWN_OP: no such operator (op >= GPUOS_OP_COUNT)"},
+    {"GPUOS_ERR_UNKNOWN_OP", "GPUOS_ERR_UNKNOWN_OP: no such operator (not a built-in op below GPUOS_OP_COUNT, nor a defined run-time "
+     "operator's handle)"},
     /* GPUOS_ERR_AXIS */
     {"GPUOS_ERR_AXIS", "GPUOS_ERR_AXIS: an axis is out of range for the tensor's rank"},
     /* GPUOS_ERR_QUEUE_FULL */

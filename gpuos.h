@@ -90,7 +90,7 @@
    Tensors are reference counted: a tensor (or view) may be released right after
    a submission that uses it; its memory lives until the queued work is done.
 
-   SEMANTICS (full table in README.md)
+   SEMANTICS (full table in docs/OPERATORS.md)
    - Program order: a task sees every earlier task's writes to memory it reads.
    - Binary and ternary operators broadcast like NumPy; operands must share a dtype
      (casts are explicit, gpuos_cast), except the documented ones (where's
@@ -111,8 +111,9 @@
 
    CHANGES
    0.1.0  first version: API, 80 generated operators, host executor, and the GPU runtime
-          (persistent kernel, NVRTC-built and disk-cached device code); the GPU runtime is
-          correct but not yet faster than CUDA graphs (bench/results/).
+          (persistent kernel, NVRTC-built and disk-cached device code, recorded graphs,
+          priorities, run-time operators); against plain launches, CUDA graphs and PyTorch
+          on the same work see README.md and bench/results/.
 */
 #ifndef GPUOS_H
 #define GPUOS_H
@@ -393,11 +394,11 @@ GPUOS_API gpuos_status gpuos_tensor_get_info(const gpuos_tensor *t, gpuos_tensor
    (row-major) order; any view may be the target except one that would write an element
    several times (a broadcast view, axes that overlap: GPUOS_ERR_BAD_STRIDES, as for a task's
    output, including its rule above 2^22 elements, docs/OPERATORS.md). bytes must be numel *
-   dtype size.
+   dtype size (else GPUOS_ERR_OUT_OF_BOUNDS).
    It waits until earlier tasks are done with the tensor, and returns once src may be reused. */
 GPUOS_API gpuos_status gpuos_upload(gpuos_context *ctx, gpuos_tensor *dst, const void *src, size_t bytes);
 /* Waits (wait_timeout_ms) for earlier tasks, then copies the tensor's elements in logical
-   row-major order into dst. bytes must be numel * dtype size. */
+   row-major order into dst. bytes must be numel * dtype size (else GPUOS_ERR_OUT_OF_BOUNDS). */
 GPUOS_API gpuos_status gpuos_download(gpuos_context *ctx, const gpuos_tensor *src, void *dst, size_t bytes);
 
 /* ---------------------------------------------------------------- views (no copy; new handle shares memory) */
@@ -428,7 +429,7 @@ GPUOS_API gpuos_status gpuos_view_strided(const gpuos_tensor *t, int rank, const
 
 /* ---------------------------------------------------------------- submission */
 /* A task for gpuos_submit. Start from GPUOS_TASK_INIT. Every operator writes one
-   output tensor; inputs are in the order the operator lists them (README). */
+   output tensor; inputs are in the order the operator lists them (docs/OPERATORS.md). */
 #define GPUOS_AXES_ALL 0xFFFFFFFFu
 typedef struct gpuos_task {
     size_t struct_size;                 /* sizeof(gpuos_task), set by GPUOS_TASK_INIT */
@@ -522,7 +523,9 @@ GPUOS_API gpuos_status gpuos_wait_task(gpuos_context *ctx, uint64_t seq, uint32_
    task would round it, so results are bit for bit those of the separate tasks (the tests
    check it); only fewer tasks run (tiny_mlp in bench/). A layernorm (no weight or bias)
    right before such a matmul that reads its output joins the same task as its prologue
-   where the GPU can run it bit for bit the same: f32, at most 8 rows of 512 at most.
+   where the GPU can run it bit for bit the same: f32, at most 8 rows of 203 to 512
+   elements (and K <= 8 ceil(N / 8) for the product's N outputs), the layernorm's input and
+   output in storages of their own.
    GPUOS_GRAPH_FUSE=0 turns it off; gpuos_debug_graph_tasks says how many tasks a launch
    queues. */
 typedef struct gpuos_graph gpuos_graph;
@@ -584,7 +587,8 @@ GPUOS_API void gpuos_graph_release(gpuos_graph *graph);
    GPUOS_OPDEF_ELEMENTWISE: source is a body of C/CUDA statements run once per output
      element: it reads the inputs (named in_names[k], default "a", "b", "c") and the
      scalars (scalar_names[k], default "s0", "s1"; double), and assigns the output
-     (out_name, default "out"). Inputs broadcast to the output's shape as for built-in
+     (out_name, default "out", which starts at the output type's zero: a body that never
+     assigns it writes 0, on either executor). Inputs broadcast to the output's shape as for built-in
      element-wise operators; any strides and views; in place allowed. f16 and bf16 values
      are float in the body; bool is bool; integers are the <stdint.h> types. Example:
        def.source = "float t = a * s0 + b; out = t > 0.f ? t : 0.f;";
@@ -592,8 +596,11 @@ GPUOS_API void gpuos_graph_release(gpuos_graph *graph);
      runs beside the persistent one (one worker block per 8 multiprocessors while run-time
      operators exist; GPUOS_CUDA_RT_WORKERS sets the count); on the host
      executor it is interpreted (a C subset: declarations, if/else, for/while, the usual
-     operators, math functions such as sinf, expf, fminf; results where C leaves them
-     undefined are defined, see src/expr.c; loops that run more than 1048576
+     operators, math functions such as sinf, expf, fminf; the language, its constants
+     (INT_MIN, UINT_MAX, LLONG_MAX, FLT_MAX ..., not INT32_MIN) and the results it defines
+     where C leaves them undefined are in the comment at the top of src/expr.c (in gpuos.c:
+     "the interpreter of element-wise bodies"); device intrinsics such as __ldg are GPU
+     only; loops that run more than 1048576
      iterations in all for one element, or more than 2^28 instructions of their bodies
      (about a second), stop the run and fail the context with GPUOS_ERR_DEVICE_LOST).
    GPUOS_OPDEF_FUNCTION: source defines `__device__ void <name>(const gpuos_tile &t)`,
@@ -616,7 +623,7 @@ typedef enum gpuos_opdef_kind { GPUOS_OPDEF_ELEMENTWISE = 0, GPUOS_OPDEF_FUNCTIO
 
 typedef struct gpuos_op_def {
     size_t struct_size;           /* sizeof(gpuos_op_def), set by GPUOS_OP_DEF_INIT */
-    const char *name;             /* an identifier, for messages (FUNCTION: the function's name) */
+    const char *name;             /* required: an identifier, for messages (FUNCTION: the function's name) */
     gpuos_opdef_kind kind;
     const char *source;           /* the body or the function's source; copied */
     int n_inputs;                 /* 0 .. GPUOS_RUNTIME_MAX_INPUTS */

@@ -184,7 +184,7 @@ gpuos_status gpuos__rt_lookup(gpuos_context *ctx, gpuos_op op, gpuos__rt_version
     if (!v)
         return gpuos__set_error(ctx, GPUOS_ERR_UNKNOWN_OP,
                                 "gpuos_submit: op %ld is not a defined run-time operator (removed, or never defined)",
-                                (long)op);
+                                (long)(int)op);
     *out = v;
     return GPUOS_OK;
 }
@@ -599,7 +599,7 @@ gpuos_status gpuos_op_redefine(gpuos_context *ctx, gpuos_op op, const gpuos_op_d
         pthread_mutex_unlock(&ctx->rt_mu);
         return gpuos__set_error(ctx, GPUOS_ERR_UNKNOWN_OP,
                                 "gpuos_op_redefine: op %ld is not a defined run-time operator (removed, or never defined)",
-                                (long)op);
+                                (long)(int)op);
     }
     st = rt_install(ctx, "gpuos_op_redefine", i, def, 1);
     pthread_mutex_unlock(&ctx->rt_mu);
@@ -624,6 +624,6 @@ gpuos_status gpuos_op_remove(gpuos_context *ctx, gpuos_op op) {
     pthread_mutex_unlock(&ctx->rt_mu);
     if (!v)
         return gpuos__set_error(ctx, GPUOS_ERR_UNKNOWN_OP, "gpuos_op_remove: op %ld is not a defined run-time operator",
-                                (long)op);
+                                (long)(int)op);
     return GPUOS_OK;
 }

@@ -48,7 +48,8 @@ static const status_text status_texts[] = {
      "GPUOS_ERR_BAD_STRIDES: the view reaches outside its memory, or an output overlaps itself "
      "(stride 0 over a size > 1); write into a contiguous tensor instead"},
     /* GPUOS_ERR_UNKNOWN_OP */
-    {"GPUOS_ERR_UNKNOWN_OP", "GPUOS_ERR_UNKNOWN_OP: no such operator (op >= GPUOS_OP_COUNT)"},
+    {"GPUOS_ERR_UNKNOWN_OP", "GPUOS_ERR_UNKNOWN_OP: no such operator (not a built-in op below GPUOS_OP_COUNT, nor a defined run-time "
+     "operator's handle)"},
     /* GPUOS_ERR_AXIS */
     {"GPUOS_ERR_AXIS", "GPUOS_ERR_AXIS: an axis is out of range for the tensor's rank"},
     /* GPUOS_ERR_QUEUE_FULL */
