@@ -85,11 +85,74 @@ static void scenario(int n_reads, int k_other, int with_write) {
     CHECK(cuda_memo_find(&m, e), "reads %d others %d: the repeat's entries are gone", n_reads, k_other);
 }
 
+/* cuda_graph_stand_ins: which reads of a recorded graph a launch need not record. Node k's
+   descriptor and accesses are set by hand, as gpuos__cuda_graph_make_locked leaves them. */
+static struct gpuos__cuda_graph sg;
+static gpuos__qdesc sdesc[4];
+static cuda__gacc sacc[16];
+static gpuos__storage sst[3]; /* X, Y, Z */
+static void sg_reset(int n) {
+    memset(&sg, 0, sizeof sg), memset(sdesc, 0, sizeof sdesc), memset(sacc, 0, sizeof sacc);
+    sg.n = n, sg.desc = sdesc, sg.acc = sacc;
+    for (int k = 0; k < n; k++) sdesc[k].n_tiles = 4, sdesc[k].tile_items = 1024;
+}
+static void sg_acc(int st, uint64_t lo, uint64_t hi, uint64_t sig, int node, int write, int apred) {
+    cuda__gacc *a = &sacc[sg.n_acc++];
+    a->st = &sst[st], a->lo = lo, a->hi = hi, a->sig = sig, a->node = node, a->write = write, a->apred = apred;
+}
+static void stand_ins(void) {
+    /* node 0 reads X (map 5) and writes Y; node 1, tile-aligned with it through Y, reads X
+       through the same map: it stands for node 0's read */
+    sg_reset(2);
+    sg_acc(1, 0, 16384, 9, 0, 1, -1), sg_acc(0, 0, 16384, 5, 0, 0, -1);
+    sg_acc(2, 0, 16384, 9, 1, 1, -1), sg_acc(1, 0, 16384, 9, 1, 0, 0), sg_acc(0, 0, 16384, 5, 1, 0, -1);
+    cuda_graph_stand_ins(&sg);
+    CHECK(sacc[1].stood && !sacc[4].stood, "aligned chain, same map: the later read stands in (%d %d)", sacc[1].stood,
+          sacc[4].stood);
+    /* node 1 reads X through another map (X transposed against X): a writer aligned with node
+       1's read follows only its tile t, while node 0's other tiles read those bytes */
+    sacc[4].sig = 6, sacc[1].stood = 0;
+    cuda_graph_stand_ins(&sg);
+    CHECK(!sacc[1].stood, "aligned, another map: node 0's read stays recorded");
+    /* ... unless nothing can align with node 1's read (sig 0) */
+    sacc[4].sig = 0;
+    cuda_graph_stand_ins(&sg);
+    CHECK(sacc[1].stood, "aligned, node 1's read aligns with nothing: it stands in");
+    /* no order between them (node 1 not aligned, no dependency): both stay */
+    sacc[4].sig = 5, sacc[1].stood = 0, sacc[3].apred = -1;
+    cuda_graph_stand_ins(&sg);
+    CHECK(!sacc[1].stood, "independent readers: both recorded");
+    /* an explicit dependency of node 1 on node 0 */
+    sdesc[1].n_deps = 1, sdesc[1].dep_delta[0] = 1;
+    cuda_graph_stand_ins(&sg);
+    CHECK(sacc[1].stood, "explicit dependency: the later read stands in");
+    /* the later read covers less than the earlier one */
+    sacc[1].stood = 0, sacc[4].hi = 8192;
+    cuda_graph_stand_ins(&sg);
+    CHECK(!sacc[1].stood, "a smaller later read stands for nothing");
+    /* aligned with a node of more tiles: its extra tiles are not implied */
+    sacc[4].hi = 16384, sdesc[1].n_deps = 0, sacc[3].apred = 0, sdesc[0].n_tiles = 8;
+    cuda_graph_stand_ins(&sg);
+    CHECK(!sacc[1].stood, "aligned with a node of more tiles: not implied");
+    /* a wait for every earlier task implies everything before */
+    sdesc[1].n_deps = GPUOS__DEPS_ALL, sacc[3].apred = -1;
+    cuda_graph_stand_ins(&sg);
+    CHECK(sacc[1].stood, "a wait for all earlier tasks: the later read stands in");
+    /* transitively: 0 -> 1 -> 2 by alignment, node 2 reads X as node 0 does */
+    sg_reset(3);
+    sg_acc(1, 0, 16384, 9, 0, 1, -1), sg_acc(0, 0, 16384, 5, 0, 0, -1);
+    sg_acc(1, 0, 16384, 9, 1, 1, 0);
+    sg_acc(2, 0, 16384, 9, 2, 1, -1), sg_acc(1, 0, 16384, 9, 2, 0, 1), sg_acc(0, 0, 16384, 5, 2, 0, -1);
+    cuda_graph_stand_ins(&sg);
+    CHECK(sacc[1].stood, "a chain of alignments: the last read stands in");
+}
+
 int main(void) {
     int n_reads, k_other, w;
     (void)ctest_device; /* no context here */
     for (w = 0; w < 2; w++)
         for (n_reads = 1; n_reads <= 3; n_reads++)
             for (k_other = 0; k_other <= 2 * CUDA__LOG_LEN; k_other++) scenario(n_reads, k_other, w);
+    stand_ins();
     return ctest_summary("test_cudalog");
 }
