@@ -178,13 +178,13 @@ static void *repeat_work(void *arg) {
    longer, not kept). */
 typedef struct burst {
     gpuos_context *ctx;
-    volatile int stop;
+    int stop; /* atomic */
     double worst_ms;
     int polls;
 } burst;
 static void *burst_poll(void *arg) {
     burst *b = (burst *)arg;
-    while (!b->stop) {
+    while (!__atomic_load_n(&b->stop, __ATOMIC_ACQUIRE)) {
         const double t0 = ctest_now_ms();
         (void)gpuos_fence_done(b->ctx, gpuos_fence(b->ctx));
         const double dt = ctest_now_ms() - t0;
@@ -220,7 +220,7 @@ static void test_burst(int on_gpu) {
     for (i = 0; i < n_tasks && !bad; i++) bad = gpuos_add(ctx, x, x, one) != GPUOS_OK;
     CHECK(!bad, "burst: add %d: %s", i, gpuos_last_error(ctx));
     CHECK(gpuos_wait(ctx, 120000) == GPUOS_OK, "burst: wait: %s", gpuos_last_error(ctx));
-    b.stop = 1;
+    __atomic_store_n(&b.stop, 1, __ATOMIC_RELEASE);
     pthread_join(th, NULL);
     {
         float *h = (float *)malloc((size_t)n * sizeof(float));
