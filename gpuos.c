@@ -7078,7 +7078,7 @@ gpuos_status gpuos_compile_device_code(int arch_major, int arch_minor, char *log
                   their mixes, typed as C++ with 64-bit long), floating literals (1.0 double,
                   1.0f float, 1e-3, .5f, hex floats), true, false, INFINITY, NAN (float),
                   HUGE_VALF, HUGE_VAL, FLT_/DBL_ MAX MIN EPSILON, INT_MAX INT_MIN UINT_MAX,
-                  LLONG_MAX LLONG_MIN ULLONG_MAX, M_PI; variables; unary - + ! ~, prefix and
+                  LLONG_MAX LLONG_MIN ULLONG_MAX, INT8_MIN .. UINT64_MAX (<stdint.h>'s), M_PI; variables; unary - + ! ~, prefix and
                   postfix ++ --; * / % + - << >> < <= > >= == != & ^ | && || (short-circuit);
                   ?:; = and every compound assignment; the comma operator; casts (T)x, T(x)
                   and static_cast<T>(x); parentheses; calls of the functions below
@@ -8126,6 +8126,19 @@ static int ex_builtin_const(ex_comp *c, const ex_tok *t, ex_opnd *r) {
     else if (ex_is(t, "LLONG_MAX")) type = EX_I64, v.i = INT64_MAX;
     else if (ex_is(t, "LLONG_MIN")) type = EX_I64, v.i = INT64_MIN;
     else if (ex_is(t, "ULLONG_MAX")) type = EX_U64, v.u = UINT64_MAX;
+    /* <stdint.h>'s, as the device prelude defines them (int below 32 bits, as C promotes) */
+    else if (ex_is(t, "INT8_MIN")) type = EX_I32, v.i = INT8_MIN;
+    else if (ex_is(t, "INT8_MAX")) type = EX_I32, v.i = INT8_MAX;
+    else if (ex_is(t, "UINT8_MAX")) type = EX_I32, v.i = UINT8_MAX;
+    else if (ex_is(t, "INT16_MIN")) type = EX_I32, v.i = INT16_MIN;
+    else if (ex_is(t, "INT16_MAX")) type = EX_I32, v.i = INT16_MAX;
+    else if (ex_is(t, "UINT16_MAX")) type = EX_I32, v.i = UINT16_MAX;
+    else if (ex_is(t, "INT32_MIN")) type = EX_I32, v.i = INT32_MIN;
+    else if (ex_is(t, "INT32_MAX")) type = EX_I32, v.i = INT32_MAX;
+    else if (ex_is(t, "UINT32_MAX")) type = EX_U32, v.u = UINT32_MAX;
+    else if (ex_is(t, "INT64_MIN")) type = EX_I64, v.i = INT64_MIN;
+    else if (ex_is(t, "INT64_MAX")) type = EX_I64, v.i = INT64_MAX;
+    else if (ex_is(t, "UINT64_MAX")) type = EX_U64, v.u = UINT64_MAX;
     else return 0;
     *r = ex_const(c, type, v);
     return 1;

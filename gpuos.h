@@ -597,7 +597,7 @@ GPUOS_API void gpuos_graph_release(gpuos_graph *graph);
      operators exist; GPUOS_CUDA_RT_WORKERS sets the count); on the host
      executor it is interpreted (a C subset: declarations, if/else, for/while, the usual
      operators, math functions such as sinf, expf, fminf; the language, its constants
-     (INT_MIN, UINT_MAX, LLONG_MAX, FLT_MAX ..., not INT32_MIN) and the results it defines
+     (INT_MIN, UINT_MAX, LLONG_MAX, INT32_MIN, UINT64_MAX, FLT_MAX ...) and the results it defines
      where C leaves them undefined are in the comment at the top of src/expr.c (in gpuos.c:
      "the interpreter of element-wise bodies"); device intrinsics such as __ldg are GPU
      only; loops that run more than 1048576

@@ -867,6 +867,13 @@ static void test_errors(void) {
 /* ---------------------------------------------------------------- the loop budget */
 /* C++17 sequences a shift's left operand before its right one: "k << (k = 3)" shifts the old
    k (a fuzzer's find: the interpreter read k after the assignment) */
+/* <stdint.h>'s limits, as the device prelude defines them (a user's find: INT32_MIN was an
+   unknown identifier on the host) */
+static void test_stdint_limits(void) {
+    CASE(oi = INT8_MIN + INT8_MAX + UINT8_MAX + INT16_MIN + INT16_MAX + UINT16_MAX; ou = UINT32_MAX - u;);
+    CASE(oi = INT32_MIN + (i & 7); ol = INT64_MIN / 2 + INT32_MAX; oq = UINT64_MAX - q; od = INT64_MAX;);
+}
+
 static void test_shift_order(void) {
     CASE2("int k = 1; oi = k << (k = 3); int mm = 40; ol = mm >> (mm = 2); ou = u; ou = ou << (ou = 1);",
           int k = 1; int k0 = k; k = 3; oi = k0 << k; int mm = 40; int m0 = mm; mm = 2; ol = m0 >> mm;
@@ -1186,6 +1193,7 @@ int main(void) {
     test_math();
     test_pow_folds();
     test_errors();
+    test_stdint_limits();
     test_shift_order();
     test_loop_budget();
     test_values();
