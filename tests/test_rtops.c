@@ -6,6 +6,8 @@
    queued (dual slots), removal, compile errors, bad definitions and bad submissions, and
    $GPUOS_TEST_RT_TASKS tasks (default 100000) from 4 threads while the operator is redefined. */
 #define _POSIX_C_SOURCE 200809L
+#include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -521,6 +523,53 @@ static void test_sin_large(gpuos_context *ctx) {
     gpuos_tensor_release(o);
 }
 
+/* The limits and constants a body may use on either executor (the host interpreter knew
+   INT_MAX, FLT_MAX, M_PI ... and NVRTC did not: such a body compiled only on the host; and
+   the interpreter did not know <stdint.h>'s, which the device prelude defines). */
+static void test_constants(gpuos_context *ctx) {
+    gpuos_op_def d = GPUOS_OP_DEF_INIT;
+    gpuos_op op;
+    double ho[16];
+    int i, bad = 0;
+    gpuos_task t = GPUOS_TASK_INIT;
+    d.name = "limits";
+    d.n_inputs = 0;
+    d.out_dtype = GPUOS_F64;
+    d.source = "double v = 0;\n"
+               "if (s0 == 0) v = INT_MAX; else if (s0 == 1) v = INT_MIN; else if (s0 == 2) v = UINT_MAX;\n"
+               "else if (s0 == 3) v = (double)LLONG_MIN; else if (s0 == 4) v = (double)ULLONG_MAX;\n"
+               "else if (s0 == 5) v = FLT_MAX; else if (s0 == 6) v = FLT_MIN; else if (s0 == 7) v = FLT_EPSILON;\n"
+               "else if (s0 == 8) v = DBL_MAX; else if (s0 == 9) v = DBL_MIN; else if (s0 == 10) v = DBL_EPSILON;\n"
+               "else if (s0 == 11) v = M_PI; else if (s0 == 12) v = INT32_MIN; else if (s0 == 13) v = (double)UINT64_MAX;\n"
+               "else if (s0 == 14) v = INT16_MIN + UINT8_MAX; else v = (double)INT64_MAX;\n"
+               "out = v;";
+    d.n_scalars = 1;
+    CHECK(gpuos_op_define(ctx, &d, &op) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    {
+        const double want[16] = {2147483647.0, -2147483648.0, 4294967295.0, (double)LLONG_MIN, (double)ULLONG_MAX,
+                                 (double)FLT_MAX, (double)FLT_MIN, (double)FLT_EPSILON, DBL_MAX, DBL_MIN, DBL_EPSILON,
+                                 3.14159265358979323846, (double)INT32_MIN, (double)UINT64_MAX, -32768.0 + 255.0,
+                                 (double)INT64_MAX};
+        gpuos_tensor *outs[16];
+        int64_t one = 1;
+        for (i = 0; i < 16; i++) {
+            CHECK(gpuos_tensor_new(ctx, GPUOS_F64, 1, &one, &outs[i]) == GPUOS_OK, "out");
+            t.op = op, t.out = outs[i], t.scalar[0] = (double)i;
+            CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        }
+        for (i = 0; i < 16; i++) {
+            CHECK(gpuos_download(ctx, outs[i], &ho[i], sizeof ho[i]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+            if (ho[i] != want[i]) {
+                bad++;
+                fprintf(stderr, "constant %d: %.17g, want %.17g\n", i, ho[i], want[i]);
+            }
+            gpuos_tensor_release(outs[i]);
+        }
+    }
+    CHECK(bad == 0, "a body's constants: %d of 16 differ", bad);
+    gpuos_op_remove(ctx, op);
+}
+
 /* ---------------------------------------------------------------- tasks from 4 threads during redefinitions */
 typedef struct rt_thread {
     gpuos_context *ctx;
@@ -729,6 +778,7 @@ int main(void) {
     test_graph_redefine(ctx);
     test_errors(ctx, gpu);
     test_sin_large(ctx);
+    test_constants(ctx);
     test_stream_redefine(ctx);
     if (gpu && !getenv("GPUOS_TEST_QUICK")) test_define_behind_queue(ctx); /* the host executor drains nothing to define */
     CHECK(gpuos_context_status(ctx) == GPUOS_OK, "healthy at the end: %s", gpuos_last_error(ctx));

@@ -10,7 +10,8 @@
    also compiles with nvcc after <stdint.h> and <math.h> (tests/gpu/devcheck.cu).
 
    What the element functions of gpuos_elem.h may use on the device:
-     int8_t .. uint64_t, uintptr_t, INT8_MIN .. UINT64_MAX, NAN, INFINITY, HUGE_VAL(F),
+     int8_t .. uint64_t, uintptr_t, INT8_MIN .. UINT64_MAX, INT_MIN .. ULLONG_MAX, FLT_ and
+     DBL_ MAX MIN EPSILON, M_PI, NAN, INFINITY, HUGE_VAL(F),
      every C99 <math.h> function for float and double (CUDA builtins: sqrtf, expf,
      erff, rintf, fmod, ...), isnan / isinf / isfinite / signbit (CUDA overloads for
      float and double), and the conversions of src/gpuos_ops.h under the same names:
@@ -49,6 +50,29 @@ typedef long intptr_t;
 #define UINT16_MAX (65535)
 #define UINT32_MAX (4294967295U)
 #define UINT64_MAX (18446744073709551615UL)
+#endif
+
+/* <limits.h>, <float.h> and M_PI, as the host executor's interpreter of run-time operator
+   bodies knows them (src/expr.c; NVRTC has no system headers: a body using INT_MAX or FLT_MAX
+   compiled on the host and failed on the GPU) */
+#ifndef INT_MAX
+#define INT_MAX (2147483647)
+#define INT_MIN (-2147483647 - 1)
+#define UINT_MAX (4294967295U)
+#define LLONG_MAX (9223372036854775807LL)
+#define LLONG_MIN (-9223372036854775807LL - 1)
+#define ULLONG_MAX (18446744073709551615ULL)
+#endif
+#ifndef FLT_MAX
+#define FLT_MAX (0x1.fffffep+127F)
+#define FLT_MIN (0x1p-126F)
+#define FLT_EPSILON (0x1p-23F)
+#define DBL_MAX (0x1.fffffffffffffp+1023)
+#define DBL_MIN (0x1p-1022)
+#define DBL_EPSILON (0x1p-52)
+#endif
+#ifndef M_PI
+#define M_PI (3.14159265358979323846)
 #endif
 
 /* ---------------------------------------------------------------- float constants */

@@ -4,7 +4,8 @@
    cc -std=c99 -O2 tests/gpu/nvrtc_compile.c -o build/nvrtc_compile -ldl
    build/nvrtc_compile [-o out.cubin] [-ptx out.ptx] file.cu [nvrtc options...]
    Without options it uses the runtime's: --gpu-architecture=sm_90 -default-device
-   --std=c++17 -rdc=true. Exit status 0 when the source compiles. */
+   --std=c++17 -rdc=true --maxrregcount=128 (without the cap ptxas refuses the persistent
+   kernel's calls of uncapped functions). Exit status 0 when the source compiles. */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>  /* dlopen, dlsym */
 #include <stdio.h>  /* fopen, printf */
@@ -63,6 +64,7 @@ int main(int argc, char **argv) {
         opts[n_opts++] = "-default-device";
         opts[n_opts++] = "--std=c++17";
         opts[n_opts++] = "-rdc=true";
+        opts[n_opts++] = "--maxrregcount=128";
     }
     const char *libs[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so"};
     void *lib = NULL;
