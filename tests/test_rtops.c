@@ -532,8 +532,11 @@ static void test_constants(gpuos_context *ctx) {
     double ho[16];
     int i, bad = 0;
     gpuos_task t = GPUOS_TASK_INIT;
+    gpuos_tensor *zero = NULL;
+    int64_t one = 1;
     d.name = "limits";
-    d.n_inputs = 0;
+    d.n_inputs = 1; /* a = 0 */
+    d.in_dtype[0] = GPUOS_F64;
     d.out_dtype = GPUOS_F64;
     d.source = "double v = 0;\n"
                "if (s0 == 0) v = INT_MAX; else if (s0 == 1) v = INT_MIN; else if (s0 == 2) v = UINT_MAX;\n"
@@ -542,8 +545,9 @@ static void test_constants(gpuos_context *ctx) {
                "else if (s0 == 8) v = DBL_MAX; else if (s0 == 9) v = DBL_MIN; else if (s0 == 10) v = DBL_EPSILON;\n"
                "else if (s0 == 11) v = M_PI; else if (s0 == 12) v = INT32_MIN; else if (s0 == 13) v = (double)UINT64_MAX;\n"
                "else if (s0 == 14) v = INT16_MIN + UINT8_MAX; else v = (double)INT64_MAX;\n"
-               "out = v;";
+               "out = v + a;";
     d.n_scalars = 1;
+    CHECK(gpuos_tensor_new(ctx, GPUOS_F64, 1, &one, &zero) == GPUOS_OK && gpuos_fill(ctx, zero, 0.0) == GPUOS_OK, "zero");
     CHECK(gpuos_op_define(ctx, &d, &op) == GPUOS_OK, "%s", gpuos_last_error(ctx));
     {
         const double want[16] = {2147483647.0, -2147483648.0, 4294967295.0, (double)LLONG_MIN, (double)ULLONG_MAX,
@@ -551,10 +555,9 @@ static void test_constants(gpuos_context *ctx) {
                                  3.14159265358979323846, (double)INT32_MIN, (double)UINT64_MAX, -32768.0 + 255.0,
                                  (double)INT64_MAX};
         gpuos_tensor *outs[16];
-        int64_t one = 1;
         for (i = 0; i < 16; i++) {
             CHECK(gpuos_tensor_new(ctx, GPUOS_F64, 1, &one, &outs[i]) == GPUOS_OK, "out");
-            t.op = op, t.out = outs[i], t.scalar[0] = (double)i;
+            t.op = op, t.out = outs[i], t.in[0] = zero, t.scalar[0] = (double)i;
             CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
         }
         for (i = 0; i < 16; i++) {
@@ -567,6 +570,7 @@ static void test_constants(gpuos_context *ctx) {
         }
     }
     CHECK(bad == 0, "a body's constants: %d of 16 differ", bad);
+    gpuos_tensor_release(zero);
     gpuos_op_remove(ctx, op);
 }
 
