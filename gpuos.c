@@ -861,7 +861,9 @@ const char *gpuos__status_name(gpuos_status status);
 /* ---------------------------------------------------------------- context.c */
 /* Frees the context struct itself (after the last reference went). */
 void gpuos__context_free(gpuos_context *ctx);
-/* Drops one reference on ctx (takes ctx->mu: not held) and frees it if that was the last. */
+/* Takes one reference on ctx (a storage, a graph), or drops one and frees ctx if that was the
+   last (both take ctx->mu: not held). */
+void gpuos__context_ref(gpuos_context *ctx);
 void gpuos__context_unref(gpuos_context *ctx);
 
 /* ---------------------------------------------------------------- tensor.c */
@@ -2904,6 +2906,12 @@ void gpuos_destroy(gpuos_context *ctx) {
     gpuos__rt_fini(ctx); /* run-time operators: the jobs' references went with the queue */
 
     gpuos__context_unref(ctx);
+}
+
+void gpuos__context_ref(gpuos_context *ctx) {
+    pthread_mutex_lock(&ctx->mu);
+    ctx->refs++;
+    pthread_mutex_unlock(&ctx->mu);
 }
 
 void gpuos__context_unref(gpuos_context *ctx) {
@@ -9121,9 +9129,7 @@ gpuos_status gpuos_graph_create(gpuos_context *ctx, gpuos_graph **graph) {
     g = (gpuos_graph *)calloc(1, sizeof *g);
     if (!g) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_create: no memory");
     g->ctx = ctx;
-    pthread_mutex_lock(&ctx->mu); /* the graph holds the context (its memory) until released */
-    ctx->refs++;
-    pthread_mutex_unlock(&ctx->mu);
+    gpuos__context_ref(ctx); /* the graph holds the context (its memory) until released */
     *graph = g;
     return GPUOS_OK;
 }
@@ -11683,47 +11689,44 @@ static int queue_combine_locked(gpuos_context *ctx) {
 int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint64_t *seq, gpuos_status *st) {
     struct gpuos__combine q;
     uint64_t t0 = GPUOS__PH_NOW(), t1;
-    int r = 0, queued = 0, spins = 0;
+    int r, queued, spins = 0;
     if (!tcache_ok(task)) return 0;
-    if (pthread_mutex_trylock(&ctx->mu) == 0) { /* the lock was free: its own task, then any waiting */
-        GPUOS__PH(GPUOS__PH_LOCK, t0);
-        r = queue_repeat_locked(ctx, task, seq, st);
-        queued = r && *st == GPUOS_OK;
-        if (__atomic_load_n(&ctx->combine, __ATOMIC_RELAXED)) queued += queue_combine_locked(ctx);
-        t1 = GPUOS__PH_NOW();
-        if (queued) pthread_cond_signal(&ctx->cv_work);
-        pthread_mutex_unlock(&ctx->mu);
-        GPUOS__PH(GPUOS__PH_UNLOCK, t1);
-        return r;
-    }
-    q.task = task, q.seq = seq, q.st = GPUOS_OK, q.r = 0, q.done = 0;
-    q.next = __atomic_load_n(&ctx->combine, __ATOMIC_RELAXED);
-    while (!__atomic_compare_exchange_n(&ctx->combine, &q.next, &q, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
-    }
-    while (!__atomic_load_n(&q.done, __ATOMIC_ACQUIRE)) {
-        /* the lock's holder may not combine (a wait, the reaper, a host worker): take it, after
-           a while blocking, and queue what waits, this request among it (a combining thread
-           holds the lock until its requests are done, so this returns with q done) */
-        if (pthread_mutex_trylock(&ctx->mu) == 0 || (++spins > 200 && pthread_mutex_lock(&ctx->mu) == 0)) {
-            queued = queue_combine_locked(ctx);
-            if (queued) pthread_cond_signal(&ctx->cv_work);
-            pthread_mutex_unlock(&ctx->mu);
-            spins = 0;
-            continue;
+    if (pthread_mutex_trylock(&ctx->mu) != 0) { /* taken: the task goes to the lock's holder */
+        q.task = task, q.seq = seq, q.st = GPUOS_OK, q.r = 0, q.done = 0;
+        q.next = __atomic_load_n(&ctx->combine, __ATOMIC_RELAXED);
+        while (!__atomic_compare_exchange_n(&ctx->combine, &q.next, &q, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
         }
+        while (!__atomic_load_n(&q.done, __ATOMIC_ACQUIRE)) {
+            /* the lock's holder may not combine (a wait, the reaper, a host worker): take it,
+               after a while blocking, and queue what waits, this request among it (a combining
+               thread holds the lock until its requests are done, so this returns with q done) */
+            if (pthread_mutex_trylock(&ctx->mu) == 0 || (++spins > 200 && pthread_mutex_lock(&ctx->mu) == 0)) {
+                queued = queue_combine_locked(ctx);
+                if (queued) pthread_cond_signal(&ctx->cv_work);
+                pthread_mutex_unlock(&ctx->mu);
+                spins = 0;
+                continue;
+            }
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-        __builtin_ia32_pause();
+            __builtin_ia32_pause();
 #endif
+        }
+        if (q.r >= 0) {
+            GPUOS__PH(GPUOS__PH_LOCK, t0);
+            *st = q.st;
+            return q.r;
+        }
+        gpuos__lock_spin(&ctx->mu); /* handed back (the queue was full): its own wait for room, below */
     }
     GPUOS__PH(GPUOS__PH_LOCK, t0);
-    if (q.r >= 0) {
-        *st = q.st;
-        return q.r;
-    }
-    gpuos__lock_spin(&ctx->mu); /* handed back (the queue was full): its own wait for room */
+    /* the lock held: its own task, then any waiting */
     r = queue_repeat_locked(ctx, task, seq, st);
-    if (r && *st == GPUOS_OK) pthread_cond_signal(&ctx->cv_work);
+    queued = r && *st == GPUOS_OK;
+    if (__atomic_load_n(&ctx->combine, __ATOMIC_RELAXED)) queued += queue_combine_locked(ctx);
+    t1 = GPUOS__PH_NOW();
+    if (queued) pthread_cond_signal(&ctx->cv_work);
     pthread_mutex_unlock(&ctx->mu);
+    GPUOS__PH(GPUOS__PH_UNLOCK, t1);
     return r;
 }
 
@@ -13051,9 +13054,7 @@ static gpuos_status tensor_storage_new(gpuos_context *ctx, size_t bytes, void *w
         if (pinned) st->pinned = st->data;
     }
 done:
-    pthread_mutex_lock(&ctx->mu);
-    ctx->refs++;
-    pthread_mutex_unlock(&ctx->mu);
+    gpuos__context_ref(ctx);
     *out = st;
     return GPUOS_OK;
 }

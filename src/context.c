@@ -198,6 +198,12 @@ void gpuos_destroy(gpuos_context *ctx) {
     gpuos__context_unref(ctx);
 }
 
+void gpuos__context_ref(gpuos_context *ctx) {
+    pthread_mutex_lock(&ctx->mu);
+    ctx->refs++;
+    pthread_mutex_unlock(&ctx->mu);
+}
+
 void gpuos__context_unref(gpuos_context *ctx) {
     int last;
     pthread_mutex_lock(&ctx->mu);

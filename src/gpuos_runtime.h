@@ -278,7 +278,9 @@ const char *gpuos__status_name(gpuos_status status);
 /* ---------------------------------------------------------------- context.c */
 /* Frees the context struct itself (after the last reference went). */
 void gpuos__context_free(gpuos_context *ctx);
-/* Drops one reference on ctx (takes ctx->mu: not held) and frees it if that was the last. */
+/* Takes one reference on ctx (a storage, a graph), or drops one and frees ctx if that was the
+   last (both take ctx->mu: not held). */
+void gpuos__context_ref(gpuos_context *ctx);
 void gpuos__context_unref(gpuos_context *ctx);
 
 /* ---------------------------------------------------------------- tensor.c */

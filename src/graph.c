@@ -78,9 +78,7 @@ gpuos_status gpuos_graph_create(gpuos_context *ctx, gpuos_graph **graph) {
     g = (gpuos_graph *)calloc(1, sizeof *g);
     if (!g) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_graph_create: no memory");
     g->ctx = ctx;
-    pthread_mutex_lock(&ctx->mu); /* the graph holds the context (its memory) until released */
-    ctx->refs++;
-    pthread_mutex_unlock(&ctx->mu);
+    gpuos__context_ref(ctx); /* the graph holds the context (its memory) until released */
     *graph = g;
     return GPUOS_OK;
 }

@@ -508,47 +508,44 @@ static int queue_combine_locked(gpuos_context *ctx) {
 int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint64_t *seq, gpuos_status *st) {
     struct gpuos__combine q;
     uint64_t t0 = GPUOS__PH_NOW(), t1;
-    int r = 0, queued = 0, spins = 0;
+    int r, queued, spins = 0;
     if (!tcache_ok(task)) return 0;
-    if (pthread_mutex_trylock(&ctx->mu) == 0) { /* the lock was free: its own task, then any waiting */
-        GPUOS__PH(GPUOS__PH_LOCK, t0);
-        r = queue_repeat_locked(ctx, task, seq, st);
-        queued = r && *st == GPUOS_OK;
-        if (__atomic_load_n(&ctx->combine, __ATOMIC_RELAXED)) queued += queue_combine_locked(ctx);
-        t1 = GPUOS__PH_NOW();
-        if (queued) pthread_cond_signal(&ctx->cv_work);
-        pthread_mutex_unlock(&ctx->mu);
-        GPUOS__PH(GPUOS__PH_UNLOCK, t1);
-        return r;
-    }
-    q.task = task, q.seq = seq, q.st = GPUOS_OK, q.r = 0, q.done = 0;
-    q.next = __atomic_load_n(&ctx->combine, __ATOMIC_RELAXED);
-    while (!__atomic_compare_exchange_n(&ctx->combine, &q.next, &q, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
-    }
-    while (!__atomic_load_n(&q.done, __ATOMIC_ACQUIRE)) {
-        /* the lock's holder may not combine (a wait, the reaper, a host worker): take it, after
-           a while blocking, and queue what waits, this request among it (a combining thread
-           holds the lock until its requests are done, so this returns with q done) */
-        if (pthread_mutex_trylock(&ctx->mu) == 0 || (++spins > 200 && pthread_mutex_lock(&ctx->mu) == 0)) {
-            queued = queue_combine_locked(ctx);
-            if (queued) pthread_cond_signal(&ctx->cv_work);
-            pthread_mutex_unlock(&ctx->mu);
-            spins = 0;
-            continue;
+    if (pthread_mutex_trylock(&ctx->mu) != 0) { /* taken: the task goes to the lock's holder */
+        q.task = task, q.seq = seq, q.st = GPUOS_OK, q.r = 0, q.done = 0;
+        q.next = __atomic_load_n(&ctx->combine, __ATOMIC_RELAXED);
+        while (!__atomic_compare_exchange_n(&ctx->combine, &q.next, &q, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
         }
+        while (!__atomic_load_n(&q.done, __ATOMIC_ACQUIRE)) {
+            /* the lock's holder may not combine (a wait, the reaper, a host worker): take it,
+               after a while blocking, and queue what waits, this request among it (a combining
+               thread holds the lock until its requests are done, so this returns with q done) */
+            if (pthread_mutex_trylock(&ctx->mu) == 0 || (++spins > 200 && pthread_mutex_lock(&ctx->mu) == 0)) {
+                queued = queue_combine_locked(ctx);
+                if (queued) pthread_cond_signal(&ctx->cv_work);
+                pthread_mutex_unlock(&ctx->mu);
+                spins = 0;
+                continue;
+            }
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-        __builtin_ia32_pause();
+            __builtin_ia32_pause();
 #endif
+        }
+        if (q.r >= 0) {
+            GPUOS__PH(GPUOS__PH_LOCK, t0);
+            *st = q.st;
+            return q.r;
+        }
+        gpuos__lock_spin(&ctx->mu); /* handed back (the queue was full): its own wait for room, below */
     }
     GPUOS__PH(GPUOS__PH_LOCK, t0);
-    if (q.r >= 0) {
-        *st = q.st;
-        return q.r;
-    }
-    gpuos__lock_spin(&ctx->mu); /* handed back (the queue was full): its own wait for room */
+    /* the lock held: its own task, then any waiting */
     r = queue_repeat_locked(ctx, task, seq, st);
-    if (r && *st == GPUOS_OK) pthread_cond_signal(&ctx->cv_work);
+    queued = r && *st == GPUOS_OK;
+    if (__atomic_load_n(&ctx->combine, __ATOMIC_RELAXED)) queued += queue_combine_locked(ctx);
+    t1 = GPUOS__PH_NOW();
+    if (queued) pthread_cond_signal(&ctx->cv_work);
     pthread_mutex_unlock(&ctx->mu);
+    GPUOS__PH(GPUOS__PH_UNLOCK, t1);
     return r;
 }
 

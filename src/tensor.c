@@ -187,9 +187,7 @@ static gpuos_status tensor_storage_new(gpuos_context *ctx, size_t bytes, void *w
         if (pinned) st->pinned = st->data;
     }
 done:
-    pthread_mutex_lock(&ctx->mu);
-    ctx->refs++;
-    pthread_mutex_unlock(&ctx->mu);
+    gpuos__context_ref(ctx);
     *out = st;
     return GPUOS_OK;
 }
