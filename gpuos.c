@@ -724,7 +724,7 @@ typedef struct gpuos__job {
     int state;                          /* host executor: GPUOS__JOB_QUEUED, _TAKEN, _DONE */
     const void *rep_key;                /* a repeat's table entry (queue.c) and its version: two jobs with */
     uint32_t rep_ver;                   /* the same pair are the same task (the CUDA encoder's repeat path) */
-    uint32_t rep_slot;                  /* that entry's index in the table (< GPUOS__TCACHE) */
+    uint32_t rep_slot;                  /* that entry's index in the table (< ctx->tcache_n) */
     struct gpuos__job *next_free;
 } gpuos__job;
 
@@ -736,8 +736,12 @@ enum { GPUOS__JOB_QUEUED = 0, GPUOS__JOB_TAKEN = 1, GPUOS__JOB_DONE = 2 };
    overrides the option for the kernel, so the functions it calls get the same cap. */
 #define GPUOS__MAXRREG 128
 /* Entries of the repeat table (queue.c): a task submitted again while its entry holds it is
-   copied, not planned; the CUDA encoder keeps one last encoding per entry (cuda__memo). */
-#define GPUOS__TCACHE 1024u
+   copied, not planned; the CUDA encoder keeps one last encoding per entry (cuda__memo).
+   8192 entries (1152 bytes each, allocated on first use: pages are touched as entries are):
+   with 1024, an H100 program repeating 1024, 2048, 4096 distinct tasks in turn submitted and
+   ran them at 1.20, 1.79, 2.15 us a task, with 8192 at 0.51-0.82, 0.63-1.09, 0.66-1.62
+   (tests/gpu/probe_pool.c, alternating in one call); GPUOS_REPEAT_TABLE sets another size. */
+#define GPUOS__TCACHE 8192u
 
 /* ctx->mu for the submission paths, whose holders keep it for about a microsecond: a
    while of polite retries before sleeping in the kernel. A plain pthread_mutex_lock sends
@@ -806,6 +810,7 @@ struct gpuos_context {
     uint32_t reap_every;   /* GPU: submissions between the submitter's own reaps (GPUOS_CUDA_REAP_EVERY; 0: never) */
     uint32_t reap_count;   /* submissions since the last one */
     uint32_t tcache_clock;
+    uint32_t tcache_n;     /* the repeat table's entries (a power of two, >= 8: GPUOS__TCACHE or GPUOS_REPEAT_TABLE) */
     struct gpuos__combine *combine; /* repeated submissions waiting for a thread that holds mu to
                                        queue them (queue.c, gpuos__queue_submit_repeat; atomic) */
 
@@ -2717,7 +2722,7 @@ void gpuos__ex_free(gpuos__ex_program *p);
    until the last tensor is released, so releasing tensors after gpuos_destroy is safe. */
 // #include "gpuos_runtime.h" (inlined above)
 
-#include <stdlib.h> /* calloc, free, malloc */
+#include <stdlib.h> /* calloc, free, malloc, getenv, strtol */
 #include <string.h> /* memcpy, strlen */
 #include <unistd.h> /* sysconf */
 
@@ -2760,6 +2765,18 @@ static int context_host_threads(int requested) {
     return (int)n;
 }
 
+/* The repeat table's entries (queue.c): GPUOS_REPEAT_TABLE if set (rounded up to a power of
+   two, 8 .. 65536), else GPUOS__TCACHE. */
+static uint32_t context_tcache_n(void) {
+    const char *e = getenv("GPUOS_REPEAT_TABLE");
+    long v = e && *e ? strtol(e, NULL, 10) : 0;
+    uint32_t n = 8;
+    if (v <= 0) return GPUOS__TCACHE;
+    if (v > 65536) v = 65536;
+    while (n < (uint32_t)v) n *= 2;
+    return n;
+}
+
 /* ---------------------------------------------------------------- create / destroy */
 /* The context's last error without its "GPUOS_ERR_X: " prefix, to be re-reported. */
 static const char *context_detail(const gpuos_context *ctx) { return gpuos__error_detail(gpuos_last_error(ctx)); }
@@ -2792,6 +2809,7 @@ gpuos_status gpuos_create(const gpuos_config *config, gpuos_context **out) {
     ctx->backend = GPUOS_BACKEND_HOST;
     ctx->host_threads = context_host_threads(config->host_threads);
     ctx->capacity = config->queue_capacity;
+    ctx->tcache_n = context_tcache_n();
     ctx->sticky = GPUOS_OK;
     ctx->refs = 1;
 
@@ -3051,7 +3069,6 @@ typedef struct cuda__log {
 /* How a repeated task (gpuos__job.rep_key, rep_ver: the repeat table's entry, queue.c) was
    last encoded, so that the next identical one may repeat its descriptor (cuda_encode_repeat):
    kept only for an element-wise lane-0 task that had nothing to wait for. */
-#define CUDA__MEMO GPUOS__TCACHE /* one per repeat-table entry (gpuos__job.rep_slot) */
 typedef struct cuda__memo {
     const void *rep_key;  /* NULL: empty */
     uint32_t rep_ver;
@@ -3168,7 +3185,9 @@ struct gpuos__cuda {
     uint64_t idle_dseq;          /* dseq at that sight */
 
     cuda__plan_entry *plans;
-    cuda__memo *memo;            /* CUDA__MEMO: repeated tasks' last encodings (cuda_encode_repeat) */
+    cuda__memo *memo;            /* repeated tasks' last encodings (cuda_encode_repeat): one per repeat-table
+                                    entry (gpuos__job.rep_slot) */
+    uint32_t n_memo;             /* memo's count (ctx->tcache_n; 0: none) */
     uint32_t launches;           /* kernel launches so far (cuda__memo.launch) */
 
     /* run-time operators: what a module generation is linked from (cuda_build_module) */
@@ -4135,7 +4154,8 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     }
     c->plans = (cuda__plan_entry *)calloc(CUDA__PLAN_CAP, sizeof(cuda__plan_entry));
     if (!c->plans) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the plan cache");
-    c->memo = (cuda__memo *)calloc(CUDA__MEMO, sizeof(cuda__memo)); /* without it: no repeated encodings */
+    c->memo = (cuda__memo *)calloc(ctx->tcache_n, sizeof(cuda__memo)); /* without it: no repeated encodings */
+    c->n_memo = c->memo ? ctx->tcache_n : 0;
     /* The memsets must be done before the kernel's first launch: a plain cuMemsetD8 goes on
        the legacy stream, which the kernels' non-blocking streams do not wait for, and while
        another context's kernel filled the GPU it ran after this context's kernel started
@@ -4178,6 +4198,12 @@ static gpuos_status cuda_open_device(gpuos_context *ctx, struct gpuos__cuda *c, 
     int count = 0, map = 0, occ = 0;
     CUDA_TRY(ctx, c->cu->cuInit(0), "cuInit");
     c->open_ns[1] = cuda_now_ns();
+    /* NVRTC and nvJitLink (the module's key needs NVRTC's version) load on a second thread
+       while the driver makes the primary context. Not beside cuInit: the two threads' library
+       loads contended (H100 host, fresh processes: cuInit 112-115 ms with the loads beside it
+       against 97-101 without, ~10 and 23-24 beside another process holding the GPU) */
+    if (!(getenv("GPUOS_CUDA_PRELOAD") && getenv("GPUOS_CUDA_PRELOAD")[0] == '0')) /* diagnosis: 0 loads them when needed */
+        c->preload_running = pthread_create(&c->preload, NULL, cuda_preload_main, NULL) == 0;
     CUDA_TRY(ctx, c->cu->cuDeviceGetCount(&count), "cuDeviceGetCount");
     if (count <= 0) return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: no CUDA device");
     if (ordinal >= count)
@@ -4289,7 +4315,6 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     c->serialize = getenv("GPUOS_CUDA_SERIALIZE") && getenv("GPUOS_CUDA_SERIALIZE")[0] == '1';
     ctx->reap_every = 32; /* tuning knob (A/B): GPUOS_CUDA_REAP_EVERY=0 leaves retiring to the reaper thread */
     if (getenv("GPUOS_CUDA_REAP_EVERY")) ctx->reap_every = (uint32_t)strtoul(getenv("GPUOS_CUDA_REAP_EVERY"), NULL, 10);
-    c->preload_running = pthread_create(&c->preload, NULL, cuda_preload_main, NULL) == 0;
     st = cuda_open_device(ctx, c, ordinal < 0 ? 0 : ordinal);
     cuda_preload_join(c); /* joined already unless the device failed before its code */
     if (st == GPUOS_OK) {
@@ -5260,7 +5285,7 @@ int gpuos__cuda_batch_lane_locked(gpuos_context *ctx, gpuos__job *const *jobs, i
 /* The memo of a repeated job's table entry: indexed by the entry, so repeats never evict
    each other (a hash of 256 entries into 512 memos left half of them colliding). */
 static cuda__memo *cuda_memo_of(struct gpuos__cuda *c, const gpuos__job *job) {
-    return c->memo && job->rep_slot < CUDA__MEMO ? &c->memo[job->rep_slot] : NULL;
+    return c->memo && job->rep_slot < c->n_memo ? &c->memo[job->rep_slot] : NULL;
 }
 
 /* The log entries memo m recorded (e[k], NULL for a read a full log dropped since): 0 when
@@ -11554,8 +11579,8 @@ uint64_t gpuos__prof_host[GPUOS__PH_N];
    the same context and uid (an address reused by a new tensor has a new uid). A repeat
    copies the job instead of planning it (run-time operators excepted: their versions
    change). */
-#define QUEUE_TCACHE GPUOS__TCACHE /* entries: 128 sets of 8 (256 tasks repeated in turn: 4 ways
-                                      left 5-15% of them without an entry in every round) */
+/* ctx->tcache_n entries (GPUOS__TCACHE) in sets of QUEUE_TCACHE_WAYS (256 tasks repeated in
+   turn in a table of 1024: 4 ways left 5-15% of them without an entry in every round) */
 #define QUEUE_TCACHE_WAYS 8u
 struct gpuos__tcache {
     int used;
@@ -11571,14 +11596,14 @@ static int tcache_ok(const gpuos_task *t) {
            (t->priority == GPUOS_PRIORITY_NORMAL || t->priority == GPUOS_PRIORITY_HIGH);
 }
 
-static uint32_t tcache_slot(const gpuos_task *t) {
+static uint32_t tcache_slot(const gpuos_context *ctx, const gpuos_task *t) {
     /* a multiply after each handle: an in-place task's out and in[0] are one pointer */
     uint64_t h = ((uint64_t)t->op + 1) * 0x9e3779b97f4a7c15ull;
     int k;
     h = (h ^ (uint64_t)(uintptr_t)t->out) * 0xff51afd7ed558ccdull;
     for (k = 0; k < GPUOS_MAX_INPUTS; k++) h = (h ^ (h >> 31) ^ (uint64_t)(uintptr_t)t->in[k]) * 0xff51afd7ed558ccdull;
     h ^= h >> 29;
-    return ((uint32_t)(h ^ (h >> 32)) & (QUEUE_TCACHE / QUEUE_TCACHE_WAYS - 1u)) * QUEUE_TCACHE_WAYS;
+    return ((uint32_t)(h ^ (h >> 32)) & (ctx->tcache_n / QUEUE_TCACHE_WAYS - 1u)) * QUEUE_TCACHE_WAYS;
 }
 
 static int tcache_match(const gpuos_context *ctx, const struct gpuos__tcache *e, const gpuos_task *t) {
@@ -11601,7 +11626,7 @@ static gpuos__job *tcache_job_locked(gpuos_context *ctx, const gpuos_task *task)
     gpuos__job *job;
     if (!ctx->tcache) return NULL;
     {
-        struct gpuos__tcache *set = &ctx->tcache[tcache_slot(task)];
+        struct gpuos__tcache *set = &ctx->tcache[tcache_slot(ctx, task)];
         uint32_t w;
         for (w = 0; w < QUEUE_TCACHE_WAYS && !e; w++)
             if (tcache_match(ctx, &set[w], task)) e = &set[w];
@@ -11786,9 +11811,9 @@ gpuos_status gpuos__queue_push_task(gpuos_context *ctx, const gpuos_task *task, 
     gpuos_status st;
     gpuos__lock_spin(&ctx->mu);
     if (!job->rt && !job->xst && tcache_ok(task) && ctx->ring) {
-        if (!ctx->tcache) ctx->tcache = (struct gpuos__tcache *)calloc(QUEUE_TCACHE, sizeof *ctx->tcache);
+        if (!ctx->tcache) ctx->tcache = (struct gpuos__tcache *)calloc(ctx->tcache_n, sizeof *ctx->tcache);
         if (ctx->tcache) { /* (without memory: no repeats, nothing else changes) */
-            struct gpuos__tcache *set = &ctx->tcache[tcache_slot(task)], *e = set;
+            struct gpuos__tcache *set = &ctx->tcache[tcache_slot(ctx, task)], *e = set;
             uint32_t w;
             int i;
             for (w = 1; w < QUEUE_TCACHE_WAYS; w++) /* an empty way, else the least recently used */

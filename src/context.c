@@ -6,7 +6,7 @@
    until the last tensor is released, so releasing tensors after gpuos_destroy is safe. */
 #include "gpuos_runtime.h"
 
-#include <stdlib.h> /* calloc, free, malloc */
+#include <stdlib.h> /* calloc, free, malloc, getenv, strtol */
 #include <string.h> /* memcpy, strlen */
 #include <unistd.h> /* sysconf */
 
@@ -49,6 +49,18 @@ static int context_host_threads(int requested) {
     return (int)n;
 }
 
+/* The repeat table's entries (queue.c): GPUOS_REPEAT_TABLE if set (rounded up to a power of
+   two, 8 .. 65536), else GPUOS__TCACHE. */
+static uint32_t context_tcache_n(void) {
+    const char *e = getenv("GPUOS_REPEAT_TABLE");
+    long v = e && *e ? strtol(e, NULL, 10) : 0;
+    uint32_t n = 8;
+    if (v <= 0) return GPUOS__TCACHE;
+    if (v > 65536) v = 65536;
+    while (n < (uint32_t)v) n *= 2;
+    return n;
+}
+
 /* ---------------------------------------------------------------- create / destroy */
 /* The context's last error without its "GPUOS_ERR_X: " prefix, to be re-reported. */
 static const char *context_detail(const gpuos_context *ctx) { return gpuos__error_detail(gpuos_last_error(ctx)); }
@@ -82,6 +94,7 @@ gpuos_status gpuos_create(const gpuos_config *config, gpuos_context **out) {
     ctx->backend = GPUOS_BACKEND_HOST;
     ctx->host_threads = context_host_threads(config->host_threads);
     ctx->capacity = config->queue_capacity;
+    ctx->tcache_n = context_tcache_n();
     ctx->sticky = GPUOS_OK;
     ctx->refs = 1;
 

@@ -373,8 +373,8 @@ uint64_t gpuos__prof_host[GPUOS__PH_N];
    the same context and uid (an address reused by a new tensor has a new uid). A repeat
    copies the job instead of planning it (run-time operators excepted: their versions
    change). */
-#define QUEUE_TCACHE GPUOS__TCACHE /* entries: 128 sets of 8 (256 tasks repeated in turn: 4 ways
-                                      left 5-15% of them without an entry in every round) */
+/* ctx->tcache_n entries (GPUOS__TCACHE) in sets of QUEUE_TCACHE_WAYS (256 tasks repeated in
+   turn in a table of 1024: 4 ways left 5-15% of them without an entry in every round) */
 #define QUEUE_TCACHE_WAYS 8u
 struct gpuos__tcache {
     int used;
@@ -390,14 +390,14 @@ static int tcache_ok(const gpuos_task *t) {
            (t->priority == GPUOS_PRIORITY_NORMAL || t->priority == GPUOS_PRIORITY_HIGH);
 }
 
-static uint32_t tcache_slot(const gpuos_task *t) {
+static uint32_t tcache_slot(const gpuos_context *ctx, const gpuos_task *t) {
     /* a multiply after each handle: an in-place task's out and in[0] are one pointer */
     uint64_t h = ((uint64_t)t->op + 1) * 0x9e3779b97f4a7c15ull;
     int k;
     h = (h ^ (uint64_t)(uintptr_t)t->out) * 0xff51afd7ed558ccdull;
     for (k = 0; k < GPUOS_MAX_INPUTS; k++) h = (h ^ (h >> 31) ^ (uint64_t)(uintptr_t)t->in[k]) * 0xff51afd7ed558ccdull;
     h ^= h >> 29;
-    return ((uint32_t)(h ^ (h >> 32)) & (QUEUE_TCACHE / QUEUE_TCACHE_WAYS - 1u)) * QUEUE_TCACHE_WAYS;
+    return ((uint32_t)(h ^ (h >> 32)) & (ctx->tcache_n / QUEUE_TCACHE_WAYS - 1u)) * QUEUE_TCACHE_WAYS;
 }
 
 static int tcache_match(const gpuos_context *ctx, const struct gpuos__tcache *e, const gpuos_task *t) {
@@ -420,7 +420,7 @@ static gpuos__job *tcache_job_locked(gpuos_context *ctx, const gpuos_task *task)
     gpuos__job *job;
     if (!ctx->tcache) return NULL;
     {
-        struct gpuos__tcache *set = &ctx->tcache[tcache_slot(task)];
+        struct gpuos__tcache *set = &ctx->tcache[tcache_slot(ctx, task)];
         uint32_t w;
         for (w = 0; w < QUEUE_TCACHE_WAYS && !e; w++)
             if (tcache_match(ctx, &set[w], task)) e = &set[w];
@@ -605,9 +605,9 @@ gpuos_status gpuos__queue_push_task(gpuos_context *ctx, const gpuos_task *task, 
     gpuos_status st;
     gpuos__lock_spin(&ctx->mu);
     if (!job->rt && !job->xst && tcache_ok(task) && ctx->ring) {
-        if (!ctx->tcache) ctx->tcache = (struct gpuos__tcache *)calloc(QUEUE_TCACHE, sizeof *ctx->tcache);
+        if (!ctx->tcache) ctx->tcache = (struct gpuos__tcache *)calloc(ctx->tcache_n, sizeof *ctx->tcache);
         if (ctx->tcache) { /* (without memory: no repeats, nothing else changes) */
-            struct gpuos__tcache *set = &ctx->tcache[tcache_slot(task)], *e = set;
+            struct gpuos__tcache *set = &ctx->tcache[tcache_slot(ctx, task)], *e = set;
             uint32_t w;
             int i;
             for (w = 1; w < QUEUE_TCACHE_WAYS; w++) /* an empty way, else the least recently used */

@@ -318,6 +318,18 @@ int main(void) {
     test_random_program(ctx);
     CHECK(gpuos_wait(ctx, 60000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
     gpuos_destroy(ctx);
+    /* again with a repeat table of 16 entries (GPUOS_REPEAT_TABLE): the body's 64 tasks no
+       longer fit, so entries are taken over all the time while their jobs are queued */
+    setenv("GPUOS_REPEAT_TABLE", "16", 1);
+    ctx = NULL;
+    CHECK(gpuos_create(&cfg, &ctx) == GPUOS_OK, "a context with a 16-entry repeat table: %s", gpuos_last_error(NULL));
+    unsetenv("GPUOS_REPEAT_TABLE");
+    if (ctx) {
+        test_reused_handle(ctx);
+        test_random_program(ctx);
+        CHECK(gpuos_wait(ctx, 60000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        gpuos_destroy(ctx);
+    }
     test_back_to_back();
     return ctest_summary("test_repeat");
 }

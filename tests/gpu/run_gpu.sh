@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/gpu/run_gpu.sh - one batch of GPU work for the device tool (logs under $OUT):
-#   sh tests/gpu/run_gpu.sh [suite] [express] [stress] [order] [bench] [probes] [hostprobe] [sanitize]
+#   sh tests/gpu/run_gpu.sh [suite] [express] [stress] [order] [bench] [pool] [probes] [hostprobe] [sanitize]
 # SUITE_PARTS picks the suite's parts (default "c py"; C test names also, e.g. "test_fuse py").
 # Each step's log is $OUT/<step>.log; a summary line per step goes to stdout.
 OUT=${OUT:-/tmp/gpuos-out}
@@ -37,6 +37,10 @@ for step in "$@"; do
          make -s build/probe_encode build/probe_submit > "$OUT/hostprobe_build.log" 2>&1
          run probe_encode.log 8 ./build/probe_encode
          run probe_submit_host.log 14 ./build/probe_submit ;;
+  pool) # the repeat table's reach: 1024 entries (the old default) against 8192, alternating
+         make -s build/probe_pool > "$OUT/pool_build.log" 2>&1
+         for t in 1024 8192 1024 8192; do echo "GPUOS_REPEAT_TABLE=$t"; GPUOS_REPEAT_TABLE=$t ./build/probe_pool; done > "$OUT/pool.log" 2>&1
+         cat "$OUT/pool.log" ;;
   probes) run probe_latency.log 12 ./build/probe_latency
          run probe_submit.log 14 ./build/probe_submit
          run probe_chain.log 14 ./build/probe_chain ;;
