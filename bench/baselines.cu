@@ -4,6 +4,7 @@
 //
 // Prints, for bench/collect.py:
 //     ROW  <row>/<key> <unit> <value>     key: launches, cuda_graph, launch_sync, copy
+//                                         (warm_start/launches: a fresh process's start, below)
 //     INFO <key> <value...>
 //     FAIL <row>/<key> <reason>
 // Every time is host CLOCK_MONOTONIC from the first launch until the stream is synchronized
@@ -17,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -626,10 +629,70 @@ static int row_pipeline_jobs() {
     return 0;
 }
 
+// ------------------------------------------------------------------ warm_start
+// A plain CUDA program's start in a fresh process, as gpuos_bench's warm_start child times its
+// own: from before the first CUDA call (driver init, primary context, the kernels' module
+// loaded lazily on first launch: native sm code, nothing to JIT) until 4096 floats filled and
+// added are back on the host (the same span, fork and exec not counted). The child is this
+// program with --child-start.
+static int child_start() {
+    double t0 = now_s();
+    float *x, *one, h[SMALL_N];
+    const float v = 1.0f;
+    if (cudaSetDevice(O.device) != cudaSuccess || cudaMalloc(&x, SMALL_N * sizeof(float)) != cudaSuccess ||
+        cudaMalloc(&one, sizeof(float)) != cudaSuccess ||
+        cudaMemcpy(one, &v, sizeof v, cudaMemcpyHostToDevice) != cudaSuccess)
+        return failmsg("child: CUDA setup failed");
+    fill_pattern<<<SMALL_GRID, TPB>>>(x, SMALL_N, 1.5f);
+    add_scalar<<<SMALL_GRID, TPB>>>(x, x, one, SMALL_N);
+    if (cudaMemcpy(h, x, sizeof h, cudaMemcpyDeviceToHost) != cudaSuccess) return failmsg("child: copy failed");
+    const double t1 = now_s();
+    for (int i = 0; i < SMALL_N; i++)
+        if (h[i] != 1.5f + (float)(i % 97) * 0.25f + 1.0f) return failmsg("child: wrong first result");
+    printf("CHILD first %.9g\n", t1 - t0);
+    return 0;
+}
+static const char *g_self;
+static int row_warm_start() {
+    int warm = 1, R = reps(7, 3);
+    std::vector<double> t;
+    for (int r = 0; r < warm + R; r++) {
+        int fd[2];
+        if (pipe(fd) != 0) return failmsg("pipe failed");
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid < 0) return failmsg("fork failed");
+        if (pid == 0) {
+            dup2(fd[1], 1);
+            close(fd[0]);
+            close(fd[1]);
+            char dev[32];
+            snprintf(dev, sizeof dev, "%d", O.device);
+            execl("/proc/self/exe", g_self, "--device", dev, "--child-start", (char *)nullptr);
+            _exit(127);
+        }
+        close(fd[1]);
+        FILE *f = fdopen(fd[0], "r");
+        char line[512];
+        double s = -1;
+        while (f && fgets(line, sizeof line, f))
+            if (sscanf(line, "CHILD first %lf", &s) != 1 && strncmp(line, "FAIL ", 5) == 0)
+                printf("FAIL warm_start child: %s", line + 5);
+        if (f) fclose(f);
+        int status = 0;
+        waitpid(pid, &status, 0);
+        if (s < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return failmsg("warm_start: the child failed");
+        if (r >= warm) t.push_back(s);
+    }
+    row_out("warm_start", "launches", "ms", 1e3 * median_info("warm_start.launches", t, 1e3));
+    return 0;
+}
+
 static const bench_row ROWS[] = {
     {"roundtrip", row_roundtrip}, {"roundtrip_download", row_roundtrip_download}, {"independent", row_independent},
     {"chain", row_chain},         {"large_elementwise", row_large},
     {"branchy_dag", row_branchy_dag}, {"tiny_mlp", row_tiny_mlp}, {"pipeline_jobs", row_pipeline_jobs},
+    {"warm_start", row_warm_start},
 };
 
 static bool row_selected(const char *name) {
@@ -672,11 +735,14 @@ static int setup() {
 }
 
 int main(int argc, char **argv) {
+    g_self = argv[0];
+    int child = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = (i + 1 < argc) ? argv[i + 1] : nullptr;
 #define ARG(flag) (strcmp(a, flag) == 0 && v && (i++, 1))
         if (strcmp(a, "--quick") == 0) O.quick = 1;
+        else if (strcmp(a, "--child-start") == 0) child = 1;
         else if (ARG("--device")) O.device = atoi(v);
         else if (ARG("--rows")) O.rows = v;
         else if (ARG("--chain-n")) O.chain_n = atoi(v);
@@ -696,6 +762,7 @@ int main(int argc, char **argv) {
     }
     if (O.indep_ops == -1) O.indep_ops = O.quick ? 40000 : 400000;
     if (O.large_k == -1) O.large_k = O.quick ? 2 : 8;
+    if (child) return child_start() ? 1 : 0;
     if (setup()) return 1;
     int failed = 0;
     for (const bench_row &r : ROWS) {

@@ -12,6 +12,9 @@ span gpuos_bench measures), after warm-ups, the median of repetitions; sizes fol
     independent         torch.add(in_k, 1, out=out_k) over a pool of 4096-float tensors (ops/s)
     chain               1000 x to x.add_(1) on 4096 floats (us/op)
     large_elementwise   torch.add(a, b, out=o) on 64M floats (GB/s; read a, read b, write o)
+    warm_start          a fresh Python process with torch imported: from before its first CUDA
+                        call until 4096 floats filled and added are back on the host (ms; the
+                        import not counted, as gpuos_bench's child does not count its exec)
 Exits 0 when it skips; 1 if a row failed.
 """
 import argparse
@@ -240,7 +243,28 @@ class Bench:
         row_out("tiny_mlp", "torch_graph", "us", 1e6 * median_info("tiny_mlp.torch_graph", v, 1e6))
 
 
-ROWS = ["roundtrip", "roundtrip_download", "independent", "chain", "large_elementwise", "tiny_mlp"]
+    def warm_start(self):
+        import subprocess
+        code = ("import sys, time, torch\n"
+                "t0 = time.perf_counter()\n"
+                f"x = torch.full((4096,), 1.5, device='cuda:{self.a.device}')\n"
+                "x.add_(1)\n"
+                "h = x.cpu()\n"
+                "t1 = time.perf_counter()\n"
+                "assert bool((h == 2.5).all()), 'wrong first result'\n"
+                "print(f'CHILD first {t1 - t0:.9f}')\n")
+        v = []
+        for r in range(1 + self.reps(5, 2)):  # the first warms the disk's caches
+            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+            got = [ln for ln in out.stdout.splitlines() if ln.startswith("CHILD first ")]
+            if out.returncode != 0 or not got:
+                raise RuntimeError(f"child failed (exit {out.returncode}): {out.stderr.strip()[-300:]}")
+            if r > 0:
+                v.append(float(got[0].split()[2]))
+        row_out("warm_start", "torch_eager", "ms", 1e3 * median_info("warm_start.torch_eager", v, 1e3))
+
+
+ROWS = ["roundtrip", "roundtrip_download", "independent", "chain", "large_elementwise", "tiny_mlp", "warm_start"]
 
 
 def main():

@@ -97,7 +97,6 @@ typedef struct cuda__log {
 /* How a repeated task (gpuos__job.rep_key, rep_ver: the repeat table's entry, queue.c) was
    last encoded, so that the next identical one may repeat its descriptor (cuda_encode_repeat):
    kept only for an element-wise lane-0 task that had nothing to wait for. */
-#define CUDA__MEMO GPUOS__TCACHE /* one per repeat-table entry (gpuos__job.rep_slot) */
 typedef struct cuda__memo {
     const void *rep_key;  /* NULL: empty */
     uint32_t rep_ver;
@@ -214,7 +213,9 @@ struct gpuos__cuda {
     uint64_t idle_dseq;          /* dseq at that sight */
 
     cuda__plan_entry *plans;
-    cuda__memo *memo;            /* CUDA__MEMO: repeated tasks' last encodings (cuda_encode_repeat) */
+    cuda__memo *memo;            /* repeated tasks' last encodings (cuda_encode_repeat): one per repeat-table
+                                    entry (gpuos__job.rep_slot) */
+    uint32_t n_memo;             /* memo's count (ctx->tcache_n; 0: none) */
     uint32_t launches;           /* kernel launches so far (cuda__memo.launch) */
 
     /* run-time operators: what a module generation is linked from (cuda_build_module) */
@@ -1181,7 +1182,8 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     }
     c->plans = (cuda__plan_entry *)calloc(CUDA__PLAN_CAP, sizeof(cuda__plan_entry));
     if (!c->plans) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the plan cache");
-    c->memo = (cuda__memo *)calloc(CUDA__MEMO, sizeof(cuda__memo)); /* without it: no repeated encodings */
+    c->memo = (cuda__memo *)calloc(ctx->tcache_n, sizeof(cuda__memo)); /* without it: no repeated encodings */
+    c->n_memo = c->memo ? ctx->tcache_n : 0;
     /* The memsets must be done before the kernel's first launch: a plain cuMemsetD8 goes on
        the legacy stream, which the kernels' non-blocking streams do not wait for, and while
        another context's kernel filled the GPU it ran after this context's kernel started
@@ -1224,6 +1226,12 @@ static gpuos_status cuda_open_device(gpuos_context *ctx, struct gpuos__cuda *c, 
     int count = 0, map = 0, occ = 0;
     CUDA_TRY(ctx, c->cu->cuInit(0), "cuInit");
     c->open_ns[1] = cuda_now_ns();
+    /* NVRTC and nvJitLink (the module's key needs NVRTC's version) load on a second thread
+       while the driver makes the primary context. Not beside cuInit: the two threads' library
+       loads contended (H100 host, fresh processes: cuInit 112-115 ms with the loads beside it
+       against 97-101 without, ~10 and 23-24 beside another process holding the GPU) */
+    if (!(getenv("GPUOS_CUDA_PRELOAD") && getenv("GPUOS_CUDA_PRELOAD")[0] == '0')) /* diagnosis: 0 loads them when needed */
+        c->preload_running = pthread_create(&c->preload, NULL, cuda_preload_main, NULL) == 0;
     CUDA_TRY(ctx, c->cu->cuDeviceGetCount(&count), "cuDeviceGetCount");
     if (count <= 0) return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: no CUDA device");
     if (ordinal >= count)
@@ -1335,7 +1343,6 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     c->serialize = getenv("GPUOS_CUDA_SERIALIZE") && getenv("GPUOS_CUDA_SERIALIZE")[0] == '1';
     ctx->reap_every = 32; /* tuning knob (A/B): GPUOS_CUDA_REAP_EVERY=0 leaves retiring to the reaper thread */
     if (getenv("GPUOS_CUDA_REAP_EVERY")) ctx->reap_every = (uint32_t)strtoul(getenv("GPUOS_CUDA_REAP_EVERY"), NULL, 10);
-    c->preload_running = pthread_create(&c->preload, NULL, cuda_preload_main, NULL) == 0;
     st = cuda_open_device(ctx, c, ordinal < 0 ? 0 : ordinal);
     cuda_preload_join(c); /* joined already unless the device failed before its code */
     if (st == GPUOS_OK) {
@@ -2306,7 +2313,7 @@ int gpuos__cuda_batch_lane_locked(gpuos_context *ctx, gpuos__job *const *jobs, i
 /* The memo of a repeated job's table entry: indexed by the entry, so repeats never evict
    each other (a hash of 256 entries into 512 memos left half of them colliding). */
 static cuda__memo *cuda_memo_of(struct gpuos__cuda *c, const gpuos__job *job) {
-    return c->memo && job->rep_slot < CUDA__MEMO ? &c->memo[job->rep_slot] : NULL;
+    return c->memo && job->rep_slot < c->n_memo ? &c->memo[job->rep_slot] : NULL;
 }
 
 /* The log entries memo m recorded (e[k], NULL for a read a full log dropped since): 0 when

@@ -69,6 +69,14 @@ $(BUILD)/probe_express: tests/gpu/probe_express.c tests/gpu/probe_prof.h gpuos.c
 $(BUILD)/probe_submit: tests/gpu/probe_submit.c gpuos.h $(BUILD)/gpuos.o | $(BUILD)
 	$(CC) -std=gnu99 -O2 -I. $< $(BUILD)/gpuos.o -o $@ $(LDLIBS)
 
+# Submission cost against the number of distinct repeated tasks (the repeat table's reach; not a test).
+$(BUILD)/probe_pool: tests/gpu/probe_pool.c gpuos.h $(BUILD)/gpuos.o | $(BUILD)
+	$(CC) -std=gnu99 -O2 -I. $< $(BUILD)/gpuos.o -o $@ $(LDLIBS)
+
+# A fresh process's CUDA start, phase by phase, with and without NVRTC loading beside it (not a test).
+$(BUILD)/probe_start: tests/gpu/probe_start.c | $(BUILD)
+	$(CC) -std=gnu99 -O2 $< -o $@ -ldl -lpthread
+
 # The same probe on a diagnostic build of gpuos.c (-DGPUOS__PROF_HOST): cycles per phase of a
 # submission (gpuos__prof_host).
 $(BUILD)/probe_submit_prof: tests/gpu/probe_submit.c gpuos.h gpuos.c | $(BUILD)
