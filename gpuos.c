@@ -737,7 +737,8 @@ enum { GPUOS__JOB_QUEUED = 0, GPUOS__JOB_TAKEN = 1, GPUOS__JOB_DONE = 2 };
 #define GPUOS__MAXRREG 128
 /* Entries of the repeat table (queue.c): a task submitted again while its entry holds it is
    copied, not planned; the CUDA encoder keeps one last encoding per entry (cuda__memo).
-   8192 entries (1152 bytes each, allocated on first use: pages are touched as entries are):
+   8192 entries (888 bytes each on x86-64, and 264 for the GPU encoder's memo; allocated on
+   first use, pages touched as entries are):
    with 1024, an H100 program repeating 1024, 2048, 4096 distinct tasks in turn submitted and
    ran them at 1.20, 1.79, 2.15 us a task, with 8192 at 0.51-0.82, 0.63-1.09, 0.66-1.62
    (tests/gpu/probe_pool.c, alternating in one call); GPUOS_REPEAT_TABLE sets another size. */
@@ -3454,7 +3455,8 @@ static void cuda_rtw_path(const struct gpuos__cuda *c, const char *dir, char *pa
 
 /* NVRTC and nvJitLink are needed even when the device code comes from the disk cache (the
    cache key holds NVRTC's version); loading them (~15 ms of dlopen in a fresh process)
-   overlaps cuInit and the context's creation (~100 ms each) on a thread of its own. */
+   overlaps the primary context's creation (~100-140 ms) on a thread of its own, started
+   after cuInit (cuda_open_device). */
 static void *cuda_preload_main(void *arg) {
     char why[512];
     (void)arg;

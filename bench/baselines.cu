@@ -636,6 +636,7 @@ static int row_pipeline_jobs() {
 // added are back on the host (the same span, fork and exec not counted). The child is this
 // program with --child-start.
 static int child_start() {
+    cur_row = "warm_start/launches child";
     double t0 = now_s();
     float *x, *one, h[SMALL_N];
     const float v = 1.0f;
@@ -656,18 +657,22 @@ static const char *g_self;
 static int row_warm_start() {
     int warm = 1, R = reps(7, 3);
     std::vector<double> t;
+    char dev[32]; /* formatted before the fork: the child only execs */
+    snprintf(dev, sizeof dev, "%d", O.device);
     for (int r = 0; r < warm + R; r++) {
         int fd[2];
         if (pipe(fd) != 0) return failmsg("pipe failed");
         fflush(stdout);
         pid_t pid = fork();
-        if (pid < 0) return failmsg("fork failed");
+        if (pid < 0) {
+            close(fd[0]);
+            close(fd[1]);
+            return failmsg("fork failed");
+        }
         if (pid == 0) {
             dup2(fd[1], 1);
             close(fd[0]);
             close(fd[1]);
-            char dev[32];
-            snprintf(dev, sizeof dev, "%d", O.device);
             execl("/proc/self/exe", g_self, "--device", dev, "--child-start", (char *)nullptr);
             _exit(127);
         }
@@ -679,6 +684,7 @@ static int row_warm_start() {
             if (sscanf(line, "CHILD first %lf", &s) != 1 && strncmp(line, "FAIL ", 5) == 0)
                 printf("FAIL warm_start child: %s", line + 5);
         if (f) fclose(f);
+        else close(fd[0]);
         int status = 0;
         waitpid(pid, &status, 0);
         if (s < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return failmsg("warm_start: the child failed");

@@ -1466,7 +1466,8 @@ int main(int argc, char **argv) {
                gpuos keeps after its last context), as they do after in-process rows and as the
                baselines' children start beside their parent: whether another process holds
                the GPU moves a fresh process's cuInit from ~100 to ~10 ms (H100, persistence
-               mode on; tests/gpu/probe_start.c hold) */
+               mode on; tests/gpu/probe_start.c hold). The primary context outlives the
+               context only as gpuos keeps it: GPUOS_CUDA_KEEP_CONTEXT=0 defeats this. */
             gpuos_config cfg = make_config(NULL);
             if (gpuos_create(&cfg, &g_ctx) == GPUOS_OK) made_ctx = 1;
             else g_ctx = NULL;

@@ -482,7 +482,8 @@ static void cuda_rtw_path(const struct gpuos__cuda *c, const char *dir, char *pa
 
 /* NVRTC and nvJitLink are needed even when the device code comes from the disk cache (the
    cache key holds NVRTC's version); loading them (~15 ms of dlopen in a fresh process)
-   overlaps cuInit and the context's creation (~100 ms each) on a thread of its own. */
+   overlaps the primary context's creation (~100-140 ms) on a thread of its own, started
+   after cuInit (cuda_open_device). */
 static void *cuda_preload_main(void *arg) {
     char why[512];
     (void)arg;

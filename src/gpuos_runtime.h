@@ -154,7 +154,8 @@ enum { GPUOS__JOB_QUEUED = 0, GPUOS__JOB_TAKEN = 1, GPUOS__JOB_DONE = 2 };
 #define GPUOS__MAXRREG 128
 /* Entries of the repeat table (queue.c): a task submitted again while its entry holds it is
    copied, not planned; the CUDA encoder keeps one last encoding per entry (cuda__memo).
-   8192 entries (1152 bytes each, allocated on first use: pages are touched as entries are):
+   8192 entries (888 bytes each on x86-64, and 264 for the GPU encoder's memo; allocated on
+   first use, pages touched as entries are):
    with 1024, an H100 program repeating 1024, 2048, 4096 distinct tasks in turn submitted and
    ran them at 1.20, 1.79, 2.15 us a task, with 8192 at 0.51-0.82, 0.63-1.09, 0.66-1.62
    (tests/gpu/probe_pool.c, alternating in one call); GPUOS_REPEAT_TABLE sets another size. */

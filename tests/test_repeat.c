@@ -3,8 +3,9 @@
    kind of change between two otherwise identical submissions must be seen - another
    tensor at a reused handle address (new shape, dtype, view), other scalars and
    parameters, another priority - an invalid task stays an error however often it is
-   submitted, a long random program of repeats over many tensors (more than the table
-   holds) equals the same program computed in C, exactly, and so do repeats back to back
+   submitted, a long random program of repeats over many tensors equals the same program
+   computed in C, exactly (once on the default table, once on a table of 16 entries, where
+   entries are taken over all the time: GPUOS_REPEAT_TABLE), and so do repeats back to back
    broken by every event that must end the GPU encoder's repeat of a descriptor. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
@@ -326,6 +327,7 @@ int main(void) {
     unsetenv("GPUOS_REPEAT_TABLE");
     if (ctx) {
         test_reused_handle(ctx);
+        test_parameters(ctx);
         test_random_program(ctx);
         CHECK(gpuos_wait(ctx, 60000) == GPUOS_OK, "%s", gpuos_last_error(ctx));
         gpuos_destroy(ctx);
