@@ -30,7 +30,7 @@ int main(void){
   long N=20000000, i; double t0,t1; int nt;
   c->ctl=&ctl; c->P.ring_slots=CUDA__RING_SLOTS; for(c->P.ring_log2=0;(1ull<<c->P.ring_log2)<CUDA__RING_SLOTS;c->P.ring_log2++){}
   c->ring[0]=(gpuos__qslot*)aligned_alloc(64,CUDA__RING_SLOTS*sizeof(gpuos__qslot)); memset(c->ring[0],0,CUDA__RING_SLOTS*sizeof(gpuos__qslot));
-  c->plans=(cuda__plan_entry*)calloc(CUDA__PLAN_CAP,sizeof(cuda__plan_entry)); c->memo=(cuda__memo*)calloc(CUDA__MEMO,sizeof(cuda__memo));
+  c->plans=(cuda__plan_entry*)calloc(CUDA__PLAN_CAP,sizeof(cuda__plan_entry)); c->memo=(cuda__memo*)calloc(GPUOS__TCACHE,sizeof(cuda__memo)); c->n_memo=GPUOS__TCACHE;
   c->running=1; c->launches=1; c->dseq[0]=1;
   m=&c->memo[0]; m->rep_key=&lx; m->rep_ver=1; m->launch=1; m->dseq=1; m->d.kind=GPUOS__SLOT_TASK|(5u<<8); m->d.plan_id=7; m->plan_key=42;
   c->plans[7].used=1; c->plans[7].key=42; c->plans[7].epoch=5;
