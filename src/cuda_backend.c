@@ -3097,19 +3097,27 @@ gpuos_status gpuos__cuda_rt_install(gpuos_context *ctx, gpuos__rt_version *v) {
         cubin = cuda_cache_read(path, gkey, &cubin_size);
     }
     if (!cubin) { /* the module: the run-time worker code and every version in a slot */
+        int m = 0, j;
         images[0] = c->rtw_img;
         sizes[0] = c->rtw_size;
         types[0] = GPUOS__NVJITLINK_INPUT_CUBIN;
         for (k = 0; k < n; k++) {
-            images[1 + k] = vs[k]->obj;
-            sizes[1 + k] = vs[k]->obj_size;
-            types[1 + k] = GPUOS__NVJITLINK_INPUT_CUBIN;
+            /* two versions of one hash (an operator defined again with the same source while
+               tasks of the first are not yet retired) are one object: linked once (twice, its
+               symbols were defined twice and the link failed), its pointer serves both slots */
+            for (j = 0; j < k && vs[j]->hash != vs[k]->hash; j++) {
+            }
+            if (j < k) continue;
+            images[1 + m] = vs[k]->obj;
+            sizes[1 + m] = vs[k]->obj_size;
+            types[1 + m] = GPUOS__NVJITLINK_INPUT_CUBIN;
+            m++;
         }
         snprintf(larch, sizeof larch, "-arch=sm_%d%d", c->cc_major, c->cc_minor);
         lopts[0] = larch;
         {
             const uint64_t t0 = cuda_now_ns();
-            st = gpuos__nvjitlink_link(ctx, lopts, 1, images, sizes, types, 1 + n, &cubin, &cubin_size, &log);
+            st = gpuos__nvjitlink_link(ctx, lopts, 1, images, sizes, types, 1 + m, &cubin, &cubin_size, &log);
             c->last_rt_link_ms = (double)(cuda_now_ns() - t0) / 1e6;
         }
         if (st != GPUOS_OK) {

@@ -574,6 +574,53 @@ static void test_constants(gpuos_context *ctx) {
     gpuos_op_remove(ctx, op);
 }
 
+/* An operator defined again with the same source while tasks of the first definition are
+   not yet retired: two versions of one code in two slots (on the GPU the link took the
+   object twice, its symbols defined twice: GPUOS_ERR_COMPILE), then the pattern of make
+   bench's define_warm (define, one task, download, remove, define again). */
+static void test_same_source(gpuos_context *ctx) {
+    gpuos_op_def d = GPUOS_OP_DEF_INIT;
+    gpuos_op op1 = 0, op2 = 0;
+    gpuos_task t = GPUOS_TASK_INIT;
+    gpuos_tensor *x = NULL;
+    int64_t n = 4096;
+    static float h[4096];
+    int i, r, bad = 0;
+    d.name = "twin";
+    d.n_inputs = 1;
+    d.in_dtype[0] = GPUOS_F32;
+    d.out_dtype = GPUOS_F32;
+    d.source = "out = a + 1.0f; /* test_same_source */";
+    CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &x) == GPUOS_OK && gpuos_fill(ctx, x, 0.0) == GPUOS_OK, "x");
+    CHECK(gpuos_op_define(ctx, &d, &op1) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    t.out = x, t.in[0] = x, t.op = op1;
+    for (i = 0; i < 300; i++) CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_op_define(ctx, &d, &op2) == GPUOS_OK, "the same source again, its first tasks queued: %s",
+          gpuos_last_error(ctx));
+    t.op = op2;
+    for (i = 0; i < 300; i++) CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    t.op = op1; /* the first handle is the same operator (redefined): its current version */
+    for (i = 0; i < 100; i++) CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_download(ctx, x, h, sizeof h) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (i = 0; i < 4096; i++) bad += h[i] != 700.0f;
+    CHECK(bad == 0, "700 adds of one across two versions of one source: %d of 4096 wrong (x[0] = %g)", bad, h[0]);
+    gpuos_op_remove(ctx, op1);
+    for (r = 0; r < 5; r++) { /* make bench's define_warm */
+        gpuos_op op = 0;
+        float v = 0;
+        gpuos_tensor *x0 = NULL;
+        CHECK(gpuos_op_define(ctx, &d, &op) == GPUOS_OK, "define %d: %s", r, gpuos_last_error(ctx));
+        t.op = op;
+        CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_view_slice(x, 0, 0, 1, 1, &x0) == GPUOS_OK, "view");
+        CHECK(gpuos_download(ctx, x0, &v, sizeof v) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(v == 701.0f + (float)r, "define %d: %g, want %g", r, v, 701.0f + (float)r);
+        gpuos_tensor_release(x0);
+        CHECK(gpuos_op_remove(ctx, op) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    }
+    gpuos_tensor_release(x);
+}
+
 /* ---------------------------------------------------------------- tasks from 4 threads during redefinitions */
 typedef struct rt_thread {
     gpuos_context *ctx;
@@ -783,6 +830,7 @@ int main(void) {
     test_errors(ctx, gpu);
     test_sin_large(ctx);
     test_constants(ctx);
+    test_same_source(ctx);
     test_stream_redefine(ctx);
     if (gpu && !getenv("GPUOS_TEST_QUICK")) test_define_behind_queue(ctx); /* the host executor drains nothing to define */
     CHECK(gpuos_context_status(ctx) == GPUOS_OK, "healthy at the end: %s", gpuos_last_error(ctx));
