@@ -862,7 +862,7 @@ static int row_swap_pause(void) {
     pthread_t th;
     gpuos_op op;
     int R = reps(20, 6);
-    double gaps[64], worst = 0;
+    double gaps[64], swaps[64], worst = 0;
     const char *src[2] = {"out = a + 1.0f; /* A */", "out = a + 1.0f; /* B */"};
     gpuos_op_def d = rt_def("bench_swap", src[0]);
     memset(&s, 0, sizeof s);
@@ -883,6 +883,8 @@ static int row_swap_pause(void) {
         long n0 = s.n;
         d.source = src[r & 1];
         gpuos_status st = gpuos_op_redefine(ctx, op, &d);
+        gpuos_debug_rt_times(ctx, NULL, NULL, &swaps[r]); /* the swap's own part: drain, stop, load, table */
+        swaps[r] *= 1e-3;
         nanosleep(&ts, NULL);
         long n1 = s.n;
         if (st != GPUOS_OK) {
@@ -900,6 +902,7 @@ static int row_swap_pause(void) {
     pthread_join(th, NULL);
     if (s.st != GPUOS_OK) return fail(ctx, "stream", s.st);
     double med = median_info("swap_pause", gaps, R, 1e6);
+    median_info("swap_pause.swap", swaps, R, 1e6);
     printf("INFO swap_pause.worst_us %.1f\nINFO swap_pause.stream_tasks %ld\n", worst * 1e6, s.n);
     row_out("swap_pause_us", "us", med * 1e6);
     CK(ctx, gpuos_op_remove(ctx, op));
