@@ -12514,14 +12514,18 @@ char *gpuos__rt_device_code(const gpuos__rt_version *v, uint64_t hash) {
                "        if (rank > 0) off += i * stride[q][0];\n        return p[q] + off;\n    }\n};\n",
                1 + GPUOS_RUNTIME_MAX_INPUTS, 1 + GPUOS_RUNTIME_MAX_INPUTS);
         if (!rt_reserve(&s, &cap, n + strlen(v->source) + 4096)) return NULL;
-        RT_PUT("#line 1 \"%s\"\n%s\n", v->name, v->source);
+        /* in a namespace of its own: every version in a slot is linked into one module, and
+           two sources defining one external name (the function when an operator is redefined,
+           a helper, a __device__ variable) collided there; nvJitLink kept one definition
+           silently (a redefined operator could read its predecessor's variable) */
+        RT_PUT("namespace gpuos__rtns_%016llx {\n#line 1 \"%s\"\n%s\n}\n", (unsigned long long)hash, v->name, v->source);
         RT_PUT("extern \"C\" __device__ void gpuos__rt_%016llx(const void *gpuos_plan, long long gpuos_b, long long gpuos_end) {\n"
                "    const gpuos__ew_plan *p = (const gpuos__ew_plan *)gpuos_plan;\n"
                "    gpuos_tile t;\n    t.begin = gpuos_b;\n    t.end = gpuos_end;\n    t.rank = p->rank;\n"
                "    t.shape = (const long long *)p->shape;\n"
                "    for (int q = 0; q < %d; ++q) { t.p[q] = (char *)p->ptr[q]; t.stride[q] = (const long long *)p->stride[q]; }\n"
-               "    t.s0 = p->scalar[0];\n    t.s1 = p->scalar[1];\n    %s(t);\n}\n",
-               (unsigned long long)hash, 1 + v->n_in, v->name);
+               "    t.s0 = p->scalar[0];\n    t.s1 = p->scalar[1];\n    gpuos__rtns_%016llx::%s(t);\n}\n",
+               (unsigned long long)hash, 1 + v->n_in, (unsigned long long)hash, v->name);
     }
     RT_PUT("extern \"C\" __device__ void (*gpuos__rt_ptr_%016llx)(const void *, long long, long long) = gpuos__rt_%016llx;\n",
            (unsigned long long)hash, (unsigned long long)hash);

@@ -610,6 +610,9 @@ GPUOS_API void gpuos_graph_release(gpuos_graph *graph);
      every thread reaches it. GPU only: the host executor returns GPUOS_ERR_UNSUPPORTED.
      A function whose static shared memory exceeds the persistent kernel's (~25 KB) is
      refused with GPUOS_ERR_UNSUPPORTED (its blocks must fit where the kernel's do).
+     Each definition's source is compiled in a namespace of its own, so helpers and
+     __device__ variables of one name in several operators (or in an operator's versions
+     still running) are distinct; extern "C" names are not, and must differ.
 
    Compiling does not stop the running system: other threads keep submitting and queued
    work keeps running; the new code joins at a task boundary, and nothing queued is lost,

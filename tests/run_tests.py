@@ -21,7 +21,7 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-C_PARTS = ["test_header_c", "test_header_cpp", "test_threads", "test_order_stress", "test_expr", "test_rtops", "test_graph", "test_priority", "test_runs", "test_repeat", "test_fuse", "test_cudalog", "test_gate", "test_contexts", "test_slices", "test_semantics", "test_express"]
+C_PARTS = ["test_header_c", "test_header_cpp", "test_threads", "test_order_stress", "test_expr", "test_rtops", "test_graph", "test_priority", "test_runs", "test_repeat", "test_fuse", "test_cudalog", "test_rtlink", "test_gate", "test_contexts", "test_slices", "test_semantics", "test_express"]
 COUNTS = re.compile(r"(\d+) passed, (\d+) failed")
 DEFAULT_PART_TIMEOUT = 1200.0
 

@@ -621,6 +621,71 @@ static void test_same_source(gpuos_context *ctx) {
     gpuos_tensor_release(x);
 }
 
+/* Full device functions whose sources define the same external names (GPU only: the host
+   executor runs element-wise bodies only). Every version in a slot is linked into one module:
+   a helper `sq` in two operators, and a redefinition that changes a __device__ variable K
+   while the first version's tasks are queued (both versions in slots), collided there, and
+   nvJitLink kept one definition without failing: g ran f's helper, the new version read the
+   old K. Each source now has a namespace of its own. */
+static void test_function_names(gpuos_context *ctx) {
+    gpuos_op_def d = GPUOS_OP_DEF_INIT;
+    gpuos_op f = 0, g = 0, k = 0;
+    gpuos_task t = GPUOS_TASK_INIT;
+    gpuos_tensor *y1 = NULL, *y2 = NULL, *z = NULL;
+    int64_t n = 256;
+    static float h[256];
+    int i, bad = 0;
+#define RT_FN(name, expr) \
+    "__device__ void " name "(const gpuos_tile &t) {\n" \
+    "    for (long long i = t.begin + threadIdx.x; i < t.end; i += blockDim.x)\n" \
+    "        *(float *)t.ptr(0, i) = " expr ";\n}\n"
+    d.n_inputs = 1;
+    d.in_dtype[0] = GPUOS_F32;
+    d.out_dtype = GPUOS_F32;
+    d.kind = GPUOS_OPDEF_FUNCTION;
+    d.name = "fsq";
+    d.source = "__device__ __noinline__ float sq(float x) { return x * x; }\n" RT_FN("fsq", "sq(3.0f)");
+    CHECK(gpuos_op_define(ctx, &d, &f) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    d.name = "gsq";
+    d.source = "__device__ __noinline__ float sq(float x) { return x * x + 1.0f; }\n" RT_FN("gsq", "sq(3.0f)");
+    CHECK(gpuos_op_define(ctx, &d, &g) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &y1) == GPUOS_OK && gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &y2) == GPUOS_OK &&
+              gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &z) == GPUOS_OK && gpuos_fill(ctx, z, 0.0) == GPUOS_OK,
+          "tensors");
+    t.in[0] = z;
+    t.op = f, t.out = y1;
+    CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    t.op = g, t.out = y2;
+    CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    CHECK(gpuos_download(ctx, y1, h, sizeof h) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (i = 0; i < 256; i++) bad += h[i] != 9.0f;
+    CHECK(bad == 0, "f's helper sq: %d of 256 wrong (y[0] = %g, want 9)", bad, h[0]);
+    bad = 0;
+    CHECK(gpuos_download(ctx, y2, h, sizeof h) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (i = 0; i < 256; i++) bad += h[i] != 10.0f;
+    CHECK(bad == 0, "g's helper sq, same name: %d of 256 wrong (y[0] = %g, want 10)", bad, h[0]);
+    d.name = "kvar";
+    d.source = "__device__ float K = 1.5f;\n" RT_FN("kvar", "K");
+    CHECK(gpuos_op_define(ctx, &d, &k) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    t.op = k, t.out = y1;
+    for (i = 0; i < 200; i++) CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    d.source = "__device__ float K = 7.5f;\n" RT_FN("kvar", "K");
+    CHECK(gpuos_op_redefine(ctx, k, &d) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    t.out = y2;
+    CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    bad = 0;
+    CHECK(gpuos_download(ctx, y1, h, sizeof h) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (i = 0; i < 256; i++) bad += h[i] != 1.5f;
+    CHECK(bad == 0, "the first version's K: %d of 256 wrong (y[0] = %g, want 1.5)", bad, h[0]);
+    bad = 0;
+    CHECK(gpuos_download(ctx, y2, h, sizeof h) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+    for (i = 0; i < 256; i++) bad += h[i] != 7.5f;
+    CHECK(bad == 0, "the redefinition's K, same name: %d of 256 wrong (y[0] = %g, want 7.5)", bad, h[0]);
+#undef RT_FN
+    gpuos_op_remove(ctx, f), gpuos_op_remove(ctx, g), gpuos_op_remove(ctx, k);
+    gpuos_tensor_release(y1), gpuos_tensor_release(y2), gpuos_tensor_release(z);
+}
+
 /* ---------------------------------------------------------------- tasks from 4 threads during redefinitions */
 typedef struct rt_thread {
     gpuos_context *ctx;
@@ -831,6 +896,7 @@ int main(void) {
     test_sin_large(ctx);
     test_constants(ctx);
     test_same_source(ctx);
+    if (gpu) test_function_names(ctx); /* full device functions: GPU only */
     test_stream_redefine(ctx);
     if (gpu && !getenv("GPUOS_TEST_QUICK")) test_define_behind_queue(ctx); /* the host executor drains nothing to define */
     CHECK(gpuos_context_status(ctx) == GPUOS_OK, "healthy at the end: %s", gpuos_last_error(ctx));

@@ -10,7 +10,7 @@ TEST_CXX_STRICT := -Wall -Wextra -Werror
 TEST_BINS      := $(TEST_BUILD)/test_header_c $(TEST_BUILD)/test_header_cpp $(TEST_BUILD)/test_threads \
                   $(TEST_BUILD)/test_order_stress $(TEST_BUILD)/test_expr $(TEST_BUILD)/test_rtops \
                   $(TEST_BUILD)/test_graph $(TEST_BUILD)/test_priority $(TEST_BUILD)/test_runs \
-                  $(TEST_BUILD)/test_repeat $(TEST_BUILD)/test_fuse $(TEST_BUILD)/test_cudalog $(TEST_BUILD)/test_gate $(TEST_BUILD)/test_contexts $(TEST_BUILD)/test_slices $(TEST_BUILD)/test_semantics \
+                  $(TEST_BUILD)/test_repeat $(TEST_BUILD)/test_fuse $(TEST_BUILD)/test_cudalog $(TEST_BUILD)/test_rtlink $(TEST_BUILD)/test_gate $(TEST_BUILD)/test_contexts $(TEST_BUILD)/test_slices $(TEST_BUILD)/test_semantics \
                   $(TEST_BUILD)/test_express
 PYTEST_ARGS    ?=
 
@@ -72,6 +72,10 @@ $(TEST_BUILD)/test_fuse: tests/test_fuse.c tests/ctest.h gpuos.h $(BUILD)/gpuos.
 # The CUDA backend's storage logs and repeated encodings, on the host (gpuos.c included: no GPU).
 $(TEST_BUILD)/test_cudalog: tests/test_cudalog.c tests/ctest.h gpuos.h gpuos.c | $(TEST_BUILD)
 	$(CC) -std=c99 $(WARN) $(CFLAGS) -I. tests/test_cudalog.c -o $@ $(LDLIBS)
+
+# the run-time module's link with NVRTC and nvJitLink, no GPU (includes gpuos.c)
+$(TEST_BUILD)/test_rtlink: tests/test_rtlink.c tests/ctest.h gpuos.h gpuos.c | $(TEST_BUILD)
+	$(CC) -std=c99 $(WARN) $(CFLAGS) -I. tests/test_rtlink.c -o $@ $(LDLIBS)
 
 $(TEST_BUILD)/test_gate: tests/test_gate.c tests/ctest.h gpuos.h gpuos.c | $(TEST_BUILD)
 	$(CC) -std=c99 $(WARN) $(CFLAGS) -I. tests/test_gate.c -o $@ $(LDLIBS)
