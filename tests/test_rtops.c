@@ -627,14 +627,23 @@ static void test_same_source(gpuos_context *ctx) {
    while the first version's tasks are queued (both versions in slots), collided there, and
    nvJitLink kept one definition without failing: g ran f's helper, the new version read the
    old K. Each source now has a namespace of its own. */
+/* Checks that each of x's 256 f32 values is want. */
+static void expect_all(gpuos_context *ctx, gpuos_tensor *x, float want, const char *what) {
+    static float h[256];
+    int i, bad = 0;
+    const int n = 256;
+    CHECK(gpuos_download(ctx, x, h, (size_t)n * sizeof(float)) == GPUOS_OK, "%s: %s", what, gpuos_last_error(ctx));
+    for (i = 0; i < n; i++) bad += h[i] != want;
+    CHECK(bad == 0, "%s: %d of %d wrong (x[0] = %g, want %g)", what, bad, n, h[0], want);
+}
+
 static void test_function_names(gpuos_context *ctx) {
     gpuos_op_def d = GPUOS_OP_DEF_INIT;
     gpuos_op f = 0, g = 0, k = 0;
     gpuos_task t = GPUOS_TASK_INIT;
     gpuos_tensor *y1 = NULL, *y2 = NULL, *z = NULL;
     int64_t n = 256;
-    static float h[256];
-    int i, bad = 0;
+    int i;
 #define RT_FN(name, expr) \
     "__device__ void " name "(const gpuos_tile &t) {\n" \
     "    for (long long i = t.begin + threadIdx.x; i < t.end; i += blockDim.x)\n" \
@@ -657,13 +666,8 @@ static void test_function_names(gpuos_context *ctx) {
     CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
     t.op = g, t.out = y2;
     CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-    CHECK(gpuos_download(ctx, y1, h, sizeof h) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-    for (i = 0; i < 256; i++) bad += h[i] != 9.0f;
-    CHECK(bad == 0, "f's helper sq: %d of 256 wrong (y[0] = %g, want 9)", bad, h[0]);
-    bad = 0;
-    CHECK(gpuos_download(ctx, y2, h, sizeof h) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-    for (i = 0; i < 256; i++) bad += h[i] != 10.0f;
-    CHECK(bad == 0, "g's helper sq, same name: %d of 256 wrong (y[0] = %g, want 10)", bad, h[0]);
+    expect_all(ctx, y1, 9.0f, "f's helper sq");
+    expect_all(ctx, y2, 10.0f, "g's helper sq, same name");
     d.name = "kvar";
     d.source = "__device__ float K = 1.5f;\n" RT_FN("kvar", "K");
     CHECK(gpuos_op_define(ctx, &d, &k) == GPUOS_OK, "%s", gpuos_last_error(ctx));
@@ -673,14 +677,8 @@ static void test_function_names(gpuos_context *ctx) {
     CHECK(gpuos_op_redefine(ctx, k, &d) == GPUOS_OK, "%s", gpuos_last_error(ctx));
     t.out = y2;
     CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-    bad = 0;
-    CHECK(gpuos_download(ctx, y1, h, sizeof h) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-    for (i = 0; i < 256; i++) bad += h[i] != 1.5f;
-    CHECK(bad == 0, "the first version's K: %d of 256 wrong (y[0] = %g, want 1.5)", bad, h[0]);
-    bad = 0;
-    CHECK(gpuos_download(ctx, y2, h, sizeof h) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-    for (i = 0; i < 256; i++) bad += h[i] != 7.5f;
-    CHECK(bad == 0, "the redefinition's K, same name: %d of 256 wrong (y[0] = %g, want 7.5)", bad, h[0]);
+    expect_all(ctx, y1, 1.5f, "the first version's K");
+    expect_all(ctx, y2, 7.5f, "the redefinition's K, same name");
 #undef RT_FN
     gpuos_op_remove(ctx, f), gpuos_op_remove(ctx, g), gpuos_op_remove(ctx, k);
     gpuos_tensor_release(y1), gpuos_tensor_release(y2), gpuos_tensor_release(z);
