@@ -6029,6 +6029,62 @@ static gpuos_status cuda_rt_swap_locked(gpuos_context *ctx, struct gpuos__cuda *
     return GPUOS_OK;
 }
 
+/* ELF64 (a relocatable cubin): the symbol table's section and its string table, or 0. */
+static uint64_t cuda_elf_u(const unsigned char *p, int n) {
+    uint64_t v = 0;
+    while (n-- > 0) v = v << 8 | p[n];
+    return v;
+}
+static int cuda_elf_symtab(const unsigned char *e, size_t n, const unsigned char **sym, size_t *n_sym,
+                           const char **str, size_t *n_str) {
+    uint64_t shoff, i, shnum, shentsize;
+    if (n < 64 || memcmp(e, "\177ELF", 4) != 0 || e[4] != 2 /* 64-bit */ || e[5] != 1 /* little-endian */) return 0;
+    shoff = cuda_elf_u(e + 0x28, 8), shentsize = cuda_elf_u(e + 0x3a, 2), shnum = cuda_elf_u(e + 0x3c, 2);
+    if (shentsize < 64 || shoff > n || shnum > (n - shoff) / shentsize) return 0;
+    for (i = 0; i < shnum; i++) {
+        const unsigned char *sh = e + shoff + i * shentsize, *lk;
+        uint64_t off = cuda_elf_u(sh + 0x18, 8), size = cuda_elf_u(sh + 0x20, 8), link = cuda_elf_u(sh + 0x28, 4);
+        uint64_t loff, lsize;
+        if (cuda_elf_u(sh + 4, 4) != 2 /* SHT_SYMTAB */) continue;
+        if (off > n || size > n - off || link >= shnum) return 0;
+        lk = e + shoff + link * shentsize;
+        loff = cuda_elf_u(lk + 0x18, 8), lsize = cuda_elf_u(lk + 0x20, 8);
+        if (loff > n || lsize > n - loff) return 0;
+        *sym = e + off, *n_sym = (size_t)(size / 24), *str = (const char *)e + loff, *n_str = (size_t)lsize;
+        return 1;
+    }
+    return 0;
+}
+/* Does object b define a global symbol (binding GLOBAL, not weak) that object a defines too?
+   Its name into name. nvJitLink keeps the first of two such definitions, says so on stderr
+   only and reports success: the second object would run the first's code or data. */
+static int cuda_elf_dup(const void *a, size_t an, const void *b, size_t bn, char *name, size_t cap) {
+    const unsigned char *sa, *sb;
+    const char *ta, *tb;
+    size_t na, nb, nta, ntb, i, j;
+    if (!cuda_elf_symtab((const unsigned char *)a, an, &sa, &na, &ta, &nta) ||
+        !cuda_elf_symtab((const unsigned char *)b, bn, &sb, &nb, &tb, &ntb))
+        return 0;
+    for (i = 0; i < nb; i++) {
+        const unsigned char *s = sb + 24 * i;
+        const uint64_t nm = cuda_elf_u(s, 4);
+        const char *x;
+        if (s[4] >> 4 != 1 /* STB_GLOBAL */ || cuda_elf_u(s + 6, 2) == 0 /* undefined */ || nm >= ntb) continue;
+        x = tb + nm;
+        if (!memchr(x, 0, ntb - nm) || !*x) continue;
+        for (j = 0; j < na; j++) {
+            const unsigned char *r = sa + 24 * j;
+            const uint64_t rn = cuda_elf_u(r, 4);
+            if (r[4] >> 4 != 1 || cuda_elf_u(r + 6, 2) == 0 || rn >= nta || !memchr(ta + rn, 0, nta - rn)) continue;
+            if (strcmp(ta + rn, x) == 0) {
+                snprintf(name, cap, "%s", x);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 gpuos_status gpuos__cuda_rt_install(gpuos_context *ctx, gpuos__rt_version *v) {
     struct gpuos__cuda *c = ctx->cuda;
     gpuos__rt_version *vs[GPUOS__RT_SLOTS];
@@ -6088,14 +6144,28 @@ gpuos_status gpuos__cuda_rt_install(gpuos_context *ctx, gpuos__rt_version *v) {
         }
         snprintf(larch, sizeof larch, "-arch=sm_%d%d", c->cc_major, c->cc_minor);
         lopts[0] = larch;
-        {
+        /* a name that two objects define (extern "C" names in full functions: each source's
+           other names are in a namespace of its own) is refused: nvJitLink would keep one */
+        st = GPUOS_OK;
+        for (k = 1; k < 1 + m && st == GPUOS_OK; k++) {
+            char dup[128];
+            for (j = 0; j < k && st == GPUOS_OK; j++)
+                if (cuda_elf_dup(images[j], sizes[j], images[k], sizes[k], dup, sizeof dup))
+                    st = gpuos__set_error(ctx, GPUOS_ERR_COMPILE,
+                                          "gpuos_op_define: '%s' defines '%s', which %s defines too (every version "
+                                          "in use is linked into one module: an extern \"C\" name must differ "
+                                          "between operators and between an operator's versions)",
+                                          v->name, dup, j == 0 ? "the run-time worker code" : "another version in use");
+        }
+        if (st == GPUOS_OK) {
             const uint64_t t0 = cuda_now_ns();
             st = gpuos__nvjitlink_link(ctx, lopts, 1, images, sizes, types, 1 + m, &cubin, &cubin_size, &log);
             c->last_rt_link_ms = (double)(cuda_now_ns() - t0) / 1e6;
+            if (st != GPUOS_OK)
+                st = gpuos__set_error(ctx, st, "gpuos_op_define: linking '%s' with the kernel failed:\n%s", v->name,
+                                      log ? log : "");
         }
         if (st != GPUOS_OK) {
-            st = gpuos__set_error(ctx, st, "gpuos_op_define: linking '%s' with the kernel failed:\n%s", v->name,
-                                  log ? log : "");
             cubin = NULL;
         } else if (path[0]) {
             cuda_cache_write(path, gkey, cubin, cubin_size);

@@ -612,7 +612,9 @@ GPUOS_API void gpuos_graph_release(gpuos_graph *graph);
      refused with GPUOS_ERR_UNSUPPORTED (its blocks must fit where the kernel's do).
      Each definition's source is compiled in a namespace of its own, so helpers and
      __device__ variables of one name in several operators (or in an operator's versions
-     still running) are distinct; extern "C" names are not, and must differ.
+     still running) are distinct. extern "C" names are not: a definition whose extern "C"
+     name another version in use also defines fails with GPUOS_ERR_COMPILE (so a source
+     with one cannot be redefined while its previous version is linked: avoid them).
 
    Compiling does not stop the running system: other threads keep submitting and queued
    work keeps running; the new code joins at a task boundary, and nothing queued is lost,

@@ -7,8 +7,11 @@
    still holds its slot - collided there: nvJitLink printed "Multiple definition" and kept
    one definition without failing (an operator ran another's helper, a redefinition read
    the old K). Each source now has a namespace of its own (gpuos__rtns_<hash>): the link
-   must keep both definitions of each name. Where NVRTC or nvJitLink cannot be loaded the
-   test says so and checks nothing (the GPU tests, test_rtops, run the operators). */
+   must keep both definitions of each name. extern "C" names escape namespaces: two
+   objects that define one are found before the link (cuda_elf_dup; gpuos_op_define then
+   fails with GPUOS_ERR_COMPILE), and objects without such a name are not. Where NVRTC or
+   nvJitLink cannot be loaded the test says so and checks nothing (the GPU tests,
+   test_rtops, run the operators). */
 #include "../gpuos.c"
 
 #include "ctest.h"
@@ -75,7 +78,12 @@ static void link_two(const char *case_name, gpuos__rt_version *a, gpuos__rt_vers
     lo[0] = larch;
     st = gpuos__nvjitlink_link(ctx, lo, 1, im, sz, ty, 3, &cubin, &cs, &log);
     CHECK(st == GPUOS_OK, "%s: link: %s %s", case_name, gpuos_status_string(st), log ? log : "");
-    CHECK(!log || !strstr(log, "Multiple definition"), "%s: the link's log: %s", case_name, log);
+    for (k = 1; k < 3; k++) { /* no name defined twice: what gpuos__cuda_rt_install checks first */
+        int j;
+        for (j = 0; j < k; j++)
+            CHECK(!cuda_elf_dup(im[j], sz[j], im[k], sz[k], sym, sizeof sym), "%s: objects %d and %d both define %s",
+                  case_name, j, k, sym);
+    }
     for (k = 0; k < 2 && cubin; k++) {
         const gpuos__rt_version *v = k ? b : a;
         snprintf(sym, sizeof sym, "_ZN28gpuos__rtns_%016llx%s", (unsigned long long)v->hash, mangled_tail);
@@ -126,6 +134,18 @@ int main(void) {
         a = version("f", "__noinline__ " RT_FN("f", "1.0f"));
         b = version("f", "__noinline__ " RT_FN("f", "2.0f"));
         link_two("the function f across a redefinition", a, b, "1fERK10gpuos_tile");
+        freev(a), freev(b);
+        /* an extern "C" name in two sources: found before any link */
+        a = version("xa", "extern \"C\" __device__ float gpuos_test_shared = 1.5f;\n" RT_FN("xa", "gpuos_test_shared"));
+        b = version("xb", "extern \"C\" __device__ float gpuos_test_shared = 7.5f;\n" RT_FN("xb", "gpuos_test_shared"));
+        if (a && b) {
+            char sym[128] = "";
+            CHECK(cuda_elf_dup(a->obj, a->obj_size, b->obj, b->obj_size, sym, sizeof sym) &&
+                      strcmp(sym, "gpuos_test_shared") == 0,
+                  "an extern \"C\" variable in two objects is found ('%s')", sym);
+            CHECK(!cuda_elf_dup(C.rtw_img, C.rtw_size, b->obj, b->obj_size, sym, sizeof sym),
+                  "the worker code shares no name with an operator (%s)", sym);
+        }
         freev(a), freev(b);
     }
     for (i = 0; i < C.n_opt_store; i++) free(C.opt_store[i]);

@@ -679,6 +679,20 @@ static void test_function_names(gpuos_context *ctx) {
     CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
     expect_all(ctx, y1, 1.5f, "the first version's K");
     expect_all(ctx, y2, 7.5f, "the redefinition's K, same name");
+    { /* extern "C" names escape the namespaces: a second definition of one is refused */
+        gpuos_op xa = 0, xb = 0;
+        d.name = "xa";
+        d.source = "extern \"C\" __device__ float gpuos_test_x = 1.5f;\n" RT_FN("xa", "gpuos_test_x");
+        CHECK(gpuos_op_define(ctx, &d, &xa) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        d.name = "xb";
+        d.source = "extern \"C\" __device__ float gpuos_test_x = 7.5f;\n" RT_FN("xb", "gpuos_test_x");
+        CHECK(gpuos_op_define(ctx, &d, &xb) == GPUOS_ERR_COMPILE && strstr(gpuos_last_error(ctx), "gpuos_test_x"),
+              "a second extern \"C\" gpuos_test_x: %s", gpuos_last_error(ctx));
+        t.op = xa, t.out = y1;
+        CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        expect_all(ctx, y1, 1.5f, "xa after xb was refused");
+        gpuos_op_remove(ctx, xa);
+    }
 #undef RT_FN
     gpuos_op_remove(ctx, f), gpuos_op_remove(ctx, g), gpuos_op_remove(ctx, k);
     gpuos_tensor_release(y1), gpuos_tensor_release(y2), gpuos_tensor_release(z);
