@@ -800,6 +800,8 @@ struct gpuos_context {
     uint64_t completed;    /* every job up to this one has finished */
     int paused;            /* gpuos_debug_pause */
     int stopping;          /* the dispatcher exits at the next job boundary */
+    int cancel;   /* host executor: gpuos_destroy gave up waiting: the running job stops between its
+                     chunks and items (host_exec.c, rtops.c; read with __atomic_load_n) */
     int destroyed;         /* gpuos_destroy ran; the handle lives on for tensors */
     gpuos_status sticky;   /* GPUOS_OK while healthy */
     char sticky_msg[1024]; /* what made the context fail, repeated by every later error */
@@ -2914,6 +2916,9 @@ void gpuos_destroy(gpuos_context *ctx) {
 
     /* Let queued work finish (at most wait_timeout_ms); what is left is dropped. */
     (void)gpuos__wait_seq(ctx, last, 0, ctx->cfg.wait_timeout_ms, "gpuos_destroy");
+    /* host executor: the running job stops at its next chunk or item (a job of hours would
+       otherwise hold the join below) */
+    __atomic_store_n(&ctx->cancel, 1, __ATOMIC_RELAXED);
     gpuos__stage_close(ctx);
     if (ctx->cuda) {
         gpuos__queue_fini(ctx); /* storages of dropped jobs go back while the GPU is still open */
@@ -10157,6 +10162,7 @@ uint16_t gpuos__f64_to_bf16(double d) { return (uint16_t)half_from_f64(d, 8, 7);
 #define HOST_CHUNKS_PER_THREAD 4
 
 struct gpuos__pool {
+    const int *cancel;      /* the context's cancel flag (gpuos_destroy) */
     pthread_mutex_t mu;
     pthread_cond_t cv_work; /* a job was posted, or stop */
     pthread_cond_t cv_done; /* the last chunk of the posted job finished */
@@ -10212,11 +10218,13 @@ static void host_run_range(const gpuos__job *job, int64_t begin, int64_t end) {
     }
 }
 
+static int host_cancelled(const int *cancel) { return __atomic_load_n(cancel, __ATOMIC_RELAXED) != 0; }
+
 static void host_run_chunk(const struct gpuos__pool *p, const gpuos__job *job, int64_t c) {
     int64_t begin = c * p->chunk;
     int64_t end = begin + p->chunk;
     if (end > job->items) end = job->items;
-    host_run_range(job, begin, end);
+    if (!host_cancelled(p->cancel)) host_run_range(job, begin, end); /* (else skipped: the context is going) */
 }
 
 /* ---------------------------------------------------------------- worker pool */
@@ -10269,9 +10277,15 @@ static void host_run(gpuos_context *ctx, const gpuos__job *job) {
     int64_t work;
     if (job->items <= 0) return; /* zero-size output: nothing to do */
     if (!gpuos__mul64(job->items, job->item_cost > 0 ? job->item_cost : 1, &work)) work = INT64_MAX;
-    if (ctx->pool == NULL || job->items < 2 || work < HOST_SPLIT_WORK)
+    if (work < HOST_SPLIT_WORK || job->items < 2) {
         host_run_range(job, 0, job->items);
-    else
+    } else if (ctx->pool == NULL) { /* one thread: in steps of about HOST_SPLIT_WORK, so that a
+                                       destroy that gave up waiting stops it between them */
+        int64_t step = job->items / (work / HOST_SPLIT_WORK), b;
+        if (step < 1) step = 1;
+        for (b = 0; b < job->items && !host_cancelled(&ctx->cancel); b += step)
+            host_run_range(job, b, job->items - b < step ? job->items : b + step);
+    } else
         host_run_split(ctx->pool, job, work);
 }
 
@@ -10315,6 +10329,7 @@ static void host_pool_stop(struct gpuos__pool *p) {
 static gpuos_status host_pool_start(gpuos_context *ctx, int n_workers) {
     struct gpuos__pool *p = (struct gpuos__pool *)calloc(1, sizeof *p);
     if (!p) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "no memory for the host worker pool");
+    p->cancel = &ctx->cancel;
     if (pthread_mutex_init(&p->mu, NULL) != 0) {
         free(p);
         return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "cannot create the host worker pool's mutex");
@@ -12387,6 +12402,7 @@ void gpuos__rt_host_run(const gpuos__job *job, int64_t begin, int64_t end) {
         }
     }
     for (i = begin; i < end; i++) {
+        if (__atomic_load_n(&v->ctx->cancel, __ATOMIC_RELAXED)) return; /* gpuos_destroy gave up waiting */
         memset(vars, 0, sizeof vars);
         for (q = 0; q < v->n_in; q++) rt_load(v->in_dtype[q], p->ptr[1 + q] + off[1 + q], &vars[1 + q]);
         for (q = 0; q < v->n_scalars; q++) vars[1 + v->n_in + q].d = p->scalar[q];

@@ -322,8 +322,11 @@ typedef enum gpuos_backend {
 
 /* Creates a context. On failure *out is NULL and gpuos_last_error(NULL) says why. */
 GPUOS_API gpuos_status gpuos_create(const gpuos_config *config, gpuos_context **out);
-/* Waits up to wait_timeout_ms (and for the task running then) for queued work, drops what
-   has not finished, stops the executor and frees the context's resources. Its tensors and
+/* Waits up to wait_timeout_ms for queued work, drops what has not finished, stops the
+   executor and frees the context's resources. A task running then is stopped between its
+   chunks (host executor; a chunk is a few milliseconds of work, an element for a run-time
+   operator's body: its output is left part written), or on the GPU finishes with what was
+   already sent to the device. Its tensors and
    graphs must still be released (before or after); while one is alive it keeps the
    context's memory, and later calls on ctx or its graphs return GPUOS_ERR_INVALID_ARGUMENT
    (views of its tensors still work: they need nothing of ctx but that memory). Once the last

@@ -198,6 +198,9 @@ void gpuos_destroy(gpuos_context *ctx) {
 
     /* Let queued work finish (at most wait_timeout_ms); what is left is dropped. */
     (void)gpuos__wait_seq(ctx, last, 0, ctx->cfg.wait_timeout_ms, "gpuos_destroy");
+    /* host executor: the running job stops at its next chunk or item (a job of hours would
+       otherwise hold the join below) */
+    __atomic_store_n(&ctx->cancel, 1, __ATOMIC_RELAXED);
     gpuos__stage_close(ctx);
     if (ctx->cuda) {
         gpuos__queue_fini(ctx); /* storages of dropped jobs go back while the GPU is still open */

@@ -217,6 +217,8 @@ struct gpuos_context {
     uint64_t completed;    /* every job up to this one has finished */
     int paused;            /* gpuos_debug_pause */
     int stopping;          /* the dispatcher exits at the next job boundary */
+    int cancel;   /* host executor: gpuos_destroy gave up waiting: the running job stops between its
+                     chunks and items (host_exec.c, rtops.c; read with __atomic_load_n) */
     int destroyed;         /* gpuos_destroy ran; the handle lives on for tensors */
     gpuos_status sticky;   /* GPUOS_OK while healthy */
     char sticky_msg[1024]; /* what made the context fail, repeated by every later error */

@@ -18,6 +18,7 @@
 #define HOST_CHUNKS_PER_THREAD 4
 
 struct gpuos__pool {
+    const int *cancel;      /* the context's cancel flag (gpuos_destroy) */
     pthread_mutex_t mu;
     pthread_cond_t cv_work; /* a job was posted, or stop */
     pthread_cond_t cv_done; /* the last chunk of the posted job finished */
@@ -73,11 +74,13 @@ static void host_run_range(const gpuos__job *job, int64_t begin, int64_t end) {
     }
 }
 
+static int host_cancelled(const int *cancel) { return __atomic_load_n(cancel, __ATOMIC_RELAXED) != 0; }
+
 static void host_run_chunk(const struct gpuos__pool *p, const gpuos__job *job, int64_t c) {
     int64_t begin = c * p->chunk;
     int64_t end = begin + p->chunk;
     if (end > job->items) end = job->items;
-    host_run_range(job, begin, end);
+    if (!host_cancelled(p->cancel)) host_run_range(job, begin, end); /* (else skipped: the context is going) */
 }
 
 /* ---------------------------------------------------------------- worker pool */
@@ -130,9 +133,15 @@ static void host_run(gpuos_context *ctx, const gpuos__job *job) {
     int64_t work;
     if (job->items <= 0) return; /* zero-size output: nothing to do */
     if (!gpuos__mul64(job->items, job->item_cost > 0 ? job->item_cost : 1, &work)) work = INT64_MAX;
-    if (ctx->pool == NULL || job->items < 2 || work < HOST_SPLIT_WORK)
+    if (work < HOST_SPLIT_WORK || job->items < 2) {
         host_run_range(job, 0, job->items);
-    else
+    } else if (ctx->pool == NULL) { /* one thread: in steps of about HOST_SPLIT_WORK, so that a
+                                       destroy that gave up waiting stops it between them */
+        int64_t step = job->items / (work / HOST_SPLIT_WORK), b;
+        if (step < 1) step = 1;
+        for (b = 0; b < job->items && !host_cancelled(&ctx->cancel); b += step)
+            host_run_range(job, b, job->items - b < step ? job->items : b + step);
+    } else
         host_run_split(ctx->pool, job, work);
 }
 
@@ -176,6 +185,7 @@ static void host_pool_stop(struct gpuos__pool *p) {
 static gpuos_status host_pool_start(gpuos_context *ctx, int n_workers) {
     struct gpuos__pool *p = (struct gpuos__pool *)calloc(1, sizeof *p);
     if (!p) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "no memory for the host worker pool");
+    p->cancel = &ctx->cancel;
     if (pthread_mutex_init(&p->mu, NULL) != 0) {
         free(p);
         return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "cannot create the host worker pool's mutex");

@@ -8,7 +8,10 @@
    - a node recorded with its own deadline_us does not count in gpuos_deadline_stats: a
      launch counts once, by the graph's deadline;
    - calls on a context after gpuos_destroy (a tensor keeps the handle alive) return
-     GPUOS_ERR_INVALID_ARGUMENT.
+     GPUOS_ERR_INVALID_ARGUMENT;
+   - gpuos_destroy waits for queued work at most wait_timeout_ms, also for the job running
+     then (host executor: a long job stops between its chunks and items; it held the destroy
+     for the whole job, a helper's audit).
    Values are checked exactly (i32) or within 1e-5 relative (f32 softmax) against C. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -600,6 +603,54 @@ static void last_error_threads(void) {
     CHECK(n == 4 && lerr_torn == 0, "gpuos_last_error from 4 failing threads: %d strings not the message", lerr_torn);
 }
 
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A run-time operator of ~3 ms an element (a loop of 400000 steps) on 4096 elements: ~12 s of
+   work on one thread (a few on several), then gpuos_destroy with wait_timeout_ms = 100. It
+   must return long before the job would end (it waited for all of it). Host executor only
+   (on the GPU the same body runs in microseconds). */
+static void destroy_long_job(void) {
+    gpuos_config cfg = GPUOS_CONFIG_INIT;
+    gpuos_context *ctx = NULL;
+    gpuos_op_def d = GPUOS_OP_DEF_INIT;
+    gpuos_op op;
+    gpuos_task t = GPUOS_TASK_INIT;
+    gpuos_tensor *x = NULL;
+    int64_t n = 4096;
+    double t0, t1;
+    int k;
+    for (k = 0; k < 2; k++) { /* one host thread (steps), then the default pool (chunks) */
+        cfg.device = GPUOS_DEVICE_HOST;
+        cfg.host_threads = k == 0 ? 1 : 0;
+        cfg.wait_timeout_ms = 100;
+        if (gpuos_create(&cfg, &ctx) != GPUOS_OK) {
+            CHECK(0, "gpuos_create: %s", gpuos_last_error(NULL));
+            return;
+        }
+        d.name = "slow";
+        d.n_inputs = 1;
+        d.source = "float s = 0; for (int i = 0; i < 400000; i++) { s = s + 1.0f; } out = a + s;";
+        OKC(gpuos_op_define(ctx, &d, &op));
+        OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &x));
+        t.op = op, t.out = x, t.in[0] = x;
+        OKC(gpuos_submit(ctx, &t, NULL));
+        {
+            struct timespec ts = {0, 50000000};
+            nanosleep(&ts, NULL); /* the job runs */
+        }
+        t0 = now_s();
+        gpuos_tensor_release(x);
+        gpuos_destroy(ctx);
+        t1 = now_s();
+        CHECK(t1 - t0 < 3.0, "gpuos_destroy (wait_timeout_ms 100, %s) took %.2f s: it waited for the running job",
+              k == 0 ? "one thread" : "a pool", t1 - t0);
+    }
+}
+
 int main(void) {
     const unsigned long long seed = ctest_seed("test_semantics");
     gpuos_config cfg = GPUOS_CONFIG_INIT;
@@ -627,5 +678,6 @@ int main(void) {
     after_destroy(cfg.device);
     zero_wait_timeout(cfg.device);
     last_error_threads();
+    destroy_long_job();
     return ctest_summary("test_semantics");
 }
