@@ -10642,6 +10642,10 @@ static char *plan_ptr(const gpuos_tensor *t) {
     return t->st->data + t->offset * (int64_t)gpuos__elsize(t->dtype);
 }
 
+/* Byte stride of t along a stride of elements: 0 for an empty t, whose strides may be
+   anything (nothing is reached; their products passed 2^63 in plans and kernels: UB) */
+static int64_t plan_bs(const gpuos_tensor *t, int64_t stride, int64_t es) { return t->numel == 0 ? 0 : stride * es; }
+
 /* Adds t's storage to the job's list (once). */
 static void plan_use(gpuos__job *job, const gpuos_tensor *t) {
     int i;
@@ -10864,12 +10868,12 @@ static gpuos_status plan_reduce(plan_state *ps) {
         /* byte strides: an empty tensor's may pass 2^63 (wrapping: nothing is reached) */
         if (mask >> d & 1u) {
             ishape[ni] = a->shape[d];
-            istr[0][ni] = (int64_t)((uint64_t)a->strides[d] * (uint64_t)es_in);
+            istr[0][ni] = plan_bs(a, a->strides[d], es_in);
             ni++;
         } else {
             oshape[no] = a->shape[d];
-            ostr[0][no] = (int64_t)((uint64_t)a->strides[d] * (uint64_t)es_in);
-            ostr[1][no] = (int64_t)((uint64_t)o->strides[od] * (uint64_t)es_out);
+            ostr[0][no] = plan_bs(a, a->strides[d], es_in);
+            ostr[1][no] = plan_bs(o, o->strides[od], es_out);
             no++;
         }
     }
@@ -10945,13 +10949,16 @@ static gpuos_status plan_rows(plan_state *ps) {
     for (d = 0; d < r; d++) {
         if (d == axis) continue;
         shape[no] = x->shape[d];
-        str[0][no] = x->strides[d] * es;
-        str[1][no] = o->strides[d] * es;
+        str[0][no] = plan_bs(x, x->strides[d], es);
+        str[1][no] = plan_bs(o, o->strides[d], es);
         no++;
     }
-    p->outer_numel = 1;
-    for (d = 0; d < no; d++) p->outer_numel *= shape[d];
-    if (p->outer_numel > 0) plan_merge(&no, shape, 2, str);
+    p->outer_numel = 1; /* (held at INT64_MAX past 2^63: then an empty axis makes it 0 again) */
+    for (d = 0; d < no; d++)
+        if (!gpuos__mul64(p->outer_numel, shape[d], &p->outer_numel)) p->outer_numel = INT64_MAX;
+    for (d = 0; d < no; d++)
+        if (shape[d] == 0) p->outer_numel = 0;
+    if (p->outer_numel > 0 && o->numel > 0) plan_merge(&no, shape, 2, str); /* (no product past 2^63) */
     p->outer_rank = no;
     for (d = 0; d < no; d++) {
         p->outer_shape[d] = shape[d];
@@ -10959,25 +10966,25 @@ static gpuos_status plan_rows(plan_state *ps) {
         p->outer_out_stride[d] = str[1][d];
     }
     p->n = n;
-    p->in_stride = r > 0 ? x->strides[axis] * es : 0;
-    p->out_stride = r > 0 ? o->strides[axis] * es : 0;
+    p->in_stride = r > 0 ? plan_bs(x, x->strides[axis], es) : 0;
+    p->out_stride = r > 0 ? plan_bs(o, o->strides[axis], es) : 0;
     p->out = plan_ptr(o);
     p->in = plan_ptr(x);
     plan_use(job, o);
     plan_use(job, x);
     if (ps->in[1]) {
         p->weight = plan_ptr(ps->in[1]);
-        p->weight_stride = ps->in[1]->strides[0] * es;
+        p->weight_stride = plan_bs(ps->in[1], ps->in[1]->strides[0], es);
         plan_use(job, ps->in[1]);
     }
     if (ps->in[2]) {
         p->bias = plan_ptr(ps->in[2]);
-        p->bias_stride = ps->in[2]->strides[0] * es;
+        p->bias_stride = plan_bs(ps->in[2], ps->in[2]->strides[0], es);
         plan_use(job, ps->in[2]);
     }
     p->eps = ps->task->scalar[0];
     job->items = o->numel == 0 ? 0 : p->outer_numel;
-    job->item_cost = 4 * (n > 0 ? n : 1);
+    if (!gpuos__mul64(4, n > 0 ? n : 1, &job->item_cost)) job->item_cost = INT64_MAX; /* (an empty row's n may be huge) */
     job->rows_fn = gpuos__host_rows(ps->op, ps->key);
     if (!job->rows_fn)
         return gpuos__set_error(ps->ctx, GPUOS_ERR_UNSUPPORTED_DTYPE,
@@ -11024,13 +11031,16 @@ static gpuos_status plan_matmul(plan_state *ps) {
     memset(p, 0, sizeof *p);
     for (d = 0; d < br; d++) {
         int da = d - (br - bra), db = d - (br - brb);
-        str[0][d] = (da < 0 || (a->shape[da] == 1 && bshape[d] != 1)) ? 0 : a->strides[da] * es;
-        str[1][d] = (db < 0 || (b->shape[db] == 1 && bshape[d] != 1)) ? 0 : b->strides[db] * es;
-        str[2][d] = o->strides[d] * es;
+        str[0][d] = (da < 0 || (a->shape[da] == 1 && bshape[d] != 1)) ? 0 : plan_bs(a, a->strides[da], es);
+        str[1][d] = (db < 0 || (b->shape[db] == 1 && bshape[d] != 1)) ? 0 : plan_bs(b, b->strides[db], es);
+        str[2][d] = plan_bs(o, o->strides[d], es);
     }
-    p->batch_numel = 1;
-    for (d = 0; d < br; d++) p->batch_numel *= bshape[d];
-    if (p->batch_numel > 0) plan_merge(&br, bshape, 3, str);
+    p->batch_numel = 1; /* (held at INT64_MAX past 2^63, 0 with an empty axis) */
+    for (d = 0; d < br; d++)
+        if (!gpuos__mul64(p->batch_numel, bshape[d], &p->batch_numel)) p->batch_numel = INT64_MAX;
+    for (d = 0; d < br; d++)
+        if (bshape[d] == 0) p->batch_numel = 0;
+    if (p->batch_numel > 0 && o->numel > 0) plan_merge(&br, bshape, 3, str); /* (no product past 2^63) */
     p->batch_rank = br;
     for (d = 0; d < br; d++) {
         p->batch_shape[d] = bshape[d];
@@ -11041,12 +11051,12 @@ static gpuos_status plan_matmul(plan_state *ps) {
     p->M = M;
     p->N = N;
     p->K = K;
-    p->a_m = ra >= 2 ? a->strides[ra - 2] * es : 0;
-    p->a_k = a->strides[ra - 1] * es;
-    p->b_k = (rb >= 2 ? b->strides[rb - 2] : b->strides[0]) * es;
-    p->b_n = rb >= 2 ? b->strides[rb - 1] * es : 0;
-    p->o_m = ra >= 2 ? o->strides[o->rank - (rb >= 2 ? 2 : 1)] * es : 0;
-    p->o_n = rb >= 2 ? o->strides[o->rank - 1] * es : 0;
+    p->a_m = ra >= 2 ? plan_bs(a, a->strides[ra - 2], es) : 0;
+    p->a_k = plan_bs(a, a->strides[ra - 1], es);
+    p->b_k = plan_bs(b, rb >= 2 ? b->strides[rb - 2] : b->strides[0], es);
+    p->b_n = rb >= 2 ? plan_bs(b, b->strides[rb - 1], es) : 0;
+    p->o_m = ra >= 2 ? plan_bs(o, o->strides[o->rank - (rb >= 2 ? 2 : 1)], es) : 0;
+    p->o_n = rb >= 2 ? plan_bs(o, o->strides[o->rank - 1], es) : 0;
     p->out = plan_ptr(o);
     p->a = plan_ptr(a);
     p->b = plan_ptr(b);
@@ -13287,6 +13297,7 @@ gpuos_status gpuos_tensor_new_pinned(gpuos_context *ctx, gpuos_dtype dtype, int 
 
 void *gpuos_tensor_host_data(const gpuos_tensor *t) {
     if (!t || !t->st->pinned) return NULL;
+    if (t->numel == 0) return t->st->pinned; /* an empty view may carry any offset: it reaches nothing */
     return (char *)t->st->pinned + t->offset * (int64_t)gpuos__elsize(t->dtype);
 }
 
@@ -13809,7 +13820,12 @@ gpuos_status gpuos_view_reshape(const gpuos_tensor *t, int rank, const int64_t *
                                     "%s: shape[%d] is %lld; sizes must be >= 0 (or one -1)", fn, i,
                                     (long long)shape[i]);
         } else if (!gpuos__mul64(known, shape[i], &known)) {
-            return gpuos__set_error(t->ctx, GPUOS_ERR_SHAPE_MISMATCH, "%s: the new shape has too many elements", fn);
+            int j, zero = 0; /* an empty shape's other sizes may multiply past 2^63 (as gpuos_tensor_new allows) */
+            for (j = 0; j < rank; j++) zero |= shape[j] == 0;
+            if (!zero)
+                return gpuos__set_error(t->ctx, GPUOS_ERR_SHAPE_MISMATCH, "%s: the new shape has too many elements",
+                                        fn);
+            known = 0;
         }
     }
     if (infer >= 0) {

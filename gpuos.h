@@ -524,7 +524,8 @@ GPUOS_API gpuos_status gpuos_wait_task(gpuos_context *ctx, uint64_t seq, uint32_
    output (a bias row, a residual), and relu, gelu, gelu_tanh, silu, sigmoid, tanh, up to 4
    of them. Each is applied as the output is stored and rounded to the dtype as its own
    task would round it, so results are bit for bit those of the separate tasks (the tests
-   check it); only fewer tasks run (tiny_mlp in bench/). A layernorm (no weight or bias)
+   check it; a NaN's sign and payload aside, which follow the compiler's operand order: a
+   helper's fuzzing saw add and mul of two NaNs keep the other one); only fewer tasks run (tiny_mlp in bench/). A layernorm (no weight or bias)
    right before such a matmul that reads its output joins the same task as its prologue
    where the GPU can run it bit for bit the same: f32, at most 8 rows of 203 to 512
    elements (and K <= 8 ceil(N / 8) for the product's N outputs), the layernorm's input and

@@ -295,6 +295,7 @@ gpuos_status gpuos_tensor_new_pinned(gpuos_context *ctx, gpuos_dtype dtype, int 
 
 void *gpuos_tensor_host_data(const gpuos_tensor *t) {
     if (!t || !t->st->pinned) return NULL;
+    if (t->numel == 0) return t->st->pinned; /* an empty view may carry any offset: it reaches nothing */
     return (char *)t->st->pinned + t->offset * (int64_t)gpuos__elsize(t->dtype);
 }
 

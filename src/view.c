@@ -212,7 +212,12 @@ gpuos_status gpuos_view_reshape(const gpuos_tensor *t, int rank, const int64_t *
                                     "%s: shape[%d] is %lld; sizes must be >= 0 (or one -1)", fn, i,
                                     (long long)shape[i]);
         } else if (!gpuos__mul64(known, shape[i], &known)) {
-            return gpuos__set_error(t->ctx, GPUOS_ERR_SHAPE_MISMATCH, "%s: the new shape has too many elements", fn);
+            int j, zero = 0; /* an empty shape's other sizes may multiply past 2^63 (as gpuos_tensor_new allows) */
+            for (j = 0; j < rank; j++) zero |= shape[j] == 0;
+            if (!zero)
+                return gpuos__set_error(t->ctx, GPUOS_ERR_SHAPE_MISMATCH, "%s: the new shape has too many elements",
+                                        fn);
+            known = 0;
         }
     }
     if (infer >= 0) {

@@ -572,6 +572,63 @@ static void empty_huge(gpuos_context *ctx) {
     }
     CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 1, oshape, &o) == GPUOS_OK, "%s", gpuos_last_error(ctx));
     if (o) CHECK(gpuos_sum(ctx, o, t, axes, 2, 0) == GPUOS_OK, "sum over the huge axes: %s", gpuos_last_error(ctx));
+    /* a helper's fuzzing under UBSan (session 30): plans and kernels multiplied an empty
+       tensor's huge sizes or strides (signed overflow); the results and statuses are checked
+       here, the overflow itself under the sanitizers */
+    {
+        const int64_t sh[3] = {(int64_t)1 << 61, (int64_t)1 << 62, 0};
+        const int64_t sa[4] = {big, big, 0, 4}, sb[2] = {4, 5}, so[4] = {big, big, 0, 5};
+        const int64_t n8 = 8, vs[3] = {3, 5, 0}, vst[3] = {1, ((int64_t)1 << 61) + 1, 1}, os[2] = {3, 5};
+        const int64_t bs[2] = {3, 0}, bst[2] = {(int64_t)1 << 62, 1}, three = 3;
+        gpuos_tensor *a = NULL, *b = NULL, *c = NULL, *w = NULL, *rs = NULL;
+        int ax = 2;
+        float got[15];
+        unsigned char any[3] = {1, 1, 1};
+        int i, bad = 0;
+        CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 3, sh, &a) == GPUOS_OK && gpuos_tensor_new(ctx, GPUOS_F32, 3, sh, &c) == GPUOS_OK,
+              "%s", gpuos_last_error(ctx));
+        if (a && c) CHECK(gpuos_softmax(ctx, c, a, -1) == GPUOS_OK, "softmax of [2^61, 2^62, 0]: %s", gpuos_last_error(ctx));
+        gpuos_tensor_release(a), gpuos_tensor_release(c), a = c = NULL;
+        CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 4, sa, &a) == GPUOS_OK && gpuos_tensor_new(ctx, GPUOS_F32, 2, sb, &b) == GPUOS_OK &&
+                  gpuos_tensor_new(ctx, GPUOS_F32, 4, so, &c) == GPUOS_OK,
+              "%s", gpuos_last_error(ctx));
+        if (a && b && c)
+            CHECK(gpuos_matmul(ctx, c, a, b) == GPUOS_OK, "matmul of [2^40, 2^40, 0, 4] and [4, 5]: %s", gpuos_last_error(ctx));
+        gpuos_tensor_release(a), gpuos_tensor_release(b), gpuos_tensor_release(c), a = b = c = NULL;
+        /* sum over the empty axis of a view with a huge stride: 15 zeros */
+        CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 1, &n8, &b) == GPUOS_OK && gpuos_view_strided(b, 3, vs, vst, 0, &a) == GPUOS_OK &&
+                  gpuos_tensor_new(ctx, GPUOS_F32, 2, os, &c) == GPUOS_OK && gpuos_fill(ctx, c, 7.0) == GPUOS_OK,
+              "%s", gpuos_last_error(ctx));
+        if (a && c) {
+            CHECK(gpuos_sum(ctx, c, a, &ax, 1, 0) == GPUOS_OK, "sum over an empty axis: %s", gpuos_last_error(ctx));
+            CHECK(gpuos_download(ctx, c, got, sizeof got) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+            for (i = 0; i < 15; i++) bad += got[i] != 0.0f;
+            CHECK(bad == 0, "sum over an empty axis of a strided view: %d of 15 not 0", bad);
+        }
+        gpuos_tensor_release(a), gpuos_tensor_release(b), gpuos_tensor_release(c), a = b = c = NULL;
+        /* any over the empty axis of a bool view with stride 2^62: false */
+        ax = 1;
+        CHECK(gpuos_tensor_new(ctx, GPUOS_BOOL, 1, &n8, &b) == GPUOS_OK && gpuos_view_strided(b, 2, bs, bst, 0, &a) == GPUOS_OK &&
+                  gpuos_tensor_new(ctx, GPUOS_BOOL, 1, &three, &c) == GPUOS_OK && gpuos_fill(ctx, c, 1.0) == GPUOS_OK,
+              "%s", gpuos_last_error(ctx));
+        if (a && c) {
+            CHECK(gpuos_any(ctx, c, a, &ax, 1, 0) == GPUOS_OK, "any over an empty axis: %s", gpuos_last_error(ctx));
+            CHECK(gpuos_download(ctx, c, any, sizeof any) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+            CHECK(!any[0] && !any[1] && !any[2], "any over an empty axis: %d %d %d, want 0 0 0", any[0], any[1], any[2]);
+        }
+        gpuos_tensor_release(a), gpuos_tensor_release(b), gpuos_tensor_release(c), a = b = c = NULL;
+        /* an empty shape whose other sizes multiply past 2^63 reshapes (to itself, and from [0]) */
+        if (t) {
+            const int64_t huge[3] = {big, big, 0}, zero1[1] = {0};
+            CHECK(gpuos_tensor_new(ctx, GPUOS_F32, 3, huge, &w) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+            if (w) CHECK(gpuos_view_reshape(w, 3, huge, &rs) == GPUOS_OK, "reshape [2^40, 2^40, 0] to itself: %s",
+                         gpuos_last_error(ctx));
+            gpuos_tensor_release(rs), rs = NULL;
+            if (w) CHECK(gpuos_view_reshape(w, 1, zero1, &rs) == GPUOS_OK && gpuos_view_reshape(rs, 3, huge, &a) == GPUOS_OK,
+                         "reshape [0] to [2^40, 2^40, 0]: %s", gpuos_last_error(ctx));
+            gpuos_tensor_release(a), gpuos_tensor_release(rs), gpuos_tensor_release(w);
+        }
+    }
     CHECK(gpuos_wait(ctx, 20000) == GPUOS_OK && gpuos_context_status(ctx) == GPUOS_OK, "healthy: %s",
           gpuos_last_error(ctx));
     gpuos_tensor_release(o);
