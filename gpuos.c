@@ -10643,8 +10643,11 @@ static char *plan_ptr(const gpuos_tensor *t) {
 }
 
 /* Byte stride of t along a stride of elements: 0 for an empty t, whose strides may be
-   anything (nothing is reached; their products passed 2^63 in plans and kernels: UB) */
-static int64_t plan_bs(const gpuos_tensor *t, int64_t stride, int64_t es) { return t->numel == 0 ? 0 : stride * es; }
+   anything (nothing is reached; their products passed 2^63 in plans and kernels: UB), and
+   wrapping for a size-1 axis' stride, which may be anything too (only index 0 meets it) */
+static int64_t plan_bs(const gpuos_tensor *t, int64_t stride, int64_t es) {
+    return t->numel == 0 ? 0 : (int64_t)((uint64_t)stride * (uint64_t)es);
+}
 
 /* Adds t's storage to the job's list (once). */
 static void plan_use(gpuos__job *job, const gpuos_tensor *t) {
