@@ -592,7 +592,8 @@ GPUOS_API void gpuos_graph_release(gpuos_graph *graph);
      element: it reads the inputs (named in_names[k], default "a", "b", "c") and the
      scalars (scalar_names[k], default "s0", "s1"; double), and assigns the output
      (out_name, default "out", which starts at the output type's zero: a body that never
-     assigns it writes 0, on either executor). Inputs broadcast to the output's shape as for built-in
+     assigns it writes 0, on either executor). Names are identifiers, distinct, not starting
+     with gpuos and not one of the constants below (INT_MAX, M_PI ...). Inputs broadcast to the output's shape as for built-in
      element-wise operators; any strides and views; in place allowed. f16 and bf16 values
      are float in the body; bool is bool; integers are the <stdint.h> types. Example:
        def.source = "float t = a * s0 + b; out = t > 0.f ? t : 0.f;";

@@ -299,6 +299,21 @@ static int rt_ident(const char *s) {
     return i < 64;
 }
 
+/* Names a body's variables may not take: the constants both executors know (the device
+   prelude's macros, the interpreter's built-in names): the host accepted a variable named
+   M_PI, which the device's macro turned into a number (a compile error only there). */
+static const char *const rt_reserved[] = {
+    "INT8_MIN", "INT16_MIN", "INT32_MIN", "INT64_MIN", "INT8_MAX", "INT16_MAX", "INT32_MAX", "INT64_MAX",
+    "UINT8_MAX", "UINT16_MAX", "UINT32_MAX", "UINT64_MAX", "INT_MAX", "INT_MIN", "UINT_MAX", "LLONG_MAX",
+    "LLONG_MIN", "ULLONG_MAX", "FLT_MAX", "FLT_MIN", "FLT_EPSILON", "DBL_MAX", "DBL_MIN", "DBL_EPSILON",
+    "M_PI", "NAN", "INFINITY", "HUGE_VALF", "HUGE_VAL"};
+static int rt_is_reserved(const char *s) {
+    size_t i;
+    for (i = 0; i < sizeof rt_reserved / sizeof rt_reserved[0]; i++)
+        if (!strcmp(s, rt_reserved[i])) return 1;
+    return 0;
+}
+
 static const char *rt_default_in[GPUOS_RUNTIME_MAX_INPUTS] = {"a", "b", "c"};
 static const char *rt_default_sc[2] = {"s0", "s1"};
 
@@ -367,10 +382,11 @@ static gpuos_status rt_make(gpuos_context *ctx, const char *fn, const gpuos_op_d
         int n = 1 + v->n_in + v->n_scalars;
         for (k = 0; k < n; k++) {
             const char *given = k == 0 ? def->out_name : k <= v->n_in ? def->in_names[k - 1] : def->scalar_names[k - 1 - v->n_in];
-            if ((given && !rt_ident(given)) || !strncmp(v->var[k], "gpuos", 5)) {
+            if ((given && !rt_ident(given)) || !strncmp(v->var[k], "gpuos", 5) || rt_is_reserved(v->var[k])) {
                 gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT,
-                                 "%s: '%s' is not a usable variable name (an identifier, not starting with gpuos)", fn,
-                                 given ? given : v->var[k]);
+                                 "%s: '%s' is not a usable variable name (an identifier, not starting with gpuos, "
+                                 "not one of the constants a body knows such as INT_MAX or M_PI)",
+                                 fn, given ? given : v->var[k]);
                 free(v->source);
                 free(v);
                 return GPUOS_ERR_INVALID_ARGUMENT;

@@ -463,7 +463,12 @@ static void test_errors(gpuos_context *ctx, int gpu) {
     CHECK(gpuos_op_define(ctx, &e, &op) == GPUOS_ERR_INVALID_ARGUMENT, "two variables named out");
     e.in_names[0] = "x y";
     CHECK(gpuos_op_define(ctx, &e, &op) == GPUOS_ERR_INVALID_ARGUMENT, "a bad input name");
+    e.in_names[0] = "M_PI"; /* a constant of both executors: the device's macro made it a number */
+    CHECK(gpuos_op_define(ctx, &e, &op) == GPUOS_ERR_INVALID_ARGUMENT, "an input named M_PI");
     e.in_names[0] = NULL;
+    e.out_name = "INT_MAX";
+    CHECK(gpuos_op_define(ctx, &e, &op) == GPUOS_ERR_INVALID_ARGUMENT, "an output named INT_MAX");
+    e.out_name = NULL;
     e.out_dtype = (gpuos_dtype)99;
     CHECK(gpuos_op_define(ctx, &e, &op) == GPUOS_ERR_INVALID_ARGUMENT, "a bad dtype");
     e.out_dtype = GPUOS_F32;
