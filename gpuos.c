@@ -6060,7 +6060,8 @@ static int cuda_elf_symtab(const unsigned char *e, size_t n, const unsigned char
     }
     return 0;
 }
-/* Does object b define a global symbol (binding GLOBAL, not weak) that object a defines too?
+/* Does object b define a global symbol (binding GLOBAL or WEAK: an extern "C" inline function
+   is weak, and nvJitLink kept one of two as silently) that object a defines too?
    Its name into name. nvJitLink keeps the first of two such definitions, says so on stderr
    only and reports success: the second object would run the first's code or data. */
 static int cuda_elf_dup(const void *a, size_t an, const void *b, size_t bn, char *name, size_t cap) {
@@ -6074,13 +6075,16 @@ static int cuda_elf_dup(const void *a, size_t an, const void *b, size_t bn, char
         const unsigned char *s = sb + 24 * i;
         const uint64_t nm = cuda_elf_u(s, 4);
         const char *x;
-        if (s[4] >> 4 != 1 /* STB_GLOBAL */ || cuda_elf_u(s + 6, 2) == 0 /* undefined */ || nm >= ntb) continue;
+        if ((s[4] >> 4 != 1 && s[4] >> 4 != 2) /* STB_GLOBAL, STB_WEAK */ || cuda_elf_u(s + 6, 2) == 0 /* undefined */ ||
+            nm >= ntb)
+            continue;
         x = tb + nm;
         if (!memchr(x, 0, ntb - nm) || !*x) continue;
         for (j = 0; j < na; j++) {
             const unsigned char *r = sa + 24 * j;
             const uint64_t rn = cuda_elf_u(r, 4);
-            if (r[4] >> 4 != 1 || cuda_elf_u(r + 6, 2) == 0 || rn >= nta || !memchr(ta + rn, 0, nta - rn)) continue;
+            if ((r[4] >> 4 != 1 && r[4] >> 4 != 2) || cuda_elf_u(r + 6, 2) == 0 || rn >= nta || !memchr(ta + rn, 0, nta - rn))
+                continue;
             if (strcmp(ta + rn, x) == 0) {
                 snprintf(name, cap, "%s", x);
                 return 1;
@@ -10220,11 +10224,19 @@ static void host_run_range(const gpuos__job *job, int64_t begin, int64_t end) {
 
 static int host_cancelled(const int *cancel) { return __atomic_load_n(cancel, __ATOMIC_RELAXED) != 0; }
 
+/* Items [begin, end) in steps of about HOST_SPLIT_WORK element operations, stopping between
+   them once *cancel is set (gpuos_destroy gave up waiting; the context is going). */
+static void host_run_steps(const int *cancel, const gpuos__job *job, int64_t begin, int64_t end) {
+    const int64_t cost = job->item_cost > 0 ? job->item_cost : 1;
+    int64_t step = cost >= HOST_SPLIT_WORK ? 1 : HOST_SPLIT_WORK / cost, b;
+    for (b = begin; b < end && !host_cancelled(cancel); b += step) host_run_range(job, b, end - b < step ? end : b + step);
+}
+
 static void host_run_chunk(const struct gpuos__pool *p, const gpuos__job *job, int64_t c) {
     int64_t begin = c * p->chunk;
     int64_t end = begin + p->chunk;
     if (end > job->items) end = job->items;
-    if (!host_cancelled(p->cancel)) host_run_range(job, begin, end); /* (else skipped: the context is going) */
+    host_run_steps(p->cancel, job, begin, end);
 }
 
 /* ---------------------------------------------------------------- worker pool */
@@ -10279,12 +10291,9 @@ static void host_run(gpuos_context *ctx, const gpuos__job *job) {
     if (!gpuos__mul64(job->items, job->item_cost > 0 ? job->item_cost : 1, &work)) work = INT64_MAX;
     if (work < HOST_SPLIT_WORK || job->items < 2) {
         host_run_range(job, 0, job->items);
-    } else if (ctx->pool == NULL) { /* one thread: in steps of about HOST_SPLIT_WORK, so that a
-                                       destroy that gave up waiting stops it between them */
-        int64_t step = job->items / (work / HOST_SPLIT_WORK), b;
-        if (step < 1) step = 1;
-        for (b = 0; b < job->items && !host_cancelled(&ctx->cancel); b += step)
-            host_run_range(job, b, job->items - b < step ? job->items : b + step);
+    } else if (ctx->pool == NULL) { /* one thread: in steps, so that a destroy that gave up
+                                       waiting stops it between them */
+        host_run_steps(&ctx->cancel, job, 0, job->items);
     } else
         host_run_split(ctx->pool, job, work);
 }
@@ -12451,9 +12460,10 @@ static const char *const rt_reserved[] = {
     "INT8_MIN", "INT16_MIN", "INT32_MIN", "INT64_MIN", "INT8_MAX", "INT16_MAX", "INT32_MAX", "INT64_MAX",
     "UINT8_MAX", "UINT16_MAX", "UINT32_MAX", "UINT64_MAX", "INT_MAX", "INT_MIN", "UINT_MAX", "LLONG_MAX",
     "LLONG_MIN", "ULLONG_MAX", "FLT_MAX", "FLT_MIN", "FLT_EPSILON", "DBL_MAX", "DBL_MIN", "DBL_EPSILON",
-    "M_PI", "NAN", "INFINITY", "HUGE_VALF", "HUGE_VAL"};
+    "M_PI", "NAN", "INFINITY", "HUGE_VALF", "HUGE_VAL", "NULL"};
 static int rt_is_reserved(const char *s) {
     size_t i;
+    if (s[0] == '_' && s[1] == '_') return 1; /* the implementation's (CUDA's __half, __ldg ...) */
     for (i = 0; i < sizeof rt_reserved / sizeof rt_reserved[0]; i++)
         if (!strcmp(s, rt_reserved[i])) return 1;
     return 0;

@@ -324,8 +324,8 @@ typedef enum gpuos_backend {
 GPUOS_API gpuos_status gpuos_create(const gpuos_config *config, gpuos_context **out);
 /* Waits up to wait_timeout_ms for queued work, drops what has not finished, stops the
    executor and frees the context's resources. A task running then is stopped between its
-   chunks (host executor; a chunk is a few milliseconds of work, an element for a run-time
-   operator's body: its output is left part written), or on the GPU finishes with what was
+   steps (host executor; a step is about 32k element operations, or one output row of a
+   product, or one element of a run-time operator's body: its output is left part written), or on the GPU finishes with what was
    already sent to the device. Its tensors and
    graphs must still be released (before or after); while one is alive it keeps the
    context's memory, and later calls on ctx or its graphs return GPUOS_ERR_INVALID_ARGUMENT
@@ -593,7 +593,7 @@ GPUOS_API void gpuos_graph_release(gpuos_graph *graph);
      scalars (scalar_names[k], default "s0", "s1"; double), and assigns the output
      (out_name, default "out", which starts at the output type's zero: a body that never
      assigns it writes 0, on either executor). Names are identifiers, distinct, not starting
-     with gpuos and not one of the constants below (INT_MAX, M_PI ...). Inputs broadcast to the output's shape as for built-in
+     with gpuos or __, not NULL and not one of the constants below (INT_MAX, M_PI ...). Inputs broadcast to the output's shape as for built-in
      element-wise operators; any strides and views; in place allowed. f16 and bf16 values
      are float in the body; bool is bool; integers are the <stdint.h> types. Example:
        def.source = "float t = a * s0 + b; out = t > 0.f ? t : 0.f;";
@@ -618,8 +618,9 @@ GPUOS_API void gpuos_graph_release(gpuos_graph *graph);
      Each definition's source is compiled in a namespace of its own, so helpers and
      __device__ variables of one name in several operators (or in an operator's versions
      still running) are distinct. extern "C" names are not: a definition whose extern "C"
-     name another version in use also defines fails with GPUOS_ERR_COMPILE (so a source
-     with one cannot be redefined while its previous version is linked: avoid them).
+     name another version in use also defines fails with GPUOS_ERR_COMPILE; the version a
+     redefinition replaces is still in use then, so an operator whose source defines one
+     cannot be redefined (remove it and define it anew, or avoid extern "C").
 
    Compiling does not stop the running system: other threads keep submitting and queued
    work keeps running; the new code joins at a task boundary, and nothing queued is lost,

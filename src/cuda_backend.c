@@ -3082,7 +3082,8 @@ static int cuda_elf_symtab(const unsigned char *e, size_t n, const unsigned char
     }
     return 0;
 }
-/* Does object b define a global symbol (binding GLOBAL, not weak) that object a defines too?
+/* Does object b define a global symbol (binding GLOBAL or WEAK: an extern "C" inline function
+   is weak, and nvJitLink kept one of two as silently) that object a defines too?
    Its name into name. nvJitLink keeps the first of two such definitions, says so on stderr
    only and reports success: the second object would run the first's code or data. */
 static int cuda_elf_dup(const void *a, size_t an, const void *b, size_t bn, char *name, size_t cap) {
@@ -3096,13 +3097,16 @@ static int cuda_elf_dup(const void *a, size_t an, const void *b, size_t bn, char
         const unsigned char *s = sb + 24 * i;
         const uint64_t nm = cuda_elf_u(s, 4);
         const char *x;
-        if (s[4] >> 4 != 1 /* STB_GLOBAL */ || cuda_elf_u(s + 6, 2) == 0 /* undefined */ || nm >= ntb) continue;
+        if ((s[4] >> 4 != 1 && s[4] >> 4 != 2) /* STB_GLOBAL, STB_WEAK */ || cuda_elf_u(s + 6, 2) == 0 /* undefined */ ||
+            nm >= ntb)
+            continue;
         x = tb + nm;
         if (!memchr(x, 0, ntb - nm) || !*x) continue;
         for (j = 0; j < na; j++) {
             const unsigned char *r = sa + 24 * j;
             const uint64_t rn = cuda_elf_u(r, 4);
-            if (r[4] >> 4 != 1 || cuda_elf_u(r + 6, 2) == 0 || rn >= nta || !memchr(ta + rn, 0, nta - rn)) continue;
+            if ((r[4] >> 4 != 1 && r[4] >> 4 != 2) || cuda_elf_u(r + 6, 2) == 0 || rn >= nta || !memchr(ta + rn, 0, nta - rn))
+                continue;
             if (strcmp(ta + rn, x) == 0) {
                 snprintf(name, cap, "%s", x);
                 return 1;

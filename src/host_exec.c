@@ -76,11 +76,19 @@ static void host_run_range(const gpuos__job *job, int64_t begin, int64_t end) {
 
 static int host_cancelled(const int *cancel) { return __atomic_load_n(cancel, __ATOMIC_RELAXED) != 0; }
 
+/* Items [begin, end) in steps of about HOST_SPLIT_WORK element operations, stopping between
+   them once *cancel is set (gpuos_destroy gave up waiting; the context is going). */
+static void host_run_steps(const int *cancel, const gpuos__job *job, int64_t begin, int64_t end) {
+    const int64_t cost = job->item_cost > 0 ? job->item_cost : 1;
+    int64_t step = cost >= HOST_SPLIT_WORK ? 1 : HOST_SPLIT_WORK / cost, b;
+    for (b = begin; b < end && !host_cancelled(cancel); b += step) host_run_range(job, b, end - b < step ? end : b + step);
+}
+
 static void host_run_chunk(const struct gpuos__pool *p, const gpuos__job *job, int64_t c) {
     int64_t begin = c * p->chunk;
     int64_t end = begin + p->chunk;
     if (end > job->items) end = job->items;
-    if (!host_cancelled(p->cancel)) host_run_range(job, begin, end); /* (else skipped: the context is going) */
+    host_run_steps(p->cancel, job, begin, end);
 }
 
 /* ---------------------------------------------------------------- worker pool */
@@ -135,12 +143,9 @@ static void host_run(gpuos_context *ctx, const gpuos__job *job) {
     if (!gpuos__mul64(job->items, job->item_cost > 0 ? job->item_cost : 1, &work)) work = INT64_MAX;
     if (work < HOST_SPLIT_WORK || job->items < 2) {
         host_run_range(job, 0, job->items);
-    } else if (ctx->pool == NULL) { /* one thread: in steps of about HOST_SPLIT_WORK, so that a
-                                       destroy that gave up waiting stops it between them */
-        int64_t step = job->items / (work / HOST_SPLIT_WORK), b;
-        if (step < 1) step = 1;
-        for (b = 0; b < job->items && !host_cancelled(&ctx->cancel); b += step)
-            host_run_range(job, b, job->items - b < step ? job->items : b + step);
+    } else if (ctx->pool == NULL) { /* one thread: in steps, so that a destroy that gave up
+                                       waiting stops it between them */
+        host_run_steps(&ctx->cancel, job, 0, job->items);
     } else
         host_run_split(ctx->pool, job, work);
 }

@@ -306,9 +306,10 @@ static const char *const rt_reserved[] = {
     "INT8_MIN", "INT16_MIN", "INT32_MIN", "INT64_MIN", "INT8_MAX", "INT16_MAX", "INT32_MAX", "INT64_MAX",
     "UINT8_MAX", "UINT16_MAX", "UINT32_MAX", "UINT64_MAX", "INT_MAX", "INT_MIN", "UINT_MAX", "LLONG_MAX",
     "LLONG_MIN", "ULLONG_MAX", "FLT_MAX", "FLT_MIN", "FLT_EPSILON", "DBL_MAX", "DBL_MIN", "DBL_EPSILON",
-    "M_PI", "NAN", "INFINITY", "HUGE_VALF", "HUGE_VAL"};
+    "M_PI", "NAN", "INFINITY", "HUGE_VALF", "HUGE_VAL", "NULL"};
 static int rt_is_reserved(const char *s) {
     size_t i;
+    if (s[0] == '_' && s[1] == '_') return 1; /* the implementation's (CUDA's __half, __ldg ...) */
     for (i = 0; i < sizeof rt_reserved / sizeof rt_reserved[0]; i++)
         if (!strcmp(s, rt_reserved[i])) return 1;
     return 0;

@@ -147,6 +147,18 @@ int main(void) {
                   "the worker code shares no name with an operator (%s)", sym);
         }
         freev(a), freev(b);
+        /* an extern "C" inline function in two sources: a weak symbol in each, found too */
+        a = version("wa", "extern \"C\" __device__ __noinline__ inline float gpuos_test_hw(float x) { return x; }\n"
+                          RT_FN("wa", "gpuos_test_hw(1.0f)"));
+        b = version("wb", "extern \"C\" __device__ __noinline__ inline float gpuos_test_hw(float x) { return x + 1.0f; }\n"
+                          RT_FN("wb", "gpuos_test_hw(1.0f)"));
+        if (a && b) {
+            char sym[128] = "";
+            CHECK(cuda_elf_dup(a->obj, a->obj_size, b->obj, b->obj_size, sym, sizeof sym) &&
+                      strcmp(sym, "gpuos_test_hw") == 0,
+                  "an extern \"C\" inline function in two objects is found ('%s')", sym);
+        }
+        freev(a), freev(b);
     }
     for (i = 0; i < C.n_opt_store; i++) free(C.opt_store[i]);
     free(C.rtw_img);

@@ -468,6 +468,10 @@ static void test_errors(gpuos_context *ctx, int gpu) {
     e.in_names[0] = NULL;
     e.out_name = "INT_MAX";
     CHECK(gpuos_op_define(ctx, &e, &op) == GPUOS_ERR_INVALID_ARGUMENT, "an output named INT_MAX");
+    e.out_name = "NULL"; /* a macro of NVRTC's */
+    CHECK(gpuos_op_define(ctx, &e, &op) == GPUOS_ERR_INVALID_ARGUMENT, "an output named NULL");
+    e.out_name = "__x";
+    CHECK(gpuos_op_define(ctx, &e, &op) == GPUOS_ERR_INVALID_ARGUMENT, "an output named __x");
     e.out_name = NULL;
     e.out_dtype = (gpuos_dtype)99;
     CHECK(gpuos_op_define(ctx, &e, &op) == GPUOS_ERR_INVALID_ARGUMENT, "a bad dtype");
@@ -604,12 +608,13 @@ static void test_same_source(gpuos_context *ctx) {
           gpuos_last_error(ctx));
     t.op = op2;
     for (i = 0; i < 300; i++) CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
-    t.op = op1; /* the first handle is the same operator (redefined): its current version */
+    t.op = op1; /* the first operator again (op2 is a second operator with the same body) */
     for (i = 0; i < 100; i++) CHECK(gpuos_submit(ctx, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
     CHECK(gpuos_download(ctx, x, h, sizeof h) == GPUOS_OK, "%s", gpuos_last_error(ctx));
     for (i = 0; i < 4096; i++) bad += h[i] != 700.0f;
     CHECK(bad == 0, "700 adds of one across two versions of one source: %d of 4096 wrong (x[0] = %g)", bad, h[0]);
     gpuos_op_remove(ctx, op1);
+    gpuos_op_remove(ctx, op2);
     for (r = 0; r < 5; r++) { /* make bench's define_warm */
         gpuos_op op = 0;
         float v = 0;

@@ -706,6 +706,36 @@ static void destroy_long_job(void) {
         CHECK(t1 - t0 < 3.0, "gpuos_destroy (wait_timeout_ms 100, %s) took %.2f s: it waited for the running job",
               k == 0 ? "one thread" : "a pool", t1 - t0);
     }
+    /* the same with a built-in job: sum over axis 1 of a [4096, 2^26] broadcast view of a
+       [4096, 1] tensor (16 KB of memory, ~2.7e11 additions: minutes); its pool's chunks
+       were a quarter of the job each, and only chunk boundaries were checked */
+    for (k = 0; k < 2; k++) {
+        const int64_t col[2] = {4096, 1}, wide[2] = {4096, (int64_t)1 << 26}, n1 = 4096;
+        gpuos_tensor *c = NULL, *b = NULL, *s = NULL;
+        const int axis = 1;
+        cfg.device = GPUOS_DEVICE_HOST;
+        cfg.host_threads = k == 0 ? 1 : 0;
+        cfg.wait_timeout_ms = 100;
+        if (gpuos_create(&cfg, &ctx) != GPUOS_OK) {
+            CHECK(0, "gpuos_create: %s", gpuos_last_error(NULL));
+            return;
+        }
+        OKC(gpuos_tensor_new(ctx, GPUOS_F32, 2, col, &c));
+        OKC(gpuos_fill(ctx, c, 1.0));
+        OKC(gpuos_view_broadcast_to(c, 2, wide, &b));
+        OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &n1, &s));
+        OKC(gpuos_sum(ctx, s, b, &axis, 1, 0));
+        {
+            struct timespec ts = {0, 50000000};
+            nanosleep(&ts, NULL);
+        }
+        t0 = now_s();
+        gpuos_tensor_release(b), gpuos_tensor_release(c), gpuos_tensor_release(s);
+        gpuos_destroy(ctx);
+        t1 = now_s();
+        CHECK(t1 - t0 < 3.0, "gpuos_destroy during a long sum (%s) took %.2f s: it waited for the running job",
+              k == 0 ? "one thread" : "a pool", t1 - t0);
+    }
 }
 
 int main(void) {
