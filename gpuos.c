@@ -6060,37 +6060,33 @@ static int cuda_elf_symtab(const unsigned char *e, size_t n, const unsigned char
     }
     return 0;
 }
-/* Does object b define a global symbol (binding GLOBAL or WEAK: an extern "C" inline function
-   is weak, and nvJitLink kept one of two as silently) that object a defines too?
-   Its name into name. nvJitLink keeps the first of two such definitions, says so on stderr
-   only and reports success: the second object would run the first's code or data. */
+/* The name of symbol i of a symbol table (str: its string table) if the object defines it
+   with binding GLOBAL or WEAK (an extern "C" inline function is weak), else NULL. */
+static const char *cuda_elf_defined(const unsigned char *sym, size_t i, const char *str, size_t n_str) {
+    const unsigned char *s = sym + 24 * i;
+    const uint64_t nm = cuda_elf_u(s, 4);
+    if ((s[4] >> 4 != 1 && s[4] >> 4 != 2) /* STB_GLOBAL, STB_WEAK */ || cuda_elf_u(s + 6, 2) == 0 /* undefined */ ||
+        nm >= n_str || !memchr(str + nm, 0, n_str - nm) || !str[nm])
+        return NULL;
+    return str + nm;
+}
+/* Does object b define a symbol (cuda_elf_defined) that object a defines too? Its name into
+   name. nvJitLink keeps the first of two such definitions, says so on stderr only and
+   reports success: the second object would run the first's code or data. */
 static int cuda_elf_dup(const void *a, size_t an, const void *b, size_t bn, char *name, size_t cap) {
     const unsigned char *sa, *sb;
-    const char *ta, *tb;
+    const char *ta, *tb, *x, *y;
     size_t na, nb, nta, ntb, i, j;
     if (!cuda_elf_symtab((const unsigned char *)a, an, &sa, &na, &ta, &nta) ||
         !cuda_elf_symtab((const unsigned char *)b, bn, &sb, &nb, &tb, &ntb))
         return 0;
-    for (i = 0; i < nb; i++) {
-        const unsigned char *s = sb + 24 * i;
-        const uint64_t nm = cuda_elf_u(s, 4);
-        const char *x;
-        if ((s[4] >> 4 != 1 && s[4] >> 4 != 2) /* STB_GLOBAL, STB_WEAK */ || cuda_elf_u(s + 6, 2) == 0 /* undefined */ ||
-            nm >= ntb)
-            continue;
-        x = tb + nm;
-        if (!memchr(x, 0, ntb - nm) || !*x) continue;
-        for (j = 0; j < na; j++) {
-            const unsigned char *r = sa + 24 * j;
-            const uint64_t rn = cuda_elf_u(r, 4);
-            if ((r[4] >> 4 != 1 && r[4] >> 4 != 2) || cuda_elf_u(r + 6, 2) == 0 || rn >= nta || !memchr(ta + rn, 0, nta - rn))
-                continue;
-            if (strcmp(ta + rn, x) == 0) {
-                snprintf(name, cap, "%s", x);
-                return 1;
-            }
-        }
-    }
+    for (i = 0; i < nb; i++)
+        if ((x = cuda_elf_defined(sb, i, tb, ntb)) != NULL)
+            for (j = 0; j < na; j++)
+                if ((y = cuda_elf_defined(sa, j, ta, nta)) != NULL && strcmp(x, y) == 0) {
+                    snprintf(name, cap, "%s", x);
+                    return 1;
+                }
     return 0;
 }
 
@@ -10658,6 +10654,18 @@ static int64_t plan_bs(const gpuos_tensor *t, int64_t stride, int64_t es) {
     return t->numel == 0 ? 0 : (int64_t)((uint64_t)stride * (uint64_t)es);
 }
 
+/* Elements of an index space of n axes: 0 when a size is 0, else their product, held at
+   INT64_MAX past 2^63 (an empty operand's other sizes may multiply past it) */
+static int64_t plan_count(int n, const int64_t *shape) {
+    int64_t c = 1;
+    int d;
+    for (d = 0; d < n; d++)
+        if (shape[d] == 0) return 0;
+    for (d = 0; d < n; d++)
+        if (!gpuos__mul64(c, shape[d], &c)) return INT64_MAX;
+    return c;
+}
+
 /* Adds t's storage to the job's list (once). */
 static void plan_use(gpuos__job *job, const gpuos_tensor *t) {
     int i;
@@ -10965,11 +10973,7 @@ static gpuos_status plan_rows(plan_state *ps) {
         str[1][no] = plan_bs(o, o->strides[d], es);
         no++;
     }
-    p->outer_numel = 1; /* (held at INT64_MAX past 2^63: then an empty axis makes it 0 again) */
-    for (d = 0; d < no; d++)
-        if (!gpuos__mul64(p->outer_numel, shape[d], &p->outer_numel)) p->outer_numel = INT64_MAX;
-    for (d = 0; d < no; d++)
-        if (shape[d] == 0) p->outer_numel = 0;
+    p->outer_numel = plan_count(no, shape);
     if (p->outer_numel > 0 && o->numel > 0) plan_merge(&no, shape, 2, str); /* (no product past 2^63) */
     p->outer_rank = no;
     for (d = 0; d < no; d++) {
@@ -11047,11 +11051,7 @@ static gpuos_status plan_matmul(plan_state *ps) {
         str[1][d] = (db < 0 || (b->shape[db] == 1 && bshape[d] != 1)) ? 0 : plan_bs(b, b->strides[db], es);
         str[2][d] = plan_bs(o, o->strides[d], es);
     }
-    p->batch_numel = 1; /* (held at INT64_MAX past 2^63, 0 with an empty axis) */
-    for (d = 0; d < br; d++)
-        if (!gpuos__mul64(p->batch_numel, bshape[d], &p->batch_numel)) p->batch_numel = INT64_MAX;
-    for (d = 0; d < br; d++)
-        if (bshape[d] == 0) p->batch_numel = 0;
+    p->batch_numel = plan_count(br, bshape);
     if (p->batch_numel > 0 && o->numel > 0) plan_merge(&br, bshape, 3, str); /* (no product past 2^63) */
     p->batch_rank = br;
     for (d = 0; d < br; d++) {

@@ -3082,37 +3082,33 @@ static int cuda_elf_symtab(const unsigned char *e, size_t n, const unsigned char
     }
     return 0;
 }
-/* Does object b define a global symbol (binding GLOBAL or WEAK: an extern "C" inline function
-   is weak, and nvJitLink kept one of two as silently) that object a defines too?
-   Its name into name. nvJitLink keeps the first of two such definitions, says so on stderr
-   only and reports success: the second object would run the first's code or data. */
+/* The name of symbol i of a symbol table (str: its string table) if the object defines it
+   with binding GLOBAL or WEAK (an extern "C" inline function is weak), else NULL. */
+static const char *cuda_elf_defined(const unsigned char *sym, size_t i, const char *str, size_t n_str) {
+    const unsigned char *s = sym + 24 * i;
+    const uint64_t nm = cuda_elf_u(s, 4);
+    if ((s[4] >> 4 != 1 && s[4] >> 4 != 2) /* STB_GLOBAL, STB_WEAK */ || cuda_elf_u(s + 6, 2) == 0 /* undefined */ ||
+        nm >= n_str || !memchr(str + nm, 0, n_str - nm) || !str[nm])
+        return NULL;
+    return str + nm;
+}
+/* Does object b define a symbol (cuda_elf_defined) that object a defines too? Its name into
+   name. nvJitLink keeps the first of two such definitions, says so on stderr only and
+   reports success: the second object would run the first's code or data. */
 static int cuda_elf_dup(const void *a, size_t an, const void *b, size_t bn, char *name, size_t cap) {
     const unsigned char *sa, *sb;
-    const char *ta, *tb;
+    const char *ta, *tb, *x, *y;
     size_t na, nb, nta, ntb, i, j;
     if (!cuda_elf_symtab((const unsigned char *)a, an, &sa, &na, &ta, &nta) ||
         !cuda_elf_symtab((const unsigned char *)b, bn, &sb, &nb, &tb, &ntb))
         return 0;
-    for (i = 0; i < nb; i++) {
-        const unsigned char *s = sb + 24 * i;
-        const uint64_t nm = cuda_elf_u(s, 4);
-        const char *x;
-        if ((s[4] >> 4 != 1 && s[4] >> 4 != 2) /* STB_GLOBAL, STB_WEAK */ || cuda_elf_u(s + 6, 2) == 0 /* undefined */ ||
-            nm >= ntb)
-            continue;
-        x = tb + nm;
-        if (!memchr(x, 0, ntb - nm) || !*x) continue;
-        for (j = 0; j < na; j++) {
-            const unsigned char *r = sa + 24 * j;
-            const uint64_t rn = cuda_elf_u(r, 4);
-            if ((r[4] >> 4 != 1 && r[4] >> 4 != 2) || cuda_elf_u(r + 6, 2) == 0 || rn >= nta || !memchr(ta + rn, 0, nta - rn))
-                continue;
-            if (strcmp(ta + rn, x) == 0) {
-                snprintf(name, cap, "%s", x);
-                return 1;
-            }
-        }
-    }
+    for (i = 0; i < nb; i++)
+        if ((x = cuda_elf_defined(sb, i, tb, ntb)) != NULL)
+            for (j = 0; j < na; j++)
+                if ((y = cuda_elf_defined(sa, j, ta, nta)) != NULL && strcmp(x, y) == 0) {
+                    snprintf(name, cap, "%s", x);
+                    return 1;
+                }
     return 0;
 }
 

@@ -265,6 +265,18 @@ static int64_t plan_bs(const gpuos_tensor *t, int64_t stride, int64_t es) {
     return t->numel == 0 ? 0 : (int64_t)((uint64_t)stride * (uint64_t)es);
 }
 
+/* Elements of an index space of n axes: 0 when a size is 0, else their product, held at
+   INT64_MAX past 2^63 (an empty operand's other sizes may multiply past it) */
+static int64_t plan_count(int n, const int64_t *shape) {
+    int64_t c = 1;
+    int d;
+    for (d = 0; d < n; d++)
+        if (shape[d] == 0) return 0;
+    for (d = 0; d < n; d++)
+        if (!gpuos__mul64(c, shape[d], &c)) return INT64_MAX;
+    return c;
+}
+
 /* Adds t's storage to the job's list (once). */
 static void plan_use(gpuos__job *job, const gpuos_tensor *t) {
     int i;
@@ -572,11 +584,7 @@ static gpuos_status plan_rows(plan_state *ps) {
         str[1][no] = plan_bs(o, o->strides[d], es);
         no++;
     }
-    p->outer_numel = 1; /* (held at INT64_MAX past 2^63: then an empty axis makes it 0 again) */
-    for (d = 0; d < no; d++)
-        if (!gpuos__mul64(p->outer_numel, shape[d], &p->outer_numel)) p->outer_numel = INT64_MAX;
-    for (d = 0; d < no; d++)
-        if (shape[d] == 0) p->outer_numel = 0;
+    p->outer_numel = plan_count(no, shape);
     if (p->outer_numel > 0 && o->numel > 0) plan_merge(&no, shape, 2, str); /* (no product past 2^63) */
     p->outer_rank = no;
     for (d = 0; d < no; d++) {
@@ -654,11 +662,7 @@ static gpuos_status plan_matmul(plan_state *ps) {
         str[1][d] = (db < 0 || (b->shape[db] == 1 && bshape[d] != 1)) ? 0 : plan_bs(b, b->strides[db], es);
         str[2][d] = plan_bs(o, o->strides[d], es);
     }
-    p->batch_numel = 1; /* (held at INT64_MAX past 2^63, 0 with an empty axis) */
-    for (d = 0; d < br; d++)
-        if (!gpuos__mul64(p->batch_numel, bshape[d], &p->batch_numel)) p->batch_numel = INT64_MAX;
-    for (d = 0; d < br; d++)
-        if (bshape[d] == 0) p->batch_numel = 0;
+    p->batch_numel = plan_count(br, bshape);
     if (p->batch_numel > 0 && o->numel > 0) plan_merge(&br, bshape, 3, str); /* (no product past 2^63) */
     p->batch_rank = br;
     for (d = 0; d < br; d++) {
