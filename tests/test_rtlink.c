@@ -93,6 +93,18 @@ static void link_two(const char *case_name, gpuos__rt_version *a, gpuos__rt_vers
     free(log);
 }
 
+/* Objects a and b both define the extern "C" name want: cuda_elf_dup must find it (before any
+   link: gpuos__cuda_rt_install refuses the definition), and the worker code shares no name
+   with b. */
+static void expect_dup(const char *case_name, gpuos__rt_version *a, gpuos__rt_version *b, const char *want) {
+    char sym[128] = "";
+    if (!a || !b) return;
+    CHECK(cuda_elf_dup(a->obj, a->obj_size, b->obj, b->obj_size, sym, sizeof sym) && strcmp(sym, want) == 0,
+          "%s in two objects is found ('%s')", case_name, sym);
+    CHECK(!cuda_elf_dup(C.rtw_img, C.rtw_size, b->obj, b->obj_size, sym, sizeof sym),
+          "the worker code shares no name with an operator (%s)", sym);
+}
+
 #define RT_FN(name, expr)                                                         \
     "__device__ void " name "(const gpuos_tile &t) {\n"                           \
     "    for (long long i = t.begin + threadIdx.x; i < t.end; i += blockDim.x)\n" \
@@ -138,26 +150,14 @@ int main(void) {
         /* an extern "C" name in two sources: found before any link */
         a = version("xa", "extern \"C\" __device__ float gpuos_test_shared = 1.5f;\n" RT_FN("xa", "gpuos_test_shared"));
         b = version("xb", "extern \"C\" __device__ float gpuos_test_shared = 7.5f;\n" RT_FN("xb", "gpuos_test_shared"));
-        if (a && b) {
-            char sym[128] = "";
-            CHECK(cuda_elf_dup(a->obj, a->obj_size, b->obj, b->obj_size, sym, sizeof sym) &&
-                      strcmp(sym, "gpuos_test_shared") == 0,
-                  "an extern \"C\" variable in two objects is found ('%s')", sym);
-            CHECK(!cuda_elf_dup(C.rtw_img, C.rtw_size, b->obj, b->obj_size, sym, sizeof sym),
-                  "the worker code shares no name with an operator (%s)", sym);
-        }
+        expect_dup("an extern \"C\" variable", a, b, "gpuos_test_shared");
         freev(a), freev(b);
         /* an extern "C" inline function in two sources: a weak symbol in each, found too */
         a = version("wa", "extern \"C\" __device__ __noinline__ inline float gpuos_test_hw(float x) { return x; }\n"
                           RT_FN("wa", "gpuos_test_hw(1.0f)"));
         b = version("wb", "extern \"C\" __device__ __noinline__ inline float gpuos_test_hw(float x) { return x + 1.0f; }\n"
                           RT_FN("wb", "gpuos_test_hw(1.0f)"));
-        if (a && b) {
-            char sym[128] = "";
-            CHECK(cuda_elf_dup(a->obj, a->obj_size, b->obj, b->obj_size, sym, sizeof sym) &&
-                      strcmp(sym, "gpuos_test_hw") == 0,
-                  "an extern \"C\" inline function in two objects is found ('%s')", sym);
-        }
+        expect_dup("an extern \"C\" inline function", a, b, "gpuos_test_hw");
         freev(a), freev(b);
     }
     for (i = 0; i < C.n_opt_store; i++) free(C.opt_store[i]);

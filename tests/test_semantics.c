@@ -666,28 +666,52 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* A run-time operator of ~3 ms an element (a loop of 400000 steps) on 4096 elements: ~12 s of
-   work on one thread (a few on several), then gpuos_destroy with wait_timeout_ms = 100. It
-   must return long before the job would end (it waited for all of it). Host executor only
-   (on the GPU the same body runs in microseconds). */
-static void destroy_long_job(void) {
+/* A host-executor context for destroy_long_job: one thread (k = 0: steps) or the default
+   pool (chunks), wait_timeout_ms = 100. NULL (and a failed check) if it cannot be made. */
+static gpuos_context *long_job_ctx(int k) {
     gpuos_config cfg = GPUOS_CONFIG_INIT;
     gpuos_context *ctx = NULL;
-    gpuos_op_def d = GPUOS_OP_DEF_INIT;
-    gpuos_op op;
-    gpuos_task t = GPUOS_TASK_INIT;
-    gpuos_tensor *x = NULL;
-    int64_t n = 4096;
+    cfg.device = GPUOS_DEVICE_HOST;
+    cfg.host_threads = k == 0 ? 1 : 0;
+    cfg.wait_timeout_ms = 100;
+    if (gpuos_create(&cfg, &ctx) != GPUOS_OK) {
+        CHECK(0, "gpuos_create: %s", gpuos_last_error(NULL));
+        return NULL;
+    }
+    return ctx;
+}
+
+/* Lets the job start, then times the release of the n tensors ts and gpuos_destroy: it must
+   return long before the job would end (it waited for all of it). */
+static void destroy_timed(gpuos_context *ctx, gpuos_tensor **ts, int n, const char *what, int k) {
+    struct timespec sl = {0, 50000000};
     double t0, t1;
+    int i;
+    nanosleep(&sl, NULL); /* the job runs */
+    t0 = now_s();
+    for (i = 0; i < n; i++) gpuos_tensor_release(ts[i]);
+    gpuos_destroy(ctx);
+    t1 = now_s();
+    CHECK(t1 - t0 < 3.0, "gpuos_destroy (wait_timeout_ms 100) during %s (%s) took %.2f s: it waited for the running job",
+          what, k == 0 ? "one thread" : "a pool", t1 - t0);
+}
+
+/* gpuos_destroy during a long job, on one thread and on a pool. First a run-time operator of
+   ~3 ms an element (a loop of 400000 steps) on 4096 elements: ~12 s of work on one thread (a
+   few on several). Then a built-in job: sum over axis 1 of a [4096, 2^26] broadcast view of a
+   [4096, 1] tensor (16 KB of memory, ~2.7e11 additions: minutes); its pool's chunks were a
+   quarter of the job each, and only chunk boundaries were checked. Host executor only (on the
+   GPU these run in microseconds). */
+static void destroy_long_job(void) {
     int k;
-    for (k = 0; k < 2; k++) { /* one host thread (steps), then the default pool (chunks) */
-        cfg.device = GPUOS_DEVICE_HOST;
-        cfg.host_threads = k == 0 ? 1 : 0;
-        cfg.wait_timeout_ms = 100;
-        if (gpuos_create(&cfg, &ctx) != GPUOS_OK) {
-            CHECK(0, "gpuos_create: %s", gpuos_last_error(NULL));
-            return;
-        }
+    for (k = 0; k < 2; k++) {
+        gpuos_context *ctx = long_job_ctx(k);
+        gpuos_op_def d = GPUOS_OP_DEF_INIT;
+        gpuos_op op;
+        gpuos_task t = GPUOS_TASK_INIT;
+        gpuos_tensor *x = NULL;
+        int64_t n = 4096;
+        if (!ctx) return;
         d.name = "slow";
         d.n_inputs = 1;
         d.source = "float s = 0; for (int i = 0; i < 400000; i++) { s = s + 1.0f; } out = a + s;";
@@ -695,46 +719,20 @@ static void destroy_long_job(void) {
         OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &x));
         t.op = op, t.out = x, t.in[0] = x;
         OKC(gpuos_submit(ctx, &t, NULL));
-        {
-            struct timespec ts = {0, 50000000};
-            nanosleep(&ts, NULL); /* the job runs */
-        }
-        t0 = now_s();
-        gpuos_tensor_release(x);
-        gpuos_destroy(ctx);
-        t1 = now_s();
-        CHECK(t1 - t0 < 3.0, "gpuos_destroy (wait_timeout_ms 100, %s) took %.2f s: it waited for the running job",
-              k == 0 ? "one thread" : "a pool", t1 - t0);
+        destroy_timed(ctx, &x, 1, "a long run-time operator", k);
     }
-    /* the same with a built-in job: sum over axis 1 of a [4096, 2^26] broadcast view of a
-       [4096, 1] tensor (16 KB of memory, ~2.7e11 additions: minutes); its pool's chunks
-       were a quarter of the job each, and only chunk boundaries were checked */
     for (k = 0; k < 2; k++) {
         const int64_t col[2] = {4096, 1}, wide[2] = {4096, (int64_t)1 << 26}, n1 = 4096;
-        gpuos_tensor *c = NULL, *b = NULL, *s = NULL;
+        gpuos_context *ctx = long_job_ctx(k);
+        gpuos_tensor *ts[3] = {NULL, NULL, NULL}; /* the column, its broadcast view, the sums */
         const int axis = 1;
-        cfg.device = GPUOS_DEVICE_HOST;
-        cfg.host_threads = k == 0 ? 1 : 0;
-        cfg.wait_timeout_ms = 100;
-        if (gpuos_create(&cfg, &ctx) != GPUOS_OK) {
-            CHECK(0, "gpuos_create: %s", gpuos_last_error(NULL));
-            return;
-        }
-        OKC(gpuos_tensor_new(ctx, GPUOS_F32, 2, col, &c));
-        OKC(gpuos_fill(ctx, c, 1.0));
-        OKC(gpuos_view_broadcast_to(c, 2, wide, &b));
-        OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &n1, &s));
-        OKC(gpuos_sum(ctx, s, b, &axis, 1, 0));
-        {
-            struct timespec ts = {0, 50000000};
-            nanosleep(&ts, NULL);
-        }
-        t0 = now_s();
-        gpuos_tensor_release(b), gpuos_tensor_release(c), gpuos_tensor_release(s);
-        gpuos_destroy(ctx);
-        t1 = now_s();
-        CHECK(t1 - t0 < 3.0, "gpuos_destroy during a long sum (%s) took %.2f s: it waited for the running job",
-              k == 0 ? "one thread" : "a pool", t1 - t0);
+        if (!ctx) return;
+        OKC(gpuos_tensor_new(ctx, GPUOS_F32, 2, col, &ts[0]));
+        OKC(gpuos_fill(ctx, ts[0], 1.0));
+        OKC(gpuos_view_broadcast_to(ts[0], 2, wide, &ts[1]));
+        OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &n1, &ts[2]));
+        OKC(gpuos_sum(ctx, ts[2], ts[1], &axis, 1, 0));
+        destroy_timed(ctx, ts, 3, "a long sum", k);
     }
 }
 
