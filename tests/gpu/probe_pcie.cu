@@ -43,6 +43,12 @@ template <int MODE> __global__ void probe(const uint64_t *slot, uint64_t *out, i
             if (lane < 4) asm volatile("ld.volatile.global.v2.u64 {%0,%1}, [%2];" : "=l"(a), "=l"(b) : "l"(q + 2 * lane) : "memory");
             a ^= __shfl_xor_sync(0xffffffffu, a, 1); a ^= __shfl_xor_sync(0xffffffffu, a, 2);
             acc += a ^ b;
+        } else if (MODE >= 6 && MODE <= 8) { // 32 / 16 / 8 lanes, one 8-byte volatile load each (the mailbox's look: 32)
+            const int nl = MODE == 6 ? 32 : MODE == 7 ? 16 : 8;
+            a = 0;
+            if (lane < nl) asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(a) : "l"(slot + 32 * (r & 7) + lane) : "memory");
+            for (int o = 16; o; o >>= 1) a ^= __shfl_xor_sync(0xffffffffu, a, o);
+            acc += a;
         } else if (MODE == 5) { // 128 slots, one thread each, four volatile 16-byte loads (busy poll)
             const uint64_t *qq = slot + 8 * (lane + 32 * (r & 3));
             asm volatile("ld.volatile.global.v2.u64 {%0,%1}, [%2];" : "=l"(a), "=l"(b) : "l"(qq) : "memory");
@@ -59,6 +65,43 @@ template <int MODE> __global__ void probe(const uint64_t *slot, uint64_t *out, i
     if (lane == 0) { out[0] = (t1 - t0); out[1] = acc; }
 }
 
+/* ping-pong: the device waits for the host's word to reach k (one lane's 8-byte volatile
+   poll, or 32 lanes' when WIDE), answers k on its own word (st.relaxed.sys); the host waits
+   for the answer, then writes k + 1. The host's mean per exchange is the floor of any
+   host -> device -> host notification on this machine. */
+template <bool WIDE> __global__ void pingpong(const volatile uint64_t *hw, uint64_t *dw, int reps) {
+    const int lane = threadIdx.x;
+    for (int k = 1; k <= reps; k++) {
+        for (;;) {
+            uint64_t v = 0;
+            if (WIDE || lane == 0) asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(hw + (WIDE ? lane : 0)) : "memory");
+            v = __shfl_sync(0xffffffffu, v, 0);
+            if (v >= (uint64_t)k) break;
+        }
+        if (lane == 0) asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(dw), "l"((uint64_t)k) : "memory");
+    }
+}
+#include <time.h>
+static double now_ns() { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1e9 + t.tv_nsec; }
+template <bool WIDE> static void run_pingpong(uint64_t *hw_h, uint64_t *hw_d, uint64_t *dw_h, uint64_t *dw_d) {
+    const int reps = 20000;
+    for (int t = 0; t < 2; t++) {
+        *(volatile uint64_t *)hw_h = 0; *(volatile uint64_t *)dw_h = 0;
+        cudaDeviceSynchronize();
+        pingpong<WIDE><<<1, 32>>>(hw_d, dw_d, reps);
+        double t0 = 0;
+        for (int k = 1; k <= reps; k++) {
+            if (k == 1001) t0 = now_ns();
+            __atomic_store_n((volatile uint64_t *)hw_h, (uint64_t)k, __ATOMIC_RELEASE);
+            while (__atomic_load_n((volatile uint64_t *)dw_h, __ATOMIC_ACQUIRE) < (uint64_t)k) {}
+        }
+        const double t1 = now_ns();
+        cudaDeviceSynchronize();
+        printf("INFO pcie.pingpong%s host->device->host exchange %.0f ns (mean of %d)\n", WIDE ? " (32-lane poll)" : "",
+               (t1 - t0) / (reps - 1000), reps - 1000);
+    }
+}
+
 int main() {
     uint64_t *h, *d, *out, *hout;
     cudaHostAlloc((void **)&h, 1 << 16, cudaHostAllocMapped);
@@ -69,8 +112,10 @@ int main() {
     const int reps = 2000;
     const char *names[] = {"1 x ld.volatile.u64 (8 B)", "4 x ld.volatile.v2.u64, one thread (64 B)",
                            "ld.acquire.sys tag then 7 volatile words (old)", "4 x ld.relaxed.sys.v2.u64, one thread",
-                           "4 lanes x ld.volatile.v2.u64 + shuffles", "32 lanes x 4 x ld.volatile.v2.u64 (busy poll)"};
-    for (int m = 0; m < 6; m++) {
+                           "4 lanes x ld.volatile.v2.u64 + shuffles", "32 lanes x 4 x ld.volatile.v2.u64 (busy poll)",
+                           "32 lanes x ld.volatile.u64 (256 B, the mailbox look)", "16 lanes x ld.volatile.u64 (128 B)",
+                           "8 lanes x ld.volatile.u64 (64 B)"};
+    for (int m = 0; m < 9; m++) {
         for (int k = 0; k < 2; k++) {
             switch (m) {
             case 0: probe<0><<<1, 32>>>(d, out, reps); break;
@@ -79,11 +124,16 @@ int main() {
             case 3: probe<3><<<1, 32>>>(d, out, reps); break;
             case 4: probe<4><<<1, 32>>>(d, out, reps); break;
             case 5: probe<5><<<1, 32>>>(d, out, reps); break;
+            case 6: probe<6><<<1, 32>>>(d, out, reps); break;
+            case 7: probe<7><<<1, 32>>>(d, out, reps); break;
+            case 8: probe<8><<<1, 32>>>(d, out, reps); break;
             }
             cudaDeviceSynchronize();
         }
         printf("INFO pcie.%d %-50s %.0f ns per read\n", m, names[m], (double)hout[0] / reps);
     }
+    run_pingpong<false>(h + 4096, d + 4096, h + 4104, d + 4104);
+    run_pingpong<true>(h + 4096, d + 4096, h + 4104, d + 4104);
     printf("%s\n", cudaGetErrorString(cudaGetLastError()));
     return 0;
 }
