@@ -575,6 +575,11 @@ typedef struct gpuos__pk_params {
     uint64_t *xown;             /* device, GPUOS__XOWN words: express task seq's fetcher's mark, seq
                                    | GPUOS__XOWN_X when it left the task to the express worker */
     uint64_t xq0;               /* the first express task's q this launch reads */
+    /* device: 0, or nonzero once gpuos_destroy gave up waiting (written through the copy
+       stream, beside the kernels): workers then skip the tiles they have not run (read by
+       thread 0 during each tile, its value joins the tile's barrier, __syncthreads_or), so a
+       destroy does not wait for the whole queue already sent to the device */
+    uint32_t *cancel;
 } gpuos__pk_params;
 
 #endif /* GPUOS_QUEUE_H */
@@ -4125,6 +4130,7 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     c->P.xclaim = (unsigned long long *)(uintptr_t)(d + 32); /* express claims (zeroed with it) */
     c->P.xruns = (unsigned long long *)(uintptr_t)(d + 40);  /* express tasks the express worker ran */
     c->P.xfetched = (uint64_t *)(uintptr_t)(d + 48);         /* lane 0's next seq to fetch */
+    c->P.cancel = (uint32_t *)(uintptr_t)(d + 56);           /* gpuos_destroy's cancel (zeroed with it) */
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, GPUOS__XOWN * 8), "cuMemAlloc (express marks)");
     c->P.xown = (uint64_t *)(uintptr_t)d;
     CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0, GPUOS__XOWN * 8, c->copy_stream), "cuMemsetD8Async (express marks)");
@@ -4344,6 +4350,20 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
 /* Sends EXIT and waits for the kernel to leave (ctx->mu held). */
 static void cuda_stop_kernel_locked(gpuos_context *ctx);
 
+/* gpuos_destroy gave up waiting (wait_timeout_ms) with tasks still on the device: its
+   workers skip the tiles they have not run (gpuos__pk_params.cancel, written through the copy
+   stream, which runs beside the kernels), so the stop that follows drains the queue already
+   sent in microseconds a task, not in the tasks' whole time (a queue of 4096 long tasks took
+   as long as they would). A tile already running finishes. */
+static void cuda_cancel_locked(gpuos_context *ctx, struct gpuos__cuda *c) {
+    static const uint32_t one = 1;
+    cuda_refresh_retired(c);
+    if (ctx->sticky != GPUOS_OK || c->stuck ||
+        (c->retired_seen[0] + 1 >= c->dseq[0] && c->retired_seen[1] + 1 >= c->dseq[1]))
+        return; /* nothing left to skip (or a failed kernel: the stop says so) */
+    (void)gpuos__cuda_memcpy(ctx, c->P.cancel, &one, sizeof one, 1); /* (a failure: the stop drains as before) */
+}
+
 void gpuos__cuda_close(gpuos_context *ctx) {
     struct gpuos__cuda *c = ctx->cuda;
     int i;
@@ -4357,6 +4377,7 @@ void gpuos__cuda_close(gpuos_context *ctx) {
     }
     pthread_mutex_lock(&ctx->mu);
     cuda_gate_unqueue(c); /* (before c is freed: the queue links contexts) */
+    if (c->running) cuda_cancel_locked(ctx, c);
     if (c->running) cuda_stop_kernel_locked(ctx);
     cuda_gate_check_stuck(c); /* a stuck kernel that ended leaves the gate; one that runs stays counted */
     cuda_gate_adopt_stuck(c); /* ... and the gate keeps asking about it */
@@ -25978,6 +25999,11 @@ const char *const gpuos__device_source[] = {
     "    uint64_t *xown;             /* device, GPUOS__XOWN words: express task seq's fetcher's mark, seq\n",
     "                                   | GPUOS__XOWN_X when it left the task to the express worker */\n",
     "    uint64_t xq0;               /* the first express task's q this launch reads */\n",
+    "    /* device: 0, or nonzero once gpuos_destroy gave up waiting (written through the copy\n",
+    "       stream, beside the kernels): workers then skip the tiles they have not run (read by\n",
+    "       thread 0 during each tile, its value joins the tile's barrier, __syncthreads_or), so a\n",
+    "       destroy does not wait for the whole queue already sent to the device */\n",
+    "    uint32_t *cancel;\n",
     "} gpuos__pk_params;\n",
     "\n",
     "#endif /* GPUOS_QUEUE_H */\n",
@@ -26737,6 +26763,17 @@ const char *const gpuos__device_source[] = {
     "   flight in shared memory) or while lane-0 work waits for a dependency. Lane-1 tasks wait\n",
     "   only for lane-1 tasks, which every worker runs first, so this always finishes. Plans go\n",
     "   through their own shared buffer: the lane-0 task's copy stays valid. */\n",
+    "/* Thread 0's read of the cancel word (gpuos__pk_params.cancel), issued before a tile runs\n",
+    "   and used by the barrier after it (__syncthreads_or), so that its L2 round trip hides\n",
+    "   behind the tile. */\n",
+    "#ifndef GPUOS__PK_CANCEL\n",
+    "#define GPUOS__PK_CANCEL 1\n",
+    "#endif\n",
+    "static __device__ __forceinline__ uint32_t gpuos__pk_cancel_ld(const gpuos__pk_params &P) {\n",
+    "    uint32_t v = 0;\n",
+    "    if (GPUOS__PK_CANCEL && threadIdx.x == 0) asm volatile(\"ld.relaxed.gpu.global.u32 %0, [%1];\" : \"=r\"(v) : \"l\"(P.cancel) : \"memory\");\n",
+    "    return v;\n",
+    "}\n",
     "static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint32_t me, uint32_t loc, uint32_t nw,\n",
     "                                                  uint32_t *s_hhead, uint64_t *s_href) {\n",
     "    __shared__ gpuos__qdesc s_d[32];\n",
@@ -26747,6 +26784,7 @@ const char *const gpuos__device_source[] = {
     "    __shared__ uint32_t s_sysw; /* bit k: entry k writes mapped host memory (gpuos__pk_publish) */\n",
     "    const int tid = threadIdx.x, lane = tid & 31;\n",
     "    const gpuos__ientry *inbox = P.inbox[1] + (size_t)me * P.inbox_cap;\n",
+    "    int skip = 0; /* (block-uniform) the context is being destroyed: tiles are skipped */\n",
     "    for (;;) {\n",
     "        const uint32_t head = *s_hhead;\n",
     "        if (tid < 32) {\n",
@@ -26784,8 +26822,9 @@ const char *const gpuos__device_source[] = {
     "                int64_t b = (int64_t)t * d->tile_items;\n",
     "                int64_t e = b + d->tile_items;\n",
     "                if (e > d->n_items) e = d->n_items;\n",
-    "                gpuos__d_run(d->kernel_id, s_plan, b, e);\n",
-    "                __syncthreads();\n",
+    "                const uint32_t cv = gpuos__pk_cancel_ld(P);\n",
+    "                if (!skip) gpuos__d_run(d->kernel_id, s_plan, b, e);\n",
+    "                skip |= __syncthreads_or(cv); /* (the destroy's cancel: the tiles left are skipped) */\n",
     "                mine++;\n",
     "            }\n",
     "            if (tid == 0) s_mine[i] = mine;\n",
@@ -27020,6 +27059,7 @@ const char *const gpuos__device_source[] = {
     "    uint64_t xran = P.start_seq[0] - 1;\n",
     "    uint64_t xlost = 0;              /* (warp 0) the newest the fetcher took (it runs from the inbox) */\n",
     "    int xowed = 0;                   /* (warp 0) the fetcher left it an express task it has not run */\n",
+    "    int skip = 0;                    /* (block-uniform) the context is being destroyed: tiles are skipped */\n",
     "    const gpuos__ientry *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;\n",
     "    uint32_t head = P.wpos[0][me];\n",
     "    uint64_t ref = P.start_seq[0] - 1; /* the seq of the last entry consumed (gpuos__pk_read_entry) */\n",
@@ -27252,6 +27292,9 @@ const char *const gpuos__device_source[] = {
     "                int64_t e = b + d->tile_items;\n",
     "                if (e > d->n_items) e = d->n_items;\n",
     "                GPUOS__PROF_T0(t_run);\n",
+    "                const uint32_t cv = gpuos__pk_cancel_ld(P);\n",
+    "                if (skip) {\n",
+    "                } else\n",
     "#if defined(GPUOS__PROBE_RUN)\n",
     "                /* probe only (tests/gpu/probe_chain.c): the floors of a tile inside this loop.\n",
     "                   1: every rank-1 three-operand task as out = a + b[0] in f32, hand-written\n",
@@ -27289,7 +27332,9 @@ const char *const gpuos__device_source[] = {
     "#endif\n",
     "                GPUOS__PROF_ADD(prof, GPUOS__PROF_RUN, t_run);\n",
     "                GPUOS__PROF_T0(t_sync);\n",
-    "                __syncthreads(); /* kernels may reuse static shared memory; next task reads our writes */\n",
+    "                /* kernels may reuse static shared memory; next task reads our writes; the\n",
+    "                   destroy's cancel (thread 0's read) skips the tiles left */\n",
+    "                skip |= __syncthreads_or(cv);\n",
     "                GPUOS__PROF_ADD(prof, GPUOS__PROF_SYNC, t_sync);\n",
     "                mine++;\n",
     "            }\n",

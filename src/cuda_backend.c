@@ -1147,6 +1147,7 @@ static gpuos_status cuda_alloc_queue(gpuos_context *ctx, struct gpuos__cuda *c) 
     c->P.xclaim = (unsigned long long *)(uintptr_t)(d + 32); /* express claims (zeroed with it) */
     c->P.xruns = (unsigned long long *)(uintptr_t)(d + 40);  /* express tasks the express worker ran */
     c->P.xfetched = (uint64_t *)(uintptr_t)(d + 48);         /* lane 0's next seq to fetch */
+    c->P.cancel = (uint32_t *)(uintptr_t)(d + 56);           /* gpuos_destroy's cancel (zeroed with it) */
     CUDA_TRY(ctx, c->cu->cuMemAlloc(&d, GPUOS__XOWN * 8), "cuMemAlloc (express marks)");
     c->P.xown = (uint64_t *)(uintptr_t)d;
     CUDA_TRY(ctx, c->cu->cuMemsetD8Async(d, 0, GPUOS__XOWN * 8, c->copy_stream), "cuMemsetD8Async (express marks)");
@@ -1366,6 +1367,20 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
 /* Sends EXIT and waits for the kernel to leave (ctx->mu held). */
 static void cuda_stop_kernel_locked(gpuos_context *ctx);
 
+/* gpuos_destroy gave up waiting (wait_timeout_ms) with tasks still on the device: its
+   workers skip the tiles they have not run (gpuos__pk_params.cancel, written through the copy
+   stream, which runs beside the kernels), so the stop that follows drains the queue already
+   sent in microseconds a task, not in the tasks' whole time (a queue of 4096 long tasks took
+   as long as they would). A tile already running finishes. */
+static void cuda_cancel_locked(gpuos_context *ctx, struct gpuos__cuda *c) {
+    static const uint32_t one = 1;
+    cuda_refresh_retired(c);
+    if (ctx->sticky != GPUOS_OK || c->stuck ||
+        (c->retired_seen[0] + 1 >= c->dseq[0] && c->retired_seen[1] + 1 >= c->dseq[1]))
+        return; /* nothing left to skip (or a failed kernel: the stop says so) */
+    (void)gpuos__cuda_memcpy(ctx, c->P.cancel, &one, sizeof one, 1); /* (a failure: the stop drains as before) */
+}
+
 void gpuos__cuda_close(gpuos_context *ctx) {
     struct gpuos__cuda *c = ctx->cuda;
     int i;
@@ -1379,6 +1394,7 @@ void gpuos__cuda_close(gpuos_context *ctx) {
     }
     pthread_mutex_lock(&ctx->mu);
     cuda_gate_unqueue(c); /* (before c is freed: the queue links contexts) */
+    if (c->running) cuda_cancel_locked(ctx, c);
     if (c->running) cuda_stop_kernel_locked(ctx);
     cuda_gate_check_stuck(c); /* a stuck kernel that ended leaves the gate; one that runs stays counted */
     cuda_gate_adopt_stuck(c); /* ... and the gate keeps asking about it */

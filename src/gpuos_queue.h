@@ -271,6 +271,11 @@ typedef struct gpuos__pk_params {
     uint64_t *xown;             /* device, GPUOS__XOWN words: express task seq's fetcher's mark, seq
                                    | GPUOS__XOWN_X when it left the task to the express worker */
     uint64_t xq0;               /* the first express task's q this launch reads */
+    /* device: 0, or nonzero once gpuos_destroy gave up waiting (written through the copy
+       stream, beside the kernels): workers then skip the tiles they have not run (read by
+       thread 0 during each tile, its value joins the tile's barrier, __syncthreads_or), so a
+       destroy does not wait for the whole queue already sent to the device */
+    uint32_t *cancel;
 } gpuos__pk_params;
 
 #endif /* GPUOS_QUEUE_H */

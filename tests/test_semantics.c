@@ -736,6 +736,65 @@ static void destroy_long_job(void) {
     }
 }
 
+/* gpuos_destroy with a long queue already on the device (GPU only): a chain of in-place
+   run-time tasks of ~0.1 s each (a dependent loop in every element) worth ~6 s in all,
+   wait_timeout_ms = 100. The destroy's cancel makes the workers skip the tiles left, so it
+   returns after its wait, the tile running then and the stop: well under 0.1 s + two tasks +
+   0.3 s (the previous library took 1.10 s for tasks of 67 and of 134 ms alike, H200: its stop's
+   1 s bound, after which it leaves the kernel running). The chain's first two tasks are timed
+   to size the queue. */
+static void destroy_long_gpu(int device) {
+    gpuos_config cfg = GPUOS_CONFIG_INIT;
+    gpuos_context *ctx = NULL;
+    gpuos_op_def d = GPUOS_OP_DEF_INIT;
+    gpuos_op op;
+    gpuos_task t = GPUOS_TASK_INIT;
+    gpuos_tensor *x = NULL;
+    int64_t n = 256, i, k;
+    double t0, per;
+    cfg.device = device;
+    cfg.wait_timeout_ms = 100;
+    if (gpuos_create(&cfg, &ctx) != GPUOS_OK) {
+        CHECK(0, "gpuos_create: %s", gpuos_last_error(NULL));
+        return;
+    }
+    if (gpuos_context_backend(ctx) != GPUOS_BACKEND_CUDA) { /* the host's case is destroy_long_job */
+        gpuos_destroy(ctx);
+        return;
+    }
+    d.name = "slow_gpu";
+    d.n_inputs = 1;
+    d.source = "float s = a; for (int i = 0; i < 16000000; i++) { s = s * 0.999999f + 0.000001f; } out = s;";
+    OKC(gpuos_op_define(ctx, &d, &op));
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &x));
+    OKC(gpuos_fill(ctx, x, 1.0));
+    t.op = op, t.out = x, t.in[0] = x;
+    OKC(gpuos_submit(ctx, &t, NULL)); /* (compiled and warm) */
+    OKC(gpuos_wait(ctx, 20000));
+    t0 = now_s();
+    OKC(gpuos_submit(ctx, &t, NULL));
+    OKC(gpuos_submit(ctx, &t, NULL));
+    OKC(gpuos_wait(ctx, 20000));
+    per = (now_s() - t0) / 2;
+    k = (int64_t)(6.0 / (per > 1e-3 ? per : 1e-3));
+    if (k > 3000) k = 3000;
+    for (i = 0; i < k; i++) OKC(gpuos_submit(ctx, &t, NULL));
+    printf("destroy_long_gpu: %lld tasks of %.1f ms queued (%.1f s of work)\n", (long long)k, per * 1e3, per * (double)k);
+    {
+        struct timespec sl = {0, 50000000};
+        double t1;
+        nanosleep(&sl, NULL); /* the chain runs */
+        t0 = now_s();
+        gpuos_tensor_release(x);
+        gpuos_destroy(ctx);
+        t1 = now_s();
+        printf("destroy_long_gpu: gpuos_destroy took %.3f s\n", t1 - t0);
+        CHECK(t1 - t0 < 0.4 + 2 * per,
+              "gpuos_destroy (wait_timeout_ms 100) with %.1f s of work on the device took %.2f s: it drained the queue",
+              per * (double)k, t1 - t0);
+    }
+}
+
 int main(void) {
     const unsigned long long seed = ctest_seed("test_semantics");
     gpuos_config cfg = GPUOS_CONFIG_INIT;
@@ -764,5 +823,6 @@ int main(void) {
     zero_wait_timeout(cfg.device);
     last_error_threads();
     destroy_long_job();
+    destroy_long_gpu(cfg.device);
     return ctest_summary("test_semantics");
 }

@@ -751,6 +751,17 @@ static __device__ __forceinline__ void gpuos__pk_publish(const gpuos__pk_params 
    flight in shared memory) or while lane-0 work waits for a dependency. Lane-1 tasks wait
    only for lane-1 tasks, which every worker runs first, so this always finishes. Plans go
    through their own shared buffer: the lane-0 task's copy stays valid. */
+/* Thread 0's read of the cancel word (gpuos__pk_params.cancel), issued before a tile runs
+   and used by the barrier after it (__syncthreads_or), so that its L2 round trip hides
+   behind the tile. */
+#ifndef GPUOS__PK_CANCEL
+#define GPUOS__PK_CANCEL 1
+#endif
+static __device__ __forceinline__ uint32_t gpuos__pk_cancel_ld(const gpuos__pk_params &P) {
+    uint32_t v = 0;
+    if (GPUOS__PK_CANCEL && threadIdx.x == 0) asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(P.cancel) : "memory");
+    return v;
+}
 static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint32_t me, uint32_t loc, uint32_t nw,
                                                   uint32_t *s_hhead, uint64_t *s_href) {
     __shared__ gpuos__qdesc s_d[32];
@@ -761,6 +772,7 @@ static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint
     __shared__ uint32_t s_sysw; /* bit k: entry k writes mapped host memory (gpuos__pk_publish) */
     const int tid = threadIdx.x, lane = tid & 31;
     const gpuos__ientry *inbox = P.inbox[1] + (size_t)me * P.inbox_cap;
+    int skip = 0; /* (block-uniform) the context is being destroyed: tiles are skipped */
     for (;;) {
         const uint32_t head = *s_hhead;
         if (tid < 32) {
@@ -798,8 +810,9 @@ static __device__ __noinline__ void gpuos__pk_hi(const gpuos__pk_params &P, uint
                 int64_t b = (int64_t)t * d->tile_items;
                 int64_t e = b + d->tile_items;
                 if (e > d->n_items) e = d->n_items;
-                gpuos__d_run(d->kernel_id, s_plan, b, e);
-                __syncthreads();
+                const uint32_t cv = gpuos__pk_cancel_ld(P);
+                if (!skip) gpuos__d_run(d->kernel_id, s_plan, b, e);
+                skip |= __syncthreads_or(cv); /* (the destroy's cancel: the tiles left are skipped) */
                 mine++;
             }
             if (tid == 0) s_mine[i] = mine;
@@ -1034,6 +1047,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
     uint64_t xran = P.start_seq[0] - 1;
     uint64_t xlost = 0;              /* (warp 0) the newest the fetcher took (it runs from the inbox) */
     int xowed = 0;                   /* (warp 0) the fetcher left it an express task it has not run */
+    int skip = 0;                    /* (block-uniform) the context is being destroyed: tiles are skipped */
     const gpuos__ientry *inbox = P.inbox[0] + (size_t)me * P.inbox_cap;
     uint32_t head = P.wpos[0][me];
     uint64_t ref = P.start_seq[0] - 1; /* the seq of the last entry consumed (gpuos__pk_read_entry) */
@@ -1266,6 +1280,9 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                 int64_t e = b + d->tile_items;
                 if (e > d->n_items) e = d->n_items;
                 GPUOS__PROF_T0(t_run);
+                const uint32_t cv = gpuos__pk_cancel_ld(P);
+                if (skip) {
+                } else
 #if defined(GPUOS__PROBE_RUN)
                 /* probe only (tests/gpu/probe_chain.c): the floors of a tile inside this loop.
                    1: every rank-1 three-operand task as out = a + b[0] in f32, hand-written
@@ -1303,7 +1320,9 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #endif
                 GPUOS__PROF_ADD(prof, GPUOS__PROF_RUN, t_run);
                 GPUOS__PROF_T0(t_sync);
-                __syncthreads(); /* kernels may reuse static shared memory; next task reads our writes */
+                /* kernels may reuse static shared memory; next task reads our writes; the
+                   destroy's cancel (thread 0's read) skips the tiles left */
+                skip |= __syncthreads_or(cv);
                 GPUOS__PROF_ADD(prof, GPUOS__PROF_SYNC, t_sync);
                 mine++;
             }
