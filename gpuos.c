@@ -2718,6 +2718,10 @@ int gpuos__ex_run(const gpuos__ex_program *p, gpuos__ex_value *vars, char *err, 
 /* NULL is allowed. */
 void gpuos__ex_free(gpuos__ex_program *p);
 
+/* 1 when s can name a variable of a body: an identifier that is no keyword or type name of the
+   body language (float, if, return ...). */
+int gpuos__ex_name_ok(const char *s);
+
 #endif
 /*** End of src/expr.h ***/
 
@@ -9035,6 +9039,8 @@ static int ex_valid_name(const char *s) {
     return !ex_in(&t, ex_type_words) && !ex_in(&t, ex_keywords) && !ex_in(&t, ex_unsupported);
 }
 
+int gpuos__ex_name_ok(const char *s) { return ex_valid_name(s); }
+
 static int ex_final_slot(const ex_comp *c, int ref) {
     if (ref < EX_KREF) return ref;
     if (ref < EX_SREF) return c->n_vars + (ref - EX_KREF);
@@ -10004,7 +10010,10 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
         gpuos__set_error(ctx, s,
                          "%s: stopped after %d of the launch's %d tasks were queued (%s); those stay queued and "
                          "run, the others were not queued",
-                         fn, queued, nj, s == GPUOS_ERR_QUEUE_FULL ? "the queue stayed full" : "the context failed or was destroyed");
+                         fn, queued, nj,
+                         s == GPUOS_ERR_QUEUE_FULL      ? "the queue stayed full"
+                         : s == GPUOS_ERR_OUT_OF_MEMORY ? "no memory to grow the queue"
+                                                        : "the context failed or was destroyed");
     else if (s != GPUOS_OK)
         graph_nothing_queued(ctx, s, nj);
     free(jobs);
@@ -10358,18 +10367,18 @@ static gpuos_status host_pool_start(gpuos_context *ctx, int n_workers) {
     p->cancel = &ctx->cancel;
     if (pthread_mutex_init(&p->mu, NULL) != 0) {
         free(p);
-        return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "cannot create the host worker pool's mutex");
+        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "cannot create the host worker pool's mutex (out of resources)");
     }
     if (pthread_cond_init(&p->cv_work, NULL) != 0) {
         pthread_mutex_destroy(&p->mu);
         free(p);
-        return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "cannot create the host worker pool's condition variable");
+        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "cannot create the host worker pool's condition variable (out of resources)");
     }
     if (pthread_cond_init(&p->cv_done, NULL) != 0) {
         pthread_cond_destroy(&p->cv_work);
         pthread_mutex_destroy(&p->mu);
         free(p);
-        return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "cannot create the host worker pool's condition variable");
+        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "cannot create the host worker pool's condition variable (out of resources)");
     }
     while (p->n_threads < n_workers && host_thread_start(&p->threads[p->n_threads], host_worker, p)) p->n_threads++;
     if (p->n_threads == 0) { /* not even one: run everything on the dispatcher */
@@ -10540,8 +10549,8 @@ static void plan_offsets(const gpuos_tensor *t, int64_t *offs) {
 }
 
 /* 1 when two different indices of the view address the same element; -1 when it is
-   too large to decide (treated as overlapping). Strides 0 over size > 1 are handled
-   by the caller. */
+   too large to decide (treated as overlapping); -2 when the exact check's memory could not
+   be had. Strides 0 over size > 1 are handled by the caller. */
 static int plan_self_overlap(const gpuos_tensor *t, int64_t exact_limit) {
     plan_axis ax[GPUOS_MAX_RANK];
     int n = 0, i;
@@ -10563,7 +10572,7 @@ static int plan_self_overlap(const gpuos_tensor *t, int64_t exact_limit) {
         /* exact: list every offset and look for a repeat */
         int64_t *offs = (int64_t *)malloc((size_t)t->numel * sizeof *offs), k;
         int dup = 0;
-        if (!offs) return -1;
+        if (!offs) return -2;
         plan_offsets(t, offs);
         qsort(offs, (size_t)t->numel, sizeof *offs, plan_i64_cmp);
         for (k = 1; k < t->numel && !dup; k++) dup = offs[k] == offs[k - 1];
@@ -10588,6 +10597,11 @@ gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tens
                                     name, i, (long long)o->shape[i],
                                     plan_shape_str(o->rank, o->shape, sb, sizeof sb));
     ov = plan_self_overlap(o, PLAN_EXACT_OVERLAP_LIMIT);
+    if (ov == -2)
+        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: out of host memory checking whether the output's "
+                                "strides %s over shape %s make it overlap itself", name,
+                                plan_shape_str(o->rank, o->strides, tb, sizeof tb),
+                                plan_shape_str(o->rank, o->shape, sb, sizeof sb));
     if (ov != 0)
         return gpuos__set_error(ctx, GPUOS_ERR_BAD_STRIDES,
                                 "%s: the output's strides %s over shape %s %s", name,
@@ -10602,18 +10616,46 @@ gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tens
 #define PLAN_EXACT_ALIAS_IN ((int64_t)1 << 22)  /* input elements looked up */
 
 /* Do two views of one storage whose byte ranges overlap share a byte? 1 yes, 0 no, -1
-   too large to decide (treated as yes). out's elements are distinct (the output check
+   too large to decide (treated as yes), -2 out of memory. out's elements are distinct (the output check
    ran first), so its sorted element starts (multiples of its element size) give disjoint
    intervals: an input element overlaps one exactly when the last start at or below the
    input element's last byte lies less than out's element size below its first. Interleaved
    views (x[:, 0::2] and x[:, 1::2], the real and imaginary parts) are the case. */
+static int64_t plan_gcd(int64_t a, int64_t b) {
+    while (b) {
+        const int64_t r = a % b;
+        a = b, b = r;
+    }
+    return a;
+}
+/* The gcd of a view's byte strides over its axes of size above 1 (0 for one element): every
+   element of it starts at offset * elsize modulo this. */
+static int64_t plan_stride_gcd(const gpuos_tensor *t, int64_t es) {
+    int64_t g = 0;
+    int d;
+    for (d = 0; d < t->rank; d++)
+        if (t->shape[d] > 1) g = plan_gcd(g, (t->strides[d] < 0 ? -t->strides[d] : t->strides[d]) * es);
+    return g;
+}
 static int plan_views_share(const gpuos_tensor *out, const gpuos_tensor *in) {
     const int64_t eo = (int64_t)gpuos__elsize(out->dtype), ei = (int64_t)gpuos__elsize(in->dtype);
     int64_t *offs, idx[GPUOS_MAX_RANK] = {0}, k;
     int hit = 0;
+    {
+        /* At once (no listing, whatever the sizes): every element of out starts at a byte
+           congruent to out's first modulo G (the gcd of both views' byte strides), every
+           element of in likewise; when out's bytes [0, eo) and in's [dl, dl + ei) relative to
+           those residues do not meet modulo G, no byte is shared (x[:, 0::2] and x[:, 1::2]:
+           G = 2 elements, dl = 1 element). */
+        const int64_t g = plan_gcd(plan_stride_gcd(out, eo), plan_stride_gcd(in, ei));
+        if (g >= eo + ei) {
+            const int64_t dl = ((in->offset * ei - out->offset * eo) % g + g) % g;
+            if (dl >= eo && dl + ei <= g) return 0;
+        }
+    }
     if (out->numel > PLAN_EXACT_ALIAS_OUT || in->numel > PLAN_EXACT_ALIAS_IN) return -1;
     offs = (int64_t *)malloc((size_t)out->numel * sizeof *offs);
-    if (!offs) return -1;
+    if (!offs) return -2;
     plan_offsets(out, offs);
     for (k = 0; k < out->numel; k++) offs[k] *= eo; /* bytes */
     qsort(offs, (size_t)out->numel, sizeof *offs, plan_i64_cmp);
@@ -10651,6 +10693,10 @@ static gpuos_status plan_check_alias(plan_state *ps, int n_identical) {
         if (!in || !plan_overlap(ps->out, in)) continue;
         if (ps->info->inplace_ok && k < n_identical && plan_same_view(ps->out, in)) continue;
         if ((sh = plan_views_share(ps->out, in)) == 0) continue;
+        if (sh == -2)
+            return gpuos__set_error(ps->ctx, GPUOS_ERR_OUT_OF_MEMORY,
+                                    "%s: out of host memory checking whether the output overlaps %s", ps->name,
+                                    plan_operand(k));
         return gpuos__set_error(ps->ctx, GPUOS_ERR_ALIASING,
                                 "%s: the output %s %s%s", ps->name,
                                 sh > 0 ? "overlaps" : "may overlap (too large to check exactly)", plan_operand(k),
@@ -11679,6 +11725,21 @@ gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs
         const int lane = ctx->ring_count + (uint32_t)n <= ctx->capacity && gpuos__cuda_batch_lane_locked(ctx, jobs, n);
         for (i = 0; i < n; i++) jobs[i]->lane = lane, jobs[i]->lane_fixed = 1;
     }
+    /* the ring grown for the whole batch first (up to the capacity), so that no memory for it
+       refuses the batch whole rather than after the part that fitted (a fault-injection audit:
+       256 of a launch's 300 tasks queued, and a message blaming a destroyed context) */
+    while (ctx->ring_size < ctx->capacity && ctx->ring_count + (uint32_t)n > ctx->ring_size)
+        if (!queue_grow(ctx)) {
+            st = gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_submit: no memory to grow the queue to %u tasks "
+                                  "for a batch of %d; nothing of it was queued", (unsigned)(ctx->ring_size * 2u), n);
+            for (i = 0; i < n; i++) {
+                jobs[i]->n_st = jobs[i]->n_xst = 0; /* no references were taken */
+                queue_retire_locked(ctx, jobs[i]);
+            }
+            *n_queued = 0;
+            pthread_mutex_unlock(&ctx->mu);
+            return st;
+        }
     for (i = 0; i < n; i++) {
         const uint64_t before = ctx->submitted;
         if (n > 1) jobs[i]->batch_id = first; /* (the first task's own is set below) */
@@ -11694,7 +11755,7 @@ gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs
     *n_queued = i;
     if (st != GPUOS_OK)
         for (i = i + 1; i < n; i++) {
-            jobs[i]->n_st = 0;
+            jobs[i]->n_st = jobs[i]->n_xst = 0; /* no references were taken */
             queue_retire_locked(ctx, jobs[i]);
         }
     if (ctx->cuda) (void)gpuos__cuda_pump_locked(ctx);
@@ -12558,10 +12619,12 @@ static gpuos_status rt_make(gpuos_context *ctx, const char *fn, const gpuos_op_d
         int n = 1 + v->n_in + v->n_scalars;
         for (k = 0; k < n; k++) {
             const char *given = k == 0 ? def->out_name : k <= v->n_in ? def->in_names[k - 1] : def->scalar_names[k - 1 - v->n_in];
-            if ((given && !rt_ident(given)) || !strncmp(v->var[k], "gpuos", 5) || rt_is_reserved(v->var[k])) {
+            if ((given && (!rt_ident(given) || !gpuos__ex_name_ok(given))) || !strncmp(v->var[k], "gpuos", 5) ||
+                rt_is_reserved(v->var[k])) {
                 gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT,
-                                 "%s: '%s' is not a usable variable name (an identifier, not starting with gpuos, "
-                                 "not one of the constants a body knows such as INT_MAX or M_PI)",
+                                 "%s: '%s' is not a usable variable name (an identifier, not a keyword or type name "
+                                 "such as float or if, not starting with gpuos, not one of the constants a body "
+                                 "knows such as INT_MAX or M_PI)",
                                  fn, given ? given : v->var[k]);
                 free(v->source);
                 free(v);

@@ -103,8 +103,9 @@
      log_softmax, layernorm or rmsnorm task (in place); any other overlap between
      an output and an input (a byte both reach) is refused (GPUOS_ERR_ALIASING).
      Views of one allocation that interleave without sharing an element (x[:, 0::2]
-     and x[:, 1::2]) are fine: checked element by element up to 2^20 output and 2^22
-     input elements, refused as possibly overlapping beyond.
+     and x[:, 1::2]) are fine: seen at once when their elements' bytes fall apart modulo
+     the greatest common divisor of both views' strides, else checked element by element up
+     to 2^20 output and 2^22 input elements, refused as possibly overlapping beyond.
 
    LIMITS
    rank 0..GPUOS_MAX_RANK (8); at most GPUOS_MAX_INPUTS (4) inputs per task.
@@ -389,7 +390,9 @@ GPUOS_API gpuos_status gpuos_tensor_scalar(gpuos_context *ctx, gpuos_dtype dtype
 GPUOS_API gpuos_status gpuos_tensor_wrap(gpuos_context *ctx, void *data, size_t bytes, gpuos_dtype dtype,
                                          int rank, const int64_t *shape, const int64_t *strides,
                                          gpuos_tensor **out);
-/* Drops the handle; the memory is freed once no handle, view or queued task uses it. NULL ok. */
+/* Drops the handle; the memory is freed once no handle, view or queued task uses it. NULL ok.
+   The handle itself is freed at once: using it afterwards (or releasing it twice) is
+   undefined, as for free(); views taken from it stay valid. */
 GPUOS_API void gpuos_tensor_release(gpuos_tensor *t);
 GPUOS_API gpuos_status gpuos_tensor_get_info(const gpuos_tensor *t, gpuos_tensor_info *info);
 

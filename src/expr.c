@@ -1832,6 +1832,8 @@ static int ex_valid_name(const char *s) {
     return !ex_in(&t, ex_type_words) && !ex_in(&t, ex_keywords) && !ex_in(&t, ex_unsupported);
 }
 
+int gpuos__ex_name_ok(const char *s) { return ex_valid_name(s); }
+
 static int ex_final_slot(const ex_comp *c, int ref) {
     if (ref < EX_KREF) return ref;
     if (ref < EX_SREF) return c->n_vars + (ref - EX_KREF);

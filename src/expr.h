@@ -76,4 +76,8 @@ int gpuos__ex_run(const gpuos__ex_program *p, gpuos__ex_value *vars, char *err, 
 /* NULL is allowed. */
 void gpuos__ex_free(gpuos__ex_program *p);
 
+/* 1 when s can name a variable of a body: an identifier that is no keyword or type name of the
+   body language (float, if, return ...). */
+int gpuos__ex_name_ok(const char *s);
+
 #endif

@@ -822,7 +822,10 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
         gpuos__set_error(ctx, s,
                          "%s: stopped after %d of the launch's %d tasks were queued (%s); those stay queued and "
                          "run, the others were not queued",
-                         fn, queued, nj, s == GPUOS_ERR_QUEUE_FULL ? "the queue stayed full" : "the context failed or was destroyed");
+                         fn, queued, nj,
+                         s == GPUOS_ERR_QUEUE_FULL      ? "the queue stayed full"
+                         : s == GPUOS_ERR_OUT_OF_MEMORY ? "no memory to grow the queue"
+                                                        : "the context failed or was destroyed");
     else if (s != GPUOS_OK)
         graph_nothing_queued(ctx, s, nj);
     free(jobs);

@@ -193,18 +193,18 @@ static gpuos_status host_pool_start(gpuos_context *ctx, int n_workers) {
     p->cancel = &ctx->cancel;
     if (pthread_mutex_init(&p->mu, NULL) != 0) {
         free(p);
-        return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "cannot create the host worker pool's mutex");
+        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "cannot create the host worker pool's mutex (out of resources)");
     }
     if (pthread_cond_init(&p->cv_work, NULL) != 0) {
         pthread_mutex_destroy(&p->mu);
         free(p);
-        return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "cannot create the host worker pool's condition variable");
+        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "cannot create the host worker pool's condition variable (out of resources)");
     }
     if (pthread_cond_init(&p->cv_done, NULL) != 0) {
         pthread_cond_destroy(&p->cv_work);
         pthread_mutex_destroy(&p->mu);
         free(p);
-        return gpuos__set_error(ctx, GPUOS_ERR_INTERNAL, "cannot create the host worker pool's condition variable");
+        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "cannot create the host worker pool's condition variable (out of resources)");
     }
     while (p->n_threads < n_workers && host_thread_start(&p->threads[p->n_threads], host_worker, p)) p->n_threads++;
     if (p->n_threads == 0) { /* not even one: run everything on the dispatcher */

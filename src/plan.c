@@ -130,8 +130,8 @@ static void plan_offsets(const gpuos_tensor *t, int64_t *offs) {
 
 
 /* 1 when two different indices of the view address the same element; -1 when it is
-   too large to decide (treated as overlapping). Strides 0 over size > 1 are handled
-   by the caller. */
+   too large to decide (treated as overlapping); -2 when the exact check's memory could not
+   be had. Strides 0 over size > 1 are handled by the caller. */
 static int plan_self_overlap(const gpuos_tensor *t, int64_t exact_limit) {
     plan_axis ax[GPUOS_MAX_RANK];
     int n = 0, i;
@@ -153,7 +153,7 @@ static int plan_self_overlap(const gpuos_tensor *t, int64_t exact_limit) {
         /* exact: list every offset and look for a repeat */
         int64_t *offs = (int64_t *)malloc((size_t)t->numel * sizeof *offs), k;
         int dup = 0;
-        if (!offs) return -1;
+        if (!offs) return -2;
         plan_offsets(t, offs);
         qsort(offs, (size_t)t->numel, sizeof *offs, plan_i64_cmp);
         for (k = 1; k < t->numel && !dup; k++) dup = offs[k] == offs[k - 1];
@@ -178,6 +178,11 @@ gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tens
                                     name, i, (long long)o->shape[i],
                                     plan_shape_str(o->rank, o->shape, sb, sizeof sb));
     ov = plan_self_overlap(o, PLAN_EXACT_OVERLAP_LIMIT);
+    if (ov == -2)
+        return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "%s: out of host memory checking whether the output's "
+                                "strides %s over shape %s make it overlap itself", name,
+                                plan_shape_str(o->rank, o->strides, tb, sizeof tb),
+                                plan_shape_str(o->rank, o->shape, sb, sizeof sb));
     if (ov != 0)
         return gpuos__set_error(ctx, GPUOS_ERR_BAD_STRIDES,
                                 "%s: the output's strides %s over shape %s %s", name,
@@ -192,18 +197,46 @@ gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tens
 #define PLAN_EXACT_ALIAS_IN ((int64_t)1 << 22)  /* input elements looked up */
 
 /* Do two views of one storage whose byte ranges overlap share a byte? 1 yes, 0 no, -1
-   too large to decide (treated as yes). out's elements are distinct (the output check
+   too large to decide (treated as yes), -2 out of memory. out's elements are distinct (the output check
    ran first), so its sorted element starts (multiples of its element size) give disjoint
    intervals: an input element overlaps one exactly when the last start at or below the
    input element's last byte lies less than out's element size below its first. Interleaved
    views (x[:, 0::2] and x[:, 1::2], the real and imaginary parts) are the case. */
+static int64_t plan_gcd(int64_t a, int64_t b) {
+    while (b) {
+        const int64_t r = a % b;
+        a = b, b = r;
+    }
+    return a;
+}
+/* The gcd of a view's byte strides over its axes of size above 1 (0 for one element): every
+   element of it starts at offset * elsize modulo this. */
+static int64_t plan_stride_gcd(const gpuos_tensor *t, int64_t es) {
+    int64_t g = 0;
+    int d;
+    for (d = 0; d < t->rank; d++)
+        if (t->shape[d] > 1) g = plan_gcd(g, (t->strides[d] < 0 ? -t->strides[d] : t->strides[d]) * es);
+    return g;
+}
 static int plan_views_share(const gpuos_tensor *out, const gpuos_tensor *in) {
     const int64_t eo = (int64_t)gpuos__elsize(out->dtype), ei = (int64_t)gpuos__elsize(in->dtype);
     int64_t *offs, idx[GPUOS_MAX_RANK] = {0}, k;
     int hit = 0;
+    {
+        /* At once (no listing, whatever the sizes): every element of out starts at a byte
+           congruent to out's first modulo G (the gcd of both views' byte strides), every
+           element of in likewise; when out's bytes [0, eo) and in's [dl, dl + ei) relative to
+           those residues do not meet modulo G, no byte is shared (x[:, 0::2] and x[:, 1::2]:
+           G = 2 elements, dl = 1 element). */
+        const int64_t g = plan_gcd(plan_stride_gcd(out, eo), plan_stride_gcd(in, ei));
+        if (g >= eo + ei) {
+            const int64_t dl = ((in->offset * ei - out->offset * eo) % g + g) % g;
+            if (dl >= eo && dl + ei <= g) return 0;
+        }
+    }
     if (out->numel > PLAN_EXACT_ALIAS_OUT || in->numel > PLAN_EXACT_ALIAS_IN) return -1;
     offs = (int64_t *)malloc((size_t)out->numel * sizeof *offs);
-    if (!offs) return -1;
+    if (!offs) return -2;
     plan_offsets(out, offs);
     for (k = 0; k < out->numel; k++) offs[k] *= eo; /* bytes */
     qsort(offs, (size_t)out->numel, sizeof *offs, plan_i64_cmp);
@@ -241,6 +274,10 @@ static gpuos_status plan_check_alias(plan_state *ps, int n_identical) {
         if (!in || !plan_overlap(ps->out, in)) continue;
         if (ps->info->inplace_ok && k < n_identical && plan_same_view(ps->out, in)) continue;
         if ((sh = plan_views_share(ps->out, in)) == 0) continue;
+        if (sh == -2)
+            return gpuos__set_error(ps->ctx, GPUOS_ERR_OUT_OF_MEMORY,
+                                    "%s: out of host memory checking whether the output overlaps %s", ps->name,
+                                    plan_operand(k));
         return gpuos__set_error(ps->ctx, GPUOS_ERR_ALIASING,
                                 "%s: the output %s %s%s", ps->name,
                                 sh > 0 ? "overlaps" : "may overlap (too large to check exactly)", plan_operand(k),

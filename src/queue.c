@@ -335,6 +335,21 @@ gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs
         const int lane = ctx->ring_count + (uint32_t)n <= ctx->capacity && gpuos__cuda_batch_lane_locked(ctx, jobs, n);
         for (i = 0; i < n; i++) jobs[i]->lane = lane, jobs[i]->lane_fixed = 1;
     }
+    /* the ring grown for the whole batch first (up to the capacity), so that no memory for it
+       refuses the batch whole rather than after the part that fitted (a fault-injection audit:
+       256 of a launch's 300 tasks queued, and a message blaming a destroyed context) */
+    while (ctx->ring_size < ctx->capacity && ctx->ring_count + (uint32_t)n > ctx->ring_size)
+        if (!queue_grow(ctx)) {
+            st = gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_submit: no memory to grow the queue to %u tasks "
+                                  "for a batch of %d; nothing of it was queued", (unsigned)(ctx->ring_size * 2u), n);
+            for (i = 0; i < n; i++) {
+                jobs[i]->n_st = jobs[i]->n_xst = 0; /* no references were taken */
+                queue_retire_locked(ctx, jobs[i]);
+            }
+            *n_queued = 0;
+            pthread_mutex_unlock(&ctx->mu);
+            return st;
+        }
     for (i = 0; i < n; i++) {
         const uint64_t before = ctx->submitted;
         if (n > 1) jobs[i]->batch_id = first; /* (the first task's own is set below) */
@@ -350,7 +365,7 @@ gpuos_status gpuos__queue_push_batch(gpuos_context *ctx, gpuos__job *const *jobs
     *n_queued = i;
     if (st != GPUOS_OK)
         for (i = i + 1; i < n; i++) {
-            jobs[i]->n_st = 0;
+            jobs[i]->n_st = jobs[i]->n_xst = 0; /* no references were taken */
             queue_retire_locked(ctx, jobs[i]);
         }
     if (ctx->cuda) (void)gpuos__cuda_pump_locked(ctx);

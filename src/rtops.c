@@ -383,10 +383,12 @@ static gpuos_status rt_make(gpuos_context *ctx, const char *fn, const gpuos_op_d
         int n = 1 + v->n_in + v->n_scalars;
         for (k = 0; k < n; k++) {
             const char *given = k == 0 ? def->out_name : k <= v->n_in ? def->in_names[k - 1] : def->scalar_names[k - 1 - v->n_in];
-            if ((given && !rt_ident(given)) || !strncmp(v->var[k], "gpuos", 5) || rt_is_reserved(v->var[k])) {
+            if ((given && (!rt_ident(given) || !gpuos__ex_name_ok(given))) || !strncmp(v->var[k], "gpuos", 5) ||
+                rt_is_reserved(v->var[k])) {
                 gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT,
-                                 "%s: '%s' is not a usable variable name (an identifier, not starting with gpuos, "
-                                 "not one of the constants a body knows such as INT_MAX or M_PI)",
+                                 "%s: '%s' is not a usable variable name (an identifier, not a keyword or type name "
+                                 "such as float or if, not starting with gpuos, not one of the constants a body "
+                                 "knows such as INT_MAX or M_PI)",
                                  fn, given ? given : v->var[k]);
                 free(v->source);
                 free(v);

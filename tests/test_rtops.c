@@ -465,6 +465,17 @@ static void test_errors(gpuos_context *ctx, int gpu) {
     CHECK(gpuos_op_define(ctx, &e, &op) == GPUOS_ERR_INVALID_ARGUMENT, "a bad input name");
     e.in_names[0] = "M_PI"; /* a constant of both executors: the device's macro made it a number */
     CHECK(gpuos_op_define(ctx, &e, &op) == GPUOS_ERR_INVALID_ARGUMENT, "an input named M_PI");
+    {
+        /* keywords and type names: GPUOS_ERR_COMPILE on the host naming "vars[1]" before, a
+           helper's review (a device compile error on the GPU) */
+        static const char *const kw[] = {"float", "if", "return", "int", "double", "while"};
+        int q;
+        for (q = 0; q < 6; q++) {
+            e.in_names[0] = kw[q];
+            CHECK(gpuos_op_define(ctx, &e, &op) == GPUOS_ERR_INVALID_ARGUMENT, "an input named %s: %s", kw[q],
+                  gpuos_last_error(ctx));
+        }
+    }
     e.in_names[0] = NULL;
     e.out_name = "INT_MAX";
     CHECK(gpuos_op_define(ctx, &e, &op) == GPUOS_ERR_INVALID_ARGUMENT, "an output named INT_MAX");
