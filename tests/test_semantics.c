@@ -30,23 +30,35 @@ static uint32_t rnd(uint32_t n) { return ctest_below(&rng, n); }
 
 #define OKC(call) CHECK((call) == GPUOS_OK, "%s", gpuos_last_error(ctx))
 
+/* x: a new [R, W] i32 tensor holding random values in -1000..1000, which *h (malloc'd) holds
+   too; *got: room for a download of it. NULL (a failed check, nothing left allocated) if
+   it cannot be made. */
+static gpuos_tensor *random_i32(gpuos_context *ctx, int R, int W, int32_t **h, int32_t **got) {
+    int64_t shape[2];
+    gpuos_tensor *x = NULL;
+    int i;
+    shape[0] = R, shape[1] = W;
+    *h = (int32_t *)malloc((size_t)R * W * sizeof **h);
+    *got = (int32_t *)malloc((size_t)R * W * sizeof **got);
+    if (!*h || !*got || gpuos_tensor_new(ctx, GPUOS_I32, 2, shape, &x) != GPUOS_OK) {
+        CHECK(0, "no memory: %s", gpuos_last_error(ctx));
+        free(*h);
+        free(*got);
+        return NULL;
+    }
+    for (i = 0; i < R * W; i++) (*h)[i] = (int32_t)rnd(2001) - 1000;
+    OKC(gpuos_upload(ctx, x, *h, (size_t)R * W * sizeof **h));
+    return x;
+}
+
 /* x: [R, K * C] i32; part p (0 <= p < K) is the view x[:, p::K], [R, C]. Random element-wise
    tasks between parts (out part != in parts), checked against the same on a C copy. */
 static void interleave(gpuos_context *ctx, int round) {
     const int R = 1 + (int)rnd(9), C = 1 + (int)rnd(300), K = 2 + (int)rnd(3), W = K * C;
-    int64_t shape[2] = {R, W};
-    int32_t *h = (int32_t *)malloc((size_t)R * W * sizeof *h), *got = (int32_t *)malloc((size_t)R * W * sizeof *got);
-    gpuos_tensor *x = NULL, *part[4] = {NULL}, *half = NULL;
+    int32_t *h, *got;
+    gpuos_tensor *x = random_i32(ctx, R, W, &h, &got), *part[4] = {NULL}, *half = NULL;
     int i, t, bad = 0;
-    if (!h || !got) {
-        CHECK(0, "no memory");
-        free(h);
-        free(got);
-        return;
-    }
-    for (i = 0; i < R * W; i++) h[i] = (int32_t)rnd(2001) - 1000;
-    OKC(gpuos_tensor_new(ctx, GPUOS_I32, 2, shape, &x));
-    OKC(gpuos_upload(ctx, x, h, (size_t)R * W * sizeof *h));
+    if (!x) return;
     for (i = 0; i < K; i++) OKC(gpuos_view_slice(x, 1, i, GPUOS_SLICE_END, K, &part[i]));
     for (t = 0; t < 12; t++) {
         const int o = (int)rnd((uint32_t)K), a = (int)((o + 1 + rnd((uint32_t)K - 1)) % K),
@@ -95,19 +107,10 @@ static void interleave(gpuos_context *ctx, int round) {
    first half of the columns (which do share elements) stay refused. */
 static void interleave_large(gpuos_context *ctx) {
     enum { R = 1024, W = 4096 };
-    int64_t shape[2] = {R, W};
-    int32_t *h = (int32_t *)malloc((size_t)R * W * sizeof *h), *got = (int32_t *)malloc((size_t)R * W * sizeof *got);
-    gpuos_tensor *x = NULL, *ev = NULL, *od = NULL, *left = NULL;
+    int32_t *h, *got;
+    gpuos_tensor *x = random_i32(ctx, R, W, &h, &got), *ev = NULL, *od = NULL, *left = NULL;
     int i, bad = 0;
-    if (!h || !got) {
-        CHECK(0, "no memory");
-        free(h);
-        free(got);
-        return;
-    }
-    for (i = 0; i < R * W; i++) h[i] = (int32_t)rnd(2001) - 1000;
-    OKC(gpuos_tensor_new(ctx, GPUOS_I32, 2, shape, &x));
-    OKC(gpuos_upload(ctx, x, h, (size_t)R * W * sizeof *h));
+    if (!x) return;
     OKC(gpuos_view_slice(x, 1, 0, GPUOS_SLICE_END, 2, &ev));
     OKC(gpuos_view_slice(x, 1, 1, GPUOS_SLICE_END, 2, &od));
     OKC(gpuos_add(ctx, ev, ev, od));
