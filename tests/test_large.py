@@ -128,3 +128,13 @@ def test_large_norm(ctx, rng, seed, op, dtype, shape):
 def test_large_matmul(ctx, rng, seed, dtype, a_shape, b_shape):
     T.matmul_once(ctx, rng, seed, dtype, a_shape, b_shape, "contig", "contig", "contig", "large")
     T.matmul_once(ctx, rng, seed, dtype, a_shape, b_shape, "permuted", "negative", "strided", "large, views")
+
+
+# B transposed (x @ W^T) with 16 rows or more: the host executor copies B row-major first
+# (host_mm_pack), for every element size; a batched B (one per batch index) is read in place
+@pytest.mark.parametrize("dtype,a_shape,b_shape", [("i8", (64, 40), (40, 33)), ("f16", (32, 70), (70, 50)),
+                                                   ("f32", (2, 16, 33), (33, 65)), ("f64", (20, 17), (17, 9)),
+                                                   ("i64", (3, 16, 8), (3, 8, 5))])
+def test_matmul_b_transposed(ctx, rng, seed, dtype, a_shape, b_shape):
+    T.matmul_once(ctx, rng, seed, dtype, a_shape, b_shape, "contig", "permuted", "contig", "b transposed")
+    T.matmul_once(ctx, rng, seed, dtype, a_shape, b_shape, "strided", "negative", "contig", "b negative")

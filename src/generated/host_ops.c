@@ -75,6 +75,46 @@ static inline void gpuos__hk_iter(const gpuos__ew_plan *p, gpuos__ew_loop_fn loo
     }
 }
 
+/* Whole rows of a rank-r plan (r >= 2) where an operand's rows lie closer together than its
+   columns (a transposed view: x + y^T, a copy out of a transposed view) are walked in tiles of
+   GPUOS__HK_TILE_R rows by GPUOS__HK_TILE_C columns: along a row that operand is a strided
+   load each, and the next rows read the same cache lines, so that a tile reads each line
+   once instead of once per row (2048 x 2048 f32 with one input transposed: 24 ms against 1.7
+   contiguous, a review). The items and their order of writes per element are unchanged. */
+#define GPUOS__HK_TILE_R 16
+#define GPUOS__HK_TILE_C 64
+static int gpuos__hk_tile_pays(const gpuos__ew_plan *p, int r) {
+    int k;
+    if (p->shape[r - 1] < 2 * GPUOS__HK_TILE_C || p->shape[r - 2] < 2) return 0;
+    for (k = 0; k < p->n_ptr; ++k) {
+        const int64_t c = p->stride[k][r - 1] < 0 ? -p->stride[k][r - 1] : p->stride[k][r - 1],
+                      w = p->stride[k][r - 2] < 0 ? -p->stride[k][r - 2] : p->stride[k][r - 2];
+        if (c > 64 && w < c) return 1;
+    }
+    return 0;
+}
+/* Rows [ra, rb) (row j: items j * W .. j * W + W - 1, W = shape[r - 1]) in tiles. */
+static void gpuos__hk_iter_tiles(const gpuos__ew_plan *p, gpuos__ew_loop_fn loop, int64_t ra, int64_t rb, int r) {
+    const int64_t W = p->shape[r - 1];
+    char *base[GPUOS__HK_TILE_R][GPUOS__MAX_PTR], *ptr[GPUOS__MAX_PTR] = {0};
+    int64_t st[GPUOS__MAX_PTR] = {0}, j0, c0;
+    int k, j, nr;
+    for (k = 0; k < p->n_ptr; ++k) st[k] = p->stride[k][r - 1];
+    for (j0 = ra; j0 < rb; j0 += nr) {
+        nr = rb - j0 < GPUOS__HK_TILE_R ? (int)(rb - j0) : GPUOS__HK_TILE_R;
+        for (j = 0; j < nr; ++j)
+            for (k = 0; k < p->n_ptr; ++k)
+                base[j][k] = p->ptr[k] + gpuos__hk_offset(j0 + j, r - 1, p->shape, p->stride[k]);
+        for (c0 = 0; c0 < W; c0 += GPUOS__HK_TILE_C) {
+            const int64_t n = W - c0 < GPUOS__HK_TILE_C ? W - c0 : GPUOS__HK_TILE_C;
+            for (j = 0; j < nr; ++j) {
+                for (k = 0; k < p->n_ptr; ++k) ptr[k] = base[j][k] + c0 * st[k];
+                loop(n, (j0 + j) * W + c0, ptr, st, p->scalar);
+            }
+        }
+    }
+}
+
 /* Rank 0: one item. */
 static void gpuos__hk_iter_0(const gpuos__ew_plan *p, gpuos__ew_loop_fn loop, int64_t begin, int64_t end) {
     static const int64_t zero[GPUOS__MAX_PTR] = {0, 0, 0, 0, 0};
@@ -85,24 +125,80 @@ static void gpuos__hk_iter_1(const gpuos__ew_plan *p, gpuos__ew_loop_fn loop, in
     gpuos__hk_iter(p, loop, begin, end, 1);
 }
 static void gpuos__hk_iter_2(const gpuos__ew_plan *p, gpuos__ew_loop_fn loop, int64_t begin, int64_t end) {
+    const int64_t W = p->shape[1];
+    if (end - begin >= 2 * W && gpuos__hk_tile_pays(p, 2)) {
+        const int64_t ra = (begin + W - 1) / W, rb = end / W; /* the whole rows */
+        gpuos__hk_iter(p, loop, begin, ra * W, 2);
+        gpuos__hk_iter_tiles(p, loop, ra, rb, 2);
+        gpuos__hk_iter(p, loop, rb * W, end, 2);
+        return;
+    }
     gpuos__hk_iter(p, loop, begin, end, 2);
 }
 static void gpuos__hk_iter_3(const gpuos__ew_plan *p, gpuos__ew_loop_fn loop, int64_t begin, int64_t end) {
+    const int64_t W = p->shape[2];
+    if (end - begin >= 2 * W && gpuos__hk_tile_pays(p, 3)) {
+        const int64_t ra = (begin + W - 1) / W, rb = end / W; /* the whole rows */
+        gpuos__hk_iter(p, loop, begin, ra * W, 3);
+        gpuos__hk_iter_tiles(p, loop, ra, rb, 3);
+        gpuos__hk_iter(p, loop, rb * W, end, 3);
+        return;
+    }
     gpuos__hk_iter(p, loop, begin, end, 3);
 }
 static void gpuos__hk_iter_4(const gpuos__ew_plan *p, gpuos__ew_loop_fn loop, int64_t begin, int64_t end) {
+    const int64_t W = p->shape[3];
+    if (end - begin >= 2 * W && gpuos__hk_tile_pays(p, 4)) {
+        const int64_t ra = (begin + W - 1) / W, rb = end / W; /* the whole rows */
+        gpuos__hk_iter(p, loop, begin, ra * W, 4);
+        gpuos__hk_iter_tiles(p, loop, ra, rb, 4);
+        gpuos__hk_iter(p, loop, rb * W, end, 4);
+        return;
+    }
     gpuos__hk_iter(p, loop, begin, end, 4);
 }
 static void gpuos__hk_iter_5(const gpuos__ew_plan *p, gpuos__ew_loop_fn loop, int64_t begin, int64_t end) {
+    const int64_t W = p->shape[4];
+    if (end - begin >= 2 * W && gpuos__hk_tile_pays(p, 5)) {
+        const int64_t ra = (begin + W - 1) / W, rb = end / W; /* the whole rows */
+        gpuos__hk_iter(p, loop, begin, ra * W, 5);
+        gpuos__hk_iter_tiles(p, loop, ra, rb, 5);
+        gpuos__hk_iter(p, loop, rb * W, end, 5);
+        return;
+    }
     gpuos__hk_iter(p, loop, begin, end, 5);
 }
 static void gpuos__hk_iter_6(const gpuos__ew_plan *p, gpuos__ew_loop_fn loop, int64_t begin, int64_t end) {
+    const int64_t W = p->shape[5];
+    if (end - begin >= 2 * W && gpuos__hk_tile_pays(p, 6)) {
+        const int64_t ra = (begin + W - 1) / W, rb = end / W; /* the whole rows */
+        gpuos__hk_iter(p, loop, begin, ra * W, 6);
+        gpuos__hk_iter_tiles(p, loop, ra, rb, 6);
+        gpuos__hk_iter(p, loop, rb * W, end, 6);
+        return;
+    }
     gpuos__hk_iter(p, loop, begin, end, 6);
 }
 static void gpuos__hk_iter_7(const gpuos__ew_plan *p, gpuos__ew_loop_fn loop, int64_t begin, int64_t end) {
+    const int64_t W = p->shape[6];
+    if (end - begin >= 2 * W && gpuos__hk_tile_pays(p, 7)) {
+        const int64_t ra = (begin + W - 1) / W, rb = end / W; /* the whole rows */
+        gpuos__hk_iter(p, loop, begin, ra * W, 7);
+        gpuos__hk_iter_tiles(p, loop, ra, rb, 7);
+        gpuos__hk_iter(p, loop, rb * W, end, 7);
+        return;
+    }
     gpuos__hk_iter(p, loop, begin, end, 7);
 }
 static void gpuos__hk_iter_8(const gpuos__ew_plan *p, gpuos__ew_loop_fn loop, int64_t begin, int64_t end) {
+    const int64_t W = p->shape[7];
+    if (end - begin >= 2 * W && gpuos__hk_tile_pays(p, 8)) {
+        const int64_t ra = (begin + W - 1) / W, rb = end / W; /* the whole rows */
+        gpuos__hk_iter(p, loop, begin, ra * W, 8);
+        gpuos__hk_iter_tiles(p, loop, ra, rb, 8);
+        gpuos__hk_iter(p, loop, rb * W, end, 8);
+        return;
+    }
     gpuos__hk_iter(p, loop, begin, end, 8);
 }
 
