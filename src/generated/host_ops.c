@@ -783,16 +783,51 @@ GPUOS__HK_ARANGE(gpuos__hk_loop_arange_f64, gpuos__e_cast_f64_f64, double, GPUOS
    reduced axis. Each run is stepped in chunks of GPUOS__HK_CHUNK merged into the total, so
    that rounding error of float sums grows like n / CHUNK + CHUNK rather than n. */
 #define GPUOS__HK_CHUNK 1024
+/* Outputs whose inputs lie closer together than a reduction's own steps (a sum over axis 0 of
+   a row-major matrix: the outputs' columns are adjacent, each one's elements a row apart) are
+   reduced GPUOS__HK_RB at a time, element t of all of them in turn: each output's steps,
+   chunks and merges are those above, in the same order (the same bits), but a cache line read
+   serves the block (2048 x 2048 f32 over axis 0: 25 ms, against 1.9 over axis 1, a review). */
+#define GPUOS__HK_RB 16
 #define GPUOS__HK_REDUCE(NAME, R, ACC, TI, LD, TO, STO)                                             \
     static void NAME(const gpuos__reduce_plan *p, int64_t begin, int64_t end) {                    \
         const int last = p->inner_rank - 1;                                                         \
         const int64_t len = last >= 0 ? p->inner_shape[last] : 1;                                   \
         const int64_t s = last >= 0 ? p->inner_in_stride[last] : 0;                                 \
         const int64_t runs = len > 0 ? p->inner_numel / len : 0;                                    \
+        const int64_t on = p->outer_rank > 0 ? p->outer_shape[p->outer_rank - 1] : 1;              \
+        const int64_t os = p->outer_rank > 0 ? p->outer_in_stride[p->outer_rank - 1] : 0;          \
+        const int blocked = on >= 2 && len > 0 && (os < 0 ? -os : os) < (s < 0 ? -s : s);          \
         int64_t o, r, k, t, j;                                                                      \
         for (o = begin; o < end; ++o) {                                                             \
             const char *in = p->in + gpuos__hk_offset(o, p->outer_rank, p->outer_shape,             \
                                                       p->outer_in_stride);                          \
+            int64_t nb = on - o % on;                                                               \
+            if (nb > GPUOS__HK_RB) nb = GPUOS__HK_RB;                                               \
+            if (nb > end - o) nb = end - o;                                                         \
+            if (blocked && nb >= 2) { /* outputs o .. o + nb - 1, along the last outer axis */      \
+                ACC accb[GPUOS__HK_RB], partb[GPUOS__HK_RB];                                        \
+                int64_t b;                                                                          \
+                for (b = 0; b < nb; ++b) accb[b] = R##_init();                                      \
+                for (r = 0, j = 0; r < runs; ++r) {                                                 \
+                    const char *q = in + gpuos__hk_offset(r, last, p->inner_shape, p->inner_in_stride); \
+                    for (k = 0; k < len; k += GPUOS__HK_CHUNK) {                                    \
+                        const int64_t stop = len - k < GPUOS__HK_CHUNK ? len : k + GPUOS__HK_CHUNK; \
+                        for (b = 0; b < nb; ++b) partb[b] = R##_init();                             \
+                        for (t = k; t < stop; ++t, ++j)                                             \
+                            for (b = 0; b < nb; ++b)                                                \
+                                partb[b] = R##_step(partb[b], LD(*(const TI *)(q + t * s + b * os)), j); \
+                        for (b = 0; b < nb; ++b) accb[b] = R##_merge(accb[b], partb[b]);            \
+                    }                                                                               \
+                }                                                                                   \
+                for (b = 0; b < nb; ++b)                                                            \
+                    *(TO *)(p->out + gpuos__hk_offset(o + b, p->outer_rank, p->outer_shape,         \
+                                                      p->outer_out_stride)) =                       \
+                        STO(R##_final(accb[b], p->inner_numel, p->correction));                     \
+                o += nb - 1;                                                                        \
+                continue;                                                                           \
+            }                                                                                       \
+            {                                                                                       \
             ACC acc = R##_init();                                                                   \
             for (r = 0, j = 0; r < runs; ++r) {                                                     \
                 const char *q = in + gpuos__hk_offset(r, last, p->inner_shape, p->inner_in_stride); \
@@ -807,6 +842,7 @@ GPUOS__HK_ARANGE(gpuos__hk_loop_arange_f64, gpuos__e_cast_f64_f64, double, GPUOS
             *(TO *)(p->out + gpuos__hk_offset(o, p->outer_rank, p->outer_shape,                     \
                                               p->outer_out_stride)) =                               \
                 STO(R##_final(acc, p->inner_numel, p->correction));                                 \
+            }                                                                                       \
         }                                                                                           \
     }
 
