@@ -326,8 +326,9 @@ GPUOS_API gpuos_status gpuos_create(const gpuos_config *config, gpuos_context **
 /* Waits up to wait_timeout_ms for queued work, drops what has not finished, stops the
    executor and frees the context's resources. A task running then is stopped between its
    steps (host executor; a step is about 32k element operations, or one output row of a
-   product, or one element of a run-time operator's body: its output is left part written), or on the GPU finishes the
-   tiles running then and skips the rest of what was already sent to the device. Its tensors and
+   product, or one element of a run-time operator's body: its output is left part written), or on the GPU each worker
+   finishes the tile it is running (and at most one more) and skips the rest of what was
+   already sent to the device. Its tensors and
    graphs must still be released (before or after); while one is alive it keeps the
    context's memory, and later calls on ctx or its graphs return GPUOS_ERR_INVALID_ARGUMENT
    (views of its tensors still work: they need nothing of ctx but that memory). Once the last

@@ -306,7 +306,16 @@ static const char *const rt_reserved[] = {
     "INT8_MIN", "INT16_MIN", "INT32_MIN", "INT64_MIN", "INT8_MAX", "INT16_MAX", "INT32_MAX", "INT64_MAX",
     "UINT8_MAX", "UINT16_MAX", "UINT32_MAX", "UINT64_MAX", "INT_MAX", "INT_MIN", "UINT_MAX", "LLONG_MAX",
     "LLONG_MIN", "ULLONG_MAX", "FLT_MAX", "FLT_MIN", "FLT_EPSILON", "DBL_MAX", "DBL_MIN", "DBL_EPSILON",
-    "M_PI", "NAN", "INFINITY", "HUGE_VALF", "HUGE_VAL", "NULL"};
+    "M_PI", "NAN", "INFINITY", "HUGE_VALF", "HUGE_VAL", "NULL",
+    /* C++ words the body language does not know as keywords but NVRTC does (`and` passed the
+       host and failed the device's compile: a review) */
+    "and", "and_eq", "bitand", "bitor", "compl", "not", "not_eq", "or", "or_eq", "xor", "xor_eq", "alignas",
+    "alignof", "asm", "auto", "bool", "catch", "char16_t", "char32_t", "char8_t", "class", "concept", "const_cast",
+    "consteval", "constexpr", "constinit", "co_await", "co_return", "co_yield", "decltype", "delete",
+    "dynamic_cast", "explicit", "export", "extern", "false", "friend", "goto", "inline", "mutable", "namespace",
+    "new", "noexcept", "nullptr", "operator", "private", "protected", "public", "register", "reinterpret_cast",
+    "requires", "sizeof", "static_assert", "static_cast", "template", "this", "thread_local", "throw", "true",
+    "try", "typedef", "typeid", "typename", "union", "using", "virtual", "volatile", "wchar_t"};
 static int rt_is_reserved(const char *s) {
     size_t i;
     if (s[0] == '_' && s[1] == '_') return 1; /* the implementation's (CUDA's __half, __ldg ...) */

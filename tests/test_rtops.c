@@ -468,9 +468,9 @@ static void test_errors(gpuos_context *ctx, int gpu) {
     {
         /* keywords and type names: GPUOS_ERR_COMPILE on the host naming "vars[1]" before, a
            helper's review (a device compile error on the GPU) */
-        static const char *const kw[] = {"float", "if", "return", "int", "double", "while"};
+        static const char *const kw[] = {"float", "if", "return", "int", "double", "while", "and", "xor", "alignas", "not"};
         int q;
-        for (q = 0; q < 6; q++) {
+        for (q = 0; q < 10; q++) {
             e.in_names[0] = kw[q];
             CHECK(gpuos_op_define(ctx, &e, &op) == GPUOS_ERR_INVALID_ARGUMENT, "an input named %s: %s", kw[q],
                   gpuos_last_error(ctx));
