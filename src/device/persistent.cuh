@@ -866,30 +866,30 @@ static __device__ __forceinline__ int gpuos__pk_same_task(const gpuos__qdesc *a,
    kernel cannot (a run-time operator, not one of gpuos__d_ew_rep's groups, operands not
    vector-able, no input is the output: gpuos__d_ew_rep_mask says 0). Out of line: the
    worker loop keeps its registers. */
-static __device__ __noinline__ int gpuos__pk_run(const gpuos__pk_params &P, const gpuos__qdesc *d, const uint64_t *plan,
+static __device__ __noinline__ int gpuos__pk_run(const uint32_t *cancel, const gpuos__qdesc *d, const uint64_t *plan,
                                                  uint32_t first, uint32_t nw, uint32_t same, uint32_t *mine) {
     const gpuos__ew_plan *p = (const gpuos__ew_plan *)plan;
     const unsigned amask = gpuos__d_ew_rep_mask(d->kernel_id, p);
     if (!amask) return 1;
     const int reps = __ffs(~same); /* the entries up to the first that does not repeat */
-    uint32_t m = 0;
-    int skip = 0; /* (block-uniform) the destroy's cancel: the run's tiles left are skipped */
+    uint32_t m = 0, cv = 0;
+    /* the destroy's cancel, read once as the run starts and known after its first tile (a
+       read a tile cost chain 5%: the function's spills) */
+    if (threadIdx.x == 0) asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(cv) : "l"(cancel) : "memory");
     for (uint32_t t = first; t < d->n_tiles; t += nw) {
         const int64_t b = (int64_t)t * d->tile_items;
         const int64_t e = b + d->tile_items < d->n_items ? b + d->tile_items : d->n_items;
-        const uint32_t cv = gpuos__pk_cancel_ld(P);
-        if (!skip) {
-            const int64_t r = gpuos__d_ew_rep(d->kernel_id, p, b, e, reps, amask);
-            for (int k = 0; k < reps && r < e; k++) { /* the items it left, task by task */
-                gpuos__d_run(d->kernel_id, plan, r, e);
-                __syncthreads();
-            }
+        const int64_t r = gpuos__d_ew_rep(d->kernel_id, p, b, e, reps, amask);
+        for (int k = 0; k < reps && r < e; k++) { /* the items it left, task by task */
+            gpuos__d_run(d->kernel_id, plan, r, e);
+            __syncthreads();
         }
-        skip |= __syncthreads_or(cv); /* the next task reads our writes */
+        __syncthreads(); /* the next task reads our writes */
         m++;
     }
+    cv = __syncthreads_or(cv);
     *mine = m;
-    return reps | (skip ? GPUOS__PK_RUN_CANCEL : 0);
+    return reps | (cv ? GPUOS__PK_RUN_CANCEL : 0);
 }
 #endif
 
@@ -1263,7 +1263,7 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
 #if GPUOS__PK_RUN_ON
             if (!xn && !skip && ((s_same >> i) & 1u) && d->kernel_id != run_kid) { /* entries i + 1 .. repeat this one: run them as one */
                 GPUOS__PROF_T0(t_run);
-                int reps = gpuos__pk_run(P, d, s_plan, first, nw, s_same >> i, &mine);
+                int reps = gpuos__pk_run(P.cancel, d, s_plan, first, nw, s_same >> i, &mine);
                 if (reps & GPUOS__PK_RUN_CANCEL) skip = 1, reps &= GPUOS__PK_RUN_CANCEL - 1;
                 if (reps == 1) run_kid = d->kernel_id; /* not a run this kernel can do (the call cost 0.4 us a task) */
                 if (reps > 1) {
