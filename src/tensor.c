@@ -409,6 +409,54 @@ gpuos_status gpuos_tensor_get_info(const gpuos_tensor *t, gpuos_tensor_info *inf
 }
 
 /* ---------------------------------------------------------------- upload / download */
+/* One element of size es between a and b (to_view: b -> a, else a -> b). */
+static inline void tensor_copy_el(char *a, char *b, size_t es, int to_view) {
+    char *d = to_view ? a : b;
+    const char *s = to_view ? b : a;
+    switch (es) {
+    case 1: *d = *s; break;
+    case 2: memcpy(d, s, 2); break;
+    case 4: memcpy(d, s, 4); break;
+    case 8: memcpy(d, s, 8); break;
+    default: memcpy(d, s, es); break;
+    }
+}
+/* The view's last two merged axes when its rows lie closer together than its columns (a
+   transposed view): in tiles of TENSOR_TILE_R x TENSOR_TILE_C elements, so that the view's
+   cache lines are read once per tile rather than once per row (a 2048 x 2048 f32 transposed
+   view's download: 23 ms against 1.2 contiguous, a review). Returns 0 (nothing done) when
+   that is not the case. sh, sd: the merged axes (n >= 2), element strides. */
+#define TENSOR_TILE_R 16
+#define TENSOR_TILE_C 64
+static int tensor_copy_tiles(char *base, size_t elsize, int n, const int64_t *sh, const int64_t *sd, char *packed,
+                             int to_view) {
+    const int64_t R = sh[n - 2], C = sh[n - 1], es = (int64_t)elsize;
+    const int64_t sr = sd[n - 2] * es, sc = sd[n - 1] * es;
+    int64_t idx[GPUOS_MAX_RANK] = {0}, r0, c0, r, c;
+    int i;
+    if ((sc < 0 ? -sc : sc) <= 64 || (sr < 0 ? -sr : sr) >= (sc < 0 ? -sc : sc) || C < 2 * TENSOR_TILE_C || R < 2)
+        return 0;
+    for (;;) { /* each matrix of the outer axes' odometer */
+        char *m = base;
+        for (i = 0; i < n - 2; i++) m += idx[i] * sd[i] * es;
+        for (r0 = 0; r0 < R; r0 += TENSOR_TILE_R)
+            for (c0 = 0; c0 < C; c0 += TENSOR_TILE_C) {
+                const int64_t r1 = R - r0 < TENSOR_TILE_R ? R : r0 + TENSOR_TILE_R,
+                              c1 = C - c0 < TENSOR_TILE_C ? C : c0 + TENSOR_TILE_C;
+                for (r = r0; r < r1; r++)
+                    for (c = c0; c < c1; c++)
+                        tensor_copy_el(m + r * sr + c * sc, packed + (r * C + c) * es, elsize, to_view);
+            }
+        packed += R * C * es;
+        for (i = n - 3; i >= 0; i--) {
+            if (++idx[i] < sh[i]) break;
+            idx[i] = 0;
+        }
+        if (i < 0) break;
+    }
+    return 1;
+}
+
 /* Copies between the view (base + offset, element strides) and packed row-major
    memory, in logical order. to_view: packed -> view, else view -> packed. */
 static void tensor_copy_strided(char *base, size_t elsize, int rank, const int64_t *shape, const int64_t *strides,
@@ -432,6 +480,7 @@ static void tensor_copy_strided(char *base, size_t elsize, int rank, const int64
         else memcpy(packed, base, elsize);
         return;
     }
+    if (n >= 2 && tensor_copy_tiles(base, elsize, n, sh, sd, packed, to_view)) return;
     contiguous_run = sd[n - 1] == 1;
     run = sh[n - 1];
     run_bytes = run * (int64_t)elsize;
