@@ -9214,6 +9214,17 @@ typedef struct graph_node {
     gpuos__job *tmpl;                       /* the planned job (never queued itself) */
 } graph_node;
 
+/* The scalars a node's operator reads (gpuos_task.scalar[0..n)): fill's value, arange's start
+   and step, layernorm's and rmsnorm's eps; a run-time operator's own count may change with a
+   redefinition before the launch, so both are allowed there. */
+static int graph_node_scalars(const graph_node *nd) {
+    switch ((int)nd->task.op) {
+    case GPUOS_OP_FILL: case GPUOS_OP_LAYERNORM: case GPUOS_OP_RMSNORM: return 1;
+    case GPUOS_OP_ARANGE: return 2;
+    default: return (int)nd->task.op >= GPUOS_OP_RUNTIME_BASE ? 2 : 0;
+    }
+}
+
 struct gpuos_graph {
     gpuos_context *ctx;
     graph_node *nodes;
@@ -9826,11 +9837,18 @@ gpuos_status gpuos_graph_launch(gpuos_graph *g, const gpuos_graph_bind *binds, i
             return gpuos__set_error(ctx, GPUOS_ERR_SHAPE_MISMATCH,
                                     "%s: binds[%d].actual must have the recorded tensor's dtype, shape and strides", fn, i);
     }
-    for (i = 0; i < n_scalars; i++)
+    for (i = 0; i < n_scalars; i++) {
+        int takes;
         if (scalars[i].node < 0 || scalars[i].node >= g->n || scalars[i].index < 0 || scalars[i].index > 1)
             return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT,
                                     "%s: scalars[%d] names node %d, scalar %d (nodes 0..%d, scalars 0..1)", fn, i,
                                     scalars[i].node, scalars[i].index, g->n - 1);
+        if (scalars[i].index >= (takes = graph_node_scalars(&g->nodes[scalars[i].node])))
+            return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT,
+                                    "%s: scalars[%d] sets scalar %d of node %d, a %s, which takes %d scalar%s", fn, i,
+                                    scalars[i].index, scalars[i].node, gpuos_op_name(g->nodes[scalars[i].node].task.op),
+                                    takes, takes == 1 ? "" : "s");
+    }
     if (g->n == 0) {
         if (seq) *seq = gpuos_fence(ctx);
         return GPUOS_OK;

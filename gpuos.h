@@ -562,7 +562,9 @@ GPUOS_API gpuos_status gpuos_graph_add_dep(gpuos_graph *graph, int before, int a
 /* Queues every node once; *seq (may be NULL) is the last one's sequence number (a fence
    for the whole launch). Bindings and scalars are checked before anything is queued
    (a binding of another dtype: GPUOS_ERR_DTYPE_MISMATCH; of another shape or strides:
-   GPUOS_ERR_SHAPE_MISMATCH; negative counts: GPUOS_ERR_INVALID_ARGUMENT). If the queue
+   GPUOS_ERR_SHAPE_MISMATCH; negative counts, or a scalar the node's operator does not read
+   (only fill, arange, layernorm, rmsnorm and run-time operators read any):
+   GPUOS_ERR_INVALID_ARGUMENT). If the queue
    stays full part of the way through a launch (GPUOS_ERR_QUEUE_FULL), the nodes before that
    point stay queued and run; gpuos_last_error says how many. On a GPU another context's
    kernel holds, a launch that must start this context's kernel waits for its turn (up to

@@ -290,6 +290,10 @@ static void test_deps_and_errors(gpuos_context *ctx) {
               h[15] == 5.0f, "a scalar bound for one launch (%g)", h[15]);
     CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL) == GPUOS_OK && gpuos_download(ctx, x, h, sizeof h) == GPUOS_OK &&
               h[15] == 1.0f, "and the recorded scalar the next (%g)", h[15]);
+    sc.index = 1; /* fill reads scalar 0 only: refused (it was accepted and ignored, a user's review) */
+    CHECK(gpuos_graph_launch(g, NULL, 0, &sc, 1, NULL) == GPUOS_ERR_INVALID_ARGUMENT &&
+              strstr(gpuos_last_error(ctx), "takes 1 scalar") != NULL,
+          "a scalar fill does not read: %s", gpuos_last_error(ctx));
     /* recording validates as gpuos_submit does */
     bad.op = GPUOS_OP_ADD, bad.out = x, bad.in[0] = x, bad.in[1] = wrong;
     CHECK(gpuos_graph_add(g, &bad, NULL) == GPUOS_ERR_SHAPE_MISMATCH, "a bad task is refused at recording");
