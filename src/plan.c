@@ -428,9 +428,11 @@ static gpuos_status plan_ew(plan_state *ps) {
             if (!plan_broadcast(prank, prev, b->rank, b->shape, &rank, shape)) {
                 char x[128], y[128];
                 return gpuos__set_error(ps->ctx, GPUOS_ERR_SHAPE_MISMATCH,
-                                        "%s: shapes do not broadcast: %s (in[0..%d] so far) and %s (in[%d])", ps->name,
-                                        plan_shape_str(prank, prev, x, sizeof x), k - 1,
-                                        plan_shape_str(b->rank, b->shape, y, sizeof y), k);
+                                        k == 1 ? "%s: in[%d]'s shape %s does not broadcast with in[0]'s %s"
+                                               : "%s: in[%d]'s shape %s does not broadcast with %s, the shape of "
+                                                 "in[0..%d] broadcast together",
+                                        ps->name, k, plan_shape_str(b->rank, b->shape, y, sizeof y),
+                                        plan_shape_str(prank, prev, x, sizeof x), k - 1);
             }
         }
         if (!plan_same_shape(ps->out, rank, shape)) return plan_shape_error(ps, rank, shape);
