@@ -67,6 +67,10 @@ gpuos__ew_iter_fn gpuos__host_ew_iter(int rank);
 gpuos__reduce_fn gpuos__host_reduce(gpuos_op op, gpuos_dtype key);
 gpuos__rows_fn gpuos__host_rows(gpuos_op op, gpuos_dtype key);
 gpuos__matmul_fn gpuos__host_matmul(gpuos_dtype key);
+/* Rows [begin, end) of a row plan through fn (elements of es bytes, in and out alike); rows
+   whose elements lie farther apart than the rows themselves (softmax over axis 0) are
+   gathered into a contiguous block first (host_ops.c). */
+void gpuos__host_rows_run(const gpuos__rows_plan *p, gpuos__rows_fn fn, size_t es, int64_t begin, int64_t end);
 /* Can a matmul of dtype take op as an epilogue operator (gen/ops.py EPILOGUE; both executors
    run it: host_ops.c, device_ops.cu)? */
 int gpuos__matmul_epi_ok(gpuos_op op, gpuos_dtype dtype);

@@ -65,7 +65,7 @@ static void host_run_range(const gpuos__job *job, int64_t begin, int64_t end) {
         else job->ew_iter(&job->plan.ew, job->ew_loop, begin, end);
         break;
     case GPUOS__KIND_REDUCE: job->reduce_fn(&job->plan.reduce, begin, end); break;
-    case GPUOS__KIND_ROWS: job->rows_fn(&job->plan.rows, begin, end); break;
+    case GPUOS__KIND_ROWS: gpuos__host_rows_run(&job->plan.rows, job->rows_fn, job->elsize[0], begin, end); break;
     case GPUOS__KIND_MATMUL:
         if (job->plan.matmul.pro) host_matmul_pro(&job->plan.matmul, job->matmul_fn, begin, end);
         else job->matmul_fn(&job->plan.matmul, begin, end);

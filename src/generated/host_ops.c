@@ -1260,6 +1260,57 @@ static void gpuos__hk_rows_rmsnorm_f64(const gpuos__rows_plan *p, int64_t begin,
     }
 }
 
+/* Rows whose elements lie farther apart than the rows themselves (softmax over axis 0 of a
+   row-major matrix: each row's elements a matrix row apart, the rows adjacent) read a cache line
+   per element, once per pass: GPUOS__HK_RB rows at a time are gathered into a contiguous block,
+   run there by the very same row code (the same bits), and scattered back (2048 x 2048 f32
+   softmax over axis 0: 79 ms against 26 over axis 1 before, a review). Up to
+   GPUOS__HK_ROWS_BLOCK bytes of block (else, or with no memory for it, in place). */
+#define GPUOS__HK_ROWS_BLOCK ((int64_t)1 << 22)
+static void gpuos__hk_el_copy(char *d, const char *s, size_t es) {
+    switch (es) {
+    case 1: *d = *s; break;
+    case 2: memcpy(d, s, 2); break;
+    case 4: memcpy(d, s, 4); break;
+    default: memcpy(d, s, 8); break;
+    }
+}
+void gpuos__host_rows_run(const gpuos__rows_plan *p, gpuos__rows_fn fn, size_t es, int64_t begin, int64_t end) {
+    const int64_t n = p->n, os = p->outer_rank > 0 ? p->outer_in_stride[p->outer_rank - 1] : 0;
+    const int64_t rb = end - begin < GPUOS__HK_RB ? end - begin : GPUOS__HK_RB;
+    char *blk, *in_b[GPUOS__HK_RB], *out_b[GPUOS__HK_RB];
+    int64_t r0, b, j, nb;
+    gpuos__rows_plan q;
+    if (rb < 2 || n < 2 || (es != 1 && es != 2 && es != 4 && es != 8) ||
+        (os < 0 ? -os : os) >= (p->in_stride < 0 ? -p->in_stride : p->in_stride) ||
+        n > GPUOS__HK_ROWS_BLOCK / (2 * rb * (int64_t)es) || !(blk = (char *)malloc((size_t)(2 * rb * n) * es))) {
+        fn(p, begin, end);
+        return;
+    }
+    q = *p;
+    q.outer_rank = 1;
+    q.outer_in_stride[0] = q.outer_out_stride[0] = n * (int64_t)es;
+    q.in_stride = q.out_stride = (int64_t)es;
+    q.in = blk;
+    q.out = blk + rb * n * (int64_t)es;
+    for (r0 = begin; r0 < end; r0 += nb) {
+        nb = end - r0 < rb ? end - r0 : rb;
+        for (b = 0; b < nb; ++b) {
+            in_b[b] = (char *)p->in + gpuos__hk_offset(r0 + b, p->outer_rank, p->outer_shape, p->outer_in_stride);
+            out_b[b] = p->out + gpuos__hk_offset(r0 + b, p->outer_rank, p->outer_shape, p->outer_out_stride);
+        }
+        for (j = 0; j < n; ++j) /* element j of every row in turn: their lines are shared */
+            for (b = 0; b < nb; ++b) gpuos__hk_el_copy(blk + (b * n + j) * (int64_t)es, in_b[b] + j * p->in_stride, es);
+        q.outer_shape[0] = nb;
+        q.outer_numel = nb;
+        fn(&q, 0, nb);
+        for (j = 0; j < n; ++j)
+            for (b = 0; b < nb; ++b)
+                gpuos__hk_el_copy(out_b[b] + j * p->out_stride, q.out + (b * n + j) * (int64_t)es, es);
+    }
+    free(blk);
+}
+
 /* ---------------------------------------------------------------- matmul */
 /* The epilogue of a fused matmul (gpuos__matmul_plan.epi, recorded graphs): on output row m
    at o, each operator in turn as its own task would run it (load, compute, store), so each
