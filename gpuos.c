@@ -28974,10 +28974,15 @@ static void gpuos__hk_rows_softmax_f32(const gpuos__rows_plan *p, int64_t begin,
         float mx = -gpuos__inf_f32(), sum = 0;
         for (j = 0; j < p->n; ++j)
             mx = gpuos__max_f32(mx, GPUOS__HK_ROW_IN(float, GPUOS__HK_ID, j));
+        /* (the output's type is the computing one: each exponential, stored, is read back
+           exactly, so it is computed once; in place, in[j] is read before out[j] is written) */
+        for (j = 0; j < p->n; ++j) {
+            const float e = expf(GPUOS__HK_ROW_IN(float, GPUOS__HK_ID, j) - mx);
+            sum += e;
+            GPUOS__HK_ROW_OUT(float, j) = e;
+        }
         for (j = 0; j < p->n; ++j)
-            sum += expf(GPUOS__HK_ROW_IN(float, GPUOS__HK_ID, j) - mx);
-        for (j = 0; j < p->n; ++j)
-            GPUOS__HK_ROW_OUT(float, j) = GPUOS__HK_ID(expf(GPUOS__HK_ROW_IN(float, GPUOS__HK_ID, j) - mx) / sum);
+            GPUOS__HK_ROW_OUT(float, j) = GPUOS__HK_ROW_OUT(float, j) / sum;
     }
 }
 
@@ -28989,10 +28994,15 @@ static void gpuos__hk_rows_softmax_f64(const gpuos__rows_plan *p, int64_t begin,
         double mx = -gpuos__inf_f64(), sum = 0;
         for (j = 0; j < p->n; ++j)
             mx = gpuos__max_f64(mx, GPUOS__HK_ROW_IN(double, GPUOS__HK_ID, j));
+        /* (the output's type is the computing one: each exponential, stored, is read back
+           exactly, so it is computed once; in place, in[j] is read before out[j] is written) */
+        for (j = 0; j < p->n; ++j) {
+            const double e = exp(GPUOS__HK_ROW_IN(double, GPUOS__HK_ID, j) - mx);
+            sum += e;
+            GPUOS__HK_ROW_OUT(double, j) = e;
+        }
         for (j = 0; j < p->n; ++j)
-            sum += exp(GPUOS__HK_ROW_IN(double, GPUOS__HK_ID, j) - mx);
-        for (j = 0; j < p->n; ++j)
-            GPUOS__HK_ROW_OUT(double, j) = GPUOS__HK_ID(exp(GPUOS__HK_ROW_IN(double, GPUOS__HK_ID, j) - mx) / sum);
+            GPUOS__HK_ROW_OUT(double, j) = GPUOS__HK_ROW_OUT(double, j) / sum;
     }
 }
 
