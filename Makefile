@@ -21,7 +21,7 @@ DTYPES  ?=
 RANKS   ?=
 GEN_ARGS = $(if $(strip $(DTYPES)),--dtypes "$(DTYPES)") $(if $(strip $(RANKS)),--ranks "$(RANKS)")
 
-EXAMPLES := $(BUILD)/particles $(BUILD)/mlp
+EXAMPLES := $(BUILD)/particles $(BUILD)/mlp $(BUILD)/rtop
 
 .PHONY: all run gen check-gen test test-c test-py clean
 all: $(BUILD)/libgpuos.so $(EXAMPLES)
