@@ -219,6 +219,8 @@ typedef struct gpuos__matmul_plan {
 /* GPUOS__DTYPES(X): every dtype's size, class and limits, from gen/ops.py */
 // #include "generated/gpuos_dtypes.h" (inlined above)
 
+#include <string.h> /* memcpy (gpuos__copy_el) */
+
 /* ---------------------------------------------------------------- operator table */
 typedef enum gpuos__kind {
     GPUOS__KIND_EW = 0,     /* element-wise: unary, binary, ternary, where, copy, cast, fill, arange */
@@ -275,6 +277,17 @@ gpuos__ew_iter_fn gpuos__host_ew_iter(int rank);
 gpuos__reduce_fn gpuos__host_reduce(gpuos_op op, gpuos_dtype key);
 gpuos__rows_fn gpuos__host_rows(gpuos_op op, gpuos_dtype key);
 gpuos__matmul_fn gpuos__host_matmul(gpuos_dtype key);
+/* One element of es bytes (1, 2, 4 or 8, else any) from s to d: a load and a store for the
+   usual sizes (a memcpy call an element cost the strided copies most of their time). */
+static inline void gpuos__copy_el(char *d, const char *s, size_t es) {
+    switch (es) {
+    case 1: *d = *s; break;
+    case 2: memcpy(d, s, 2); break;
+    case 4: memcpy(d, s, 4); break;
+    case 8: memcpy(d, s, 8); break;
+    default: memcpy(d, s, es); break;
+    }
+}
 /* Rows [begin, end) of a row plan through fn (elements of es bytes, in and out alike); rows
    whose elements lie farther apart than the rows themselves (softmax over axis 0) are
    gathered into a contiguous block first (host_ops.c). */
@@ -10356,16 +10369,7 @@ static void *host_mm_pack(const gpuos__job *job, gpuos__job *q) {
     buf = (char *)malloc((size_t)(K * N * es));
     if (!buf) return NULL;
     for (n = 0; n < N; n++)
-        for (k = 0; k < K; k++) {
-            const char *src = p->b + k * p->b_k + n * p->b_n;
-            char *dst = buf + (k * N + n) * es;
-            switch (es) {
-            case 1: *dst = *src; break;
-            case 2: memcpy(dst, src, 2); break;
-            case 4: memcpy(dst, src, 4); break;
-            default: memcpy(dst, src, 8); break;
-            }
-        }
+        for (k = 0; k < K; k++) gpuos__copy_el(buf + (k * N + n) * es, p->b + k * p->b_k + n * p->b_n, (size_t)es);
     *q = *job;
     q->plan.matmul.b = buf;
     q->plan.matmul.b_k = N * es;
@@ -13601,18 +13605,6 @@ gpuos_status gpuos_tensor_get_info(const gpuos_tensor *t, gpuos_tensor_info *inf
 }
 
 /* ---------------------------------------------------------------- upload / download */
-/* One element of size es between a and b (to_view: b -> a, else a -> b). */
-static inline void tensor_copy_el(char *a, char *b, size_t es, int to_view) {
-    char *d = to_view ? a : b;
-    const char *s = to_view ? b : a;
-    switch (es) {
-    case 1: *d = *s; break;
-    case 2: memcpy(d, s, 2); break;
-    case 4: memcpy(d, s, 4); break;
-    case 8: memcpy(d, s, 8); break;
-    default: memcpy(d, s, es); break;
-    }
-}
 /* The view's last two merged axes when its rows lie closer together than its columns (a
    transposed view): in tiles of TENSOR_TILE_R x TENSOR_TILE_C elements, so that the view's
    cache lines are read once per tile rather than once per row (a 2048 x 2048 f32 transposed
@@ -13637,7 +13629,8 @@ static int tensor_copy_tiles(char *base, size_t elsize, int n, const int64_t *sh
                               c1 = C - c0 < TENSOR_TILE_C ? C : c0 + TENSOR_TILE_C;
                 for (r = r0; r < r1; r++)
                     for (c = c0; c < c1; c++)
-                        tensor_copy_el(m + r * sr + c * sc, packed + (r * C + c) * es, elsize, to_view);
+                        if (to_view) gpuos__copy_el(m + r * sr + c * sc, packed + (r * C + c) * es, elsize);
+                        else gpuos__copy_el(packed + (r * C + c) * es, m + r * sr + c * sc, elsize);
             }
         packed += R * C * es;
         for (i = n - 3; i >= 0; i--) {
@@ -13687,8 +13680,8 @@ static void tensor_copy_strided(char *base, size_t elsize, int rank, const int64
         } else {
             int64_t j, step = sd[n - 1] * (int64_t)elsize;
             for (j = 0; j < run; j++, p += step, packed += elsize) {
-                if (to_view) memcpy(p, packed, elsize);
-                else memcpy(packed, p, elsize);
+                if (to_view) gpuos__copy_el(p, packed, elsize);
+                else gpuos__copy_el(packed, p, elsize);
             }
         }
         for (i = n - 2; i >= 0; i--) { /* odometer over the outer axes */
@@ -29265,14 +29258,6 @@ static void gpuos__hk_rows_rmsnorm_f64(const gpuos__rows_plan *p, int64_t begin,
    softmax over axis 0: 79 ms against 26 over axis 1 before, a review). Up to
    GPUOS__HK_ROWS_BLOCK bytes of block (else, or with no memory for it, in place). */
 #define GPUOS__HK_ROWS_BLOCK ((int64_t)1 << 22)
-static void gpuos__hk_el_copy(char *d, const char *s, size_t es) {
-    switch (es) {
-    case 1: *d = *s; break;
-    case 2: memcpy(d, s, 2); break;
-    case 4: memcpy(d, s, 4); break;
-    default: memcpy(d, s, 8); break;
-    }
-}
 void gpuos__host_rows_run(const gpuos__rows_plan *p, gpuos__rows_fn fn, size_t es, int64_t begin, int64_t end) {
     const int64_t n = p->n, os = p->outer_rank > 0 ? p->outer_in_stride[p->outer_rank - 1] : 0;
     const int64_t rb = end - begin < GPUOS__HK_RB ? end - begin : GPUOS__HK_RB;
@@ -29298,13 +29283,13 @@ void gpuos__host_rows_run(const gpuos__rows_plan *p, gpuos__rows_fn fn, size_t e
             out_b[b] = p->out + gpuos__hk_offset(r0 + b, p->outer_rank, p->outer_shape, p->outer_out_stride);
         }
         for (j = 0; j < n; ++j) /* element j of every row in turn: their lines are shared */
-            for (b = 0; b < nb; ++b) gpuos__hk_el_copy(blk + (b * n + j) * (int64_t)es, in_b[b] + j * p->in_stride, es);
+            for (b = 0; b < nb; ++b) gpuos__copy_el(blk + (b * n + j) * (int64_t)es, in_b[b] + j * p->in_stride, es);
         q.outer_shape[0] = nb;
         q.outer_numel = nb;
         fn(&q, 0, nb);
         for (j = 0; j < n; ++j)
             for (b = 0; b < nb; ++b)
-                gpuos__hk_el_copy(out_b[b] + j * p->out_stride, q.out + (b * n + j) * (int64_t)es, es);
+                gpuos__copy_el(out_b[b] + j * p->out_stride, q.out + (b * n + j) * (int64_t)es, es);
     }
     free(blk);
 }

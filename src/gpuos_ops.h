@@ -11,6 +11,8 @@
 /* GPUOS__DTYPES(X): every dtype's size, class and limits, from gen/ops.py */
 #include "generated/gpuos_dtypes.h"
 
+#include <string.h> /* memcpy (gpuos__copy_el) */
+
 /* ---------------------------------------------------------------- operator table */
 typedef enum gpuos__kind {
     GPUOS__KIND_EW = 0,     /* element-wise: unary, binary, ternary, where, copy, cast, fill, arange */
@@ -67,6 +69,17 @@ gpuos__ew_iter_fn gpuos__host_ew_iter(int rank);
 gpuos__reduce_fn gpuos__host_reduce(gpuos_op op, gpuos_dtype key);
 gpuos__rows_fn gpuos__host_rows(gpuos_op op, gpuos_dtype key);
 gpuos__matmul_fn gpuos__host_matmul(gpuos_dtype key);
+/* One element of es bytes (1, 2, 4 or 8, else any) from s to d: a load and a store for the
+   usual sizes (a memcpy call an element cost the strided copies most of their time). */
+static inline void gpuos__copy_el(char *d, const char *s, size_t es) {
+    switch (es) {
+    case 1: *d = *s; break;
+    case 2: memcpy(d, s, 2); break;
+    case 4: memcpy(d, s, 4); break;
+    case 8: memcpy(d, s, 8); break;
+    default: memcpy(d, s, es); break;
+    }
+}
 /* Rows [begin, end) of a row plan through fn (elements of es bytes, in and out alike); rows
    whose elements lie farther apart than the rows themselves (softmax over axis 0) are
    gathered into a contiguous block first (host_ops.c). */

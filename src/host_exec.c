@@ -160,16 +160,7 @@ static void *host_mm_pack(const gpuos__job *job, gpuos__job *q) {
     buf = (char *)malloc((size_t)(K * N * es));
     if (!buf) return NULL;
     for (n = 0; n < N; n++)
-        for (k = 0; k < K; k++) {
-            const char *src = p->b + k * p->b_k + n * p->b_n;
-            char *dst = buf + (k * N + n) * es;
-            switch (es) {
-            case 1: *dst = *src; break;
-            case 2: memcpy(dst, src, 2); break;
-            case 4: memcpy(dst, src, 4); break;
-            default: memcpy(dst, src, 8); break;
-            }
-        }
+        for (k = 0; k < K; k++) gpuos__copy_el(buf + (k * N + n) * es, p->b + k * p->b_k + n * p->b_n, (size_t)es);
     *q = *job;
     q->plan.matmul.b = buf;
     q->plan.matmul.b_k = N * es;

@@ -409,18 +409,6 @@ gpuos_status gpuos_tensor_get_info(const gpuos_tensor *t, gpuos_tensor_info *inf
 }
 
 /* ---------------------------------------------------------------- upload / download */
-/* One element of size es between a and b (to_view: b -> a, else a -> b). */
-static inline void tensor_copy_el(char *a, char *b, size_t es, int to_view) {
-    char *d = to_view ? a : b;
-    const char *s = to_view ? b : a;
-    switch (es) {
-    case 1: *d = *s; break;
-    case 2: memcpy(d, s, 2); break;
-    case 4: memcpy(d, s, 4); break;
-    case 8: memcpy(d, s, 8); break;
-    default: memcpy(d, s, es); break;
-    }
-}
 /* The view's last two merged axes when its rows lie closer together than its columns (a
    transposed view): in tiles of TENSOR_TILE_R x TENSOR_TILE_C elements, so that the view's
    cache lines are read once per tile rather than once per row (a 2048 x 2048 f32 transposed
@@ -445,7 +433,8 @@ static int tensor_copy_tiles(char *base, size_t elsize, int n, const int64_t *sh
                               c1 = C - c0 < TENSOR_TILE_C ? C : c0 + TENSOR_TILE_C;
                 for (r = r0; r < r1; r++)
                     for (c = c0; c < c1; c++)
-                        tensor_copy_el(m + r * sr + c * sc, packed + (r * C + c) * es, elsize, to_view);
+                        if (to_view) gpuos__copy_el(m + r * sr + c * sc, packed + (r * C + c) * es, elsize);
+                        else gpuos__copy_el(packed + (r * C + c) * es, m + r * sr + c * sc, elsize);
             }
         packed += R * C * es;
         for (i = n - 3; i >= 0; i--) {
@@ -495,8 +484,8 @@ static void tensor_copy_strided(char *base, size_t elsize, int rank, const int64
         } else {
             int64_t j, step = sd[n - 1] * (int64_t)elsize;
             for (j = 0; j < run; j++, p += step, packed += elsize) {
-                if (to_view) memcpy(p, packed, elsize);
-                else memcpy(packed, p, elsize);
+                if (to_view) gpuos__copy_el(p, packed, elsize);
+                else gpuos__copy_el(packed, p, elsize);
             }
         }
         for (i = n - 2; i >= 0; i--) { /* odometer over the outer axes */

@@ -1277,14 +1277,6 @@ static void gpuos__hk_rows_rmsnorm_f64(const gpuos__rows_plan *p, int64_t begin,
    softmax over axis 0: 79 ms against 26 over axis 1 before, a review). Up to
    GPUOS__HK_ROWS_BLOCK bytes of block (else, or with no memory for it, in place). */
 #define GPUOS__HK_ROWS_BLOCK ((int64_t)1 << 22)
-static void gpuos__hk_el_copy(char *d, const char *s, size_t es) {
-    switch (es) {
-    case 1: *d = *s; break;
-    case 2: memcpy(d, s, 2); break;
-    case 4: memcpy(d, s, 4); break;
-    default: memcpy(d, s, 8); break;
-    }
-}
 void gpuos__host_rows_run(const gpuos__rows_plan *p, gpuos__rows_fn fn, size_t es, int64_t begin, int64_t end) {
     const int64_t n = p->n, os = p->outer_rank > 0 ? p->outer_in_stride[p->outer_rank - 1] : 0;
     const int64_t rb = end - begin < GPUOS__HK_RB ? end - begin : GPUOS__HK_RB;
@@ -1310,13 +1302,13 @@ void gpuos__host_rows_run(const gpuos__rows_plan *p, gpuos__rows_fn fn, size_t e
             out_b[b] = p->out + gpuos__hk_offset(r0 + b, p->outer_rank, p->outer_shape, p->outer_out_stride);
         }
         for (j = 0; j < n; ++j) /* element j of every row in turn: their lines are shared */
-            for (b = 0; b < nb; ++b) gpuos__hk_el_copy(blk + (b * n + j) * (int64_t)es, in_b[b] + j * p->in_stride, es);
+            for (b = 0; b < nb; ++b) gpuos__copy_el(blk + (b * n + j) * (int64_t)es, in_b[b] + j * p->in_stride, es);
         q.outer_shape[0] = nb;
         q.outer_numel = nb;
         fn(&q, 0, nb);
         for (j = 0; j < n; ++j)
             for (b = 0; b < nb; ++b)
-                gpuos__hk_el_copy(out_b[b] + j * p->out_stride, q.out + (b * n + j) * (int64_t)es, es);
+                gpuos__copy_el(out_b[b] + j * p->out_stride, q.out + (b * n + j) * (int64_t)es, es);
     }
     free(blk);
 }
