@@ -207,6 +207,8 @@ struct gpuos_context {
     uint32_t ring_count;   /* unfinished jobs: queued, running, or finished out of order behind an
                               older one (lane 1); they retire from the head, in order */
     uint32_t host_queued;  /* host executor: jobs not yet taken by the dispatcher */
+    int host_running;      /* host executor: a job is running (on the dispatcher, or on a waiting
+                              thread that took it: one at a time, in the dispatcher's order) */
     uint32_t host_hi;      /* host executor: lane-1 jobs among them */
     uint64_t host_hi_next; /* host executor: lane-1 jobs below this seq were all taken */
     uint32_t host_dl;      /* host executor: queued lane-1 jobs with a deadline (earliest first) */
@@ -378,6 +380,8 @@ int gpuos__seq_done_locked(gpuos_context *ctx, uint64_t seq, int one);
 gpuos_status gpuos__host_start(gpuos_context *ctx);
 /* Stops at the next job boundary and joins every thread. */
 void gpuos__host_stop(gpuos_context *ctx);
+/* Runs one taken job (its items over the pool when large), as the dispatcher does. */
+void gpuos__host_run_job(gpuos_context *ctx, const gpuos__job *job);
 
 /* ---------------------------------------------------------------- cuda_backend.c */
 struct gpuos__cuda;

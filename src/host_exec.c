@@ -1,7 +1,9 @@
 /* host_exec.c - the host executor: one dispatcher thread and a pool of workers.
 
    The dispatcher pops jobs in order (gpuos__queue_pop), runs each one to completion
-   and then marks it done (gpuos__queue_done), so program order holds trivially. A job
+   and then marks it done (gpuos__queue_done), so program order holds trivially (a
+   waiting thread may run a small next job itself, one job at a time still: queue.c,
+   queue_help_locked, through gpuos__host_run_job). A job
    with enough work (HOST_SPLIT_WORK element operations) is cut into chunks of work
    items; the workers and the dispatcher itself take chunks until none is left, and the
    dispatcher waits for the last one before it marks the job done. Small jobs run
@@ -184,6 +186,8 @@ static void host_run(gpuos_context *ctx, const gpuos__job *job) {
         host_run_split(ctx->pool, job, work);
     free(buf);
 }
+
+void gpuos__host_run_job(gpuos_context *ctx, const gpuos__job *job) { host_run(ctx, job); }
 
 /* ---------------------------------------------------------------- dispatcher */
 static void *host_dispatcher(void *arg) {

@@ -688,15 +688,11 @@ gpuos_status gpuos_deadline_stats(gpuos_context *ctx, uint64_t *met, uint64_t *m
     return GPUOS_OK;
 }
 
-gpuos__job *gpuos__queue_pop(gpuos_context *ctx) {
+/* Takes the job to run next (ctx->mu held; host_queued > 0): lane 1 first, by deadline when
+   some have one, else the oldest queued job. */
+static gpuos__job *queue_take_locked(gpuos_context *ctx) {
     gpuos__job *job = NULL;
     uint32_t i = 0;
-    pthread_mutex_lock(&ctx->mu);
-    while (!ctx->stopping && (ctx->paused || ctx->host_queued == 0)) pthread_cond_wait(&ctx->cv_work, &ctx->mu);
-    if (ctx->stopping) {
-        pthread_mutex_unlock(&ctx->mu);
-        return NULL;
-    }
     if (ctx->host_dl > 0) { /* lane 1 by deadline */
         job = queue_pop_edf(ctx);
         ctx->host_hi--;
@@ -719,6 +715,20 @@ gpuos__job *gpuos__queue_pop(gpuos_context *ctx) {
     }
     job->state = GPUOS__JOB_TAKEN;
     ctx->host_queued--;
+    ctx->host_running = 1;
+    return job;
+}
+
+gpuos__job *gpuos__queue_pop(gpuos_context *ctx) {
+    gpuos__job *job;
+    pthread_mutex_lock(&ctx->mu);
+    while (!ctx->stopping && (ctx->paused || ctx->host_queued == 0 || ctx->host_running))
+        pthread_cond_wait(&ctx->cv_work, &ctx->mu);
+    if (ctx->stopping) {
+        pthread_mutex_unlock(&ctx->mu);
+        return NULL;
+    }
+    job = queue_take_locked(ctx);
     pthread_mutex_unlock(&ctx->mu);
     return job;
 }
@@ -742,6 +752,8 @@ void gpuos__queue_done(gpuos_context *ctx, gpuos__job *job) {
     while (ctx->ring_count > 0 && queue_at(ctx, 0)->state == GPUOS__JOB_DONE) /* retire in order */
         gpuos__queue_retire_head_locked(ctx);
     freed -= ctx->ring_count;
+    ctx->host_running = 0;
+    if (ctx->host_queued > 0) pthread_cond_signal(&ctx->cv_work); /* (the dispatcher, if a waiter ran it) */
     pthread_cond_broadcast(&ctx->cv_done);
     if (freed > 1) /* room for several: every submitter waiting for room may go */
         pthread_cond_broadcast(&ctx->cv_room);
@@ -763,6 +775,32 @@ int gpuos__seq_done_locked(gpuos_context *ctx, uint64_t seq, int one) {
 }
 
 /* ---------------------------------------------------------------- fences and waits */
+/* Host executor: a waiting thread runs the next job itself when no job runs and that job is
+   small, instead of sleeping until the dispatcher's wake-up (several microseconds, tens on a
+   busy VM) has run it: one job at a time still, taken in the dispatcher's order
+   (queue_take_locked). Small: at most QUEUE_HELP_WORK element operations (about a
+   millisecond), so that a wait's timeout is not held up by a long job; and never with
+   timeout 0. Returns 1 when it ran one (ctx->mu held again). */
+#define QUEUE_HELP_WORK ((int64_t)1 << 20)
+static int queue_help_locked(gpuos_context *ctx, uint32_t timeout_ms) {
+    gpuos__job *job = NULL;
+    uint32_t i;
+    int64_t work;
+    /* (not with lane-1 work queued: its order, by deadline, is the dispatcher's to keep) */
+    if (ctx->cuda || timeout_ms == 0 || ctx->paused || ctx->host_running || ctx->host_queued == 0 || ctx->host_hi > 0)
+        return 0;
+    for (i = 0; i < ctx->ring_count && !job; i++) /* the oldest queued job, which queue_take_locked takes */
+        if (queue_at(ctx, i)->state == GPUOS__JOB_QUEUED) job = queue_at(ctx, i);
+    if (!job) return 0;
+    if (!gpuos__mul64(job->items, job->item_cost > 0 ? job->item_cost : 1, &work) || work > QUEUE_HELP_WORK) return 0;
+    job = queue_take_locked(ctx);
+    pthread_mutex_unlock(&ctx->mu);
+    gpuos__host_run_job(ctx, job);
+    gpuos__queue_done(ctx, job);
+    pthread_mutex_lock(&ctx->mu);
+    return 1;
+}
+
 gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, int one, uint32_t timeout_ms, const char *what) {
     gpuos_status st = GPUOS_OK;
     pthread_mutex_lock(&ctx->mu);
@@ -778,8 +816,10 @@ gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, int one, uint32_t
         } else {
             struct timespec deadline;
             gpuos__deadline(timeout_ms, &deadline);
-            while (!gpuos__seq_done_locked(ctx, seq, one) && ctx->sticky == GPUOS_OK && !ctx->stopping)
+            while (!gpuos__seq_done_locked(ctx, seq, one) && ctx->sticky == GPUOS_OK && !ctx->stopping) {
+                if (queue_help_locked(ctx, timeout_ms)) continue;
                 if (gpuos__cond_wait_until(&ctx->cv_done, &ctx->mu, &deadline) == ETIMEDOUT) break;
+            }
         }
         if (ctx->stopping && !gpuos__seq_done_locked(ctx, seq, one))
             st = gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT, "%s: the context was destroyed", what);

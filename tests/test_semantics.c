@@ -839,6 +839,58 @@ static void destroy_long_gpu(int device) {
     }
 }
 
+/* Host executor: a waiting thread runs the next job itself when it is small (queue.c,
+   queue_help_locked), but never a long one: a wait with a 20 ms timeout for a small task queued
+   behind a matmul of a second or so returns GPUOS_ERR_TIMEOUT after about 20 ms (whoever takes
+   the matmul, the wait must not be held for it); then the small task's wait, with time,
+   succeeds. (The dispatcher, woken by the unpause, usually takes the matmul first, so a waiter
+   that would run any job passes too unless it wins that race: the check guards the common
+   interleaving, not every one.) */
+static void help_bounded(void) {
+    gpuos_config cfg = GPUOS_CONFIG_INIT;
+    gpuos_context *ctx = NULL;
+    gpuos_tensor *a = NULL, *o = NULL, *x = NULL;
+    const int64_t sq[2] = {1536, 1536}, n = 16;
+    uint64_t small = 0;
+    gpuos_status st;
+    double t0, t1;
+    cfg.device = GPUOS_DEVICE_HOST;
+    if (gpuos_create(&cfg, &ctx) != GPUOS_OK) {
+        CHECK(0, "gpuos_create: %s", gpuos_last_error(NULL));
+        return;
+    }
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 2, sq, &a));
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 2, sq, &o));
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &x));
+    OKC(gpuos_fill(ctx, a, 0.5));
+    OKC(gpuos_wait(ctx, 60000));
+    (void)gpuos_debug_pause(ctx, 1);
+    OKC(gpuos_matmul(ctx, o, a, a)); /* 3.6e9 multiply-adds: seconds on a host */
+    {
+        gpuos_task t = GPUOS_TASK_INIT;
+        t.op = GPUOS_OP_FILL, t.out = x, t.scalar[0] = 3.0;
+        OKC(gpuos_submit(ctx, &t, &small));
+    }
+    (void)gpuos_debug_pause(ctx, 0);
+    t0 = now_s();
+    st = gpuos_wait_task(ctx, small, 20);
+    t1 = now_s();
+    CHECK(st == GPUOS_ERR_TIMEOUT && t1 - t0 < 0.5, "a 20 ms wait behind a long matmul: %s after %.3f s (%s)",
+          gpuos_status_string(st), t1 - t0, gpuos_last_error(ctx));
+    OKC(gpuos_wait_task(ctx, small, 120000));
+    {
+        float h[16];
+        int i, bad = 0;
+        OKC(gpuos_download(ctx, x, h, sizeof h));
+        for (i = 0; i < 16; i++) bad += h[i] != 3.0f;
+        CHECK(bad == 0, "the small task's result: %d of 16 wrong", bad);
+    }
+    gpuos_tensor_release(a);
+    gpuos_tensor_release(o);
+    gpuos_tensor_release(x);
+    gpuos_destroy(ctx);
+}
+
 int main(void) {
     const unsigned long long seed = ctest_seed("test_semantics");
     gpuos_config cfg = GPUOS_CONFIG_INIT;
@@ -869,5 +921,6 @@ int main(void) {
     last_error_threads();
     destroy_long_job();
     destroy_long_gpu(cfg.device);
+    help_bounded();
     return ctest_summary("test_semantics");
 }
