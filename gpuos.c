@@ -10490,6 +10490,11 @@ void gpuos__host_stop(gpuos_context *ctx) {
     pthread_mutex_unlock(&ctx->mu);
     if (ctx->dispatcher_running) pthread_join(ctx->dispatcher, NULL);
     ctx->dispatcher_running = 0;
+    /* a job a waiting thread took (queue.c, queue_help_locked: small, and it stops at its next
+       step once ctx->cancel is set) ends before the pool it may use and the queue go */
+    pthread_mutex_lock(&ctx->mu);
+    while (ctx->host_running) pthread_cond_wait(&ctx->cv_done, &ctx->mu);
+    pthread_mutex_unlock(&ctx->mu);
     if (ctx->pool) host_pool_stop(ctx->pool);
     ctx->pool = NULL;
 }
