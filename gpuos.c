@@ -12290,9 +12290,11 @@ gpuos_status gpuos__wait_seq(gpuos_context *ctx, uint64_t seq, int one, uint32_t
             (void)gpuos__cuda_wait_locked(ctx, seq, one, timeout_ms);
         } else {
             struct timespec deadline;
+            const uint64_t t0 = gpuos__now_ns();
             gpuos__deadline(timeout_ms, &deadline);
             while (!gpuos__seq_done_locked(ctx, seq, one) && ctx->sticky == GPUOS_OK && !ctx->stopping) {
-                if (queue_help_locked(ctx, timeout_ms)) continue;
+                /* (helping, too, ends with the timeout: many small jobs ahead add up) */
+                if (gpuos__now_ns() - t0 < (uint64_t)timeout_ms * 1000000u && queue_help_locked(ctx, timeout_ms)) continue;
                 if (gpuos__cond_wait_until(&ctx->cv_done, &ctx->mu, &deadline) == ETIMEDOUT) break;
             }
         }

@@ -891,6 +891,51 @@ static void help_bounded(void) {
     gpuos_destroy(ctx);
 }
 
+/* Host executor: a waiting thread that runs small jobs itself stops with its timeout however
+   many are queued ahead (4000 adds on 2^18 floats, about a second of work: a 50 ms wait for the
+   last returns GPUOS_ERR_TIMEOUT well within 0.5 s; it ran them all before the check). */
+static void help_many_timeout(void) {
+    gpuos_config cfg = GPUOS_CONFIG_INIT;
+    gpuos_context *ctx = NULL;
+    gpuos_tensor *x = NULL, *one = NULL;
+    const int64_t n = (int64_t)1 << 18;
+    uint64_t last = 0;
+    gpuos_status st;
+    double t0, t1;
+    int i;
+    cfg.device = GPUOS_DEVICE_HOST;
+    if (gpuos_create(&cfg, &ctx) != GPUOS_OK) {
+        CHECK(0, "gpuos_create: %s", gpuos_last_error(NULL));
+        return;
+    }
+    OKC(gpuos_tensor_new(ctx, GPUOS_F32, 1, &n, &x));
+    OKC(gpuos_tensor_scalar(ctx, GPUOS_F32, 1.0, &one));
+    OKC(gpuos_fill(ctx, x, 0.0));
+    OKC(gpuos_wait(ctx, 60000));
+    (void)gpuos_debug_pause(ctx, 1);
+    for (i = 0, st = GPUOS_OK; i < 4000 && st == GPUOS_OK; i++) st = gpuos_add(ctx, x, x, one);
+    CHECK(st == GPUOS_OK, "4000 adds queued: %s", gpuos_last_error(ctx));
+    last = gpuos_fence(ctx);
+    (void)gpuos_debug_pause(ctx, 0);
+    t0 = now_s();
+    st = gpuos_wait_fence(ctx, last, 50);
+    t1 = now_s();
+    CHECK(st == GPUOS_ERR_TIMEOUT && t1 - t0 < 0.5, "a 50 ms wait behind 4000 small adds: %s after %.3f s",
+          gpuos_status_string(st), t1 - t0);
+    OKC(gpuos_wait(ctx, 120000));
+    {
+        float h[4] = {0, 0, 0, 0};
+        gpuos_tensor *head = NULL;
+        OKC(gpuos_view_slice(x, 0, 0, 4, 1, &head));
+        OKC(gpuos_download(ctx, head, h, sizeof h));
+        CHECK(h[0] == 4000.0f && h[3] == 4000.0f, "after 4000 adds of 1: %g %g", h[0], h[3]);
+        gpuos_tensor_release(head);
+    }
+    gpuos_tensor_release(x);
+    gpuos_tensor_release(one);
+    gpuos_destroy(ctx);
+}
+
 int main(void) {
     const unsigned long long seed = ctest_seed("test_semantics");
     gpuos_config cfg = GPUOS_CONFIG_INIT;
@@ -922,5 +967,6 @@ int main(void) {
     destroy_long_job();
     destroy_long_gpu(cfg.device);
     help_bounded();
+    help_many_timeout();
     return ctest_summary("test_semantics");
 }
