@@ -628,6 +628,7 @@ typedef struct gpuos__pk_params {
 // #include "gpuos_ops.h" (inlined above)
 // #include "gpuos_queue.h" (inlined above)
 
+#include <fenv.h>    /* fenv_t (the host executor's floating-point environment) */
 #include <pthread.h> /* mutexes, condition variables, threads */
 #include <stdarg.h>  /* va_list for the error detail */
 #include <stddef.h>  /* size_t */
@@ -814,6 +815,8 @@ struct gpuos_context {
     uint32_t host_queued;  /* host executor: jobs not yet taken by the dispatcher */
     int host_running;      /* host executor: a job is running (on the dispatcher, or on a waiting
                               thread that took it: one at a time, in the dispatcher's order) */
+    fenv_t host_fenv;      /* host executor: its threads' floating-point environment (gpuos_create's
+                              thread's, which they inherit); a waiting thread runs a job under it */
     uint32_t host_hi;      /* host executor: lane-1 jobs among them */
     uint64_t host_hi_next; /* host executor: lane-1 jobs below this seq were all taken */
     uint32_t host_dl;      /* host executor: queued lane-1 jobs with a deadline (earliest first) */
@@ -10400,7 +10403,14 @@ static void host_run(gpuos_context *ctx, const gpuos__job *job) {
     free(buf);
 }
 
-void gpuos__host_run_job(gpuos_context *ctx, const gpuos__job *job) { host_run(ctx, job); }
+void gpuos__host_run_job(gpuos_context *ctx, const gpuos__job *job) {
+    /* under the executor's floating-point environment, not the waiting thread's (its rounding
+       mode would change the results: a review) */
+    fenv_t own;
+    const int swap = fegetenv(&own) == 0 && fesetenv(&ctx->host_fenv) == 0;
+    host_run(ctx, job);
+    if (swap) (void)fesetenv(&own);
+}
 
 /* ---------------------------------------------------------------- dispatcher */
 static void *host_dispatcher(void *arg) {
@@ -10468,6 +10478,7 @@ static gpuos_status host_pool_start(gpuos_context *ctx, int n_workers) {
 }
 
 gpuos_status gpuos__host_start(gpuos_context *ctx) {
+    (void)fegetenv(&ctx->host_fenv); /* what the threads below inherit */
     if (ctx->host_threads > 1) {
         gpuos_status st = host_pool_start(ctx, ctx->host_threads - 1);
         if (st != GPUOS_OK) return st;
@@ -12253,20 +12264,25 @@ int gpuos__seq_done_locked(gpuos_context *ctx, uint64_t seq, int one) {
 /* Host executor: a waiting thread runs the next job itself when no job runs and that job is
    small, instead of sleeping until the dispatcher's wake-up (several microseconds, tens on a
    busy VM) has run it: one job at a time still, taken in the dispatcher's order
-   (queue_take_locked). Small: at most QUEUE_HELP_WORK element operations (about a
-   millisecond), so that a wait's timeout is not held up by a long job; and never with
-   timeout 0. Returns 1 when it ran one (ctx->mu held again). */
-#define QUEUE_HELP_WORK ((int64_t)1 << 20)
+   (queue_take_locked), under the executor's floating-point environment. Small: at most
+   QUEUE_HELP_WORK element operations of a built-in operator (2^20 of an f64 pow took 9-12 ms
+   on one thread; a run-time operator's body may loop for a second an element), so that a
+   wait's timeout is not held up by a long job; never with timeout 0 nor once the context is
+   being destroyed. A waiting thread that the system preempts while it runs one holds the
+   executor up meanwhile, as the dispatcher would. Returns 1 when it ran one (ctx->mu held
+   again). */
+#define QUEUE_HELP_WORK ((int64_t)1 << 16)
 static int queue_help_locked(gpuos_context *ctx, uint32_t timeout_ms) {
     gpuos__job *job = NULL;
     uint32_t i;
     int64_t work;
     /* (not with lane-1 work queued: its order, by deadline, is the dispatcher's to keep) */
-    if (ctx->cuda || timeout_ms == 0 || ctx->paused || ctx->host_running || ctx->host_queued == 0 || ctx->host_hi > 0)
+    if (ctx->cuda || timeout_ms == 0 || ctx->paused || ctx->destroyed || ctx->host_running || ctx->host_queued == 0 ||
+        ctx->host_hi > 0)
         return 0;
     for (i = 0; i < ctx->ring_count && !job; i++) /* the oldest queued job, which queue_take_locked takes */
         if (queue_at(ctx, i)->state == GPUOS__JOB_QUEUED) job = queue_at(ctx, i);
-    if (!job) return 0;
+    if (!job || job->rt) return 0;
     if (!gpuos__mul64(job->items, job->item_cost > 0 ? job->item_cost : 1, &work) || work > QUEUE_HELP_WORK) return 0;
     job = queue_take_locked(ctx);
     pthread_mutex_unlock(&ctx->mu);

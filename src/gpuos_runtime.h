@@ -23,6 +23,7 @@
 #include "gpuos_ops.h"
 #include "gpuos_queue.h"
 
+#include <fenv.h>    /* fenv_t (the host executor's floating-point environment) */
 #include <pthread.h> /* mutexes, condition variables, threads */
 #include <stdarg.h>  /* va_list for the error detail */
 #include <stddef.h>  /* size_t */
@@ -209,6 +210,8 @@ struct gpuos_context {
     uint32_t host_queued;  /* host executor: jobs not yet taken by the dispatcher */
     int host_running;      /* host executor: a job is running (on the dispatcher, or on a waiting
                               thread that took it: one at a time, in the dispatcher's order) */
+    fenv_t host_fenv;      /* host executor: its threads' floating-point environment (gpuos_create's
+                              thread's, which they inherit); a waiting thread runs a job under it */
     uint32_t host_hi;      /* host executor: lane-1 jobs among them */
     uint64_t host_hi_next; /* host executor: lane-1 jobs below this seq were all taken */
     uint32_t host_dl;      /* host executor: queued lane-1 jobs with a deadline (earliest first) */

@@ -187,7 +187,14 @@ static void host_run(gpuos_context *ctx, const gpuos__job *job) {
     free(buf);
 }
 
-void gpuos__host_run_job(gpuos_context *ctx, const gpuos__job *job) { host_run(ctx, job); }
+void gpuos__host_run_job(gpuos_context *ctx, const gpuos__job *job) {
+    /* under the executor's floating-point environment, not the waiting thread's (its rounding
+       mode would change the results: a review) */
+    fenv_t own;
+    const int swap = fegetenv(&own) == 0 && fesetenv(&ctx->host_fenv) == 0;
+    host_run(ctx, job);
+    if (swap) (void)fesetenv(&own);
+}
 
 /* ---------------------------------------------------------------- dispatcher */
 static void *host_dispatcher(void *arg) {
@@ -255,6 +262,7 @@ static gpuos_status host_pool_start(gpuos_context *ctx, int n_workers) {
 }
 
 gpuos_status gpuos__host_start(gpuos_context *ctx) {
+    (void)fegetenv(&ctx->host_fenv); /* what the threads below inherit */
     if (ctx->host_threads > 1) {
         gpuos_status st = host_pool_start(ctx, ctx->host_threads - 1);
         if (st != GPUOS_OK) return st;

@@ -778,20 +778,25 @@ int gpuos__seq_done_locked(gpuos_context *ctx, uint64_t seq, int one) {
 /* Host executor: a waiting thread runs the next job itself when no job runs and that job is
    small, instead of sleeping until the dispatcher's wake-up (several microseconds, tens on a
    busy VM) has run it: one job at a time still, taken in the dispatcher's order
-   (queue_take_locked). Small: at most QUEUE_HELP_WORK element operations (about a
-   millisecond), so that a wait's timeout is not held up by a long job; and never with
-   timeout 0. Returns 1 when it ran one (ctx->mu held again). */
-#define QUEUE_HELP_WORK ((int64_t)1 << 20)
+   (queue_take_locked), under the executor's floating-point environment. Small: at most
+   QUEUE_HELP_WORK element operations of a built-in operator (2^20 of an f64 pow took 9-12 ms
+   on one thread; a run-time operator's body may loop for a second an element), so that a
+   wait's timeout is not held up by a long job; never with timeout 0 nor once the context is
+   being destroyed. A waiting thread that the system preempts while it runs one holds the
+   executor up meanwhile, as the dispatcher would. Returns 1 when it ran one (ctx->mu held
+   again). */
+#define QUEUE_HELP_WORK ((int64_t)1 << 16)
 static int queue_help_locked(gpuos_context *ctx, uint32_t timeout_ms) {
     gpuos__job *job = NULL;
     uint32_t i;
     int64_t work;
     /* (not with lane-1 work queued: its order, by deadline, is the dispatcher's to keep) */
-    if (ctx->cuda || timeout_ms == 0 || ctx->paused || ctx->host_running || ctx->host_queued == 0 || ctx->host_hi > 0)
+    if (ctx->cuda || timeout_ms == 0 || ctx->paused || ctx->destroyed || ctx->host_running || ctx->host_queued == 0 ||
+        ctx->host_hi > 0)
         return 0;
     for (i = 0; i < ctx->ring_count && !job; i++) /* the oldest queued job, which queue_take_locked takes */
         if (queue_at(ctx, i)->state == GPUOS__JOB_QUEUED) job = queue_at(ctx, i);
-    if (!job) return 0;
+    if (!job || job->rt) return 0;
     if (!gpuos__mul64(job->items, job->item_cost > 0 ? job->item_cost : 1, &work) || work > QUEUE_HELP_WORK) return 0;
     job = queue_take_locked(ctx);
     pthread_mutex_unlock(&ctx->mu);
