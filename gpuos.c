@@ -248,6 +248,7 @@ typedef struct gpuos__op_info {
     uint8_t inplace_ok; /* 1: out may be exactly the same view as an input */
     uint8_t same_dtype_from; /* inputs from this index on must share the key dtype (where: 1) */
     uint8_t bool_input0;     /* 1: input 0 must be bool (where's cond) */
+    uint8_t n_scalars;       /* gpuos_task.scalar[0..n_scalars) it reads (gen/ops.py Op.n_scalars) */
     uint32_t dtypes;    /* bit d set: the op is defined for key dtype d (docs/OPERATORS.md) */
 } gpuos__op_info;
 
@@ -9238,15 +9239,12 @@ typedef struct graph_node {
     gpuos__job *tmpl;                       /* the planned job (never queued itself) */
 } graph_node;
 
-/* The scalars a node's operator reads (gpuos_task.scalar[0..n)): fill's value, arange's start
-   and step, layernorm's and rmsnorm's eps; a run-time operator's own count may change with a
-   redefinition before the launch, so both are allowed there. */
+/* The scalars a node's operator reads (gpuos_task.scalar[0..n)), from the operator table; a
+   run-time operator's own count may change with a redefinition before the launch, so both
+   are allowed there. */
 static int graph_node_scalars(const graph_node *nd) {
-    switch ((int)nd->task.op) {
-    case GPUOS_OP_FILL: case GPUOS_OP_LAYERNORM: case GPUOS_OP_RMSNORM: return 1;
-    case GPUOS_OP_ARANGE: return 2;
-    default: return (int)nd->task.op >= GPUOS_OP_RUNTIME_BASE ? 2 : 0;
-    }
+    const int op = (int)nd->task.op;
+    return op >= 0 && op < GPUOS_OP_COUNT ? gpuos__ops[op].n_scalars : 2;
 }
 
 struct gpuos_graph {
@@ -12174,6 +12172,19 @@ gpuos_status gpuos_deadline_stats(gpuos_context *ctx, uint64_t *met, uint64_t *m
     return GPUOS_OK;
 }
 
+/* The oldest queued job (older ones are running or finished; ctx->mu held, host_queued > 0). */
+static gpuos__job *queue_oldest_queued_locked(const gpuos_context *ctx) {
+    uint32_t i;
+    for (i = 0; i < ctx->ring_count; i++)
+        if (queue_at(ctx, i)->state == GPUOS__JOB_QUEUED) return queue_at(ctx, i);
+    return NULL; /* (not reached while host_queued > 0) */
+}
+static void queue_mark_taken_locked(gpuos_context *ctx, gpuos__job *job) {
+    job->state = GPUOS__JOB_TAKEN;
+    ctx->host_queued--;
+    ctx->host_running = 1;
+}
+
 /* Takes the job to run next (ctx->mu held; host_queued > 0): lane 1 first, by deadline when
    some have one, else the oldest queued job. */
 static gpuos__job *queue_take_locked(gpuos_context *ctx) {
@@ -12193,15 +12204,10 @@ static gpuos__job *queue_take_locked(gpuos_context *ctx) {
         }
         ctx->host_hi--;
         ctx->host_hi_next = job->seq + 1;
-    } else { /* the oldest queued job (older ones are running or finished) */
-        for (; i < ctx->ring_count; i++) {
-            job = queue_at(ctx, i);
-            if (job->state == GPUOS__JOB_QUEUED) break;
-        }
+    } else {
+        job = queue_oldest_queued_locked(ctx);
     }
-    job->state = GPUOS__JOB_TAKEN;
-    ctx->host_queued--;
-    ctx->host_running = 1;
+    queue_mark_taken_locked(ctx, job);
     return job;
 }
 
@@ -12273,18 +12279,17 @@ int gpuos__seq_done_locked(gpuos_context *ctx, uint64_t seq, int one) {
    again). */
 #define QUEUE_HELP_WORK ((int64_t)1 << 16)
 static int queue_help_locked(gpuos_context *ctx, uint32_t timeout_ms) {
-    gpuos__job *job = NULL;
-    uint32_t i;
+    gpuos__job *job;
     int64_t work;
-    /* (not with lane-1 work queued: its order, by deadline, is the dispatcher's to keep) */
+    /* (not with lane-1 work queued: its order, by deadline, is the dispatcher's to keep; without
+       it, the oldest queued job is the one queue_take_locked would take) */
     if (ctx->cuda || timeout_ms == 0 || ctx->paused || ctx->destroyed || ctx->host_running || ctx->host_queued == 0 ||
         ctx->host_hi > 0)
         return 0;
-    for (i = 0; i < ctx->ring_count && !job; i++) /* the oldest queued job, which queue_take_locked takes */
-        if (queue_at(ctx, i)->state == GPUOS__JOB_QUEUED) job = queue_at(ctx, i);
+    job = queue_oldest_queued_locked(ctx);
     if (!job || job->rt) return 0;
     if (!gpuos__mul64(job->items, job->item_cost > 0 ? job->item_cost : 1, &work) || work > QUEUE_HELP_WORK) return 0;
-    job = queue_take_locked(ctx);
+    queue_mark_taken_locked(ctx, job);
     pthread_mutex_unlock(&ctx->mu);
     gpuos__host_run_job(ctx, job);
     gpuos__queue_done(ctx, job);
@@ -27695,244 +27700,244 @@ typedef char gpuos__check_dtype_count[(GPUOS_DTYPE_COUNT == 10) ? 1 : -1];
 const gpuos__op_info gpuos__ops[GPUOS_OP_COUNT] = {
     [GPUOS_OP_NEG] = {.name = "neg", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3feu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3feu},
     [GPUOS_OP_ABS] = {.name = "abs", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3feu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3feu},
     [GPUOS_OP_SIGN] = {.name = "sign", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3feu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3feu},
     [GPUOS_OP_SQRT] = {.name = "sqrt", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_RSQRT] = {.name = "rsqrt", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_EXP] = {.name = "exp", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_EXP2] = {.name = "exp2", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_LOG] = {.name = "log", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_LOG2] = {.name = "log2", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_LOG1P] = {.name = "log1p", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_EXPM1] = {.name = "expm1", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_SIN] = {.name = "sin", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_COS] = {.name = "cos", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_TAN] = {.name = "tan", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_TANH] = {.name = "tanh", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_SIGMOID] = {.name = "sigmoid", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_RELU] = {.name = "relu", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3feu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3feu},
     [GPUOS_OP_GELU] = {.name = "gelu", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_GELU_TANH] = {.name = "gelu_tanh", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_SILU] = {.name = "silu", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_FLOOR] = {.name = "floor", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_CEIL] = {.name = "ceil", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_ROUND] = {.name = "round", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_TRUNC] = {.name = "trunc", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_RECIPROCAL] = {.name = "reciprocal", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_SQUARE] = {.name = "square", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3feu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3feu},
     [GPUOS_OP_LOGICAL_NOT] = {.name = "logical_not", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_BOOL, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3ffu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3ffu},
     [GPUOS_OP_BITWISE_NOT] = {.name = "bitwise_not", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x03fu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x03fu},
     [GPUOS_OP_ISNAN] = {.name = "isnan", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_BOOL, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_ISINF] = {.name = "isinf", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_BOOL, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_ISFINITE] = {.name = "isfinite", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_BOOL, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_ADD] = {.name = "add", .kind = GPUOS__KIND_EW, .n_in = 2, .n_in_max = 2,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3feu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3feu},
     [GPUOS_OP_SUB] = {.name = "sub", .kind = GPUOS__KIND_EW, .n_in = 2, .n_in_max = 2,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3feu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3feu},
     [GPUOS_OP_MUL] = {.name = "mul", .kind = GPUOS__KIND_EW, .n_in = 2, .n_in_max = 2,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3feu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3feu},
     [GPUOS_OP_DIV] = {.name = "div", .kind = GPUOS__KIND_EW, .n_in = 2, .n_in_max = 2,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3feu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3feu},
     [GPUOS_OP_FLOORDIV] = {.name = "floordiv", .kind = GPUOS__KIND_EW, .n_in = 2, .n_in_max = 2,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3feu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3feu},
     [GPUOS_OP_MOD] = {.name = "mod", .kind = GPUOS__KIND_EW, .n_in = 2, .n_in_max = 2,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3feu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3feu},
     [GPUOS_OP_POW] = {.name = "pow", .kind = GPUOS__KIND_EW, .n_in = 2, .n_in_max = 2,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3feu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3feu},
     [GPUOS_OP_ATAN2] = {.name = "atan2", .kind = GPUOS__KIND_EW, .n_in = 2, .n_in_max = 2,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_MINIMUM] = {.name = "minimum", .kind = GPUOS__KIND_EW, .n_in = 2, .n_in_max = 2,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3ffu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3ffu},
     [GPUOS_OP_MAXIMUM] = {.name = "maximum", .kind = GPUOS__KIND_EW, .n_in = 2, .n_in_max = 2,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3ffu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3ffu},
     [GPUOS_OP_EQ] = {.name = "eq", .kind = GPUOS__KIND_EW, .n_in = 2, .n_in_max = 2,
         .out_rule = GPUOS__OUT_BOOL, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3ffu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3ffu},
     [GPUOS_OP_NE] = {.name = "ne", .kind = GPUOS__KIND_EW, .n_in = 2, .n_in_max = 2,
         .out_rule = GPUOS__OUT_BOOL, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3ffu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3ffu},
     [GPUOS_OP_LT] = {.name = "lt", .kind = GPUOS__KIND_EW, .n_in = 2, .n_in_max = 2,
         .out_rule = GPUOS__OUT_BOOL, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3ffu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3ffu},
     [GPUOS_OP_LE] = {.name = "le", .kind = GPUOS__KIND_EW, .n_in = 2, .n_in_max = 2,
         .out_rule = GPUOS__OUT_BOOL, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3ffu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3ffu},
     [GPUOS_OP_GT] = {.name = "gt", .kind = GPUOS__KIND_EW, .n_in = 2, .n_in_max = 2,
         .out_rule = GPUOS__OUT_BOOL, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3ffu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3ffu},
     [GPUOS_OP_GE] = {.name = "ge", .kind = GPUOS__KIND_EW, .n_in = 2, .n_in_max = 2,
         .out_rule = GPUOS__OUT_BOOL, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3ffu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3ffu},
     [GPUOS_OP_LOGICAL_AND] = {.name = "logical_and", .kind = GPUOS__KIND_EW, .n_in = 2, .n_in_max = 2,
         .out_rule = GPUOS__OUT_BOOL, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3ffu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3ffu},
     [GPUOS_OP_LOGICAL_OR] = {.name = "logical_or", .kind = GPUOS__KIND_EW, .n_in = 2, .n_in_max = 2,
         .out_rule = GPUOS__OUT_BOOL, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3ffu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3ffu},
     [GPUOS_OP_LOGICAL_XOR] = {.name = "logical_xor", .kind = GPUOS__KIND_EW, .n_in = 2, .n_in_max = 2,
         .out_rule = GPUOS__OUT_BOOL, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3ffu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3ffu},
     [GPUOS_OP_BITWISE_AND] = {.name = "bitwise_and", .kind = GPUOS__KIND_EW, .n_in = 2, .n_in_max = 2,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x03fu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x03fu},
     [GPUOS_OP_BITWISE_OR] = {.name = "bitwise_or", .kind = GPUOS__KIND_EW, .n_in = 2, .n_in_max = 2,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x03fu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x03fu},
     [GPUOS_OP_BITWISE_XOR] = {.name = "bitwise_xor", .kind = GPUOS__KIND_EW, .n_in = 2, .n_in_max = 2,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x03fu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x03fu},
     [GPUOS_OP_SHIFT_LEFT] = {.name = "shift_left", .kind = GPUOS__KIND_EW, .n_in = 2, .n_in_max = 2,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x03eu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x03eu},
     [GPUOS_OP_SHIFT_RIGHT] = {.name = "shift_right", .kind = GPUOS__KIND_EW, .n_in = 2, .n_in_max = 2,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x03eu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x03eu},
     [GPUOS_OP_WHERE] = {.name = "where", .kind = GPUOS__KIND_EW, .n_in = 3, .n_in_max = 3,
         .out_rule = GPUOS__OUT_SAME, .key_input = 1, .inplace_ok = 1,
-        .same_dtype_from = 1, .bool_input0 = 1, .dtypes = 0x3ffu},
+        .same_dtype_from = 1, .bool_input0 = 1, .n_scalars = 0, .dtypes = 0x3ffu},
     [GPUOS_OP_CLAMP] = {.name = "clamp", .kind = GPUOS__KIND_EW, .n_in = 3, .n_in_max = 3,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3feu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3feu},
     [GPUOS_OP_LERP] = {.name = "lerp", .kind = GPUOS__KIND_EW, .n_in = 3, .n_in_max = 3,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_FMA] = {.name = "fma", .kind = GPUOS__KIND_EW, .n_in = 3, .n_in_max = 3,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3feu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3feu},
     [GPUOS_OP_CAST] = {.name = "cast", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_ANY, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3ffu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3ffu},
     [GPUOS_OP_COPY] = {.name = "copy", .kind = GPUOS__KIND_EW, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3ffu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3ffu},
     [GPUOS_OP_FILL] = {.name = "fill", .kind = GPUOS__KIND_EW, .n_in = 0, .n_in_max = 0,
         .out_rule = GPUOS__OUT_SAME, .key_input = GPUOS__KEY_OUT, .inplace_ok = 0,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3ffu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 1, .dtypes = 0x3ffu},
     [GPUOS_OP_ARANGE] = {.name = "arange", .kind = GPUOS__KIND_EW, .n_in = 0, .n_in_max = 0,
         .out_rule = GPUOS__OUT_SAME, .key_input = GPUOS__KEY_OUT, .inplace_ok = 0,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3feu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 2, .dtypes = 0x3feu},
     [GPUOS_OP_SUM] = {.name = "sum", .kind = GPUOS__KIND_REDUCE, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 0,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3feu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3feu},
     [GPUOS_OP_PROD] = {.name = "prod", .kind = GPUOS__KIND_REDUCE, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 0,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3feu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3feu},
     [GPUOS_OP_MEAN] = {.name = "mean", .kind = GPUOS__KIND_REDUCE, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 0,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_MIN] = {.name = "min", .kind = GPUOS__KIND_REDUCE, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 0,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3ffu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3ffu},
     [GPUOS_OP_MAX] = {.name = "max", .kind = GPUOS__KIND_REDUCE, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 0,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3ffu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3ffu},
     [GPUOS_OP_ARGMIN] = {.name = "argmin", .kind = GPUOS__KIND_REDUCE, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_I64, .key_input = 0, .inplace_ok = 0,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3ffu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3ffu},
     [GPUOS_OP_ARGMAX] = {.name = "argmax", .kind = GPUOS__KIND_REDUCE, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_I64, .key_input = 0, .inplace_ok = 0,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3ffu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3ffu},
     [GPUOS_OP_ANY] = {.name = "any", .kind = GPUOS__KIND_REDUCE, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_BOOL, .key_input = 0, .inplace_ok = 0,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3ffu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3ffu},
     [GPUOS_OP_ALL] = {.name = "all", .kind = GPUOS__KIND_REDUCE, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_BOOL, .key_input = 0, .inplace_ok = 0,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3ffu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3ffu},
     [GPUOS_OP_NORM2] = {.name = "norm2", .kind = GPUOS__KIND_REDUCE, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 0,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_VAR] = {.name = "var", .kind = GPUOS__KIND_REDUCE, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 0,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_STD] = {.name = "std", .kind = GPUOS__KIND_REDUCE, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 0,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_MATMUL] = {.name = "matmul", .kind = GPUOS__KIND_MATMUL, .n_in = 2, .n_in_max = 2,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 0,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3feu},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3feu},
     [GPUOS_OP_SOFTMAX] = {.name = "softmax", .kind = GPUOS__KIND_ROWS, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_LOG_SOFTMAX] = {.name = "log_softmax", .kind = GPUOS__KIND_ROWS, .n_in = 1, .n_in_max = 1,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 0, .dtypes = 0x3c0u},
     [GPUOS_OP_LAYERNORM] = {.name = "layernorm", .kind = GPUOS__KIND_ROWS, .n_in = 1, .n_in_max = 3,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 1, .dtypes = 0x3c0u},
     [GPUOS_OP_RMSNORM] = {.name = "rmsnorm", .kind = GPUOS__KIND_ROWS, .n_in = 1, .n_in_max = 2,
         .out_rule = GPUOS__OUT_SAME, .key_input = 0, .inplace_ok = 1,
-        .same_dtype_from = 0, .bool_input0 = 0, .dtypes = 0x3c0u},
+        .same_dtype_from = 0, .bool_input0 = 0, .n_scalars = 1, .dtypes = 0x3c0u},
 };
 
 /* Lowest operand rank each op accepts (matmul, softmax, ...: 1). */

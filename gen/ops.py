@@ -161,6 +161,11 @@ class Op:
         return self.name == 'where'
 
     @property
+    def n_scalars(self):
+        """gpuos_task.scalar[0..n) the op reads: fill's value, arange's start and step, the norms' eps."""
+        return {'fill': 1, 'arange': 2}.get(self.kind, 1 if self.name in ('layernorm', 'rmsnorm') else 0)
+
+    @property
     def inplace_ok(self):
         return bool(self.inputs) and self.plan in ('ew', 'rows')
 

@@ -40,6 +40,7 @@ typedef struct gpuos__op_info {
     uint8_t inplace_ok; /* 1: out may be exactly the same view as an input */
     uint8_t same_dtype_from; /* inputs from this index on must share the key dtype (where: 1) */
     uint8_t bool_input0;     /* 1: input 0 must be bool (where's cond) */
+    uint8_t n_scalars;       /* gpuos_task.scalar[0..n_scalars) it reads (gen/ops.py Op.n_scalars) */
     uint32_t dtypes;    /* bit d set: the op is defined for key dtype d (docs/OPERATORS.md) */
 } gpuos__op_info;
 

@@ -26,15 +26,12 @@ typedef struct graph_node {
     gpuos__job *tmpl;                       /* the planned job (never queued itself) */
 } graph_node;
 
-/* The scalars a node's operator reads (gpuos_task.scalar[0..n)): fill's value, arange's start
-   and step, layernorm's and rmsnorm's eps; a run-time operator's own count may change with a
-   redefinition before the launch, so both are allowed there. */
+/* The scalars a node's operator reads (gpuos_task.scalar[0..n)), from the operator table; a
+   run-time operator's own count may change with a redefinition before the launch, so both
+   are allowed there. */
 static int graph_node_scalars(const graph_node *nd) {
-    switch ((int)nd->task.op) {
-    case GPUOS_OP_FILL: case GPUOS_OP_LAYERNORM: case GPUOS_OP_RMSNORM: return 1;
-    case GPUOS_OP_ARANGE: return 2;
-    default: return (int)nd->task.op >= GPUOS_OP_RUNTIME_BASE ? 2 : 0;
-    }
+    const int op = (int)nd->task.op;
+    return op >= 0 && op < GPUOS_OP_COUNT ? gpuos__ops[op].n_scalars : 2;
 }
 
 struct gpuos_graph {
