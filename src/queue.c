@@ -688,6 +688,19 @@ gpuos_status gpuos_deadline_stats(gpuos_context *ctx, uint64_t *met, uint64_t *m
     return GPUOS_OK;
 }
 
+/* The oldest queued job (older ones are running or finished; ctx->mu held, host_queued > 0). */
+static gpuos__job *queue_oldest_queued_locked(const gpuos_context *ctx) {
+    uint32_t i;
+    for (i = 0; i < ctx->ring_count; i++)
+        if (queue_at(ctx, i)->state == GPUOS__JOB_QUEUED) return queue_at(ctx, i);
+    return NULL; /* (not reached while host_queued > 0) */
+}
+static void queue_mark_taken_locked(gpuos_context *ctx, gpuos__job *job) {
+    job->state = GPUOS__JOB_TAKEN;
+    ctx->host_queued--;
+    ctx->host_running = 1;
+}
+
 /* Takes the job to run next (ctx->mu held; host_queued > 0): lane 1 first, by deadline when
    some have one, else the oldest queued job. */
 static gpuos__job *queue_take_locked(gpuos_context *ctx) {
@@ -707,15 +720,10 @@ static gpuos__job *queue_take_locked(gpuos_context *ctx) {
         }
         ctx->host_hi--;
         ctx->host_hi_next = job->seq + 1;
-    } else { /* the oldest queued job (older ones are running or finished) */
-        for (; i < ctx->ring_count; i++) {
-            job = queue_at(ctx, i);
-            if (job->state == GPUOS__JOB_QUEUED) break;
-        }
+    } else {
+        job = queue_oldest_queued_locked(ctx);
     }
-    job->state = GPUOS__JOB_TAKEN;
-    ctx->host_queued--;
-    ctx->host_running = 1;
+    queue_mark_taken_locked(ctx, job);
     return job;
 }
 
@@ -787,18 +795,17 @@ int gpuos__seq_done_locked(gpuos_context *ctx, uint64_t seq, int one) {
    again). */
 #define QUEUE_HELP_WORK ((int64_t)1 << 16)
 static int queue_help_locked(gpuos_context *ctx, uint32_t timeout_ms) {
-    gpuos__job *job = NULL;
-    uint32_t i;
+    gpuos__job *job;
     int64_t work;
-    /* (not with lane-1 work queued: its order, by deadline, is the dispatcher's to keep) */
+    /* (not with lane-1 work queued: its order, by deadline, is the dispatcher's to keep; without
+       it, the oldest queued job is the one queue_take_locked would take) */
     if (ctx->cuda || timeout_ms == 0 || ctx->paused || ctx->destroyed || ctx->host_running || ctx->host_queued == 0 ||
         ctx->host_hi > 0)
         return 0;
-    for (i = 0; i < ctx->ring_count && !job; i++) /* the oldest queued job, which queue_take_locked takes */
-        if (queue_at(ctx, i)->state == GPUOS__JOB_QUEUED) job = queue_at(ctx, i);
+    job = queue_oldest_queued_locked(ctx);
     if (!job || job->rt) return 0;
     if (!gpuos__mul64(job->items, job->item_cost > 0 ? job->item_cost : 1, &work) || work > QUEUE_HELP_WORK) return 0;
-    job = queue_take_locked(ctx);
+    queue_mark_taken_locked(ctx, job);
     pthread_mutex_unlock(&ctx->mu);
     gpuos__host_run_job(ctx, job);
     gpuos__queue_done(ctx, job);
