@@ -1293,7 +1293,26 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                 /* probe only (tests/gpu/probe_chain.c): the floors of a tile inside this loop.
                    1: every rank-1 three-operand task as out = a + b[0] in f32, hand-written
                    inline; 2: no tile work at all */
-                if (GPUOS__PROBE_RUN == 1 && ((const gpuos__ew_plan *)s_plan)->n_ptr == 3 &&
+                if (GPUOS__PROBE_RUN == 3 && ((const gpuos__ew_plan *)s_plan)->n_ptr == 3 &&
+                    ((const gpuos__ew_plan *)s_plan)->rank == 1 && e - b <= 16 * (int64_t)blockDim.x) {
+                    /* 3: the same, every load of the tile (up to 4 passes) before any store */
+                    const gpuos__ew_plan *pp = (const gpuos__ew_plan *)s_plan;
+                    float *po = (float *)pp->ptr[0];
+                    const float *pa = (const float *)pp->ptr[1];
+                    const float bb = *(const float *)pp->ptr[2];
+                    float4 v[4];
+#pragma unroll
+                    for (int h = 0; h < 4; h++) {
+                        const int64_t q = b + 4 * (tid + h * (int64_t)blockDim.x);
+                        if (q + 4 <= e) v[h] = *(const float4 *)(pa + q);
+                    }
+#pragma unroll
+                    for (int h = 0; h < 4; h++) {
+                        const int64_t q = b + 4 * (tid + h * (int64_t)blockDim.x);
+                        v[h].x += bb; v[h].y += bb; v[h].z += bb; v[h].w += bb;
+                        if (q + 4 <= e) *(float4 *)(po + q) = v[h];
+                    }
+                } else if ((GPUOS__PROBE_RUN == 1 || GPUOS__PROBE_RUN == 3) && ((const gpuos__ew_plan *)s_plan)->n_ptr == 3 &&
                     ((const gpuos__ew_plan *)s_plan)->rank == 1) {
                     const gpuos__ew_plan *pp = (const gpuos__ew_plan *)s_plan;
                     float *po = (float *)pp->ptr[0];

@@ -32,7 +32,10 @@ for step in "$@"; do
   stress) run stress.log 3 env GPUOS_TEST_DEVICE=0 GPUOS_TEST_STRESS_TASKS=${STRESS:-10000000} ./build/tests/test_order_stress ;;
   order) run order.log 2 ./build/order_check 3000 ;;
   bench) run bench.log 25 env GPUOS_BENCH_COMMIT=$COMMIT make -s bench BENCH_ARGS="--device 0 ${BENCH_ROWS:+--rows $BENCH_ROWS}"
-         cp bench/results/*.json bench/results/*.txt "$OUT/" 2>/dev/null ;;
+         # the results this run wrote (the device tool brings back at most 8 files: the logs go in a tar below)
+         f=$(sed -n 's|^wrote \(bench/results/.*\)\.json$|\1|p' "$OUT/bench.log" | tail -1)
+         [ -n "$f" ] && cp "$f.json" "$OUT/" && sed -n '/^gpuos benchmark:/,/^wrote bench\/results/p' "$OUT/bench.log" > "$OUT/$(basename "$f").txt"
+         cp build/bench/last-run.log "$OUT/bench_raw.log" 2>/dev/null ;;
   hostprobe) # the host's submission cost: the encoder alone on this machine's CPU (no device), then with the device
          make -s build/probe_encode build/probe_submit > "$OUT/hostprobe_build.log" 2>&1
          run probe_encode.log 8 ./build/probe_encode
@@ -66,4 +69,8 @@ for step in "$@"; do
   echo "== $step $([ $RC -eq 0 ] && echo ok || echo FAILED) $(( $(date +%s) - t0 )) s"
   [ $rc0 -ne 0 ] && RC=1
 done
+# the device tool brings back at most 8 files from $OUT: past 8, the logs go into one tar
+if [ "$(ls "$OUT" | wc -l)" -gt 8 ]; then
+  (cd "$OUT" && tar czf logs.tgz *.log && rm -f *.log)
+fi
 exit $RC
