@@ -701,29 +701,41 @@ static void queue_mark_taken_locked(gpuos_context *ctx, gpuos__job *job) {
     ctx->host_running = 1;
 }
 
-/* Takes the job to run next (ctx->mu held; host_queued > 0): lane 1 first, by deadline when
-   some have one, else the oldest queued job. */
-static gpuos__job *queue_take_locked(gpuos_context *ctx) {
+/* The job to run next (ctx->mu held; host_queued > 0), not taken yet: lane 1 first, by
+   deadline when some have one, else the oldest queued job. */
+static gpuos__job *queue_next_locked(gpuos_context *ctx) {
     gpuos__job *job = NULL;
     uint32_t i = 0;
-    if (ctx->host_dl > 0) { /* lane 1 by deadline */
-        job = queue_pop_edf(ctx);
-        ctx->host_hi--;
-        ctx->host_dl -= job->deadline_ns != 0;
-        ctx->host_hi_next = 0; /* taken out of order: the next pick scans from the head */
-    } else if (ctx->host_hi > 0) { /* the oldest lane-1 job: lane-1 jobs are taken in order */
+    if (ctx->host_dl > 0) return queue_pop_edf(ctx); /* lane 1 by deadline */
+    if (ctx->host_hi > 0) { /* the oldest lane-1 job: lane-1 jobs are taken in order */
         const uint64_t head_seq = queue_at(ctx, 0)->seq;
         if (ctx->host_hi_next > head_seq) i = (uint32_t)(ctx->host_hi_next - head_seq);
         for (; i < ctx->ring_count; i++) {
             job = queue_at(ctx, i);
             if (job->lane == 1 && job->state == GPUOS__JOB_QUEUED) break;
         }
+        return job;
+    }
+    return queue_oldest_queued_locked(ctx);
+}
+
+/* Takes job, which queue_next_locked just returned (ctx->mu held throughout). */
+static void queue_taken_locked(gpuos_context *ctx, gpuos__job *job) {
+    if (ctx->host_dl > 0) {
+        ctx->host_hi--;
+        ctx->host_dl -= job->deadline_ns != 0;
+        ctx->host_hi_next = 0; /* taken out of order: the next pick scans from the head */
+    } else if (ctx->host_hi > 0) {
         ctx->host_hi--;
         ctx->host_hi_next = job->seq + 1;
-    } else {
-        job = queue_oldest_queued_locked(ctx);
     }
     queue_mark_taken_locked(ctx, job);
+}
+
+/* Takes the job to run next (ctx->mu held; host_queued > 0). */
+static gpuos__job *queue_take_locked(gpuos_context *ctx) {
+    gpuos__job *job = queue_next_locked(ctx);
+    queue_taken_locked(ctx, job);
     return job;
 }
 
@@ -797,15 +809,12 @@ int gpuos__seq_done_locked(gpuos_context *ctx, uint64_t seq, int one) {
 static int queue_help_locked(gpuos_context *ctx, uint32_t timeout_ms) {
     gpuos__job *job;
     int64_t work;
-    /* (not with lane-1 work queued: its order, by deadline, is the dispatcher's to keep; without
-       it, the oldest queued job is the one queue_take_locked would take) */
-    if (ctx->cuda || timeout_ms == 0 || ctx->paused || ctx->destroyed || ctx->host_running || ctx->host_queued == 0 ||
-        ctx->host_hi > 0)
+    if (ctx->cuda || timeout_ms == 0 || ctx->paused || ctx->destroyed || ctx->host_running || ctx->host_queued == 0)
         return 0;
-    job = queue_oldest_queued_locked(ctx);
+    job = queue_next_locked(ctx); /* the one the dispatcher would take: lane 1 first, by deadline */
     if (!job || job->rt) return 0;
     if (!gpuos__mul64(job->items, job->item_cost > 0 ? job->item_cost : 1, &work) || work > QUEUE_HELP_WORK) return 0;
-    queue_mark_taken_locked(ctx, job);
+    queue_taken_locked(ctx, job);
     pthread_mutex_unlock(&ctx->mu);
     gpuos__host_run_job(ctx, job);
     gpuos__queue_done(ctx, job);
