@@ -555,16 +555,19 @@ GPUOS_API gpuos_status gpuos_graph_add(gpuos_graph *graph, const gpuos_task *tas
 /* Node `after` runs after node `before`, whatever their recorded order (recorded order is
    the default). A dependency that closes a cycle is refused (GPUOS_ERR_INVALID_ARGUMENT).
    Only the nodes a dependency has to move move: every other pair of nodes that share memory
-   (one of them writing it) keeps its recorded order. Memory is then ordered in the order the
-   nodes run: a node moved before another node that writes what it reads sees what was there
-   before that writer, not the writer's result. */
+   (one of them writing it) keeps its recorded order. Where the recorded order contradicts a
+   dependency, the node it holds back (`after`, and what must follow it) waits, and the nodes
+   in between keep their recorded order and run ahead of it: recorded 0: a = 1, 1: a = 2,
+   2: o = a, a dependency 2 -> 0 runs 1, 2, 0 (o = 2, then a = 1). Memory is then ordered in
+   the order the nodes run: a node moved before another node that writes what it reads sees
+   what was there before that writer, not the writer's result. */
 GPUOS_API gpuos_status gpuos_graph_add_dep(gpuos_graph *graph, int before, int after);
 /* Queues every node once; *seq (may be NULL) is the last one's sequence number (a fence
    for the whole launch). Bindings and scalars are checked before anything is queued
    (a binding of another dtype: GPUOS_ERR_DTYPE_MISMATCH; of another shape or strides:
-   GPUOS_ERR_SHAPE_MISMATCH; negative counts, or a scalar the node's operator does not read
-   (only fill, arange, layernorm, rmsnorm and run-time operators read any):
-   GPUOS_ERR_INVALID_ARGUMENT). If the queue
+   GPUOS_ERR_SHAPE_MISMATCH; negative counts, a scalar the node's operator does not read
+   (only fill, arange, layernorm, rmsnorm and run-time operators read any), or a tensor bound
+   or a scalar set twice in one launch: GPUOS_ERR_INVALID_ARGUMENT). If the queue
    stays full part of the way through a launch (GPUOS_ERR_QUEUE_FULL), the nodes before that
    point stay queued and run; gpuos_last_error says how many. On a GPU another context's
    kernel holds, a launch that must start this context's kernel waits for its turn (up to

@@ -290,6 +290,22 @@ static void test_deps_and_errors(gpuos_context *ctx) {
               h[15] == 5.0f, "a scalar bound for one launch (%g)", h[15]);
     CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL) == GPUOS_OK && gpuos_download(ctx, x, h, sizeof h) == GPUOS_OK &&
               h[15] == 1.0f, "and the recorded scalar the next (%g)", h[15]);
+    {
+        gpuos_graph_scalar two[2] = {sc, sc};
+        two[1].value = 6.0;
+        CHECK(gpuos_graph_launch(g, NULL, 0, two, 2, NULL) == GPUOS_ERR_INVALID_ARGUMENT &&
+                  strstr(gpuos_last_error(ctx), "already") != NULL,
+              "a scalar set twice in one launch: %s", gpuos_last_error(ctx));
+    }
+    {
+        gpuos_tensor *y = vec(ctx, 16), *z = vec(ctx, 16);
+        gpuos_graph_bind b2[2] = {{x, y}, {x, z}};
+        CHECK(gpuos_graph_launch(g, b2, 2, NULL, 0, NULL) == GPUOS_ERR_INVALID_ARGUMENT &&
+                  strstr(gpuos_last_error(ctx), "already") != NULL,
+              "a tensor bound twice in one launch: %s", gpuos_last_error(ctx));
+        gpuos_tensor_release(y);
+        gpuos_tensor_release(z);
+    }
     sc.index = 1; /* fill reads scalar 0 only: refused (it was accepted and ignored, a user's review) */
     CHECK(gpuos_graph_launch(g, NULL, 0, &sc, 1, NULL) == GPUOS_ERR_INVALID_ARGUMENT &&
               strstr(gpuos_last_error(ctx), "takes 1 scalar") != NULL,
@@ -311,6 +327,110 @@ static void test_deps_and_errors(gpuos_context *ctx) {
     gpuos_graph_release(g);
     gpuos_tensor_release(x);
     gpuos_tensor_release(wrong);
+}
+
+/* The launch order of a graph with dependencies, as gpuos.h promises it, checked against a
+   plain O(n^2) implementation of the rule here: random graphs of nodes x_k = x_k * 3 + i on a
+   few i64 accumulators (each node writes its own accumulator, so the recorded order is a chain
+   per accumulator and the final values spell the order the nodes ran in), random dependencies;
+   a dependency is refused exactly when it would close a cycle of explicit ones. Then a
+   review's case: a dependency whose `after` node is a fill holds that node back, and the
+   nodes between keep their recorded order. */
+enum { DO_N = 24, DO_ACC = 3, DO_DEPS = 16 };
+static int dep_reaches(int (*dep)[2], int nd, int from, int to) { /* over explicit dependencies */
+    int seen[DO_N] = {0}, stack[DO_N], n = 0, e;
+    seen[from] = 1, stack[n++] = from;
+    while (n > 0) {
+        const int v = stack[--n];
+        if (v == to) return 1;
+        for (e = 0; e < nd; e++)
+            if (dep[e][0] == v && !seen[dep[e][1]]) seen[dep[e][1]] = 1, stack[n++] = dep[e][1];
+    }
+    return 0;
+}
+static void dep_order(const int *acc, int (*dep)[2], int nd, int *order) {
+    int used[DO_N] = {0}, done, i, e;
+    for (done = 0; done < DO_N; done++) {
+        int pick = -1, fallback = -1;
+        for (i = 0; i < DO_N && pick < 0; i++) {
+            int xr = 1, ir = 1, j;
+            if (used[i]) continue;
+            for (e = 0; e < nd; e++) xr &= dep[e][1] != i || used[dep[e][0]];
+            for (j = 0; j < i; j++) /* the previous node on the same accumulator (recorded order) */
+                if (acc[j] == acc[i]) ir = used[j];
+            if (xr && ir) pick = i;
+            if (xr && fallback < 0) fallback = i;
+        }
+        if (pick < 0) pick = fallback;
+        used[pick] = 1;
+        order[done] = pick;
+    }
+}
+static void test_dep_order(gpuos_context *ctx) {
+    gpuos_tensor *x[DO_ACC], *three, *c[DO_N];
+    int64_t one = 1, trial;
+    for (int k = 0; k < DO_ACC; k++) CHECK(gpuos_tensor_new(ctx, GPUOS_I64, 1, &one, &x[k]) == GPUOS_OK, "new");
+    CHECK(gpuos_tensor_scalar(ctx, GPUOS_I64, 3.0, &three) == GPUOS_OK, "scalar");
+    for (int i = 0; i < DO_N; i++) CHECK(gpuos_tensor_scalar(ctx, GPUOS_I64, (double)(i + 1), &c[i]) == GPUOS_OK, "scalar");
+    for (trial = 0; trial < 60; trial++) {
+        int acc[DO_N], dep[DO_DEPS][2], nd = 0, order[DO_N], refused = 0;
+        int64_t want[DO_ACC] = {0}, got[DO_ACC];
+        gpuos_graph *g;
+        CHECK(gpuos_graph_create(ctx, &g) == GPUOS_OK, "create");
+        for (int i = 0; i < DO_N; i++) {
+            gpuos_task t = GPUOS_TASK_INIT;
+            acc[i] = (int)(next_rng() % DO_ACC);
+            t.op = GPUOS_OP_FMA, t.out = x[acc[i]], t.in[0] = x[acc[i]], t.in[1] = three, t.in[2] = c[i];
+            CHECK(gpuos_graph_add(g, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        }
+        for (int k = 0; k < DO_DEPS; k++) {
+            const int a = (int)(next_rng() % DO_N), b = (int)(next_rng() % DO_N);
+            const gpuos_status st = a == b ? GPUOS_OK : gpuos_graph_add_dep(g, a, b);
+            if (a == b) continue;
+            if (dep_reaches(dep, nd, b, a)) {
+                CHECK(st == GPUOS_ERR_INVALID_ARGUMENT, "trial %d: %d -> %d closes a cycle: refused (%d)", (int)trial, a, b, st);
+                refused++;
+            } else {
+                CHECK(st == GPUOS_OK, "trial %d: %d -> %d: %s", (int)trial, a, b, gpuos_last_error(ctx));
+                dep[nd][0] = a, dep[nd][1] = b, nd++;
+            }
+        }
+        for (int k = 0; k < DO_ACC; k++) CHECK(gpuos_fill(ctx, x[k], 0.0) == GPUOS_OK, "fill");
+        CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        dep_order(acc, dep, nd, order);
+        for (int i = 0; i < DO_N; i++) want[acc[order[i]]] = want[acc[order[i]]] * 3 + order[i] + 1;
+        for (int k = 0; k < DO_ACC; k++) {
+            CHECK(gpuos_download(ctx, x[k], &got[k], sizeof got[k]) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+            CHECK(got[k] == want[k], "trial %d (%d dependencies, %d refused): accumulator %d %lld, expected %lld",
+                  (int)trial, nd, refused, k, (long long)got[k], (long long)want[k]);
+        }
+        gpuos_graph_release(g);
+    }
+    { /* the review's case: 0: a = 1; 1: a = 2; 2: o1 = a; 3: o2 = a; node 0 after node 2 */
+        gpuos_graph *g;
+        gpuos_tensor *a = vec(ctx, 4), *o1 = vec(ctx, 4), *o2 = vec(ctx, 4);
+        gpuos_task f1 = GPUOS_TASK_INIT, f2 = GPUOS_TASK_INIT, c1 = GPUOS_TASK_INIT, c2 = GPUOS_TASK_INIT;
+        float ha[4], h1[4], h2[4];
+        f1.op = f2.op = GPUOS_OP_FILL, f1.out = f2.out = a, f1.scalar[0] = 1.0, f2.scalar[0] = 2.0;
+        c1.op = c2.op = GPUOS_OP_COPY, c1.out = o1, c2.out = o2, c1.in[0] = c2.in[0] = a;
+        CHECK(gpuos_graph_create(ctx, &g) == GPUOS_OK, "create");
+        CHECK(gpuos_graph_add(g, &f1, NULL) == GPUOS_OK && gpuos_graph_add(g, &f2, NULL) == GPUOS_OK &&
+                  gpuos_graph_add(g, &c1, NULL) == GPUOS_OK && gpuos_graph_add(g, &c2, NULL) == GPUOS_OK,
+              "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_graph_add_dep(g, 2, 0) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_graph_launch(g, NULL, 0, NULL, 0, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        CHECK(gpuos_download(ctx, a, ha, sizeof ha) == GPUOS_OK && gpuos_download(ctx, o1, h1, sizeof h1) == GPUOS_OK &&
+                  gpuos_download(ctx, o2, h2, sizeof h2) == GPUOS_OK, "download");
+        CHECK(h1[0] == 2.0f && ha[0] == 1.0f && h2[3] == 1.0f,
+              "order 1, 2, 0, 3: o1 = %g (expected 2), a = %g and o2 = %g (expected 1)", h1[0], ha[0], h2[3]);
+        gpuos_graph_release(g);
+        gpuos_tensor_release(a);
+        gpuos_tensor_release(o1);
+        gpuos_tensor_release(o2);
+    }
+    for (int k = 0; k < DO_ACC; k++) gpuos_tensor_release(x[k]);
+    gpuos_tensor_release(three);
+    for (int i = 0; i < DO_N; i++) gpuos_tensor_release(c[i]);
 }
 
 /* a run-time operator in a graph: the launch runs its current version */
@@ -794,6 +914,7 @@ int main(void) {
         test_equal_eager(ctx);
         test_in_flight(ctx);
         test_deps_and_errors(ctx);
+        test_dep_order(ctx);
         test_runtime_op(ctx);
         test_interleaved(ctx);
         test_war_after_launch(ctx);
