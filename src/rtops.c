@@ -340,6 +340,7 @@ static gpuos_status rt_make(gpuos_context *ctx, const char *fn, const gpuos_op_d
                                 "GPUOS_OP_DEF_INIT",
                                 fn, def->struct_size, sizeof(gpuos_op_def));
     if (!def->source) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "%s: def->source is NULL", fn);
+    if (!def->name) return gpuos__set_error(ctx, GPUOS_ERR_NULL_POINTER, "%s: def->name is NULL", fn);
     if (!rt_ident(def->name))
         return gpuos__set_error(ctx, GPUOS_ERR_INVALID_ARGUMENT,
                                 "%s: def->name must be an identifier of at most 63 characters ([A-Za-z_][A-Za-z0-9_]*)",

@@ -490,6 +490,13 @@ static void test_errors(gpuos_context *ctx, int gpu) {
     e.source = NULL;
     CHECK(gpuos_op_define(ctx, &e, &op) == GPUOS_ERR_NULL_POINTER, "source NULL");
     e.source = "__device__ void ok(const gpuos_tile &t) { }";
+    {
+        const char *nm = e.name;
+        e.name = NULL; /* (it was INVALID_ARGUMENT, a user's review: the name is required, as the source is) */
+        CHECK(gpuos_op_define(ctx, &e, &op) == GPUOS_ERR_NULL_POINTER && strstr(gpuos_last_error(ctx), "name"),
+              "name NULL: %s", gpuos_last_error(ctx));
+        e.name = nm;
+    }
     e.kind = GPUOS_OPDEF_FUNCTION;
     st = gpuos_op_define(ctx, &e, &op2);
     if (gpu) {
