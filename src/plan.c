@@ -392,6 +392,47 @@ static void plan_merge(int *rank, int64_t *shape, int n_ops, int64_t (*stride)[G
     *rank = r;
 }
 
+/* Host executor only: the axes in the order of the output's memory (its largest stride
+   first, stable), then merged again, so that an operator on views that are all transposed
+   the same way (y^T = exp(x^T), C^T = A^T + B^T) walks memory in order, as on contiguous
+   tensors (1024^2 f32 C^T = A^T + B^T: 5.1 -> 0.19 ms, as C = A + B; the host's tiles cannot
+   help when every operand is strided along a row). Where the operands' layouts differ, the
+   output's order is the one that pays (sorting by all operands' strides, the output's twice,
+   was no faster on any of a review's x^T / y / out^T mixes, and 1.4-1.9x slower with two
+   inputs transposed). Items are then numbered in that order, which only
+   arange reads (it is left alone); a job runs whole on the host, so no other job sees its
+   numbering. Not on a GPU: there a task's tiles are its items, which the dependency
+   tracking compares across tasks. */
+static int64_t plan_abs_stride(const gpuos__ew_plan *p, int d) {
+    return p->stride[0][d] < 0 ? -p->stride[0][d] : p->stride[0][d];
+}
+static void plan_ew_memory_order(gpuos__ew_plan *p) {
+    int perm[GPUOS__MAX_RANK], i, j, k, moved = 0;
+    int64_t shape[GPUOS__MAX_RANK], stride[GPUOS__MAX_PTR][GPUOS__MAX_RANK];
+    for (i = 0; i < p->rank; i++) perm[i] = i;
+    for (i = 1; i < p->rank; i++) { /* insertion sort: |output stride| descending, ties in place */
+        const int d = perm[i];
+        const int64_t sd = plan_abs_stride(p, d);
+        for (j = i; j > 0; j--) {
+            const int64_t sj = plan_abs_stride(p, perm[j - 1]);
+            if (sj >= sd) break;
+            perm[j] = perm[j - 1];
+        }
+        perm[j] = d;
+    }
+    for (i = 0; i < p->rank; i++) moved |= perm[i] != i;
+    if (!moved) return;
+    for (i = 0; i < p->rank; i++) {
+        shape[i] = p->shape[perm[i]];
+        for (k = 0; k < p->n_ptr; k++) stride[k][i] = p->stride[k][perm[i]];
+    }
+    for (i = 0; i < p->rank; i++) {
+        p->shape[i] = shape[i];
+        for (k = 0; k < p->n_ptr; k++) p->stride[k][i] = stride[k][i];
+    }
+    plan_merge(&p->rank, p->shape, p->n_ptr, p->stride);
+}
+
 /* ---------------------------------------------------------------- element-wise */
 static gpuos_status plan_ew(plan_state *ps) {
     gpuos__job *job = ps->job;
@@ -458,6 +499,7 @@ static gpuos_status plan_ew(plan_state *ps) {
     p->rank = rank;
     if (numel > 0) {
         plan_merge(&p->rank, p->shape, p->n_ptr, p->stride); /* rank 0: one element */
+        if (!ps->ctx->cuda && ps->op != GPUOS_OP_ARANGE && p->rank >= 2) plan_ew_memory_order(p);
     }
     job->items = numel;
     job->item_cost = 1;

@@ -80,9 +80,18 @@ static inline void gpuos__hk_iter(const gpuos__ew_plan *p, gpuos__ew_loop_fn loo
    GPUOS__HK_TILE_R rows by GPUOS__HK_TILE_C columns: along a row that operand is a strided
    load each, and the next rows read the same cache lines, so that a tile reads each line
    once instead of once per row (2048 x 2048 f32 with one input transposed: 24 ms against 1.7
-   contiguous, a review). The items and their order of writes per element are unchanged. */
+   contiguous, a review). The items and their order of writes per element are unchanged.
+   16 x 16: a tile row of a transposed f32 operand is 16 lines, each read whole by the tile's
+   16 rows; at power-of-two sizes those lines share one L1 set (4 KB apart), which 64 columns
+   overflowed (CI-class CPU, 12-way L1, best of 4 x 5 runs, with plan.c's memory order, 1024^2 f32 C = A^T + B 0.98 -> 0.49
+   ms, C^T = A + B 3.08 -> 1.00, C^T = A^T + B 3.90 -> 0.49; 2048^2 4.8 -> 2.9, 12.5 -> 5.0,
+   17.0 -> 3.2; at 1000^2, where no set fills, 0.27-0.32 -> 0.34-0.35). */
+#ifndef GPUOS__HK_TILE_R
 #define GPUOS__HK_TILE_R 16
-#define GPUOS__HK_TILE_C 64
+#endif
+#ifndef GPUOS__HK_TILE_C
+#define GPUOS__HK_TILE_C 16
+#endif
 static int gpuos__hk_tile_pays(const gpuos__ew_plan *p, int r) {
     int k;
     if (p->shape[r - 1] < 2 * GPUOS__HK_TILE_C || p->shape[r - 2] < 2) return 0;
