@@ -2,7 +2,8 @@
 
    Widening is exact. Narrowing rounds once to nearest, ties to even; overflow gives
    inf, values below half the smallest subnormal give a signed zero, NaN stays NaN
-   (quiet, sign and the top payload bits kept). The f32 versions are the hot path of
+   (quiet, sign and the top payload bits kept: on the host; the device's conversions give
+   the canonical NaN, README "Semantics"). The f32 versions are the hot path of
    host kernels on f16/bf16 data; the f64 versions (casts, fill) round once from double,
    never through f32. */
 #include "gpuos_runtime.h"

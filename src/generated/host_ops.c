@@ -256,11 +256,19 @@ static void gpuos__hk_iter_8(const gpuos__ew_plan *p, gpuos__ew_loop_fn loop, in
             GPUOS__HK_OUT(TO) = v;                                                                  \
     }
 /* arange: item index0 + i gets scalar[0] + (index0 + i) * scalar[1], in f64, then cast. */
+/* start + i * step rounded twice, as the device's __dadd_rn(s0, __dmul_rn(i, s1)): a compiler
+   that contracts a + b * c into one fused multiply-add (clang by default, gcc in GNU mode, on
+   a CPU with FMA) gave other last bits (7 of 22 f64 values, a review); the product goes
+   through memory (volatile), which no compiler fuses across. */
+GPUOS__FN double gpuos__hk_arange_at(double start, double step, int64_t i) {
+    volatile double p = (double)i * step;
+    return start + p;
+}
 #define GPUOS__HK_ARANGE(NAME, VFN, TO, STO)                                                        \
     GPUOS__HK_LOOP_FN(NAME) {                                                                       \
         int64_t i;                                                                                  \
         for (i = 0; i < n; ++i)                                                                     \
-            GPUOS__HK_OUT(TO) = STO(VFN(scalar[0] + (double)(index0 + i) * scalar[1]));            \
+            GPUOS__HK_OUT(TO) = STO(VFN(gpuos__hk_arange_at(scalar[0], scalar[1], index0 + i)));     \
     }
 
 GPUOS__HK_LOOP1(gpuos__hk_loop_neg_i8, gpuos__e_neg_i8, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID)
