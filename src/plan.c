@@ -392,45 +392,41 @@ static void plan_merge(int *rank, int64_t *shape, int n_ops, int64_t (*stride)[G
     *rank = r;
 }
 
-/* Host executor only: the axes in the order of the output's memory (its largest stride
-   first, stable), then merged again, so that an operator on views that are all transposed
-   the same way (y^T = exp(x^T), C^T = A^T + B^T) walks memory in order, as on contiguous
-   tensors (1024^2 f32 C^T = A^T + B^T: 5.1 -> 0.19 ms, as C = A + B; the host's tiles cannot
-   help when every operand is strided along a row). Where the operands' layouts differ, the
-   output's order is the one that pays (sorting by all operands' strides, the output's twice,
-   was no faster on any of a review's x^T / y / out^T mixes, and 1.4-1.9x slower with two
-   inputs transposed). Items are then numbered in that order, which only
-   arange reads (it is left alone); a job runs whole on the host, so no other job sees its
-   numbering. Not on a GPU: there a task's tiles are its items, which the dependency
-   tracking compares across tasks. */
-static int64_t plan_abs_stride(const gpuos__ew_plan *p, int d) {
-    return p->stride[0][d] < 0 ? -p->stride[0][d] : p->stride[0][d];
-}
-static void plan_ew_memory_order(gpuos__ew_plan *p) {
+/* Host executor only: axes in the order of memory (the largest stride first, stable; then
+   merged again). Element-wise plans take the output's order, so that an operator on views
+   that are all transposed the same way (y^T = exp(x^T), C^T = A^T + B^T) walks memory in
+   order, as on contiguous tensors (1024^2 f32 C^T = A^T + B^T: 5.1 -> 0.19 ms, as C = A + B;
+   the host's tiles cannot help when every operand is strided along a row). Where the
+   operands' layouts differ, the output's order is the one that pays (sorting by all
+   operands' strides, the output's twice, was no faster on any of a review's x^T / y / out^T
+   mixes, and 1.4-1.9x slower with two inputs transposed). Items are then numbered in that
+   order, which only arange reads (it is left alone); a job runs whole on the host, so no
+   other job sees its numbering. Reductions take the input's order over the reduced axes
+   (a float sum then adds in another order: other last bits, within the tolerances), except
+   argmin and argmax, whose index is the row-major one and whose ties go to the first. Not on
+   a GPU: there a task's tiles are its items, which the dependency tracking compares across
+   tasks. */
+static int64_t plan_abs(int64_t x) { return x < 0 ? -x : x; }
+static void plan_memory_order(int *rank, int64_t *shape, int n_ops, int64_t (*stride)[GPUOS__MAX_RANK]) {
     int perm[GPUOS__MAX_RANK], i, j, k, moved = 0;
-    int64_t shape[GPUOS__MAX_RANK], stride[GPUOS__MAX_PTR][GPUOS__MAX_RANK];
-    for (i = 0; i < p->rank; i++) perm[i] = i;
-    for (i = 1; i < p->rank; i++) { /* insertion sort: |output stride| descending, ties in place */
+    int64_t sh[GPUOS__MAX_RANK], st[GPUOS__MAX_PTR][GPUOS__MAX_RANK];
+    for (i = 0; i < *rank; i++) perm[i] = i;
+    for (i = 1; i < *rank; i++) { /* insertion sort: ties keep their order */
         const int d = perm[i];
-        const int64_t sd = plan_abs_stride(p, d);
-        for (j = i; j > 0; j--) {
-            const int64_t sj = plan_abs_stride(p, perm[j - 1]);
-            if (sj >= sd) break;
-            perm[j] = perm[j - 1];
-        }
+        for (j = i; j > 0 && plan_abs(stride[0][perm[j - 1]]) < plan_abs(stride[0][d]); j--) perm[j] = perm[j - 1];
         perm[j] = d;
     }
-    for (i = 0; i < p->rank; i++) moved |= perm[i] != i;
+    for (i = 0; i < *rank; i++) moved |= perm[i] != i;
     if (!moved) return;
-    for (i = 0; i < p->rank; i++) {
-        shape[i] = p->shape[perm[i]];
-        for (k = 0; k < p->n_ptr; k++) stride[k][i] = p->stride[k][perm[i]];
+    for (i = 0; i < *rank; i++) {
+        sh[i] = shape[perm[i]];
+        for (k = 0; k < n_ops; k++) st[k][i] = stride[k][perm[i]];
     }
-    for (i = 0; i < p->rank; i++) {
-        p->shape[i] = shape[i];
-        for (k = 0; k < p->n_ptr; k++) p->stride[k][i] = stride[k][i];
+    for (i = 0; i < *rank; i++) {
+        shape[i] = sh[i];
+        for (k = 0; k < n_ops; k++) stride[k][i] = st[k][i];
     }
-    plan_merge(&p->rank, p->shape, p->n_ptr, p->stride);
+    plan_merge(rank, shape, n_ops, stride);
 }
 
 /* ---------------------------------------------------------------- element-wise */
@@ -499,7 +495,8 @@ static gpuos_status plan_ew(plan_state *ps) {
     p->rank = rank;
     if (numel > 0) {
         plan_merge(&p->rank, p->shape, p->n_ptr, p->stride); /* rank 0: one element */
-        if (!ps->ctx->cuda && ps->op != GPUOS_OP_ARANGE && p->rank >= 2) plan_ew_memory_order(p);
+        if (!ps->ctx->cuda && ps->op != GPUOS_OP_ARANGE && p->rank >= 2)
+            plan_memory_order(&p->rank, p->shape, p->n_ptr, p->stride);
     }
     job->items = numel;
     job->item_cost = 1;
@@ -591,6 +588,9 @@ static gpuos_status plan_reduce(plan_state *ps) {
     }
     if (outer_numel > 0) plan_merge(&no, oshape, 2, ostr);
     if (inner_numel > 0 && a->numel > 0) plan_merge(&ni, ishape, 1, istr); /* (no product past 2^63) */
+    if (!ps->ctx->cuda && ni >= 2 && ps->op != GPUOS_OP_ARGMIN && ps->op != GPUOS_OP_ARGMAX && inner_numel > 0 &&
+        a->numel > 0)
+        plan_memory_order(&ni, ishape, 1, istr); /* (argmin, argmax: their index is the row-major one) */
     memset(p, 0, sizeof *p);
     p->outer_rank = no;
     p->inner_rank = ni;
