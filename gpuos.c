@@ -301,12 +301,70 @@ static inline int gpuos__epi_binary(int32_t e) {
     return (e & GPUOS__EPI_OP) < GPUOS_OP_COUNT && gpuos__ops[e & GPUOS__EPI_OP].n_in == 2;
 }
 
-/* ---------------------------------------------------------------- f16 / bf16 (src/half.c) */
-float gpuos__f16_to_f32(uint16_t h);
-uint16_t gpuos__f32_to_f16(float f);   /* round to nearest even; overflow to inf; NaN stays NaN */
-float gpuos__bf16_to_f32(uint16_t h);
-uint16_t gpuos__f32_to_bf16(float f);  /* round to nearest even; NaN stays NaN */
-uint16_t gpuos__f64_to_f16(double d);  /* one rounding from f64 (casts) */
+/* ---------------------------------------------------------------- f16 / bf16 */
+/* f16 and bf16 from and to f32, inline: every host kernel on f16/bf16 data converts each
+   element in and out (out of line, with a branch on the rounding that random data
+   mispredicts half the time, an f16 add took 19x the f32 one, a review). Widening is exact;
+   narrowing rounds once to nearest, ties to even; overflow gives inf; NaN stays NaN (quiet,
+   sign and the top payload bits kept: on the host; the device stores the canonical NaN). */
+static inline float gpuos__f16_bits_f32(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+static inline float gpuos__f16_to_f32(uint16_t h) {
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+    if (exp == 0x1fu) /* inf or NaN: payload moves to the top of the f32 mantissa */
+        return gpuos__f16_bits_f32(sign | 0x7f800000u | (mant << 13));
+    if (exp != 0) /* normal */
+        return gpuos__f16_bits_f32(sign | ((exp + 112u) << 23) | (mant << 13));
+    if (mant == 0) return gpuos__f16_bits_f32(sign); /* signed zero */
+    exp = 113u; /* subnormal: mant * 2^-24, normalised for f32 (f32 exponent field of 2^-14) */
+    while ((mant & 0x400u) == 0) {
+        mant <<= 1;
+        exp--;
+    }
+    return gpuos__f16_bits_f32(sign | (exp << 23) | ((mant & 0x3ffu) << 13));
+}
+static inline uint16_t gpuos__f32_to_f16(float f) {
+    uint32_t x, ax;
+    uint16_t sign;
+    memcpy(&x, &f, sizeof x);
+    sign = (uint16_t)((x >> 16) & 0x8000u);
+    ax = x & 0x7fffffffu;
+    if (ax >= 0x38800000u && ax < 0x477ff000u) { /* normal f16 (below 65520, which rounds to inf) */
+        const uint32_t h = ((ax >> 23) - 112u) << 10 | ((ax >> 13) & 0x3ffu);
+        /* + 1 when the dropped 13 bits are above half, or at half and h is odd (a carry moves
+           into the exponent): branch-free */
+        return (uint16_t)(sign | (h + (((ax & 0x1fffu) + (h & 1u) + 0xfffu) >> 13)));
+    }
+    if (ax >= 0x7f800000u) {
+        if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu)); /* quiet NaN */
+        return (uint16_t)(sign | 0x7c00u);                                           /* inf */
+    }
+    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);
+    {
+        /* subnormal f16 (or zero): result = M * 2^(e-126) in units of 2^-24 */
+        const uint32_t e = ax >> 23, m = (ax & 0x7fffffu) | 0x800000u, s = 126u - e; /* s >= 14 */
+        uint32_t q, rem, half;
+        if (e == 0 || s >= 25u) return sign; /* below half the smallest subnormal */
+        q = m >> s;
+        rem = m & ((1u << s) - 1u);
+        half = 1u << (s - 1u);
+        if (rem > half || (rem == half && (q & 1u))) q++;
+        return (uint16_t)(sign | q);
+    }
+}
+static inline float gpuos__bf16_to_f32(uint16_t h) { return gpuos__f16_bits_f32((uint32_t)h << 16); }
+static inline uint16_t gpuos__f32_to_bf16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u); /* quiet NaN */
+    x += 0x7fffu + ((x >> 16) & 1u); /* round to nearest even; overflow carries into inf */
+    return (uint16_t)(x >> 16);
+}
+uint16_t gpuos__f64_to_f16(double d); /* one rounding from f64 (casts; src/half.c) */
 uint16_t gpuos__f64_to_bf16(double d);
 
 /* ---------------------------------------------------------------- device code */
@@ -10199,84 +10257,14 @@ void gpuos_graph_release(gpuos_graph *g) {
    Widening is exact. Narrowing rounds once to nearest, ties to even; overflow gives
    inf, values below half the smallest subnormal give a signed zero, NaN stays NaN
    (quiet, sign and the top payload bits kept: on the host; the device's conversions give
-   the canonical NaN, README "Semantics"). The f32 versions are the hot path of
-   host kernels on f16/bf16 data; the f64 versions (casts, fill) round once from double,
-   never through f32. */
+   the canonical NaN, README "Semantics"). The f32 versions, the hot path of host kernels on
+   f16/bf16 data, are inline in gpuos_ops.h; here the f64 versions (casts, fill), which round
+   once from double, never through f32. */
 // #include "gpuos_runtime.h" (inlined above)
 
 #include <string.h> /* memcpy for bit casts */
 
-static uint32_t half_f32_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static float half_bits_f32(uint32_t u) {
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-/* ---------------------------------------------------------------- widening */
-float gpuos__f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu;
-    uint32_t mant = h & 0x3ffu;
-    if (exp == 0x1fu) /* inf or NaN: payload moves to the top of the f32 mantissa */
-        return half_bits_f32(sign | 0x7f800000u | (mant << 13));
-    if (exp != 0) /* normal */
-        return half_bits_f32(sign | ((exp + 112u) << 23) | (mant << 13));
-    if (mant == 0) return half_bits_f32(sign); /* signed zero */
-    /* subnormal: mant * 2^-24, normalised for f32 */
-    exp = 113u; /* f32 exponent field of 2^-14 */
-    while ((mant & 0x400u) == 0) {
-        mant <<= 1;
-        exp--;
-    }
-    mant &= 0x3ffu;
-    return half_bits_f32(sign | (exp << 23) | (mant << 13));
-}
-
-float gpuos__bf16_to_f32(uint16_t h) { return half_bits_f32((uint32_t)h << 16); }
-
-/* ---------------------------------------------------------------- narrowing from f32 */
-uint16_t gpuos__f32_to_f16(float f) {
-    uint32_t x = half_f32_bits(f);
-    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
-    uint32_t ax = x & 0x7fffffffu;
-    if (ax >= 0x7f800000u) {
-        if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu)); /* quiet NaN */
-        return (uint16_t)(sign | 0x7c00u);                                           /* inf */
-    }
-    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520 rounds to inf */
-    if (ax >= 0x38800000u) {                                  /* >= 2^-14: normal f16 */
-        uint32_t h = ((ax >> 23) - 112u) << 10 | ((ax >> 13) & 0x3ffu);
-        uint32_t rem = ax & 0x1fffu;
-        if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++; /* a carry moves into the exponent */
-        return (uint16_t)(sign | h);
-    }
-    {
-        /* subnormal f16 (or zero): result = M * 2^(e-126) in units of 2^-24 */
-        uint32_t e = ax >> 23;
-        uint32_t m = (ax & 0x7fffffu) | 0x800000u;
-        uint32_t s = 126u - e; /* >= 14 */
-        uint32_t q, rem, half;
-        if (e == 0 || s >= 25u) return sign; /* below half the smallest subnormal */
-        q = m >> s;
-        rem = m & ((1u << s) - 1u);
-        half = 1u << (s - 1u);
-        if (rem > half || (rem == half && (q & 1u))) q++;
-        return (uint16_t)(sign | q);
-    }
-}
-
-uint16_t gpuos__f32_to_bf16(float f) {
-    uint32_t x = half_f32_bits(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u); /* quiet NaN */
-    x += 0x7fffu + ((x >> 16) & 1u); /* round to nearest even; overflow carries into inf */
-    return (uint16_t)(x >> 16);
-}
+/* The f32 conversions (the host kernels' hot path) are inline in gpuos_ops.h. */
 
 /* ---------------------------------------------------------------- narrowing from f64 */
 /* Rounds d once to a binary format with ebits exponent bits and mbits mantissa bits

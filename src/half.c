@@ -3,84 +3,14 @@
    Widening is exact. Narrowing rounds once to nearest, ties to even; overflow gives
    inf, values below half the smallest subnormal give a signed zero, NaN stays NaN
    (quiet, sign and the top payload bits kept: on the host; the device's conversions give
-   the canonical NaN, README "Semantics"). The f32 versions are the hot path of
-   host kernels on f16/bf16 data; the f64 versions (casts, fill) round once from double,
-   never through f32. */
+   the canonical NaN, README "Semantics"). The f32 versions, the hot path of host kernels on
+   f16/bf16 data, are inline in gpuos_ops.h; here the f64 versions (casts, fill), which round
+   once from double, never through f32. */
 #include "gpuos_runtime.h"
 
 #include <string.h> /* memcpy for bit casts */
 
-static uint32_t half_f32_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static float half_bits_f32(uint32_t u) {
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-/* ---------------------------------------------------------------- widening */
-float gpuos__f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu;
-    uint32_t mant = h & 0x3ffu;
-    if (exp == 0x1fu) /* inf or NaN: payload moves to the top of the f32 mantissa */
-        return half_bits_f32(sign | 0x7f800000u | (mant << 13));
-    if (exp != 0) /* normal */
-        return half_bits_f32(sign | ((exp + 112u) << 23) | (mant << 13));
-    if (mant == 0) return half_bits_f32(sign); /* signed zero */
-    /* subnormal: mant * 2^-24, normalised for f32 */
-    exp = 113u; /* f32 exponent field of 2^-14 */
-    while ((mant & 0x400u) == 0) {
-        mant <<= 1;
-        exp--;
-    }
-    mant &= 0x3ffu;
-    return half_bits_f32(sign | (exp << 23) | (mant << 13));
-}
-
-float gpuos__bf16_to_f32(uint16_t h) { return half_bits_f32((uint32_t)h << 16); }
-
-/* ---------------------------------------------------------------- narrowing from f32 */
-uint16_t gpuos__f32_to_f16(float f) {
-    uint32_t x = half_f32_bits(f);
-    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
-    uint32_t ax = x & 0x7fffffffu;
-    if (ax >= 0x7f800000u) {
-        if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu)); /* quiet NaN */
-        return (uint16_t)(sign | 0x7c00u);                                           /* inf */
-    }
-    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520 rounds to inf */
-    if (ax >= 0x38800000u) {                                  /* >= 2^-14: normal f16 */
-        uint32_t h = ((ax >> 23) - 112u) << 10 | ((ax >> 13) & 0x3ffu);
-        uint32_t rem = ax & 0x1fffu;
-        if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++; /* a carry moves into the exponent */
-        return (uint16_t)(sign | h);
-    }
-    {
-        /* subnormal f16 (or zero): result = M * 2^(e-126) in units of 2^-24 */
-        uint32_t e = ax >> 23;
-        uint32_t m = (ax & 0x7fffffu) | 0x800000u;
-        uint32_t s = 126u - e; /* >= 14 */
-        uint32_t q, rem, half;
-        if (e == 0 || s >= 25u) return sign; /* below half the smallest subnormal */
-        q = m >> s;
-        rem = m & ((1u << s) - 1u);
-        half = 1u << (s - 1u);
-        if (rem > half || (rem == half && (q & 1u))) q++;
-        return (uint16_t)(sign | q);
-    }
-}
-
-uint16_t gpuos__f32_to_bf16(float f) {
-    uint32_t x = half_f32_bits(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u); /* quiet NaN */
-    x += 0x7fffu + ((x >> 16) & 1u); /* round to nearest even; overflow carries into inf */
-    return (uint16_t)(x >> 16);
-}
+/* The f32 conversions (the host kernels' hot path) are inline in gpuos_ops.h. */
 
 /* ---------------------------------------------------------------- narrowing from f64 */
 /* Rounds d once to a binary format with ebits exponent bits and mbits mantissa bits
