@@ -29562,14 +29562,19 @@ static void gpuos__hk_rows_rmsnorm_f64(const gpuos__rows_plan *p, int64_t begin,
    softmax over axis 0: 79 ms against 26 over axis 1 before, a review). Up to
    GPUOS__HK_ROWS_BLOCK bytes of block (else, or with no memory for it, in place). */
 #define GPUOS__HK_ROWS_BLOCK ((int64_t)1 << 22)
+static int64_t gpuos__hk_abs(int64_t x) { return x < 0 ? -x : x; }
 void gpuos__host_rows_run(const gpuos__rows_plan *p, gpuos__rows_fn fn, size_t es, int64_t begin, int64_t end) {
-    const int64_t n = p->n, os = p->outer_rank > 0 ? p->outer_in_stride[p->outer_rank - 1] : 0;
+    const int64_t n = p->n, os = p->outer_rank > 0 ? p->outer_in_stride[p->outer_rank - 1] : 0,
+                  oo = p->outer_rank > 0 ? p->outer_out_stride[p->outer_rank - 1] : 0;
     const int64_t rb = end - begin < GPUOS__HK_RB ? end - begin : GPUOS__HK_RB;
     char *blk, *in_b[GPUOS__HK_RB], *out_b[GPUOS__HK_RB];
     int64_t r0, b, j, nb;
     gpuos__rows_plan q;
+    /* (the input's rows closer than its elements, or the output's: a contiguous input whose
+       result goes to a transposed view was written a line per element, three passes over,
+       softmax 21.7 ms against 7.1 into a contiguous output, a review) */
     if (rb < 2 || n < 2 || (es != 1 && es != 2 && es != 4 && es != 8) ||
-        (os < 0 ? -os : os) >= (p->in_stride < 0 ? -p->in_stride : p->in_stride) ||
+        (gpuos__hk_abs(os) >= gpuos__hk_abs(p->in_stride) && gpuos__hk_abs(oo) >= gpuos__hk_abs(p->out_stride)) ||
         n > GPUOS__HK_ROWS_BLOCK / (2 * rb * (int64_t)es) || !(blk = (char *)malloc((size_t)(2 * rb * n) * es))) {
         fn(p, begin, end);
         return;
