@@ -1976,8 +1976,14 @@ static void gpuos__hk_epi_f64(const gpuos__matmul_plan *p, char *o, int64_t m) {
 /* Item = (batch index, output row m); out[m][n] = sum_k a[m][k] * b[k][n], accumulated in
    the accumulator type (integers: 64 bits, wrapping), k in order; then the row's epilogue, if
    any. Columns in blocks of GPUOS__HK_MM_NB accumulators, k outermost within a block: B is
-   read along its rows (a row-major B: contiguous), each a[m][k] loaded once a block. */
+   read along its rows (a row-major B: contiguous), each a[m][k] loaded once a block. A B
+   whose rows are not contiguous (x @ W^T with fewer than 16 rows, which host_exec.c does not
+   pack) takes blocks of GPUOS__HK_MM_NBS columns: as many strided streams as that (64 of
+   them, 8 x 4096 @ (4096 x 4096)^T f32 took 105 ms; 8: 31-32 ms, the same sums). */
 #define GPUOS__HK_MM_NB 64
+#ifndef GPUOS__HK_MM_NBS
+#define GPUOS__HK_MM_NBS 8
+#endif
 #define GPUOS__HK_MATMUL(NAME, EPI, T, LD, STO, ACC, RES)                                           \
     static void NAME(const gpuos__matmul_plan *p, int64_t begin, int64_t end) {                    \
         int64_t item, n0, n, k;                                                                     \
@@ -1989,8 +1995,9 @@ static void gpuos__hk_epi_f64(const gpuos__matmul_plan *p, char *o, int64_t m) {
             const char *b = p->b + gpuos__hk_offset(bi, p->batch_rank, p->batch_shape, p->batch_b_stride); \
             char *o = p->out + m * p->o_m +                                                         \
                       gpuos__hk_offset(bi, p->batch_rank, p->batch_shape, p->batch_out_stride);     \
-            for (n0 = 0; n0 < p->N; n0 += GPUOS__HK_MM_NB) {                                        \
-                const int64_t nb = p->N - n0 < GPUOS__HK_MM_NB ? p->N - n0 : GPUOS__HK_MM_NB;      \
+            const int64_t nbm = p->b_n == (int64_t)sizeof(T) ? GPUOS__HK_MM_NB : GPUOS__HK_MM_NBS;  \
+            for (n0 = 0; n0 < p->N; n0 += nbm) {                                                    \
+                const int64_t nb = p->N - n0 < nbm ? p->N - n0 : nbm;                               \
                 for (n = 0; n < nb; ++n) acc[n] = 0;                                                \
                 for (k = 0; k < p->K; ++k) {                                                        \
                     const ACC x = (ACC)LD(*(const T *)(a + k * p->a_k));                            \
