@@ -30445,12 +30445,28 @@ static void gpuos__hk_epi_f64(const gpuos__matmul_plan *p, char *o, int64_t m) {
    any. Columns in blocks of GPUOS__HK_MM_NB accumulators, k outermost within a block: B is
    read along its rows (a row-major B: contiguous), each a[m][k] loaded once a block. A B
    whose rows are not contiguous (x @ W^T with fewer than 16 rows, which host_exec.c does not
-   pack) takes blocks of GPUOS__HK_MM_NBS columns: as many strided streams as that (64 of
-   them, 8 x 4096 @ (4096 x 4096)^T f32 took 105 ms; 8: 31-32 ms, the same sums). */
+   pack) takes blocks of fewer columns where its columns' lines would crowd one L1 set
+   (gpuos__hk_mm_nbs: 8 x 4096 @ (4096 x 4096)^T f32, 64 columns 16 KB apart, took 105 ms; 8:
+   31-32 ms, the same sums; with columns 256 bytes apart, batched Q @ K^T, 64 stays: 8 there
+   took 30 ms against 18). */
 #define GPUOS__HK_MM_NB 64
 #ifndef GPUOS__HK_MM_NBS
 #define GPUOS__HK_MM_NBS 8
 #endif
+/* Columns a block for a B whose rows are not contiguous (element stride b_n bytes): a block's
+   columns are as many lines live at once, b_n apart; where they fall in few L1 sets (64 sets
+   of 64-byte lines: 4 KB apart share one), at most GPUOS__HK_MM_NBS of them a set. */
+static int64_t gpuos__hk_mm_nbs(int64_t b_n) {
+    int64_t l = (b_n < 0 ? -b_n : b_n), g = 64, sets, a, t;
+    if (l % 64) return GPUOS__HK_MM_NB; /* (lines spread over the sets) */
+    a = (l / 64) % 64;
+    if (a) { /* g = gcd(a, 64) */
+        for (g = 64; a; t = g % a, g = a, a = t) {
+        }
+    }
+    sets = 64 / g;
+    return sets * GPUOS__HK_MM_NBS < GPUOS__HK_MM_NB ? sets * GPUOS__HK_MM_NBS : GPUOS__HK_MM_NB;
+}
 #define GPUOS__HK_MATMUL(NAME, EPI, T, LD, STO, ACC, RES)                                           \
     static void NAME(const gpuos__matmul_plan *p, int64_t begin, int64_t end) {                    \
         int64_t item, n0, n, k;                                                                     \
@@ -30462,7 +30478,7 @@ static void gpuos__hk_epi_f64(const gpuos__matmul_plan *p, char *o, int64_t m) {
             const char *b = p->b + gpuos__hk_offset(bi, p->batch_rank, p->batch_shape, p->batch_b_stride); \
             char *o = p->out + m * p->o_m +                                                         \
                       gpuos__hk_offset(bi, p->batch_rank, p->batch_shape, p->batch_out_stride);     \
-            const int64_t nbm = p->b_n == (int64_t)sizeof(T) ? GPUOS__HK_MM_NB : GPUOS__HK_MM_NBS;  \
+            const int64_t nbm = p->b_n == (int64_t)sizeof(T) ? GPUOS__HK_MM_NB : gpuos__hk_mm_nbs(p->b_n); \
             for (n0 = 0; n0 < p->N; n0 += nbm) {                                                    \
                 const int64_t nb = p->N - n0 < nbm ? p->N - n0 : nbm;                               \
                 for (n = 0; n < nb; ++n) acc[n] = 0;                                                \
