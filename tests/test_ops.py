@@ -723,6 +723,26 @@ def test_fill_values(ctx, seed, dtype):
 ARANGE_DTYPES = [d for d in DTYPES if supported("arange", d, 1)]
 
 
+def test_var_edges(ctx):
+    """var/std where a chunk's plain sum would leave f32's range or round a constant's mean: the
+    host takes each chunk in two passes since session 32 (a review: std([2e38, 2e38]) was inf,
+    a constant broadcast row's var over N - N elements inf instead of 0/0 = NaN)."""
+    def red(op, x, corr):
+        out = ctx.new("f32", ())
+        ctx.submit(op, out, [x], correction=corr)
+        return float(np.asarray(ctx.download(out)).reshape(-1)[0])
+    big = ctx.tensor(np.array([2e38, 2e38], dtype=np.float32), "f32")
+    assert red("std", big, 0) == 0.0 and red("var", big, 1) == 0.0
+    many = ctx.tensor(np.full(1024, 1e37, dtype=np.float32), "f32")
+    assert red("std", many, 1) == 0.0
+    one = ctx.tensor(np.array([0.1], dtype=np.float32), "f32")
+    row = one.broadcast_to((1030,))
+    assert red("var", row, 0) == 0.0
+    assert math.isnan(red("var", row, 1030))
+    mixed = ctx.tensor(np.array([3e38, -3e38] * 700, dtype=np.float32), "f32")
+    assert math.isinf(red("var", mixed, 0)) or math.isnan(red("var", mixed, 0))  # as NumPy: past f32's range
+
+
 @pytest.mark.parametrize("dtype", ARANGE_DTYPES)
 def test_arange_values(ctx, seed, dtype):
     """arange over a strided 2-D view: the flat row-major index of the view, computed in f64, cast

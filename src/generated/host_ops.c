@@ -901,218 +901,290 @@ GPUOS__HK_ARANGE(gpuos__hk_loop_arange_f64, gpuos__e_cast_f64_f64, double, GPUOS
     }
 
 static gpuos__racc_var_f16 gpuos__hk_vchunk_gpuos__r_var_f16(const char *q, int64_t s, int64_t k0, int64_t stop) {
+    /* (y = x - x0: a constant chunk gives exactly 0, as the per-element steps do; a sum past
+       the type's range, or a NaN or inf in the chunk, takes those steps instead: a review
+       found std([2e38, 2e38]) inf, and a constant row's var over N - N elements inf, not NaN) */
+    const float x0 = gpuos__f16_to_f32(*(const uint16_t *)(q + k0 * s));
     float part[GPUOS__HK_LANES], total = 0, mean, m2 = 0, d;
     gpuos__racc_var_f16 r;
     int64_t t;
     int b;
     for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] = 0;
     for (t = k0; t + GPUOS__HK_LANES <= stop; t += GPUOS__HK_LANES)
-        for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] += gpuos__f16_to_f32(*(const uint16_t *)(q + (t + b) * s));
-    for (; t < stop; ++t) part[0] += gpuos__f16_to_f32(*(const uint16_t *)(q + t * s));
+        for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] += gpuos__f16_to_f32(*(const uint16_t *)(q + (t + b) * s)) - x0;
+    for (; t < stop; ++t) part[0] += gpuos__f16_to_f32(*(const uint16_t *)(q + t * s)) - x0;
     for (b = 0; b < GPUOS__HK_LANES; ++b) total += part[b];
     mean = total / (float)(stop - k0);
     for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] = 0;
     for (t = k0; t + GPUOS__HK_LANES <= stop; t += GPUOS__HK_LANES)
         for (b = 0; b < GPUOS__HK_LANES; ++b) {
-            d = gpuos__f16_to_f32(*(const uint16_t *)(q + (t + b) * s)) - mean;
+            d = gpuos__f16_to_f32(*(const uint16_t *)(q + (t + b) * s)) - x0 - mean;
             part[b] += d * d;
         }
     for (; t < stop; ++t) {
-        d = gpuos__f16_to_f32(*(const uint16_t *)(q + t * s)) - mean;
+        d = gpuos__f16_to_f32(*(const uint16_t *)(q + t * s)) - x0 - mean;
         part[0] += d * d;
     }
     for (b = 0; b < GPUOS__HK_LANES; ++b) m2 += part[b];
+    if (!(m2 - m2 == 0) || !(total - total == 0)) { /* not finite: the per-element steps */
+        r = gpuos__r_var_f16_init();
+        for (t = k0; t < stop; ++t) r = gpuos__r_var_f16_step(r, gpuos__f16_to_f32(*(const uint16_t *)(q + t * s)), t);
+        return r;
+    }
     r.n = stop - k0;
-    r.mean = mean;
+    r.mean = x0 + mean;
     r.m2 = m2;
     return r;
 }
 static gpuos__racc_var_bf16 gpuos__hk_vchunk_gpuos__r_var_bf16(const char *q, int64_t s, int64_t k0, int64_t stop) {
+    /* (y = x - x0: a constant chunk gives exactly 0, as the per-element steps do; a sum past
+       the type's range, or a NaN or inf in the chunk, takes those steps instead: a review
+       found std([2e38, 2e38]) inf, and a constant row's var over N - N elements inf, not NaN) */
+    const float x0 = gpuos__bf16_to_f32(*(const uint16_t *)(q + k0 * s));
     float part[GPUOS__HK_LANES], total = 0, mean, m2 = 0, d;
     gpuos__racc_var_bf16 r;
     int64_t t;
     int b;
     for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] = 0;
     for (t = k0; t + GPUOS__HK_LANES <= stop; t += GPUOS__HK_LANES)
-        for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] += gpuos__bf16_to_f32(*(const uint16_t *)(q + (t + b) * s));
-    for (; t < stop; ++t) part[0] += gpuos__bf16_to_f32(*(const uint16_t *)(q + t * s));
+        for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] += gpuos__bf16_to_f32(*(const uint16_t *)(q + (t + b) * s)) - x0;
+    for (; t < stop; ++t) part[0] += gpuos__bf16_to_f32(*(const uint16_t *)(q + t * s)) - x0;
     for (b = 0; b < GPUOS__HK_LANES; ++b) total += part[b];
     mean = total / (float)(stop - k0);
     for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] = 0;
     for (t = k0; t + GPUOS__HK_LANES <= stop; t += GPUOS__HK_LANES)
         for (b = 0; b < GPUOS__HK_LANES; ++b) {
-            d = gpuos__bf16_to_f32(*(const uint16_t *)(q + (t + b) * s)) - mean;
+            d = gpuos__bf16_to_f32(*(const uint16_t *)(q + (t + b) * s)) - x0 - mean;
             part[b] += d * d;
         }
     for (; t < stop; ++t) {
-        d = gpuos__bf16_to_f32(*(const uint16_t *)(q + t * s)) - mean;
+        d = gpuos__bf16_to_f32(*(const uint16_t *)(q + t * s)) - x0 - mean;
         part[0] += d * d;
     }
     for (b = 0; b < GPUOS__HK_LANES; ++b) m2 += part[b];
+    if (!(m2 - m2 == 0) || !(total - total == 0)) { /* not finite: the per-element steps */
+        r = gpuos__r_var_bf16_init();
+        for (t = k0; t < stop; ++t) r = gpuos__r_var_bf16_step(r, gpuos__bf16_to_f32(*(const uint16_t *)(q + t * s)), t);
+        return r;
+    }
     r.n = stop - k0;
-    r.mean = mean;
+    r.mean = x0 + mean;
     r.m2 = m2;
     return r;
 }
 static gpuos__racc_var_f32 gpuos__hk_vchunk_gpuos__r_var_f32(const char *q, int64_t s, int64_t k0, int64_t stop) {
+    /* (y = x - x0: a constant chunk gives exactly 0, as the per-element steps do; a sum past
+       the type's range, or a NaN or inf in the chunk, takes those steps instead: a review
+       found std([2e38, 2e38]) inf, and a constant row's var over N - N elements inf, not NaN) */
+    const float x0 = GPUOS__HK_ID(*(const float *)(q + k0 * s));
     float part[GPUOS__HK_LANES], total = 0, mean, m2 = 0, d;
     gpuos__racc_var_f32 r;
     int64_t t;
     int b;
     for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] = 0;
     for (t = k0; t + GPUOS__HK_LANES <= stop; t += GPUOS__HK_LANES)
-        for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] += GPUOS__HK_ID(*(const float *)(q + (t + b) * s));
-    for (; t < stop; ++t) part[0] += GPUOS__HK_ID(*(const float *)(q + t * s));
+        for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] += GPUOS__HK_ID(*(const float *)(q + (t + b) * s)) - x0;
+    for (; t < stop; ++t) part[0] += GPUOS__HK_ID(*(const float *)(q + t * s)) - x0;
     for (b = 0; b < GPUOS__HK_LANES; ++b) total += part[b];
     mean = total / (float)(stop - k0);
     for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] = 0;
     for (t = k0; t + GPUOS__HK_LANES <= stop; t += GPUOS__HK_LANES)
         for (b = 0; b < GPUOS__HK_LANES; ++b) {
-            d = GPUOS__HK_ID(*(const float *)(q + (t + b) * s)) - mean;
+            d = GPUOS__HK_ID(*(const float *)(q + (t + b) * s)) - x0 - mean;
             part[b] += d * d;
         }
     for (; t < stop; ++t) {
-        d = GPUOS__HK_ID(*(const float *)(q + t * s)) - mean;
+        d = GPUOS__HK_ID(*(const float *)(q + t * s)) - x0 - mean;
         part[0] += d * d;
     }
     for (b = 0; b < GPUOS__HK_LANES; ++b) m2 += part[b];
+    if (!(m2 - m2 == 0) || !(total - total == 0)) { /* not finite: the per-element steps */
+        r = gpuos__r_var_f32_init();
+        for (t = k0; t < stop; ++t) r = gpuos__r_var_f32_step(r, GPUOS__HK_ID(*(const float *)(q + t * s)), t);
+        return r;
+    }
     r.n = stop - k0;
-    r.mean = mean;
+    r.mean = x0 + mean;
     r.m2 = m2;
     return r;
 }
 static gpuos__racc_var_f64 gpuos__hk_vchunk_gpuos__r_var_f64(const char *q, int64_t s, int64_t k0, int64_t stop) {
+    /* (y = x - x0: a constant chunk gives exactly 0, as the per-element steps do; a sum past
+       the type's range, or a NaN or inf in the chunk, takes those steps instead: a review
+       found std([2e38, 2e38]) inf, and a constant row's var over N - N elements inf, not NaN) */
+    const double x0 = GPUOS__HK_ID(*(const double *)(q + k0 * s));
     double part[GPUOS__HK_LANES], total = 0, mean, m2 = 0, d;
     gpuos__racc_var_f64 r;
     int64_t t;
     int b;
     for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] = 0;
     for (t = k0; t + GPUOS__HK_LANES <= stop; t += GPUOS__HK_LANES)
-        for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] += GPUOS__HK_ID(*(const double *)(q + (t + b) * s));
-    for (; t < stop; ++t) part[0] += GPUOS__HK_ID(*(const double *)(q + t * s));
+        for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] += GPUOS__HK_ID(*(const double *)(q + (t + b) * s)) - x0;
+    for (; t < stop; ++t) part[0] += GPUOS__HK_ID(*(const double *)(q + t * s)) - x0;
     for (b = 0; b < GPUOS__HK_LANES; ++b) total += part[b];
     mean = total / (double)(stop - k0);
     for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] = 0;
     for (t = k0; t + GPUOS__HK_LANES <= stop; t += GPUOS__HK_LANES)
         for (b = 0; b < GPUOS__HK_LANES; ++b) {
-            d = GPUOS__HK_ID(*(const double *)(q + (t + b) * s)) - mean;
+            d = GPUOS__HK_ID(*(const double *)(q + (t + b) * s)) - x0 - mean;
             part[b] += d * d;
         }
     for (; t < stop; ++t) {
-        d = GPUOS__HK_ID(*(const double *)(q + t * s)) - mean;
+        d = GPUOS__HK_ID(*(const double *)(q + t * s)) - x0 - mean;
         part[0] += d * d;
     }
     for (b = 0; b < GPUOS__HK_LANES; ++b) m2 += part[b];
+    if (!(m2 - m2 == 0) || !(total - total == 0)) { /* not finite: the per-element steps */
+        r = gpuos__r_var_f64_init();
+        for (t = k0; t < stop; ++t) r = gpuos__r_var_f64_step(r, GPUOS__HK_ID(*(const double *)(q + t * s)), t);
+        return r;
+    }
     r.n = stop - k0;
-    r.mean = mean;
+    r.mean = x0 + mean;
     r.m2 = m2;
     return r;
 }
 static gpuos__racc_std_f16 gpuos__hk_vchunk_gpuos__r_std_f16(const char *q, int64_t s, int64_t k0, int64_t stop) {
+    /* (y = x - x0: a constant chunk gives exactly 0, as the per-element steps do; a sum past
+       the type's range, or a NaN or inf in the chunk, takes those steps instead: a review
+       found std([2e38, 2e38]) inf, and a constant row's var over N - N elements inf, not NaN) */
+    const float x0 = gpuos__f16_to_f32(*(const uint16_t *)(q + k0 * s));
     float part[GPUOS__HK_LANES], total = 0, mean, m2 = 0, d;
     gpuos__racc_std_f16 r;
     int64_t t;
     int b;
     for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] = 0;
     for (t = k0; t + GPUOS__HK_LANES <= stop; t += GPUOS__HK_LANES)
-        for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] += gpuos__f16_to_f32(*(const uint16_t *)(q + (t + b) * s));
-    for (; t < stop; ++t) part[0] += gpuos__f16_to_f32(*(const uint16_t *)(q + t * s));
+        for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] += gpuos__f16_to_f32(*(const uint16_t *)(q + (t + b) * s)) - x0;
+    for (; t < stop; ++t) part[0] += gpuos__f16_to_f32(*(const uint16_t *)(q + t * s)) - x0;
     for (b = 0; b < GPUOS__HK_LANES; ++b) total += part[b];
     mean = total / (float)(stop - k0);
     for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] = 0;
     for (t = k0; t + GPUOS__HK_LANES <= stop; t += GPUOS__HK_LANES)
         for (b = 0; b < GPUOS__HK_LANES; ++b) {
-            d = gpuos__f16_to_f32(*(const uint16_t *)(q + (t + b) * s)) - mean;
+            d = gpuos__f16_to_f32(*(const uint16_t *)(q + (t + b) * s)) - x0 - mean;
             part[b] += d * d;
         }
     for (; t < stop; ++t) {
-        d = gpuos__f16_to_f32(*(const uint16_t *)(q + t * s)) - mean;
+        d = gpuos__f16_to_f32(*(const uint16_t *)(q + t * s)) - x0 - mean;
         part[0] += d * d;
     }
     for (b = 0; b < GPUOS__HK_LANES; ++b) m2 += part[b];
+    if (!(m2 - m2 == 0) || !(total - total == 0)) { /* not finite: the per-element steps */
+        r = gpuos__r_std_f16_init();
+        for (t = k0; t < stop; ++t) r = gpuos__r_std_f16_step(r, gpuos__f16_to_f32(*(const uint16_t *)(q + t * s)), t);
+        return r;
+    }
     r.n = stop - k0;
-    r.mean = mean;
+    r.mean = x0 + mean;
     r.m2 = m2;
     return r;
 }
 static gpuos__racc_std_bf16 gpuos__hk_vchunk_gpuos__r_std_bf16(const char *q, int64_t s, int64_t k0, int64_t stop) {
+    /* (y = x - x0: a constant chunk gives exactly 0, as the per-element steps do; a sum past
+       the type's range, or a NaN or inf in the chunk, takes those steps instead: a review
+       found std([2e38, 2e38]) inf, and a constant row's var over N - N elements inf, not NaN) */
+    const float x0 = gpuos__bf16_to_f32(*(const uint16_t *)(q + k0 * s));
     float part[GPUOS__HK_LANES], total = 0, mean, m2 = 0, d;
     gpuos__racc_std_bf16 r;
     int64_t t;
     int b;
     for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] = 0;
     for (t = k0; t + GPUOS__HK_LANES <= stop; t += GPUOS__HK_LANES)
-        for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] += gpuos__bf16_to_f32(*(const uint16_t *)(q + (t + b) * s));
-    for (; t < stop; ++t) part[0] += gpuos__bf16_to_f32(*(const uint16_t *)(q + t * s));
+        for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] += gpuos__bf16_to_f32(*(const uint16_t *)(q + (t + b) * s)) - x0;
+    for (; t < stop; ++t) part[0] += gpuos__bf16_to_f32(*(const uint16_t *)(q + t * s)) - x0;
     for (b = 0; b < GPUOS__HK_LANES; ++b) total += part[b];
     mean = total / (float)(stop - k0);
     for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] = 0;
     for (t = k0; t + GPUOS__HK_LANES <= stop; t += GPUOS__HK_LANES)
         for (b = 0; b < GPUOS__HK_LANES; ++b) {
-            d = gpuos__bf16_to_f32(*(const uint16_t *)(q + (t + b) * s)) - mean;
+            d = gpuos__bf16_to_f32(*(const uint16_t *)(q + (t + b) * s)) - x0 - mean;
             part[b] += d * d;
         }
     for (; t < stop; ++t) {
-        d = gpuos__bf16_to_f32(*(const uint16_t *)(q + t * s)) - mean;
+        d = gpuos__bf16_to_f32(*(const uint16_t *)(q + t * s)) - x0 - mean;
         part[0] += d * d;
     }
     for (b = 0; b < GPUOS__HK_LANES; ++b) m2 += part[b];
+    if (!(m2 - m2 == 0) || !(total - total == 0)) { /* not finite: the per-element steps */
+        r = gpuos__r_std_bf16_init();
+        for (t = k0; t < stop; ++t) r = gpuos__r_std_bf16_step(r, gpuos__bf16_to_f32(*(const uint16_t *)(q + t * s)), t);
+        return r;
+    }
     r.n = stop - k0;
-    r.mean = mean;
+    r.mean = x0 + mean;
     r.m2 = m2;
     return r;
 }
 static gpuos__racc_std_f32 gpuos__hk_vchunk_gpuos__r_std_f32(const char *q, int64_t s, int64_t k0, int64_t stop) {
+    /* (y = x - x0: a constant chunk gives exactly 0, as the per-element steps do; a sum past
+       the type's range, or a NaN or inf in the chunk, takes those steps instead: a review
+       found std([2e38, 2e38]) inf, and a constant row's var over N - N elements inf, not NaN) */
+    const float x0 = GPUOS__HK_ID(*(const float *)(q + k0 * s));
     float part[GPUOS__HK_LANES], total = 0, mean, m2 = 0, d;
     gpuos__racc_std_f32 r;
     int64_t t;
     int b;
     for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] = 0;
     for (t = k0; t + GPUOS__HK_LANES <= stop; t += GPUOS__HK_LANES)
-        for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] += GPUOS__HK_ID(*(const float *)(q + (t + b) * s));
-    for (; t < stop; ++t) part[0] += GPUOS__HK_ID(*(const float *)(q + t * s));
+        for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] += GPUOS__HK_ID(*(const float *)(q + (t + b) * s)) - x0;
+    for (; t < stop; ++t) part[0] += GPUOS__HK_ID(*(const float *)(q + t * s)) - x0;
     for (b = 0; b < GPUOS__HK_LANES; ++b) total += part[b];
     mean = total / (float)(stop - k0);
     for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] = 0;
     for (t = k0; t + GPUOS__HK_LANES <= stop; t += GPUOS__HK_LANES)
         for (b = 0; b < GPUOS__HK_LANES; ++b) {
-            d = GPUOS__HK_ID(*(const float *)(q + (t + b) * s)) - mean;
+            d = GPUOS__HK_ID(*(const float *)(q + (t + b) * s)) - x0 - mean;
             part[b] += d * d;
         }
     for (; t < stop; ++t) {
-        d = GPUOS__HK_ID(*(const float *)(q + t * s)) - mean;
+        d = GPUOS__HK_ID(*(const float *)(q + t * s)) - x0 - mean;
         part[0] += d * d;
     }
     for (b = 0; b < GPUOS__HK_LANES; ++b) m2 += part[b];
+    if (!(m2 - m2 == 0) || !(total - total == 0)) { /* not finite: the per-element steps */
+        r = gpuos__r_std_f32_init();
+        for (t = k0; t < stop; ++t) r = gpuos__r_std_f32_step(r, GPUOS__HK_ID(*(const float *)(q + t * s)), t);
+        return r;
+    }
     r.n = stop - k0;
-    r.mean = mean;
+    r.mean = x0 + mean;
     r.m2 = m2;
     return r;
 }
 static gpuos__racc_std_f64 gpuos__hk_vchunk_gpuos__r_std_f64(const char *q, int64_t s, int64_t k0, int64_t stop) {
+    /* (y = x - x0: a constant chunk gives exactly 0, as the per-element steps do; a sum past
+       the type's range, or a NaN or inf in the chunk, takes those steps instead: a review
+       found std([2e38, 2e38]) inf, and a constant row's var over N - N elements inf, not NaN) */
+    const double x0 = GPUOS__HK_ID(*(const double *)(q + k0 * s));
     double part[GPUOS__HK_LANES], total = 0, mean, m2 = 0, d;
     gpuos__racc_std_f64 r;
     int64_t t;
     int b;
     for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] = 0;
     for (t = k0; t + GPUOS__HK_LANES <= stop; t += GPUOS__HK_LANES)
-        for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] += GPUOS__HK_ID(*(const double *)(q + (t + b) * s));
-    for (; t < stop; ++t) part[0] += GPUOS__HK_ID(*(const double *)(q + t * s));
+        for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] += GPUOS__HK_ID(*(const double *)(q + (t + b) * s)) - x0;
+    for (; t < stop; ++t) part[0] += GPUOS__HK_ID(*(const double *)(q + t * s)) - x0;
     for (b = 0; b < GPUOS__HK_LANES; ++b) total += part[b];
     mean = total / (double)(stop - k0);
     for (b = 0; b < GPUOS__HK_LANES; ++b) part[b] = 0;
     for (t = k0; t + GPUOS__HK_LANES <= stop; t += GPUOS__HK_LANES)
         for (b = 0; b < GPUOS__HK_LANES; ++b) {
-            d = GPUOS__HK_ID(*(const double *)(q + (t + b) * s)) - mean;
+            d = GPUOS__HK_ID(*(const double *)(q + (t + b) * s)) - x0 - mean;
             part[b] += d * d;
         }
     for (; t < stop; ++t) {
-        d = GPUOS__HK_ID(*(const double *)(q + t * s)) - mean;
+        d = GPUOS__HK_ID(*(const double *)(q + t * s)) - x0 - mean;
         part[0] += d * d;
     }
     for (b = 0; b < GPUOS__HK_LANES; ++b) m2 += part[b];
+    if (!(m2 - m2 == 0) || !(total - total == 0)) { /* not finite: the per-element steps */
+        r = gpuos__r_std_f64_init();
+        for (t = k0; t < stop; ++t) r = gpuos__r_std_f64_step(r, GPUOS__HK_ID(*(const double *)(q + t * s)), t);
+        return r;
+    }
     r.n = stop - k0;
-    r.mean = mean;
+    r.mean = x0 + mean;
     r.m2 = m2;
     return r;
 }
