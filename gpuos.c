@@ -278,6 +278,16 @@ gpuos__ew_iter_fn gpuos__host_ew_iter(int rank);
 gpuos__reduce_fn gpuos__host_reduce(gpuos_op op, gpuos_dtype key);
 gpuos__rows_fn gpuos__host_rows(gpuos_op op, gpuos_dtype key);
 gpuos__matmul_fn gpuos__host_matmul(gpuos_dtype key);
+/* |x| and gcd(a, b) of strides and sizes (plan.c, tensor.c, the host kernels). */
+static inline int64_t gpuos__abs64(int64_t x) { return x < 0 ? -x : x; }
+static inline int64_t gpuos__gcd64(int64_t a, int64_t b) {
+    while (b) {
+        const int64_t r = a % b;
+        a = b, b = r;
+    }
+    return a;
+}
+
 /* One element of es bytes (1, 2, 4 or 8, else any) from s to d: a load and a store for the
    usual sizes (a memcpy call an element cost the strided copies most of their time). */
 static inline void gpuos__copy_el(char *d, const char *s, size_t es) {
@@ -9529,23 +9539,23 @@ static int graph_csr(int n, int m, const int (*e)[2], int **start, int **adj) {
     return 1;
 }
 
-/* Kahn's algorithm over the first n_edges explicit dependencies and ni implicit ones (imp,
-   before -> after), smallest index first among the ready nodes; where the implicit ones
+/* Kahn's algorithm over the explicit dependencies (the successor lists that
+   gpuos_graph_add_dep keeps, edge_head/edge_next) and ni implicit ones (imp, before ->
+   after), smallest index first among the ready nodes; where the implicit ones
    contradict the explicit ones (the combined graph has a cycle) the smallest node whose
    explicit predecessors have all run goes next: a node that a dependency holds back waits,
    and the others keep their recorded order past it. Ready nodes in two min-heaps (ready for
    both kinds; for the explicit ones), so O((n + edges) log n): a scan of every node and edge
    for each node placed made 2000 nodes' dependencies take 3 s to add (a review). Returns 1,
    0 when the explicit dependencies have a cycle, -1 without memory. */
-static int graph_kahn(gpuos_graph *g, int n_edges, const int (*imp)[2], int ni, int *order) {
-    const int n = g->n;
+static int graph_kahn(gpuos_graph *g, const int (*imp)[2], int ni, int *order) {
+    const int n = g->n, n_edges = g->n_edges;
     int *ind_x = (int *)calloc((size_t)n + 1, sizeof(int)), *ind_i = (int *)calloc((size_t)n + 1, sizeof(int));
     int *ha = (int *)malloc(((size_t)n + 1) * sizeof(int)), *hb = (int *)malloc(((size_t)n + 1) * sizeof(int));
-    int *xs = NULL, *xa = NULL, *is = NULL, *ia = NULL;
+    int *is = NULL, *ia = NULL;
     char *used = (char *)calloc((size_t)n + 1, 1);
     int i, e, done = 0, ok = -1, na = 0, nb = 0;
-    if (!ind_x || !ind_i || !ha || !hb || !used || !graph_csr(n, n_edges, (const int(*)[2])g->edges, &xs, &xa) ||
-        !graph_csr(n, ni, imp, &is, &ia))
+    if (!ind_x || !ind_i || !ha || !hb || !used || !graph_csr(n, ni, imp, &is, &ia))
         goto out;
     for (e = 0; e < n_edges; e++) ind_x[g->edges[e][1]]++;
     for (e = 0; e < ni; e++) ind_i[imp[e][1]]++;
@@ -9563,8 +9573,8 @@ static int graph_kahn(gpuos_graph *g, int n_edges, const int (*imp)[2], int ni, 
         if (i < 0) break; /* the rest is on a cycle of explicit dependencies */
         used[i] = 1;
         order[done++] = i;
-        for (e = xs[i]; e < xs[i + 1]; e++) {
-            const int s = xa[e];
+        for (e = i < g->cap_head ? g->edge_head[i] : -1; e >= 0; e = g->edge_next[e]) { /* (its kept lists) */
+            const int s = g->edges[e][1];
             if (--ind_x[s] == 0) {
                 graph_heap_push(hb, &nb, s);
                 if (ind_i[s] == 0) graph_heap_push(ha, &na, s);
@@ -9581,8 +9591,6 @@ out:
     free(ind_i);
     free(ha);
     free(hb);
-    free(xs);
-    free(xa);
     free(is);
     free(ia);
     free(used);
@@ -9672,7 +9680,7 @@ static int graph_launch_order(gpuos_graph *g, int *order) {
         }
         i = j;
     }
-    ok = graph_kahn(g, g->n_edges, (const int(*)[2])imp, ni, order);
+    ok = graph_kahn(g, (const int(*)[2])imp, ni, order);
 out:
     free(acc);
     free(imp);
@@ -10756,7 +10764,7 @@ static int plan_self_overlap(const gpuos_tensor *t, int64_t exact_limit) {
     for (i = 0; i < t->rank; i++) {
         if (t->shape[i] <= 1) continue;
         ax[n].size = t->shape[i];
-        ax[n].stride = t->strides[i] < 0 ? -t->strides[i] : t->strides[i];
+        ax[n].stride = gpuos__abs64(t->strides[i]);
         n++;
     }
     qsort(ax, (size_t)n, sizeof ax[0], plan_axis_cmp);
@@ -10819,20 +10827,13 @@ gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tens
    intervals: an input element overlaps one exactly when the last start at or below the
    input element's last byte lies less than out's element size below its first. Interleaved
    views (x[:, 0::2] and x[:, 1::2], the real and imaginary parts) are the case. */
-static int64_t plan_gcd(int64_t a, int64_t b) {
-    while (b) {
-        const int64_t r = a % b;
-        a = b, b = r;
-    }
-    return a;
-}
 /* The gcd of a view's byte strides over its axes of size above 1 (0 for one element): every
    element of it starts at offset * elsize modulo this. */
 static int64_t plan_stride_gcd(const gpuos_tensor *t, int64_t es) {
     int64_t g = 0;
     int d;
     for (d = 0; d < t->rank; d++)
-        if (t->shape[d] > 1) g = plan_gcd(g, (t->strides[d] < 0 ? -t->strides[d] : t->strides[d]) * es);
+        if (t->shape[d] > 1) g = gpuos__gcd64(g, gpuos__abs64(t->strides[d]) * es);
     return g;
 }
 static int plan_views_share(const gpuos_tensor *out, const gpuos_tensor *in) {
@@ -10845,7 +10846,7 @@ static int plan_views_share(const gpuos_tensor *out, const gpuos_tensor *in) {
            element of in likewise; when out's bytes [0, eo) and in's [dl, dl + ei) relative to
            those residues do not meet modulo G, no byte is shared (x[:, 0::2] and x[:, 1::2]:
            G = 2 elements, dl = 1 element). */
-        const int64_t g = plan_gcd(plan_stride_gcd(out, eo), plan_stride_gcd(in, ei));
+        const int64_t g = gpuos__gcd64(plan_stride_gcd(out, eo), plan_stride_gcd(in, ei));
         if (g >= eo + ei) {
             const int64_t dl = ((in->offset * ei - out->offset * eo) % g + g) % g;
             if (dl >= eo && dl + ei <= g) return 0;
@@ -11023,14 +11024,13 @@ static void plan_merge(int *rank, int64_t *shape, int n_ops, int64_t (*stride)[G
    argmin and argmax, whose index is the row-major one and whose ties go to the first. Not on
    a GPU: there a task's tiles are its items, which the dependency tracking compares across
    tasks. */
-static int64_t plan_abs(int64_t x) { return x < 0 ? -x : x; }
 static void plan_memory_order(int *rank, int64_t *shape, int n_ops, int64_t (*stride)[GPUOS__MAX_RANK]) {
     int perm[GPUOS__MAX_RANK], i, j, k, moved = 0;
     int64_t sh[GPUOS__MAX_RANK], st[GPUOS__MAX_PTR][GPUOS__MAX_RANK];
     for (i = 0; i < *rank; i++) perm[i] = i;
     for (i = 1; i < *rank; i++) { /* insertion sort: ties keep their order */
         const int d = perm[i];
-        for (j = i; j > 0 && plan_abs(stride[0][perm[j - 1]]) < plan_abs(stride[0][d]); j--) perm[j] = perm[j - 1];
+        for (j = i; j > 0 && gpuos__abs64(stride[0][perm[j - 1]]) < gpuos__abs64(stride[0][d]); j--) perm[j] = perm[j - 1];
         perm[j] = d;
     }
     for (i = 0; i < *rank; i++) moved |= perm[i] != i;
@@ -13859,7 +13859,7 @@ static int tensor_copy_tiles(char *base, size_t elsize, int n, const int64_t *sh
     const int64_t sr = sd[n - 2] * es, sc = sd[n - 1] * es;
     int64_t idx[GPUOS_MAX_RANK] = {0}, r0, c0, r, c;
     int i;
-    if ((sc < 0 ? -sc : sc) <= 64 || (sr < 0 ? -sr : sr) >= (sc < 0 ? -sc : sc) || C < 2 * TENSOR_TILE_C || R < 2)
+    if (gpuos__abs64(sc) <= 64 || gpuos__abs64(sr) >= gpuos__abs64(sc) || C < 2 * TENSOR_TILE_C || R < 2)
         return 0;
     for (;;) { /* each matrix of the outer axes' odometer */
         char *m = base;
@@ -28337,8 +28337,7 @@ static int gpuos__hk_tile_pays(const gpuos__ew_plan *p, int r) {
     int k;
     if (p->shape[r - 1] < 2 * GPUOS__HK_TILE_C || p->shape[r - 2] < 2) return 0;
     for (k = 0; k < p->n_ptr; ++k) {
-        const int64_t c = p->stride[k][r - 1] < 0 ? -p->stride[k][r - 1] : p->stride[k][r - 1],
-                      w = p->stride[k][r - 2] < 0 ? -p->stride[k][r - 2] : p->stride[k][r - 2];
+        const int64_t c = gpuos__abs64(p->stride[k][r - 1]), w = gpuos__abs64(p->stride[k][r - 2]);
         if (c > 64 && w < c) return 1;
     }
     return 0;
@@ -29070,7 +29069,7 @@ GPUOS__HK_ARANGE(gpuos__hk_loop_arange_f64, gpuos__e_cast_f64_f64, double, GPUOS
         const int64_t runs = len > 0 ? p->inner_numel / len : 0;                                    \
         const int64_t on = p->outer_rank > 0 ? p->outer_shape[p->outer_rank - 1] : 1;              \
         const int64_t os = p->outer_rank > 0 ? p->outer_in_stride[p->outer_rank - 1] : 0;          \
-        const int blocked = on >= 2 && len > 0 && (os < 0 ? -os : os) < (s < 0 ? -s : s);          \
+        const int blocked = on >= 2 && len > 0 && gpuos__abs64(os) < gpuos__abs64(s);              \
         int64_t o, r, k, t, j;                                                                      \
         for (o = begin; o < end; ++o) {                                                             \
             const char *in = p->in + gpuos__hk_offset(o, p->outer_rank, p->outer_shape,             \
@@ -29860,7 +29859,6 @@ static void gpuos__hk_rows_rmsnorm_f64(const gpuos__rows_plan *p, int64_t begin,
    softmax over axis 0: 79 ms against 26 over axis 1 before, a review). Up to
    GPUOS__HK_ROWS_BLOCK bytes of block (else, or with no memory for it, in place). */
 #define GPUOS__HK_ROWS_BLOCK ((int64_t)1 << 22)
-static int64_t gpuos__hk_abs(int64_t x) { return x < 0 ? -x : x; }
 void gpuos__host_rows_run(const gpuos__rows_plan *p, gpuos__rows_fn fn, size_t es, int64_t begin, int64_t end) {
     const int64_t n = p->n, os = p->outer_rank > 0 ? p->outer_in_stride[p->outer_rank - 1] : 0,
                   oo = p->outer_rank > 0 ? p->outer_out_stride[p->outer_rank - 1] : 0;
@@ -29872,7 +29870,7 @@ void gpuos__host_rows_run(const gpuos__rows_plan *p, gpuos__rows_fn fn, size_t e
        result goes to a transposed view was written a line per element, three passes over,
        softmax 21.7 ms against 7.1 into a contiguous output, a review) */
     if (rb < 2 || n < 2 || (es != 1 && es != 2 && es != 4 && es != 8) ||
-        (gpuos__hk_abs(os) >= gpuos__hk_abs(p->in_stride) && gpuos__hk_abs(oo) >= gpuos__hk_abs(p->out_stride)) ||
+        (gpuos__abs64(os) >= gpuos__abs64(p->in_stride) && gpuos__abs64(oo) >= gpuos__abs64(p->out_stride)) ||
         n > GPUOS__HK_ROWS_BLOCK / (2 * rb * (int64_t)es) || !(blk = (char *)malloc((size_t)(2 * rb * n) * es))) {
         fn(p, begin, end);
         return;
@@ -30529,20 +30527,14 @@ static void gpuos__hk_epi_f64(const gpuos__matmul_plan *p, char *o, int64_t m) {
    columns are as many lines live at once, b_n apart; where they fall in few L1 sets (64 sets
    of 64-byte lines: 4 KB apart share one), at most GPUOS__HK_MM_NBS of them a set. */
 static int64_t gpuos__hk_mm_nbs(int64_t b_n) {
-    int64_t l = (b_n < 0 ? -b_n : b_n), g = 64, sets, a, t;
-    if (l % 64) return GPUOS__HK_MM_NB; /* (lines spread over the sets) */
-    a = (l / 64) % 64;
-    if (a) { /* g = gcd(a, 64) */
-        for (g = 64; a; t = g % a, g = a, a = t) {
-        }
-    }
-    sets = 64 / g;
+    const int64_t l = gpuos__abs64(b_n), sets = l % 64 ? 64 : 64 / gpuos__gcd64(64, (l / 64) % 64);
     return sets * GPUOS__HK_MM_NBS < GPUOS__HK_MM_NB ? sets * GPUOS__HK_MM_NBS : GPUOS__HK_MM_NB;
 }
 #define GPUOS__HK_MATMUL(NAME, EPI, T, LD, STO, ACC, RES)                                           \
     static void NAME(const gpuos__matmul_plan *p, int64_t begin, int64_t end) {                    \
         int64_t item, n0, n, k;                                                                     \
         ACC acc[GPUOS__HK_MM_NB];                                                                   \
+        const int64_t nbm = p->b_n == (int64_t)sizeof(T) ? GPUOS__HK_MM_NB : gpuos__hk_mm_nbs(p->b_n); \
         for (item = begin; item < end; ++item) {                                                    \
             const int64_t bi = item / p->M, m = item % p->M;                                        \
             const char *a = p->a + m * p->a_m +                                                     \
@@ -30550,7 +30542,6 @@ static int64_t gpuos__hk_mm_nbs(int64_t b_n) {
             const char *b = p->b + gpuos__hk_offset(bi, p->batch_rank, p->batch_shape, p->batch_b_stride); \
             char *o = p->out + m * p->o_m +                                                         \
                       gpuos__hk_offset(bi, p->batch_rank, p->batch_shape, p->batch_out_stride);     \
-            const int64_t nbm = p->b_n == (int64_t)sizeof(T) ? GPUOS__HK_MM_NB : gpuos__hk_mm_nbs(p->b_n); \
             for (n0 = 0; n0 < p->N; n0 += nbm) {                                                    \
                 const int64_t nb = p->N - n0 < nbm ? p->N - n0 : nbm;                               \
                 for (n = 0; n < nb; ++n) acc[n] = 0;                                                \

@@ -70,6 +70,16 @@ gpuos__ew_iter_fn gpuos__host_ew_iter(int rank);
 gpuos__reduce_fn gpuos__host_reduce(gpuos_op op, gpuos_dtype key);
 gpuos__rows_fn gpuos__host_rows(gpuos_op op, gpuos_dtype key);
 gpuos__matmul_fn gpuos__host_matmul(gpuos_dtype key);
+/* |x| and gcd(a, b) of strides and sizes (plan.c, tensor.c, the host kernels). */
+static inline int64_t gpuos__abs64(int64_t x) { return x < 0 ? -x : x; }
+static inline int64_t gpuos__gcd64(int64_t a, int64_t b) {
+    while (b) {
+        const int64_t r = a % b;
+        a = b, b = r;
+    }
+    return a;
+}
+
 /* One element of es bytes (1, 2, 4 or 8, else any) from s to d: a load and a store for the
    usual sizes (a memcpy call an element cost the strided copies most of their time). */
 static inline void gpuos__copy_el(char *d, const char *s, size_t es) {

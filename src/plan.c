@@ -139,7 +139,7 @@ static int plan_self_overlap(const gpuos_tensor *t, int64_t exact_limit) {
     for (i = 0; i < t->rank; i++) {
         if (t->shape[i] <= 1) continue;
         ax[n].size = t->shape[i];
-        ax[n].stride = t->strides[i] < 0 ? -t->strides[i] : t->strides[i];
+        ax[n].stride = gpuos__abs64(t->strides[i]);
         n++;
     }
     qsort(ax, (size_t)n, sizeof ax[0], plan_axis_cmp);
@@ -202,20 +202,13 @@ gpuos_status gpuos__check_output_view(const gpuos_context *ctx, const gpuos_tens
    intervals: an input element overlaps one exactly when the last start at or below the
    input element's last byte lies less than out's element size below its first. Interleaved
    views (x[:, 0::2] and x[:, 1::2], the real and imaginary parts) are the case. */
-static int64_t plan_gcd(int64_t a, int64_t b) {
-    while (b) {
-        const int64_t r = a % b;
-        a = b, b = r;
-    }
-    return a;
-}
 /* The gcd of a view's byte strides over its axes of size above 1 (0 for one element): every
    element of it starts at offset * elsize modulo this. */
 static int64_t plan_stride_gcd(const gpuos_tensor *t, int64_t es) {
     int64_t g = 0;
     int d;
     for (d = 0; d < t->rank; d++)
-        if (t->shape[d] > 1) g = plan_gcd(g, (t->strides[d] < 0 ? -t->strides[d] : t->strides[d]) * es);
+        if (t->shape[d] > 1) g = gpuos__gcd64(g, gpuos__abs64(t->strides[d]) * es);
     return g;
 }
 static int plan_views_share(const gpuos_tensor *out, const gpuos_tensor *in) {
@@ -228,7 +221,7 @@ static int plan_views_share(const gpuos_tensor *out, const gpuos_tensor *in) {
            element of in likewise; when out's bytes [0, eo) and in's [dl, dl + ei) relative to
            those residues do not meet modulo G, no byte is shared (x[:, 0::2] and x[:, 1::2]:
            G = 2 elements, dl = 1 element). */
-        const int64_t g = plan_gcd(plan_stride_gcd(out, eo), plan_stride_gcd(in, ei));
+        const int64_t g = gpuos__gcd64(plan_stride_gcd(out, eo), plan_stride_gcd(in, ei));
         if (g >= eo + ei) {
             const int64_t dl = ((in->offset * ei - out->offset * eo) % g + g) % g;
             if (dl >= eo && dl + ei <= g) return 0;
@@ -406,14 +399,13 @@ static void plan_merge(int *rank, int64_t *shape, int n_ops, int64_t (*stride)[G
    argmin and argmax, whose index is the row-major one and whose ties go to the first. Not on
    a GPU: there a task's tiles are its items, which the dependency tracking compares across
    tasks. */
-static int64_t plan_abs(int64_t x) { return x < 0 ? -x : x; }
 static void plan_memory_order(int *rank, int64_t *shape, int n_ops, int64_t (*stride)[GPUOS__MAX_RANK]) {
     int perm[GPUOS__MAX_RANK], i, j, k, moved = 0;
     int64_t sh[GPUOS__MAX_RANK], st[GPUOS__MAX_PTR][GPUOS__MAX_RANK];
     for (i = 0; i < *rank; i++) perm[i] = i;
     for (i = 1; i < *rank; i++) { /* insertion sort: ties keep their order */
         const int d = perm[i];
-        for (j = i; j > 0 && plan_abs(stride[0][perm[j - 1]]) < plan_abs(stride[0][d]); j--) perm[j] = perm[j - 1];
+        for (j = i; j > 0 && gpuos__abs64(stride[0][perm[j - 1]]) < gpuos__abs64(stride[0][d]); j--) perm[j] = perm[j - 1];
         perm[j] = d;
     }
     for (i = 0; i < *rank; i++) moved |= perm[i] != i;

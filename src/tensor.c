@@ -429,7 +429,7 @@ static int tensor_copy_tiles(char *base, size_t elsize, int n, const int64_t *sh
     const int64_t sr = sd[n - 2] * es, sc = sd[n - 1] * es;
     int64_t idx[GPUOS_MAX_RANK] = {0}, r0, c0, r, c;
     int i;
-    if ((sc < 0 ? -sc : sc) <= 64 || (sr < 0 ? -sr : sr) >= (sc < 0 ? -sc : sc) || C < 2 * TENSOR_TILE_C || R < 2)
+    if (gpuos__abs64(sc) <= 64 || gpuos__abs64(sr) >= gpuos__abs64(sc) || C < 2 * TENSOR_TILE_C || R < 2)
         return 0;
     for (;;) { /* each matrix of the outer axes' odometer */
         char *m = base;

@@ -96,8 +96,7 @@ static int gpuos__hk_tile_pays(const gpuos__ew_plan *p, int r) {
     int k;
     if (p->shape[r - 1] < 2 * GPUOS__HK_TILE_C || p->shape[r - 2] < 2) return 0;
     for (k = 0; k < p->n_ptr; ++k) {
-        const int64_t c = p->stride[k][r - 1] < 0 ? -p->stride[k][r - 1] : p->stride[k][r - 1],
-                      w = p->stride[k][r - 2] < 0 ? -p->stride[k][r - 2] : p->stride[k][r - 2];
+        const int64_t c = gpuos__abs64(p->stride[k][r - 1]), w = gpuos__abs64(p->stride[k][r - 2]);
         if (c > 64 && w < c) return 1;
     }
     return 0;
@@ -829,7 +828,7 @@ GPUOS__HK_ARANGE(gpuos__hk_loop_arange_f64, gpuos__e_cast_f64_f64, double, GPUOS
         const int64_t runs = len > 0 ? p->inner_numel / len : 0;                                    \
         const int64_t on = p->outer_rank > 0 ? p->outer_shape[p->outer_rank - 1] : 1;              \
         const int64_t os = p->outer_rank > 0 ? p->outer_in_stride[p->outer_rank - 1] : 0;          \
-        const int blocked = on >= 2 && len > 0 && (os < 0 ? -os : os) < (s < 0 ? -s : s);          \
+        const int blocked = on >= 2 && len > 0 && gpuos__abs64(os) < gpuos__abs64(s);              \
         int64_t o, r, k, t, j;                                                                      \
         for (o = begin; o < end; ++o) {                                                             \
             const char *in = p->in + gpuos__hk_offset(o, p->outer_rank, p->outer_shape,             \
@@ -1619,7 +1618,6 @@ static void gpuos__hk_rows_rmsnorm_f64(const gpuos__rows_plan *p, int64_t begin,
    softmax over axis 0: 79 ms against 26 over axis 1 before, a review). Up to
    GPUOS__HK_ROWS_BLOCK bytes of block (else, or with no memory for it, in place). */
 #define GPUOS__HK_ROWS_BLOCK ((int64_t)1 << 22)
-static int64_t gpuos__hk_abs(int64_t x) { return x < 0 ? -x : x; }
 void gpuos__host_rows_run(const gpuos__rows_plan *p, gpuos__rows_fn fn, size_t es, int64_t begin, int64_t end) {
     const int64_t n = p->n, os = p->outer_rank > 0 ? p->outer_in_stride[p->outer_rank - 1] : 0,
                   oo = p->outer_rank > 0 ? p->outer_out_stride[p->outer_rank - 1] : 0;
@@ -1631,7 +1629,7 @@ void gpuos__host_rows_run(const gpuos__rows_plan *p, gpuos__rows_fn fn, size_t e
        result goes to a transposed view was written a line per element, three passes over,
        softmax 21.7 ms against 7.1 into a contiguous output, a review) */
     if (rb < 2 || n < 2 || (es != 1 && es != 2 && es != 4 && es != 8) ||
-        (gpuos__hk_abs(os) >= gpuos__hk_abs(p->in_stride) && gpuos__hk_abs(oo) >= gpuos__hk_abs(p->out_stride)) ||
+        (gpuos__abs64(os) >= gpuos__abs64(p->in_stride) && gpuos__abs64(oo) >= gpuos__abs64(p->out_stride)) ||
         n > GPUOS__HK_ROWS_BLOCK / (2 * rb * (int64_t)es) || !(blk = (char *)malloc((size_t)(2 * rb * n) * es))) {
         fn(p, begin, end);
         return;
@@ -2288,20 +2286,14 @@ static void gpuos__hk_epi_f64(const gpuos__matmul_plan *p, char *o, int64_t m) {
    columns are as many lines live at once, b_n apart; where they fall in few L1 sets (64 sets
    of 64-byte lines: 4 KB apart share one), at most GPUOS__HK_MM_NBS of them a set. */
 static int64_t gpuos__hk_mm_nbs(int64_t b_n) {
-    int64_t l = (b_n < 0 ? -b_n : b_n), g = 64, sets, a, t;
-    if (l % 64) return GPUOS__HK_MM_NB; /* (lines spread over the sets) */
-    a = (l / 64) % 64;
-    if (a) { /* g = gcd(a, 64) */
-        for (g = 64; a; t = g % a, g = a, a = t) {
-        }
-    }
-    sets = 64 / g;
+    const int64_t l = gpuos__abs64(b_n), sets = l % 64 ? 64 : 64 / gpuos__gcd64(64, (l / 64) % 64);
     return sets * GPUOS__HK_MM_NBS < GPUOS__HK_MM_NB ? sets * GPUOS__HK_MM_NBS : GPUOS__HK_MM_NB;
 }
 #define GPUOS__HK_MATMUL(NAME, EPI, T, LD, STO, ACC, RES)                                           \
     static void NAME(const gpuos__matmul_plan *p, int64_t begin, int64_t end) {                    \
         int64_t item, n0, n, k;                                                                     \
         ACC acc[GPUOS__HK_MM_NB];                                                                   \
+        const int64_t nbm = p->b_n == (int64_t)sizeof(T) ? GPUOS__HK_MM_NB : gpuos__hk_mm_nbs(p->b_n); \
         for (item = begin; item < end; ++item) {                                                    \
             const int64_t bi = item / p->M, m = item % p->M;                                        \
             const char *a = p->a + m * p->a_m +                                                     \
@@ -2309,7 +2301,6 @@ static int64_t gpuos__hk_mm_nbs(int64_t b_n) {
             const char *b = p->b + gpuos__hk_offset(bi, p->batch_rank, p->batch_shape, p->batch_b_stride); \
             char *o = p->out + m * p->o_m +                                                         \
                       gpuos__hk_offset(bi, p->batch_rank, p->batch_shape, p->batch_out_stride);     \
-            const int64_t nbm = p->b_n == (int64_t)sizeof(T) ? GPUOS__HK_MM_NB : gpuos__hk_mm_nbs(p->b_n); \
             for (n0 = 0; n0 < p->N; n0 += nbm) {                                                    \
                 const int64_t nb = p->N - n0 < nbm ? p->N - n0 : nbm;                               \
                 for (n = 0; n < nb; ++n) acc[n] = 0;                                                \
