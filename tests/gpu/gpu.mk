@@ -118,6 +118,10 @@ $(BUILD)/probe_poll: tests/gpu/probe_poll.cu | $(BUILD)
 $(BUILD)/probe_l2stream: tests/gpu/probe_l2stream.cu | $(BUILD)
 	$(NVCC) -arch=$(GPU_ARCH) $(NVCCFLAGS) $< -o $@
 
+# A hand-written persistent kernel of bench's tiny_mlp, columns split over blocks (not a test; nvcc).
+$(BUILD)/probe_mlp_ideal: tests/gpu/probe_mlp_ideal.cu | $(BUILD)
+	$(NVCC) -arch=$(GPU_ARCH) $(NVCCFLAGS) $< -o $@
+
 # The CPU cost of a repeated task's encoding, no GPU needed (not a test).
 $(BUILD)/probe_encode: tests/gpu/probe_encode.c gpuos.c gpuos.h | $(BUILD)
 	$(CC) -std=gnu99 -O2 -I. -Isrc tests/gpu/probe_encode.c -o $@ $(LDLIBS)
