@@ -406,6 +406,32 @@ static void test_dep_order(gpuos_context *ctx) {
         }
         gpuos_graph_release(g);
     }
+    /* denser random dependencies, verdicts only (the cycle check keeps a topological order and
+       reorders the nodes between a dependency against it: every path of that is taken here) */
+    for (trial = 0; trial < 300; trial++) {
+        int dep[5 * DO_N][2], nd = 0;
+        gpuos_graph *g;
+        CHECK(gpuos_graph_create(ctx, &g) == GPUOS_OK, "create");
+        for (int i = 0; i < DO_N; i++) {
+            gpuos_task t = GPUOS_TASK_INIT;
+            t.op = GPUOS_OP_FMA, t.out = x[i % DO_ACC], t.in[0] = x[i % DO_ACC], t.in[1] = three, t.in[2] = c[i];
+            CHECK(gpuos_graph_add(g, &t, NULL) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        }
+        for (int k = 0; k < 5 * DO_N; k++) {
+            const int a = (int)(next_rng() % DO_N), b = (int)(next_rng() % DO_N);
+            gpuos_status st;
+            if (a == b) continue;
+            st = gpuos_graph_add_dep(g, a, b);
+            if (dep_reaches(dep, nd, b, a)) {
+                CHECK(st == GPUOS_ERR_INVALID_ARGUMENT, "dense trial %d: %d -> %d closes a cycle: refused (%d)", (int)trial,
+                      a, b, st);
+            } else {
+                CHECK(st == GPUOS_OK, "dense trial %d: %d -> %d: %s", (int)trial, a, b, gpuos_last_error(ctx));
+                dep[nd][0] = a, dep[nd][1] = b, nd++;
+            }
+        }
+        gpuos_graph_release(g);
+    }
     { /* the review's case: 0: a = 1; 1: a = 2; 2: o1 = a; 3: o2 = a; node 0 after node 2 */
         gpuos_graph *g;
         gpuos_tensor *a = vec(ctx, 4), *o1 = vec(ctx, 4), *o2 = vec(ctx, 4);
