@@ -922,7 +922,7 @@ struct gpuos_context {
     struct gpuos__rt_version *rt_cur[GPUOS_MAX_RUNTIME_OPS];
     struct gpuos__rt_version *rt_slot[2 * GPUOS_MAX_RUNTIME_OPS];
     char rt_reserved[GPUOS_MAX_RUNTIME_OPS]; /* an index being defined */
-    uint16_t rt_gen[GPUOS_MAX_RUNTIME_OPS];  /* removals of each index (in its handles: gpuos__rt_index) */
+    uint32_t rt_gen[GPUOS_MAX_RUNTIME_OPS];  /* removals of each index (in its handles: gpuos__rt_index) */
     uint64_t rt_defs;                        /* gpuos_op_define calls so far (rt_version.def_id) */
     pthread_mutex_t rt_mu;                     /* one definition at a time (before mu) */
     pthread_mutex_t stage_mu;  /* small GPU downloads, one at a time through the staging below (tensor.c) */
@@ -12763,8 +12763,10 @@ void gpuos__rt_fini(gpuos_context *ctx) {
 
 /* Handles: GPUOS_OP_RUNTIME_BASE + index + GPUOS_MAX_RUNTIME_OPS * (the index's removals so
    far, modulo RT_GENS), so that a removed operator's handle stays unknown when a later
-   definition takes its index (it would repeat only after RT_GENS removals of that index). */
-#define RT_GENS 4096
+   definition takes its index (it would repeat only after RT_GENS removals of that index: with
+   4096, a define-and-remove loop met its first handle again every ~0.4 s, a soak test's find;
+   2^24 keeps every handle below 2^31). */
+#define RT_GENS (1L << 24)
 static gpuos_op rt_handle(const gpuos_context *ctx, long index) {
     return (gpuos_op)(GPUOS_OP_RUNTIME_BASE + index + (long)GPUOS_MAX_RUNTIME_OPS * (ctx->rt_gen[index] % RT_GENS));
 }

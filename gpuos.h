@@ -668,7 +668,7 @@ GPUOS_API gpuos_status gpuos_op_define(gpuos_context *ctx, const gpuos_op_def *d
    wait_timeout_ms for the one before last to drain: GPUOS_ERR_TIMEOUT). */
 GPUOS_API gpuos_status gpuos_op_redefine(gpuos_context *ctx, gpuos_op op, const gpuos_op_def *def);
 /* Removes op: later submissions get GPUOS_ERR_UNKNOWN_OP; queued tasks still run. A later
-   definition gets another handle, so op stays unknown (handles repeat only after 4096
+   definition gets another handle, so op stays unknown (handles repeat only after 2^24
    removals of the same definition slot). */
 GPUOS_API gpuos_status gpuos_op_remove(gpuos_context *ctx, gpuos_op op);
 /* Diagnostics (benchmarks): the last definition's NVRTC time, nvJitLink time and module swap

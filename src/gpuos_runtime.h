@@ -248,7 +248,7 @@ struct gpuos_context {
     struct gpuos__rt_version *rt_cur[GPUOS_MAX_RUNTIME_OPS];
     struct gpuos__rt_version *rt_slot[2 * GPUOS_MAX_RUNTIME_OPS];
     char rt_reserved[GPUOS_MAX_RUNTIME_OPS]; /* an index being defined */
-    uint16_t rt_gen[GPUOS_MAX_RUNTIME_OPS];  /* removals of each index (in its handles: gpuos__rt_index) */
+    uint32_t rt_gen[GPUOS_MAX_RUNTIME_OPS];  /* removals of each index (in its handles: gpuos__rt_index) */
     uint64_t rt_defs;                        /* gpuos_op_define calls so far (rt_version.def_id) */
     pthread_mutex_t rt_mu;                     /* one definition at a time (before mu) */
     pthread_mutex_t stage_mu;  /* small GPU downloads, one at a time through the staging below (tensor.c) */

@@ -158,8 +158,10 @@ void gpuos__rt_fini(gpuos_context *ctx) {
 
 /* Handles: GPUOS_OP_RUNTIME_BASE + index + GPUOS_MAX_RUNTIME_OPS * (the index's removals so
    far, modulo RT_GENS), so that a removed operator's handle stays unknown when a later
-   definition takes its index (it would repeat only after RT_GENS removals of that index). */
-#define RT_GENS 4096
+   definition takes its index (it would repeat only after RT_GENS removals of that index: with
+   4096, a define-and-remove loop met its first handle again every ~0.4 s, a soak test's find;
+   2^24 keeps every handle below 2^31). */
+#define RT_GENS (1L << 24)
 static gpuos_op rt_handle(const gpuos_context *ctx, long index) {
     return (gpuos_op)(GPUOS_OP_RUNTIME_BASE + index + (long)GPUOS_MAX_RUNTIME_OPS * (ctx->rt_gen[index] % RT_GENS));
 }

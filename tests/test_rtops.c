@@ -184,6 +184,18 @@ static void test_saxpy(gpuos_context *ctx) {
         CHECK(gpuos_download(ctx, o0, &x, 4) == GPUOS_OK, "%s", gpuos_last_error(ctx));
         CHECK(x == 200.f, "the new definition: %g, expected 200", x);
         CHECK(gpuos_op_remove(ctx, op2) == GPUOS_OK, "%s", gpuos_last_error(ctx));
+        if (gpuos_context_backend(ctx) == GPUOS_BACKEND_HOST) { /* (cheap there: no compile) */
+            /* many more removals of that slot: the first handle still never comes back (with
+               4096 generations a slot's handles repeated every 4096 removals) */
+            int k, again = 0, failed = 0;
+            for (k = 0; k < 5000 && !failed; k++) {
+                gpuos_op o = op;
+                failed = gpuos_op_define(ctx, &d, &o) != GPUOS_OK || gpuos_op_remove(ctx, o) != GPUOS_OK;
+                again += o == op || o == op2;
+            }
+            CHECK(!failed, "define and remove %d: %s", k, gpuos_last_error(ctx));
+            CHECK(again == 0, "a removed handle came back %d times in 5000 definitions of its slot", again);
+        }
     }
     gpuos_tensor_release(a);
     gpuos_tensor_release(b);
