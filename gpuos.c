@@ -715,6 +715,8 @@ typedef struct gpuos__storage {
     int owned;
     int refs;          /* under ctx->mu */
     uint64_t last_use; /* sequence number of the last job that uses it; under ctx->mu */
+    uint32_t host_w0;  /* host executor: unfinished lane-0 jobs that write it (queue_host_count; ctx->mu) */
+    uint32_t host_u0;  /* host executor: unfinished lane-0 jobs that use it */
     void *cuda_log;    /* CUDA backend: recent accesses, for dependencies (cuda_backend.c) */
     int on_device;     /* data is a device address (CUDA backend) */
     void *pinned;      /* gpuos_tensor_new_pinned: the host address of data (mapped pinned memory on GPU
@@ -811,6 +813,7 @@ typedef struct gpuos__job {
     int lane;                           /* the lane it runs in: 1 (high priority) only when it need not
                                            wait for earlier lane-0 work; set when queued (host) or encoded */
     int lane_fixed;                     /* lane set for its whole batch (a graph launch's tasks) */
+    int host_c0;                        /* host executor: counted in its storages' host_w0/host_u0 */
     int batch_left;                     /* a batch's tasks queued after it (gpuos__queue_push_batch) */
     uint64_t batch_id;                  /* the seq of its batch's first task; 0: not in a batch */
     int state;                          /* host executor: GPUOS__JOB_QUEUED, _TAKEN, _DONE */
@@ -888,6 +891,8 @@ struct gpuos_context {
                               thread's, which they inherit); a waiting thread runs a job under it */
     uint32_t host_hi;      /* host executor: lane-1 jobs among them */
     uint64_t host_hi_next; /* host executor: lane-1 jobs below this seq were all taken */
+    uint64_t host_hi_low;  /* host executor: no queued lane-1 job has a smaller seq (queue_pop_edf) */
+    int host_wraps;        /* wrapped storages alive (atomic): while 0 no two storages overlap */
     uint32_t host_dl;      /* host executor: queued lane-1 jobs with a deadline (earliest first) */
     uint32_t dl_open;      /* jobs whose deadline is not counted yet (job->dl_open) */
     uint64_t dl_met, dl_missed; /* gpuos_deadline_stats */
@@ -11768,9 +11773,28 @@ static int queue_grow(gpuos_context *ctx) {
     return 1;
 }
 
+/* Host executor: storage i of job a (its st, then its xst) and whether a writes it (as
+   queue_writes_into takes it). */
+static gpuos__storage *queue_job_st(const gpuos__job *a, int i, int *w) {
+    *w = i == 0 || i >= a->n_st || (a->kind == GPUOS__KIND_MATMUL && a->plan.matmul.pro);
+    return i < a->n_st ? a->st[i] : a->xst[i - a->n_st];
+}
+/* Host executor: counts an unfinished lane-0 job in its storages' host_w0 and host_u0 (d = 1),
+   or takes it out (d = -1; ctx->mu held). */
+static void queue_host_count(gpuos__job *job, int d) {
+    int i, w;
+    for (i = 0; i < job->n_st + job->n_xst; i++) {
+        gpuos__storage *s = queue_job_st(job, i, &w);
+        s->host_u0 += (uint32_t)d;
+        if (w) s->host_w0 += (uint32_t)d;
+    }
+    job->host_c0 = d > 0;
+}
+
 /* Drops a job's storage references and recycles it (ctx->mu held). */
 static void queue_retire_locked(gpuos_context *ctx, gpuos__job *job) {
     int i;
+    if (job->host_c0) queue_host_count(job, -1); /* (one that never ran) */
     for (i = 0; i < job->n_st; i++) (void)gpuos__storage_release_locked(job->st[i]); /* ctx->refs > 0 here */
     job->n_st = 0;
     if (job->rt) {
@@ -11925,10 +11949,21 @@ static int queue_conflict(const gpuos__job *a, const gpuos__job *b) {
 }
 
 /* Host executor: lane 1 for a high-priority job that conflicts with no unfinished
-   lane-0 job (ctx->mu held). */
+   lane-0 job (ctx->mu held). While no two storages overlap (none is wrapped: distinct ones
+   the library allocated are disjoint), its storages' counts of such jobs say it at once;
+   else every unfinished job is looked at (with a backlog of 4096 normal tasks that cost each
+   urgent submission 62-227 us, a soak test's find). */
 static int queue_host_lane(const gpuos_context *ctx, const gpuos__job *job) {
     uint32_t i;
+    int k, w;
     if (job->prio <= 0) return 0;
+    if (__atomic_load_n(&ctx->host_wraps, __ATOMIC_RELAXED) == 0) {
+        for (k = 0; k < job->n_st + job->n_xst; k++) {
+            const gpuos__storage *s = queue_job_st(job, k, &w);
+            if (s->host_w0 > 0 || (w && s->host_u0 > 0)) return 0;
+        }
+        return 1;
+    }
     for (i = 0; i < ctx->ring_count; i++) {
         const gpuos__job *o = queue_at(ctx, i);
         if (o->lane == 0 && o->state != GPUOS__JOB_DONE && queue_conflict(o, job)) return 0;
@@ -11947,8 +11982,13 @@ static void queue_insert_locked(gpuos_context *ctx, gpuos__job *job, uint64_t *s
            part still finishes first) */
         if (!(job->lane_fixed && job->lane == 0)) job->lane = queue_host_lane(ctx, job);
         ctx->host_queued++;
+        if (job->lane && ctx->host_hi == 0) ctx->host_hi_low = ctx->submitted + 1; /* (its seq, below) */
         if (job->lane) ctx->host_hi++;
         if (job->lane && job->deadline_ns) ctx->host_dl++;
+        if (job->lane) job->host_c0 = 0;
+        else queue_host_count(job, 1);
+    } else {
+        job->host_c0 = 0;
     }
     if (job->dl_open) ctx->dl_open++;
     job->seq = ++ctx->submitted;
@@ -12349,11 +12389,16 @@ static gpuos__job *queue_pop_edf(gpuos_context *ctx) {
     gpuos__job *older[QUEUE_EDF_SCAN];
     gpuos__job *best = NULL;
     int n = 0, j;
-    uint32_t i;
-    for (i = 0; i < ctx->ring_count && n < QUEUE_EDF_SCAN; i++) {
+    uint32_t i = 0;
+    const uint64_t head_seq = ctx->ring_count ? queue_at(ctx, 0)->seq : 0;
+    /* from the oldest queued lane-1 job on (a backlog of normal work ahead of it took 20 us a
+       pick with 50000 queued) */
+    if (ctx->host_hi_low > head_seq) i = (uint32_t)(ctx->host_hi_low - head_seq);
+    for (; i < ctx->ring_count && n < QUEUE_EDF_SCAN; i++) {
         gpuos__job *job = queue_at(ctx, i);
         int ok = 1;
         if (job->lane != 1 || job->state != GPUOS__JOB_QUEUED) continue;
+        if (n == 0) ctx->host_hi_low = job->seq;
         /* after every older one it conflicts with, and after its own batch's older tasks (a
            graph launch's seq is its last task: it must finish last) */
         for (j = 0; j < n && ok; j++) ok = !queue_conflict(older[j], job) && !(job->batch_id && older[j]->batch_id == job->batch_id);
@@ -12464,6 +12509,7 @@ void gpuos__queue_done(gpuos_context *ctx, gpuos__job *job) {
     pthread_mutex_lock(&ctx->mu);
     uint32_t freed = ctx->ring_count;
     job->state = GPUOS__JOB_DONE;
+    if (job->host_c0) queue_host_count(job, -1);
     gpuos__deadline_count_locked(ctx, job, now);
     while (ctx->ring_count > 0 && queue_at(ctx, 0)->state == GPUOS__JOB_DONE) /* retire in order */
         gpuos__queue_retire_head_locked(ctx);
@@ -13629,6 +13675,7 @@ int gpuos__storage_release_locked(gpuos__storage *st) {
     } else {
         free(st->block);
     }
+    if (!st->owned) __atomic_fetch_sub(&ctx->host_wraps, 1, __ATOMIC_RELAXED);
     free(st->cuda_log);
     free(st);
     return --ctx->refs == 0;
@@ -13644,6 +13691,7 @@ static gpuos_status tensor_storage_new(gpuos_context *ctx, size_t bytes, void *w
     st->bytes = bytes;
     st->refs = 1;
     st->last_use = 0;
+    st->host_w0 = st->host_u0 = 0;
     st->cuda_log = NULL;
     st->on_device = ctx->cuda != NULL;
     st->pinned = NULL;
@@ -13651,6 +13699,7 @@ static gpuos_status tensor_storage_new(gpuos_context *ctx, size_t bytes, void *w
         st->owned = 0;
         st->block = NULL;
         st->data = (char *)wrap;
+        __atomic_fetch_add(&ctx->host_wraps, 1, __ATOMIC_RELAXED); /* (queue_host_lane) */
     } else {
         size_t want = bytes + 64u;
         uintptr_t p;

@@ -41,6 +41,8 @@ typedef struct gpuos__storage {
     int owned;
     int refs;          /* under ctx->mu */
     uint64_t last_use; /* sequence number of the last job that uses it; under ctx->mu */
+    uint32_t host_w0;  /* host executor: unfinished lane-0 jobs that write it (queue_host_count; ctx->mu) */
+    uint32_t host_u0;  /* host executor: unfinished lane-0 jobs that use it */
     void *cuda_log;    /* CUDA backend: recent accesses, for dependencies (cuda_backend.c) */
     int on_device;     /* data is a device address (CUDA backend) */
     void *pinned;      /* gpuos_tensor_new_pinned: the host address of data (mapped pinned memory on GPU
@@ -137,6 +139,7 @@ typedef struct gpuos__job {
     int lane;                           /* the lane it runs in: 1 (high priority) only when it need not
                                            wait for earlier lane-0 work; set when queued (host) or encoded */
     int lane_fixed;                     /* lane set for its whole batch (a graph launch's tasks) */
+    int host_c0;                        /* host executor: counted in its storages' host_w0/host_u0 */
     int batch_left;                     /* a batch's tasks queued after it (gpuos__queue_push_batch) */
     uint64_t batch_id;                  /* the seq of its batch's first task; 0: not in a batch */
     int state;                          /* host executor: GPUOS__JOB_QUEUED, _TAKEN, _DONE */
@@ -214,6 +217,8 @@ struct gpuos_context {
                               thread's, which they inherit); a waiting thread runs a job under it */
     uint32_t host_hi;      /* host executor: lane-1 jobs among them */
     uint64_t host_hi_next; /* host executor: lane-1 jobs below this seq were all taken */
+    uint64_t host_hi_low;  /* host executor: no queued lane-1 job has a smaller seq (queue_pop_edf) */
+    int host_wraps;        /* wrapped storages alive (atomic): while 0 no two storages overlap */
     uint32_t host_dl;      /* host executor: queued lane-1 jobs with a deadline (earliest first) */
     uint32_t dl_open;      /* jobs whose deadline is not counted yet (job->dl_open) */
     uint64_t dl_met, dl_missed; /* gpuos_deadline_stats */

@@ -133,6 +133,7 @@ int gpuos__storage_release_locked(gpuos__storage *st) {
     } else {
         free(st->block);
     }
+    if (!st->owned) __atomic_fetch_sub(&ctx->host_wraps, 1, __ATOMIC_RELAXED);
     free(st->cuda_log);
     free(st);
     return --ctx->refs == 0;
@@ -148,6 +149,7 @@ static gpuos_status tensor_storage_new(gpuos_context *ctx, size_t bytes, void *w
     st->bytes = bytes;
     st->refs = 1;
     st->last_use = 0;
+    st->host_w0 = st->host_u0 = 0;
     st->cuda_log = NULL;
     st->on_device = ctx->cuda != NULL;
     st->pinned = NULL;
@@ -155,6 +157,7 @@ static gpuos_status tensor_storage_new(gpuos_context *ctx, size_t bytes, void *w
         st->owned = 0;
         st->block = NULL;
         st->data = (char *)wrap;
+        __atomic_fetch_add(&ctx->host_wraps, 1, __ATOMIC_RELAXED); /* (queue_host_lane) */
     } else {
         size_t want = bytes + 64u;
         uintptr_t p;
