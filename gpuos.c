@@ -704,6 +704,54 @@ typedef struct gpuos__pk_params {
 #include <stdint.h>  /* int64_t, INT64_MAX */
 #include <time.h>    /* struct timespec */
 
+/* ---------------------------------------------------------------- atomics */
+/* The few atomic accesses of the runtime (a cancel flag, the combining list of repeated
+   submissions, the CUDA gates' counters, words in mapped memory), written by the type of the
+   object: GPUOS__ALOAD(INT | U32 | U64, p, order), GPUOS__ALOAD_PTR(type, p, order),
+   GPUOS__ASTORE(p, v, order), GPUOS__AADD(p, v, order) (no result), GPUOS__AXCHG_PTR(type, p, v, order), GPUOS__ACAS_WEAK(p, expected,
+   desired, order, failure order). GCC, clang and the compilers that follow them have the
+   __atomic builtins, used as they are. Any other C99 compiler (tcc, for one) gets one
+   process-wide mutex around each access (pthread_mutex_lock and _unlock order memory: POSIX
+   4.12): correct, slower. GPUOS__ATOMIC_MUTEX=1 asks for the mutex with gcc or clang too (to
+   test that path). */
+#if (defined(__GNUC__) || defined(__clang__) || defined(__INTEL_COMPILER)) && \
+    !(defined(GPUOS__ATOMIC_MUTEX) && GPUOS__ATOMIC_MUTEX)
+#define GPUOS__RELAXED __ATOMIC_RELAXED
+#define GPUOS__ACQUIRE __ATOMIC_ACQUIRE
+#define GPUOS__RELEASE __ATOMIC_RELEASE
+#define GPUOS__ALOAD(kind, p, mo) __atomic_load_n(p, mo)
+#define GPUOS__ALOAD_PTR(type, p, mo) __atomic_load_n(p, mo)
+#define GPUOS__ASTORE(p, v, mo) __atomic_store_n(p, v, mo)
+#define GPUOS__AADD(p, v, mo) ((void)__atomic_fetch_add(p, v, mo))
+#define GPUOS__AXCHG_PTR(type, p, v, mo) __atomic_exchange_n(p, v, mo)
+#define GPUOS__ACAS_WEAK(p, e, d, mo, mo_fail) __atomic_compare_exchange_n(p, e, d, 1, mo, mo_fail)
+#else
+#undef GPUOS__ATOMIC_MUTEX
+#define GPUOS__ATOMIC_MUTEX 1
+extern pthread_mutex_t gpuos__atomic_mu; /* context.c */
+extern void *gpuos__atomic_tmp;          /* an exchange's old value, under gpuos__atomic_mu */
+static inline int gpuos__alock(void) { return pthread_mutex_lock(&gpuos__atomic_mu), 0; }
+static inline void gpuos__aunlock(void) { pthread_mutex_unlock(&gpuos__atomic_mu); }
+/* unlock, then return v (read before the call, under the lock) */
+static inline int gpuos__aunlock_INT(int v) { return gpuos__aunlock(), v; }
+static inline uint32_t gpuos__aunlock_U32(uint32_t v) { return gpuos__aunlock(), v; }
+static inline uint64_t gpuos__aunlock_U64(uint64_t v) { return gpuos__aunlock(), v; }
+static inline void *gpuos__aunlock_PTR(void *v) { return gpuos__aunlock(), v; }
+#define GPUOS__RELAXED 0
+#define GPUOS__ACQUIRE 2
+#define GPUOS__RELEASE 3
+#define GPUOS__ALOAD(kind, p, mo) ((void)(mo), gpuos__alock(), gpuos__aunlock_##kind(*(p)))
+#define GPUOS__ALOAD_PTR(type, p, mo) ((type)((void)(mo), gpuos__alock(), gpuos__aunlock_PTR((void *)*(p))))
+#define GPUOS__ASTORE(p, v, mo) ((void)(mo), (void)gpuos__alock(), (void)(*(p) = (v)), gpuos__aunlock())
+#define GPUOS__AADD(p, v, mo) ((void)(mo), (void)gpuos__alock(), (void)(*(p) += (v)), gpuos__aunlock())
+#define GPUOS__AXCHG_PTR(type, p, v, mo)                                                           \
+    ((type)((void)(mo), (void)gpuos__alock(), gpuos__atomic_tmp = (void *)*(p), (void)(*(p) = (v)), \
+            gpuos__aunlock_PTR(gpuos__atomic_tmp)))
+#define GPUOS__ACAS_WEAK(p, e, d, mo, mo_fail)                                                       \
+    ((void)(mo), (void)(mo_fail), (void)gpuos__alock(),                                              \
+     *(p) == *(e) ? ((void)(*(p) = (d)), gpuos__aunlock_INT(1)) : ((void)(*(e) = *(p)), gpuos__aunlock_INT(0)))
+#endif
+
 /* ---------------------------------------------------------------- storage and tensors */
 /* The memory behind tensors: owned (allocated by gpuos, 64-byte aligned) or wrapped.
    Every tensor handle and every queued job that uses it holds a reference. */
@@ -902,7 +950,7 @@ struct gpuos_context {
     int paused;            /* gpuos_debug_pause */
     int stopping;          /* the dispatcher exits at the next job boundary */
     int cancel;   /* host executor: gpuos_destroy gave up waiting: the running job stops between its
-                     chunks and items (host_exec.c, rtops.c; read with __atomic_load_n) */
+                     chunks and items (host_exec.c, rtops.c; read with GPUOS__ALOAD) */
     int destroyed;         /* gpuos_destroy ran; the handle lives on for tensors */
     gpuos_status sticky;   /* GPUOS_OK while healthy */
     char sticky_msg[1024]; /* what made the context fail, repeated by every later error */
@@ -2836,6 +2884,11 @@ int gpuos__ex_name_ok(const char *s);
 #include <string.h> /* memcpy, strlen */
 #include <unistd.h> /* sysconf */
 
+#if defined(GPUOS__ATOMIC_MUTEX) && GPUOS__ATOMIC_MUTEX /* a compiler without the __atomic builtins (gpuos_runtime.h) */
+pthread_mutex_t gpuos__atomic_mu = PTHREAD_MUTEX_INITIALIZER;
+void *gpuos__atomic_tmp;
+#endif
+
 /* ---------------------------------------------------------------- configuration */
 static gpuos_status context_check_config(const gpuos_config *c) {
     if (c->struct_size != sizeof(gpuos_config))
@@ -3025,7 +3078,7 @@ void gpuos_destroy(gpuos_context *ctx) {
     (void)gpuos__wait_seq(ctx, last, 0, ctx->cfg.wait_timeout_ms, "gpuos_destroy");
     /* host executor: the running job stops at its next chunk or item (a job of hours would
        otherwise hold the join below) */
-    __atomic_store_n(&ctx->cancel, 1, __ATOMIC_RELAXED);
+    GPUOS__ASTORE(&ctx->cancel, 1, GPUOS__RELAXED);
     gpuos__stage_close(ctx);
     if (ctx->cuda) {
         gpuos__queue_fini(ctx); /* storages of dropped jobs go back while the GPU is still open */
@@ -3401,7 +3454,7 @@ static const char *cuda_errname(const gpuos__cuda_api *cu, gpuos__CUresult r) {
                                     cuda_errname(c->cu, r_), (int)r_);                                 \
     } while (0)
 
-static uint64_t cuda_load_acquire(const volatile uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+static uint64_t cuda_load_acquire(const volatile uint64_t *p) { return GPUOS__ALOAD(U64, p, GPUOS__ACQUIRE); }
 /* The device's progress words of a lane, in mapped memory. */
 static const volatile uint64_t *cuda_ctl_retired(const struct gpuos__cuda *c, int lane) {
     return lane ? &c->ctl->retired_hi : &c->ctl->retired;
@@ -3830,7 +3883,7 @@ static int cuda_gate_find(gpuos__CUcontext cuctx, int make) {
         if (free_g < 0 && !cuda_gates[g].cuctx) free_g = g;
     }
     if (!make || free_g < 0) return -1;
-    __atomic_store_n(&cuda_gates[free_g].cuctx, cuctx, __ATOMIC_RELAXED); /* read unlocked by the reapers */
+    GPUOS__ASTORE(&cuda_gates[free_g].cuctx, cuctx, GPUOS__RELAXED); /* read unlocked by the reapers */
     cuda_gates[free_g].running = 0;
     cuda_gates[free_g].loads = 0;
     cuda_gates[free_g].stuck = 0;
@@ -3857,11 +3910,11 @@ static void cuda_release_now(const gpuos__cuda_api *cu, gpuos__CUcontext cuctx, 
 static void cuda_gate_release_unlocked(int g, const cuda__kept *list, int n) {
     int i;
     if (n <= 0) return;
-    __atomic_store_n(&cuda_gates[g].loads, cuda_gates[g].loads + 1, __ATOMIC_RELAXED);
+    GPUOS__ASTORE(&cuda_gates[g].loads, cuda_gates[g].loads + 1, GPUOS__RELAXED);
     pthread_mutex_unlock(&cuda_gate_mu);
     for (i = 0; i < n; i++) cuda_release_now(list[i].cu, list[i].cuctx, list[i].kind, list[i].h);
     cuda_gate_lock();
-    __atomic_store_n(&cuda_gates[g].loads, cuda_gates[g].loads - 1, __ATOMIC_RELAXED);
+    GPUOS__ASTORE(&cuda_gates[g].loads, cuda_gates[g].loads - 1, GPUOS__RELAXED);
     pthread_cond_broadcast(&cuda_gate_cv);
 }
 
@@ -3901,7 +3954,7 @@ static void cuda_gate_unqueue_locked(struct gpuos__cuda *c, int g) {
     if (*pp) *pp = c->gate_next;
     if (cuda_gates[g].tail == c) cuda_gates[g].tail = prev;
     c->gate_queued = 0;
-    __atomic_store_n(&cuda_gates[g].waiting, cuda_gates[g].waiting - 1, __ATOMIC_RELAXED);
+    GPUOS__ASTORE(&cuda_gates[g].waiting, cuda_gates[g].waiting - 1, GPUOS__RELAXED);
     pthread_cond_broadcast(&cuda_gate_cv); /* the next one may go */
 }
 /* c no longer waits for a turn (it launched elsewhere, has nothing to launch, failed, or is
@@ -3957,7 +4010,7 @@ static int cuda_gate_enter(struct gpuos__cuda *c, uint32_t timeout_ms, int keep)
                 else
                     cuda_gates[g].head = c;
                 cuda_gates[g].tail = c;
-                __atomic_store_n(&cuda_gates[g].waiting, cuda_gates[g].waiting + 1, __ATOMIC_RELAXED);
+                GPUOS__ASTORE(&cuda_gates[g].waiting, cuda_gates[g].waiting + 1, GPUOS__RELAXED);
                 c->gate_queued = 1;
             }
             if (cuda_now_ns() - t0 >= limit) {
@@ -3991,9 +4044,9 @@ static void cuda_gate_mark_stuck(struct gpuos__cuda *c) {
 static int cuda_gate_others_waiting(const struct gpuos__cuda *c) {
     int g;
     for (g = 0; g < CUDA__GATES; g++)
-        if (__atomic_load_n(&cuda_gates[g].cuctx, __ATOMIC_RELAXED) == c->cuctx)
-            return __atomic_load_n(&cuda_gates[g].loads, __ATOMIC_RELAXED) > 0 ||
-                   __atomic_load_n(&cuda_gates[g].waiting, __ATOMIC_RELAXED) > 0;
+        if (GPUOS__ALOAD_PTR(gpuos__CUcontext, &cuda_gates[g].cuctx, GPUOS__RELAXED) == c->cuctx)
+            return GPUOS__ALOAD(INT, &cuda_gates[g].loads, GPUOS__RELAXED) > 0 ||
+                   GPUOS__ALOAD(INT, &cuda_gates[g].waiting, GPUOS__RELAXED) > 0;
     return 0;
 }
 
@@ -4010,7 +4063,7 @@ static int cuda_gate_quiet(const struct gpuos__cuda *c, uint32_t timeout_ms, voi
     t0 = cuda_now_ns();
     g = cuda_gate_find(c->cuctx, 1);
     if (g >= 0) {
-        __atomic_store_n(&cuda_gates[g].loads, cuda_gates[g].loads + 1, __ATOMIC_RELAXED);
+        GPUOS__ASTORE(&cuda_gates[g].loads, cuda_gates[g].loads + 1, GPUOS__RELAXED);
         while (cuda_gates[g].running > 0 && cuda_now_ns() - t0 <= limit) {
             if (cuda_gates[g].stuck > 0) cuda_gate_reap_zombies_locked(g, 1);
             if (cuda_gates[g].running > 0) cuda_gate_wait_1ms();
@@ -4024,7 +4077,7 @@ static int cuda_gate_quiet(const struct gpuos__cuda *c, uint32_t timeout_ms, voi
         cuda_gate_lock();
     }
     if (g >= 0) {
-        __atomic_store_n(&cuda_gates[g].loads, cuda_gates[g].loads - 1, __ATOMIC_RELAXED);
+        GPUOS__ASTORE(&cuda_gates[g].loads, cuda_gates[g].loads - 1, GPUOS__RELAXED);
         pthread_cond_broadcast(&cuda_gate_cv);
     }
     pthread_mutex_unlock(&cuda_gate_mu);
@@ -4400,7 +4453,10 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     char why[512];
     struct gpuos__cuda *c;
     gpuos_status st;
-    const gpuos__cuda_api *cu = gpuos__cuda_load(why, sizeof why);
+    const gpuos__cuda_api *cu;
+    if (sizeof(void *) != 8) /* plans, rings and tables hold host-filled device pointers as void * */
+        return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: the CUDA backend needs a 64-bit process");
+    cu = gpuos__cuda_load(why, sizeof why);
     if (!cu) return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: %s", why);
     c = (struct gpuos__cuda *)calloc(1, sizeof *c);
     if (!c) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the CUDA backend");
@@ -4624,7 +4680,7 @@ static void cuda_put_slot(volatile uint64_t *w, const void *body, uint64_t tag) 
         uint64_t v = 0;
         int j;
         for (j = 6; j >= 0; j--) v = (v << 8) | b[7 * k + j]; /* little-endian, whatever the host's order */
-        __atomic_store_n(&w[k], v | tag << 56, __ATOMIC_RELAXED);
+        GPUOS__ASTORE(&w[k], v | tag << 56, GPUOS__RELAXED);
     }
 }
 static void cuda_put(struct gpuos__cuda *c, int lane, const void *body) {
@@ -4688,7 +4744,7 @@ static void cuda_xbox_put(struct gpuos__cuda *c, const gpuos__qdesc *d, uint64_t
 static int cuda_up_count(const struct gpuos__cuda *c, uint32_t first, uint32_t n) {
     uint32_t k;
     int up = 0;
-    for (k = first; k < first + n; k++) up += __atomic_load_n(&c->up[k], __ATOMIC_ACQUIRE) == c->P.epoch;
+    for (k = first; k < first + n; k++) up += GPUOS__ALOAD(U32, &c->up[k], GPUOS__ACQUIRE) == c->P.epoch;
     return up;
 }
 
@@ -10473,7 +10529,7 @@ static void host_run_range(const gpuos__job *job, int64_t begin, int64_t end) {
     }
 }
 
-static int host_cancelled(const int *cancel) { return __atomic_load_n(cancel, __ATOMIC_RELAXED) != 0; }
+static int host_cancelled(const int *cancel) { return GPUOS__ALOAD(INT, cancel, GPUOS__RELAXED) != 0; }
 
 /* Items [begin, end) in steps of about HOST_SPLIT_WORK element operations, stopping between
    them once *cancel is set (gpuos_destroy gave up waiting; the context is going). */
@@ -11957,7 +12013,7 @@ static int queue_host_lane(const gpuos_context *ctx, const gpuos__job *job) {
     uint32_t i;
     int k, w;
     if (job->prio <= 0) return 0;
-    if (__atomic_load_n(&ctx->host_wraps, __ATOMIC_RELAXED) == 0) {
+    if (GPUOS__ALOAD(INT, &ctx->host_wraps, GPUOS__RELAXED) == 0) {
         for (k = 0; k < job->n_st + job->n_xst; k++) {
             const gpuos__storage *s = queue_job_st(job, k, &w);
             if (s->host_w0 > 0 || (w && s->host_u0 > 0)) return 0;
@@ -12232,7 +12288,7 @@ static int queue_repeat_locked(gpuos_context *ctx, const gpuos_task *task, uint6
 static int queue_combine_locked(gpuos_context *ctx) {
     int rounds, queued = 0;
     for (rounds = 0; rounds < 4; rounds++) {
-        struct gpuos__combine *l = __atomic_exchange_n(&ctx->combine, (struct gpuos__combine *)NULL, __ATOMIC_ACQUIRE);
+        struct gpuos__combine *l = GPUOS__AXCHG_PTR(struct gpuos__combine *, &ctx->combine, (struct gpuos__combine *)NULL, GPUOS__ACQUIRE);
         struct gpuos__combine *fifo = NULL;
         if (!l) break;
         while (l) { /* pushed newest first */
@@ -12249,7 +12305,7 @@ static int queue_combine_locked(gpuos_context *ctx) {
                 fifo->r = queue_repeat_locked(ctx, fifo->task, fifo->seq, &fifo->st); /* (no wait: room) */
                 queued += fifo->r && fifo->st == GPUOS_OK;
             }
-            __atomic_store_n(&fifo->done, 1, __ATOMIC_RELEASE);
+            GPUOS__ASTORE(&fifo->done, 1, GPUOS__RELEASE);
             fifo = nx;
         }
     }
@@ -12263,10 +12319,10 @@ int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint6
     if (!tcache_ok(task)) return 0;
     if (pthread_mutex_trylock(&ctx->mu) != 0) { /* taken: the task goes to the lock's holder */
         q.task = task, q.seq = seq, q.st = GPUOS_OK, q.r = 0, q.done = 0;
-        q.next = __atomic_load_n(&ctx->combine, __ATOMIC_RELAXED);
-        while (!__atomic_compare_exchange_n(&ctx->combine, &q.next, &q, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+        q.next = GPUOS__ALOAD_PTR(struct gpuos__combine *, &ctx->combine, GPUOS__RELAXED);
+        while (!GPUOS__ACAS_WEAK(&ctx->combine, &q.next, &q, GPUOS__RELEASE, GPUOS__RELAXED)) {
         }
-        while (!__atomic_load_n(&q.done, __ATOMIC_ACQUIRE)) {
+        while (!GPUOS__ALOAD(INT, &q.done, GPUOS__ACQUIRE)) {
             /* the lock's holder may not combine (a wait, the reaper, a host worker): take it,
                after a while blocking, and queue what waits, this request among it (a combining
                thread holds the lock until its requests are done, so this returns with q done) */
@@ -12292,7 +12348,7 @@ int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint6
     /* the lock held: its own task, then any waiting */
     r = queue_repeat_locked(ctx, task, seq, st);
     queued = r && *st == GPUOS_OK;
-    if (__atomic_load_n(&ctx->combine, __ATOMIC_RELAXED)) queued += queue_combine_locked(ctx);
+    if (GPUOS__ALOAD_PTR(struct gpuos__combine *, &ctx->combine, GPUOS__RELAXED)) queued += queue_combine_locked(ctx);
     t1 = GPUOS__PH_NOW();
     if (queued) pthread_cond_signal(&ctx->cv_work);
     pthread_mutex_unlock(&ctx->mu);
@@ -12923,7 +12979,7 @@ void gpuos__rt_host_run(const gpuos__job *job, int64_t begin, int64_t end) {
         }
     }
     for (i = begin; i < end; i++) {
-        if (__atomic_load_n(&v->ctx->cancel, __ATOMIC_RELAXED)) return; /* gpuos_destroy gave up waiting */
+        if (GPUOS__ALOAD(INT, &v->ctx->cancel, GPUOS__RELAXED)) return; /* gpuos_destroy gave up waiting */
         memset(vars, 0, sizeof vars);
         for (q = 0; q < v->n_in; q++) rt_load(v->in_dtype[q], p->ptr[1 + q] + off[1 + q], &vars[1 + q]);
         for (q = 0; q < v->n_scalars; q++) vars[1 + v->n_in + q].d = p->scalar[q];
@@ -13675,7 +13731,7 @@ int gpuos__storage_release_locked(gpuos__storage *st) {
     } else {
         free(st->block);
     }
-    if (!st->owned) __atomic_fetch_sub(&ctx->host_wraps, 1, __ATOMIC_RELAXED);
+    if (!st->owned) GPUOS__AADD(&ctx->host_wraps, -1, GPUOS__RELAXED);
     free(st->cuda_log);
     free(st);
     return --ctx->refs == 0;
@@ -13699,7 +13755,7 @@ static gpuos_status tensor_storage_new(gpuos_context *ctx, size_t bytes, void *w
         st->owned = 0;
         st->block = NULL;
         st->data = (char *)wrap;
-        __atomic_fetch_add(&ctx->host_wraps, 1, __ATOMIC_RELAXED); /* (queue_host_lane) */
+        GPUOS__AADD(&ctx->host_wraps, 1, GPUOS__RELAXED); /* (queue_host_lane) */
     } else {
         size_t want = bytes + 64u;
         uintptr_t p;

@@ -10,6 +10,11 @@
 #include <string.h> /* memcpy, strlen */
 #include <unistd.h> /* sysconf */
 
+#if defined(GPUOS__ATOMIC_MUTEX) && GPUOS__ATOMIC_MUTEX /* a compiler without the __atomic builtins (gpuos_runtime.h) */
+pthread_mutex_t gpuos__atomic_mu = PTHREAD_MUTEX_INITIALIZER;
+void *gpuos__atomic_tmp;
+#endif
+
 /* ---------------------------------------------------------------- configuration */
 static gpuos_status context_check_config(const gpuos_config *c) {
     if (c->struct_size != sizeof(gpuos_config))
@@ -200,7 +205,7 @@ void gpuos_destroy(gpuos_context *ctx) {
     (void)gpuos__wait_seq(ctx, last, 0, ctx->cfg.wait_timeout_ms, "gpuos_destroy");
     /* host executor: the running job stops at its next chunk or item (a job of hours would
        otherwise hold the join below) */
-    __atomic_store_n(&ctx->cancel, 1, __ATOMIC_RELAXED);
+    GPUOS__ASTORE(&ctx->cancel, 1, GPUOS__RELAXED);
     gpuos__stage_close(ctx);
     if (ctx->cuda) {
         gpuos__queue_fini(ctx); /* storages of dropped jobs go back while the GPU is still open */

@@ -316,7 +316,7 @@ static const char *cuda_errname(const gpuos__cuda_api *cu, gpuos__CUresult r) {
                                     cuda_errname(c->cu, r_), (int)r_);                                 \
     } while (0)
 
-static uint64_t cuda_load_acquire(const volatile uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+static uint64_t cuda_load_acquire(const volatile uint64_t *p) { return GPUOS__ALOAD(U64, p, GPUOS__ACQUIRE); }
 /* The device's progress words of a lane, in mapped memory. */
 static const volatile uint64_t *cuda_ctl_retired(const struct gpuos__cuda *c, int lane) {
     return lane ? &c->ctl->retired_hi : &c->ctl->retired;
@@ -745,7 +745,7 @@ static int cuda_gate_find(gpuos__CUcontext cuctx, int make) {
         if (free_g < 0 && !cuda_gates[g].cuctx) free_g = g;
     }
     if (!make || free_g < 0) return -1;
-    __atomic_store_n(&cuda_gates[free_g].cuctx, cuctx, __ATOMIC_RELAXED); /* read unlocked by the reapers */
+    GPUOS__ASTORE(&cuda_gates[free_g].cuctx, cuctx, GPUOS__RELAXED); /* read unlocked by the reapers */
     cuda_gates[free_g].running = 0;
     cuda_gates[free_g].loads = 0;
     cuda_gates[free_g].stuck = 0;
@@ -772,11 +772,11 @@ static void cuda_release_now(const gpuos__cuda_api *cu, gpuos__CUcontext cuctx, 
 static void cuda_gate_release_unlocked(int g, const cuda__kept *list, int n) {
     int i;
     if (n <= 0) return;
-    __atomic_store_n(&cuda_gates[g].loads, cuda_gates[g].loads + 1, __ATOMIC_RELAXED);
+    GPUOS__ASTORE(&cuda_gates[g].loads, cuda_gates[g].loads + 1, GPUOS__RELAXED);
     pthread_mutex_unlock(&cuda_gate_mu);
     for (i = 0; i < n; i++) cuda_release_now(list[i].cu, list[i].cuctx, list[i].kind, list[i].h);
     cuda_gate_lock();
-    __atomic_store_n(&cuda_gates[g].loads, cuda_gates[g].loads - 1, __ATOMIC_RELAXED);
+    GPUOS__ASTORE(&cuda_gates[g].loads, cuda_gates[g].loads - 1, GPUOS__RELAXED);
     pthread_cond_broadcast(&cuda_gate_cv);
 }
 
@@ -816,7 +816,7 @@ static void cuda_gate_unqueue_locked(struct gpuos__cuda *c, int g) {
     if (*pp) *pp = c->gate_next;
     if (cuda_gates[g].tail == c) cuda_gates[g].tail = prev;
     c->gate_queued = 0;
-    __atomic_store_n(&cuda_gates[g].waiting, cuda_gates[g].waiting - 1, __ATOMIC_RELAXED);
+    GPUOS__ASTORE(&cuda_gates[g].waiting, cuda_gates[g].waiting - 1, GPUOS__RELAXED);
     pthread_cond_broadcast(&cuda_gate_cv); /* the next one may go */
 }
 /* c no longer waits for a turn (it launched elsewhere, has nothing to launch, failed, or is
@@ -872,7 +872,7 @@ static int cuda_gate_enter(struct gpuos__cuda *c, uint32_t timeout_ms, int keep)
                 else
                     cuda_gates[g].head = c;
                 cuda_gates[g].tail = c;
-                __atomic_store_n(&cuda_gates[g].waiting, cuda_gates[g].waiting + 1, __ATOMIC_RELAXED);
+                GPUOS__ASTORE(&cuda_gates[g].waiting, cuda_gates[g].waiting + 1, GPUOS__RELAXED);
                 c->gate_queued = 1;
             }
             if (cuda_now_ns() - t0 >= limit) {
@@ -906,9 +906,9 @@ static void cuda_gate_mark_stuck(struct gpuos__cuda *c) {
 static int cuda_gate_others_waiting(const struct gpuos__cuda *c) {
     int g;
     for (g = 0; g < CUDA__GATES; g++)
-        if (__atomic_load_n(&cuda_gates[g].cuctx, __ATOMIC_RELAXED) == c->cuctx)
-            return __atomic_load_n(&cuda_gates[g].loads, __ATOMIC_RELAXED) > 0 ||
-                   __atomic_load_n(&cuda_gates[g].waiting, __ATOMIC_RELAXED) > 0;
+        if (GPUOS__ALOAD_PTR(gpuos__CUcontext, &cuda_gates[g].cuctx, GPUOS__RELAXED) == c->cuctx)
+            return GPUOS__ALOAD(INT, &cuda_gates[g].loads, GPUOS__RELAXED) > 0 ||
+                   GPUOS__ALOAD(INT, &cuda_gates[g].waiting, GPUOS__RELAXED) > 0;
     return 0;
 }
 
@@ -925,7 +925,7 @@ static int cuda_gate_quiet(const struct gpuos__cuda *c, uint32_t timeout_ms, voi
     t0 = cuda_now_ns();
     g = cuda_gate_find(c->cuctx, 1);
     if (g >= 0) {
-        __atomic_store_n(&cuda_gates[g].loads, cuda_gates[g].loads + 1, __ATOMIC_RELAXED);
+        GPUOS__ASTORE(&cuda_gates[g].loads, cuda_gates[g].loads + 1, GPUOS__RELAXED);
         while (cuda_gates[g].running > 0 && cuda_now_ns() - t0 <= limit) {
             if (cuda_gates[g].stuck > 0) cuda_gate_reap_zombies_locked(g, 1);
             if (cuda_gates[g].running > 0) cuda_gate_wait_1ms();
@@ -939,7 +939,7 @@ static int cuda_gate_quiet(const struct gpuos__cuda *c, uint32_t timeout_ms, voi
         cuda_gate_lock();
     }
     if (g >= 0) {
-        __atomic_store_n(&cuda_gates[g].loads, cuda_gates[g].loads - 1, __ATOMIC_RELAXED);
+        GPUOS__ASTORE(&cuda_gates[g].loads, cuda_gates[g].loads - 1, GPUOS__RELAXED);
         pthread_cond_broadcast(&cuda_gate_cv);
     }
     pthread_mutex_unlock(&cuda_gate_mu);
@@ -1315,7 +1315,10 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     char why[512];
     struct gpuos__cuda *c;
     gpuos_status st;
-    const gpuos__cuda_api *cu = gpuos__cuda_load(why, sizeof why);
+    const gpuos__cuda_api *cu;
+    if (sizeof(void *) != 8) /* plans, rings and tables hold host-filled device pointers as void * */
+        return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: the CUDA backend needs a 64-bit process");
+    cu = gpuos__cuda_load(why, sizeof why);
     if (!cu) return gpuos__set_error(ctx, GPUOS_ERR_NO_DEVICE, "gpuos_create: %s", why);
     c = (struct gpuos__cuda *)calloc(1, sizeof *c);
     if (!c) return gpuos__set_error(ctx, GPUOS_ERR_OUT_OF_MEMORY, "gpuos_create: no memory for the CUDA backend");
@@ -1539,7 +1542,7 @@ static void cuda_put_slot(volatile uint64_t *w, const void *body, uint64_t tag) 
         uint64_t v = 0;
         int j;
         for (j = 6; j >= 0; j--) v = (v << 8) | b[7 * k + j]; /* little-endian, whatever the host's order */
-        __atomic_store_n(&w[k], v | tag << 56, __ATOMIC_RELAXED);
+        GPUOS__ASTORE(&w[k], v | tag << 56, GPUOS__RELAXED);
     }
 }
 static void cuda_put(struct gpuos__cuda *c, int lane, const void *body) {
@@ -1603,7 +1606,7 @@ static void cuda_xbox_put(struct gpuos__cuda *c, const gpuos__qdesc *d, uint64_t
 static int cuda_up_count(const struct gpuos__cuda *c, uint32_t first, uint32_t n) {
     uint32_t k;
     int up = 0;
-    for (k = first; k < first + n; k++) up += __atomic_load_n(&c->up[k], __ATOMIC_ACQUIRE) == c->P.epoch;
+    for (k = first; k < first + n; k++) up += GPUOS__ALOAD(U32, &c->up[k], GPUOS__ACQUIRE) == c->P.epoch;
     return up;
 }
 

@@ -30,6 +30,54 @@
 #include <stdint.h>  /* int64_t, INT64_MAX */
 #include <time.h>    /* struct timespec */
 
+/* ---------------------------------------------------------------- atomics */
+/* The few atomic accesses of the runtime (a cancel flag, the combining list of repeated
+   submissions, the CUDA gates' counters, words in mapped memory), written by the type of the
+   object: GPUOS__ALOAD(INT | U32 | U64, p, order), GPUOS__ALOAD_PTR(type, p, order),
+   GPUOS__ASTORE(p, v, order), GPUOS__AADD(p, v, order) (no result), GPUOS__AXCHG_PTR(type, p, v, order), GPUOS__ACAS_WEAK(p, expected,
+   desired, order, failure order). GCC, clang and the compilers that follow them have the
+   __atomic builtins, used as they are. Any other C99 compiler (tcc, for one) gets one
+   process-wide mutex around each access (pthread_mutex_lock and _unlock order memory: POSIX
+   4.12): correct, slower. GPUOS__ATOMIC_MUTEX=1 asks for the mutex with gcc or clang too (to
+   test that path). */
+#if (defined(__GNUC__) || defined(__clang__) || defined(__INTEL_COMPILER)) && \
+    !(defined(GPUOS__ATOMIC_MUTEX) && GPUOS__ATOMIC_MUTEX)
+#define GPUOS__RELAXED __ATOMIC_RELAXED
+#define GPUOS__ACQUIRE __ATOMIC_ACQUIRE
+#define GPUOS__RELEASE __ATOMIC_RELEASE
+#define GPUOS__ALOAD(kind, p, mo) __atomic_load_n(p, mo)
+#define GPUOS__ALOAD_PTR(type, p, mo) __atomic_load_n(p, mo)
+#define GPUOS__ASTORE(p, v, mo) __atomic_store_n(p, v, mo)
+#define GPUOS__AADD(p, v, mo) ((void)__atomic_fetch_add(p, v, mo))
+#define GPUOS__AXCHG_PTR(type, p, v, mo) __atomic_exchange_n(p, v, mo)
+#define GPUOS__ACAS_WEAK(p, e, d, mo, mo_fail) __atomic_compare_exchange_n(p, e, d, 1, mo, mo_fail)
+#else
+#undef GPUOS__ATOMIC_MUTEX
+#define GPUOS__ATOMIC_MUTEX 1
+extern pthread_mutex_t gpuos__atomic_mu; /* context.c */
+extern void *gpuos__atomic_tmp;          /* an exchange's old value, under gpuos__atomic_mu */
+static inline int gpuos__alock(void) { return pthread_mutex_lock(&gpuos__atomic_mu), 0; }
+static inline void gpuos__aunlock(void) { pthread_mutex_unlock(&gpuos__atomic_mu); }
+/* unlock, then return v (read before the call, under the lock) */
+static inline int gpuos__aunlock_INT(int v) { return gpuos__aunlock(), v; }
+static inline uint32_t gpuos__aunlock_U32(uint32_t v) { return gpuos__aunlock(), v; }
+static inline uint64_t gpuos__aunlock_U64(uint64_t v) { return gpuos__aunlock(), v; }
+static inline void *gpuos__aunlock_PTR(void *v) { return gpuos__aunlock(), v; }
+#define GPUOS__RELAXED 0
+#define GPUOS__ACQUIRE 2
+#define GPUOS__RELEASE 3
+#define GPUOS__ALOAD(kind, p, mo) ((void)(mo), gpuos__alock(), gpuos__aunlock_##kind(*(p)))
+#define GPUOS__ALOAD_PTR(type, p, mo) ((type)((void)(mo), gpuos__alock(), gpuos__aunlock_PTR((void *)*(p))))
+#define GPUOS__ASTORE(p, v, mo) ((void)(mo), (void)gpuos__alock(), (void)(*(p) = (v)), gpuos__aunlock())
+#define GPUOS__AADD(p, v, mo) ((void)(mo), (void)gpuos__alock(), (void)(*(p) += (v)), gpuos__aunlock())
+#define GPUOS__AXCHG_PTR(type, p, v, mo)                                                           \
+    ((type)((void)(mo), (void)gpuos__alock(), gpuos__atomic_tmp = (void *)*(p), (void)(*(p) = (v)), \
+            gpuos__aunlock_PTR(gpuos__atomic_tmp)))
+#define GPUOS__ACAS_WEAK(p, e, d, mo, mo_fail)                                                       \
+    ((void)(mo), (void)(mo_fail), (void)gpuos__alock(),                                              \
+     *(p) == *(e) ? ((void)(*(p) = (d)), gpuos__aunlock_INT(1)) : ((void)(*(e) = *(p)), gpuos__aunlock_INT(0)))
+#endif
+
 /* ---------------------------------------------------------------- storage and tensors */
 /* The memory behind tensors: owned (allocated by gpuos, 64-byte aligned) or wrapped.
    Every tensor handle and every queued job that uses it holds a reference. */
@@ -228,7 +276,7 @@ struct gpuos_context {
     int paused;            /* gpuos_debug_pause */
     int stopping;          /* the dispatcher exits at the next job boundary */
     int cancel;   /* host executor: gpuos_destroy gave up waiting: the running job stops between its
-                     chunks and items (host_exec.c, rtops.c; read with __atomic_load_n) */
+                     chunks and items (host_exec.c, rtops.c; read with GPUOS__ALOAD) */
     int destroyed;         /* gpuos_destroy ran; the handle lives on for tensors */
     gpuos_status sticky;   /* GPUOS_OK while healthy */
     char sticky_msg[1024]; /* what made the context fail, repeated by every later error */

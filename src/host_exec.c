@@ -76,7 +76,7 @@ static void host_run_range(const gpuos__job *job, int64_t begin, int64_t end) {
     }
 }
 
-static int host_cancelled(const int *cancel) { return __atomic_load_n(cancel, __ATOMIC_RELAXED) != 0; }
+static int host_cancelled(const int *cancel) { return GPUOS__ALOAD(INT, cancel, GPUOS__RELAXED) != 0; }
 
 /* Items [begin, end) in steps of about HOST_SPLIT_WORK element operations, stopping between
    them once *cancel is set (gpuos_destroy gave up waiting; the context is going). */

@@ -256,7 +256,7 @@ static int queue_host_lane(const gpuos_context *ctx, const gpuos__job *job) {
     uint32_t i;
     int k, w;
     if (job->prio <= 0) return 0;
-    if (__atomic_load_n(&ctx->host_wraps, __ATOMIC_RELAXED) == 0) {
+    if (GPUOS__ALOAD(INT, &ctx->host_wraps, GPUOS__RELAXED) == 0) {
         for (k = 0; k < job->n_st + job->n_xst; k++) {
             const gpuos__storage *s = queue_job_st(job, k, &w);
             if (s->host_w0 > 0 || (w && s->host_u0 > 0)) return 0;
@@ -531,7 +531,7 @@ static int queue_repeat_locked(gpuos_context *ctx, const gpuos_task *task, uint6
 static int queue_combine_locked(gpuos_context *ctx) {
     int rounds, queued = 0;
     for (rounds = 0; rounds < 4; rounds++) {
-        struct gpuos__combine *l = __atomic_exchange_n(&ctx->combine, (struct gpuos__combine *)NULL, __ATOMIC_ACQUIRE);
+        struct gpuos__combine *l = GPUOS__AXCHG_PTR(struct gpuos__combine *, &ctx->combine, (struct gpuos__combine *)NULL, GPUOS__ACQUIRE);
         struct gpuos__combine *fifo = NULL;
         if (!l) break;
         while (l) { /* pushed newest first */
@@ -548,7 +548,7 @@ static int queue_combine_locked(gpuos_context *ctx) {
                 fifo->r = queue_repeat_locked(ctx, fifo->task, fifo->seq, &fifo->st); /* (no wait: room) */
                 queued += fifo->r && fifo->st == GPUOS_OK;
             }
-            __atomic_store_n(&fifo->done, 1, __ATOMIC_RELEASE);
+            GPUOS__ASTORE(&fifo->done, 1, GPUOS__RELEASE);
             fifo = nx;
         }
     }
@@ -562,10 +562,10 @@ int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint6
     if (!tcache_ok(task)) return 0;
     if (pthread_mutex_trylock(&ctx->mu) != 0) { /* taken: the task goes to the lock's holder */
         q.task = task, q.seq = seq, q.st = GPUOS_OK, q.r = 0, q.done = 0;
-        q.next = __atomic_load_n(&ctx->combine, __ATOMIC_RELAXED);
-        while (!__atomic_compare_exchange_n(&ctx->combine, &q.next, &q, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+        q.next = GPUOS__ALOAD_PTR(struct gpuos__combine *, &ctx->combine, GPUOS__RELAXED);
+        while (!GPUOS__ACAS_WEAK(&ctx->combine, &q.next, &q, GPUOS__RELEASE, GPUOS__RELAXED)) {
         }
-        while (!__atomic_load_n(&q.done, __ATOMIC_ACQUIRE)) {
+        while (!GPUOS__ALOAD(INT, &q.done, GPUOS__ACQUIRE)) {
             /* the lock's holder may not combine (a wait, the reaper, a host worker): take it,
                after a while blocking, and queue what waits, this request among it (a combining
                thread holds the lock until its requests are done, so this returns with q done) */
@@ -591,7 +591,7 @@ int gpuos__queue_submit_repeat(gpuos_context *ctx, const gpuos_task *task, uint6
     /* the lock held: its own task, then any waiting */
     r = queue_repeat_locked(ctx, task, seq, st);
     queued = r && *st == GPUOS_OK;
-    if (__atomic_load_n(&ctx->combine, __ATOMIC_RELAXED)) queued += queue_combine_locked(ctx);
+    if (GPUOS__ALOAD_PTR(struct gpuos__combine *, &ctx->combine, GPUOS__RELAXED)) queued += queue_combine_locked(ctx);
     t1 = GPUOS__PH_NOW();
     if (queued) pthread_cond_signal(&ctx->cv_work);
     pthread_mutex_unlock(&ctx->mu);

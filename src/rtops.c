@@ -272,7 +272,7 @@ void gpuos__rt_host_run(const gpuos__job *job, int64_t begin, int64_t end) {
         }
     }
     for (i = begin; i < end; i++) {
-        if (__atomic_load_n(&v->ctx->cancel, __ATOMIC_RELAXED)) return; /* gpuos_destroy gave up waiting */
+        if (GPUOS__ALOAD(INT, &v->ctx->cancel, GPUOS__RELAXED)) return; /* gpuos_destroy gave up waiting */
         memset(vars, 0, sizeof vars);
         for (q = 0; q < v->n_in; q++) rt_load(v->in_dtype[q], p->ptr[1 + q] + off[1 + q], &vars[1 + q]);
         for (q = 0; q < v->n_scalars; q++) vars[1 + v->n_in + q].d = p->scalar[q];

@@ -133,7 +133,7 @@ int gpuos__storage_release_locked(gpuos__storage *st) {
     } else {
         free(st->block);
     }
-    if (!st->owned) __atomic_fetch_sub(&ctx->host_wraps, 1, __ATOMIC_RELAXED);
+    if (!st->owned) GPUOS__AADD(&ctx->host_wraps, -1, GPUOS__RELAXED);
     free(st->cuda_log);
     free(st);
     return --ctx->refs == 0;
@@ -157,7 +157,7 @@ static gpuos_status tensor_storage_new(gpuos_context *ctx, size_t bytes, void *w
         st->owned = 0;
         st->block = NULL;
         st->data = (char *)wrap;
-        __atomic_fetch_add(&ctx->host_wraps, 1, __ATOMIC_RELAXED); /* (queue_host_lane) */
+        GPUOS__AADD(&ctx->host_wraps, 1, GPUOS__RELAXED); /* (queue_host_lane) */
     } else {
         size_t want = bytes + 64u;
         uintptr_t p;

@@ -479,7 +479,7 @@ static void test_conversions(void) {
     CASE(out = (float)x; od = (double)a; out2 = (float)(double)a; od = (float)y;);
     CASE(ol = (int64_t)(int32_t)l + (uint32_t)l; oq = (uint64_t)(int8_t)q;);
     CASE2("out = float(i) + static_cast<float>(j); ol = int64_t(c8) + long(u);",
-          out = (float)i + (float)j; ol = (int64_t)c8 + (long)u;);
+          out = (float)i + (float)j; ol = (int64_t)c8 + (int64_t)u;); /* the body's long is 64-bit */
     /* a parenthesised expression that starts with a functional cast is no C-style cast (a
        fuzzer's find: "expected ')' before '('") */
     CASE2("oi = (int(c8) + 1); ol = (int64_t(i) * 2); oq = (uint64_t(u) % 7u) + (unsigned(w16));",
@@ -871,7 +871,7 @@ static void test_errors(void) {
    unknown identifier on the host) */
 static void test_stdint_limits(void) {
     CASE(oi = INT8_MIN + INT8_MAX + UINT8_MAX + INT16_MIN + INT16_MAX + UINT16_MAX; ou = UINT32_MAX - u;);
-    CASE(oi = INT32_MIN + (i & 7); ol = INT64_MIN / 2 + INT32_MAX; oq = UINT64_MAX - q; od = INT64_MAX;);
+    CASE(oi = INT32_MIN + (i & 7); ol = INT64_MIN / 2 + INT32_MAX; oq = UINT64_MAX - q; od = (double)INT64_MAX;);
 }
 
 static void test_shift_order(void) {
