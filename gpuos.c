@@ -700,7 +700,7 @@ typedef struct gpuos__pk_params {
 #include <fenv.h>    /* fenv_t (the host executor's floating-point environment) */
 #include <pthread.h> /* mutexes, condition variables, threads */
 #include <stdarg.h>  /* va_list for the error detail */
-#include <stddef.h>  /* size_t */
+#include <stddef.h>  /* size_t, offsetof */
 #include <stdint.h>  /* int64_t, INT64_MAX */
 #include <time.h>    /* struct timespec */
 
@@ -830,12 +830,6 @@ typedef struct gpuos__job {
     uint64_t seq;
     gpuos_op op;
     int kind; /* gpuos__kind */
-    union {
-        gpuos__ew_plan ew;
-        gpuos__reduce_plan reduce;
-        gpuos__rows_plan rows;
-        gpuos__matmul_plan matmul;
-    } plan;
     gpuos__ew_loop_fn ew_loop;
     gpuos__ew_iter_fn ew_iter;
     gpuos__reduce_fn reduce_fn;
@@ -869,6 +863,17 @@ typedef struct gpuos__job {
     uint32_t rep_ver;                   /* the same pair are the same task (the CUDA encoder's repeat path) */
     uint32_t rep_slot;                  /* that entry's index in the table (< ctx->tcache_n) */
     struct gpuos__job *next_free;
+    /* non-NULL: plan below was not copied; it is that repeat-table entry's (queue.c,
+       tcache_job_locked: a GPU context's repeat, whose encoding is most often its memo's and
+       never reads the plan), unchanged until the job is encoded or gpuos__job_plan_fetch */
+    const void *plan_src;
+    /* last: a repeat copies the job up to here (456 of its 736 bytes are the plan) */
+    union {
+        gpuos__ew_plan ew;
+        gpuos__reduce_plan reduce;
+        gpuos__rows_plan rows;
+        gpuos__matmul_plan matmul;
+    } plan;
 } gpuos__job;
 
 enum { GPUOS__JOB_QUEUED = 0, GPUOS__JOB_TAKEN = 1, GPUOS__JOB_DONE = 2 };
@@ -1071,6 +1076,10 @@ int gpuos__queue_init(gpuos_context *ctx);
 /* Releases every job still queued (their work is dropped) and frees the ring. Call
    with the dispatcher stopped. */
 void gpuos__queue_fini(gpuos_context *ctx);
+/* Copies job->plan from its repeat-table entry (job->plan_src, then NULL): before anything
+   reads the plan of a repeat on a GPU context (cuda_encode's full path; queue.c for a job left
+   unsent, while the entry is still as copied). */
+void gpuos__job_plan_fetch(gpuos__job *job);
 /* A zeroed job (recycled when possible); NULL when out of memory. */
 gpuos__job *gpuos__job_alloc(gpuos_context *ctx);
 void gpuos__job_free(gpuos_context *ctx, gpuos__job *job);
@@ -4672,16 +4681,31 @@ static gpuos_status cuda_ring_room(gpuos_context *ctx, struct gpuos__cuda *c, in
 }
 
 /* Writes a 56-byte body into lane's next slot as 8 self-tagged words (gpuos_queue.h):
-   each word is one aligned 8-byte store, in any order, so no fence is needed. */
+   each word is one aligned 8-byte store, in any order, so no fence is needed. The words are
+   built first and stored back to back: on a little-endian host word k is the 8 bytes at 7k
+   masked to 7 (the last one the 8 at 48 shifted down, inside the body), not 7 byte loads and
+   shifts (a fake-device profile, prof/fakedev.c: ~420 instructions a slot, a quarter of a
+   repeated submission's; ~40 now), and the device's poll, which reads the slot's line, finds
+   it between the stores for a few cycles rather than the whole packing loop. */
 static void cuda_put_slot(volatile uint64_t *w, const void *body, uint64_t tag) {
     const unsigned char *b = (const unsigned char *)body;
+    uint64_t v[8];
     int k;
-    for (k = 0; k < 8; k++) {
-        uint64_t v = 0;
-        int j;
-        for (j = 6; j >= 0; j--) v = (v << 8) | b[7 * k + j]; /* little-endian, whatever the host's order */
-        GPUOS__ASTORE(&w[k], v | tag << 56, GPUOS__RELAXED);
+#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    for (k = 0; k < 7; k++) {
+        memcpy(&v[k], b + 7 * k, 8);
+        v[k] &= 0x00ffffffffffffffull;
     }
+    memcpy(&v[7], b + 48, 8);
+    v[7] >>= 8;
+#else
+    for (k = 0; k < 8; k++) {
+        int j;
+        v[k] = 0;
+        for (j = 6; j >= 0; j--) v[k] = (v[k] << 8) | b[7 * k + j]; /* little-endian, whatever the host's order */
+    }
+#endif
+    for (k = 0; k < 8; k++) GPUOS__ASTORE(&w[k], v[k] | tag << 56, GPUOS__RELAXED);
 }
 static void cuda_put(struct gpuos__cuda *c, int lane, const void *body) {
     cuda_put_slot(c->ring[lane][c->pos[lane] & (c->P.ring_slots - 1)].w, body,
@@ -5187,6 +5211,12 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
     uint32_t h = (uint32_t)(key ^ (key >> 32)), i, victim = UINT32_MAX;
     uint64_t t0 = 0;
     for (;;) {
+        /* the victim: an unused row of the window, else the free row used longest ago (by its
+           last task of this lane). Taking the first free row evicted another plan's retired row
+           while unused ones followed it: two plans whose windows start at the same row then
+           evicted each other at every use (bench's independent on the fake device: 7% of the
+           submissions encoded in full, each sending its 12 plan slots again) */
+        uint64_t victim_use = UINT64_MAX;
         for (i = 0; i < CUDA__PLAN_PROBE; i++) {
             uint32_t s = (h + i) & (CUDA__PLAN_CAP - 1);
             cuda__plan_entry *e = &c->plans[s];
@@ -5203,7 +5233,10 @@ static gpuos_status cuda_plan_id(gpuos_context *ctx, struct gpuos__cuda *c, cons
                 *epoch = e->epoch;
                 return GPUOS_OK;
             }
-            if (victim == UINT32_MAX && cuda_plan_free(c, e)) victim = s;
+            if (victim_use != 0 && cuda_plan_free(c, e)) {
+                const uint64_t use = e->used ? e->last_dseq[lane] + 1 : 0;
+                if (use < victim_use) victim = s, victim_use = use;
+            }
         }
         if (victim != UINT32_MAX) break;
         /* the window is taken (recorded graphs' pinned rows cluster there, or queued tasks'):
@@ -5621,6 +5654,7 @@ static gpuos_status cuda_encode(gpuos_context *ctx, struct gpuos__cuda *c, gpuos
             if (st != GPUOS_ERR_UNSUPPORTED) return st;
         }
     }
+    if (job->plan_src) gpuos__job_plan_fetch(job); /* a repeat's plan, not copied (queue.c) */
 
     /* Launch first: the kernel starts reading the ring at the current position, so it
        must be running before this job writes its first slot (a plan chunk, maybe); and
@@ -12080,6 +12114,12 @@ static gpuos_status queue_push_locked(gpuos_context *ctx, gpuos__job *job, uint6
         t0 = GPUOS__PH_NOW();
         (void)gpuos__cuda_pump_locked(ctx);
         GPUOS__PH(GPUOS__PH_ENCODE, t0);
+        /* a repeat's plan left in its entry (tcache_job_locked): not needed once encoded;
+           fetched now if the job stays queued unsent (the entry may change later) */
+        if (job->plan_src) {
+            if (job->dseq) job->plan_src = NULL;
+            else gpuos__job_plan_fetch(job);
+        }
         /* Every reap_every submissions the submitter retires what finished itself: left to the
            reaper thread (every 200 us), a fast submitter waited for its lock while it retired
            hundreds of jobs written by this thread's cache. */
@@ -12192,6 +12232,12 @@ struct gpuos__tcache {
     gpuos__job job;                       /* as gpuos__plan_task built it, before queueing */
 };
 
+void gpuos__job_plan_fetch(gpuos__job *job) {
+    const struct gpuos__tcache *e = (const struct gpuos__tcache *)job->plan_src;
+    memcpy(&job->plan, &e->job.plan, sizeof job->plan);
+    job->plan_src = NULL;
+}
+
 static int tcache_ok(const gpuos_task *t) {
     return t->struct_size == sizeof(gpuos_task) && (unsigned)t->op < (unsigned)GPUOS_OP_COUNT && t->out &&
            (t->priority == GPUOS_PRIORITY_NORMAL || t->priority == GPUOS_PRIORITY_HIGH);
@@ -12241,7 +12287,16 @@ static gpuos__job *tcache_job_locked(gpuos_context *ctx, const gpuos_task *task)
     } else if (!(job = (gpuos__job *)malloc(sizeof *job))) {
         return NULL;
     }
-    memcpy(job, &e->job, sizeof *job);
+    if (ctx->cuda && ctx->ring_count < ctx->capacity) {
+        /* the GPU's encoder repeats the memo's descriptor without the plan: it is fetched only
+           for a full encoding (gpuos__job_plan_fetch). The entry cannot change before: the
+           caller queues the job under this lock hold (room: queue_push_locked does not let
+           the lock go) and fetches the plan of a job left unsent (queue_push_locked) */
+        memcpy(job, &e->job, offsetof(gpuos__job, plan));
+        job->plan_src = e;
+    } else {
+        memcpy(job, &e->job, sizeof *job);
+    }
     job->rep_key = e;
     job->rep_ver = e->ver;
     job->rep_slot = (uint32_t)(e - ctx->tcache);

@@ -26,7 +26,7 @@
 #include <fenv.h>    /* fenv_t (the host executor's floating-point environment) */
 #include <pthread.h> /* mutexes, condition variables, threads */
 #include <stdarg.h>  /* va_list for the error detail */
-#include <stddef.h>  /* size_t */
+#include <stddef.h>  /* size_t, offsetof */
 #include <stdint.h>  /* int64_t, INT64_MAX */
 #include <time.h>    /* struct timespec */
 
@@ -156,12 +156,6 @@ typedef struct gpuos__job {
     uint64_t seq;
     gpuos_op op;
     int kind; /* gpuos__kind */
-    union {
-        gpuos__ew_plan ew;
-        gpuos__reduce_plan reduce;
-        gpuos__rows_plan rows;
-        gpuos__matmul_plan matmul;
-    } plan;
     gpuos__ew_loop_fn ew_loop;
     gpuos__ew_iter_fn ew_iter;
     gpuos__reduce_fn reduce_fn;
@@ -195,6 +189,17 @@ typedef struct gpuos__job {
     uint32_t rep_ver;                   /* the same pair are the same task (the CUDA encoder's repeat path) */
     uint32_t rep_slot;                  /* that entry's index in the table (< ctx->tcache_n) */
     struct gpuos__job *next_free;
+    /* non-NULL: plan below was not copied; it is that repeat-table entry's (queue.c,
+       tcache_job_locked: a GPU context's repeat, whose encoding is most often its memo's and
+       never reads the plan), unchanged until the job is encoded or gpuos__job_plan_fetch */
+    const void *plan_src;
+    /* last: a repeat copies the job up to here (456 of its 736 bytes are the plan) */
+    union {
+        gpuos__ew_plan ew;
+        gpuos__reduce_plan reduce;
+        gpuos__rows_plan rows;
+        gpuos__matmul_plan matmul;
+    } plan;
 } gpuos__job;
 
 enum { GPUOS__JOB_QUEUED = 0, GPUOS__JOB_TAKEN = 1, GPUOS__JOB_DONE = 2 };
@@ -397,6 +402,10 @@ int gpuos__queue_init(gpuos_context *ctx);
 /* Releases every job still queued (their work is dropped) and frees the ring. Call
    with the dispatcher stopped. */
 void gpuos__queue_fini(gpuos_context *ctx);
+/* Copies job->plan from its repeat-table entry (job->plan_src, then NULL): before anything
+   reads the plan of a repeat on a GPU context (cuda_encode's full path; queue.c for a job left
+   unsent, while the entry is still as copied). */
+void gpuos__job_plan_fetch(gpuos__job *job);
 /* A zeroed job (recycled when possible); NULL when out of memory. */
 gpuos__job *gpuos__job_alloc(gpuos_context *ctx);
 void gpuos__job_free(gpuos_context *ctx, gpuos__job *job);

@@ -323,6 +323,12 @@ static gpuos_status queue_push_locked(gpuos_context *ctx, gpuos__job *job, uint6
         t0 = GPUOS__PH_NOW();
         (void)gpuos__cuda_pump_locked(ctx);
         GPUOS__PH(GPUOS__PH_ENCODE, t0);
+        /* a repeat's plan left in its entry (tcache_job_locked): not needed once encoded;
+           fetched now if the job stays queued unsent (the entry may change later) */
+        if (job->plan_src) {
+            if (job->dseq) job->plan_src = NULL;
+            else gpuos__job_plan_fetch(job);
+        }
         /* Every reap_every submissions the submitter retires what finished itself: left to the
            reaper thread (every 200 us), a fast submitter waited for its lock while it retired
            hundreds of jobs written by this thread's cache. */
@@ -435,6 +441,12 @@ struct gpuos__tcache {
     gpuos__job job;                       /* as gpuos__plan_task built it, before queueing */
 };
 
+void gpuos__job_plan_fetch(gpuos__job *job) {
+    const struct gpuos__tcache *e = (const struct gpuos__tcache *)job->plan_src;
+    memcpy(&job->plan, &e->job.plan, sizeof job->plan);
+    job->plan_src = NULL;
+}
+
 static int tcache_ok(const gpuos_task *t) {
     return t->struct_size == sizeof(gpuos_task) && (unsigned)t->op < (unsigned)GPUOS_OP_COUNT && t->out &&
            (t->priority == GPUOS_PRIORITY_NORMAL || t->priority == GPUOS_PRIORITY_HIGH);
@@ -484,7 +496,16 @@ static gpuos__job *tcache_job_locked(gpuos_context *ctx, const gpuos_task *task)
     } else if (!(job = (gpuos__job *)malloc(sizeof *job))) {
         return NULL;
     }
-    memcpy(job, &e->job, sizeof *job);
+    if (ctx->cuda && ctx->ring_count < ctx->capacity) {
+        /* the GPU's encoder repeats the memo's descriptor without the plan: it is fetched only
+           for a full encoding (gpuos__job_plan_fetch). The entry cannot change before: the
+           caller queues the job under this lock hold (room: queue_push_locked does not let
+           the lock go) and fetches the plan of a job left unsent (queue_push_locked) */
+        memcpy(job, &e->job, offsetof(gpuos__job, plan));
+        job->plan_src = e;
+    } else {
+        memcpy(job, &e->job, sizeof *job);
+    }
     job->rep_key = e;
     job->rep_ver = e->ver;
     job->rep_slot = (uint32_t)(e - ctx->tcache);
