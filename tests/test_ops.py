@@ -563,6 +563,80 @@ def test_sigmoid_far_below_zero(ctx, rng, seed, dtype):
         dtype, seed, ", ".join("sigmoid(%r) = %r, expected %r" % (float(a[i]), got[i], ref[i]) for i in bad[:6]))
 
 
+# ---------------------------------------------------------------- the host's vector exp
+# On the host, exp, sigmoid, silu, gelu_tanh, tanh, softmax and log_softmax of f16, bf16 and f32
+# run blocks of 32 items through a vectorizable f32 exp (templates/host_ops.c.j2,
+# gpuos__hx_expf), the rest of a run one item at a time; test_float_specials and
+# test_reduce_specials reach only the latter (runs of at most 17 items, rows of 5).
+EXP_FAMILY = ("exp", "sigmoid", "silu", "gelu_tanh", "tanh")
+
+
+def exp_edges(dtype, op):
+    """specials(dtype, op), and where f32 exp overflows (88.72), turns subnormal (-87.3) and
+    underflows (-103.97), where tanh on the host changes formula (|a| = 0.55), tiny and large."""
+    return np.concatenate([specials(dtype, op), [
+        88.72, 88.7228, 88.7229, 88.73, 89.0, 100.0, -87.33, -87.34, -100.0, -103.97, -103.98, -104.0,
+        -104.5, -150.0, 0.55, -0.55, 0.5499, -0.5501, 1e-3, -1e-3, 1e-20, -1e-30, 9.1, -9.1, 20.0, -20.0]])
+
+
+def _exp_family_cases():
+    return [(op, dt) for op in EXP_FAMILY for dt in FLOATS
+            if op in SPEC_OPS and dt in SPEC_OPS[op].dtypes and supported(op, dt, 2)]
+
+
+@pytest.mark.parametrize("op,dtype", _exp_family_cases(), ids=["%s-%s" % c for c in _exp_family_cases()])
+def test_exp_family_blocks(ctx, rng, seed, op, dtype):
+    """The special values and exp's edges, each three times at random places among random inputs
+    of a long run (a 5 x 203 input: rows of 6 blocks and 11 items), contiguous, as views (strided,
+    negative, transposed: gathered blocks) and in place."""
+    e = exp_edges(dtype, op)
+    shape = (5, 203)
+    n = shape[0] * shape[1]
+    v = np.concatenate([np.tile(e, 3), rng.uniform(-12.0, 12.0, n - 3 * e.size)])
+    v = to_storage(rng.permutation(v), dtype).reshape(shape)
+    for lay, olay, inplace in (("contig", "contig", False), ("contig", "contig", True), ("strided", "negative", False),
+                               ("permuted", "contig", False), ("mixed", "mixed", True)):
+        x = H.make_operand(ctx, rng, dtype, v, lay)
+        out = x if inplace else H.make_output(ctx, rng, dtype, shape, olay)
+        ref, scale = R.elementwise(op, dtype, [x.values], dtype)
+        ctx.submit(op, out.tensor, [x.tensor])
+        rtol, atol = tol(op, dtype)
+        H.check(ctx, out, ref, rtol=rtol, atol=atol, scale=scale, seed=seed, inputs=[(dtype, x.values)],
+                what="%s %s, long runs%s: in %s, out %s" % (op, dtype, " in place" if inplace else "", x.describe(),
+                                                           out.describe()),
+                sign_free=R.ew_sign_free(op, dtype, [x.values]))
+
+
+def _softmax_block_cases():
+    return [(op, dt) for op in ("softmax", "log_softmax") for dt in FLOATS
+            if dt in SPEC_OPS[op].dtypes and supported(op, dt, 2)]
+
+
+@pytest.mark.parametrize("op,dtype", _softmax_block_cases(), ids=["%s-%s" % c for c in _softmax_block_cases()])
+def test_softmax_long_rows(ctx, rng, seed, op, dtype):
+    """Rows of 1 to 3 blocks of 32 and a rest (the host's lanes of the maximum and the sum), with
+    the patterns of test_reduce_specials: one +inf, one -inf, both, NaN, only -inf, large values
+    (1000 apart), values whose exponentials are subnormal or underflow, along both axes."""
+    inf, nan = np.inf, np.nan
+    for n in (31, 32, 33, 64, 97, 203):
+        shape = (9, n)
+        v = R.vals(H.gen_values(rng, op, dtype, 0, shape), dtype).astype(np.float64)
+        at = rng.integers(n, size=4)
+        v[0, at[0]] = inf
+        v[1, at[1]] = -inf
+        v[2, at[0]], v[2, at[1]] = inf, -inf
+        v[3, at[2]] = nan
+        v[4] = -inf
+        v[5] = rng.uniform(-1000.0, 1000.0, n)
+        v[6, :] = -95.0
+        v[6, at[3]] = 0.0
+        v[7] = rng.uniform(-120.0, 0.0, n)
+        v[7, at[3]] = 1.0
+        st = to_storage(v, dtype)
+        for axis in (-1, 0):
+            softmax_once(ctx, rng, seed, op, dtype, shape, axis, values=st, label="long rows ")
+
+
 # ---------------------------------------------------------------- NaN and infinities in reductions, row ops
 ROW_OPS = ["matmul", "softmax", "log_softmax", "layernorm", "rmsnorm"]
 SPECIALS_SHAPE = (3, 4, 5)
