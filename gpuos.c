@@ -966,7 +966,7 @@ struct gpuos_context {
     struct gpuos__tcache *tcache; /* jobs of recent submissions, to repeat (queue.c; mu) */
     uint32_t reap_every;   /* GPU: submissions between the submitter's own reaps (GPUOS_CUDA_REAP_EVERY; 0: never) */
     uint32_t reap_count;   /* submissions since the last one */
-    uint32_t tcache_clock;
+    uint64_t tcache_clock;
     uint32_t tcache_n;     /* the repeat table's entries (a power of two, >= 8: GPUOS__TCACHE or GPUOS_REPEAT_TABLE) */
     struct gpuos__combine *combine; /* repeated submissions waiting for a thread that holds mu to
                                        queue them (queue.c, gpuos__queue_submit_repeat; atomic) */
@@ -12225,7 +12225,7 @@ uint64_t gpuos__prof_host[GPUOS__PH_N];
 #define QUEUE_TCACHE_WAYS 8u
 struct gpuos__tcache {
     int used;
-    uint32_t stamp;                       /* when it was last used: the set's oldest goes first */
+    uint64_t stamp;                       /* when it was last used: the set's oldest goes first (64-bit: never wraps) */
     uint32_t ver;                         /* bumped when the entry takes another task (gpuos__job.rep_ver) */
     gpuos_task task;                      /* the key (priority and deadline ignored) */
     uint64_t uid[1 + GPUOS_MAX_INPUTS];   /* out's and the inputs' uids (0: none) */
@@ -12473,7 +12473,7 @@ gpuos_status gpuos__queue_push_task(gpuos_context *ctx, const gpuos_task *task, 
             uint32_t w;
             int i;
             for (w = 1; w < QUEUE_TCACHE_WAYS; w++) /* an empty way, else the least recently used */
-                if (e->used && (!set[w].used || (int32_t)(set[w].stamp - e->stamp) < 0)) e = &set[w];
+                if (e->used && (!set[w].used || set[w].stamp < e->stamp)) e = &set[w];
             e->used = 1;
             e->stamp = ++ctx->tcache_clock;
             e->ver++;

@@ -292,7 +292,7 @@ struct gpuos_context {
     struct gpuos__tcache *tcache; /* jobs of recent submissions, to repeat (queue.c; mu) */
     uint32_t reap_every;   /* GPU: submissions between the submitter's own reaps (GPUOS_CUDA_REAP_EVERY; 0: never) */
     uint32_t reap_count;   /* submissions since the last one */
-    uint32_t tcache_clock;
+    uint64_t tcache_clock;
     uint32_t tcache_n;     /* the repeat table's entries (a power of two, >= 8: GPUOS__TCACHE or GPUOS_REPEAT_TABLE) */
     struct gpuos__combine *combine; /* repeated submissions waiting for a thread that holds mu to
                                        queue them (queue.c, gpuos__queue_submit_repeat; atomic) */

@@ -434,7 +434,7 @@ uint64_t gpuos__prof_host[GPUOS__PH_N];
 #define QUEUE_TCACHE_WAYS 8u
 struct gpuos__tcache {
     int used;
-    uint32_t stamp;                       /* when it was last used: the set's oldest goes first */
+    uint64_t stamp;                       /* when it was last used: the set's oldest goes first (64-bit: never wraps) */
     uint32_t ver;                         /* bumped when the entry takes another task (gpuos__job.rep_ver) */
     gpuos_task task;                      /* the key (priority and deadline ignored) */
     uint64_t uid[1 + GPUOS_MAX_INPUTS];   /* out's and the inputs' uids (0: none) */
@@ -682,7 +682,7 @@ gpuos_status gpuos__queue_push_task(gpuos_context *ctx, const gpuos_task *task, 
             uint32_t w;
             int i;
             for (w = 1; w < QUEUE_TCACHE_WAYS; w++) /* an empty way, else the least recently used */
-                if (e->used && (!set[w].used || (int32_t)(set[w].stamp - e->stamp) < 0)) e = &set[w];
+                if (e->used && (!set[w].used || set[w].stamp < e->stamp)) e = &set[w];
             e->used = 1;
             e->stamp = ++ctx->tcache_clock;
             e->ver++;
