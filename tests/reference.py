@@ -186,8 +186,8 @@ def _shr(a, b, bits):
     return a >> b                          # Python's >> is arithmetic
 
 
-def _erf(x):
-    return np.asarray(np.frompyfunc(math.erf, 1, 1)(x), dtype=np.float64)
+def _erfc(x):
+    return np.asarray(np.frompyfunc(math.erfc, 1, 1)(x), dtype=np.float64)
 
 
 def _sigmoid(x):
@@ -216,7 +216,9 @@ FLOAT_UNARY = {
     "tanh": np.tanh,
     "sigmoid": _sigmoid,
     "relu": lambda a: np.where(np.isnan(a), a, np.where(a > 0, a, 0.0)),
-    "gelu": lambda a: 0.5 * a * (1.0 + _erf(a / math.sqrt(2.0))),
+    # 1 + erf(a / sqrt 2) as erfc(-a / sqrt 2): no cancellation far below zero (1 + erf is 0 in
+    # f64 below -8.3, where gelu is still a normal f32 down to -13)
+    "gelu": lambda a: 0.5 * a * _erfc(-a / math.sqrt(2.0)),
     # 0.5 (1 + tanh(z)) = sigmoid(2z), without 1 + tanh(z)'s cancellation for z << 0
     "gelu_tanh": lambda a: a * _sigmoid(2.0 * math.sqrt(2.0 / math.pi) * (a + 0.044715 * a ** 3)),
     "silu": lambda a: a * _sigmoid(a),

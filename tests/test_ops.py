@@ -568,7 +568,7 @@ def test_sigmoid_far_below_zero(ctx, rng, seed, dtype):
 # run blocks of 32 items through a vectorizable f32 exp (templates/host_ops.c.j2,
 # gpuos__hx_expf), the rest of a run one item at a time; test_float_specials and
 # test_reduce_specials reach only the latter (runs of at most 17 items, rows of 5).
-EXP_FAMILY = ("exp", "sigmoid", "silu", "gelu_tanh", "tanh")
+EXP_FAMILY = ("exp", "sigmoid", "silu", "gelu", "gelu_tanh", "tanh")
 
 
 def exp_edges(dtype, op):
@@ -576,7 +576,10 @@ def exp_edges(dtype, op):
     underflows (-103.97), where tanh on the host changes formula (|a| = 0.55), tiny and large."""
     return np.concatenate([specials(dtype, op), [
         88.72, 88.7228, 88.7229, 88.73, 89.0, 100.0, -87.33, -87.34, -100.0, -103.97, -103.98, -104.0,
-        -104.5, -150.0, 0.55, -0.55, 0.5499, -0.5501, 1e-3, -1e-3, 1e-20, -1e-30, 9.1, -9.1, 20.0, -20.0]])
+        -104.5, -150.0, 0.55, -0.55, 0.5499, -0.5501, 1e-3, -1e-3, 1e-20, -1e-30, 9.1, -9.1, 20.0, -20.0,
+        # gelu (host: gpuos__hx_gelu): its clamp (|a| = 14.5), where its result turns subnormal
+        # (-13.1) and underflows (-14.1), 1 + erf's cancellation in f64 (-8.3)
+        -8.3, -10.0, -12.5, -13.0, -13.1, -13.2, -14.0, -14.1, -14.4, -14.5, -14.6, 14.5, 14.6]])
 
 
 def _exp_family_cases():
