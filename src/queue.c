@@ -72,8 +72,9 @@ static int queue_grow(gpuos_context *ctx) {
     return 1;
 }
 
-/* Host executor: storage i of job a (its st, then its xst) and whether a writes it (as
-   queue_writes_into takes it). */
+/* Host executor: storage i of job a (its st, then its xst) and whether a writes it: its
+   output's storage, st[0], any of a graph launch job's xst, and for a matmul with a fused
+   layernorm prologue (which also writes the layernorm's output) any of its st. */
 static gpuos__storage *queue_job_st(const gpuos__job *a, int i, int *w) {
     *w = i == 0 || i >= a->n_st || (a->kind == GPUOS__KIND_MATMUL && a->plan.matmul.pro);
     return i < a->n_st ? a->st[i] : a->xst[i - a->n_st];
@@ -226,19 +227,18 @@ static gpuos__job *queue_at(const gpuos_context *ctx, uint32_t i) {
     return ctx->ring[(ctx->ring_head + i) & (ctx->ring_size - 1u)];
 }
 
-/* Host executor: does job a write memory that job b uses (storage ranges; a job writes
-   its output's storage, st[0], a graph launch's job may write any of its xst, and a matmul
-   with a fused layernorm prologue also the layernorm's output: taken as any of its st)? */
+/* Host executor: does job a write memory that job b uses (storage ranges; what a job writes:
+   queue_job_st)? */
 static int queue_st_overlap(const gpuos__storage *x, const gpuos__storage *y) {
     return x == y || (x->data < y->data + y->bytes && y->data < x->data + x->bytes);
 }
 static int queue_writes_into(const gpuos__job *a, const gpuos__job *b) {
-    int i, j;
+    int i, j, w, r;
     for (i = 0; i < a->n_st + a->n_xst; i++) {
-        const gpuos__storage *w = i < a->n_st ? a->st[i] : a->xst[i - a->n_st];
-        if (i > 0 && i < a->n_st && !(a->kind == GPUOS__KIND_MATMUL && a->plan.matmul.pro)) continue; /* inputs */
+        const gpuos__storage *x = queue_job_st(a, i, &w);
+        if (!w) continue; /* an input */
         for (j = 0; j < b->n_st + b->n_xst; j++)
-            if (queue_st_overlap(w, j < b->n_st ? b->st[j] : b->xst[j - b->n_st])) return 1;
+            if (queue_st_overlap(x, queue_job_st(b, j, &r))) return 1;
     }
     return 0;
 }
