@@ -28756,6 +28756,15 @@ GPUOS__FN float gpuos__hx_sel(int c, float a, float b) {
 }
 /* gpuos__max_f32 without a branch: NaN if either is NaN */
 GPUOS__FN float gpuos__hx_max(float a, float b) { return gpuos__hx_sel((a != a) | (a >= b), a, b); }
+/* e^r = 1 + r + r^2 q(r) on the reduced argument |r| <= 0.3467 (gpuos__hx_expf, gpuos__hx_gelu) */
+GPUOS__FN float gpuos__hx_exp_reduced(float r) {
+    float q = 1.381456037e-3f;
+    q = q * r + 8.368736133e-3f;
+    q = q * r + 4.166838899e-2f;
+    q = q * r + 1.666652113e-1f;
+    q = q * r + 4.999999404e-1f;
+    return q * r * r + r + 1.0f;
+}
 GPUOS__FN float gpuos__hx_expf(float x) {
     const float xl = gpuos__hx_sel(x > -104.0f, x, -104.0f); /* NaN: -104, replaced at the end */
     const float xc = gpuos__hx_sel(xl < 88.8f, xl, 88.8f);
@@ -28765,12 +28774,7 @@ GPUOS__FN float gpuos__hx_expf(float x) {
     float r, q;
     r = xc - fk * 0.693359375f;
     r = r - fk * -2.12194440e-4f;
-    q = 1.381456037e-3f;
-    q = q * r + 8.368736133e-3f;
-    q = q * r + 4.166838899e-2f;
-    q = q * r + 1.666652113e-1f;
-    q = q * r + 4.999999404e-1f;
-    q = q * r * r + r + 1.0f;
+    q = gpuos__hx_exp_reduced(r);
     q = q * gpuos__hx_float((uint32_t)(h - 1) << 23) * gpuos__hx_float((uint32_t)(kb - h - 1) << 23);
     return gpuos__hx_sel(x != x, x, q);
 }
@@ -28848,15 +28852,9 @@ GPUOS__HX_INLINE float gpuos__hx_gelu(float a) {
         const int32_t kb = (int32_t)((f - hh) * 1.44269504088896341f + 256.5f); /* in [103, 257] */
         const int32_t h = (int32_t)((uint32_t)kb >> 1);
         const float fk = (float)(kb - 256);
-        float r = -hh - fk * 0.693359375f, q;
+        float r = -hh - fk * 0.693359375f;
         r = (r + f) - fk * -2.12194440e-4f;
-        q = 1.381456037e-3f;
-        q = q * r + 8.368736133e-3f;
-        q = q * r + 4.166838899e-2f;
-        q = q * r + 1.666652113e-1f;
-        q = q * r + 4.999999404e-1f;
-        q = q * r * r + r + 1.0f;
-        c = 0.5f * t * q;
+        c = 0.5f * t * gpuos__hx_exp_reduced(r);
         e = gpuos__hx_float((uint32_t)(h - 1) << 23) * gpuos__hx_float((uint32_t)(kb - h - 1) << 23);
     }
     return gpuos__hx_sel(a < 0, (a * c) * e, a * (1.0f - c * e));
