@@ -37,7 +37,10 @@ __device__ __forceinline__ unsigned ld_acq(const unsigned *p) {
     return v;
 }
 
-/* rows [8][256] of src -> layernorm into dst (shared), warp w = row w; 256 threads */
+#define XP 9 /* mlp2's Xt row pitch (padded: fewer bank conflicts) */
+/* rows [8][256] of src -> layernorm into dst (shared), warp w = row w; 256 threads; row-major
+   ([8][256]), or TR: transposed ([256][XP], mlp2's Xt) */
+template <bool TR = false>
 __device__ __forceinline__ void ln_rows(const float *src, float *dst, bool norm) {
     const int w = threadIdx.x / 32, l = threadIdx.x % 32;
     float v[8];
@@ -55,9 +58,40 @@ __device__ __forceinline__ void ln_rows(const float *src, float *dst, bool norm)
         const float r = rsqrtf(q / H + 1e-5f);
         for (int j = 0; j < 8; ++j) v[j] = (v[j] - mean) * r;
     }
-    float4 *d4 = (float4 *)(dst + w * H);
-    d4[l] = make_float4(v[0], v[1], v[2], v[3]);
-    d4[32 + l] = make_float4(v[4], v[5], v[6], v[7]);
+    if (TR) {
+        for (int j = 0; j < 4; ++j) dst[(4 * l + j) * XP + w] = v[j], dst[(128 + 4 * l + j) * XP + w] = v[4 + j];
+    } else {
+        float4 *d4 = (float4 *)(dst + w * H);
+        d4[l] = make_float4(v[0], v[1], v[2], v[3]);
+        d4[32 + l] = make_float4(v[4], v[5], v[6], v[7]);
+    }
+}
+
+/* (thread 0) until *p reaches want */
+__device__ __forceinline__ void wait_for(const unsigned *p, unsigned want) {
+    while (ld_acq(p) < want) {
+    }
+}
+/* Block 0, after layer NL - 1 of forward f (nb blocks): the final layernorm into out (through
+   the shared buffer X), then the forward counts as done (cnt[NL]). */
+__device__ __forceinline__ void final_ln(const float *Hbuf, float *X, float *out, unsigned *cnt, int f, int nb) {
+    if (threadIdx.x == 0) wait_for(&cnt[NL - 1], (unsigned)(nb * (f + 1)));
+    __syncthreads();
+    ln_rows(Hbuf + (size_t)((f & 1) * NL + NL - 1) * B * H, X, true);
+    __syncthreads();
+    for (int i = threadIdx.x; i < B * H; i += 256) out[i] = X[i];
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        atomicAdd(&cnt[NL], 1u);
+    }
+}
+/* Block 0's thread 0, at the end: the F forwards' time from t0 and its phases' cycles */
+__device__ __forceinline__ void report(const unsigned *cnt, int F, unsigned long long t0, const long long *ph,
+                                       unsigned long long *tm) {
+    wait_for(&cnt[NL], (unsigned)F);
+    tm[0] = gtime() - t0;
+    for (int i = 0; i < 5; ++i) tm[1 + i] = (unsigned long long)ph[i];
 }
 
 template <int C>
@@ -89,10 +123,7 @@ __global__ void __launch_bounds__(256) mlp(const float *__restrict__ x0, const f
             PH(0);
             /* the previous layer (or, at l = 0, the previous forward's final layernorm) */
             if (t == 0) {
-                const unsigned *p = l > 0 ? &cnt[l - 1] : &cnt[NL];
-                const unsigned want = l > 0 ? (unsigned)(nb * (f + 1)) : (unsigned)f;
-                while (ld_acq(p) < want) {
-                }
+                wait_for(l > 0 ? &cnt[l - 1] : &cnt[NL], l > 0 ? (unsigned)(nb * (f + 1)) : (unsigned)f);
             }
             __syncthreads();
             PH(1);
@@ -135,27 +166,9 @@ __global__ void __launch_bounds__(256) mlp(const float *__restrict__ x0, const f
             }
             PH(4);
         }
-        if (blockIdx.x == 0) { /* the final layernorm, then the forward is done */
-            if (t == 0)
-                while (ld_acq(&cnt[NL - 1]) < (unsigned)(nb * (f + 1))) {
-                }
-            __syncthreads();
-            ln_rows(Hbuf + (size_t)((f & 1) * NL + NL - 1) * B * H, X, true);
-            __syncthreads();
-            for (int i = t; i < B * H; i += 256) out[i] = X[i];
-            __syncthreads();
-            if (t == 0) {
-                __threadfence();
-                atomicAdd(&cnt[NL], 1u);
-            }
-        }
+        if (blockIdx.x == 0) final_ln(Hbuf, X, out, cnt, f, nb); /* the final layernorm, then the forward is done */
     }
-    if (blockIdx.x == 0 && t == 0) {
-        while (ld_acq(&cnt[NL]) < (unsigned)F) {
-        }
-        tm[0] = gtime() - t0;
-        for (int i = 0; i < 5; ++i) tm[1 + i] = (unsigned long long)ph[i];
-    }
+    if (blockIdx.x == 0 && t == 0) report(cnt, F, t0, ph, tm);
 }
 
 
@@ -163,26 +176,6 @@ __global__ void __launch_bounds__(256) mlp(const float *__restrict__ x0, const f
    (cp.async) while this layer runs, the input rows kept transposed (Xt[k][8]), and the product
    register-blocked: thread t takes 4 columns (a float4 of W) of one row over a k part, the
    parts summed through shared memory. */
-#define XP 9 /* Xt's row pitch (padded: fewer bank conflicts) */
-__device__ __forceinline__ void ln_rows_t(const float *src, float *Xt, bool norm) {
-    const int w = threadIdx.x / 32, l = threadIdx.x % 32;
-    float v[8];
-    const float4 *s4 = (const float4 *)(src + w * H);
-    float4 a = __ldcg(s4 + l), b = __ldcg(s4 + 32 + l);
-    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
-    if (norm) {
-        float s = 0.f;
-        for (int j = 0; j < 8; ++j) s += v[j];
-        for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-        const float mean = s / H;
-        float q = 0.f;
-        for (int j = 0; j < 8; ++j) q += (v[j] - mean) * (v[j] - mean);
-        for (int o = 16; o; o >>= 1) q += __shfl_xor_sync(0xffffffffu, q, o);
-        const float r = rsqrtf(q / H + 1e-5f);
-        for (int j = 0; j < 8; ++j) v[j] = (v[j] - mean) * r;
-    }
-    for (int j = 0; j < 4; ++j) Xt[(4 * l + j) * XP + w] = v[j], Xt[(128 + 4 * l + j) * XP + w] = v[4 + j];
-}
 __device__ __forceinline__ void stage_async(float *dst, const float *Wl, int c0, int C) {
     for (int i = threadIdx.x; i < H * C / 4; i += 256) {
         const int k = i / (C / 4), q = i % (C / 4);
@@ -217,10 +210,7 @@ __global__ void __launch_bounds__(256) mlp2(const float *__restrict__ x0, const 
             }
             PH(0);
             if (t == 0) {
-                const unsigned *p = l > 0 ? &cnt[l - 1] : &cnt[NL];
-                const unsigned want = l > 0 ? (unsigned)(nb * (f + 1)) : (unsigned)f;
-                while (ld_acq(p) < want) {
-                }
+                wait_for(l > 0 ? &cnt[l - 1] : &cnt[NL], l > 0 ? (unsigned)(nb * (f + 1)) : (unsigned)f);
             }
             asm volatile("cp.async.wait_group 0;" ::: "memory");
             __syncthreads();
@@ -228,7 +218,7 @@ __global__ void __launch_bounds__(256) mlp2(const float *__restrict__ x0, const 
             const float *Ws = Wb + buf * H * C;
             stage_async(Wb + (buf ^ 1) * H * C, W + (size_t)((l + 1) % NL) * H * H, c0, C); /* the next layer's */
             const float *src = l == 0 ? x0 : Hbuf + (size_t)((f & 1) * NL + l - 1) * B * H;
-            ln_rows_t(src, Xt, l > 0);
+            ln_rows<true>(src, Xt, l > 0);
             __syncthreads();
             PH(2);
             {
@@ -264,28 +254,10 @@ __global__ void __launch_bounds__(256) mlp2(const float *__restrict__ x0, const 
             buf ^= 1;
             PH(4);
         }
-        if (blockIdx.x == 0) {
-            if (t == 0)
-                while (ld_acq(&cnt[NL - 1]) < (unsigned)(nb * (f + 1))) {
-                }
-            __syncthreads();
-            ln_rows(Hbuf + (size_t)((f & 1) * NL + NL - 1) * B * H, Xt, true);
-            __syncthreads();
-            for (int i = t; i < B * H; i += 256) out[i] = Xt[i];
-            __syncthreads();
-            if (t == 0) {
-                __threadfence();
-                atomicAdd(&cnt[NL], 1u);
-            }
-        }
+        if (blockIdx.x == 0) final_ln(Hbuf, Xt, out, cnt, f, nb);
     }
     asm volatile("cp.async.wait_group 0;" ::: "memory");
-    if (blockIdx.x == 0 && t == 0) {
-        while (ld_acq(&cnt[NL]) < (unsigned)F) {
-        }
-        tm[0] = gtime() - t0;
-        for (int i = 0; i < 5; ++i) tm[1 + i] = (unsigned long long)ph[i];
-    }
+    if (blockIdx.x == 0 && t == 0) report(cnt, F, t0, ph, tm);
 }
 
 static uint64_t rng = 0x853c49e6748fea9bull;
@@ -294,30 +266,29 @@ static float rnd(float lo, float hi) {
     return lo + (hi - lo) * (float)((rng >> 40) / 16777216.0);
 }
 
-template <int C>
-static void run(const float *dx, const float *dW, const float *db, float *dH, float *dout, unsigned *dcnt,
-                unsigned long long *dtm, const std::vector<double> &ref) {
-    const int nb = H / C, F = 2001;
-    const size_t sm = (size_t)(H * C + B * H + C) * 4;
-    CK(cudaFuncSetAttribute(mlp<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm));
-    for (int rep = 0; rep < 4; ++rep) {
-        const int ilp = rep & 1;
+/* One kernel's figures: its device time over F forwards in one launch (go(F, variant)), checked
+   against ref, with block 0's phases (names ph[5]), for each variant; then one forward a launch. */
+template <class Go>
+static void measure(Go go, const char *what, int C, int nb, int variants, const char *const *vname, const char *const *ph,
+                    unsigned *dcnt, unsigned long long *dtm, const float *dout, const std::vector<double> &ref) {
+    const int F = 2001;
+    for (int rep = 0; rep < 2 * variants; ++rep) {
+        const int var = rep % variants;
         CK(cudaMemset(dcnt, 0, (NL + 1) * sizeof(unsigned)));
-        mlp<C><<<nb, 256, sm>>>(dx, dW, db, dH, dout, dcnt, F, dtm, ilp);
+        go(F, var);
         CK(cudaGetLastError());
         CK(cudaDeviceSynchronize());
         unsigned long long tms[6];
         std::vector<float> got(B * H);
         CK(cudaMemcpy(tms, dtm, sizeof tms, cudaMemcpyDeviceToHost));
-        const unsigned long long tm = tms[0];
         CK(cudaMemcpy(got.data(), dout, B * H * 4, cudaMemcpyDeviceToHost));
         double worst = 0;
         for (int i = 0; i < B * H; ++i) worst = fmax(worst, fabs(got[i] - ref[i]));
         const double per = (double)(F - 1) * NL;
-        printf("C %3d (%2d blocks, %s product): %.2f us a forward (device time, %d forwards), "
-               "max |diff| vs double %.2g; block 0 a layer (cycles): stage %.0f wait %.0f norm %.0f product %.0f release %.0f\n",
-               C, nb, ilp ? "4-chain" : "1-chain", tm / 1e3 / (F - 1), F - 1, worst, tms[1] / per, tms[2] / per, tms[3] / per,
-               tms[4] / per, tms[5] / per);
+        printf("%sC %3d (%2d blocks%s%s): %.2f us a forward (device time, %d forwards), max |diff| vs double %.2g; "
+               "block 0 a layer (cycles): %s %.0f %s %.0f %s %.0f %s %.0f %s %.0f\n",
+               what, C, nb, vname ? ", " : "", vname ? vname[var] : "", tms[0] / 1e3 / (F - 1), F - 1, worst, ph[0],
+               tms[1] / per, ph[1], tms[2] / per, ph[2], tms[3] / per, ph[3], tms[4] / per, ph[4], tms[5] / per);
     }
     /* one forward a launch: launch + sync, as a program would see it */
     cudaEvent_t e0, e1;
@@ -327,7 +298,7 @@ static void run(const float *dx, const float *dW, const float *db, float *dH, fl
     for (int i = 0; i < 300; ++i) {
         CK(cudaMemset(dcnt, 0, (NL + 1) * sizeof(unsigned)));
         CK(cudaEventRecord(e0));
-        mlp<C><<<nb, 256, sm>>>(dx, dW, db, dH, dout, dcnt, 1, dtm, 1);
+        go(1, variants - 1);
         CK(cudaEventRecord(e1));
         CK(cudaEventSynchronize(e1));
         float ms;
@@ -335,48 +306,32 @@ static void run(const float *dx, const float *dW, const float *db, float *dH, fl
         if (i >= 50) ts.push_back(ms * 1e3f);
     }
     std::sort(ts.begin(), ts.end());
-    printf("C %3d: one forward a launch, event to event: median %.2f us\n", C, ts[ts.size() / 2]);
+    printf("%sC %3d: one forward a launch, event to event: median %.2f us\n", what, C, ts[ts.size() / 2]);
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
 }
 
+template <int C>
+static void run(const float *dx, const float *dW, const float *db, float *dH, float *dout, unsigned *dcnt,
+                unsigned long long *dtm, const std::vector<double> &ref) {
+    static const char *const vname[2] = {"1-chain product", "4-chain product"};
+    static const char *const ph[5] = {"stage", "wait", "norm", "product", "release"};
+    const int nb = H / C;
+    const size_t sm = (size_t)(H * C + B * H + C) * 4;
+    CK(cudaFuncSetAttribute(mlp<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm));
+    measure([&](int F, int ilp) { mlp<C><<<nb, 256, sm>>>(dx, dW, db, dH, dout, dcnt, F, dtm, ilp); }, "", C, nb, 2,
+            vname, ph, dcnt, dtm, dout, ref);
+}
 
 template <int C>
 static void run2(const float *dx, const float *dW, const float *db, float *dH, float *dout, unsigned *dcnt,
                  unsigned long long *dtm, const std::vector<double> &ref) {
-    const int nb = H / C, F = 2001;
+    static const char *const ph[5] = {"bias", "wait", "norm", "product", "release"};
+    const int nb = H / C;
     const size_t sm = (size_t)(2 * H * C + XP * H + 4 * 256) * 4;
     CK(cudaFuncSetAttribute(mlp2<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm));
-    for (int rep = 0; rep < 2; ++rep) {
-        CK(cudaMemset(dcnt, 0, (NL + 1) * sizeof(unsigned)));
-        mlp2<C><<<nb, 256, sm>>>(dx, dW, db, dH, dout, dcnt, F, dtm);
-        CK(cudaGetLastError());
-        CK(cudaDeviceSynchronize());
-        unsigned long long tms[6];
-        std::vector<float> got(B * H);
-        CK(cudaMemcpy(tms, dtm, sizeof tms, cudaMemcpyDeviceToHost));
-        CK(cudaMemcpy(got.data(), dout, B * H * 4, cudaMemcpyDeviceToHost));
-        double worst = 0;
-        for (int i = 0; i < B * H; ++i) worst = fmax(worst, fabs(got[i] - ref[i]));
-        const double per = (double)(F - 1) * NL;
-        printf("tuned C %3d (%2d blocks): %.2f us a forward (device time), max |diff| vs double %.2g; block 0 a layer "
-               "(cycles): bias %.0f wait %.0f norm %.0f product %.0f release %.0f\n", C, nb, tms[0] / 1e3 / (F - 1),
-               worst, tms[1] / per, tms[2] / per, tms[3] / per, tms[4] / per, tms[5] / per);
-    }
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    std::vector<float> ts;
-    for (int i = 0; i < 300; ++i) {
-        CK(cudaMemset(dcnt, 0, (NL + 1) * sizeof(unsigned)));
-        CK(cudaEventRecord(e0));
-        mlp2<C><<<nb, 256, sm>>>(dx, dW, db, dH, dout, dcnt, 1, dtm);
-        CK(cudaEventRecord(e1));
-        CK(cudaEventSynchronize(e1));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        if (i >= 50) ts.push_back(ms * 1e3f);
-    }
-    std::sort(ts.begin(), ts.end());
-    printf("tuned C %3d: one forward a launch, event to event: median %.2f us\n", C, ts[ts.size() / 2]);
+    measure([&](int F, int) { mlp2<C><<<nb, 256, sm>>>(dx, dW, db, dH, dout, dcnt, F, dtm); }, "tuned ", C, nb, 1,
+            nullptr, ph, dcnt, dtm, dout, ref);
 }
 
 int main() {
