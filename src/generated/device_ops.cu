@@ -1183,6 +1183,117 @@ static __device__ __forceinline__ void gpuos__d_mm_narrow(const char *A, const c
     __syncthreads();
 }
 
+/* The lean narrow tile: gpuos__d_mm_narrow's 8-column block for the common fused layer (f32,
+   K = blockDim = 256, a full block of 8 columns), the same outputs bit for bit with a short
+   critical path. Warp w holds row w of A (lane l elements 8 l .. 8 l + 7: two 16-byte loads
+   where the row is contiguous and aligned), so the prologue needs no block barrier: a row's
+   sums are the layernorm task's tree (thread t element t, from 0; butterflies over bits 0-4
+   of t, then over the warps' sums, whose lanes 8-31 add zeros) walked as in-register adds
+   (bits 0-2), shuffles (xor 1, 2: bits 3-4; xor 4, 8, 16: the task's warps) and one + 0; the
+   statistics by every lane of the row's warp, as gpuos__d_mm_pro's thread r computes them.
+   The rows go to shared memory row-major ([8][256]: a thread's 8 values of k are two
+   conflict-free vector loads a row), the sums then exactly as gpuos__d_mm_narrow's (thread
+   8 s + c: column c, k in [8 s, 8 s + 8), FMA chains from 0; the warp's slices by halving;
+   the warps' sums in order, into their own buffer past As: one barrier fewer). B's loads
+   fly during the prologue. GPUOS__D_MM_LEAN=0: the general narrow block (A/B). */
+#ifndef GPUOS__D_MM_LEAN
+#define GPUOS__D_MM_LEAN 1
+#endif
+/* Row w's sum over the block, as the layernorm task's tree adds it (above); t: lane l's 8
+   leaf values (elements 8 l .. 8 l + 7), each 0 + its element. */
+GPUOS__FN float gpuos__d_lean_rowsum(const float (&t)[8]) {
+    float r = ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+#pragma unroll
+    for (int k = 1; k < 32; k <<= 1) r += __shfl_xor_sync(0xffffffffu, r, k);
+    return r + 0.f; /* the task's last two levels: its lanes 8-31 hold zeros */
+}
+template <class D, int cs>
+static __device__ __forceinline__ void gpuos__d_mm_lean(const char *A, const char *B, char *O, int rows, int64_t n0,
+                                                        int64_t a_m, int64_t a_k, int64_t b_k, int64_t b_n,
+                                                        int64_t o_m, int64_t o_n, const gpuos__matmul_plan *p,
+                                                        int64_t m0, char *X) {
+    enum { SR = GPUOS__D_MM_SR, NC = GPUOS__D_MM_NC, K = 256 };
+    static_assert(SR == 8 && NC == 8, "the layout below");
+    const int tid = gpuos__d_tid(), w = tid >> 5, l = tid & 31, c = tid & 7, s = tid >> 3;
+    float *As = (float *)gpuos__d_mm_smem; /* [row][k] */
+    float *red = As + SR * K;              /* [warp][row][column] */
+    float bv[8];
+    {
+        const char *Bk = B + (n0 + c) * b_n + (int64_t)(8 * s) * b_k;
+#pragma unroll
+        for (int q = 0; q < 8; ++q) bv[q] = __ldcg((const float *)(Bk + q * b_k));
+    }
+    float x[8];
+    if (w < rows) {
+        const char *a = A + w * a_m + (int64_t)(8 * l) * a_k;
+        if (a_k == 4 && ((uintptr_t)a & 15) == 0) {
+            const float4 u = __ldcg((const float4 *)a), v = __ldcg((const float4 *)a + 1);
+            x[0] = u.x, x[1] = u.y, x[2] = u.z, x[3] = u.w, x[4] = v.x, x[5] = v.y, x[6] = v.z, x[7] = v.w;
+        } else {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) x[j] = __ldcg((const float *)(a + j * a_k));
+        }
+        if (p->pro) { /* the fused layernorm of row w (gpuos__d_mm_pro's values) */
+            float t[8];
+#pragma unroll
+            for (int j = 0; j < 8; ++j) t[j] = 0.f + x[j];
+            const float mean = gpuos__d_lean_rowsum(t) / (float)K;
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+                const float d = x[j] - mean;
+                t[j] = 0.f + d * d;
+            }
+            const float inv = 1.f / gpuos__d_sqrt(gpuos__d_lean_rowsum(t) / (float)K + (float)p->pro_eps);
+#pragma unroll
+            for (int j = 0; j < 8; ++j) x[j] = (x[j] - mean) * inv;
+            if (8 * l == n0) { /* the block's columns of the layernorm's output */
+                char *xo = X + w * p->pro_om + n0 * p->pro_ok;
+#pragma unroll
+                for (int j = 0; j < 8; ++j) *(float *)(xo + j * p->pro_ok) = x[j];
+            }
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) x[j] = 0.f;
+    }
+    ((float4 *)As)[w * (K / 4) + 2 * l] = make_float4(x[0], x[1], x[2], x[3]);
+    ((float4 *)As)[w * (K / 4) + 2 * l + 1] = make_float4(x[4], x[5], x[6], x[7]);
+    __syncthreads(); /* As (and X's columns, which the epilogue may read back) */
+    float acc[SR];
+#pragma unroll
+    for (int r = 0; r < SR; ++r) {
+        const float4 u = ((const float4 *)As)[r * (K / 4) + 2 * s], v = ((const float4 *)As)[r * (K / 4) + 2 * s + 1];
+        const float a[8] = {u.x, u.y, u.z, u.w, v.x, v.y, v.z, v.w};
+        acc[r] = 0;
+#pragma unroll
+        for (int q = 0; q < 8; ++q) acc[r] += a[q] * bv[q];
+    }
+    /* the warp's four slices as gpuos__d_mm_narrow adds them, then the warps' sums in order */
+    const bool b3 = l & 8, b4 = l & 16;
+    float h4[4], h2[2];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const float o = __shfl_xor_sync(0xffffffffu, b3 ? acc[j] : acc[4 + j], 8);
+        h4[j] = b3 ? o + acc[4 + j] : acc[j] + o;
+    }
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+        const float o = __shfl_xor_sync(0xffffffffu, b4 ? h4[j] : h4[2 + j], 16);
+        h2[j] = b4 ? o + h4[2 + j] : h4[j] + o;
+    }
+#pragma unroll
+    for (int j = 0; j < 2; ++j) red[(w * SR + (b3 ? 4 : 0) + (b4 ? 2 : 0) + j) * NC + c] = h2[j];
+    __syncthreads();
+    if (tid < rows * NC) {
+        const int r = tid / NC, cc = tid % NC;
+        float sum = 0;
+#pragma unroll
+        for (int q = 0; q < 8; ++q) sum += red[(q * SR + r) * NC + cc];
+        gpuos__d_mm_put<D>(cs, p, O + r * o_m + (n0 + cc) * o_n, m0 + r, n0 + cc, sum);
+    }
+    __syncthreads();
+}
+
 /* Row tiles (gpuos__matmul_plan.n_cb == GPUOS__MM_ROWS: the CUDA backend's choice for a
    fused f32 product of few rows, cuda_matmul_rows): a tile is output row m, all N columns,
    so a later fused product whose prologue normalises that row, or a layernorm of it, runs
@@ -1391,9 +1502,16 @@ template <class D> GPUOS__FN bool gpuos__d_mm_narrow_ok(const gpuos__matmul_plan
     return (GPUOS__D_MM_NARROW || p->pro) && sizeof(typename D::T) == 4 && p->n_cb > 1 && p->M <= GPUOS__D_MM_SR &&
            p->N <= GPUOS__D_MM_NC * p->n_cb && p->K * GPUOS__D_MM_SR * 4 <= GPUOS__D_MM_SMEM && nt <= 256 && nt % 32 == 0;
 }
+/* Does a narrow tile of p in case cs run as gpuos__d_mm_lean (f32, K = blockDim = 256, every
+   column block full)? Asked by the dispatcher, which then calls the lean entry
+   (gpuos__d_matmul_lean_g*: its own function, so neither path saves the other's registers). */
+template <class D> GPUOS__FN bool gpuos__d_mm_lean_ok(const gpuos__matmul_plan *p, int cs) {
+    return GPUOS__D_MM_LEAN && D::f32(cs) && p->K == 256 && gpuos__d_nthreads() == 256 && p->N % GPUOS__D_MM_NC == 0;
+}
 /* A narrow tile: rows [begin, end) of one column block and batch entry (the CUDA backend's
-   tiles of M items when n_cb > 1). */
-template <class D> GPUOS__FN void gpuos__d_matmul_narrow(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
+   tiles of M items when n_cb > 1); LEAN: as gpuos__d_mm_lean (gpuos__d_mm_lean_ok holds). */
+template <class D, bool LEAN = false>
+GPUOS__FN void gpuos__d_matmul_narrow(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     const int64_t M = p->M, BM = p->batch_numel * M;
     const int64_t cb = gpuos__d_div(begin, BM), row = begin - cb * BM;
     const int64_t bi = gpuos__d_div(row, M), m0 = row - bi * M;
@@ -1405,6 +1523,11 @@ template <class D> GPUOS__FN void gpuos__d_matmul_narrow(const gpuos__matmul_pla
     const char *A = p->a + oa + m0 * p->a_m, *B = p->b + ob;
     char *O = p->out + oo + m0 * p->o_m, *X = p->pro ? p->pro_out + m0 * p->pro_om : (char *)NULL;
     gpuos__d_with_case<D::NCS>(cs, [&](auto c) {
+        if constexpr (LEAN) {
+            if constexpr (D::f32(decltype(c)::v)) /* (gpuos__d_mm_lean_ok) */
+                gpuos__d_mm_lean<D, decltype(c)::v>(A, B, O, rows, nbeg, p->a_m, p->a_k, p->b_k, p->b_n, p->o_m, p->o_n,
+                                                     p, m0, X);
+        } else
         gpuos__d_mm_narrow<D, decltype(c)::v>(A, B, O, rows, nbeg, nend, p->K, p->a_m, p->a_k, p->b_k, p->b_n, p->o_m,
                                                p->o_n, p, m0, X);
     });
@@ -6961,12 +7084,16 @@ __device__ __noinline__ void gpuos__d_matmul_g0(const gpuos__matmul_plan *p, int
 __device__ __noinline__ void gpuos__d_matmul_narrow_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_matmul_narrow<gpuos__d_mmg0>(p, begin, end, cs);
 }
+__device__ __noinline__ void gpuos__d_matmul_lean_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_matmul_narrow<gpuos__d_mmg0, true>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_matmul_row_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_matmul_row<gpuos__d_mmg0>(p, begin, end, cs);
 }
 #else
 __device__ void gpuos__d_matmul_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
 __device__ void gpuos__d_matmul_narrow_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
+__device__ void gpuos__d_matmul_lean_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
 __device__ void gpuos__d_matmul_row_g0(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
 #endif
 
@@ -7243,12 +7370,16 @@ __device__ __noinline__ void gpuos__d_matmul_g1(const gpuos__matmul_plan *p, int
 __device__ __noinline__ void gpuos__d_matmul_narrow_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_matmul_narrow<gpuos__d_mmg1>(p, begin, end, cs);
 }
+__device__ __noinline__ void gpuos__d_matmul_lean_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_matmul_narrow<gpuos__d_mmg1, true>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_matmul_row_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_matmul_row<gpuos__d_mmg1>(p, begin, end, cs);
 }
 #else
 __device__ void gpuos__d_matmul_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
 __device__ void gpuos__d_matmul_narrow_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
+__device__ void gpuos__d_matmul_lean_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
 __device__ void gpuos__d_matmul_row_g1(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
 #endif
 
@@ -7377,12 +7508,16 @@ __device__ __noinline__ void gpuos__d_matmul_g2(const gpuos__matmul_plan *p, int
 __device__ __noinline__ void gpuos__d_matmul_narrow_g2(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_matmul_narrow<gpuos__d_mmg2>(p, begin, end, cs);
 }
+__device__ __noinline__ void gpuos__d_matmul_lean_g2(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
+    gpuos__d_matmul_narrow<gpuos__d_mmg2, true>(p, begin, end, cs);
+}
 __device__ __noinline__ void gpuos__d_matmul_row_g2(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs) {
     gpuos__d_matmul_row<gpuos__d_mmg2>(p, begin, end, cs);
 }
 #else
 __device__ void gpuos__d_matmul_g2(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
 __device__ void gpuos__d_matmul_narrow_g2(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
+__device__ void gpuos__d_matmul_lean_g2(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
 __device__ void gpuos__d_matmul_row_g2(const gpuos__matmul_plan *p, int64_t begin, int64_t end, int cs);
 #endif
 
@@ -8208,24 +8343,36 @@ __device__ void gpuos__d_run(int kernel_id, const void *plan, int64_t begin, int
     case 44: gpuos__d_reduce_var((const gpuos__reduce_plan *)plan, begin, end, cs); return;
     case 45: gpuos__d_reduce_std((const gpuos__reduce_plan *)plan, begin, end, cs); return;
     case 46:
-        if (gpuos__d_mm_narrow_ok<gpuos__d_mmg0>((const gpuos__matmul_plan *)plan))
-            gpuos__d_matmul_narrow_g0((const gpuos__matmul_plan *)plan, begin, end, cs);
+        if (gpuos__d_mm_narrow_ok<gpuos__d_mmg0>((const gpuos__matmul_plan *)plan)) {
+            if (gpuos__d_mm_lean_ok<gpuos__d_mmg0>((const gpuos__matmul_plan *)plan, cs))
+                gpuos__d_matmul_lean_g0((const gpuos__matmul_plan *)plan, begin, end, cs);
+            else
+                gpuos__d_matmul_narrow_g0((const gpuos__matmul_plan *)plan, begin, end, cs);
+        }
         else if (gpuos__d_mm_row_ok<gpuos__d_mmg0>((const gpuos__matmul_plan *)plan))
             gpuos__d_matmul_row_g0((const gpuos__matmul_plan *)plan, begin, end, cs);
         else
             gpuos__d_matmul_g0((const gpuos__matmul_plan *)plan, begin, end, cs);
         return;
     case 47:
-        if (gpuos__d_mm_narrow_ok<gpuos__d_mmg1>((const gpuos__matmul_plan *)plan))
-            gpuos__d_matmul_narrow_g1((const gpuos__matmul_plan *)plan, begin, end, cs);
+        if (gpuos__d_mm_narrow_ok<gpuos__d_mmg1>((const gpuos__matmul_plan *)plan)) {
+            if (gpuos__d_mm_lean_ok<gpuos__d_mmg1>((const gpuos__matmul_plan *)plan, cs))
+                gpuos__d_matmul_lean_g1((const gpuos__matmul_plan *)plan, begin, end, cs);
+            else
+                gpuos__d_matmul_narrow_g1((const gpuos__matmul_plan *)plan, begin, end, cs);
+        }
         else if (gpuos__d_mm_row_ok<gpuos__d_mmg1>((const gpuos__matmul_plan *)plan))
             gpuos__d_matmul_row_g1((const gpuos__matmul_plan *)plan, begin, end, cs);
         else
             gpuos__d_matmul_g1((const gpuos__matmul_plan *)plan, begin, end, cs);
         return;
     case 48:
-        if (gpuos__d_mm_narrow_ok<gpuos__d_mmg2>((const gpuos__matmul_plan *)plan))
-            gpuos__d_matmul_narrow_g2((const gpuos__matmul_plan *)plan, begin, end, cs);
+        if (gpuos__d_mm_narrow_ok<gpuos__d_mmg2>((const gpuos__matmul_plan *)plan)) {
+            if (gpuos__d_mm_lean_ok<gpuos__d_mmg2>((const gpuos__matmul_plan *)plan, cs))
+                gpuos__d_matmul_lean_g2((const gpuos__matmul_plan *)plan, begin, end, cs);
+            else
+                gpuos__d_matmul_narrow_g2((const gpuos__matmul_plan *)plan, begin, end, cs);
+        }
         else if (gpuos__d_mm_row_ok<gpuos__d_mmg2>((const gpuos__matmul_plan *)plan))
             gpuos__d_matmul_row_g2((const gpuos__matmul_plan *)plan, begin, end, cs);
         else
