@@ -3336,7 +3336,8 @@ struct gpuos__cuda {
     int align;                   /* tile-local alignment on (GPUOS_CUDA_ALIGN=0 turns it off) */
     int subalign;                /* one-tile tasks within a tile of a contiguous element-wise access go
                                     to its worker (GPUOS_CUDA_SUBALIGN=0 turns it off) */
-    int mm_rows;                 /* row tiles for fused few-row products (GPUOS_CUDA_MM_ROWS=0: off, A/B) */
+    int mm_rows;                 /* row tiles for fused few-row products (GPUOS_CUDA_MM_ROWS: 0 off, 2 also where
+                                    the lean narrow block runs: A/B; default 1) */
     int mm_slices;               /* those rows in S 64-column slices from S = mm_slices (GPUOS_CUDA_MM_SLICES; 0: never) */
     int mm_f32;                  /* the f32 matmul's device kernel id */
     uint32_t tile_ew;            /* smallest element-wise tile (CUDA__TILE_EW; GPUOS_CUDA_TILE_EW, tuning) */
@@ -4477,7 +4478,7 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     c->subalign = !(getenv("GPUOS_CUDA_SUBALIGN") && getenv("GPUOS_CUDA_SUBALIGN")[0] == '0');
     c->xtiles = (uint32_t)cuda_env_clamp("GPUOS_CUDA_EXPRESS", CUDA__XPRESS_TILES, 0, CUDA__XPRESS_MAX); /* 0: off */
     c->xrun = (uint64_t)cuda_env_clamp("GPUOS_CUDA_EXPRESS_RUN", CUDA__XPRESS_RUN, 1, (int)GPUOS__XBOX);
-    c->mm_rows = !(getenv("GPUOS_CUDA_MM_ROWS") && getenv("GPUOS_CUDA_MM_ROWS")[0] == '0');
+    c->mm_rows = getenv("GPUOS_CUDA_MM_ROWS") && getenv("GPUOS_CUDA_MM_ROWS")[0] ? atoi(getenv("GPUOS_CUDA_MM_ROWS")) : 1;
     c->mm_slices = getenv("GPUOS_CUDA_MM_SLICES") ? atoi(getenv("GPUOS_CUDA_MM_SLICES")) : CUDA__MM_SLICES;
     c->mm_f32 = gpuos__device_kernel_id(GPUOS_OP_MATMUL, GPUOS_F32, GPUOS_F32);
     c->tile_ew = CUDA__TILE_EW;
@@ -5323,8 +5324,11 @@ static int64_t cuda_matmul_cols(const struct gpuos__cuda *c, const gpuos__job *j
    (cuda_align_sigs) and runs on the same block with no wait. Where gpuos__d_mm_row_ok holds:
    K = 128 or 256 (slices of 4 or 8 values for 256 threads; a prologue only at 256: graph.c
    fuses a layernorm only where the device gives its row to the whole block), N a multiple
-   of 4, B row-major and 16-byte aligned, no batch axes. Returns 0 (no row tiles), 1 (whole
-   rows) or S (each row in S 64-column slices). */
+   of 4, B row-major and 16-byte aligned, no batch axes. Not where the device's lean narrow
+   block runs (gpuos__d_mm_lean_ok: K = 256, N a multiple of 8): 32 of them make a layer of
+   bench's tiny_mlp in less time than 8 row tiles (57.4 against 74.3 us a forward, H100,
+   bench/NOTES.md session 34). Returns 0 (no row tiles), 1 (whole rows) or S (each row in S
+   64-column slices). */
 static int cuda_matmul_rows(const struct gpuos__cuda *c, const gpuos__job *job, int64_t ncb) {
     const gpuos__matmul_plan *p = &job->plan.matmul;
     if (!c->mm_rows || job->dev_kernel != c->mm_f32) return 0;
@@ -5332,6 +5336,7 @@ static int cuda_matmul_rows(const struct gpuos__cuda *c, const gpuos__job *job, 
     if (p->N % 4 != 0 || p->b_n != 4 || p->b_k % 16 != 0 || ((uintptr_t)p->b & 15) != 0) return 0;
     /* gpuos__d_mm_row: 256 columns a pass over 256 threads, slices of 4 or 8 values of K */
     if (GPUOS__PK_THREADS != 256 || (p->K != 128 && p->K != 256)) return 0;
+    if (c->mm_rows == 1 && p->K == 256 && p->N % 8 == 0) return 0; /* the lean narrow block */
     /* only where the product would run on narrow blocks (a prologue always does) */
     if (!(p->pro || (ncb > 1 && p->N <= 8 * ncb))) return 0;
     /* S 64-column slices a row (gpuos__d_mm_rowslice) where N is S * 64 and S >= mm_slices:
@@ -18708,6 +18713,18 @@ const char *const gpuos__device_source[] = {
     "    for (int k = 1; k < 32; k <<= 1) r += __shfl_xor_sync(0xffffffffu, r, k);\n",
     "    return r + 0.f; /* the task's last two levels: its lanes 8-31 hold zeros */\n",
     "}\n",
+    "#ifdef GPUOS__D_LEAN_PROF /* devbench only: thread 0's cycles by phase, summed (tests/gpu/devbench.cu) */\n",
+    "__device__ unsigned long long gpuos__d_lean_prof[8];\n",
+    "__device__ long long gpuos__d_lean_t0; /* devbench's clock before gpuos__d_run */\n",
+    "#define GPUOS__D_LEAN_PH(k, dep)                                                       \\\n",
+    "    do {                                                                               \\\n",
+    "        asm volatile(\"\" ::\"f\"(dep));                                                   \\\n",
+    "        const long long t_ = clock64();                                                \\\n",
+    "        if (tid == 0) gpuos__d_lean_prof[k] += (unsigned long long)(t_ - lp_), lp_ = t_; \\\n",
+    "    } while (0)\n",
+    "#else\n",
+    "#define GPUOS__D_LEAN_PH(k, dep) (void)0\n",
+    "#endif\n",
     "template <class D, int cs>\n",
     "static __device__ __forceinline__ void gpuos__d_mm_lean(const char *A, const char *B, char *O, int rows, int64_t n0,\n",
     "                                                        int64_t a_m, int64_t a_k, int64_t b_k, int64_t b_n,\n",
@@ -18716,6 +18733,10 @@ const char *const gpuos__device_source[] = {
     "    enum { SR = GPUOS__D_MM_SR, NC = GPUOS__D_MM_NC, K = 256 };\n",
     "    static_assert(SR == 8 && NC == 8, \"the layout below\");\n",
     "    const int tid = gpuos__d_tid(), w = tid >> 5, l = tid & 31, c = tid & 7, s = tid >> 3;\n",
+    "#ifdef GPUOS__D_LEAN_PROF\n",
+    "    long long lp_ = gpuos__d_lean_t0;\n",
+    "    GPUOS__D_LEAN_PH(0, 0.f);\n",
+    "#endif\n",
     "    float *As = (float *)gpuos__d_mm_smem; /* [row][k] */\n",
     "    float *red = As + SR * K;              /* [warp][row][column] */\n",
     "    float bv[8];\n",
@@ -18734,6 +18755,7 @@ const char *const gpuos__device_source[] = {
     "#pragma unroll\n",
     "            for (int j = 0; j < 8; ++j) x[j] = __ldcg((const float *)(a + j * a_k));\n",
     "        }\n",
+    "        GPUOS__D_LEAN_PH(1, x[0] + x[7]);\n",
     "        if (p->pro) { /* the fused layernorm of row w (gpuos__d_mm_pro's values) */\n",
     "            float t[8];\n",
     "#pragma unroll\n",
@@ -18757,9 +18779,11 @@ const char *const gpuos__device_source[] = {
     "#pragma unroll\n",
     "        for (int j = 0; j < 8; ++j) x[j] = 0.f;\n",
     "    }\n",
+    "    GPUOS__D_LEAN_PH(2, x[0] + x[7]);\n",
     "    ((float4 *)As)[w * (K / 4) + 2 * l] = make_float4(x[0], x[1], x[2], x[3]);\n",
     "    ((float4 *)As)[w * (K / 4) + 2 * l + 1] = make_float4(x[4], x[5], x[6], x[7]);\n",
     "    __syncthreads(); /* As (and X's columns, which the epilogue may read back) */\n",
+    "    GPUOS__D_LEAN_PH(3, 0.f);\n",
     "    float acc[SR];\n",
     "#pragma unroll\n",
     "    for (int r = 0; r < SR; ++r) {\n",
@@ -18782,16 +18806,20 @@ const char *const gpuos__device_source[] = {
     "        const float o = __shfl_xor_sync(0xffffffffu, b4 \? h4[j] : h4[2 + j], 16);\n",
     "        h2[j] = b4 \? o + h4[2 + j] : h4[j] + o;\n",
     "    }\n",
+    "    GPUOS__D_LEAN_PH(4, h2[0] + h2[1]);\n",
     "#pragma unroll\n",
     "    for (int j = 0; j < 2; ++j) red[(w * SR + (b3 \? 4 : 0) + (b4 \? 2 : 0) + j) * NC + c] = h2[j];\n",
     "    __syncthreads();\n",
+    "    GPUOS__D_LEAN_PH(5, 0.f);\n",
     "    if (tid < rows * NC) {\n",
     "        const int r = tid / NC, cc = tid % NC;\n",
     "        float sum = 0;\n",
     "#pragma unroll\n",
     "        for (int q = 0; q < 8; ++q) sum += red[(q * SR + r) * NC + cc];\n",
+    "        GPUOS__D_LEAN_PH(6, sum);\n",
     "        gpuos__d_mm_put<D>(cs, p, O + r * o_m + (n0 + cc) * o_n, m0 + r, n0 + cc, sum);\n",
     "    }\n",
+    "    GPUOS__D_LEAN_PH(7, 0.f);\n",
     "    __syncthreads();\n",
     "}\n",
     "\n",

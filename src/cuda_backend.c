@@ -189,7 +189,8 @@ struct gpuos__cuda {
     int align;                   /* tile-local alignment on (GPUOS_CUDA_ALIGN=0 turns it off) */
     int subalign;                /* one-tile tasks within a tile of a contiguous element-wise access go
                                     to its worker (GPUOS_CUDA_SUBALIGN=0 turns it off) */
-    int mm_rows;                 /* row tiles for fused few-row products (GPUOS_CUDA_MM_ROWS=0: off, A/B) */
+    int mm_rows;                 /* row tiles for fused few-row products (GPUOS_CUDA_MM_ROWS: 0 off, 2 also where
+                                    the lean narrow block runs: A/B; default 1) */
     int mm_slices;               /* those rows in S 64-column slices from S = mm_slices (GPUOS_CUDA_MM_SLICES; 0: never) */
     int mm_f32;                  /* the f32 matmul's device kernel id */
     uint32_t tile_ew;            /* smallest element-wise tile (CUDA__TILE_EW; GPUOS_CUDA_TILE_EW, tuning) */
@@ -1330,7 +1331,7 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     c->subalign = !(getenv("GPUOS_CUDA_SUBALIGN") && getenv("GPUOS_CUDA_SUBALIGN")[0] == '0');
     c->xtiles = (uint32_t)cuda_env_clamp("GPUOS_CUDA_EXPRESS", CUDA__XPRESS_TILES, 0, CUDA__XPRESS_MAX); /* 0: off */
     c->xrun = (uint64_t)cuda_env_clamp("GPUOS_CUDA_EXPRESS_RUN", CUDA__XPRESS_RUN, 1, (int)GPUOS__XBOX);
-    c->mm_rows = !(getenv("GPUOS_CUDA_MM_ROWS") && getenv("GPUOS_CUDA_MM_ROWS")[0] == '0');
+    c->mm_rows = getenv("GPUOS_CUDA_MM_ROWS") && getenv("GPUOS_CUDA_MM_ROWS")[0] ? atoi(getenv("GPUOS_CUDA_MM_ROWS")) : 1;
     c->mm_slices = getenv("GPUOS_CUDA_MM_SLICES") ? atoi(getenv("GPUOS_CUDA_MM_SLICES")) : CUDA__MM_SLICES;
     c->mm_f32 = gpuos__device_kernel_id(GPUOS_OP_MATMUL, GPUOS_F32, GPUOS_F32);
     c->tile_ew = CUDA__TILE_EW;
@@ -2176,8 +2177,11 @@ static int64_t cuda_matmul_cols(const struct gpuos__cuda *c, const gpuos__job *j
    (cuda_align_sigs) and runs on the same block with no wait. Where gpuos__d_mm_row_ok holds:
    K = 128 or 256 (slices of 4 or 8 values for 256 threads; a prologue only at 256: graph.c
    fuses a layernorm only where the device gives its row to the whole block), N a multiple
-   of 4, B row-major and 16-byte aligned, no batch axes. Returns 0 (no row tiles), 1 (whole
-   rows) or S (each row in S 64-column slices). */
+   of 4, B row-major and 16-byte aligned, no batch axes. Not where the device's lean narrow
+   block runs (gpuos__d_mm_lean_ok: K = 256, N a multiple of 8): 32 of them make a layer of
+   bench's tiny_mlp in less time than 8 row tiles (57.4 against 74.3 us a forward, H100,
+   bench/NOTES.md session 34). Returns 0 (no row tiles), 1 (whole rows) or S (each row in S
+   64-column slices). */
 static int cuda_matmul_rows(const struct gpuos__cuda *c, const gpuos__job *job, int64_t ncb) {
     const gpuos__matmul_plan *p = &job->plan.matmul;
     if (!c->mm_rows || job->dev_kernel != c->mm_f32) return 0;
@@ -2185,6 +2189,7 @@ static int cuda_matmul_rows(const struct gpuos__cuda *c, const gpuos__job *job, 
     if (p->N % 4 != 0 || p->b_n != 4 || p->b_k % 16 != 0 || ((uintptr_t)p->b & 15) != 0) return 0;
     /* gpuos__d_mm_row: 256 columns a pass over 256 threads, slices of 4 or 8 values of K */
     if (GPUOS__PK_THREADS != 256 || (p->K != 128 && p->K != 256)) return 0;
+    if (c->mm_rows == 1 && p->K == 256 && p->N % 8 == 0) return 0; /* the lean narrow block */
     /* only where the product would run on narrow blocks (a prologue always does) */
     if (!(p->pro || (ncb > 1 && p->N <= 8 * ncb))) return 0;
     /* S 64-column slices a row (gpuos__d_mm_rowslice) where N is S * 64 and S >= mm_slices:

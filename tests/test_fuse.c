@@ -629,30 +629,32 @@ static void pro_limits(void) {
 /* Chains of row-wise tasks (layernorm, softmax, rmsnorm) and layers (layernorm, matmul by W,
    + bias, gelu, + the layernorm's output) on views of [R, n] tensors (plain, or rows of a wider
    tensor), mixed with element-wise tasks and row sums, eagerly and as recorded graphs launched
-   twice (the layers fused: a prologue and an epilogue, run as row tiles on the GPU where n is
-   128 or 256). On the GPU a row-wise task of one row a tile, or a row tile, is tile-aligned
+   twice (the layers fused: a prologue and an epilogue, run on the GPU as row tiles where n is
+   128 and as lean narrow blocks, gpuos__d_mm_lean, where it is 256). On the GPU a row-wise task of one row a tile, or a row tile, is tile-aligned
    with the last writer of its rows (cuda_align_sigs) and waits for nothing; the same program
    on a context whose every task waits for all earlier ones (GPUOS_CUDA_SERIALIZE=1: the same
    device code and tiling) must give the same bytes, and so must one without row tiles
-   (GPUOS_CUDA_MM_ROWS=0: narrow blocks, summed in the same order). On the host executor the
-   contexts run the same code (the checks then hold trivially). */
+   (GPUOS_CUDA_MM_ROWS=0: narrow blocks, summed in the same order) and one with row tiles
+   even where the default runs the lean narrow block (GPUOS_CUDA_MM_ROWS=2: n = 256). On the
+   host executor the contexts run the same code (the checks then hold trivially). */
 static void row_chains(void) {
     static const int64_t Rs[] = {1, 3, 8, 8, 40}, Ns[] = {64, 128, 256, 256, 1000};
-    static const char *const envs[3] = {NULL, "GPUOS_CUDA_SERIALIZE", "GPUOS_CUDA_MM_ROWS"};
-    static const char *const vals[3] = {NULL, "1", "0"};
+    enum { NC = 4 };
+    static const char *const envs[NC] = {NULL, "GPUOS_CUDA_SERIALIZE", "GPUOS_CUDA_MM_ROWS", "GPUOS_CUDA_MM_ROWS"};
+    static const char *const vals[NC] = {NULL, "1", "0", "2"};
     const int programs = getenv("GPUOS_TEST_QUICK") ? 8 : 24;
     int prog, c, i, n_graphs = 0, n_fused = 0;
     for (prog = 0; prog < programs; prog++) {
-        /* three fresh contexts per program, every tensor made before the first task (memcheck
+        /* NC fresh contexts per program, every tensor made before the first task (memcheck
            cannot see memory allocated while the kernel runs) */
-        gpuos_context *cx[3] = {NULL, NULL, NULL};
+        gpuos_context *cx[NC] = {NULL, NULL, NULL, NULL};
         const int64_t R = Rs[rnd(5)], n = Ns[rnd(5)], wide = rnd(3) == 0, nn = R * n;
         const int as_graph = prog % 2 == 1, layers_only = prog % 4 == 3;
         const int steps = layers_only ? 2 + (int)rnd(4) : 6 + (int)rnd(10);
         uint32_t ops[16], from[16], to[16];
-        float *in = (float *)malloc((size_t)nn * 3 * sizeof(float)), *out[3][3];
+        float *in = (float *)malloc((size_t)nn * 3 * sizeof(float)), *out[NC][3];
         int ok = 1;
-        for (c = 0; c < 3; c++) {
+        for (c = 0; c < NC; c++) {
             const char *old = c ? getenv(envs[c]) : NULL;
             if (c) setenv(envs[c], vals[c], 1);
             if (gpuos_create(&cfg, &cx[c]) != GPUOS_OK) CHECK(0, "gpuos_create: %s", gpuos_last_error(NULL));
@@ -667,7 +669,7 @@ static void row_chains(void) {
             if (layers_only && i > 0) /* an MLP: this layer reads the last one's h */
                 from[i] = 3 - from[i - 1] - to[i - 1], to[i] = from[i - 1];
         }
-        for (c = 0; c < 3 && ok; c++) {
+        for (c = 0; c < NC && ok; c++) {
             gpuos_context *x = cx[c];
             gpuos_tensor *t[3] = {NULL, NULL, NULL}, *tb[3] = {NULL, NULL, NULL}, *w = NULL, *b = NULL, *v = NULL;
             gpuos_tensor *hc[3] = {NULL, NULL, NULL}; /* contiguous copies in and out */
@@ -746,15 +748,15 @@ static void row_chains(void) {
             gpuos_tensor_release(v);
         }
         for (i = 0; i < 3 && ok; i++) {
-            for (c = 1; c < 3; c++)
+            for (c = 1; c < NC; c++)
                 CHECK(memcmp(out[0][i], out[c][i], (size_t)nn * sizeof(float)) == 0,
                       "row chain %d (R %lld, n %lld%s, %d steps%s): tensor %d differs from the context with %s=%s", prog,
                       (long long)R, (long long)n, wide ? " in a wider tensor" : "", steps,
                       as_graph ? ", a graph launched twice" : "", i, envs[c], vals[c]);
-            for (c = 0; c < 3; c++) free(out[c][i]);
+            for (c = 0; c < NC; c++) free(out[c][i]);
         }
         free(in);
-        for (c = 0; c < 3; c++)
+        for (c = 0; c < NC; c++)
             if (cx[c]) gpuos_destroy(cx[c]);
     }
     printf("test_fuse: %d of %d row-chain graphs fused layers\n", n_fused, n_graphs);

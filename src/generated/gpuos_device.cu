@@ -3093,6 +3093,18 @@ GPUOS__FN float gpuos__d_lean_rowsum(const float (&t)[8]) {
     for (int k = 1; k < 32; k <<= 1) r += __shfl_xor_sync(0xffffffffu, r, k);
     return r + 0.f; /* the task's last two levels: its lanes 8-31 hold zeros */
 }
+#ifdef GPUOS__D_LEAN_PROF /* devbench only: thread 0's cycles by phase, summed (tests/gpu/devbench.cu) */
+__device__ unsigned long long gpuos__d_lean_prof[8];
+__device__ long long gpuos__d_lean_t0; /* devbench's clock before gpuos__d_run */
+#define GPUOS__D_LEAN_PH(k, dep)                                                       \
+    do {                                                                               \
+        asm volatile("" ::"f"(dep));                                                   \
+        const long long t_ = clock64();                                                \
+        if (tid == 0) gpuos__d_lean_prof[k] += (unsigned long long)(t_ - lp_), lp_ = t_; \
+    } while (0)
+#else
+#define GPUOS__D_LEAN_PH(k, dep) (void)0
+#endif
 template <class D, int cs>
 static __device__ __forceinline__ void gpuos__d_mm_lean(const char *A, const char *B, char *O, int rows, int64_t n0,
                                                         int64_t a_m, int64_t a_k, int64_t b_k, int64_t b_n,
@@ -3101,6 +3113,10 @@ static __device__ __forceinline__ void gpuos__d_mm_lean(const char *A, const cha
     enum { SR = GPUOS__D_MM_SR, NC = GPUOS__D_MM_NC, K = 256 };
     static_assert(SR == 8 && NC == 8, "the layout below");
     const int tid = gpuos__d_tid(), w = tid >> 5, l = tid & 31, c = tid & 7, s = tid >> 3;
+#ifdef GPUOS__D_LEAN_PROF
+    long long lp_ = gpuos__d_lean_t0;
+    GPUOS__D_LEAN_PH(0, 0.f);
+#endif
     float *As = (float *)gpuos__d_mm_smem; /* [row][k] */
     float *red = As + SR * K;              /* [warp][row][column] */
     float bv[8];
@@ -3119,6 +3135,7 @@ static __device__ __forceinline__ void gpuos__d_mm_lean(const char *A, const cha
 #pragma unroll
             for (int j = 0; j < 8; ++j) x[j] = __ldcg((const float *)(a + j * a_k));
         }
+        GPUOS__D_LEAN_PH(1, x[0] + x[7]);
         if (p->pro) { /* the fused layernorm of row w (gpuos__d_mm_pro's values) */
             float t[8];
 #pragma unroll
@@ -3142,9 +3159,11 @@ static __device__ __forceinline__ void gpuos__d_mm_lean(const char *A, const cha
 #pragma unroll
         for (int j = 0; j < 8; ++j) x[j] = 0.f;
     }
+    GPUOS__D_LEAN_PH(2, x[0] + x[7]);
     ((float4 *)As)[w * (K / 4) + 2 * l] = make_float4(x[0], x[1], x[2], x[3]);
     ((float4 *)As)[w * (K / 4) + 2 * l + 1] = make_float4(x[4], x[5], x[6], x[7]);
     __syncthreads(); /* As (and X's columns, which the epilogue may read back) */
+    GPUOS__D_LEAN_PH(3, 0.f);
     float acc[SR];
 #pragma unroll
     for (int r = 0; r < SR; ++r) {
@@ -3167,16 +3186,20 @@ static __device__ __forceinline__ void gpuos__d_mm_lean(const char *A, const cha
         const float o = __shfl_xor_sync(0xffffffffu, b4 ? h4[j] : h4[2 + j], 16);
         h2[j] = b4 ? o + h4[2 + j] : h4[j] + o;
     }
+    GPUOS__D_LEAN_PH(4, h2[0] + h2[1]);
 #pragma unroll
     for (int j = 0; j < 2; ++j) red[(w * SR + (b3 ? 4 : 0) + (b4 ? 2 : 0) + j) * NC + c] = h2[j];
     __syncthreads();
+    GPUOS__D_LEAN_PH(5, 0.f);
     if (tid < rows * NC) {
         const int r = tid / NC, cc = tid % NC;
         float sum = 0;
 #pragma unroll
         for (int q = 0; q < 8; ++q) sum += red[(q * SR + r) * NC + cc];
+        GPUOS__D_LEAN_PH(6, sum);
         gpuos__d_mm_put<D>(cs, p, O + r * o_m + (n0 + cc) * o_n, m0 + r, n0 + cc, sum);
     }
+    GPUOS__D_LEAN_PH(7, 0.f);
     __syncthreads();
 }
 

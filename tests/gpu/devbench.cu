@@ -31,6 +31,9 @@ __global__ void run_tiles(int id, const void *plan, int64_t n_items, int64_t til
 
 __global__ void bench_chain(int id, const void *plan, int64_t n_items, int reps) {
     for (int r = 0; r < reps; ++r) {
+#ifdef GPUOS__D_LEAN_PROF
+        if (threadIdx.x == 0) gpuos__d_lean_t0 = clock64();
+#endif
         gpuos__d_run(id, plan, 0, n_items);
         __syncthreads();
     }
@@ -182,9 +185,22 @@ static void mm_layer(char **bufs, int which) {
         }
         if (v & 2) p.pro = 1, p.pro_out = X, p.pro_om = K * 4, p.pro_ok = 4, p.pro_eps = 1e-5;
         ChainArg c = {id, to_device(p), v < 4 ? M : 1, 1000, 256};
+#ifdef GPUOS__D_LEAN_PROF
+        unsigned long long lp[8] = {0};
+        if (v < 4) CK(cudaMemcpyToSymbol(gpuos__d_lean_prof, lp, sizeof lp));
+#endif
         const float ms = time_ms(run_chain, &c);
         printf("  matmul f32 8x256x256 %s, %-26s %7.3f us/task\n",
                v < 4 ? "8-column tile" : v < 8 ? "row tile     " : "row slice/4  ", names[v], ms * 1000.0f / c.reps);
+#ifdef GPUOS__D_LEAN_PROF /* the lean tile's phases, thread 0's cycles a task (time_ms runs the chain twice) */
+        if (v < 4) {
+            CK(cudaMemcpyFromSymbol(lp, gpuos__d_lean_prof, sizeof lp));
+            static const char *ph[8] = {"dispatch", "loads", "prologue", "barrier", "product", "barrier", "sums", "epilogue"};
+            printf("    lean phases (cycles):");
+            for (int k = 0; k < 8; ++k) printf(" %s %.0f", ph[k], (double)lp[k] / (2.0 * c.reps));
+            printf("\n");
+        }
+#endif
         if (v < 4 || which >= 0) continue;
         /* the whole product both ways (32 narrow blocks, 8 row tiles): the same bytes */
         const size_t ob = (size_t)M * N * 4, xb = (size_t)M * K * 4;
