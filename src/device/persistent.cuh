@@ -1327,6 +1327,11 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                     gpuos__d_run(d->kernel_id, plan, b, e);
                 }
 #elif GPUOS__D_EW_SPLIT && GPUOS__D_EW_INLINE && GPUOS__PK_SCHED
+#if GPUOS__D_MM_LEAN_FAST
+                /* a lean narrow matmul tile: straight to its entry (gpuos__d_mm_lean_fast) */
+                if (gpuos__d_mm_lean_fast(d->kernel_id, (const gpuos__matmul_plan *)s_plan, b, e)) {
+                } else
+#endif
                 {
                     /* element-wise vector passes inline, the rest (or any other kernel) called */
                     if (d->kernel_id != vec_kid) vec_kid = d->kernel_id, vec_state = -1;

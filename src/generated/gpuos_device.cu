@@ -3095,7 +3095,7 @@ GPUOS__FN float gpuos__d_lean_rowsum(const float (&t)[8]) {
 }
 #ifdef GPUOS__D_LEAN_PROF /* devbench only: thread 0's cycles by phase, summed (tests/gpu/devbench.cu) */
 __device__ unsigned long long gpuos__d_lean_prof[8];
-__device__ long long gpuos__d_lean_t0; /* devbench's clock before gpuos__d_run */
+__shared__ long long gpuos__d_lean_t0; /* devbench's clock before gpuos__d_run (thread 0) */
 #define GPUOS__D_LEAN_PH(k, dep)                                                       \
     do {                                                                               \
         asm volatile("" ::"f"(dep));                                                   \
@@ -3105,6 +3105,12 @@ __device__ long long gpuos__d_lean_t0; /* devbench's clock before gpuos__d_run *
 #else
 #define GPUOS__D_LEAN_PH(k, dep) (void)0
 #endif
+#ifndef GPUOS__D_MM_LEAN_EPI
+/* 1: the lean tile's epilogue inline (gpuos__d_mm_epi_f32), its tensor operands loaded after
+   the prologue's barrier, while the product runs; 0: through gpuos__d_mm_put (A/B) */
+#define GPUOS__D_MM_LEAN_EPI 1
+#endif
+GPUOS__FN float gpuos__d_mm_epi_f32(const gpuos__matmul_plan *p, float v, float y0, float y1);
 template <class D, int cs>
 static __device__ __forceinline__ void gpuos__d_mm_lean(const char *A, const char *B, char *O, int rows, int64_t n0,
                                                         int64_t a_m, int64_t a_k, int64_t b_k, int64_t b_n,
@@ -3119,6 +3125,10 @@ static __device__ __forceinline__ void gpuos__d_mm_lean(const char *A, const cha
 #endif
     float *As = (float *)gpuos__d_mm_smem; /* [row][k] */
     float *red = As + SR * K;              /* [warp][row][column] */
+    /* the plan's fields read at once (each a dependent load where it is used: ncu) */
+    const int pro = p->pro, n_epi = p->n_epi;
+    const float eps = (float)p->pro_eps;
+    const int64_t x_m = p->pro_om, x_k = p->pro_ok;
     float bv[8];
     {
         const char *Bk = B + (n0 + c) * b_n + (int64_t)(8 * s) * b_k;
@@ -3136,7 +3146,7 @@ static __device__ __forceinline__ void gpuos__d_mm_lean(const char *A, const cha
             for (int j = 0; j < 8; ++j) x[j] = __ldcg((const float *)(a + j * a_k));
         }
         GPUOS__D_LEAN_PH(1, x[0] + x[7]);
-        if (p->pro) { /* the fused layernorm of row w (gpuos__d_mm_pro's values) */
+        if (pro) { /* the fused layernorm of row w (gpuos__d_mm_pro's values) */
             float t[8];
 #pragma unroll
             for (int j = 0; j < 8; ++j) t[j] = 0.f + x[j];
@@ -3146,13 +3156,13 @@ static __device__ __forceinline__ void gpuos__d_mm_lean(const char *A, const cha
                 const float d = x[j] - mean;
                 t[j] = 0.f + d * d;
             }
-            const float inv = 1.f / gpuos__d_sqrt(gpuos__d_lean_rowsum(t) / (float)K + (float)p->pro_eps);
+            const float inv = 1.f / gpuos__d_sqrt(gpuos__d_lean_rowsum(t) / (float)K + eps);
 #pragma unroll
             for (int j = 0; j < 8; ++j) x[j] = (x[j] - mean) * inv;
             if (8 * l == n0) { /* the block's columns of the layernorm's output */
-                char *xo = X + w * p->pro_om + n0 * p->pro_ok;
+                char *xo = X + w * x_m + n0 * x_k;
 #pragma unroll
-                for (int j = 0; j < 8; ++j) *(float *)(xo + j * p->pro_ok) = x[j];
+                for (int j = 0; j < 8; ++j) *(float *)(xo + j * x_k) = x[j];
             }
         }
     } else {
@@ -3164,6 +3174,18 @@ static __device__ __forceinline__ void gpuos__d_mm_lean(const char *A, const cha
     ((float4 *)As)[w * (K / 4) + 2 * l + 1] = make_float4(x[4], x[5], x[6], x[7]);
     __syncthreads(); /* As (and X's columns, which the epilogue may read back) */
     GPUOS__D_LEAN_PH(3, 0.f);
+    /* the epilogue's tensor operands (thread 8 r + cc: output (r, cc)), loaded now: everything
+       this tile writes before its outputs (X) is visible past the barrier */
+    const int er = tid / NC, ec = tid % NC;
+    float y0 = 0.f, y1 = 0.f;
+    (void)y0, (void)y1, (void)n_epi;
+#if GPUOS__D_MM_LEAN_EPI
+    if (tid < rows * NC && n_epi > 0) {
+        const int64_t m = m0 + er, n = n0 + ec;
+        if (p->epi_ptr[0]) y0 = *(const float *)(p->epi_ptr[0] + m * p->epi_sm[0] + n * p->epi_sn[0]);
+        if (p->epi_ptr[1]) y1 = *(const float *)(p->epi_ptr[1] + m * p->epi_sm[1] + n * p->epi_sn[1]);
+    }
+#endif
     float acc[SR];
 #pragma unroll
     for (int r = 0; r < SR; ++r) {
@@ -3192,12 +3214,16 @@ static __device__ __forceinline__ void gpuos__d_mm_lean(const char *A, const cha
     __syncthreads();
     GPUOS__D_LEAN_PH(5, 0.f);
     if (tid < rows * NC) {
-        const int r = tid / NC, cc = tid % NC;
         float sum = 0;
 #pragma unroll
-        for (int q = 0; q < 8; ++q) sum += red[(q * SR + r) * NC + cc];
+        for (int q = 0; q < 8; ++q) sum += red[(q * SR + er) * NC + ec];
         GPUOS__D_LEAN_PH(6, sum);
-        gpuos__d_mm_put<D>(cs, p, O + r * o_m + (n0 + cc) * o_n, m0 + r, n0 + cc, sum);
+        char *o = O + er * o_m + (n0 + ec) * o_n;
+#if GPUOS__D_MM_LEAN_EPI
+        *(float *)o = n_epi > 0 ? gpuos__d_mm_epi_f32(p, sum, y0, y1) : sum;
+#else
+        gpuos__d_mm_put<D>(cs, p, o, m0 + er, n0 + ec, sum);
+#endif
     }
     GPUOS__D_LEAN_PH(7, 0.f);
     __syncthreads();
@@ -9042,6 +9068,74 @@ struct gpuos__d_mmg1 {
         return cs == 2 || false;
     }
 };
+/* The f32 case's epilogue on the product's value v with its tensor operands y0, y1 (0 where
+   unused) already loaded: the value gpuos__d_mm_epi_g* stores. Inline in the lean tile
+   (gpuos__d_mm_lean), which loads the operands while its product runs. */
+GPUOS__FN float gpuos__d_mm_epi_f32(const gpuos__matmul_plan *p, float v, float y0, float y1) {
+        float t = gpuos__d_opaque((float)((float)v));
+#pragma unroll 1
+        for (int i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1;
+            const bool sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 14: { /* tanh */
+                t = (float)(gpuos__e_tanh_f32((t)));
+                break;
+            }
+            case 15: { /* sigmoid */
+                t = (float)(gpuos__e_sigmoid_f32((t)));
+                break;
+            }
+            case 16: { /* relu */
+                t = (float)(gpuos__e_relu_f32((t)));
+                break;
+            }
+            case 17: { /* gelu */
+                t = (float)(gpuos__e_gelu_f32((t)));
+                break;
+            }
+            case 18: { /* gelu_tanh */
+                t = (float)(gpuos__e_gelu_tanh_f32((t)));
+                break;
+            }
+            case 19: { /* silu */
+                t = (float)(gpuos__e_silu_f32((t)));
+                break;
+            }
+            case 31: { /* add */
+                const float y = j ? y1 : y0;
+                t = (float)(sw ? gpuos__e_add_f32((y), (t)) : gpuos__e_add_f32((t), (y)));
+                break;
+            }
+            case 32: { /* sub */
+                const float y = j ? y1 : y0;
+                t = (float)(sw ? gpuos__e_sub_f32((y), (t)) : gpuos__e_sub_f32((t), (y)));
+                break;
+            }
+            case 33: { /* mul */
+                const float y = j ? y1 : y0;
+                t = (float)(sw ? gpuos__e_mul_f32((y), (t)) : gpuos__e_mul_f32((t), (y)));
+                break;
+            }
+            case 39: { /* minimum */
+                const float y = j ? y1 : y0;
+                t = (float)(sw ? gpuos__e_minimum_f32((y), (t)) : gpuos__e_minimum_f32((t), (y)));
+                break;
+            }
+            case 40: { /* maximum */
+                const float y = j ? y1 : y0;
+                t = (float)(sw ? gpuos__e_maximum_f32((y), (t)) : gpuos__e_maximum_f32((t), (y)));
+                break;
+            }
+            default: break; /* graph.c fuses only the operators above */
+            }
+            t = gpuos__d_opaque(t);
+        }
+        return t;
+}
 #if GPUOS__D_MINE(0)
 /* The epilogue (gpuos__matmul_plan.epi) on output element (m, n) of value v, stored at o:
    each operator as its own task computes it, the value rounded to the dtype between. Only
@@ -10918,6 +11012,25 @@ GPUOS__FN int gpuos__d_mm_row_inline(int kernel_id, const gpuos__matmul_plan *p,
 }
 #endif
 
+/* The worker loop's direct path to a lean narrow tile (gpuos__d_mm_lean) of the f32 product:
+   its entry without gpuos__d_ew_inline's and gpuos__d_run's dispatch (two switches over the
+   kernel's group, each a chain of compares and branches through cold code). 1: the tile ran;
+   0: not such a tile (the worker dispatches as for any task). GPUOS__D_MM_LEAN_FAST=0: off
+   (A/B). */
+#ifndef GPUOS__D_MM_LEAN_FAST
+#define GPUOS__D_MM_LEAN_FAST 1
+#endif
+#if GPUOS__D_MM_LEAN_FAST
+GPUOS__FN int gpuos__d_mm_lean_fast(int kernel_id, const gpuos__matmul_plan *p, int64_t begin, int64_t end) {
+    typedef gpuos__d_mmg1 D;
+    if ((unsigned)kernel_id >= GPUOS__D_N_KERNELS || gpuos__d_kernels[kernel_id][0] != 47) return 0;
+    const int cs = gpuos__d_kernels[kernel_id][1];
+    if (!gpuos__d_mm_narrow_ok<D>(p) || !gpuos__d_mm_lean_ok<D>(p, cs)) return 0;
+    gpuos__d_matmul_lean_g1(p, begin, end, cs);
+    return 1;
+}
+#endif
+
 /* Test entry: [0, n_items) in slices of items_per_block, block b taking slices b,
    b + gridDim.x, ... Any grid; any block size the kernels allow (see the top). */
 extern "C" __global__ void gpuos__d_test_kernel(int kernel_id, const void *plan, int64_t n_items,
@@ -12543,6 +12656,11 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                     gpuos__d_run(d->kernel_id, plan, b, e);
                 }
 #elif GPUOS__D_EW_SPLIT && GPUOS__D_EW_INLINE && GPUOS__PK_SCHED
+#if GPUOS__D_MM_LEAN_FAST
+                /* a lean narrow matmul tile: straight to its entry (gpuos__d_mm_lean_fast) */
+                if (gpuos__d_mm_lean_fast(d->kernel_id, (const gpuos__matmul_plan *)s_plan, b, e)) {
+                } else
+#endif
                 {
                     /* element-wise vector passes inline, the rest (or any other kernel) called */
                     if (d->kernel_id != vec_kid) vec_kid = d->kernel_id, vec_state = -1;

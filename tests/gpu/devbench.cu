@@ -30,6 +30,12 @@ __global__ void run_tiles(int id, const void *plan, int64_t n_items, int64_t til
 }
 
 __global__ void bench_chain(int id, const void *plan, int64_t n_items, int reps) {
+    /* the plan in shared memory, as the worker holds it (to_device allocates a whole row) */
+    __shared__ __align__(16) unsigned long long s_plan[GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8];
+    for (int k = threadIdx.x; k < (int)(GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD / 8); k += blockDim.x)
+        s_plan[k] = ((const unsigned long long *)plan)[k];
+    __syncthreads();
+    plan = s_plan;
     for (int r = 0; r < reps; ++r) {
 #ifdef GPUOS__D_LEAN_PROF
         if (threadIdx.x == 0) gpuos__d_lean_t0 = clock64();
@@ -121,9 +127,11 @@ static void run_wide(void *p) {
     CK(cudaGetLastError());
 }
 
-template <class P> static P *to_device(const P &p) {
+template <class P> static P *to_device(const P &p) { /* (at least a plan row: bench_chain copies one) */
     P *d;
-    CK(cudaMalloc(&d, sizeof p));
+    const size_t row = GPUOS__PLAN_SLOTS * GPUOS__SLOT_PAYLOAD;
+    CK(cudaMalloc(&d, sizeof p < row ? row : sizeof p));
+    CK(cudaMemset(d, 0, sizeof p < row ? row : sizeof p));
     CK(cudaMemcpy(d, &p, sizeof p, cudaMemcpyHostToDevice));
     return d;
 }
