@@ -1031,6 +1031,15 @@ static __device__ __forceinline__ void gpuos__pk_xfinish(const gpuos__pk_params 
 #endif
 }
 
+/* After a dependency wait: 0 (default), thread 0's acquire loads of the done stamps, then the
+   block's barrier, which orders every other thread's loads after that acquire: the pattern of
+   CUDA's own grid sync (cooperative_groups' sync_grids: the block's master polls with
+   ld.acquire.gpu, then __syncthreads, no fence in the other threads). 1: every thread also
+   runs fence.acq_rel.gpu (as before; tiny_mlp 50.5-50.8 -> 48.5 us and branchy_dag 59.9 ->
+   57.9-59.2 without it, H200, same call; A/B). */
+#ifndef GPUOS__PK_DEP_FENCE
+#define GPUOS__PK_DEP_FENCE 0
+#endif
 static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t me, const uint32_t loc,
                                       const uint32_t nw) {
     __shared__ gpuos__qdesc s_d[32];
@@ -1235,9 +1244,10 @@ static __device__ void gpuos__pk_work(const gpuos__pk_params &P, const uint32_t 
                     gpuos__pk_hi(P, me, loc, nw, &s_hhead, &s_href); /* its barriers order s_ready's next write */
                 }
                 __syncthreads(); /* s_ready is read by all before thread 0 writes it again */
-                /* every thread acquires: its loads must see the producers' writes, not
-                   lines its multiprocessor cached before */
+#if GPUOS__PK_DEP_FENCE
+                /* every thread acquires (GPUOS__PK_DEP_FENCE) */
                 asm volatile("fence.acq_rel.gpu;" ::: "memory");
+#endif
                 GPUOS__PROF_ADD(prof, GPUOS__PROF_DEPS, t_deps);
             }
             GPUOS__PROF_T0(t_plan);
