@@ -226,7 +226,8 @@ OPS = [
     Op(16, 'relu', U, ('a',), NUM, 'same', 'a > 0 ? a : 0 (NaN gives NaN)',
        {'sint': 'a > 0 ? a : 0', 'uint': 'a', 'float': '(a > 0 || a != a) ? a : 0.0'}),
     Op(17, 'gelu', U, ('a',), FLT, 'same', '0.5 a (1 + erf(a/sqrt 2))',
-       {'float': '0.5 * a * erfc(a * -0.70710678118654752440)'}),  # = 1 + erf(.), without cancellation
+       # = 1 + erf(.), without cancellation; gpuos__gelu_erfc_float/_double: gpuos_elem.h
+       {'float': '0.5 * a * gpuos__gelu_erfc_$T(a)'}),
     Op(18, 'gelu_tanh', U, ('a',), FLT, 'same', '0.5 a (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3)))',
        # 0.5 (1 + tanh(z)) = 1 / (1 + exp(-2z)): no cancellation for a << 0; for 2z < 0 as
        # exp(2z) / (1 + exp(2z)), so exp never overflows (a / inf gave -0 below a ~ -10.06)

@@ -26,6 +26,19 @@
 #endif
 
 /* ---------------------------------------------------------------- helpers */
+/* erfc(-a / sqrt 2), gelu's (ops.py). float: on the device the product a * -(1 / sqrt 2)
+   rounded to float moves erfc's tail by ~2 z^2 float ulps (z = -a / sqrt 2: 1e-5 relative
+   at a = -11.9, past gelu's stated tolerance; found by test_exp_family_blocks on an H100),
+   so below a = -3 the product and erfc are taken in double there (a round of the result to
+   float after); the host's f32 gelu is gpuos__hx_gelu (host_ops.c), this path unchanged. */
+GPUOS__FN float gpuos__gelu_erfc_float(float a) {
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+    if (a < -3.0f) return (float)erfc((double)a * -0.70710678118654752440);
+#endif
+    return erfcf(a * -0.70710678118654752440f);
+}
+GPUOS__FN double gpuos__gelu_erfc_double(double a) { return erfc(a * -0.70710678118654752440); }
+
 /* i64 -> double rounded to odd: exact below 2^53; above, the top 53 bits with the lowest
    ORed with every bit dropped. Rounding that to a format of at most 51 bits of precision
    (bf16: 8) to nearest even is the one correct rounding of a (a plain (double)a then
@@ -593,10 +606,10 @@ GPUOS__FN float gpuos__e_relu_f16(float a) { return (a > 0 || a != a) ? a : 0.0f
 GPUOS__FN float gpuos__e_relu_bf16(float a) { return (a > 0 || a != a) ? a : 0.0f; }
 GPUOS__FN float gpuos__e_relu_f32(float a) { return (a > 0 || a != a) ? a : 0.0f; }
 GPUOS__FN double gpuos__e_relu_f64(double a) { return (a > 0 || a != a) ? a : 0.0; }
-GPUOS__FN float gpuos__e_gelu_f16(float a) { return 0.5f * a * erfcf(a * -0.70710678118654752440f); }
-GPUOS__FN float gpuos__e_gelu_bf16(float a) { return 0.5f * a * erfcf(a * -0.70710678118654752440f); }
-GPUOS__FN float gpuos__e_gelu_f32(float a) { return 0.5f * a * erfcf(a * -0.70710678118654752440f); }
-GPUOS__FN double gpuos__e_gelu_f64(double a) { return 0.5 * a * erfc(a * -0.70710678118654752440); }
+GPUOS__FN float gpuos__e_gelu_f16(float a) { return 0.5f * a * gpuos__gelu_erfc_float(a); }
+GPUOS__FN float gpuos__e_gelu_bf16(float a) { return 0.5f * a * gpuos__gelu_erfc_float(a); }
+GPUOS__FN float gpuos__e_gelu_f32(float a) { return 0.5f * a * gpuos__gelu_erfc_float(a); }
+GPUOS__FN double gpuos__e_gelu_f64(double a) { return 0.5 * a * gpuos__gelu_erfc_double(a); }
 GPUOS__FN float gpuos__e_gelu_tanh_f16(float a) { const float z = 1.59576912160573071176f * (a + 0.044715f * a * a * a); const float t = expf(-fabsf(z)); return a * (z < 0 ? t : 1.0f) / (1.0f + t); }
 GPUOS__FN float gpuos__e_gelu_tanh_bf16(float a) { const float z = 1.59576912160573071176f * (a + 0.044715f * a * a * a); const float t = expf(-fabsf(z)); return a * (z < 0 ? t : 1.0f) / (1.0f + t); }
 GPUOS__FN float gpuos__e_gelu_tanh_f32(float a) { const float z = 1.59576912160573071176f * (a + 0.044715f * a * a * a); const float t = expf(-fabsf(z)); return a * (z < 0 ? t : 1.0f) / (1.0f + t); }
