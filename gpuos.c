@@ -29227,6 +29227,42 @@ GPUOS__HX_INLINE float gpuos__hx_gelu(float a) {
         for (; i < n; ++i)                                                                          \
             GPUOS__HK_OUT(TO) = STO(FN(GPUOS__HK_IN(T1, L1, 1)));                                   \
     }
+/* Casts from float compute (f16, bf16, f32) to u8, i8, i16 and i32, host only: gpuos__sat_*_f32's
+   results (NaN 0, the limits past them, truncation toward zero between) as selects a compiler
+   vectorizes, not its branches. To u8, i8, i16 the value comes back as a float in the
+   output's range whose conversion (VPUT) truncates it; to i32 (whose largest value is no
+   float) as an int32 from the clamped float with INT32_MAX selected at 2^31 and above.
+   1M f32, one core (gcc -O2): to u8 6.8 -> 0.4 ms, to i32 1.4 -> 0.7. */
+GPUOS__FN float gpuos__hx_sat(float x, float lo, float hi) {
+    const float c = gpuos__hx_sel(x > lo, x, lo);
+    return gpuos__hx_sel(x == x, gpuos__hx_sel(c < hi, c, hi), 0.0f);
+}
+GPUOS__FN float gpuos__hx_cast_u8(float x) { return gpuos__hx_sat(x, 0.0f, 255.0f); }
+GPUOS__FN float gpuos__hx_cast_i8(float x) { return gpuos__hx_sat(x, -128.0f, 127.0f); }
+GPUOS__FN float gpuos__hx_cast_i16(float x) { return gpuos__hx_sat(x, -32768.0f, 32767.0f); }
+GPUOS__FN int32_t gpuos__hx_cast_i32(float x) {
+    const int32_t q = (int32_t)gpuos__hx_sat(x, -2147483648.0f, 2147483520.0f); /* 2^31 - 128: the float below 2^31 */
+    const int32_t m = -(int32_t)(x >= 2147483648.0f);
+    return (q & ~m) | (2147483647 & m);
+}
+/* A cast to i32 from float compute in blocks of GPUOS__HK_VB items (gpuos__hx_cast_i32); the
+   tail item by item through FN (gpuos__sat_i32_f32: the same values). */
+#define GPUOS__HK_VCAST_I32(NAME, FN, T1, L1)                                                       \
+    GPUOS__HK_LOOP_FN(NAME) {                                                                       \
+        float t[GPUOS__HK_VB];                                                                      \
+        int32_t r[GPUOS__HK_VB];                                                                    \
+        int64_t i;                                                                                  \
+        int v;                                                                                      \
+        (void)index0;                                                                               \
+        (void)scalar;                                                                               \
+        for (i = 0; i + GPUOS__HK_VB <= n; i += GPUOS__HK_VB) {                                     \
+            GPUOS__HK_VGET(t, T1, L1, ptr[1], stride[1], i);                                        \
+            for (v = 0; v < GPUOS__HK_VB; ++v) r[v] = gpuos__hx_cast_i32(t[v]);                     \
+            GPUOS__HK_VPUT(r, int32_t, GPUOS__HK_ID, ptr[0], stride[0], i);                         \
+        }                                                                                           \
+        for (; i < n; ++i)                                                                          \
+            GPUOS__HK_OUT(int32_t) = FN(GPUOS__HK_IN(T1, L1, 1));                                   \
+    }
 /* fill: scalar[0] converted once (VFN: the f64 -> dtype cast). */
 #define GPUOS__HK_FILL(NAME, VFN, TO, STO)                                                          \
     GPUOS__HK_LOOP_FN(NAME) {                                                                       \
@@ -29707,30 +29743,30 @@ GPUOS__HK_LOOP1(gpuos__hk_loop_cast_i64_bf16, gpuos__e_cast_i64_bf16, uint16_t, 
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_i64_f32, gpuos__e_cast_i64_f32, float, GPUOS__HK_ID, int64_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_i64_f64, gpuos__e_cast_i64_f64, double, GPUOS__HK_ID, int64_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_f16_bool, gpuos__e_cast_f16_bool, uint8_t, GPUOS__HK_ID, uint16_t, gpuos__f16_to_f32)
-GPUOS__HK_LOOP1(gpuos__hk_loop_cast_f16_i8, gpuos__e_cast_f16_i8, int8_t, GPUOS__HK_ID, uint16_t, gpuos__f16_to_f32)
-GPUOS__HK_LOOP1(gpuos__hk_loop_cast_f16_u8, gpuos__e_cast_f16_u8, uint8_t, GPUOS__HK_ID, uint16_t, gpuos__f16_to_f32)
-GPUOS__HK_LOOP1(gpuos__hk_loop_cast_f16_i16, gpuos__e_cast_f16_i16, int16_t, GPUOS__HK_ID, uint16_t, gpuos__f16_to_f32)
-GPUOS__HK_LOOP1(gpuos__hk_loop_cast_f16_i32, gpuos__e_cast_f16_i32, int32_t, GPUOS__HK_ID, uint16_t, gpuos__f16_to_f32)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f16_i8, gpuos__hx_cast_i8, int8_t, GPUOS__HK_ID, uint16_t, gpuos__f16_to_f32)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f16_u8, gpuos__hx_cast_u8, uint8_t, GPUOS__HK_ID, uint16_t, gpuos__f16_to_f32)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f16_i16, gpuos__hx_cast_i16, int16_t, GPUOS__HK_ID, uint16_t, gpuos__f16_to_f32)
+GPUOS__HK_VCAST_I32(gpuos__hk_loop_cast_f16_i32, gpuos__e_cast_f16_i32, uint16_t, gpuos__f16_to_f32)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_f16_i64, gpuos__e_cast_f16_i64, int64_t, GPUOS__HK_ID, uint16_t, gpuos__f16_to_f32)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_f16_f16, gpuos__e_cast_f16_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__f16_to_f32)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_f16_bf16, gpuos__e_cast_f16_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__f16_to_f32)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_f16_f32, gpuos__e_cast_f16_f32, float, GPUOS__HK_ID, uint16_t, gpuos__f16_to_f32)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_f16_f64, gpuos__e_cast_f16_f64, double, GPUOS__HK_ID, uint16_t, gpuos__f16_to_f32)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_bf16_bool, gpuos__e_cast_bf16_bool, uint8_t, GPUOS__HK_ID, uint16_t, gpuos__bf16_to_f32)
-GPUOS__HK_LOOP1(gpuos__hk_loop_cast_bf16_i8, gpuos__e_cast_bf16_i8, int8_t, GPUOS__HK_ID, uint16_t, gpuos__bf16_to_f32)
-GPUOS__HK_LOOP1(gpuos__hk_loop_cast_bf16_u8, gpuos__e_cast_bf16_u8, uint8_t, GPUOS__HK_ID, uint16_t, gpuos__bf16_to_f32)
-GPUOS__HK_LOOP1(gpuos__hk_loop_cast_bf16_i16, gpuos__e_cast_bf16_i16, int16_t, GPUOS__HK_ID, uint16_t, gpuos__bf16_to_f32)
-GPUOS__HK_LOOP1(gpuos__hk_loop_cast_bf16_i32, gpuos__e_cast_bf16_i32, int32_t, GPUOS__HK_ID, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_bf16_i8, gpuos__hx_cast_i8, int8_t, GPUOS__HK_ID, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_bf16_u8, gpuos__hx_cast_u8, uint8_t, GPUOS__HK_ID, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_bf16_i16, gpuos__hx_cast_i16, int16_t, GPUOS__HK_ID, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VCAST_I32(gpuos__hk_loop_cast_bf16_i32, gpuos__e_cast_bf16_i32, uint16_t, gpuos__bf16_to_f32)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_bf16_i64, gpuos__e_cast_bf16_i64, int64_t, GPUOS__HK_ID, uint16_t, gpuos__bf16_to_f32)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_bf16_f16, gpuos__e_cast_bf16_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__bf16_to_f32)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_bf16_bf16, gpuos__e_cast_bf16_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_bf16_f32, gpuos__e_cast_bf16_f32, float, GPUOS__HK_ID, uint16_t, gpuos__bf16_to_f32)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_bf16_f64, gpuos__e_cast_bf16_f64, double, GPUOS__HK_ID, uint16_t, gpuos__bf16_to_f32)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_f32_bool, gpuos__e_cast_f32_bool, uint8_t, GPUOS__HK_ID, float, GPUOS__HK_ID)
-GPUOS__HK_LOOP1(gpuos__hk_loop_cast_f32_i8, gpuos__e_cast_f32_i8, int8_t, GPUOS__HK_ID, float, GPUOS__HK_ID)
-GPUOS__HK_LOOP1(gpuos__hk_loop_cast_f32_u8, gpuos__e_cast_f32_u8, uint8_t, GPUOS__HK_ID, float, GPUOS__HK_ID)
-GPUOS__HK_LOOP1(gpuos__hk_loop_cast_f32_i16, gpuos__e_cast_f32_i16, int16_t, GPUOS__HK_ID, float, GPUOS__HK_ID)
-GPUOS__HK_LOOP1(gpuos__hk_loop_cast_f32_i32, gpuos__e_cast_f32_i32, int32_t, GPUOS__HK_ID, float, GPUOS__HK_ID)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f32_i8, gpuos__hx_cast_i8, int8_t, GPUOS__HK_ID, float, GPUOS__HK_ID)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f32_u8, gpuos__hx_cast_u8, uint8_t, GPUOS__HK_ID, float, GPUOS__HK_ID)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f32_i16, gpuos__hx_cast_i16, int16_t, GPUOS__HK_ID, float, GPUOS__HK_ID)
+GPUOS__HK_VCAST_I32(gpuos__hk_loop_cast_f32_i32, gpuos__e_cast_f32_i32, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_f32_i64, gpuos__e_cast_f32_i64, int64_t, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_f32_f16, gpuos__e_cast_f32_f16, uint16_t, gpuos__f32_to_f16, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_f32_bf16, gpuos__e_cast_f32_bf16, uint16_t, gpuos__f32_to_bf16, float, GPUOS__HK_ID)
