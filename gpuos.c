@@ -4491,7 +4491,10 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     c->subalign = !(getenv("GPUOS_CUDA_SUBALIGN") && getenv("GPUOS_CUDA_SUBALIGN")[0] == '0');
     c->xtiles = (uint32_t)cuda_env_clamp("GPUOS_CUDA_EXPRESS", CUDA__XPRESS_TILES, 0, CUDA__XPRESS_MAX); /* 0: off */
     c->xrun = (uint64_t)cuda_env_clamp("GPUOS_CUDA_EXPRESS_RUN", CUDA__XPRESS_RUN, 1, (int)GPUOS__XBOX);
-    c->mm_rows = getenv("GPUOS_CUDA_MM_ROWS") && getenv("GPUOS_CUDA_MM_ROWS")[0] ? atoi(getenv("GPUOS_CUDA_MM_ROWS")) : 1;
+    { /* "0..." off, "2..." everywhere, anything else (unset, "1", "yes") the default */
+        const char *v = getenv("GPUOS_CUDA_MM_ROWS");
+        c->mm_rows = v && v[0] == '0' ? 0 : v && v[0] == '2' ? 2 : 1;
+    }
     c->mm_slices = getenv("GPUOS_CUDA_MM_SLICES") ? atoi(getenv("GPUOS_CUDA_MM_SLICES")) : CUDA__MM_SLICES;
     c->mm_f32 = gpuos__device_kernel_id(GPUOS_OP_MATMUL, GPUOS_F32, GPUOS_F32);
     c->tile_ew = CUDA__TILE_EW;
@@ -18796,13 +18799,16 @@ const char *const gpuos__device_source[] = {
     "            float t[8];\n",
     "#pragma unroll\n",
     "            for (int j = 0; j < 8; ++j) t[j] = 0.f + x[j];\n",
-    "            const float mean = gpuos__d_lean_rowsum(t) / (float)K;\n",
+    "            /* (the narrow prologue divides by a run-time k_n; here the constant K would let the\n",
+    "               compiler contract the quotient into the next add or subtraction: __fmul_rn and\n",
+    "               __fadd_rn keep each rounding, RN(s / 256) being RN(s * 2^-8)) */\n",
+    "            const float mean = __fmul_rn(gpuos__d_lean_rowsum(t), 1.f / (float)K);\n",
     "#pragma unroll\n",
     "            for (int j = 0; j < 8; ++j) {\n",
     "                const float d = x[j] - mean;\n",
     "                t[j] = 0.f + d * d;\n",
     "            }\n",
-    "            const float inv = 1.f / gpuos__d_sqrt(gpuos__d_lean_rowsum(t) / (float)K + eps);\n",
+    "            const float inv = 1.f / gpuos__d_sqrt(__fadd_rn(__fmul_rn(gpuos__d_lean_rowsum(t), 1.f / (float)K), eps));\n",
     "#pragma unroll\n",
     "            for (int j = 0; j < 8; ++j) x[j] = (x[j] - mean) * inv;\n",
     "            if (8 * l == n0) { /* the block's columns of the layernorm's output */\n",

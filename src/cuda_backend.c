@@ -1331,7 +1331,10 @@ gpuos_status gpuos__cuda_open(gpuos_context *ctx, int ordinal) {
     c->subalign = !(getenv("GPUOS_CUDA_SUBALIGN") && getenv("GPUOS_CUDA_SUBALIGN")[0] == '0');
     c->xtiles = (uint32_t)cuda_env_clamp("GPUOS_CUDA_EXPRESS", CUDA__XPRESS_TILES, 0, CUDA__XPRESS_MAX); /* 0: off */
     c->xrun = (uint64_t)cuda_env_clamp("GPUOS_CUDA_EXPRESS_RUN", CUDA__XPRESS_RUN, 1, (int)GPUOS__XBOX);
-    c->mm_rows = getenv("GPUOS_CUDA_MM_ROWS") && getenv("GPUOS_CUDA_MM_ROWS")[0] ? atoi(getenv("GPUOS_CUDA_MM_ROWS")) : 1;
+    { /* "0..." off, "2..." everywhere, anything else (unset, "1", "yes") the default */
+        const char *v = getenv("GPUOS_CUDA_MM_ROWS");
+        c->mm_rows = v && v[0] == '0' ? 0 : v && v[0] == '2' ? 2 : 1;
+    }
     c->mm_slices = getenv("GPUOS_CUDA_MM_SLICES") ? atoi(getenv("GPUOS_CUDA_MM_SLICES")) : CUDA__MM_SLICES;
     c->mm_f32 = gpuos__device_kernel_id(GPUOS_OP_MATMUL, GPUOS_F32, GPUOS_F32);
     c->tile_ew = CUDA__TILE_EW;

@@ -1264,13 +1264,16 @@ static __device__ __forceinline__ void gpuos__d_mm_lean(const char *A, const cha
             float t[8];
 #pragma unroll
             for (int j = 0; j < 8; ++j) t[j] = 0.f + x[j];
-            const float mean = gpuos__d_lean_rowsum(t) / (float)K;
+            /* (the narrow prologue divides by a run-time k_n; here the constant K would let the
+               compiler contract the quotient into the next add or subtraction: __fmul_rn and
+               __fadd_rn keep each rounding, RN(s / 256) being RN(s * 2^-8)) */
+            const float mean = __fmul_rn(gpuos__d_lean_rowsum(t), 1.f / (float)K);
 #pragma unroll
             for (int j = 0; j < 8; ++j) {
                 const float d = x[j] - mean;
                 t[j] = 0.f + d * d;
             }
-            const float inv = 1.f / gpuos__d_sqrt(gpuos__d_lean_rowsum(t) / (float)K + eps);
+            const float inv = 1.f / gpuos__d_sqrt(__fadd_rn(__fmul_rn(gpuos__d_lean_rowsum(t), 1.f / (float)K), eps));
 #pragma unroll
             for (int j = 0; j < 8; ++j) x[j] = (x[j] - mean) * inv;
             if (8 * l == n0) { /* the block's columns of the layernorm's output */
