@@ -6,7 +6,7 @@
       threads: 0.57 us/op).
    2. throughput: gpuos__d_test_kernel over a large tensor with many blocks: GB/s.
 
-   3. `devbench mm[N]`: the tiny MLP's layer tile (a narrow matmul block, its epilogue and its
+   3. `devbench mm[N]` (and `mmlean`, the lean tile against the general one): the tiny MLP's layer tile (a narrow matmul block, its epilogue and its
       layernorm prologue; then the same as a row tile, and the whole product both ways
       compared byte for byte) only; N picks one case, for ncu.
 
@@ -232,6 +232,79 @@ static void mm_layer(char **bufs, int which) {
     }
 }
 
+/* Every narrow tile of plan p (tiles of M items, n_items in all) by one block, through the
+   general narrow entry or the lean one (gpuos__d_matmul_narrow_g1 / _lean_g1: the f32 group). */
+__global__ void run_mm_direct(int id, const gpuos__matmul_plan *p, int64_t n_items, int64_t tile, int lean) {
+    const int cs = gpuos__d_kernels[id][1];
+    for (int64_t b = 0; b < n_items; b += tile) {
+        const int64_t e = b + tile < n_items ? b + tile : n_items;
+        if (lean) gpuos__d_matmul_lean_g1(p, b, e, cs);
+        else gpuos__d_matmul_narrow_g1(p, b, e, cs);
+        __syncthreads();
+    }
+}
+/* devbench mmlean: the lean narrow tile against the general one on the same plans, byte for
+   byte (outputs and the prologue's output): M = 8, 3, 1; B row-major or transposed (b_n = K
+   elements); plain, epilogue (+ bias, gelu, + X), layernorm prologue (eps 1e-5; and rows of
+   ~1e-19 with eps 1e-44, where the variance's s / 256 is inexact and a fused s / 256 + eps
+   would round once), both. Written in session 34 after its device time was spent: not run
+   yet. */
+static void mm_lean_vs_narrow(char **bufs) {
+    const int64_t K = 256, N = 256;
+    const int id = gpuos__device_kernel_id(OP_MATMUL, DT_F32, DT_F32);
+    int bad = 0, cases = 0;
+    float *h = (float *)malloc(1 << 22);
+    for (int tiny = 0; tiny < 2; ++tiny) {
+        for (int i = 0; i < (1 << 20); ++i) {
+            const float v = (float)((int)(((int64_t)i * 7919) % 2001) - 1000) / 1000.0f;
+            h[i] = tiny ? v * 1e-19f : v; /* tiny: squared deviations near the least normal float */
+        }
+        CK(cudaMemcpy(bufs[1], h, 1 << 22, cudaMemcpyHostToDevice));
+        for (int k = 2; k < 4; ++k)
+            for (int i = 0; i < (1 << 20); ++i) h[i] = (float)((int)(((int64_t)i * 104729 + k) % 2001) - 1000) / 1000.0f;
+        CK(cudaMemcpy(bufs[2], h, 1 << 22, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(bufs[3], h, 1 << 22, cudaMemcpyHostToDevice));
+        static const int64_t Ms[3] = {8, 3, 1};
+        for (int mi = 0; mi < 3; ++mi)
+            for (int bt = 0; bt < 2; ++bt)
+                for (int v = 0; v < 4; ++v) {
+                    const int64_t M = Ms[mi];
+                    gpuos__matmul_plan p = mm_plan(M, K, N, bufs);
+                    if (bt) p.b_k = 4, p.b_n = K * 4; /* B^T's layout */
+                    p.n_cb = 32;
+                    char *X = bufs[3] + (1 << 20), *bias = bufs[3];
+                    if (v & 1) {
+                        p.n_epi = 3;
+                        p.epi[0] = OP_ADD | (0 << GPUOS__EPI_IN_SHIFT);
+                        p.epi[1] = OP_GELU;
+                        p.epi[2] = OP_ADD | (1 << GPUOS__EPI_IN_SHIFT);
+                        p.epi_ptr[0] = bias, p.epi_sm[0] = 0, p.epi_sn[0] = 4;
+                        p.epi_ptr[1] = X, p.epi_sm[1] = K * 4, p.epi_sn[1] = 4;
+                    }
+                    if (v & 2) p.pro = 1, p.pro_out = X, p.pro_om = K * 4, p.pro_ok = 4, p.pro_eps = tiny ? 1e-44 : 1e-5;
+                    const size_t ob = (size_t)M * N * 4, xb = (size_t)M * K * 4;
+                    char *hb = (char *)malloc(2 * (ob + xb));
+                    const gpuos__matmul_plan *dp = to_device(p);
+                    for (int lean = 0; lean < 2; ++lean) {
+                        CK(cudaMemset(bufs[0], 0, ob));
+                        if (v & 2) CK(cudaMemset(X, 0, xb));
+                        run_mm_direct<<<1, 256>>>(id, dp, 32 * M, M, lean);
+                        CK(cudaDeviceSynchronize());
+                        CK(cudaMemcpy(hb + lean * (ob + xb), bufs[0], ob, cudaMemcpyDeviceToHost));
+                        CK(cudaMemcpy(hb + lean * (ob + xb) + ob, X, xb, cudaMemcpyDeviceToHost));
+                    }
+                    const int diff = memcmp(hb, hb + ob + xb, (v & 2) ? ob + xb : ob) != 0;
+                    bad += diff, cases++;
+                    if (diff)
+                        printf("  lean against narrow: M %lld, %s B, %s%s%s: DIFFERENT\n", (long long)M, bt ? "transposed" : "row-major",
+                               v & 2 ? "prologue " : "", v & 1 ? "epilogue " : "", tiny ? "(tiny rows)" : "");
+                    free(hb);
+                }
+    }
+    printf("lean narrow tile against the general narrow tile: %d of %d cases bit for bit\n", cases - bad, cases);
+    free(h);
+}
+
 int main(int argc, char **argv) {
     const int64_t big = 1 << 24;
     char *bufs[4];
@@ -271,6 +344,10 @@ int main(int argc, char **argv) {
                            (double)h_out[0] / reps, (double)h_out[0] / reps / ghz / 1e3);
                 }
         }
+        return 0;
+    }
+    if (argc > 1 && !strcmp(argv[1], "mmlean")) { /* devbench mmlean: lean against general narrow tiles */
+        mm_lean_vs_narrow(bufs);
         return 0;
     }
     if (argc > 1 && !strncmp(argv[1], "mm", 2)) { /* devbench mm[N]: the layer tile only */

@@ -35,7 +35,8 @@ check-device-compile: $(BUILD)/nvrtc_compile
 # and the bandwidth of element-wise kernels over 16M elements; `build/devbench mm` times the
 # tiny MLP's narrow matmul tile alone (plain, with its epilogue, its layernorm prologue, both),
 # then the same as a row tile (and the whole product both ways, compared byte for byte); `mm3`
-# runs only the fused narrow case, `mm7` the fused row tile, for ncu.
+# runs only the fused narrow case, `mm7` the fused row tile, for ncu; `mmlean` compares the
+# lean narrow tile with the general one on the same plans, byte for byte.
 # Built as the persistent kernel's module is (relocatable code, 128 registers): out-of-line
 # device functions then cost what they cost there (callee-saved registers, ABI calls).
 $(BUILD)/devbench: tests/gpu/devbench.cu src/generated/gpuos_device.cu $(BUILD)/gpuos.o | $(BUILD)
