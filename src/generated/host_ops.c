@@ -484,6 +484,26 @@ GPUOS__FN int32_t gpuos__hx_cast_i32(float x) {
         for (; i < n; ++i)                                                                          \
             GPUOS__HK_OUT(TO) = STO(FN(GPUOS__HK_IN(T1, L1, 1)));                                   \
     }
+/* A binary float-compute loop over f16 or bf16 operands in blocks of GPUOS__HK_VB items: both
+   inputs of a block read (through VL1 / VL2: gpuos__hx_f16_to_f32 for f16, vector code)
+   before its outputs are written; the same FN and STO as GPUOS__HK_LOOP2, the tail item by
+   item. 1M elements, one core: f16 add 4.1 -> 2.5 ms, bf16 add 1.5 -> 0.65 (f32 0.41). */
+#define GPUOS__HK_VLOOP2(NAME, FN, TO, STO, T1, L1, T2, L2, VL1, VL2)                               \
+    GPUOS__HK_LOOP_FN(NAME) {                                                                       \
+        float ta[GPUOS__HK_VB], tb[GPUOS__HK_VB];                                                   \
+        int64_t i;                                                                                  \
+        int v;                                                                                      \
+        (void)index0;                                                                               \
+        (void)scalar;                                                                               \
+        for (i = 0; i + GPUOS__HK_VB <= n; i += GPUOS__HK_VB) {                                     \
+            GPUOS__HK_VGET(ta, T1, VL1, ptr[1], stride[1], i);                                      \
+            GPUOS__HK_VGET(tb, T2, VL2, ptr[2], stride[2], i);                                      \
+            for (v = 0; v < GPUOS__HK_VB; ++v) ta[v] = FN(ta[v], tb[v]);                            \
+            GPUOS__HK_VPUT(ta, TO, STO, ptr[0], stride[0], i);                                      \
+        }                                                                                           \
+        for (; i < n; ++i)                                                                          \
+            GPUOS__HK_OUT(TO) = STO(FN(GPUOS__HK_IN(T1, L1, 1), GPUOS__HK_IN(T2, L2, 2)));          \
+    }
 /* fill: scalar[0] converted once (VFN: the f64 -> dtype cast). */
 #define GPUOS__HK_FILL(NAME, VFN, TO, STO)                                                          \
     GPUOS__HK_LOOP_FN(NAME) {                                                                       \
@@ -671,8 +691,8 @@ GPUOS__HK_LOOP2(gpuos__hk_loop_add_u8, gpuos__e_add_u8, uint8_t, GPUOS__HK_ID, u
 GPUOS__HK_LOOP2(gpuos__hk_loop_add_i16, gpuos__e_add_i16, int16_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_add_i32, gpuos__e_add_i32, int32_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_add_i64, gpuos__e_add_i64, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID)
-GPUOS__HK_LOOP2(gpuos__hk_loop_add_f16, gpuos__e_add_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__f16_to_f32, uint16_t, gpuos__f16_to_f32)
-GPUOS__HK_LOOP2(gpuos__hk_loop_add_bf16, gpuos__e_add_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP2(gpuos__hk_loop_add_f16, gpuos__e_add_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__f16_to_f32, uint16_t, gpuos__f16_to_f32, gpuos__hx_f16_to_f32, gpuos__hx_f16_to_f32)
+GPUOS__HK_VLOOP2(gpuos__hk_loop_add_bf16, gpuos__e_add_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32, gpuos__bf16_to_f32, gpuos__bf16_to_f32)
 GPUOS__HK_LOOP2(gpuos__hk_loop_add_f32, gpuos__e_add_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_add_f64, gpuos__e_add_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_sub_i8, gpuos__e_sub_i8, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID)
@@ -680,8 +700,8 @@ GPUOS__HK_LOOP2(gpuos__hk_loop_sub_u8, gpuos__e_sub_u8, uint8_t, GPUOS__HK_ID, u
 GPUOS__HK_LOOP2(gpuos__hk_loop_sub_i16, gpuos__e_sub_i16, int16_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_sub_i32, gpuos__e_sub_i32, int32_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_sub_i64, gpuos__e_sub_i64, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID)
-GPUOS__HK_LOOP2(gpuos__hk_loop_sub_f16, gpuos__e_sub_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__f16_to_f32, uint16_t, gpuos__f16_to_f32)
-GPUOS__HK_LOOP2(gpuos__hk_loop_sub_bf16, gpuos__e_sub_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP2(gpuos__hk_loop_sub_f16, gpuos__e_sub_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__f16_to_f32, uint16_t, gpuos__f16_to_f32, gpuos__hx_f16_to_f32, gpuos__hx_f16_to_f32)
+GPUOS__HK_VLOOP2(gpuos__hk_loop_sub_bf16, gpuos__e_sub_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32, gpuos__bf16_to_f32, gpuos__bf16_to_f32)
 GPUOS__HK_LOOP2(gpuos__hk_loop_sub_f32, gpuos__e_sub_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_sub_f64, gpuos__e_sub_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_mul_i8, gpuos__e_mul_i8, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID)
@@ -689,8 +709,8 @@ GPUOS__HK_LOOP2(gpuos__hk_loop_mul_u8, gpuos__e_mul_u8, uint8_t, GPUOS__HK_ID, u
 GPUOS__HK_LOOP2(gpuos__hk_loop_mul_i16, gpuos__e_mul_i16, int16_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_mul_i32, gpuos__e_mul_i32, int32_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_mul_i64, gpuos__e_mul_i64, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID)
-GPUOS__HK_LOOP2(gpuos__hk_loop_mul_f16, gpuos__e_mul_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__f16_to_f32, uint16_t, gpuos__f16_to_f32)
-GPUOS__HK_LOOP2(gpuos__hk_loop_mul_bf16, gpuos__e_mul_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP2(gpuos__hk_loop_mul_f16, gpuos__e_mul_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__f16_to_f32, uint16_t, gpuos__f16_to_f32, gpuos__hx_f16_to_f32, gpuos__hx_f16_to_f32)
+GPUOS__HK_VLOOP2(gpuos__hk_loop_mul_bf16, gpuos__e_mul_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32, gpuos__bf16_to_f32, gpuos__bf16_to_f32)
 GPUOS__HK_LOOP2(gpuos__hk_loop_mul_f32, gpuos__e_mul_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_mul_f64, gpuos__e_mul_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_div_i8, gpuos__e_div_i8, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID)
@@ -698,8 +718,8 @@ GPUOS__HK_LOOP2(gpuos__hk_loop_div_u8, gpuos__e_div_u8, uint8_t, GPUOS__HK_ID, u
 GPUOS__HK_LOOP2(gpuos__hk_loop_div_i16, gpuos__e_div_i16, int16_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_div_i32, gpuos__e_div_i32, int32_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_div_i64, gpuos__e_div_i64, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID)
-GPUOS__HK_LOOP2(gpuos__hk_loop_div_f16, gpuos__e_div_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__f16_to_f32, uint16_t, gpuos__f16_to_f32)
-GPUOS__HK_LOOP2(gpuos__hk_loop_div_bf16, gpuos__e_div_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP2(gpuos__hk_loop_div_f16, gpuos__e_div_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__f16_to_f32, uint16_t, gpuos__f16_to_f32, gpuos__hx_f16_to_f32, gpuos__hx_f16_to_f32)
+GPUOS__HK_VLOOP2(gpuos__hk_loop_div_bf16, gpuos__e_div_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32, gpuos__bf16_to_f32, gpuos__bf16_to_f32)
 GPUOS__HK_LOOP2(gpuos__hk_loop_div_f32, gpuos__e_div_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_div_f64, gpuos__e_div_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_floordiv_i8, gpuos__e_floordiv_i8, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID)
@@ -707,8 +727,8 @@ GPUOS__HK_LOOP2(gpuos__hk_loop_floordiv_u8, gpuos__e_floordiv_u8, uint8_t, GPUOS
 GPUOS__HK_LOOP2(gpuos__hk_loop_floordiv_i16, gpuos__e_floordiv_i16, int16_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_floordiv_i32, gpuos__e_floordiv_i32, int32_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_floordiv_i64, gpuos__e_floordiv_i64, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID)
-GPUOS__HK_LOOP2(gpuos__hk_loop_floordiv_f16, gpuos__e_floordiv_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__f16_to_f32, uint16_t, gpuos__f16_to_f32)
-GPUOS__HK_LOOP2(gpuos__hk_loop_floordiv_bf16, gpuos__e_floordiv_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP2(gpuos__hk_loop_floordiv_f16, gpuos__e_floordiv_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__f16_to_f32, uint16_t, gpuos__f16_to_f32, gpuos__hx_f16_to_f32, gpuos__hx_f16_to_f32)
+GPUOS__HK_VLOOP2(gpuos__hk_loop_floordiv_bf16, gpuos__e_floordiv_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32, gpuos__bf16_to_f32, gpuos__bf16_to_f32)
 GPUOS__HK_LOOP2(gpuos__hk_loop_floordiv_f32, gpuos__e_floordiv_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_floordiv_f64, gpuos__e_floordiv_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_mod_i8, gpuos__e_mod_i8, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID)
@@ -716,8 +736,8 @@ GPUOS__HK_LOOP2(gpuos__hk_loop_mod_u8, gpuos__e_mod_u8, uint8_t, GPUOS__HK_ID, u
 GPUOS__HK_LOOP2(gpuos__hk_loop_mod_i16, gpuos__e_mod_i16, int16_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_mod_i32, gpuos__e_mod_i32, int32_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_mod_i64, gpuos__e_mod_i64, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID)
-GPUOS__HK_LOOP2(gpuos__hk_loop_mod_f16, gpuos__e_mod_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__f16_to_f32, uint16_t, gpuos__f16_to_f32)
-GPUOS__HK_LOOP2(gpuos__hk_loop_mod_bf16, gpuos__e_mod_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP2(gpuos__hk_loop_mod_f16, gpuos__e_mod_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__f16_to_f32, uint16_t, gpuos__f16_to_f32, gpuos__hx_f16_to_f32, gpuos__hx_f16_to_f32)
+GPUOS__HK_VLOOP2(gpuos__hk_loop_mod_bf16, gpuos__e_mod_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32, gpuos__bf16_to_f32, gpuos__bf16_to_f32)
 GPUOS__HK_LOOP2(gpuos__hk_loop_mod_f32, gpuos__e_mod_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_mod_f64, gpuos__e_mod_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_pow_i8, gpuos__e_pow_i8, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID)
@@ -725,12 +745,12 @@ GPUOS__HK_LOOP2(gpuos__hk_loop_pow_u8, gpuos__e_pow_u8, uint8_t, GPUOS__HK_ID, u
 GPUOS__HK_LOOP2(gpuos__hk_loop_pow_i16, gpuos__e_pow_i16, int16_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_pow_i32, gpuos__e_pow_i32, int32_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_pow_i64, gpuos__e_pow_i64, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID)
-GPUOS__HK_LOOP2(gpuos__hk_loop_pow_f16, gpuos__e_pow_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__f16_to_f32, uint16_t, gpuos__f16_to_f32)
-GPUOS__HK_LOOP2(gpuos__hk_loop_pow_bf16, gpuos__e_pow_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP2(gpuos__hk_loop_pow_f16, gpuos__e_pow_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__f16_to_f32, uint16_t, gpuos__f16_to_f32, gpuos__hx_f16_to_f32, gpuos__hx_f16_to_f32)
+GPUOS__HK_VLOOP2(gpuos__hk_loop_pow_bf16, gpuos__e_pow_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32, gpuos__bf16_to_f32, gpuos__bf16_to_f32)
 GPUOS__HK_LOOP2(gpuos__hk_loop_pow_f32, gpuos__e_pow_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_pow_f64, gpuos__e_pow_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
-GPUOS__HK_LOOP2(gpuos__hk_loop_atan2_f16, gpuos__e_atan2_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__f16_to_f32, uint16_t, gpuos__f16_to_f32)
-GPUOS__HK_LOOP2(gpuos__hk_loop_atan2_bf16, gpuos__e_atan2_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP2(gpuos__hk_loop_atan2_f16, gpuos__e_atan2_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__f16_to_f32, uint16_t, gpuos__f16_to_f32, gpuos__hx_f16_to_f32, gpuos__hx_f16_to_f32)
+GPUOS__HK_VLOOP2(gpuos__hk_loop_atan2_bf16, gpuos__e_atan2_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32, gpuos__bf16_to_f32, gpuos__bf16_to_f32)
 GPUOS__HK_LOOP2(gpuos__hk_loop_atan2_f32, gpuos__e_atan2_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_atan2_f64, gpuos__e_atan2_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_minimum_bool, gpuos__e_minimum_bool, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID)
@@ -739,8 +759,8 @@ GPUOS__HK_LOOP2(gpuos__hk_loop_minimum_u8, gpuos__e_minimum_u8, uint8_t, GPUOS__
 GPUOS__HK_LOOP2(gpuos__hk_loop_minimum_i16, gpuos__e_minimum_i16, int16_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_minimum_i32, gpuos__e_minimum_i32, int32_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_minimum_i64, gpuos__e_minimum_i64, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID)
-GPUOS__HK_LOOP2(gpuos__hk_loop_minimum_f16, gpuos__e_minimum_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__f16_to_f32, uint16_t, gpuos__f16_to_f32)
-GPUOS__HK_LOOP2(gpuos__hk_loop_minimum_bf16, gpuos__e_minimum_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP2(gpuos__hk_loop_minimum_f16, gpuos__e_minimum_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__f16_to_f32, uint16_t, gpuos__f16_to_f32, gpuos__hx_f16_to_f32, gpuos__hx_f16_to_f32)
+GPUOS__HK_VLOOP2(gpuos__hk_loop_minimum_bf16, gpuos__e_minimum_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32, gpuos__bf16_to_f32, gpuos__bf16_to_f32)
 GPUOS__HK_LOOP2(gpuos__hk_loop_minimum_f32, gpuos__e_minimum_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_minimum_f64, gpuos__e_minimum_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_maximum_bool, gpuos__e_maximum_bool, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID)
@@ -749,8 +769,8 @@ GPUOS__HK_LOOP2(gpuos__hk_loop_maximum_u8, gpuos__e_maximum_u8, uint8_t, GPUOS__
 GPUOS__HK_LOOP2(gpuos__hk_loop_maximum_i16, gpuos__e_maximum_i16, int16_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_maximum_i32, gpuos__e_maximum_i32, int32_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_maximum_i64, gpuos__e_maximum_i64, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID)
-GPUOS__HK_LOOP2(gpuos__hk_loop_maximum_f16, gpuos__e_maximum_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__f16_to_f32, uint16_t, gpuos__f16_to_f32)
-GPUOS__HK_LOOP2(gpuos__hk_loop_maximum_bf16, gpuos__e_maximum_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP2(gpuos__hk_loop_maximum_f16, gpuos__e_maximum_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__f16_to_f32, uint16_t, gpuos__f16_to_f32, gpuos__hx_f16_to_f32, gpuos__hx_f16_to_f32)
+GPUOS__HK_VLOOP2(gpuos__hk_loop_maximum_bf16, gpuos__e_maximum_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32, gpuos__bf16_to_f32, gpuos__bf16_to_f32)
 GPUOS__HK_LOOP2(gpuos__hk_loop_maximum_f32, gpuos__e_maximum_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_maximum_f64, gpuos__e_maximum_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_eq_bool, gpuos__e_eq_bool, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID)
