@@ -161,6 +161,22 @@ static gpuos__matmul_plan mm_plan(int64_t M, int64_t K, int64_t N, char **bufs) 
     return p;
 }
 
+/* The fused layer's parts on plan p (K columns of A): v & 1, the epilogue (+ bias broadcast over
+   rows, gelu, + X); v & 2, the layernorm prologue into X (eps). X = bufs[3] + 1 MB, bias = bufs[3]. */
+static char *mm_fuse(gpuos__matmul_plan *p, int v, int64_t K, char **bufs, double eps) {
+    char *X = bufs[3] + (1 << 20), *bias = bufs[3];
+    if (v & 1) {
+        p->n_epi = 3;
+        p->epi[0] = OP_ADD | (0 << GPUOS__EPI_IN_SHIFT);
+        p->epi[1] = OP_GELU;
+        p->epi[2] = OP_ADD | (1 << GPUOS__EPI_IN_SHIFT);
+        p->epi_ptr[0] = bias, p->epi_sm[0] = 0, p->epi_sn[0] = 4;
+        p->epi_ptr[1] = X, p->epi_sm[1] = K * 4, p->epi_sn[1] = 4;
+    }
+    if (v & 2) p->pro = 1, p->pro_out = X, p->pro_om = K * 4, p->pro_ok = 4, p->pro_eps = eps;
+    return X;
+}
+
 /* The tiny MLP's layer tile: one 8-column block of [8,256] @ [256,256] f32, plain, with the
    epilogue (+ bias, gelu, + residual), and with the layernorm prologue too (the fused task
    of a recorded graph, src/graph.c). which < 0: all four, timed; else case `which` only,
@@ -182,16 +198,7 @@ static void mm_layer(char **bufs, int which) {
         gpuos__matmul_plan p = mm_plan(M, K, N, bufs);
         /* 4..7: a row tile (all 256 columns of one row); 8..11: a slice of 64 columns of it */
         p.n_cb = v < 4 ? 32 : v < 8 ? GPUOS__MM_ROWS : -4;
-        char *X = bufs[3] + (1 << 20), *bias = bufs[3];
-        if (v & 1) { /* + bias (broadcast over rows), gelu, + X */
-            p.n_epi = 3;
-            p.epi[0] = OP_ADD | (0 << GPUOS__EPI_IN_SHIFT);
-            p.epi[1] = OP_GELU;
-            p.epi[2] = OP_ADD | (1 << GPUOS__EPI_IN_SHIFT);
-            p.epi_ptr[0] = bias, p.epi_sm[0] = 0, p.epi_sn[0] = 4;
-            p.epi_ptr[1] = X, p.epi_sm[1] = K * 4, p.epi_sn[1] = 4;
-        }
-        if (v & 2) p.pro = 1, p.pro_out = X, p.pro_om = K * 4, p.pro_ok = 4, p.pro_eps = 1e-5;
+        char *X = mm_fuse(&p, v, K, bufs, 1e-5);
         ChainArg c = {id, to_device(p), v < 4 ? M : 1, 1000, 256};
 #ifdef GPUOS__D_LEAN_PROF
         unsigned long long lp[8] = {0};
@@ -272,16 +279,7 @@ static void mm_lean_vs_narrow(char **bufs) {
                     gpuos__matmul_plan p = mm_plan(M, K, N, bufs);
                     if (bt) p.b_k = 4, p.b_n = K * 4; /* B^T's layout */
                     p.n_cb = 32;
-                    char *X = bufs[3] + (1 << 20), *bias = bufs[3];
-                    if (v & 1) {
-                        p.n_epi = 3;
-                        p.epi[0] = OP_ADD | (0 << GPUOS__EPI_IN_SHIFT);
-                        p.epi[1] = OP_GELU;
-                        p.epi[2] = OP_ADD | (1 << GPUOS__EPI_IN_SHIFT);
-                        p.epi_ptr[0] = bias, p.epi_sm[0] = 0, p.epi_sn[0] = 4;
-                        p.epi_ptr[1] = X, p.epi_sm[1] = K * 4, p.epi_sn[1] = 4;
-                    }
-                    if (v & 2) p.pro = 1, p.pro_out = X, p.pro_om = K * 4, p.pro_ok = 4, p.pro_eps = tiny ? 1e-44 : 1e-5;
+                    char *X = mm_fuse(&p, v, K, bufs, tiny ? 1e-44 : 1e-5);
                     const size_t ob = (size_t)M * N * 4, xb = (size_t)M * K * 4;
                     char *hb = (char *)malloc(2 * (ob + xb));
                     const gpuos__matmul_plan *dp = to_device(p);
