@@ -413,20 +413,27 @@ GPUOS__HX_INLINE float gpuos__hx_gelu(float a) {
             for (v_ = 0; v_ < GPUOS__HK_VB; ++v_) *(T *)((base) + ((j0) + v_) * (stride)) = STO((t)[v_]); \
         }                                                                                           \
     } while (0)
-/* A unary float-compute loop in blocks of GPUOS__HK_VB items: a block's inputs are all read
-   before its outputs are written (an output may be the very same view as its input); the
-   rest one at a time, through the same function. */
-#define GPUOS__HK_VLOOP1(NAME, FN, TO, STO, T1, L1)                                                 \
+/* A unary loop in blocks of GPUOS__HK_VB items, contiguous operands through plain arrays (vector
+   code where FN allows: the exp family's gpuos__hx_*, integer truncations and widenings, int
+   <-> float, gpuos__hx_cast_*): a block's inputs are all read before its outputs are written
+   (an output may be the very same view as its input); the rest one at a time, through the
+   same function. CT: the input's compute type; RT: what STO takes (FN's result converted as
+   the one-by-one loop's call or assignment converts it). For casts (1M elements on one core,
+   gcc -O2, 2-vCPU EPYC): u8 -> u8 0.89 -> 0.13 ms, i32 -> i32 0.63 -> 0.32, i64 -> i32 0.65 ->
+   0.38, f32 -> i16 1.04 -> 0.41-0.56, bool -> f32 0.49 -> 0.25; not used where the plain loop
+   was as fast (vcast_ok). */
+#define GPUOS__HK_VLOOP1(NAME, FN, TO, STO, T1, L1, CT, RT)                                         \
     GPUOS__HK_LOOP_FN(NAME) {                                                                       \
-        float t[GPUOS__HK_VB];                                                                      \
+        CT t[GPUOS__HK_VB];                                                                         \
+        RT r[GPUOS__HK_VB];                                                                         \
         int64_t i;                                                                                  \
         int v;                                                                                      \
         (void)index0;                                                                               \
         (void)scalar;                                                                               \
         for (i = 0; i + GPUOS__HK_VB <= n; i += GPUOS__HK_VB) {                                     \
             GPUOS__HK_VGET(t, T1, L1, ptr[1], stride[1], i);                                        \
-            for (v = 0; v < GPUOS__HK_VB; ++v) t[v] = FN(t[v]);                                     \
-            GPUOS__HK_VPUT(t, TO, STO, ptr[0], stride[0], i);                                       \
+            for (v = 0; v < GPUOS__HK_VB; ++v) r[v] = FN(t[v]);                                     \
+            GPUOS__HK_VPUT(r, TO, STO, ptr[0], stride[0], i);                                       \
         }                                                                                           \
         for (; i < n; ++i)                                                                          \
             GPUOS__HK_OUT(TO) = STO(FN(GPUOS__HK_IN(T1, L1, 1)));                                   \
@@ -444,7 +451,7 @@ GPUOS__FN float gpuos__hx_f16_to_f32(uint16_t h) {
 }
 /* Casts from float compute (f16, bf16, f32) to u8, i8, i16 and i32, host only: gpuos__sat_*_f32's
    results (NaN 0, the limits past them, truncation toward zero between) as selects a compiler
-   vectorizes, not its branches (GPUOS__HK_VCAST's FN). To u8, i8, i16 the value comes back as
+   vectorizes, not its branches (GPUOS__HK_VLOOP1's FN). To u8, i8, i16 the value comes back as
    a float in the output's range whose conversion (VPUT) truncates it; to i32 (whose largest
    value is no float) as an int32 from the clamped float with INT32_MAX selected at 2^31 and
    above. 1M random f32, one core (gcc -O2): to u8 6.8 -> 0.35 ms, to i8 5.7 -> 0.39, to i32 1.4
@@ -461,29 +468,6 @@ GPUOS__FN int32_t gpuos__hx_cast_i32(float x) {
     const int32_t m = -(int32_t)(x >= 2147483648.0f);
     return (q & ~m) | (2147483647 & m);
 }
-/* A cast in blocks of GPUOS__HK_VB items, contiguous operands through plain arrays (vector code
-   where FN allows: integer truncations and widenings, int <-> float, gpuos__hx_cast_*); CT: the
-   input's compute type, RT: what STO takes (FN's result converted as the one-by-one loop's
-   call or assignment converts it); the tail item by item. 1M elements on one core (gcc
-   -O2, 2-vCPU EPYC): u8 -> u8 0.89 -> 0.13 ms, i32 -> i32 0.63 -> 0.32, i64 -> i32 0.65 ->
-   0.38, f32 -> i16 1.04 -> 0.41-0.56, bool -> f32 0.49 -> 0.25; not used where the plain loop
-   was as fast (vcast_ok). */
-#define GPUOS__HK_VCAST(NAME, FN, TO, STO, T1, L1, CT, RT)                                          \
-    GPUOS__HK_LOOP_FN(NAME) {                                                                       \
-        CT t[GPUOS__HK_VB];                                                                         \
-        RT r[GPUOS__HK_VB];                                                                         \
-        int64_t i;                                                                                  \
-        int v;                                                                                      \
-        (void)index0;                                                                               \
-        (void)scalar;                                                                               \
-        for (i = 0; i + GPUOS__HK_VB <= n; i += GPUOS__HK_VB) {                                     \
-            GPUOS__HK_VGET(t, T1, L1, ptr[1], stride[1], i);                                        \
-            for (v = 0; v < GPUOS__HK_VB; ++v) r[v] = FN(t[v]);                                     \
-            GPUOS__HK_VPUT(r, TO, STO, ptr[0], stride[0], i);                                       \
-        }                                                                                           \
-        for (; i < n; ++i)                                                                          \
-            GPUOS__HK_OUT(TO) = STO(FN(GPUOS__HK_IN(T1, L1, 1)));                                   \
-    }
 /* A binary float-compute loop over f16 or bf16 operands in blocks of GPUOS__HK_VB items: both
    inputs of a block read (through VL1 / VL2: gpuos__hx_f16_to_f32 for f16, vector code)
    before its outputs are written; the same FN and STO as GPUOS__HK_LOOP2, the tail item by
@@ -534,8 +518,8 @@ GPUOS__HK_LOOP1(gpuos__hk_loop_neg_u8, gpuos__e_neg_u8, uint8_t, GPUOS__HK_ID, u
 GPUOS__HK_LOOP1(gpuos__hk_loop_neg_i16, gpuos__e_neg_i16, int16_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_neg_i32, gpuos__e_neg_i32, int32_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_neg_i64, gpuos__e_neg_i64, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_neg_f16, gpuos__e_neg_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_neg_bf16, gpuos__e_neg_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_neg_f16, gpuos__e_neg_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_neg_bf16, gpuos__e_neg_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
 GPUOS__HK_LOOP1(gpuos__hk_loop_neg_f32, gpuos__e_neg_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_neg_f64, gpuos__e_neg_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_abs_i8, gpuos__e_abs_i8, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID)
@@ -543,8 +527,8 @@ GPUOS__HK_LOOP1(gpuos__hk_loop_abs_u8, gpuos__e_abs_u8, uint8_t, GPUOS__HK_ID, u
 GPUOS__HK_LOOP1(gpuos__hk_loop_abs_i16, gpuos__e_abs_i16, int16_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_abs_i32, gpuos__e_abs_i32, int32_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_abs_i64, gpuos__e_abs_i64, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_abs_f16, gpuos__e_abs_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_abs_bf16, gpuos__e_abs_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_abs_f16, gpuos__e_abs_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_abs_bf16, gpuos__e_abs_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
 GPUOS__HK_LOOP1(gpuos__hk_loop_abs_f32, gpuos__e_abs_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_abs_f64, gpuos__e_abs_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_sign_i8, gpuos__e_sign_i8, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID)
@@ -552,101 +536,101 @@ GPUOS__HK_LOOP1(gpuos__hk_loop_sign_u8, gpuos__e_sign_u8, uint8_t, GPUOS__HK_ID,
 GPUOS__HK_LOOP1(gpuos__hk_loop_sign_i16, gpuos__e_sign_i16, int16_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_sign_i32, gpuos__e_sign_i32, int32_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_sign_i64, gpuos__e_sign_i64, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_sign_f16, gpuos__e_sign_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_sign_bf16, gpuos__e_sign_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_sign_f16, gpuos__e_sign_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_sign_bf16, gpuos__e_sign_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
 GPUOS__HK_LOOP1(gpuos__hk_loop_sign_f32, gpuos__e_sign_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_sign_f64, gpuos__e_sign_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_sqrt_f16, gpuos__e_sqrt_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_sqrt_bf16, gpuos__e_sqrt_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_sqrt_f16, gpuos__e_sqrt_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_sqrt_bf16, gpuos__e_sqrt_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
 GPUOS__HK_LOOP1(gpuos__hk_loop_sqrt_f32, gpuos__e_sqrt_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_sqrt_f64, gpuos__e_sqrt_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_rsqrt_f16, gpuos__e_rsqrt_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_rsqrt_bf16, gpuos__e_rsqrt_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_rsqrt_f16, gpuos__e_rsqrt_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_rsqrt_bf16, gpuos__e_rsqrt_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
 GPUOS__HK_LOOP1(gpuos__hk_loop_rsqrt_f32, gpuos__e_rsqrt_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_rsqrt_f64, gpuos__e_rsqrt_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_exp_f16, gpuos__hx_exp, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_exp_bf16, gpuos__hx_exp, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_exp_f32, gpuos__hx_exp, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_exp_f16, gpuos__hx_exp, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_exp_bf16, gpuos__hx_exp, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_exp_f32, gpuos__hx_exp, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, float)
 GPUOS__HK_LOOP1(gpuos__hk_loop_exp_f64, gpuos__e_exp_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_exp2_f16, gpuos__e_exp2_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_exp2_bf16, gpuos__e_exp2_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_exp2_f16, gpuos__e_exp2_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_exp2_bf16, gpuos__e_exp2_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
 GPUOS__HK_LOOP1(gpuos__hk_loop_exp2_f32, gpuos__e_exp2_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_exp2_f64, gpuos__e_exp2_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_log_f16, gpuos__e_log_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_log_bf16, gpuos__e_log_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_log_f16, gpuos__e_log_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_log_bf16, gpuos__e_log_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
 GPUOS__HK_LOOP1(gpuos__hk_loop_log_f32, gpuos__e_log_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_log_f64, gpuos__e_log_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_log2_f16, gpuos__e_log2_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_log2_bf16, gpuos__e_log2_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_log2_f16, gpuos__e_log2_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_log2_bf16, gpuos__e_log2_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
 GPUOS__HK_LOOP1(gpuos__hk_loop_log2_f32, gpuos__e_log2_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_log2_f64, gpuos__e_log2_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_log1p_f16, gpuos__e_log1p_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_log1p_bf16, gpuos__e_log1p_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_log1p_f16, gpuos__e_log1p_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_log1p_bf16, gpuos__e_log1p_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
 GPUOS__HK_LOOP1(gpuos__hk_loop_log1p_f32, gpuos__e_log1p_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_log1p_f64, gpuos__e_log1p_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_expm1_f16, gpuos__e_expm1_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_expm1_bf16, gpuos__e_expm1_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_expm1_f16, gpuos__e_expm1_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_expm1_bf16, gpuos__e_expm1_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
 GPUOS__HK_LOOP1(gpuos__hk_loop_expm1_f32, gpuos__e_expm1_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_expm1_f64, gpuos__e_expm1_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_sin_f16, gpuos__e_sin_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_sin_bf16, gpuos__e_sin_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_sin_f16, gpuos__e_sin_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_sin_bf16, gpuos__e_sin_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
 GPUOS__HK_LOOP1(gpuos__hk_loop_sin_f32, gpuos__e_sin_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_sin_f64, gpuos__e_sin_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_cos_f16, gpuos__e_cos_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_cos_bf16, gpuos__e_cos_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cos_f16, gpuos__e_cos_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cos_bf16, gpuos__e_cos_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cos_f32, gpuos__e_cos_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cos_f64, gpuos__e_cos_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_tan_f16, gpuos__e_tan_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_tan_bf16, gpuos__e_tan_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_tan_f16, gpuos__e_tan_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_tan_bf16, gpuos__e_tan_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
 GPUOS__HK_LOOP1(gpuos__hk_loop_tan_f32, gpuos__e_tan_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_tan_f64, gpuos__e_tan_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_tanh_f16, gpuos__hx_tanh, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_tanh_bf16, gpuos__hx_tanh, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_tanh_f32, gpuos__hx_tanh, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_tanh_f16, gpuos__hx_tanh, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_tanh_bf16, gpuos__hx_tanh, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_tanh_f32, gpuos__hx_tanh, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, float)
 GPUOS__HK_LOOP1(gpuos__hk_loop_tanh_f64, gpuos__e_tanh_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_sigmoid_f16, gpuos__hx_sigmoid, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_sigmoid_bf16, gpuos__hx_sigmoid, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_sigmoid_f32, gpuos__hx_sigmoid, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_sigmoid_f16, gpuos__hx_sigmoid, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_sigmoid_bf16, gpuos__hx_sigmoid, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_sigmoid_f32, gpuos__hx_sigmoid, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, float)
 GPUOS__HK_LOOP1(gpuos__hk_loop_sigmoid_f64, gpuos__e_sigmoid_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_relu_i8, gpuos__e_relu_i8, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_relu_u8, gpuos__e_relu_u8, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_relu_i16, gpuos__e_relu_i16, int16_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_relu_i32, gpuos__e_relu_i32, int32_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_relu_i64, gpuos__e_relu_i64, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_relu_f16, gpuos__e_relu_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_relu_bf16, gpuos__e_relu_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_relu_f16, gpuos__e_relu_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_relu_bf16, gpuos__e_relu_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
 GPUOS__HK_LOOP1(gpuos__hk_loop_relu_f32, gpuos__e_relu_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_relu_f64, gpuos__e_relu_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_gelu_f16, gpuos__hx_gelu, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_gelu_bf16, gpuos__hx_gelu, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_gelu_f32, gpuos__hx_gelu, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_gelu_f16, gpuos__hx_gelu, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_gelu_bf16, gpuos__hx_gelu, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_gelu_f32, gpuos__hx_gelu, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, float)
 GPUOS__HK_LOOP1(gpuos__hk_loop_gelu_f64, gpuos__e_gelu_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_gelu_tanh_f16, gpuos__hx_gelu_tanh, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_gelu_tanh_bf16, gpuos__hx_gelu_tanh, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_gelu_tanh_f32, gpuos__hx_gelu_tanh, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_gelu_tanh_f16, gpuos__hx_gelu_tanh, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_gelu_tanh_bf16, gpuos__hx_gelu_tanh, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_gelu_tanh_f32, gpuos__hx_gelu_tanh, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, float)
 GPUOS__HK_LOOP1(gpuos__hk_loop_gelu_tanh_f64, gpuos__e_gelu_tanh_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_silu_f16, gpuos__hx_silu, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_silu_bf16, gpuos__hx_silu, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_silu_f32, gpuos__hx_silu, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_silu_f16, gpuos__hx_silu, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_silu_bf16, gpuos__hx_silu, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_silu_f32, gpuos__hx_silu, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, float)
 GPUOS__HK_LOOP1(gpuos__hk_loop_silu_f64, gpuos__e_silu_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_floor_f16, gpuos__e_floor_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_floor_bf16, gpuos__e_floor_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_floor_f16, gpuos__e_floor_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_floor_bf16, gpuos__e_floor_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
 GPUOS__HK_LOOP1(gpuos__hk_loop_floor_f32, gpuos__e_floor_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_floor_f64, gpuos__e_floor_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_ceil_f16, gpuos__e_ceil_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_ceil_bf16, gpuos__e_ceil_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_ceil_f16, gpuos__e_ceil_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_ceil_bf16, gpuos__e_ceil_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
 GPUOS__HK_LOOP1(gpuos__hk_loop_ceil_f32, gpuos__e_ceil_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_ceil_f64, gpuos__e_ceil_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_round_f16, gpuos__e_round_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_round_bf16, gpuos__e_round_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_round_f16, gpuos__e_round_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_round_bf16, gpuos__e_round_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
 GPUOS__HK_LOOP1(gpuos__hk_loop_round_f32, gpuos__e_round_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_round_f64, gpuos__e_round_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_trunc_f16, gpuos__e_trunc_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_trunc_bf16, gpuos__e_trunc_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_trunc_f16, gpuos__e_trunc_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_trunc_bf16, gpuos__e_trunc_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
 GPUOS__HK_LOOP1(gpuos__hk_loop_trunc_f32, gpuos__e_trunc_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_trunc_f64, gpuos__e_trunc_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_reciprocal_f16, gpuos__e_reciprocal_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_reciprocal_bf16, gpuos__e_reciprocal_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_reciprocal_f16, gpuos__e_reciprocal_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_reciprocal_bf16, gpuos__e_reciprocal_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
 GPUOS__HK_LOOP1(gpuos__hk_loop_reciprocal_f32, gpuos__e_reciprocal_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_reciprocal_f64, gpuos__e_reciprocal_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_square_i8, gpuos__e_square_i8, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID)
@@ -654,8 +638,8 @@ GPUOS__HK_LOOP1(gpuos__hk_loop_square_u8, gpuos__e_square_u8, uint8_t, GPUOS__HK
 GPUOS__HK_LOOP1(gpuos__hk_loop_square_i16, gpuos__e_square_i16, int16_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_square_i32, gpuos__e_square_i32, int32_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_square_i64, gpuos__e_square_i64, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_square_f16, gpuos__e_square_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_square_bf16, gpuos__e_square_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_square_f16, gpuos__e_square_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_square_bf16, gpuos__e_square_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
 GPUOS__HK_LOOP1(gpuos__hk_loop_square_f32, gpuos__e_square_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_square_f64, gpuos__e_square_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_logical_not_bool, gpuos__e_logical_not_bool, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID)
@@ -923,114 +907,114 @@ GPUOS__HK_LOOP3(gpuos__hk_loop_fma_f16, gpuos__e_fma_f16, uint16_t, gpuos__f32_t
 GPUOS__HK_LOOP3(gpuos__hk_loop_fma_bf16, gpuos__e_fma_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32)
 GPUOS__HK_LOOP3(gpuos__hk_loop_fma_f32, gpuos__e_fma_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP3(gpuos__hk_loop_fma_f64, gpuos__e_fma_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_bool_bool, gpuos__e_cast_bool_bool, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, uint8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_bool_i8, gpuos__e_cast_bool_i8, int8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, int8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_bool_u8, gpuos__e_cast_bool_u8, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, uint8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_bool_i16, gpuos__e_cast_bool_i16, int16_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, int16_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_bool_i32, gpuos__e_cast_bool_i32, int32_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, int32_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_bool_i64, gpuos__e_cast_bool_i64, int64_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, int64_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_bool_bool, gpuos__e_cast_bool_bool, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, uint8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_bool_i8, gpuos__e_cast_bool_i8, int8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, int8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_bool_u8, gpuos__e_cast_bool_u8, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, uint8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_bool_i16, gpuos__e_cast_bool_i16, int16_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, int16_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_bool_i32, gpuos__e_cast_bool_i32, int32_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, int32_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_bool_i64, gpuos__e_cast_bool_i64, int64_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, int64_t)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_bool_f16, gpuos__e_cast_bool_f16, uint16_t, gpuos__f32_to_f16, uint8_t, GPUOS__HK_ID)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_bool_bf16, gpuos__e_cast_bool_bf16, uint16_t, gpuos__f32_to_bf16, uint8_t, GPUOS__HK_ID, uint8_t, float)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_bool_f32, gpuos__e_cast_bool_f32, float, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, float)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_bool_f64, gpuos__e_cast_bool_f64, double, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, double)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i8_bool, gpuos__e_cast_i8_bool, uint8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, uint8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i8_i8, gpuos__e_cast_i8_i8, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, int8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i8_u8, gpuos__e_cast_i8_u8, uint8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, uint8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i8_i16, gpuos__e_cast_i8_i16, int16_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, int16_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i8_i32, gpuos__e_cast_i8_i32, int32_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, int32_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i8_i64, gpuos__e_cast_i8_i64, int64_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, int64_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_bool_bf16, gpuos__e_cast_bool_bf16, uint16_t, gpuos__f32_to_bf16, uint8_t, GPUOS__HK_ID, uint8_t, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_bool_f32, gpuos__e_cast_bool_f32, float, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_bool_f64, gpuos__e_cast_bool_f64, double, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, double)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i8_bool, gpuos__e_cast_i8_bool, uint8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, uint8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i8_i8, gpuos__e_cast_i8_i8, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, int8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i8_u8, gpuos__e_cast_i8_u8, uint8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, uint8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i8_i16, gpuos__e_cast_i8_i16, int16_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, int16_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i8_i32, gpuos__e_cast_i8_i32, int32_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, int32_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i8_i64, gpuos__e_cast_i8_i64, int64_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, int64_t)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_i8_f16, gpuos__e_cast_i8_f16, uint16_t, gpuos__f32_to_f16, int8_t, GPUOS__HK_ID)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i8_bf16, gpuos__e_cast_i8_bf16, uint16_t, gpuos__f32_to_bf16, int8_t, GPUOS__HK_ID, int8_t, float)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i8_f32, gpuos__e_cast_i8_f32, float, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, float)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i8_f64, gpuos__e_cast_i8_f64, double, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, double)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_u8_bool, gpuos__e_cast_u8_bool, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, uint8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_u8_i8, gpuos__e_cast_u8_i8, int8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, int8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_u8_u8, gpuos__e_cast_u8_u8, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, uint8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_u8_i16, gpuos__e_cast_u8_i16, int16_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, int16_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_u8_i32, gpuos__e_cast_u8_i32, int32_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, int32_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_u8_i64, gpuos__e_cast_u8_i64, int64_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, int64_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i8_bf16, gpuos__e_cast_i8_bf16, uint16_t, gpuos__f32_to_bf16, int8_t, GPUOS__HK_ID, int8_t, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i8_f32, gpuos__e_cast_i8_f32, float, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i8_f64, gpuos__e_cast_i8_f64, double, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, double)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_u8_bool, gpuos__e_cast_u8_bool, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, uint8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_u8_i8, gpuos__e_cast_u8_i8, int8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, int8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_u8_u8, gpuos__e_cast_u8_u8, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, uint8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_u8_i16, gpuos__e_cast_u8_i16, int16_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, int16_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_u8_i32, gpuos__e_cast_u8_i32, int32_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, int32_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_u8_i64, gpuos__e_cast_u8_i64, int64_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, int64_t)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_u8_f16, gpuos__e_cast_u8_f16, uint16_t, gpuos__f32_to_f16, uint8_t, GPUOS__HK_ID)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_u8_bf16, gpuos__e_cast_u8_bf16, uint16_t, gpuos__f32_to_bf16, uint8_t, GPUOS__HK_ID, uint8_t, float)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_u8_f32, gpuos__e_cast_u8_f32, float, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, float)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_u8_f64, gpuos__e_cast_u8_f64, double, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, double)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i16_bool, gpuos__e_cast_i16_bool, uint8_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID, int16_t, uint8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i16_i8, gpuos__e_cast_i16_i8, int8_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID, int16_t, int8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i16_u8, gpuos__e_cast_i16_u8, uint8_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID, int16_t, uint8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i16_i16, gpuos__e_cast_i16_i16, int16_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID, int16_t, int16_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i16_i32, gpuos__e_cast_i16_i32, int32_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID, int16_t, int32_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i16_i64, gpuos__e_cast_i16_i64, int64_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID, int16_t, int64_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_u8_bf16, gpuos__e_cast_u8_bf16, uint16_t, gpuos__f32_to_bf16, uint8_t, GPUOS__HK_ID, uint8_t, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_u8_f32, gpuos__e_cast_u8_f32, float, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_u8_f64, gpuos__e_cast_u8_f64, double, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, double)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i16_bool, gpuos__e_cast_i16_bool, uint8_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID, int16_t, uint8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i16_i8, gpuos__e_cast_i16_i8, int8_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID, int16_t, int8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i16_u8, gpuos__e_cast_i16_u8, uint8_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID, int16_t, uint8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i16_i16, gpuos__e_cast_i16_i16, int16_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID, int16_t, int16_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i16_i32, gpuos__e_cast_i16_i32, int32_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID, int16_t, int32_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i16_i64, gpuos__e_cast_i16_i64, int64_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID, int16_t, int64_t)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_i16_f16, gpuos__e_cast_i16_f16, uint16_t, gpuos__f32_to_f16, int16_t, GPUOS__HK_ID)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i16_bf16, gpuos__e_cast_i16_bf16, uint16_t, gpuos__f32_to_bf16, int16_t, GPUOS__HK_ID, int16_t, float)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i16_f32, gpuos__e_cast_i16_f32, float, GPUOS__HK_ID, int16_t, GPUOS__HK_ID, int16_t, float)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i16_f64, gpuos__e_cast_i16_f64, double, GPUOS__HK_ID, int16_t, GPUOS__HK_ID, int16_t, double)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i32_bool, gpuos__e_cast_i32_bool, uint8_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID, int32_t, uint8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i32_i8, gpuos__e_cast_i32_i8, int8_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID, int32_t, int8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i32_u8, gpuos__e_cast_i32_u8, uint8_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID, int32_t, uint8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i32_i16, gpuos__e_cast_i32_i16, int16_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID, int32_t, int16_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i32_i32, gpuos__e_cast_i32_i32, int32_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID, int32_t, int32_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i16_bf16, gpuos__e_cast_i16_bf16, uint16_t, gpuos__f32_to_bf16, int16_t, GPUOS__HK_ID, int16_t, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i16_f32, gpuos__e_cast_i16_f32, float, GPUOS__HK_ID, int16_t, GPUOS__HK_ID, int16_t, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i16_f64, gpuos__e_cast_i16_f64, double, GPUOS__HK_ID, int16_t, GPUOS__HK_ID, int16_t, double)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i32_bool, gpuos__e_cast_i32_bool, uint8_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID, int32_t, uint8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i32_i8, gpuos__e_cast_i32_i8, int8_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID, int32_t, int8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i32_u8, gpuos__e_cast_i32_u8, uint8_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID, int32_t, uint8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i32_i16, gpuos__e_cast_i32_i16, int16_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID, int32_t, int16_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i32_i32, gpuos__e_cast_i32_i32, int32_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID, int32_t, int32_t)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_i32_i64, gpuos__e_cast_i32_i64, int64_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_i32_f16, gpuos__e_cast_i32_f16, uint16_t, gpuos__f64_to_f16, int32_t, GPUOS__HK_ID)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i32_bf16, gpuos__e_cast_i32_bf16, uint16_t, gpuos__f64_to_bf16, int32_t, GPUOS__HK_ID, int32_t, double)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i32_f32, gpuos__e_cast_i32_f32, float, GPUOS__HK_ID, int32_t, GPUOS__HK_ID, int32_t, float)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i32_f64, gpuos__e_cast_i32_f64, double, GPUOS__HK_ID, int32_t, GPUOS__HK_ID, int32_t, double)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i64_bool, gpuos__e_cast_i64_bool, uint8_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID, int64_t, uint8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i64_i8, gpuos__e_cast_i64_i8, int8_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID, int64_t, int8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i64_u8, gpuos__e_cast_i64_u8, uint8_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID, int64_t, uint8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i64_i16, gpuos__e_cast_i64_i16, int16_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID, int64_t, int16_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i64_i32, gpuos__e_cast_i64_i32, int32_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID, int64_t, int32_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_i64_i64, gpuos__e_cast_i64_i64, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID, int64_t, int64_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i32_bf16, gpuos__e_cast_i32_bf16, uint16_t, gpuos__f64_to_bf16, int32_t, GPUOS__HK_ID, int32_t, double)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i32_f32, gpuos__e_cast_i32_f32, float, GPUOS__HK_ID, int32_t, GPUOS__HK_ID, int32_t, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i32_f64, gpuos__e_cast_i32_f64, double, GPUOS__HK_ID, int32_t, GPUOS__HK_ID, int32_t, double)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i64_bool, gpuos__e_cast_i64_bool, uint8_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID, int64_t, uint8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i64_i8, gpuos__e_cast_i64_i8, int8_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID, int64_t, int8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i64_u8, gpuos__e_cast_i64_u8, uint8_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID, int64_t, uint8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i64_i16, gpuos__e_cast_i64_i16, int16_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID, int64_t, int16_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i64_i32, gpuos__e_cast_i64_i32, int32_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID, int64_t, int32_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_i64_i64, gpuos__e_cast_i64_i64, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID, int64_t, int64_t)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_i64_f16, gpuos__e_cast_i64_f16, uint16_t, gpuos__f64_to_f16, int64_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_i64_bf16, gpuos__e_cast_i64_bf16, uint16_t, gpuos__f64_to_bf16, int64_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_i64_f32, gpuos__e_cast_i64_f32, float, GPUOS__HK_ID, int64_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_i64_f64, gpuos__e_cast_i64_f64, double, GPUOS__HK_ID, int64_t, GPUOS__HK_ID)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_f16_bool, gpuos__e_cast_f16_bool, uint8_t, GPUOS__HK_ID, uint16_t, gpuos__hx_f16_to_f32, float, uint8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_f16_i8, gpuos__hx_cast_i8, int8_t, GPUOS__HK_ID, uint16_t, gpuos__hx_f16_to_f32, float, int8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_f16_u8, gpuos__hx_cast_u8, uint8_t, GPUOS__HK_ID, uint16_t, gpuos__hx_f16_to_f32, float, uint8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_f16_i16, gpuos__hx_cast_i16, int16_t, GPUOS__HK_ID, uint16_t, gpuos__hx_f16_to_f32, float, int16_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_f16_i32, gpuos__hx_cast_i32, int32_t, GPUOS__HK_ID, uint16_t, gpuos__hx_f16_to_f32, float, int32_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f16_bool, gpuos__e_cast_f16_bool, uint8_t, GPUOS__HK_ID, uint16_t, gpuos__hx_f16_to_f32, float, uint8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f16_i8, gpuos__hx_cast_i8, int8_t, GPUOS__HK_ID, uint16_t, gpuos__hx_f16_to_f32, float, int8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f16_u8, gpuos__hx_cast_u8, uint8_t, GPUOS__HK_ID, uint16_t, gpuos__hx_f16_to_f32, float, uint8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f16_i16, gpuos__hx_cast_i16, int16_t, GPUOS__HK_ID, uint16_t, gpuos__hx_f16_to_f32, float, int16_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f16_i32, gpuos__hx_cast_i32, int32_t, GPUOS__HK_ID, uint16_t, gpuos__hx_f16_to_f32, float, int32_t)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_f16_i64, gpuos__e_cast_f16_i64, int64_t, GPUOS__HK_ID, uint16_t, gpuos__f16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f16_f16, gpuos__e_cast_f16_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_f16_bf16, gpuos__e_cast_f16_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__hx_f16_to_f32, float, float)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_f16_f32, gpuos__e_cast_f16_f32, float, GPUOS__HK_ID, uint16_t, gpuos__hx_f16_to_f32, float, float)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_f16_f64, gpuos__e_cast_f16_f64, double, GPUOS__HK_ID, uint16_t, gpuos__hx_f16_to_f32, float, double)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_bf16_bool, gpuos__e_cast_bf16_bool, uint8_t, GPUOS__HK_ID, uint16_t, gpuos__bf16_to_f32, float, uint8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_bf16_i8, gpuos__hx_cast_i8, int8_t, GPUOS__HK_ID, uint16_t, gpuos__bf16_to_f32, float, int8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_bf16_u8, gpuos__hx_cast_u8, uint8_t, GPUOS__HK_ID, uint16_t, gpuos__bf16_to_f32, float, uint8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_bf16_i16, gpuos__hx_cast_i16, int16_t, GPUOS__HK_ID, uint16_t, gpuos__bf16_to_f32, float, int16_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_bf16_i32, gpuos__hx_cast_i32, int32_t, GPUOS__HK_ID, uint16_t, gpuos__bf16_to_f32, float, int32_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f16_f16, gpuos__e_cast_f16_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f16_bf16, gpuos__e_cast_f16_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f16_f32, gpuos__e_cast_f16_f32, float, GPUOS__HK_ID, uint16_t, gpuos__hx_f16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f16_f64, gpuos__e_cast_f16_f64, double, GPUOS__HK_ID, uint16_t, gpuos__hx_f16_to_f32, float, double)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_bf16_bool, gpuos__e_cast_bf16_bool, uint8_t, GPUOS__HK_ID, uint16_t, gpuos__bf16_to_f32, float, uint8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_bf16_i8, gpuos__hx_cast_i8, int8_t, GPUOS__HK_ID, uint16_t, gpuos__bf16_to_f32, float, int8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_bf16_u8, gpuos__hx_cast_u8, uint8_t, GPUOS__HK_ID, uint16_t, gpuos__bf16_to_f32, float, uint8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_bf16_i16, gpuos__hx_cast_i16, int16_t, GPUOS__HK_ID, uint16_t, gpuos__bf16_to_f32, float, int16_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_bf16_i32, gpuos__hx_cast_i32, int32_t, GPUOS__HK_ID, uint16_t, gpuos__bf16_to_f32, float, int32_t)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_bf16_i64, gpuos__e_cast_bf16_i64, int64_t, GPUOS__HK_ID, uint16_t, gpuos__bf16_to_f32)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_bf16_f16, gpuos__e_cast_bf16_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__bf16_to_f32)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_bf16_bf16, gpuos__e_cast_bf16_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_bf16_f32, gpuos__e_cast_bf16_f32, float, GPUOS__HK_ID, uint16_t, gpuos__bf16_to_f32, float, float)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_bf16_f64, gpuos__e_cast_bf16_f64, double, GPUOS__HK_ID, uint16_t, gpuos__bf16_to_f32, float, double)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_f32_bool, gpuos__e_cast_f32_bool, uint8_t, GPUOS__HK_ID, float, GPUOS__HK_ID, float, uint8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_f32_i8, gpuos__hx_cast_i8, int8_t, GPUOS__HK_ID, float, GPUOS__HK_ID, float, int8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_f32_u8, gpuos__hx_cast_u8, uint8_t, GPUOS__HK_ID, float, GPUOS__HK_ID, float, uint8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_f32_i16, gpuos__hx_cast_i16, int16_t, GPUOS__HK_ID, float, GPUOS__HK_ID, float, int16_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_f32_i32, gpuos__hx_cast_i32, int32_t, GPUOS__HK_ID, float, GPUOS__HK_ID, float, int32_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_bf16_f16, gpuos__e_cast_bf16_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__bf16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_bf16_bf16, gpuos__e_cast_bf16_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_bf16_f32, gpuos__e_cast_bf16_f32, float, GPUOS__HK_ID, uint16_t, gpuos__bf16_to_f32, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_bf16_f64, gpuos__e_cast_bf16_f64, double, GPUOS__HK_ID, uint16_t, gpuos__bf16_to_f32, float, double)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f32_bool, gpuos__e_cast_f32_bool, uint8_t, GPUOS__HK_ID, float, GPUOS__HK_ID, float, uint8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f32_i8, gpuos__hx_cast_i8, int8_t, GPUOS__HK_ID, float, GPUOS__HK_ID, float, int8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f32_u8, gpuos__hx_cast_u8, uint8_t, GPUOS__HK_ID, float, GPUOS__HK_ID, float, uint8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f32_i16, gpuos__hx_cast_i16, int16_t, GPUOS__HK_ID, float, GPUOS__HK_ID, float, int16_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f32_i32, gpuos__hx_cast_i32, int32_t, GPUOS__HK_ID, float, GPUOS__HK_ID, float, int32_t)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_f32_i64, gpuos__e_cast_f32_i64, int64_t, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_f32_f16, gpuos__e_cast_f32_f16, uint16_t, gpuos__f32_to_f16, float, GPUOS__HK_ID)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_f32_bf16, gpuos__e_cast_f32_bf16, uint16_t, gpuos__f32_to_bf16, float, GPUOS__HK_ID, float, float)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_f32_f32, gpuos__e_cast_f32_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, float)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_f32_f64, gpuos__e_cast_f32_f64, double, GPUOS__HK_ID, float, GPUOS__HK_ID, float, double)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_f64_bool, gpuos__e_cast_f64_bool, uint8_t, GPUOS__HK_ID, double, GPUOS__HK_ID, double, uint8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_f64_i8, gpuos__e_cast_f64_i8, int8_t, GPUOS__HK_ID, double, GPUOS__HK_ID, double, int8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_f64_u8, gpuos__e_cast_f64_u8, uint8_t, GPUOS__HK_ID, double, GPUOS__HK_ID, double, uint8_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_f64_i16, gpuos__e_cast_f64_i16, int16_t, GPUOS__HK_ID, double, GPUOS__HK_ID, double, int16_t)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_f64_i32, gpuos__e_cast_f64_i32, int32_t, GPUOS__HK_ID, double, GPUOS__HK_ID, double, int32_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f32_bf16, gpuos__e_cast_f32_bf16, uint16_t, gpuos__f32_to_bf16, float, GPUOS__HK_ID, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f32_f32, gpuos__e_cast_f32_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f32_f64, gpuos__e_cast_f32_f64, double, GPUOS__HK_ID, float, GPUOS__HK_ID, float, double)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f64_bool, gpuos__e_cast_f64_bool, uint8_t, GPUOS__HK_ID, double, GPUOS__HK_ID, double, uint8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f64_i8, gpuos__e_cast_f64_i8, int8_t, GPUOS__HK_ID, double, GPUOS__HK_ID, double, int8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f64_u8, gpuos__e_cast_f64_u8, uint8_t, GPUOS__HK_ID, double, GPUOS__HK_ID, double, uint8_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f64_i16, gpuos__e_cast_f64_i16, int16_t, GPUOS__HK_ID, double, GPUOS__HK_ID, double, int16_t)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f64_i32, gpuos__e_cast_f64_i32, int32_t, GPUOS__HK_ID, double, GPUOS__HK_ID, double, int32_t)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_f64_i64, gpuos__e_cast_f64_i64, int64_t, GPUOS__HK_ID, double, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_cast_f64_f16, gpuos__e_cast_f64_f16, uint16_t, gpuos__f64_to_f16, double, GPUOS__HK_ID)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_f64_bf16, gpuos__e_cast_f64_bf16, uint16_t, gpuos__f64_to_bf16, double, GPUOS__HK_ID, double, double)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_f64_f32, gpuos__e_cast_f64_f32, float, GPUOS__HK_ID, double, GPUOS__HK_ID, double, float)
-GPUOS__HK_VCAST(gpuos__hk_loop_cast_f64_f64, gpuos__e_cast_f64_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID, double, double)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f64_bf16, gpuos__e_cast_f64_bf16, uint16_t, gpuos__f64_to_bf16, double, GPUOS__HK_ID, double, double)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f64_f32, gpuos__e_cast_f64_f32, float, GPUOS__HK_ID, double, GPUOS__HK_ID, double, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_cast_f64_f64, gpuos__e_cast_f64_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID, double, double)
 GPUOS__HK_LOOP1(gpuos__hk_loop_copy_bool, gpuos__e_copy_bool, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_copy_i8, gpuos__e_copy_i8, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_copy_u8, gpuos__e_copy_u8, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_copy_i16, gpuos__e_copy_i16, int16_t, GPUOS__HK_ID, int16_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_copy_i32, gpuos__e_copy_i32, int32_t, GPUOS__HK_ID, int32_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_copy_i64, gpuos__e_copy_i64, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_copy_f16, gpuos__e_copy_f16, uint16_t, GPUOS__HK_ID, uint16_t, GPUOS__HK_ID)
-GPUOS__HK_VLOOP1(gpuos__hk_loop_copy_bf16, gpuos__e_copy_bf16, uint16_t, GPUOS__HK_ID, uint16_t, GPUOS__HK_ID)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_copy_f16, gpuos__e_copy_f16, uint16_t, GPUOS__HK_ID, uint16_t, GPUOS__HK_ID, float, float)
+GPUOS__HK_VLOOP1(gpuos__hk_loop_copy_bf16, gpuos__e_copy_bf16, uint16_t, GPUOS__HK_ID, uint16_t, GPUOS__HK_ID, float, float)
 GPUOS__HK_LOOP1(gpuos__hk_loop_copy_f32, gpuos__e_copy_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
 GPUOS__HK_LOOP1(gpuos__hk_loop_copy_f64, gpuos__e_copy_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
 GPUOS__HK_FILL(gpuos__hk_loop_fill_bool, gpuos__e_cast_f64_bool, uint8_t, GPUOS__HK_ID)
@@ -1564,7 +1548,7 @@ static void gpuos__hk_rows_softmax_f16(const gpuos__rows_plan *p, int64_t begin,
         char *out = p->out + gpuos__hk_offset(r, p->outer_rank, p->outer_shape, p->outer_out_stride);
         for (v = 0; v < GPUOS__HK_VB; ++v) acc[v] = -gpuos__inf_f32();
         for (j0 = 0; j0 + GPUOS__HK_VB <= n; j0 += GPUOS__HK_VB) {
-            GPUOS__HK_VGET(t, uint16_t, gpuos__f16_to_f32, in, si, j0);
+            GPUOS__HK_VGET(t, uint16_t, gpuos__hx_f16_to_f32, in, si, j0);
             for (v = 0; v < GPUOS__HK_VB; ++v) acc[v] = gpuos__hx_max(acc[v], t[v]);
         }
         for (j = j0; j < n; ++j)
@@ -1573,7 +1557,7 @@ static void gpuos__hk_rows_softmax_f16(const gpuos__rows_plan *p, int64_t begin,
         for (v = 1; v < GPUOS__HK_VB; ++v) mx = gpuos__max_f32(mx, acc[v]);
         for (v = 0; v < GPUOS__HK_VB; ++v) acc[v] = 0;
         for (j0 = 0; j0 + GPUOS__HK_VB <= n; j0 += GPUOS__HK_VB) {
-            GPUOS__HK_VGET(t, uint16_t, gpuos__f16_to_f32, in, si, j0);
+            GPUOS__HK_VGET(t, uint16_t, gpuos__hx_f16_to_f32, in, si, j0);
             for (v = 0; v < GPUOS__HK_VB; ++v) {
                 t[v] = gpuos__hx_expf(t[v] - mx);
                 acc[v] += t[v];
@@ -1587,7 +1571,7 @@ static void gpuos__hk_rows_softmax_f16(const gpuos__rows_plan *p, int64_t begin,
             for (v = 0; v < w; ++v) acc[v] += acc[v + w];
         sum = acc[0];
         for (j0 = 0; j0 + GPUOS__HK_VB <= n; j0 += GPUOS__HK_VB) {
-            GPUOS__HK_VGET(t, uint16_t, gpuos__f16_to_f32, in, si, j0);
+            GPUOS__HK_VGET(t, uint16_t, gpuos__hx_f16_to_f32, in, si, j0);
             for (v = 0; v < GPUOS__HK_VB; ++v) t[v] = gpuos__hx_expf(t[v] - mx) / sum;
             GPUOS__HK_VPUT(t, uint16_t, gpuos__f32_to_f16, out, so, j0);
         }
@@ -1732,7 +1716,7 @@ static void gpuos__hk_rows_log_softmax_f16(const gpuos__rows_plan *p, int64_t be
         char *out = p->out + gpuos__hk_offset(r, p->outer_rank, p->outer_shape, p->outer_out_stride);
         for (v = 0; v < GPUOS__HK_VB; ++v) acc[v] = -gpuos__inf_f32();
         for (j0 = 0; j0 + GPUOS__HK_VB <= n; j0 += GPUOS__HK_VB) {
-            GPUOS__HK_VGET(t, uint16_t, gpuos__f16_to_f32, in, si, j0);
+            GPUOS__HK_VGET(t, uint16_t, gpuos__hx_f16_to_f32, in, si, j0);
             for (v = 0; v < GPUOS__HK_VB; ++v) acc[v] = gpuos__hx_max(acc[v], t[v]);
         }
         for (j = j0; j < n; ++j)
@@ -1741,7 +1725,7 @@ static void gpuos__hk_rows_log_softmax_f16(const gpuos__rows_plan *p, int64_t be
         for (v = 1; v < GPUOS__HK_VB; ++v) mx = gpuos__max_f32(mx, acc[v]);
         for (v = 0; v < GPUOS__HK_VB; ++v) acc[v] = 0;
         for (j0 = 0; j0 + GPUOS__HK_VB <= n; j0 += GPUOS__HK_VB) {
-            GPUOS__HK_VGET(t, uint16_t, gpuos__f16_to_f32, in, si, j0);
+            GPUOS__HK_VGET(t, uint16_t, gpuos__hx_f16_to_f32, in, si, j0);
             for (v = 0; v < GPUOS__HK_VB; ++v) {
                 t[v] = gpuos__hx_expf(t[v] - mx);
                 acc[v] += t[v];
@@ -1756,7 +1740,7 @@ static void gpuos__hk_rows_log_softmax_f16(const gpuos__rows_plan *p, int64_t be
         sum = acc[0];
         sum = logf(sum);
         for (j0 = 0; j0 + GPUOS__HK_VB <= n; j0 += GPUOS__HK_VB) {
-            GPUOS__HK_VGET(t, uint16_t, gpuos__f16_to_f32, in, si, j0);
+            GPUOS__HK_VGET(t, uint16_t, gpuos__hx_f16_to_f32, in, si, j0);
             for (v = 0; v < GPUOS__HK_VB; ++v) t[v] = t[v] - mx - sum;
             GPUOS__HK_VPUT(t, uint16_t, gpuos__f32_to_f16, out, so, j0);
         }
