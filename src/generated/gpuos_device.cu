@@ -3123,7 +3123,14 @@ __shared__ long long gpuos__d_lean_t0; /* devbench's clock before gpuos__d_run (
    the prologue's barrier, while the product runs; 0: through gpuos__d_mm_put (A/B) */
 #define GPUOS__D_MM_LEAN_EPI 1
 #endif
-GPUOS__FN float gpuos__d_mm_epi_f32(const gpuos__matmul_plan *p, float v, float y0, float y1);
+/* The f32 epilogue decoded (gpuos__d_mm_epi_form, below): ok 1 where it is [add] [unary
+   operator] [add]; pre, post: 0 none, else 1 | operand j << 1 | swapped << 2; act: the unary
+   operator's id or 0. */
+struct gpuos__d_epi_form {
+    int ok, pre, act, post;
+};
+GPUOS__FN gpuos__d_epi_form gpuos__d_mm_epi_form(const gpuos__matmul_plan *p, int n_epi);
+GPUOS__FN float gpuos__d_mm_epi_f32(const gpuos__matmul_plan *p, const gpuos__d_epi_form &f, float v, float y0, float y1);
 template <class D, int cs>
 static __device__ __forceinline__ void gpuos__d_mm_lean(const char *A, const char *B, char *O, int rows, int64_t n0,
                                                         int64_t a_m, int64_t a_k, int64_t b_k, int64_t b_n,
@@ -3142,6 +3149,9 @@ static __device__ __forceinline__ void gpuos__d_mm_lean(const char *A, const cha
     const int pro = p->pro, n_epi = p->n_epi;
     const float eps = (float)p->pro_eps;
     const int64_t x_m = p->pro_om, x_k = p->pro_ok;
+#if GPUOS__D_MM_LEAN_EPI
+    const gpuos__d_epi_form ef = gpuos__d_mm_epi_form(p, n_epi);
+#endif
     float bv[8];
     {
         const char *Bk = B + (n0 + c) * b_n + (int64_t)(8 * s) * b_k;
@@ -3236,7 +3246,7 @@ static __device__ __forceinline__ void gpuos__d_mm_lean(const char *A, const cha
         GPUOS__D_LEAN_PH(6, sum);
         char *o = O + er * o_m + (n0 + ec) * o_n;
 #if GPUOS__D_MM_LEAN_EPI
-        *(float *)o = n_epi > 0 ? gpuos__d_mm_epi_f32(p, sum, y0, y1) : sum;
+        *(float *)o = n_epi > 0 ? gpuos__d_mm_epi_f32(p, ef, sum, y0, y1) : sum;
 #else
         gpuos__d_mm_put<D>(cs, p, o, m0 + er, n0 + ec, sum);
 #endif
@@ -9084,11 +9094,82 @@ struct gpuos__d_mmg1 {
         return cs == 2 || false;
     }
 };
+/* The f32 epilogue's common form, [add] [unary operator] [add] (a fused layer's + bias,
+   activation, + residual), decoded once a tile from the plan (gpuos__d_mm_lean), so that
+   its operators run straight, with one branch for the activation: the loop below takes a
+   jump and its operand's decoding per operator (H200, dependent chain of one thread:
+   + bias, gelu, + x 754 cycles through the loop, 243 so, gelu alone 183). Anything else
+   (ok 0) takes the loop. */
+GPUOS__FN gpuos__d_epi_form gpuos__d_mm_epi_form(const gpuos__matmul_plan *p, int n_epi) {
+    gpuos__d_epi_form f = {0, 0, 0, 0};
+    const int32_t e0 = p->epi[0], e1 = p->epi[1], e2 = p->epi[2];
+    const int32_t m = GPUOS__EPI_IN_SHIFT;
+    int i = 0;
+    if (n_epi > 0 && (e0 & GPUOS__EPI_OP) == 31)
+        f.pre = 1 | ((e0 >> m) & 1) << 1 | ((e0 & GPUOS__EPI_SWAP) ? 4 : 0), i = 1;
+    const int32_t u = i ? e1 : e0;
+    switch (u & GPUOS__EPI_OP) {
+    case 14: /* tanh */
+    case 15: /* sigmoid */
+    case 16: /* relu */
+    case 17: /* gelu */
+    case 18: /* gelu_tanh */
+    case 19: /* silu */
+        if (n_epi > i) f.act = u & GPUOS__EPI_OP, ++i;
+        break;
+    default: break;
+    }
+    const int32_t b = i == 0 ? e0 : i == 1 ? e1 : e2;
+    if (n_epi > i && (b & GPUOS__EPI_OP) == 31)
+        f.post = 1 | ((b >> m) & 1) << 1 | ((b & GPUOS__EPI_SWAP) ? 4 : 0), ++i;
+    f.ok = n_epi > 0 && i == n_epi;
+    return f;
+}
+/* 1: the lean tile's epilogue of the common form (above) straight; 0: always the loop (A/B) */
+#ifndef GPUOS__D_MM_EPI_FORM
+#define GPUOS__D_MM_EPI_FORM 1
+#endif
 /* The f32 case's epilogue on the product's value v with its tensor operands y0, y1 (0 where
    unused) already loaded: the value gpuos__d_mm_epi_g* stores. Inline in the lean tile
-   (gpuos__d_mm_lean), which loads the operands while its product runs. */
-GPUOS__FN float gpuos__d_mm_epi_f32(const gpuos__matmul_plan *p, float v, float y0, float y1) {
+   (gpuos__d_mm_lean), which loads the operands while its product runs; f: the plan's
+   epilogue decoded (gpuos__d_mm_epi_form). Each operator's value as the loop gives it. */
+GPUOS__FN float gpuos__d_mm_epi_f32(const gpuos__matmul_plan *p, const gpuos__d_epi_form &f, float v, float y0, float y1) {
         float t = gpuos__d_opaque((float)((float)v));
+        if (GPUOS__D_MM_EPI_FORM && f.ok) {
+            if (f.pre) {
+                const float y = (f.pre & 2) ? y1 : y0;
+                t = (float)((f.pre & 4) ? gpuos__e_add_f32((y), (t)) : gpuos__e_add_f32((t), (y)));
+                t = gpuos__d_opaque(t);
+            }
+            switch (f.act) {
+            case 14: /* tanh */
+                t = (float)(gpuos__e_tanh_f32((t)));
+                break;
+            case 15: /* sigmoid */
+                t = (float)(gpuos__e_sigmoid_f32((t)));
+                break;
+            case 16: /* relu */
+                t = (float)(gpuos__e_relu_f32((t)));
+                break;
+            case 17: /* gelu */
+                t = (float)(gpuos__e_gelu_f32((t)));
+                break;
+            case 18: /* gelu_tanh */
+                t = (float)(gpuos__e_gelu_tanh_f32((t)));
+                break;
+            case 19: /* silu */
+                t = (float)(gpuos__e_silu_f32((t)));
+                break;
+            default: break;
+            }
+            t = gpuos__d_opaque(t);
+            if (f.post) {
+                const float y = (f.post & 2) ? y1 : y0;
+                t = (float)((f.post & 4) ? gpuos__e_add_f32((y), (t)) : gpuos__e_add_f32((t), (y)));
+                t = gpuos__d_opaque(t);
+            }
+            return t;
+        }
 #pragma unroll 1
         for (int i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
