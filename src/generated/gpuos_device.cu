@@ -2638,6 +2638,68 @@ static __device__ __noinline__ void gpuos__d_rows_cached(const gpuos__rows_plan 
     });
 }
 
+/* A row of 256 elements' sum in one warp, as the layernorm task's tree adds it when a block of
+   256 threads holds the row (gpuos__d_group's choice for one row of 256: thread t element t,
+   from 0; butterflies over bits 0-4 of t, then over the warps' sums, whose lanes 8-31 add
+   zeros): bits 0-2 of t in registers, bits 3-4 by shuffles xor 1, 2, the warps' by xor 4, 8,
+   16, then + 0. t: lane l's 8 leaf values (elements 8 l .. 8 l + 7), each 0 + its element.
+   (The lean matmul tile's prologue and the lean layernorm row below.) */
+GPUOS__FN float gpuos__d_lean_rowsum(const float (&t)[8]) {
+    float r = ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+#pragma unroll
+    for (int k = 1; k < 32; k <<= 1) r += __shfl_xor_sync(0xffffffffu, r, k);
+    return r + 0.f; /* the task's last two levels: its lanes 8-31 hold zeros */
+}
+
+/* The lean layernorm row: a tile of one f32 row of 256 elements without weight or bias, which
+   the block's 256 threads would reduce with two block-wide sums (barriers, shared memory),
+   run by warp 0 alone with the same tree (gpuos__d_lean_rowsum): the same bits, no barrier.
+   Lane l reads elements 8 l .. 8 l + 7 (two 16-byte loads where contiguous and aligned) and
+   writes them back after the statistics (in place is safe); the other warps return. Each
+   value as gpuos__d_rows computes it: the mean s / n and the variance's v / n + eps with
+   their own roundings (__fmul_rn / __fadd_rn: RN(s / 256) is RN(s * 2^-8)).
+   GPUOS__D_LN_LEAN=0: the block-wide row (A/B). */
+#ifndef GPUOS__D_LN_LEAN
+#define GPUOS__D_LN_LEAN 1
+#endif
+static __device__ __noinline__ void gpuos__d_ln_lean(const gpuos__rows_plan *p, int64_t r) {
+    const int tid = gpuos__d_tid();
+    if (tid >= 32) return;
+    const int l = tid;
+    const int64_t si = p->in_stride, so = p->out_stride;
+    const float eps = (float)p->eps;
+    int64_t ioff = 0, ooff = 0;
+    gpuos__d_offset2(p->outer_shape, p->outer_in_stride, p->outer_out_stride, p->outer_rank, r, &ioff, &ooff);
+    const char *in = p->in + ioff + (int64_t)(8 * l) * si;
+    char *out = p->out + ooff + (int64_t)(8 * l) * so;
+    float x[8], t[8];
+    if (si == 4 && ((uintptr_t)in & 15) == 0) {
+        const float4 u = __ldcg((const float4 *)in), v = __ldcg((const float4 *)in + 1);
+        x[0] = u.x, x[1] = u.y, x[2] = u.z, x[3] = u.w, x[4] = v.x, x[5] = v.y, x[6] = v.z, x[7] = v.w;
+    } else {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) x[j] = __ldcg((const float *)(in + j * si));
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j) t[j] = 0.f + x[j];
+    const float mean = __fmul_rn(gpuos__d_lean_rowsum(t), 1.f / 256.f);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        const float d = x[j] - mean;
+        t[j] = 0.f + d * d;
+    }
+    const float inv = 1.f / gpuos__d_sqrt(__fadd_rn(__fmul_rn(gpuos__d_lean_rowsum(t), 1.f / 256.f), eps));
+#pragma unroll
+    for (int j = 0; j < 8; ++j) x[j] = (x[j] - mean) * inv;
+    if (so == 4 && ((uintptr_t)out & 15) == 0) {
+        ((float4 *)out)[0] = make_float4(x[0], x[1], x[2], x[3]);
+        ((float4 *)out)[1] = make_float4(x[4], x[5], x[6], x[7]);
+    } else {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) *(float *)(out + j * so) = x[j];
+    }
+}
+
 /* Rows [begin, end): groups of 1, 32 or all threads per row (gpuos__d_group).
    The statistics of a row are complete (a group reduction, which synchronises the
    group) before any of its outputs is written, and each output element is written
@@ -2648,6 +2710,13 @@ template <class D, int OP> GPUOS__FN void gpuos__d_rows(const gpuos__rows_plan *
     typedef typename D::T T;
     if (begin >= end) return;
     const int64_t n = p->n, si = p->in_stride, so = p->out_stride;
+    if constexpr (OP == GPUOS__D_LAYERNORM) { /* one f32 row of 256 without weight or bias: one warp */
+        if (GPUOS__D_LN_LEAN && end - begin == 1 && n == 256 && D::f32(cs) && !p->weight && !p->bias &&
+            gpuos__d_group(1, n * 3) == 256) {
+            gpuos__d_ln_lean(p, begin);
+            return;
+        }
+    }
     /* rows of at most GPUOS__D_ROWS_C elements per thread of the group are read once, into
        registers, all loads in flight. The group size stays the three-pass model's: one
        row of 256 per tile on a warp (the one-pass model's choice) took 6.1 us in a
@@ -3098,14 +3167,6 @@ static __device__ __forceinline__ void gpuos__d_mm_narrow(const char *A, const c
 #ifndef GPUOS__D_MM_LEAN
 #define GPUOS__D_MM_LEAN 1
 #endif
-/* Row w's sum over the block, as the layernorm task's tree adds it (above); t: lane l's 8
-   leaf values (elements 8 l .. 8 l + 7), each 0 + its element. */
-GPUOS__FN float gpuos__d_lean_rowsum(const float (&t)[8]) {
-    float r = ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
-#pragma unroll
-    for (int k = 1; k < 32; k <<= 1) r += __shfl_xor_sync(0xffffffffu, r, k);
-    return r + 0.f; /* the task's last two levels: its lanes 8-31 hold zeros */
-}
 #ifdef GPUOS__D_LEAN_PROF /* devbench only: thread 0's cycles by phase, summed (tests/gpu/devbench.cu) */
 __device__ unsigned long long gpuos__d_lean_prof[8];
 __shared__ long long gpuos__d_lean_t0; /* devbench's clock before gpuos__d_run (thread 0) */
@@ -9642,6 +9703,10 @@ struct gpuos__d_rowsd0 {
         default: return;
         }
     }
+    /* Is case cs f32 (the lean layernorm row, gpuos__d_ln_lean)? */
+    static __device__ __forceinline__ constexpr bool f32(int cs) {
+        return cs == 2 || false;
+    }
 };
 /* dtypes of compute type double */
 struct gpuos__d_rowsd1 {
@@ -9658,6 +9723,10 @@ struct gpuos__d_rowsd1 {
         case 0: *(double *)p = (v); return;
         default: return;
         }
+    }
+    /* Is case cs f32 (the lean layernorm row, gpuos__d_ln_lean)? */
+    static __device__ __forceinline__ constexpr bool f32(int cs) {
+        return false;
     }
 };
 /* group 49: softmax in float */
