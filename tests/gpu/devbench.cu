@@ -6,12 +6,18 @@
       threads: 0.57 us/op).
    2. throughput: gpuos__d_test_kernel over a large tensor with many blocks: GB/s.
 
-   3. `devbench mm[N]` (and `mmlean`, the lean tile against the general one): the tiny MLP's layer tile (a narrow matmul block, its epilogue and its
+   3. `devbench lnlean`: the lean layernorm row against the block-wide one, byte for byte, and
+      both timed as a one-row chain.
+   4. `devbench mm[N]` (and `mmlean`, the lean tile against the general one): the tiny MLP's layer tile (a narrow matmul block, its epilogue and its
       layernorm prologue; then the same as a row tile, and the whole product both ways
       compared byte for byte) only; N picks one case, for ncu.
 
    nvcc -arch=sm_90 -O2 -std=c++17 -rdc=true -maxrregcount=128 -I. tests/gpu/devbench.cu build/gpuos.o \
         -o build/devbench -ldl -lpthread                      (`make bench-gpu-dev`) */
+/* devbench lnlean turns the lean layernorm row (gpuos__d_ln_lean) off and on at run time: the
+   device code's switch is this variable here (a global load a row-wise tile; 1 unless lnlean) */
+__device__ int devbench_ln_lean = 1;
+#define GPUOS__D_LN_LEAN devbench_ln_lean
 #include "../../src/generated/gpuos_device.cu"
 
 #include <cuda_runtime.h>
@@ -254,8 +260,75 @@ __global__ void run_mm_direct(int id, const gpuos__matmul_plan *p, int64_t n_ite
    byte (outputs and the prologue's output): M = 8, 3, 1; B row-major or transposed (b_n = K
    elements); plain, epilogue (+ bias, gelu, + X), layernorm prologue (eps 1e-5; and rows of
    ~1e-19 with eps 1e-44, where the variance's s / 256 is inexact and a fused s / 256 + eps
-   would round once), both. Written in session 34 after its device time was spent: not run
-   yet. */
+   would round once), both. H100 (session 35): 48 of 48 cases bit for bit. */
+/* devbench lnlean: one-row layernorm tiles of 256 f32 (the persistent kernel's tiles of a
+   layernorm of up to one row a worker) with the lean row on and off (devbench_ln_lean), byte
+   for byte: 8 rows each, input and output contiguous (16-byte aligned or not), strided or in
+   place; values around 3 (1e-3 apart), of +-1, ~1e-19 (squared deviations near the least
+   normal float) and ~1e4, a constant row; eps 1e-5, 0 and 1e-44. Then both timed as a chain of
+   one row. */
+__global__ void ln_tiles(int id, const void *plan, int64_t rows) {
+    for (int64_t r = 0; r < rows; ++r) {
+        gpuos__d_run(id, plan, r, r + 1);
+        __syncthreads();
+    }
+}
+static void ln_lean_vs_block(char **bufs) {
+    const int id = gpuos__device_kernel_id(OP_LAYERNORM, DT_F32, DT_F32);
+    const int64_t R = 8, W = 2048; /* rows, the floats a row's buffers span */
+    float *h = (float *)malloc(R * W * 4 * 2), *o = (float *)malloc(R * W * 4 * 2);
+    int bad = 0, cases = 0;
+    static const double epss[3] = {1e-5, 0.0, 1e-44};
+    for (int data = 0; data < 5; ++data)
+        for (int lay = 0; lay < 5; ++lay)
+            for (int e = 0; e < 3; ++e) {
+                for (int64_t i = 0; i < R * W; ++i) {
+                    const float v = (float)((int)(((i + 17 * data) * 7919) % 2001) - 1000) / 1000.0f;
+                    h[i] = data == 0 ? 3.0f + v * 1e-3f : data == 1 ? v : data == 2 ? v * 1e-19f : data == 3 ? 1e4f + v * 7.0f
+                                                                                                       : 1.25f;
+                }
+                CK(cudaMemcpy(bufs[1], h, R * W * 4, cudaMemcpyHostToDevice));
+                gpuos__rows_plan p;
+                memset(&p, 0, sizeof p);
+                p.outer_rank = 1, p.outer_numel = R, p.outer_shape[0] = R;
+                p.n = 256, p.eps = epss[e];
+                /* lay 0: contiguous; 1: both 4 bytes off 16-byte alignment; 2: in strided by 3
+                   floats, out by 5; 3: in place; 4: in a transposed [256, R] (stride R floats) */
+                p.in = bufs[1] + (lay == 1 ? 4 : 0), p.out = lay == 3 ? (char *)p.in : bufs[0] + (lay == 1 ? 4 : 0);
+                p.in_stride = lay == 2 ? 12 : lay == 4 ? R * 4 : 4, p.out_stride = lay == 2 ? 20 : 4;
+                p.outer_in_stride[0] = lay == 4 ? 4 : W * 4, p.outer_out_stride[0] = lay == 3 ? W * 4 : lay == 2 ? 5 * 256 * 4 : W * 4;
+                const void *dp = to_device(p);
+                for (int lean = 0; lean < 2; ++lean) {
+                    CK(cudaMemcpyToSymbol(devbench_ln_lean, &lean, sizeof lean));
+                    if (lay == 3) CK(cudaMemcpy(bufs[1], h, R * W * 4, cudaMemcpyHostToDevice));
+                    else CK(cudaMemset(bufs[0], 0, R * W * 4));
+                    ln_tiles<<<1, 256>>>(id, dp, R);
+                    CK(cudaDeviceSynchronize());
+                    CK(cudaMemcpy(o + lean * R * W, lay == 3 ? bufs[1] : bufs[0], R * W * 4, cudaMemcpyDeviceToHost));
+                }
+                const int diff = memcmp(o, o + R * W, R * W * 4) != 0;
+                bad += diff, cases++;
+                if (diff) printf("  lean against block-wide: data %d, layout %d, eps %g: DIFFERENT\n", data, lay, epss[e]);
+            }
+    printf("lean layernorm row against the block-wide row: %d of %d cases bit for bit\n", cases - bad, cases);
+    {
+        gpuos__rows_plan p;
+        memset(&p, 0, sizeof p);
+        p.outer_rank = 1, p.outer_numel = 1, p.outer_shape[0] = 1;
+        p.outer_in_stride[0] = p.outer_out_stride[0] = 256 * 4;
+        p.n = 256, p.in_stride = p.out_stride = 4, p.eps = 1e-5;
+        p.in = bufs[1], p.out = bufs[0];
+        ChainArg c = {id, to_device(p), 1, 1000, 256};
+        for (int lean = 1; lean >= 0; --lean) {
+            CK(cudaMemcpyToSymbol(devbench_ln_lean, &lean, sizeof lean));
+            printf("  layernorm f32 1 row 256, %s %7.3f us/task\n", lean ? "lean row  " : "block-wide", time_ms(run_chain, &c));
+        }
+        const int on = 1;
+        CK(cudaMemcpyToSymbol(devbench_ln_lean, &on, sizeof on));
+    }
+    free(h), free(o);
+}
+
 static void mm_lean_vs_narrow(char **bufs) {
     const int64_t K = 256, N = 256;
     const int id = gpuos__device_kernel_id(OP_MATMUL, DT_F32, DT_F32);
@@ -342,6 +415,10 @@ int main(int argc, char **argv) {
                            (double)h_out[0] / reps, (double)h_out[0] / reps / ghz / 1e3);
                 }
         }
+        return 0;
+    }
+    if (argc > 1 && !strcmp(argv[1], "lnlean")) { /* devbench lnlean: lean against block-wide layernorm rows */
+        ln_lean_vs_block(bufs);
         return 0;
     }
     if (argc > 1 && !strcmp(argv[1], "mmlean")) { /* devbench mmlean: lean against general narrow tiles */

@@ -32,7 +32,8 @@ check-device-compile: $(BUILD)/nvrtc_compile
 	LD_LIBRARY_PATH="$(CUDA_LIB):$$LD_LIBRARY_PATH" ./$(BUILD)/nvrtc_compile src/generated/gpuos_device.cu
 
 # Rough timings of the device kernels (not a test): per-task time of a chain in one block,
-# and the bandwidth of element-wise kernels over 16M elements; `build/devbench mm` times the
+# and the bandwidth of element-wise kernels over 16M elements; `build/devbench lnlean` compares
+# the lean layernorm row with the block-wide one byte for byte (and times both); `build/devbench mm` times the
 # tiny MLP's narrow matmul tile alone (plain, with its epilogue, its layernorm prologue, both),
 # then the same as a row tile (and the whole product both ways, compared byte for byte); `mm3`
 # runs only the fused narrow case, `mm7` the fused row tile, for ncu; `mmlean` compares the
