@@ -9199,7 +9199,7 @@ GPUOS__FN float gpuos__d_mm_epi_f32(const gpuos__matmul_plan *p, const gpuos__d_
         if (GPUOS__D_MM_EPI_FORM && f.ok) {
             if (f.pre) {
                 const float y = (f.pre & 2) ? y1 : y0;
-                t = (float)((f.pre & 4) ? gpuos__e_add_f32((y), (t)) : gpuos__e_add_f32((t), (y)));
+                t = (f.pre & 4) ? __fadd_rn(y, t) : __fadd_rn(t, y); /* add.rn: the unfused add's value, never contracted (see below) */
                 t = gpuos__d_opaque(t);
             }
             switch (f.act) {
@@ -9226,7 +9226,7 @@ GPUOS__FN float gpuos__d_mm_epi_f32(const gpuos__matmul_plan *p, const gpuos__d_
             t = gpuos__d_opaque(t);
             if (f.post) {
                 const float y = (f.post & 2) ? y1 : y0;
-                t = (float)((f.post & 4) ? gpuos__e_add_f32((y), (t)) : gpuos__e_add_f32((t), (y)));
+                t = (f.post & 4) ? __fadd_rn(y, t) : __fadd_rn(t, y); /* add.rn: never contracted with the operator before (ptxas sees through gpuos__d_opaque's mov: gelu's last multiply and a plain add here became one FFMA when the form's flags were constants; a helper's review read the SASS) */
                 t = gpuos__d_opaque(t);
             }
             return t;
