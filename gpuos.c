@@ -31053,611 +31053,1377 @@ void gpuos__host_rows_run(const gpuos__rows_plan *p, gpuos__rows_fn fn, size_t e
 /* ---------------------------------------------------------------- matmul */
 /* The epilogue of a fused matmul (gpuos__matmul_plan.epi, recorded graphs): on output row m
    at o, each operator in turn as its own task would run it (load, compute, store), so each
-   result is rounded to the dtype in memory. */
-static void gpuos__hk_epi_i8(const gpuos__matmul_plan *p, char *o, int64_t m) {
+   result is rounded to the dtype in memory. In blocks of GPUOS__HK_VB columns through local
+   arrays, every operator over a block before the next block, so that the element loops
+   vectorize as the operators' own block loops do (the same expressions: the same bits; an
+   operand is never in the output's storage, graph_fuse_add, so the order across columns does
+   not matter). Row by row, one operator at a time over the strided row, the fused tiny MLP
+   took 1.5x its unfused graph on the host (gelu 14 ns an element against the gelu task's 5). */
+#if defined(__GNUC__) /* (its arrays and operators inline in the product's loop slowed it, unfused too) */
+#define GPUOS__HK_EPI_FN static __attribute__((noinline))
+#else
+#define GPUOS__HK_EPI_FN static
+#endif
+GPUOS__HK_EPI_FN void gpuos__hk_epi_i8(const gpuos__matmul_plan *p, char *o, int64_t m) {
+    int8_t t[GPUOS__HK_VB], y[GPUOS__HK_VB];
+    int64_t n0, n;
     int i;
-    int64_t n;
-    for (i = 0; i < p->n_epi; ++i) {
-        const int32_t e = p->epi[i];
-        const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
-        (void)j;
-        (void)sw;
-        switch (e & GPUOS__EPI_OP) {
-        case 16: /* relu */
-            for (n = 0; n < p->N; ++n) {
-                int8_t *t = (int8_t *)(o + n * p->o_n);
-                *t = (gpuos__e_relu_i8((*t)));
+    for (n0 = 0; n0 + GPUOS__HK_VB <= p->N; n0 += GPUOS__HK_VB) {
+        for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = *(const int8_t *)(o + (n0 + n) * p->o_n);
+        for (i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 16: /* relu */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_relu_i8((t[n])));
+                break;
+            case 31: /* add */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_i8((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_i8((t[n]), (y[n])));
+                break;
+            case 32: /* sub */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_i8((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_i8((t[n]), (y[n])));
+                break;
+            case 33: /* mul */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_i8((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_i8((t[n]), (y[n])));
+                break;
+            case 39: /* minimum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_i8((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_i8((t[n]), (y[n])));
+                break;
+            case 40: /* maximum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_i8((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_i8((t[n]), (y[n])));
+                break;
+            default: break; /* graph.c fuses only the operators above */
             }
-            break;
-        case 31: /* add */
-            for (n = 0; n < p->N; ++n) {
-                int8_t *t = (int8_t *)(o + n * p->o_n);
-                const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_add_i8((y), (*t)) : gpuos__e_add_i8((*t), (y)));
-            }
-            break;
-        case 32: /* sub */
-            for (n = 0; n < p->N; ++n) {
-                int8_t *t = (int8_t *)(o + n * p->o_n);
-                const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_sub_i8((y), (*t)) : gpuos__e_sub_i8((*t), (y)));
-            }
-            break;
-        case 33: /* mul */
-            for (n = 0; n < p->N; ++n) {
-                int8_t *t = (int8_t *)(o + n * p->o_n);
-                const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_mul_i8((y), (*t)) : gpuos__e_mul_i8((*t), (y)));
-            }
-            break;
-        case 39: /* minimum */
-            for (n = 0; n < p->N; ++n) {
-                int8_t *t = (int8_t *)(o + n * p->o_n);
-                const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_minimum_i8((y), (*t)) : gpuos__e_minimum_i8((*t), (y)));
-            }
-            break;
-        case 40: /* maximum */
-            for (n = 0; n < p->N; ++n) {
-                int8_t *t = (int8_t *)(o + n * p->o_n);
-                const int8_t y = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_maximum_i8((y), (*t)) : gpuos__e_maximum_i8((*t), (y)));
-            }
-            break;
-        default: break; /* graph.c fuses only the operators above */
         }
+        for (n = 0; n < GPUOS__HK_VB; ++n) *(int8_t *)(o + (n0 + n) * p->o_n) = t[n];
+    }
+    if (n0 < p->N) { /* the rest of the row */
+        const int64_t nb = p->N - n0;
+        for (n = 0; n < nb; ++n) t[n] = *(const int8_t *)(o + (n0 + n) * p->o_n);
+        for (i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 16: /* relu */
+                for (n = 0; n < nb; ++n) t[n] = (gpuos__e_relu_i8((t[n])));
+                break;
+            case 31: /* add */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_i8((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_i8((t[n]), (y[n])));
+                break;
+            case 32: /* sub */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_i8((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_i8((t[n]), (y[n])));
+                break;
+            case 33: /* mul */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_i8((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_i8((t[n]), (y[n])));
+                break;
+            case 39: /* minimum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_i8((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_i8((t[n]), (y[n])));
+                break;
+            case 40: /* maximum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_i8((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_i8((t[n]), (y[n])));
+                break;
+            default: break; /* graph.c fuses only the operators above */
+            }
+        }
+        for (n = 0; n < nb; ++n) *(int8_t *)(o + (n0 + n) * p->o_n) = t[n];
     }
 }
-static void gpuos__hk_epi_u8(const gpuos__matmul_plan *p, char *o, int64_t m) {
+GPUOS__HK_EPI_FN void gpuos__hk_epi_u8(const gpuos__matmul_plan *p, char *o, int64_t m) {
+    uint8_t t[GPUOS__HK_VB], y[GPUOS__HK_VB];
+    int64_t n0, n;
     int i;
-    int64_t n;
-    for (i = 0; i < p->n_epi; ++i) {
-        const int32_t e = p->epi[i];
-        const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
-        (void)j;
-        (void)sw;
-        switch (e & GPUOS__EPI_OP) {
-        case 16: /* relu */
-            for (n = 0; n < p->N; ++n) {
-                uint8_t *t = (uint8_t *)(o + n * p->o_n);
-                *t = (gpuos__e_relu_u8((*t)));
+    for (n0 = 0; n0 + GPUOS__HK_VB <= p->N; n0 += GPUOS__HK_VB) {
+        for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = *(const uint8_t *)(o + (n0 + n) * p->o_n);
+        for (i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 16: /* relu */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_relu_u8((t[n])));
+                break;
+            case 31: /* add */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_u8((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_u8((t[n]), (y[n])));
+                break;
+            case 32: /* sub */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_u8((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_u8((t[n]), (y[n])));
+                break;
+            case 33: /* mul */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_u8((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_u8((t[n]), (y[n])));
+                break;
+            case 39: /* minimum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_u8((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_u8((t[n]), (y[n])));
+                break;
+            case 40: /* maximum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_u8((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_u8((t[n]), (y[n])));
+                break;
+            default: break; /* graph.c fuses only the operators above */
             }
-            break;
-        case 31: /* add */
-            for (n = 0; n < p->N; ++n) {
-                uint8_t *t = (uint8_t *)(o + n * p->o_n);
-                const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_add_u8((y), (*t)) : gpuos__e_add_u8((*t), (y)));
-            }
-            break;
-        case 32: /* sub */
-            for (n = 0; n < p->N; ++n) {
-                uint8_t *t = (uint8_t *)(o + n * p->o_n);
-                const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_sub_u8((y), (*t)) : gpuos__e_sub_u8((*t), (y)));
-            }
-            break;
-        case 33: /* mul */
-            for (n = 0; n < p->N; ++n) {
-                uint8_t *t = (uint8_t *)(o + n * p->o_n);
-                const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_mul_u8((y), (*t)) : gpuos__e_mul_u8((*t), (y)));
-            }
-            break;
-        case 39: /* minimum */
-            for (n = 0; n < p->N; ++n) {
-                uint8_t *t = (uint8_t *)(o + n * p->o_n);
-                const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_minimum_u8((y), (*t)) : gpuos__e_minimum_u8((*t), (y)));
-            }
-            break;
-        case 40: /* maximum */
-            for (n = 0; n < p->N; ++n) {
-                uint8_t *t = (uint8_t *)(o + n * p->o_n);
-                const uint8_t y = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_maximum_u8((y), (*t)) : gpuos__e_maximum_u8((*t), (y)));
-            }
-            break;
-        default: break; /* graph.c fuses only the operators above */
         }
+        for (n = 0; n < GPUOS__HK_VB; ++n) *(uint8_t *)(o + (n0 + n) * p->o_n) = t[n];
+    }
+    if (n0 < p->N) { /* the rest of the row */
+        const int64_t nb = p->N - n0;
+        for (n = 0; n < nb; ++n) t[n] = *(const uint8_t *)(o + (n0 + n) * p->o_n);
+        for (i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 16: /* relu */
+                for (n = 0; n < nb; ++n) t[n] = (gpuos__e_relu_u8((t[n])));
+                break;
+            case 31: /* add */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_u8((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_u8((t[n]), (y[n])));
+                break;
+            case 32: /* sub */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_u8((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_u8((t[n]), (y[n])));
+                break;
+            case 33: /* mul */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_u8((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_u8((t[n]), (y[n])));
+                break;
+            case 39: /* minimum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_u8((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_u8((t[n]), (y[n])));
+                break;
+            case 40: /* maximum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_u8((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_u8((t[n]), (y[n])));
+                break;
+            default: break; /* graph.c fuses only the operators above */
+            }
+        }
+        for (n = 0; n < nb; ++n) *(uint8_t *)(o + (n0 + n) * p->o_n) = t[n];
     }
 }
-static void gpuos__hk_epi_i16(const gpuos__matmul_plan *p, char *o, int64_t m) {
+GPUOS__HK_EPI_FN void gpuos__hk_epi_i16(const gpuos__matmul_plan *p, char *o, int64_t m) {
+    int16_t t[GPUOS__HK_VB], y[GPUOS__HK_VB];
+    int64_t n0, n;
     int i;
-    int64_t n;
-    for (i = 0; i < p->n_epi; ++i) {
-        const int32_t e = p->epi[i];
-        const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
-        (void)j;
-        (void)sw;
-        switch (e & GPUOS__EPI_OP) {
-        case 16: /* relu */
-            for (n = 0; n < p->N; ++n) {
-                int16_t *t = (int16_t *)(o + n * p->o_n);
-                *t = (gpuos__e_relu_i16((*t)));
+    for (n0 = 0; n0 + GPUOS__HK_VB <= p->N; n0 += GPUOS__HK_VB) {
+        for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = *(const int16_t *)(o + (n0 + n) * p->o_n);
+        for (i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 16: /* relu */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_relu_i16((t[n])));
+                break;
+            case 31: /* add */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_i16((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_i16((t[n]), (y[n])));
+                break;
+            case 32: /* sub */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_i16((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_i16((t[n]), (y[n])));
+                break;
+            case 33: /* mul */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_i16((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_i16((t[n]), (y[n])));
+                break;
+            case 39: /* minimum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_i16((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_i16((t[n]), (y[n])));
+                break;
+            case 40: /* maximum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_i16((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_i16((t[n]), (y[n])));
+                break;
+            default: break; /* graph.c fuses only the operators above */
             }
-            break;
-        case 31: /* add */
-            for (n = 0; n < p->N; ++n) {
-                int16_t *t = (int16_t *)(o + n * p->o_n);
-                const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_add_i16((y), (*t)) : gpuos__e_add_i16((*t), (y)));
-            }
-            break;
-        case 32: /* sub */
-            for (n = 0; n < p->N; ++n) {
-                int16_t *t = (int16_t *)(o + n * p->o_n);
-                const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_sub_i16((y), (*t)) : gpuos__e_sub_i16((*t), (y)));
-            }
-            break;
-        case 33: /* mul */
-            for (n = 0; n < p->N; ++n) {
-                int16_t *t = (int16_t *)(o + n * p->o_n);
-                const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_mul_i16((y), (*t)) : gpuos__e_mul_i16((*t), (y)));
-            }
-            break;
-        case 39: /* minimum */
-            for (n = 0; n < p->N; ++n) {
-                int16_t *t = (int16_t *)(o + n * p->o_n);
-                const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_minimum_i16((y), (*t)) : gpuos__e_minimum_i16((*t), (y)));
-            }
-            break;
-        case 40: /* maximum */
-            for (n = 0; n < p->N; ++n) {
-                int16_t *t = (int16_t *)(o + n * p->o_n);
-                const int16_t y = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_maximum_i16((y), (*t)) : gpuos__e_maximum_i16((*t), (y)));
-            }
-            break;
-        default: break; /* graph.c fuses only the operators above */
         }
+        for (n = 0; n < GPUOS__HK_VB; ++n) *(int16_t *)(o + (n0 + n) * p->o_n) = t[n];
+    }
+    if (n0 < p->N) { /* the rest of the row */
+        const int64_t nb = p->N - n0;
+        for (n = 0; n < nb; ++n) t[n] = *(const int16_t *)(o + (n0 + n) * p->o_n);
+        for (i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 16: /* relu */
+                for (n = 0; n < nb; ++n) t[n] = (gpuos__e_relu_i16((t[n])));
+                break;
+            case 31: /* add */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_i16((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_i16((t[n]), (y[n])));
+                break;
+            case 32: /* sub */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_i16((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_i16((t[n]), (y[n])));
+                break;
+            case 33: /* mul */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_i16((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_i16((t[n]), (y[n])));
+                break;
+            case 39: /* minimum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_i16((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_i16((t[n]), (y[n])));
+                break;
+            case 40: /* maximum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_i16((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_i16((t[n]), (y[n])));
+                break;
+            default: break; /* graph.c fuses only the operators above */
+            }
+        }
+        for (n = 0; n < nb; ++n) *(int16_t *)(o + (n0 + n) * p->o_n) = t[n];
     }
 }
-static void gpuos__hk_epi_i32(const gpuos__matmul_plan *p, char *o, int64_t m) {
+GPUOS__HK_EPI_FN void gpuos__hk_epi_i32(const gpuos__matmul_plan *p, char *o, int64_t m) {
+    int32_t t[GPUOS__HK_VB], y[GPUOS__HK_VB];
+    int64_t n0, n;
     int i;
-    int64_t n;
-    for (i = 0; i < p->n_epi; ++i) {
-        const int32_t e = p->epi[i];
-        const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
-        (void)j;
-        (void)sw;
-        switch (e & GPUOS__EPI_OP) {
-        case 16: /* relu */
-            for (n = 0; n < p->N; ++n) {
-                int32_t *t = (int32_t *)(o + n * p->o_n);
-                *t = (gpuos__e_relu_i32((*t)));
+    for (n0 = 0; n0 + GPUOS__HK_VB <= p->N; n0 += GPUOS__HK_VB) {
+        for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = *(const int32_t *)(o + (n0 + n) * p->o_n);
+        for (i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 16: /* relu */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_relu_i32((t[n])));
+                break;
+            case 31: /* add */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_i32((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_i32((t[n]), (y[n])));
+                break;
+            case 32: /* sub */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_i32((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_i32((t[n]), (y[n])));
+                break;
+            case 33: /* mul */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_i32((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_i32((t[n]), (y[n])));
+                break;
+            case 39: /* minimum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_i32((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_i32((t[n]), (y[n])));
+                break;
+            case 40: /* maximum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_i32((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_i32((t[n]), (y[n])));
+                break;
+            default: break; /* graph.c fuses only the operators above */
             }
-            break;
-        case 31: /* add */
-            for (n = 0; n < p->N; ++n) {
-                int32_t *t = (int32_t *)(o + n * p->o_n);
-                const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_add_i32((y), (*t)) : gpuos__e_add_i32((*t), (y)));
-            }
-            break;
-        case 32: /* sub */
-            for (n = 0; n < p->N; ++n) {
-                int32_t *t = (int32_t *)(o + n * p->o_n);
-                const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_sub_i32((y), (*t)) : gpuos__e_sub_i32((*t), (y)));
-            }
-            break;
-        case 33: /* mul */
-            for (n = 0; n < p->N; ++n) {
-                int32_t *t = (int32_t *)(o + n * p->o_n);
-                const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_mul_i32((y), (*t)) : gpuos__e_mul_i32((*t), (y)));
-            }
-            break;
-        case 39: /* minimum */
-            for (n = 0; n < p->N; ++n) {
-                int32_t *t = (int32_t *)(o + n * p->o_n);
-                const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_minimum_i32((y), (*t)) : gpuos__e_minimum_i32((*t), (y)));
-            }
-            break;
-        case 40: /* maximum */
-            for (n = 0; n < p->N; ++n) {
-                int32_t *t = (int32_t *)(o + n * p->o_n);
-                const int32_t y = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_maximum_i32((y), (*t)) : gpuos__e_maximum_i32((*t), (y)));
-            }
-            break;
-        default: break; /* graph.c fuses only the operators above */
         }
+        for (n = 0; n < GPUOS__HK_VB; ++n) *(int32_t *)(o + (n0 + n) * p->o_n) = t[n];
+    }
+    if (n0 < p->N) { /* the rest of the row */
+        const int64_t nb = p->N - n0;
+        for (n = 0; n < nb; ++n) t[n] = *(const int32_t *)(o + (n0 + n) * p->o_n);
+        for (i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 16: /* relu */
+                for (n = 0; n < nb; ++n) t[n] = (gpuos__e_relu_i32((t[n])));
+                break;
+            case 31: /* add */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_i32((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_i32((t[n]), (y[n])));
+                break;
+            case 32: /* sub */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_i32((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_i32((t[n]), (y[n])));
+                break;
+            case 33: /* mul */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_i32((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_i32((t[n]), (y[n])));
+                break;
+            case 39: /* minimum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_i32((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_i32((t[n]), (y[n])));
+                break;
+            case 40: /* maximum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_i32((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_i32((t[n]), (y[n])));
+                break;
+            default: break; /* graph.c fuses only the operators above */
+            }
+        }
+        for (n = 0; n < nb; ++n) *(int32_t *)(o + (n0 + n) * p->o_n) = t[n];
     }
 }
-static void gpuos__hk_epi_i64(const gpuos__matmul_plan *p, char *o, int64_t m) {
+GPUOS__HK_EPI_FN void gpuos__hk_epi_i64(const gpuos__matmul_plan *p, char *o, int64_t m) {
+    int64_t t[GPUOS__HK_VB], y[GPUOS__HK_VB];
+    int64_t n0, n;
     int i;
-    int64_t n;
-    for (i = 0; i < p->n_epi; ++i) {
-        const int32_t e = p->epi[i];
-        const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
-        (void)j;
-        (void)sw;
-        switch (e & GPUOS__EPI_OP) {
-        case 16: /* relu */
-            for (n = 0; n < p->N; ++n) {
-                int64_t *t = (int64_t *)(o + n * p->o_n);
-                *t = (gpuos__e_relu_i64((*t)));
+    for (n0 = 0; n0 + GPUOS__HK_VB <= p->N; n0 += GPUOS__HK_VB) {
+        for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = *(const int64_t *)(o + (n0 + n) * p->o_n);
+        for (i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 16: /* relu */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_relu_i64((t[n])));
+                break;
+            case 31: /* add */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_i64((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_i64((t[n]), (y[n])));
+                break;
+            case 32: /* sub */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_i64((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_i64((t[n]), (y[n])));
+                break;
+            case 33: /* mul */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_i64((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_i64((t[n]), (y[n])));
+                break;
+            case 39: /* minimum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_i64((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_i64((t[n]), (y[n])));
+                break;
+            case 40: /* maximum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_i64((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_i64((t[n]), (y[n])));
+                break;
+            default: break; /* graph.c fuses only the operators above */
             }
-            break;
-        case 31: /* add */
-            for (n = 0; n < p->N; ++n) {
-                int64_t *t = (int64_t *)(o + n * p->o_n);
-                const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_add_i64((y), (*t)) : gpuos__e_add_i64((*t), (y)));
-            }
-            break;
-        case 32: /* sub */
-            for (n = 0; n < p->N; ++n) {
-                int64_t *t = (int64_t *)(o + n * p->o_n);
-                const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_sub_i64((y), (*t)) : gpuos__e_sub_i64((*t), (y)));
-            }
-            break;
-        case 33: /* mul */
-            for (n = 0; n < p->N; ++n) {
-                int64_t *t = (int64_t *)(o + n * p->o_n);
-                const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_mul_i64((y), (*t)) : gpuos__e_mul_i64((*t), (y)));
-            }
-            break;
-        case 39: /* minimum */
-            for (n = 0; n < p->N; ++n) {
-                int64_t *t = (int64_t *)(o + n * p->o_n);
-                const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_minimum_i64((y), (*t)) : gpuos__e_minimum_i64((*t), (y)));
-            }
-            break;
-        case 40: /* maximum */
-            for (n = 0; n < p->N; ++n) {
-                int64_t *t = (int64_t *)(o + n * p->o_n);
-                const int64_t y = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_maximum_i64((y), (*t)) : gpuos__e_maximum_i64((*t), (y)));
-            }
-            break;
-        default: break; /* graph.c fuses only the operators above */
         }
+        for (n = 0; n < GPUOS__HK_VB; ++n) *(int64_t *)(o + (n0 + n) * p->o_n) = t[n];
+    }
+    if (n0 < p->N) { /* the rest of the row */
+        const int64_t nb = p->N - n0;
+        for (n = 0; n < nb; ++n) t[n] = *(const int64_t *)(o + (n0 + n) * p->o_n);
+        for (i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 16: /* relu */
+                for (n = 0; n < nb; ++n) t[n] = (gpuos__e_relu_i64((t[n])));
+                break;
+            case 31: /* add */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_i64((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_i64((t[n]), (y[n])));
+                break;
+            case 32: /* sub */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_i64((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_i64((t[n]), (y[n])));
+                break;
+            case 33: /* mul */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_i64((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_i64((t[n]), (y[n])));
+                break;
+            case 39: /* minimum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_i64((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_i64((t[n]), (y[n])));
+                break;
+            case 40: /* maximum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_i64((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_i64((t[n]), (y[n])));
+                break;
+            default: break; /* graph.c fuses only the operators above */
+            }
+        }
+        for (n = 0; n < nb; ++n) *(int64_t *)(o + (n0 + n) * p->o_n) = t[n];
     }
 }
-static void gpuos__hk_epi_f16(const gpuos__matmul_plan *p, char *o, int64_t m) {
+GPUOS__HK_EPI_FN void gpuos__hk_epi_f16(const gpuos__matmul_plan *p, char *o, int64_t m) {
+    uint16_t t[GPUOS__HK_VB], y[GPUOS__HK_VB];
+    int64_t n0, n;
     int i;
-    int64_t n;
-    for (i = 0; i < p->n_epi; ++i) {
-        const int32_t e = p->epi[i];
-        const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
-        (void)j;
-        (void)sw;
-        switch (e & GPUOS__EPI_OP) {
-        case 14: /* tanh */
-            for (n = 0; n < p->N; ++n) {
-                uint16_t *t = (uint16_t *)(o + n * p->o_n);
-                *t = gpuos__f32_to_f16(gpuos__hx_tanh(gpuos__f16_to_f32(*t)));
+    for (n0 = 0; n0 + GPUOS__HK_VB <= p->N; n0 += GPUOS__HK_VB) {
+        for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = *(const uint16_t *)(o + (n0 + n) * p->o_n);
+        for (i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 14: /* tanh */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__hx_tanh(gpuos__f16_to_f32(t[n])));
+                break;
+            case 15: /* sigmoid */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__hx_sigmoid(gpuos__f16_to_f32(t[n])));
+                break;
+            case 16: /* relu */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_relu_f16(gpuos__f16_to_f32(t[n])));
+                break;
+            case 17: /* gelu */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__hx_gelu(gpuos__f16_to_f32(t[n])));
+                break;
+            case 18: /* gelu_tanh */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__hx_gelu_tanh(gpuos__f16_to_f32(t[n])));
+                break;
+            case 19: /* silu */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__hx_silu(gpuos__f16_to_f32(t[n])));
+                break;
+            case 31: /* add */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_add_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_add_f16(gpuos__f16_to_f32(t[n]), gpuos__f16_to_f32(y[n])));
+                break;
+            case 32: /* sub */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_sub_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_sub_f16(gpuos__f16_to_f32(t[n]), gpuos__f16_to_f32(y[n])));
+                break;
+            case 33: /* mul */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_mul_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_mul_f16(gpuos__f16_to_f32(t[n]), gpuos__f16_to_f32(y[n])));
+                break;
+            case 39: /* minimum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_minimum_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_minimum_f16(gpuos__f16_to_f32(t[n]), gpuos__f16_to_f32(y[n])));
+                break;
+            case 40: /* maximum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_maximum_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_maximum_f16(gpuos__f16_to_f32(t[n]), gpuos__f16_to_f32(y[n])));
+                break;
+            default: break; /* graph.c fuses only the operators above */
             }
-            break;
-        case 15: /* sigmoid */
-            for (n = 0; n < p->N; ++n) {
-                uint16_t *t = (uint16_t *)(o + n * p->o_n);
-                *t = gpuos__f32_to_f16(gpuos__hx_sigmoid(gpuos__f16_to_f32(*t)));
-            }
-            break;
-        case 16: /* relu */
-            for (n = 0; n < p->N; ++n) {
-                uint16_t *t = (uint16_t *)(o + n * p->o_n);
-                *t = gpuos__f32_to_f16(gpuos__e_relu_f16(gpuos__f16_to_f32(*t)));
-            }
-            break;
-        case 17: /* gelu */
-            for (n = 0; n < p->N; ++n) {
-                uint16_t *t = (uint16_t *)(o + n * p->o_n);
-                *t = gpuos__f32_to_f16(gpuos__hx_gelu(gpuos__f16_to_f32(*t)));
-            }
-            break;
-        case 18: /* gelu_tanh */
-            for (n = 0; n < p->N; ++n) {
-                uint16_t *t = (uint16_t *)(o + n * p->o_n);
-                *t = gpuos__f32_to_f16(gpuos__hx_gelu_tanh(gpuos__f16_to_f32(*t)));
-            }
-            break;
-        case 19: /* silu */
-            for (n = 0; n < p->N; ++n) {
-                uint16_t *t = (uint16_t *)(o + n * p->o_n);
-                *t = gpuos__f32_to_f16(gpuos__hx_silu(gpuos__f16_to_f32(*t)));
-            }
-            break;
-        case 31: /* add */
-            for (n = 0; n < p->N; ++n) {
-                uint16_t *t = (uint16_t *)(o + n * p->o_n);
-                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = gpuos__f32_to_f16(sw ? gpuos__e_add_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(*t)) : gpuos__e_add_f16(gpuos__f16_to_f32(*t), gpuos__f16_to_f32(y)));
-            }
-            break;
-        case 32: /* sub */
-            for (n = 0; n < p->N; ++n) {
-                uint16_t *t = (uint16_t *)(o + n * p->o_n);
-                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = gpuos__f32_to_f16(sw ? gpuos__e_sub_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(*t)) : gpuos__e_sub_f16(gpuos__f16_to_f32(*t), gpuos__f16_to_f32(y)));
-            }
-            break;
-        case 33: /* mul */
-            for (n = 0; n < p->N; ++n) {
-                uint16_t *t = (uint16_t *)(o + n * p->o_n);
-                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = gpuos__f32_to_f16(sw ? gpuos__e_mul_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(*t)) : gpuos__e_mul_f16(gpuos__f16_to_f32(*t), gpuos__f16_to_f32(y)));
-            }
-            break;
-        case 39: /* minimum */
-            for (n = 0; n < p->N; ++n) {
-                uint16_t *t = (uint16_t *)(o + n * p->o_n);
-                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = gpuos__f32_to_f16(sw ? gpuos__e_minimum_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(*t)) : gpuos__e_minimum_f16(gpuos__f16_to_f32(*t), gpuos__f16_to_f32(y)));
-            }
-            break;
-        case 40: /* maximum */
-            for (n = 0; n < p->N; ++n) {
-                uint16_t *t = (uint16_t *)(o + n * p->o_n);
-                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = gpuos__f32_to_f16(sw ? gpuos__e_maximum_f16(gpuos__f16_to_f32(y), gpuos__f16_to_f32(*t)) : gpuos__e_maximum_f16(gpuos__f16_to_f32(*t), gpuos__f16_to_f32(y)));
-            }
-            break;
-        default: break; /* graph.c fuses only the operators above */
         }
+        for (n = 0; n < GPUOS__HK_VB; ++n) *(uint16_t *)(o + (n0 + n) * p->o_n) = t[n];
+    }
+    if (n0 < p->N) { /* the rest of the row */
+        const int64_t nb = p->N - n0;
+        for (n = 0; n < nb; ++n) t[n] = *(const uint16_t *)(o + (n0 + n) * p->o_n);
+        for (i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 14: /* tanh */
+                for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__hx_tanh(gpuos__f16_to_f32(t[n])));
+                break;
+            case 15: /* sigmoid */
+                for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__hx_sigmoid(gpuos__f16_to_f32(t[n])));
+                break;
+            case 16: /* relu */
+                for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_relu_f16(gpuos__f16_to_f32(t[n])));
+                break;
+            case 17: /* gelu */
+                for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__hx_gelu(gpuos__f16_to_f32(t[n])));
+                break;
+            case 18: /* gelu_tanh */
+                for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__hx_gelu_tanh(gpuos__f16_to_f32(t[n])));
+                break;
+            case 19: /* silu */
+                for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__hx_silu(gpuos__f16_to_f32(t[n])));
+                break;
+            case 31: /* add */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_add_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_add_f16(gpuos__f16_to_f32(t[n]), gpuos__f16_to_f32(y[n])));
+                break;
+            case 32: /* sub */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_sub_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_sub_f16(gpuos__f16_to_f32(t[n]), gpuos__f16_to_f32(y[n])));
+                break;
+            case 33: /* mul */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_mul_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_mul_f16(gpuos__f16_to_f32(t[n]), gpuos__f16_to_f32(y[n])));
+                break;
+            case 39: /* minimum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_minimum_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_minimum_f16(gpuos__f16_to_f32(t[n]), gpuos__f16_to_f32(y[n])));
+                break;
+            case 40: /* maximum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_maximum_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_maximum_f16(gpuos__f16_to_f32(t[n]), gpuos__f16_to_f32(y[n])));
+                break;
+            default: break; /* graph.c fuses only the operators above */
+            }
+        }
+        for (n = 0; n < nb; ++n) *(uint16_t *)(o + (n0 + n) * p->o_n) = t[n];
     }
 }
-static void gpuos__hk_epi_bf16(const gpuos__matmul_plan *p, char *o, int64_t m) {
+GPUOS__HK_EPI_FN void gpuos__hk_epi_bf16(const gpuos__matmul_plan *p, char *o, int64_t m) {
+    uint16_t t[GPUOS__HK_VB], y[GPUOS__HK_VB];
+    int64_t n0, n;
     int i;
-    int64_t n;
-    for (i = 0; i < p->n_epi; ++i) {
-        const int32_t e = p->epi[i];
-        const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
-        (void)j;
-        (void)sw;
-        switch (e & GPUOS__EPI_OP) {
-        case 14: /* tanh */
-            for (n = 0; n < p->N; ++n) {
-                uint16_t *t = (uint16_t *)(o + n * p->o_n);
-                *t = gpuos__f32_to_bf16(gpuos__hx_tanh(gpuos__bf16_to_f32(*t)));
+    for (n0 = 0; n0 + GPUOS__HK_VB <= p->N; n0 += GPUOS__HK_VB) {
+        for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = *(const uint16_t *)(o + (n0 + n) * p->o_n);
+        for (i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 14: /* tanh */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__hx_tanh(gpuos__bf16_to_f32(t[n])));
+                break;
+            case 15: /* sigmoid */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__hx_sigmoid(gpuos__bf16_to_f32(t[n])));
+                break;
+            case 16: /* relu */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_relu_bf16(gpuos__bf16_to_f32(t[n])));
+                break;
+            case 17: /* gelu */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__hx_gelu(gpuos__bf16_to_f32(t[n])));
+                break;
+            case 18: /* gelu_tanh */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__hx_gelu_tanh(gpuos__bf16_to_f32(t[n])));
+                break;
+            case 19: /* silu */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__hx_silu(gpuos__bf16_to_f32(t[n])));
+                break;
+            case 31: /* add */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_add_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_add_bf16(gpuos__bf16_to_f32(t[n]), gpuos__bf16_to_f32(y[n])));
+                break;
+            case 32: /* sub */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_sub_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_sub_bf16(gpuos__bf16_to_f32(t[n]), gpuos__bf16_to_f32(y[n])));
+                break;
+            case 33: /* mul */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_mul_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_mul_bf16(gpuos__bf16_to_f32(t[n]), gpuos__bf16_to_f32(y[n])));
+                break;
+            case 39: /* minimum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_minimum_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_minimum_bf16(gpuos__bf16_to_f32(t[n]), gpuos__bf16_to_f32(y[n])));
+                break;
+            case 40: /* maximum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_maximum_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_maximum_bf16(gpuos__bf16_to_f32(t[n]), gpuos__bf16_to_f32(y[n])));
+                break;
+            default: break; /* graph.c fuses only the operators above */
             }
-            break;
-        case 15: /* sigmoid */
-            for (n = 0; n < p->N; ++n) {
-                uint16_t *t = (uint16_t *)(o + n * p->o_n);
-                *t = gpuos__f32_to_bf16(gpuos__hx_sigmoid(gpuos__bf16_to_f32(*t)));
-            }
-            break;
-        case 16: /* relu */
-            for (n = 0; n < p->N; ++n) {
-                uint16_t *t = (uint16_t *)(o + n * p->o_n);
-                *t = gpuos__f32_to_bf16(gpuos__e_relu_bf16(gpuos__bf16_to_f32(*t)));
-            }
-            break;
-        case 17: /* gelu */
-            for (n = 0; n < p->N; ++n) {
-                uint16_t *t = (uint16_t *)(o + n * p->o_n);
-                *t = gpuos__f32_to_bf16(gpuos__hx_gelu(gpuos__bf16_to_f32(*t)));
-            }
-            break;
-        case 18: /* gelu_tanh */
-            for (n = 0; n < p->N; ++n) {
-                uint16_t *t = (uint16_t *)(o + n * p->o_n);
-                *t = gpuos__f32_to_bf16(gpuos__hx_gelu_tanh(gpuos__bf16_to_f32(*t)));
-            }
-            break;
-        case 19: /* silu */
-            for (n = 0; n < p->N; ++n) {
-                uint16_t *t = (uint16_t *)(o + n * p->o_n);
-                *t = gpuos__f32_to_bf16(gpuos__hx_silu(gpuos__bf16_to_f32(*t)));
-            }
-            break;
-        case 31: /* add */
-            for (n = 0; n < p->N; ++n) {
-                uint16_t *t = (uint16_t *)(o + n * p->o_n);
-                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = gpuos__f32_to_bf16(sw ? gpuos__e_add_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(*t)) : gpuos__e_add_bf16(gpuos__bf16_to_f32(*t), gpuos__bf16_to_f32(y)));
-            }
-            break;
-        case 32: /* sub */
-            for (n = 0; n < p->N; ++n) {
-                uint16_t *t = (uint16_t *)(o + n * p->o_n);
-                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = gpuos__f32_to_bf16(sw ? gpuos__e_sub_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(*t)) : gpuos__e_sub_bf16(gpuos__bf16_to_f32(*t), gpuos__bf16_to_f32(y)));
-            }
-            break;
-        case 33: /* mul */
-            for (n = 0; n < p->N; ++n) {
-                uint16_t *t = (uint16_t *)(o + n * p->o_n);
-                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = gpuos__f32_to_bf16(sw ? gpuos__e_mul_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(*t)) : gpuos__e_mul_bf16(gpuos__bf16_to_f32(*t), gpuos__bf16_to_f32(y)));
-            }
-            break;
-        case 39: /* minimum */
-            for (n = 0; n < p->N; ++n) {
-                uint16_t *t = (uint16_t *)(o + n * p->o_n);
-                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = gpuos__f32_to_bf16(sw ? gpuos__e_minimum_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(*t)) : gpuos__e_minimum_bf16(gpuos__bf16_to_f32(*t), gpuos__bf16_to_f32(y)));
-            }
-            break;
-        case 40: /* maximum */
-            for (n = 0; n < p->N; ++n) {
-                uint16_t *t = (uint16_t *)(o + n * p->o_n);
-                const uint16_t y = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = gpuos__f32_to_bf16(sw ? gpuos__e_maximum_bf16(gpuos__bf16_to_f32(y), gpuos__bf16_to_f32(*t)) : gpuos__e_maximum_bf16(gpuos__bf16_to_f32(*t), gpuos__bf16_to_f32(y)));
-            }
-            break;
-        default: break; /* graph.c fuses only the operators above */
         }
+        for (n = 0; n < GPUOS__HK_VB; ++n) *(uint16_t *)(o + (n0 + n) * p->o_n) = t[n];
+    }
+    if (n0 < p->N) { /* the rest of the row */
+        const int64_t nb = p->N - n0;
+        for (n = 0; n < nb; ++n) t[n] = *(const uint16_t *)(o + (n0 + n) * p->o_n);
+        for (i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 14: /* tanh */
+                for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__hx_tanh(gpuos__bf16_to_f32(t[n])));
+                break;
+            case 15: /* sigmoid */
+                for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__hx_sigmoid(gpuos__bf16_to_f32(t[n])));
+                break;
+            case 16: /* relu */
+                for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_relu_bf16(gpuos__bf16_to_f32(t[n])));
+                break;
+            case 17: /* gelu */
+                for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__hx_gelu(gpuos__bf16_to_f32(t[n])));
+                break;
+            case 18: /* gelu_tanh */
+                for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__hx_gelu_tanh(gpuos__bf16_to_f32(t[n])));
+                break;
+            case 19: /* silu */
+                for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__hx_silu(gpuos__bf16_to_f32(t[n])));
+                break;
+            case 31: /* add */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_add_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_add_bf16(gpuos__bf16_to_f32(t[n]), gpuos__bf16_to_f32(y[n])));
+                break;
+            case 32: /* sub */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_sub_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_sub_bf16(gpuos__bf16_to_f32(t[n]), gpuos__bf16_to_f32(y[n])));
+                break;
+            case 33: /* mul */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_mul_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_mul_bf16(gpuos__bf16_to_f32(t[n]), gpuos__bf16_to_f32(y[n])));
+                break;
+            case 39: /* minimum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_minimum_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_minimum_bf16(gpuos__bf16_to_f32(t[n]), gpuos__bf16_to_f32(y[n])));
+                break;
+            case 40: /* maximum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_maximum_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_maximum_bf16(gpuos__bf16_to_f32(t[n]), gpuos__bf16_to_f32(y[n])));
+                break;
+            default: break; /* graph.c fuses only the operators above */
+            }
+        }
+        for (n = 0; n < nb; ++n) *(uint16_t *)(o + (n0 + n) * p->o_n) = t[n];
     }
 }
-static void gpuos__hk_epi_f32(const gpuos__matmul_plan *p, char *o, int64_t m) {
+GPUOS__HK_EPI_FN void gpuos__hk_epi_f32(const gpuos__matmul_plan *p, char *o, int64_t m) {
+    float t[GPUOS__HK_VB], y[GPUOS__HK_VB];
+    int64_t n0, n;
     int i;
-    int64_t n;
-    for (i = 0; i < p->n_epi; ++i) {
-        const int32_t e = p->epi[i];
-        const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
-        (void)j;
-        (void)sw;
-        switch (e & GPUOS__EPI_OP) {
-        case 14: /* tanh */
-            for (n = 0; n < p->N; ++n) {
-                float *t = (float *)(o + n * p->o_n);
-                *t = (gpuos__hx_tanh((*t)));
+    for (n0 = 0; n0 + GPUOS__HK_VB <= p->N; n0 += GPUOS__HK_VB) {
+        for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = *(const float *)(o + (n0 + n) * p->o_n);
+        for (i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 14: /* tanh */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__hx_tanh((t[n])));
+                break;
+            case 15: /* sigmoid */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__hx_sigmoid((t[n])));
+                break;
+            case 16: /* relu */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_relu_f32((t[n])));
+                break;
+            case 17: /* gelu */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__hx_gelu((t[n])));
+                break;
+            case 18: /* gelu_tanh */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__hx_gelu_tanh((t[n])));
+                break;
+            case 19: /* silu */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__hx_silu((t[n])));
+                break;
+            case 31: /* add */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_f32((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_f32((t[n]), (y[n])));
+                break;
+            case 32: /* sub */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_f32((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_f32((t[n]), (y[n])));
+                break;
+            case 33: /* mul */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_f32((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_f32((t[n]), (y[n])));
+                break;
+            case 39: /* minimum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_f32((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_f32((t[n]), (y[n])));
+                break;
+            case 40: /* maximum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_f32((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_f32((t[n]), (y[n])));
+                break;
+            default: break; /* graph.c fuses only the operators above */
             }
-            break;
-        case 15: /* sigmoid */
-            for (n = 0; n < p->N; ++n) {
-                float *t = (float *)(o + n * p->o_n);
-                *t = (gpuos__hx_sigmoid((*t)));
-            }
-            break;
-        case 16: /* relu */
-            for (n = 0; n < p->N; ++n) {
-                float *t = (float *)(o + n * p->o_n);
-                *t = (gpuos__e_relu_f32((*t)));
-            }
-            break;
-        case 17: /* gelu */
-            for (n = 0; n < p->N; ++n) {
-                float *t = (float *)(o + n * p->o_n);
-                *t = (gpuos__hx_gelu((*t)));
-            }
-            break;
-        case 18: /* gelu_tanh */
-            for (n = 0; n < p->N; ++n) {
-                float *t = (float *)(o + n * p->o_n);
-                *t = (gpuos__hx_gelu_tanh((*t)));
-            }
-            break;
-        case 19: /* silu */
-            for (n = 0; n < p->N; ++n) {
-                float *t = (float *)(o + n * p->o_n);
-                *t = (gpuos__hx_silu((*t)));
-            }
-            break;
-        case 31: /* add */
-            for (n = 0; n < p->N; ++n) {
-                float *t = (float *)(o + n * p->o_n);
-                const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_add_f32((y), (*t)) : gpuos__e_add_f32((*t), (y)));
-            }
-            break;
-        case 32: /* sub */
-            for (n = 0; n < p->N; ++n) {
-                float *t = (float *)(o + n * p->o_n);
-                const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_sub_f32((y), (*t)) : gpuos__e_sub_f32((*t), (y)));
-            }
-            break;
-        case 33: /* mul */
-            for (n = 0; n < p->N; ++n) {
-                float *t = (float *)(o + n * p->o_n);
-                const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_mul_f32((y), (*t)) : gpuos__e_mul_f32((*t), (y)));
-            }
-            break;
-        case 39: /* minimum */
-            for (n = 0; n < p->N; ++n) {
-                float *t = (float *)(o + n * p->o_n);
-                const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_minimum_f32((y), (*t)) : gpuos__e_minimum_f32((*t), (y)));
-            }
-            break;
-        case 40: /* maximum */
-            for (n = 0; n < p->N; ++n) {
-                float *t = (float *)(o + n * p->o_n);
-                const float y = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_maximum_f32((y), (*t)) : gpuos__e_maximum_f32((*t), (y)));
-            }
-            break;
-        default: break; /* graph.c fuses only the operators above */
         }
+        for (n = 0; n < GPUOS__HK_VB; ++n) *(float *)(o + (n0 + n) * p->o_n) = t[n];
+    }
+    if (n0 < p->N) { /* the rest of the row */
+        const int64_t nb = p->N - n0;
+        for (n = 0; n < nb; ++n) t[n] = *(const float *)(o + (n0 + n) * p->o_n);
+        for (i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 14: /* tanh */
+                for (n = 0; n < nb; ++n) t[n] = (gpuos__hx_tanh((t[n])));
+                break;
+            case 15: /* sigmoid */
+                for (n = 0; n < nb; ++n) t[n] = (gpuos__hx_sigmoid((t[n])));
+                break;
+            case 16: /* relu */
+                for (n = 0; n < nb; ++n) t[n] = (gpuos__e_relu_f32((t[n])));
+                break;
+            case 17: /* gelu */
+                for (n = 0; n < nb; ++n) t[n] = (gpuos__hx_gelu((t[n])));
+                break;
+            case 18: /* gelu_tanh */
+                for (n = 0; n < nb; ++n) t[n] = (gpuos__hx_gelu_tanh((t[n])));
+                break;
+            case 19: /* silu */
+                for (n = 0; n < nb; ++n) t[n] = (gpuos__hx_silu((t[n])));
+                break;
+            case 31: /* add */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_f32((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_f32((t[n]), (y[n])));
+                break;
+            case 32: /* sub */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_f32((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_f32((t[n]), (y[n])));
+                break;
+            case 33: /* mul */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_f32((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_f32((t[n]), (y[n])));
+                break;
+            case 39: /* minimum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_f32((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_f32((t[n]), (y[n])));
+                break;
+            case 40: /* maximum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_f32((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_f32((t[n]), (y[n])));
+                break;
+            default: break; /* graph.c fuses only the operators above */
+            }
+        }
+        for (n = 0; n < nb; ++n) *(float *)(o + (n0 + n) * p->o_n) = t[n];
     }
 }
-static void gpuos__hk_epi_f64(const gpuos__matmul_plan *p, char *o, int64_t m) {
+GPUOS__HK_EPI_FN void gpuos__hk_epi_f64(const gpuos__matmul_plan *p, char *o, int64_t m) {
+    double t[GPUOS__HK_VB], y[GPUOS__HK_VB];
+    int64_t n0, n;
     int i;
-    int64_t n;
-    for (i = 0; i < p->n_epi; ++i) {
-        const int32_t e = p->epi[i];
-        const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
-        (void)j;
-        (void)sw;
-        switch (e & GPUOS__EPI_OP) {
-        case 14: /* tanh */
-            for (n = 0; n < p->N; ++n) {
-                double *t = (double *)(o + n * p->o_n);
-                *t = (gpuos__e_tanh_f64((*t)));
+    for (n0 = 0; n0 + GPUOS__HK_VB <= p->N; n0 += GPUOS__HK_VB) {
+        for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = *(const double *)(o + (n0 + n) * p->o_n);
+        for (i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 14: /* tanh */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_tanh_f64((t[n])));
+                break;
+            case 15: /* sigmoid */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sigmoid_f64((t[n])));
+                break;
+            case 16: /* relu */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_relu_f64((t[n])));
+                break;
+            case 17: /* gelu */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_gelu_f64((t[n])));
+                break;
+            case 18: /* gelu_tanh */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_gelu_tanh_f64((t[n])));
+                break;
+            case 19: /* silu */
+                for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_silu_f64((t[n])));
+                break;
+            case 31: /* add */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_f64((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_f64((t[n]), (y[n])));
+                break;
+            case 32: /* sub */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_f64((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_f64((t[n]), (y[n])));
+                break;
+            case 33: /* mul */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_f64((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_f64((t[n]), (y[n])));
+                break;
+            case 39: /* minimum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_f64((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_f64((t[n]), (y[n])));
+                break;
+            case 40: /* maximum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_f64((y[n]), (t[n])));
+                else
+                    for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_f64((t[n]), (y[n])));
+                break;
+            default: break; /* graph.c fuses only the operators above */
             }
-            break;
-        case 15: /* sigmoid */
-            for (n = 0; n < p->N; ++n) {
-                double *t = (double *)(o + n * p->o_n);
-                *t = (gpuos__e_sigmoid_f64((*t)));
-            }
-            break;
-        case 16: /* relu */
-            for (n = 0; n < p->N; ++n) {
-                double *t = (double *)(o + n * p->o_n);
-                *t = (gpuos__e_relu_f64((*t)));
-            }
-            break;
-        case 17: /* gelu */
-            for (n = 0; n < p->N; ++n) {
-                double *t = (double *)(o + n * p->o_n);
-                *t = (gpuos__e_gelu_f64((*t)));
-            }
-            break;
-        case 18: /* gelu_tanh */
-            for (n = 0; n < p->N; ++n) {
-                double *t = (double *)(o + n * p->o_n);
-                *t = (gpuos__e_gelu_tanh_f64((*t)));
-            }
-            break;
-        case 19: /* silu */
-            for (n = 0; n < p->N; ++n) {
-                double *t = (double *)(o + n * p->o_n);
-                *t = (gpuos__e_silu_f64((*t)));
-            }
-            break;
-        case 31: /* add */
-            for (n = 0; n < p->N; ++n) {
-                double *t = (double *)(o + n * p->o_n);
-                const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_add_f64((y), (*t)) : gpuos__e_add_f64((*t), (y)));
-            }
-            break;
-        case 32: /* sub */
-            for (n = 0; n < p->N; ++n) {
-                double *t = (double *)(o + n * p->o_n);
-                const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_sub_f64((y), (*t)) : gpuos__e_sub_f64((*t), (y)));
-            }
-            break;
-        case 33: /* mul */
-            for (n = 0; n < p->N; ++n) {
-                double *t = (double *)(o + n * p->o_n);
-                const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_mul_f64((y), (*t)) : gpuos__e_mul_f64((*t), (y)));
-            }
-            break;
-        case 39: /* minimum */
-            for (n = 0; n < p->N; ++n) {
-                double *t = (double *)(o + n * p->o_n);
-                const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_minimum_f64((y), (*t)) : gpuos__e_minimum_f64((*t), (y)));
-            }
-            break;
-        case 40: /* maximum */
-            for (n = 0; n < p->N; ++n) {
-                double *t = (double *)(o + n * p->o_n);
-                const double y = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + n * p->epi_sn[j]);
-                *t = (sw ? gpuos__e_maximum_f64((y), (*t)) : gpuos__e_maximum_f64((*t), (y)));
-            }
-            break;
-        default: break; /* graph.c fuses only the operators above */
         }
+        for (n = 0; n < GPUOS__HK_VB; ++n) *(double *)(o + (n0 + n) * p->o_n) = t[n];
+    }
+    if (n0 < p->N) { /* the rest of the row */
+        const int64_t nb = p->N - n0;
+        for (n = 0; n < nb; ++n) t[n] = *(const double *)(o + (n0 + n) * p->o_n);
+        for (i = 0; i < p->n_epi; ++i) {
+            const int32_t e = p->epi[i];
+            const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
+            (void)j;
+            (void)sw;
+            switch (e & GPUOS__EPI_OP) {
+            case 14: /* tanh */
+                for (n = 0; n < nb; ++n) t[n] = (gpuos__e_tanh_f64((t[n])));
+                break;
+            case 15: /* sigmoid */
+                for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sigmoid_f64((t[n])));
+                break;
+            case 16: /* relu */
+                for (n = 0; n < nb; ++n) t[n] = (gpuos__e_relu_f64((t[n])));
+                break;
+            case 17: /* gelu */
+                for (n = 0; n < nb; ++n) t[n] = (gpuos__e_gelu_f64((t[n])));
+                break;
+            case 18: /* gelu_tanh */
+                for (n = 0; n < nb; ++n) t[n] = (gpuos__e_gelu_tanh_f64((t[n])));
+                break;
+            case 19: /* silu */
+                for (n = 0; n < nb; ++n) t[n] = (gpuos__e_silu_f64((t[n])));
+                break;
+            case 31: /* add */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_f64((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_f64((t[n]), (y[n])));
+                break;
+            case 32: /* sub */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_f64((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_f64((t[n]), (y[n])));
+                break;
+            case 33: /* mul */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_f64((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_f64((t[n]), (y[n])));
+                break;
+            case 39: /* minimum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_f64((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_f64((t[n]), (y[n])));
+                break;
+            case 40: /* maximum */
+                {
+                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
+                    for (n = 0; n < nb; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
+                }
+                if (sw)
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_f64((y[n]), (t[n])));
+                else
+                    for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_f64((t[n]), (y[n])));
+                break;
+            default: break; /* graph.c fuses only the operators above */
+            }
+        }
+        for (n = 0; n < nb; ++n) *(double *)(o + (n0 + n) * p->o_n) = t[n];
     }
 }
 
@@ -31681,7 +32447,52 @@ static int64_t gpuos__hk_mm_nbs(int64_t b_n) {
     const int64_t l = gpuos__abs64(b_n), sets = l % 64 ? 64 : 64 / gpuos__gcd64(64, (l / 64) % 64);
     return sets * GPUOS__HK_MM_NBS < GPUOS__HK_MM_NB ? sets * GPUOS__HK_MM_NBS : GPUOS__HK_MM_NB;
 }
-#define GPUOS__HK_MATMUL(NAME, EPI, T, LD, STO, ACC, RES)                                           \
+/* f32 with row-contiguous B: a block's 64 columns in two passes of 32, each held in eight
+   4-float vectors through k (GCC and clang vector extensions), so that the accumulators stay in
+   registers: the plain loop keeps them in an array and loads and stores each one every k (an
+   8x256 @ 256x256 product took 59 us on one core of the CI-class EPYC; the same stack
+   traffic's speed also moved 30% with the frame's layout). Each column is summed as the loop
+   sums it (from 0, k in order, the same multiplies and adds): the same bits.
+   GPUOS__HK_MM_PLAIN: the plain loop only. */
+static int gpuos__hk_mm_vec_none(const gpuos__matmul_plan *p, const char *a, const char *b, char *o, int64_t n0) {
+    (void)p, (void)a, (void)b, (void)o, (void)n0;
+    return 0;
+}
+#if defined(__GNUC__) && !defined(GPUOS__HK_MM_PLAIN)
+typedef float gpuos__hk_v4f __attribute__((vector_size(16)));
+typedef float gpuos__hk_v4fu __attribute__((vector_size(16), aligned(4))); /* (B's rows: 4-byte aligned) */
+static int gpuos__hk_mm_vec_f32(const gpuos__matmul_plan *p, const char *a, const char *b, char *o, int64_t n0) {
+    int64_t k, h, n;
+    for (h = 0; h < GPUOS__HK_MM_NB; h += 32) {
+        gpuos__hk_v4f c0 = {0.0f, 0.0f, 0.0f, 0.0f}, c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0;
+        float t[32];
+        const char *bh = b + (n0 + h) * (int64_t)sizeof(float);
+        for (k = 0; k < p->K; ++k) {
+            const float x = *(const float *)(a + k * p->a_k);
+            const gpuos__hk_v4f xv = {x, x, x, x};
+            const gpuos__hk_v4fu *bv = (const gpuos__hk_v4fu *)(bh + k * p->b_k);
+            c0 += xv * bv[0];
+            c1 += xv * bv[1];
+            c2 += xv * bv[2];
+            c3 += xv * bv[3];
+            c4 += xv * bv[4];
+            c5 += xv * bv[5];
+            c6 += xv * bv[6];
+            c7 += xv * bv[7];
+        }
+        memcpy(t, &c0, 16), memcpy(t + 4, &c1, 16), memcpy(t + 8, &c2, 16), memcpy(t + 12, &c3, 16);
+        memcpy(t + 16, &c4, 16), memcpy(t + 20, &c5, 16), memcpy(t + 24, &c6, 16), memcpy(t + 28, &c7, 16);
+        for (n = 0; n < 32; ++n) *(float *)(o + (n0 + h + n) * p->o_n) = t[n];
+    }
+    return 1;
+}
+#define GPUOS__HK_MM_VEC_F32 gpuos__hk_mm_vec_f32
+#else
+#define GPUOS__HK_MM_VEC_F32 gpuos__hk_mm_vec_none
+#endif
+/* VEC: a function that runs a whole block of a row-contiguous B (returns 1), or
+   gpuos__hk_mm_vec_none */
+#define GPUOS__HK_MATMUL(NAME, EPI, T, LD, STO, ACC, RES, VEC)                                      \
     static void NAME(const gpuos__matmul_plan *p, int64_t begin, int64_t end) {                    \
         int64_t item, n0, n, k;                                                                     \
         ACC acc[GPUOS__HK_MM_NB];                                                                   \
@@ -31695,6 +32506,7 @@ static int64_t gpuos__hk_mm_nbs(int64_t b_n) {
                       gpuos__hk_offset(bi, p->batch_rank, p->batch_shape, p->batch_out_stride);     \
             for (n0 = 0; n0 < p->N; n0 += nbm) {                                                    \
                 const int64_t nb = p->N - n0 < nbm ? p->N - n0 : nbm;                               \
+                if (nb == GPUOS__HK_MM_NB && p->b_n == (int64_t)sizeof(T) && VEC(p, a, b, o, n0)) continue; \
                 for (n = 0; n < nb; ++n) acc[n] = 0;                                                \
                 for (k = 0; k < p->K; ++k) {                                                        \
                     const ACC x = (ACC)LD(*(const T *)(a + k * p->a_k));                            \
@@ -31712,15 +32524,15 @@ static int64_t gpuos__hk_mm_nbs(int64_t b_n) {
         }                                                                                           \
     }
 
-GPUOS__HK_MATMUL(gpuos__hk_matmul_i8, gpuos__hk_epi_i8, int8_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, int8_t)
-GPUOS__HK_MATMUL(gpuos__hk_matmul_u8, gpuos__hk_epi_u8, uint8_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, uint8_t)
-GPUOS__HK_MATMUL(gpuos__hk_matmul_i16, gpuos__hk_epi_i16, int16_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, int16_t)
-GPUOS__HK_MATMUL(gpuos__hk_matmul_i32, gpuos__hk_epi_i32, int32_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, int32_t)
-GPUOS__HK_MATMUL(gpuos__hk_matmul_i64, gpuos__hk_epi_i64, int64_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, int64_t)
-GPUOS__HK_MATMUL(gpuos__hk_matmul_f16, gpuos__hk_epi_f16, uint16_t, gpuos__f16_to_f32, gpuos__f32_to_f16, float, float)
-GPUOS__HK_MATMUL(gpuos__hk_matmul_bf16, gpuos__hk_epi_bf16, uint16_t, gpuos__bf16_to_f32, gpuos__f32_to_bf16, float, float)
-GPUOS__HK_MATMUL(gpuos__hk_matmul_f32, gpuos__hk_epi_f32, float, GPUOS__HK_ID, GPUOS__HK_ID, float, float)
-GPUOS__HK_MATMUL(gpuos__hk_matmul_f64, gpuos__hk_epi_f64, double, GPUOS__HK_ID, GPUOS__HK_ID, double, double)
+GPUOS__HK_MATMUL(gpuos__hk_matmul_i8, gpuos__hk_epi_i8, int8_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, int8_t, gpuos__hk_mm_vec_none)
+GPUOS__HK_MATMUL(gpuos__hk_matmul_u8, gpuos__hk_epi_u8, uint8_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, uint8_t, gpuos__hk_mm_vec_none)
+GPUOS__HK_MATMUL(gpuos__hk_matmul_i16, gpuos__hk_epi_i16, int16_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, int16_t, gpuos__hk_mm_vec_none)
+GPUOS__HK_MATMUL(gpuos__hk_matmul_i32, gpuos__hk_epi_i32, int32_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, int32_t, gpuos__hk_mm_vec_none)
+GPUOS__HK_MATMUL(gpuos__hk_matmul_i64, gpuos__hk_epi_i64, int64_t, GPUOS__HK_ID, GPUOS__HK_ID, uint64_t, int64_t, gpuos__hk_mm_vec_none)
+GPUOS__HK_MATMUL(gpuos__hk_matmul_f16, gpuos__hk_epi_f16, uint16_t, gpuos__f16_to_f32, gpuos__f32_to_f16, float, float, gpuos__hk_mm_vec_none)
+GPUOS__HK_MATMUL(gpuos__hk_matmul_bf16, gpuos__hk_epi_bf16, uint16_t, gpuos__bf16_to_f32, gpuos__f32_to_bf16, float, float, gpuos__hk_mm_vec_none)
+GPUOS__HK_MATMUL(gpuos__hk_matmul_f32, gpuos__hk_epi_f32, float, GPUOS__HK_ID, GPUOS__HK_ID, float, float, GPUOS__HK_MM_VEC_F32)
+GPUOS__HK_MATMUL(gpuos__hk_matmul_f64, gpuos__hk_epi_f64, double, GPUOS__HK_ID, GPUOS__HK_ID, double, double, gpuos__hk_mm_vec_none)
 
 /* ---------------------------------------------------------------- tables (dispatch.c looks them up) */
 const gpuos__ew_iter_fn gpuos__hk_iters[GPUOS__MAX_RANK + 1] = {
