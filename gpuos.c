@@ -29351,6 +29351,9 @@ GPUOS__HX_INLINE float gpuos__hx_gelu(float a) {
         if ((stride) == (int64_t)sizeof(T)) {                                                       \
             const T *s_ = (const T *)(base) + (j0);                                                 \
             for (v_ = 0; v_ < GPUOS__HK_VB; ++v_) (t)[v_] = LD(s_[v_]);                             \
+        } else if ((stride) == 0) { /* a broadcast operand: one load, spread */                    \
+            const T s_ = *(const T *)(base);                                                        \
+            for (v_ = 0; v_ < GPUOS__HK_VB; ++v_) (t)[v_] = LD(s_);                                 \
         } else {                                                                                    \
             for (v_ = 0; v_ < GPUOS__HK_VB; ++v_) (t)[v_] = LD(*(const T *)((base) + ((j0) + v_) * (stride))); \
         }                                                                                           \
@@ -29420,7 +29423,8 @@ GPUOS__FN int32_t gpuos__hx_cast_i32(float x) {
     const int32_t m = -(int32_t)(x >= 2147483648.0f);
     return (q & ~m) | (2147483647 & m);
 }
-/* A binary float-compute loop over f16 or bf16 operands in blocks of GPUOS__HK_VB items: both
+/* A binary float-compute loop over f16 or bf16 operands (or f32 ones, for add, sub, mul, div,
+   minimum, maximum) in blocks of GPUOS__HK_VB items: both
    inputs of a block read (through VL1 / VL2: gpuos__hx_f16_to_f32 for f16, vector code)
    before its outputs are written; the same FN and STO as GPUOS__HK_LOOP2, the tail item by
    item. 1M elements, one core: f16 add 4.1 -> 2.5 ms, bf16 add 1.5 -> 0.65 (f32 0.41). */
@@ -29629,7 +29633,7 @@ GPUOS__HK_LOOP2(gpuos__hk_loop_add_i32, gpuos__e_add_i32, int32_t, GPUOS__HK_ID,
 GPUOS__HK_LOOP2(gpuos__hk_loop_add_i64, gpuos__e_add_i64, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID)
 GPUOS__HK_VLOOP2(gpuos__hk_loop_add_f16, gpuos__e_add_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__f16_to_f32, uint16_t, gpuos__f16_to_f32, gpuos__hx_f16_to_f32, gpuos__hx_f16_to_f32)
 GPUOS__HK_VLOOP2(gpuos__hk_loop_add_bf16, gpuos__e_add_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32, gpuos__bf16_to_f32, gpuos__bf16_to_f32)
-GPUOS__HK_LOOP2(gpuos__hk_loop_add_f32, gpuos__e_add_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
+GPUOS__HK_VLOOP2(gpuos__hk_loop_add_f32, gpuos__e_add_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, GPUOS__HK_ID, GPUOS__HK_ID, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_add_f64, gpuos__e_add_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_sub_i8, gpuos__e_sub_i8, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_sub_u8, gpuos__e_sub_u8, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID)
@@ -29638,7 +29642,7 @@ GPUOS__HK_LOOP2(gpuos__hk_loop_sub_i32, gpuos__e_sub_i32, int32_t, GPUOS__HK_ID,
 GPUOS__HK_LOOP2(gpuos__hk_loop_sub_i64, gpuos__e_sub_i64, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID)
 GPUOS__HK_VLOOP2(gpuos__hk_loop_sub_f16, gpuos__e_sub_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__f16_to_f32, uint16_t, gpuos__f16_to_f32, gpuos__hx_f16_to_f32, gpuos__hx_f16_to_f32)
 GPUOS__HK_VLOOP2(gpuos__hk_loop_sub_bf16, gpuos__e_sub_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32, gpuos__bf16_to_f32, gpuos__bf16_to_f32)
-GPUOS__HK_LOOP2(gpuos__hk_loop_sub_f32, gpuos__e_sub_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
+GPUOS__HK_VLOOP2(gpuos__hk_loop_sub_f32, gpuos__e_sub_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, GPUOS__HK_ID, GPUOS__HK_ID, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_sub_f64, gpuos__e_sub_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_mul_i8, gpuos__e_mul_i8, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_mul_u8, gpuos__e_mul_u8, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID)
@@ -29647,7 +29651,7 @@ GPUOS__HK_LOOP2(gpuos__hk_loop_mul_i32, gpuos__e_mul_i32, int32_t, GPUOS__HK_ID,
 GPUOS__HK_LOOP2(gpuos__hk_loop_mul_i64, gpuos__e_mul_i64, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID)
 GPUOS__HK_VLOOP2(gpuos__hk_loop_mul_f16, gpuos__e_mul_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__f16_to_f32, uint16_t, gpuos__f16_to_f32, gpuos__hx_f16_to_f32, gpuos__hx_f16_to_f32)
 GPUOS__HK_VLOOP2(gpuos__hk_loop_mul_bf16, gpuos__e_mul_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32, gpuos__bf16_to_f32, gpuos__bf16_to_f32)
-GPUOS__HK_LOOP2(gpuos__hk_loop_mul_f32, gpuos__e_mul_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
+GPUOS__HK_VLOOP2(gpuos__hk_loop_mul_f32, gpuos__e_mul_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, GPUOS__HK_ID, GPUOS__HK_ID, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_mul_f64, gpuos__e_mul_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_div_i8, gpuos__e_div_i8, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_div_u8, gpuos__e_div_u8, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID)
@@ -29656,7 +29660,7 @@ GPUOS__HK_LOOP2(gpuos__hk_loop_div_i32, gpuos__e_div_i32, int32_t, GPUOS__HK_ID,
 GPUOS__HK_LOOP2(gpuos__hk_loop_div_i64, gpuos__e_div_i64, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID)
 GPUOS__HK_VLOOP2(gpuos__hk_loop_div_f16, gpuos__e_div_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__f16_to_f32, uint16_t, gpuos__f16_to_f32, gpuos__hx_f16_to_f32, gpuos__hx_f16_to_f32)
 GPUOS__HK_VLOOP2(gpuos__hk_loop_div_bf16, gpuos__e_div_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32, gpuos__bf16_to_f32, gpuos__bf16_to_f32)
-GPUOS__HK_LOOP2(gpuos__hk_loop_div_f32, gpuos__e_div_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
+GPUOS__HK_VLOOP2(gpuos__hk_loop_div_f32, gpuos__e_div_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, GPUOS__HK_ID, GPUOS__HK_ID, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_div_f64, gpuos__e_div_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_floordiv_i8, gpuos__e_floordiv_i8, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_floordiv_u8, gpuos__e_floordiv_u8, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID)
@@ -29697,7 +29701,7 @@ GPUOS__HK_LOOP2(gpuos__hk_loop_minimum_i32, gpuos__e_minimum_i32, int32_t, GPUOS
 GPUOS__HK_LOOP2(gpuos__hk_loop_minimum_i64, gpuos__e_minimum_i64, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID)
 GPUOS__HK_VLOOP2(gpuos__hk_loop_minimum_f16, gpuos__e_minimum_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__f16_to_f32, uint16_t, gpuos__f16_to_f32, gpuos__hx_f16_to_f32, gpuos__hx_f16_to_f32)
 GPUOS__HK_VLOOP2(gpuos__hk_loop_minimum_bf16, gpuos__e_minimum_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32, gpuos__bf16_to_f32, gpuos__bf16_to_f32)
-GPUOS__HK_LOOP2(gpuos__hk_loop_minimum_f32, gpuos__e_minimum_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
+GPUOS__HK_VLOOP2(gpuos__hk_loop_minimum_f32, gpuos__e_minimum_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, GPUOS__HK_ID, GPUOS__HK_ID, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_minimum_f64, gpuos__e_minimum_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_maximum_bool, gpuos__e_maximum_bool, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_maximum_i8, gpuos__e_maximum_i8, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID)
@@ -29707,7 +29711,7 @@ GPUOS__HK_LOOP2(gpuos__hk_loop_maximum_i32, gpuos__e_maximum_i32, int32_t, GPUOS
 GPUOS__HK_LOOP2(gpuos__hk_loop_maximum_i64, gpuos__e_maximum_i64, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID, int64_t, GPUOS__HK_ID)
 GPUOS__HK_VLOOP2(gpuos__hk_loop_maximum_f16, gpuos__e_maximum_f16, uint16_t, gpuos__f32_to_f16, uint16_t, gpuos__f16_to_f32, uint16_t, gpuos__f16_to_f32, gpuos__hx_f16_to_f32, gpuos__hx_f16_to_f32)
 GPUOS__HK_VLOOP2(gpuos__hk_loop_maximum_bf16, gpuos__e_maximum_bf16, uint16_t, gpuos__f32_to_bf16, uint16_t, gpuos__bf16_to_f32, uint16_t, gpuos__bf16_to_f32, gpuos__bf16_to_f32, gpuos__bf16_to_f32)
-GPUOS__HK_LOOP2(gpuos__hk_loop_maximum_f32, gpuos__e_maximum_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, GPUOS__HK_ID)
+GPUOS__HK_VLOOP2(gpuos__hk_loop_maximum_f32, gpuos__e_maximum_f32, float, GPUOS__HK_ID, float, GPUOS__HK_ID, float, GPUOS__HK_ID, GPUOS__HK_ID, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_maximum_f64, gpuos__e_maximum_f64, double, GPUOS__HK_ID, double, GPUOS__HK_ID, double, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_eq_bool, gpuos__e_eq_bool, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID, uint8_t, GPUOS__HK_ID)
 GPUOS__HK_LOOP2(gpuos__hk_loop_eq_i8, gpuos__e_eq_i8, uint8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID, int8_t, GPUOS__HK_ID)
