@@ -2650,14 +2650,43 @@ GPUOS__FN float gpuos__d_lean_rowsum(const float (&t)[8]) {
     for (int k = 1; k < 32; k <<= 1) r += __shfl_xor_sync(0xffffffffu, r, k);
     return r + 0.f; /* the task's last two levels: its lanes 8-31 hold zeros */
 }
+/* Lane l's elements 8 l .. 8 l + 7 of a row at a (a the row's start + 8 l steps): two 16-byte
+   loads where contiguous (step 4 bytes) and aligned, else one a value. */
+GPUOS__FN void gpuos__d_lean_ld8(const char *a, int64_t step, float (&x)[8]) {
+    if (step == 4 && ((uintptr_t)a & 15) == 0) {
+        const float4 u = __ldcg((const float4 *)a), v = __ldcg((const float4 *)a + 1);
+        x[0] = u.x, x[1] = u.y, x[2] = u.z, x[3] = u.w, x[4] = v.x, x[5] = v.y, x[6] = v.z, x[7] = v.w;
+    } else {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) x[j] = __ldcg((const float *)(a + j * step));
+    }
+}
+/* A row of 256 normalised in one warp (lane l holds elements 8 l .. 8 l + 7 in x), each value
+   the layernorm task's (no weight or bias): the sums by gpuos__d_lean_rowsum, the mean s / n
+   and the variance's v / n + eps with their own roundings (the task divides by a run-time n;
+   with the constant 256 a compiler would contract the quotient into the next add or
+   subtraction: __fmul_rn and __fadd_rn keep each rounding, RN(s / 256) being RN(s * 2^-8)),
+   1 / sqrt, then (x - mean) * inv. The lean layernorm row and the lean tile's prologue. */
+GPUOS__FN void gpuos__d_lean_norm(float (&x)[8], float eps) {
+    float t[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) t[j] = 0.f + x[j];
+    const float mean = __fmul_rn(gpuos__d_lean_rowsum(t), 1.f / 256.f);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        const float d = x[j] - mean;
+        t[j] = 0.f + d * d;
+    }
+    const float inv = 1.f / gpuos__d_sqrt(__fadd_rn(__fmul_rn(gpuos__d_lean_rowsum(t), 1.f / 256.f), eps));
+#pragma unroll
+    for (int j = 0; j < 8; ++j) x[j] = (x[j] - mean) * inv;
+}
 
 /* The lean layernorm row: a tile of one f32 row of 256 elements without weight or bias, which
    the block's 256 threads would reduce with two block-wide sums (barriers, shared memory),
    run by warp 0 alone with the same tree (gpuos__d_lean_rowsum): the same bits, no barrier.
-   Lane l reads elements 8 l .. 8 l + 7 (two 16-byte loads where contiguous and aligned) and
-   writes them back after the statistics (in place is safe); the other warps return. Each
-   value as gpuos__d_rows computes it: the mean s / n and the variance's v / n + eps with
-   their own roundings (__fmul_rn / __fadd_rn: RN(s / 256) is RN(s * 2^-8)).
+   Lane l reads elements 8 l .. 8 l + 7 (gpuos__d_lean_ld8), normalises them as gpuos__d_rows
+   would (gpuos__d_lean_norm) and writes them back (in place is safe); the other warps return.
    GPUOS__D_LN_LEAN=0: the block-wide row (A/B). */
 #ifndef GPUOS__D_LN_LEAN
 #define GPUOS__D_LN_LEAN 1
@@ -2672,25 +2701,9 @@ static __device__ __noinline__ void gpuos__d_ln_lean(const gpuos__rows_plan *p, 
     gpuos__d_offset2(p->outer_shape, p->outer_in_stride, p->outer_out_stride, p->outer_rank, r, &ioff, &ooff);
     const char *in = p->in + ioff + (int64_t)(8 * l) * si;
     char *out = p->out + ooff + (int64_t)(8 * l) * so;
-    float x[8], t[8];
-    if (si == 4 && ((uintptr_t)in & 15) == 0) {
-        const float4 u = __ldcg((const float4 *)in), v = __ldcg((const float4 *)in + 1);
-        x[0] = u.x, x[1] = u.y, x[2] = u.z, x[3] = u.w, x[4] = v.x, x[5] = v.y, x[6] = v.z, x[7] = v.w;
-    } else {
-#pragma unroll
-        for (int j = 0; j < 8; ++j) x[j] = __ldcg((const float *)(in + j * si));
-    }
-#pragma unroll
-    for (int j = 0; j < 8; ++j) t[j] = 0.f + x[j];
-    const float mean = __fmul_rn(gpuos__d_lean_rowsum(t), 1.f / 256.f);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-        const float d = x[j] - mean;
-        t[j] = 0.f + d * d;
-    }
-    const float inv = 1.f / gpuos__d_sqrt(__fadd_rn(__fmul_rn(gpuos__d_lean_rowsum(t), 1.f / 256.f), eps));
-#pragma unroll
-    for (int j = 0; j < 8; ++j) x[j] = (x[j] - mean) * inv;
+    float x[8];
+    gpuos__d_lean_ld8(in, si, x);
+    gpuos__d_lean_norm(x, eps);
     if (so == 4 && ((uintptr_t)out & 15) == 0) {
         ((float4 *)out)[0] = make_float4(x[0], x[1], x[2], x[3]);
         ((float4 *)out)[1] = make_float4(x[4], x[5], x[6], x[7]);
@@ -3221,31 +3234,10 @@ static __device__ __forceinline__ void gpuos__d_mm_lean(const char *A, const cha
     }
     float x[8];
     if (w < rows) {
-        const char *a = A + w * a_m + (int64_t)(8 * l) * a_k;
-        if (a_k == 4 && ((uintptr_t)a & 15) == 0) {
-            const float4 u = __ldcg((const float4 *)a), v = __ldcg((const float4 *)a + 1);
-            x[0] = u.x, x[1] = u.y, x[2] = u.z, x[3] = u.w, x[4] = v.x, x[5] = v.y, x[6] = v.z, x[7] = v.w;
-        } else {
-#pragma unroll
-            for (int j = 0; j < 8; ++j) x[j] = __ldcg((const float *)(a + j * a_k));
-        }
+        gpuos__d_lean_ld8(A + w * a_m + (int64_t)(8 * l) * a_k, a_k, x);
         GPUOS__D_LEAN_PH(1, x[0] + x[7]);
         if (pro) { /* the fused layernorm of row w (gpuos__d_mm_pro's values) */
-            float t[8];
-#pragma unroll
-            for (int j = 0; j < 8; ++j) t[j] = 0.f + x[j];
-            /* (the narrow prologue divides by a run-time k_n; here the constant K would let the
-               compiler contract the quotient into the next add or subtraction: __fmul_rn and
-               __fadd_rn keep each rounding, RN(s / 256) being RN(s * 2^-8)) */
-            const float mean = __fmul_rn(gpuos__d_lean_rowsum(t), 1.f / (float)K);
-#pragma unroll
-            for (int j = 0; j < 8; ++j) {
-                const float d = x[j] - mean;
-                t[j] = 0.f + d * d;
-            }
-            const float inv = 1.f / gpuos__d_sqrt(__fadd_rn(__fmul_rn(gpuos__d_lean_rowsum(t), 1.f / (float)K), eps));
-#pragma unroll
-            for (int j = 0; j < 8; ++j) x[j] = (x[j] - mean) * inv;
+            gpuos__d_lean_norm(x, eps);
             if (8 * l == n0) { /* the block's columns of the layernorm's output */
                 char *xo = X + w * x_m + n0 * x_k;
 #pragma unroll
