@@ -245,22 +245,6 @@ static void mm_layer(char **bufs, int which) {
     }
 }
 
-/* Every narrow tile of plan p (tiles of M items, n_items in all) by one block, through the
-   general narrow entry or the lean one (gpuos__d_matmul_narrow_g1 / _lean_g1: the f32 group). */
-__global__ void run_mm_direct(int id, const gpuos__matmul_plan *p, int64_t n_items, int64_t tile, int lean) {
-    const int cs = gpuos__d_kernels[id][1];
-    for (int64_t b = 0; b < n_items; b += tile) {
-        const int64_t e = b + tile < n_items ? b + tile : n_items;
-        if (lean) gpuos__d_matmul_lean_g1(p, b, e, cs);
-        else gpuos__d_matmul_narrow_g1(p, b, e, cs);
-        __syncthreads();
-    }
-}
-/* devbench mmlean: the lean narrow tile against the general one on the same plans, byte for
-   byte (outputs and the prologue's output): M = 8, 3, 1; B row-major or transposed (b_n = K
-   elements); plain, epilogue (+ bias, gelu, + X), layernorm prologue (eps 1e-5; and rows of
-   ~1e-19 with eps 1e-44, where the variance's s / 256 is inexact and a fused s / 256 + eps
-   would round once), both. H100 (session 35): 48 of 48 cases bit for bit. */
 /* devbench lnlean: one-row layernorm tiles of 256 f32 (the persistent kernel's tiles of a
    layernorm of up to one row a worker) with the lean row on and off (devbench_ln_lean), byte
    for byte: 8 rows each, input and output contiguous (16-byte aligned or not), strided or in
@@ -329,6 +313,22 @@ static void ln_lean_vs_block(char **bufs) {
     free(h), free(o);
 }
 
+/* Every narrow tile of plan p (tiles of M items, n_items in all) by one block, through the
+   general narrow entry or the lean one (gpuos__d_matmul_narrow_g1 / _lean_g1: the f32 group). */
+__global__ void run_mm_direct(int id, const gpuos__matmul_plan *p, int64_t n_items, int64_t tile, int lean) {
+    const int cs = gpuos__d_kernels[id][1];
+    for (int64_t b = 0; b < n_items; b += tile) {
+        const int64_t e = b + tile < n_items ? b + tile : n_items;
+        if (lean) gpuos__d_matmul_lean_g1(p, b, e, cs);
+        else gpuos__d_matmul_narrow_g1(p, b, e, cs);
+        __syncthreads();
+    }
+}
+/* devbench mmlean: the lean narrow tile against the general one on the same plans, byte for
+   byte (outputs and the prologue's output): M = 8, 3, 1; B row-major or transposed (b_n = K
+   elements); plain, epilogue (+ bias, gelu, + X), layernorm prologue (eps 1e-5; and rows of
+   ~1e-19 with eps 1e-44, where the variance's s / 256 is inexact and a fused s / 256 + eps
+   would round once), both. H100 (session 35): 48 of 48 cases bit for bit. */
 static void mm_lean_vs_narrow(char **bufs) {
     const int64_t K = 256, N = 256;
     const int id = gpuos__device_kernel_id(OP_MATMUL, DT_F32, DT_F32);
