@@ -31065,7 +31065,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i8(const gpuos__matmul_plan *p, char *o, int
     int64_t n0, n;
     int i;
     for (n0 = 0; n0 + GPUOS__HK_VB <= p->N; n0 += GPUOS__HK_VB) {
-        for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = *(const int8_t *)(o + (n0 + n) * p->o_n);
+        GPUOS__HK_VGET(t, int8_t, GPUOS__HK_ID, o, p->o_n, n0);
         for (i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
             const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
@@ -31076,50 +31076,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i8(const gpuos__matmul_plan *p, char *o, int
                 for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_relu_i8((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int8_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_i8((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_i8((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int8_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_i8((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_i8((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int8_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_i8((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_i8((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int8_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_i8((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_i8((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int8_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_i8((y[n]), (t[n])));
                 else
@@ -31128,7 +31113,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i8(const gpuos__matmul_plan *p, char *o, int
             default: break; /* graph.c fuses only the operators above */
             }
         }
-        for (n = 0; n < GPUOS__HK_VB; ++n) *(int8_t *)(o + (n0 + n) * p->o_n) = t[n];
+        GPUOS__HK_VPUT(t, int8_t, GPUOS__HK_ID, o, p->o_n, n0);
     }
     if (n0 < p->N) { /* the rest of the row */
         const int64_t nb = p->N - n0;
@@ -31143,50 +31128,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i8(const gpuos__matmul_plan *p, char *o, int
                 for (n = 0; n < nb; ++n) t[n] = (gpuos__e_relu_i8((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_i8((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_i8((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_i8((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_i8((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_i8((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_i8((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_i8((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_i8((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_i8((y[n]), (t[n])));
                 else
@@ -31203,7 +31173,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_u8(const gpuos__matmul_plan *p, char *o, int
     int64_t n0, n;
     int i;
     for (n0 = 0; n0 + GPUOS__HK_VB <= p->N; n0 += GPUOS__HK_VB) {
-        for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = *(const uint8_t *)(o + (n0 + n) * p->o_n);
+        GPUOS__HK_VGET(t, uint8_t, GPUOS__HK_ID, o, p->o_n, n0);
         for (i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
             const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
@@ -31214,50 +31184,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_u8(const gpuos__matmul_plan *p, char *o, int
                 for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_relu_u8((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint8_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_u8((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_u8((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint8_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_u8((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_u8((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint8_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_u8((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_u8((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint8_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_u8((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_u8((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint8_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_u8((y[n]), (t[n])));
                 else
@@ -31266,7 +31221,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_u8(const gpuos__matmul_plan *p, char *o, int
             default: break; /* graph.c fuses only the operators above */
             }
         }
-        for (n = 0; n < GPUOS__HK_VB; ++n) *(uint8_t *)(o + (n0 + n) * p->o_n) = t[n];
+        GPUOS__HK_VPUT(t, uint8_t, GPUOS__HK_ID, o, p->o_n, n0);
     }
     if (n0 < p->N) { /* the rest of the row */
         const int64_t nb = p->N - n0;
@@ -31281,50 +31236,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_u8(const gpuos__matmul_plan *p, char *o, int
                 for (n = 0; n < nb; ++n) t[n] = (gpuos__e_relu_u8((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_u8((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_u8((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_u8((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_u8((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_u8((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_u8((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_u8((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_u8((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_u8((y[n]), (t[n])));
                 else
@@ -31341,7 +31281,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i16(const gpuos__matmul_plan *p, char *o, in
     int64_t n0, n;
     int i;
     for (n0 = 0; n0 + GPUOS__HK_VB <= p->N; n0 += GPUOS__HK_VB) {
-        for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = *(const int16_t *)(o + (n0 + n) * p->o_n);
+        GPUOS__HK_VGET(t, int16_t, GPUOS__HK_ID, o, p->o_n, n0);
         for (i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
             const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
@@ -31352,50 +31292,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i16(const gpuos__matmul_plan *p, char *o, in
                 for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_relu_i16((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_i16((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_i16((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_i16((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_i16((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_i16((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_i16((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_i16((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_i16((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_i16((y[n]), (t[n])));
                 else
@@ -31404,7 +31329,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i16(const gpuos__matmul_plan *p, char *o, in
             default: break; /* graph.c fuses only the operators above */
             }
         }
-        for (n = 0; n < GPUOS__HK_VB; ++n) *(int16_t *)(o + (n0 + n) * p->o_n) = t[n];
+        GPUOS__HK_VPUT(t, int16_t, GPUOS__HK_ID, o, p->o_n, n0);
     }
     if (n0 < p->N) { /* the rest of the row */
         const int64_t nb = p->N - n0;
@@ -31419,50 +31344,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i16(const gpuos__matmul_plan *p, char *o, in
                 for (n = 0; n < nb; ++n) t[n] = (gpuos__e_relu_i16((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_i16((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_i16((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_i16((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_i16((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_i16((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_i16((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_i16((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_i16((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_i16((y[n]), (t[n])));
                 else
@@ -31479,7 +31389,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i32(const gpuos__matmul_plan *p, char *o, in
     int64_t n0, n;
     int i;
     for (n0 = 0; n0 + GPUOS__HK_VB <= p->N; n0 += GPUOS__HK_VB) {
-        for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = *(const int32_t *)(o + (n0 + n) * p->o_n);
+        GPUOS__HK_VGET(t, int32_t, GPUOS__HK_ID, o, p->o_n, n0);
         for (i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
             const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
@@ -31490,50 +31400,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i32(const gpuos__matmul_plan *p, char *o, in
                 for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_relu_i32((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int32_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_i32((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_i32((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int32_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_i32((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_i32((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int32_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_i32((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_i32((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int32_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_i32((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_i32((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int32_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_i32((y[n]), (t[n])));
                 else
@@ -31542,7 +31437,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i32(const gpuos__matmul_plan *p, char *o, in
             default: break; /* graph.c fuses only the operators above */
             }
         }
-        for (n = 0; n < GPUOS__HK_VB; ++n) *(int32_t *)(o + (n0 + n) * p->o_n) = t[n];
+        GPUOS__HK_VPUT(t, int32_t, GPUOS__HK_ID, o, p->o_n, n0);
     }
     if (n0 < p->N) { /* the rest of the row */
         const int64_t nb = p->N - n0;
@@ -31557,50 +31452,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i32(const gpuos__matmul_plan *p, char *o, in
                 for (n = 0; n < nb; ++n) t[n] = (gpuos__e_relu_i32((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_i32((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_i32((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_i32((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_i32((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_i32((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_i32((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_i32((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_i32((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_i32((y[n]), (t[n])));
                 else
@@ -31617,7 +31497,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i64(const gpuos__matmul_plan *p, char *o, in
     int64_t n0, n;
     int i;
     for (n0 = 0; n0 + GPUOS__HK_VB <= p->N; n0 += GPUOS__HK_VB) {
-        for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = *(const int64_t *)(o + (n0 + n) * p->o_n);
+        GPUOS__HK_VGET(t, int64_t, GPUOS__HK_ID, o, p->o_n, n0);
         for (i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
             const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
@@ -31628,50 +31508,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i64(const gpuos__matmul_plan *p, char *o, in
                 for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_relu_i64((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int64_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_i64((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_i64((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int64_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_i64((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_i64((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int64_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_i64((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_i64((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int64_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_i64((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_i64((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int64_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_i64((y[n]), (t[n])));
                 else
@@ -31680,7 +31545,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i64(const gpuos__matmul_plan *p, char *o, in
             default: break; /* graph.c fuses only the operators above */
             }
         }
-        for (n = 0; n < GPUOS__HK_VB; ++n) *(int64_t *)(o + (n0 + n) * p->o_n) = t[n];
+        GPUOS__HK_VPUT(t, int64_t, GPUOS__HK_ID, o, p->o_n, n0);
     }
     if (n0 < p->N) { /* the rest of the row */
         const int64_t nb = p->N - n0;
@@ -31695,50 +31560,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i64(const gpuos__matmul_plan *p, char *o, in
                 for (n = 0; n < nb; ++n) t[n] = (gpuos__e_relu_i64((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_i64((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_i64((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_i64((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_i64((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_i64((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_i64((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_i64((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_i64((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_i64((y[n]), (t[n])));
                 else
@@ -31755,7 +31605,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_f16(const gpuos__matmul_plan *p, char *o, in
     int64_t n0, n;
     int i;
     for (n0 = 0; n0 + GPUOS__HK_VB <= p->N; n0 += GPUOS__HK_VB) {
-        for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = *(const uint16_t *)(o + (n0 + n) * p->o_n);
+        GPUOS__HK_VGET(t, uint16_t, GPUOS__HK_ID, o, p->o_n, n0);
         for (i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
             const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
@@ -31781,50 +31631,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_f16(const gpuos__matmul_plan *p, char *o, in
                 for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__hx_silu(gpuos__f16_to_f32(t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_add_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_add_f16(gpuos__f16_to_f32(t[n]), gpuos__f16_to_f32(y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_sub_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_sub_f16(gpuos__f16_to_f32(t[n]), gpuos__f16_to_f32(y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_mul_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_mul_f16(gpuos__f16_to_f32(t[n]), gpuos__f16_to_f32(y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_minimum_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_minimum_f16(gpuos__f16_to_f32(t[n]), gpuos__f16_to_f32(y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_maximum_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
                 else
@@ -31833,7 +31668,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_f16(const gpuos__matmul_plan *p, char *o, in
             default: break; /* graph.c fuses only the operators above */
             }
         }
-        for (n = 0; n < GPUOS__HK_VB; ++n) *(uint16_t *)(o + (n0 + n) * p->o_n) = t[n];
+        GPUOS__HK_VPUT(t, uint16_t, GPUOS__HK_ID, o, p->o_n, n0);
     }
     if (n0 < p->N) { /* the rest of the row */
         const int64_t nb = p->N - n0;
@@ -31863,50 +31698,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_f16(const gpuos__matmul_plan *p, char *o, in
                 for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__hx_silu(gpuos__f16_to_f32(t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_add_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_add_f16(gpuos__f16_to_f32(t[n]), gpuos__f16_to_f32(y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_sub_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_sub_f16(gpuos__f16_to_f32(t[n]), gpuos__f16_to_f32(y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_mul_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_mul_f16(gpuos__f16_to_f32(t[n]), gpuos__f16_to_f32(y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_minimum_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_minimum_f16(gpuos__f16_to_f32(t[n]), gpuos__f16_to_f32(y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_maximum_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
                 else
@@ -31923,7 +31743,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_bf16(const gpuos__matmul_plan *p, char *o, i
     int64_t n0, n;
     int i;
     for (n0 = 0; n0 + GPUOS__HK_VB <= p->N; n0 += GPUOS__HK_VB) {
-        for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = *(const uint16_t *)(o + (n0 + n) * p->o_n);
+        GPUOS__HK_VGET(t, uint16_t, GPUOS__HK_ID, o, p->o_n, n0);
         for (i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
             const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
@@ -31949,50 +31769,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_bf16(const gpuos__matmul_plan *p, char *o, i
                 for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__hx_silu(gpuos__bf16_to_f32(t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_add_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_add_bf16(gpuos__bf16_to_f32(t[n]), gpuos__bf16_to_f32(y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_sub_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_sub_bf16(gpuos__bf16_to_f32(t[n]), gpuos__bf16_to_f32(y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_mul_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_mul_bf16(gpuos__bf16_to_f32(t[n]), gpuos__bf16_to_f32(y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_minimum_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_minimum_bf16(gpuos__bf16_to_f32(t[n]), gpuos__bf16_to_f32(y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_maximum_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
                 else
@@ -32001,7 +31806,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_bf16(const gpuos__matmul_plan *p, char *o, i
             default: break; /* graph.c fuses only the operators above */
             }
         }
-        for (n = 0; n < GPUOS__HK_VB; ++n) *(uint16_t *)(o + (n0 + n) * p->o_n) = t[n];
+        GPUOS__HK_VPUT(t, uint16_t, GPUOS__HK_ID, o, p->o_n, n0);
     }
     if (n0 < p->N) { /* the rest of the row */
         const int64_t nb = p->N - n0;
@@ -32031,50 +31836,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_bf16(const gpuos__matmul_plan *p, char *o, i
                 for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__hx_silu(gpuos__bf16_to_f32(t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_add_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_add_bf16(gpuos__bf16_to_f32(t[n]), gpuos__bf16_to_f32(y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_sub_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_sub_bf16(gpuos__bf16_to_f32(t[n]), gpuos__bf16_to_f32(y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_mul_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_mul_bf16(gpuos__bf16_to_f32(t[n]), gpuos__bf16_to_f32(y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_minimum_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_minimum_bf16(gpuos__bf16_to_f32(t[n]), gpuos__bf16_to_f32(y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_maximum_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
                 else
@@ -32091,7 +31881,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_f32(const gpuos__matmul_plan *p, char *o, in
     int64_t n0, n;
     int i;
     for (n0 = 0; n0 + GPUOS__HK_VB <= p->N; n0 += GPUOS__HK_VB) {
-        for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = *(const float *)(o + (n0 + n) * p->o_n);
+        GPUOS__HK_VGET(t, float, GPUOS__HK_ID, o, p->o_n, n0);
         for (i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
             const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
@@ -32117,50 +31907,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_f32(const gpuos__matmul_plan *p, char *o, in
                 for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__hx_silu((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, float, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_f32((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_f32((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, float, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_f32((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_f32((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, float, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_f32((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_f32((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, float, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_f32((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_f32((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, float, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_f32((y[n]), (t[n])));
                 else
@@ -32169,7 +31944,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_f32(const gpuos__matmul_plan *p, char *o, in
             default: break; /* graph.c fuses only the operators above */
             }
         }
-        for (n = 0; n < GPUOS__HK_VB; ++n) *(float *)(o + (n0 + n) * p->o_n) = t[n];
+        GPUOS__HK_VPUT(t, float, GPUOS__HK_ID, o, p->o_n, n0);
     }
     if (n0 < p->N) { /* the rest of the row */
         const int64_t nb = p->N - n0;
@@ -32199,50 +31974,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_f32(const gpuos__matmul_plan *p, char *o, in
                 for (n = 0; n < nb; ++n) t[n] = (gpuos__hx_silu((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_f32((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_f32((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_f32((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_f32((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_f32((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_f32((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_f32((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_f32((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_f32((y[n]), (t[n])));
                 else
@@ -32259,7 +32019,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_f64(const gpuos__matmul_plan *p, char *o, in
     int64_t n0, n;
     int i;
     for (n0 = 0; n0 + GPUOS__HK_VB <= p->N; n0 += GPUOS__HK_VB) {
-        for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = *(const double *)(o + (n0 + n) * p->o_n);
+        GPUOS__HK_VGET(t, double, GPUOS__HK_ID, o, p->o_n, n0);
         for (i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
             const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
@@ -32285,50 +32045,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_f64(const gpuos__matmul_plan *p, char *o, in
                 for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_silu_f64((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, double, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_f64((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_f64((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, double, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_f64((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_f64((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, double, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_f64((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_f64((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, double, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_f64((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_f64((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, double, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_f64((y[n]), (t[n])));
                 else
@@ -32337,7 +32082,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_f64(const gpuos__matmul_plan *p, char *o, in
             default: break; /* graph.c fuses only the operators above */
             }
         }
-        for (n = 0; n < GPUOS__HK_VB; ++n) *(double *)(o + (n0 + n) * p->o_n) = t[n];
+        GPUOS__HK_VPUT(t, double, GPUOS__HK_ID, o, p->o_n, n0);
     }
     if (n0 < p->N) { /* the rest of the row */
         const int64_t nb = p->N - n0;
@@ -32367,50 +32112,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_f64(const gpuos__matmul_plan *p, char *o, in
                 for (n = 0; n < nb; ++n) t[n] = (gpuos__e_silu_f64((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_f64((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_f64((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_f64((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_f64((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_f64((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_f64((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_f64((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_f64((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_f64((y[n]), (t[n])));
                 else

@@ -2121,7 +2121,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i8(const gpuos__matmul_plan *p, char *o, int
     int64_t n0, n;
     int i;
     for (n0 = 0; n0 + GPUOS__HK_VB <= p->N; n0 += GPUOS__HK_VB) {
-        for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = *(const int8_t *)(o + (n0 + n) * p->o_n);
+        GPUOS__HK_VGET(t, int8_t, GPUOS__HK_ID, o, p->o_n, n0);
         for (i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
             const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
@@ -2132,50 +2132,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i8(const gpuos__matmul_plan *p, char *o, int
                 for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_relu_i8((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int8_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_i8((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_i8((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int8_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_i8((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_i8((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int8_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_i8((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_i8((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int8_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_i8((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_i8((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int8_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_i8((y[n]), (t[n])));
                 else
@@ -2184,7 +2169,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i8(const gpuos__matmul_plan *p, char *o, int
             default: break; /* graph.c fuses only the operators above */
             }
         }
-        for (n = 0; n < GPUOS__HK_VB; ++n) *(int8_t *)(o + (n0 + n) * p->o_n) = t[n];
+        GPUOS__HK_VPUT(t, int8_t, GPUOS__HK_ID, o, p->o_n, n0);
     }
     if (n0 < p->N) { /* the rest of the row */
         const int64_t nb = p->N - n0;
@@ -2199,50 +2184,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i8(const gpuos__matmul_plan *p, char *o, int
                 for (n = 0; n < nb; ++n) t[n] = (gpuos__e_relu_i8((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_i8((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_i8((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_i8((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_i8((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_i8((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_i8((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_i8((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_i8((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int8_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_i8((y[n]), (t[n])));
                 else
@@ -2259,7 +2229,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_u8(const gpuos__matmul_plan *p, char *o, int
     int64_t n0, n;
     int i;
     for (n0 = 0; n0 + GPUOS__HK_VB <= p->N; n0 += GPUOS__HK_VB) {
-        for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = *(const uint8_t *)(o + (n0 + n) * p->o_n);
+        GPUOS__HK_VGET(t, uint8_t, GPUOS__HK_ID, o, p->o_n, n0);
         for (i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
             const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
@@ -2270,50 +2240,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_u8(const gpuos__matmul_plan *p, char *o, int
                 for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_relu_u8((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint8_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_u8((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_u8((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint8_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_u8((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_u8((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint8_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_u8((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_u8((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint8_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_u8((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_u8((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint8_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_u8((y[n]), (t[n])));
                 else
@@ -2322,7 +2277,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_u8(const gpuos__matmul_plan *p, char *o, int
             default: break; /* graph.c fuses only the operators above */
             }
         }
-        for (n = 0; n < GPUOS__HK_VB; ++n) *(uint8_t *)(o + (n0 + n) * p->o_n) = t[n];
+        GPUOS__HK_VPUT(t, uint8_t, GPUOS__HK_ID, o, p->o_n, n0);
     }
     if (n0 < p->N) { /* the rest of the row */
         const int64_t nb = p->N - n0;
@@ -2337,50 +2292,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_u8(const gpuos__matmul_plan *p, char *o, int
                 for (n = 0; n < nb; ++n) t[n] = (gpuos__e_relu_u8((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_u8((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_u8((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_u8((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_u8((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_u8((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_u8((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_u8((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_u8((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint8_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint8_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_u8((y[n]), (t[n])));
                 else
@@ -2397,7 +2337,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i16(const gpuos__matmul_plan *p, char *o, in
     int64_t n0, n;
     int i;
     for (n0 = 0; n0 + GPUOS__HK_VB <= p->N; n0 += GPUOS__HK_VB) {
-        for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = *(const int16_t *)(o + (n0 + n) * p->o_n);
+        GPUOS__HK_VGET(t, int16_t, GPUOS__HK_ID, o, p->o_n, n0);
         for (i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
             const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
@@ -2408,50 +2348,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i16(const gpuos__matmul_plan *p, char *o, in
                 for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_relu_i16((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_i16((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_i16((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_i16((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_i16((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_i16((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_i16((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_i16((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_i16((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_i16((y[n]), (t[n])));
                 else
@@ -2460,7 +2385,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i16(const gpuos__matmul_plan *p, char *o, in
             default: break; /* graph.c fuses only the operators above */
             }
         }
-        for (n = 0; n < GPUOS__HK_VB; ++n) *(int16_t *)(o + (n0 + n) * p->o_n) = t[n];
+        GPUOS__HK_VPUT(t, int16_t, GPUOS__HK_ID, o, p->o_n, n0);
     }
     if (n0 < p->N) { /* the rest of the row */
         const int64_t nb = p->N - n0;
@@ -2475,50 +2400,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i16(const gpuos__matmul_plan *p, char *o, in
                 for (n = 0; n < nb; ++n) t[n] = (gpuos__e_relu_i16((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_i16((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_i16((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_i16((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_i16((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_i16((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_i16((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_i16((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_i16((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_i16((y[n]), (t[n])));
                 else
@@ -2535,7 +2445,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i32(const gpuos__matmul_plan *p, char *o, in
     int64_t n0, n;
     int i;
     for (n0 = 0; n0 + GPUOS__HK_VB <= p->N; n0 += GPUOS__HK_VB) {
-        for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = *(const int32_t *)(o + (n0 + n) * p->o_n);
+        GPUOS__HK_VGET(t, int32_t, GPUOS__HK_ID, o, p->o_n, n0);
         for (i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
             const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
@@ -2546,50 +2456,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i32(const gpuos__matmul_plan *p, char *o, in
                 for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_relu_i32((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int32_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_i32((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_i32((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int32_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_i32((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_i32((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int32_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_i32((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_i32((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int32_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_i32((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_i32((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int32_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_i32((y[n]), (t[n])));
                 else
@@ -2598,7 +2493,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i32(const gpuos__matmul_plan *p, char *o, in
             default: break; /* graph.c fuses only the operators above */
             }
         }
-        for (n = 0; n < GPUOS__HK_VB; ++n) *(int32_t *)(o + (n0 + n) * p->o_n) = t[n];
+        GPUOS__HK_VPUT(t, int32_t, GPUOS__HK_ID, o, p->o_n, n0);
     }
     if (n0 < p->N) { /* the rest of the row */
         const int64_t nb = p->N - n0;
@@ -2613,50 +2508,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i32(const gpuos__matmul_plan *p, char *o, in
                 for (n = 0; n < nb; ++n) t[n] = (gpuos__e_relu_i32((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_i32((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_i32((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_i32((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_i32((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_i32((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_i32((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_i32((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_i32((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int32_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int32_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_i32((y[n]), (t[n])));
                 else
@@ -2673,7 +2553,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i64(const gpuos__matmul_plan *p, char *o, in
     int64_t n0, n;
     int i;
     for (n0 = 0; n0 + GPUOS__HK_VB <= p->N; n0 += GPUOS__HK_VB) {
-        for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = *(const int64_t *)(o + (n0 + n) * p->o_n);
+        GPUOS__HK_VGET(t, int64_t, GPUOS__HK_ID, o, p->o_n, n0);
         for (i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
             const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
@@ -2684,50 +2564,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i64(const gpuos__matmul_plan *p, char *o, in
                 for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_relu_i64((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int64_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_i64((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_i64((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int64_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_i64((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_i64((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int64_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_i64((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_i64((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int64_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_i64((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_i64((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, int64_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_i64((y[n]), (t[n])));
                 else
@@ -2736,7 +2601,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i64(const gpuos__matmul_plan *p, char *o, in
             default: break; /* graph.c fuses only the operators above */
             }
         }
-        for (n = 0; n < GPUOS__HK_VB; ++n) *(int64_t *)(o + (n0 + n) * p->o_n) = t[n];
+        GPUOS__HK_VPUT(t, int64_t, GPUOS__HK_ID, o, p->o_n, n0);
     }
     if (n0 < p->N) { /* the rest of the row */
         const int64_t nb = p->N - n0;
@@ -2751,50 +2616,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_i64(const gpuos__matmul_plan *p, char *o, in
                 for (n = 0; n < nb; ++n) t[n] = (gpuos__e_relu_i64((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_i64((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_i64((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_i64((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_i64((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_i64((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_i64((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_i64((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_i64((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const int64_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const int64_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_i64((y[n]), (t[n])));
                 else
@@ -2811,7 +2661,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_f16(const gpuos__matmul_plan *p, char *o, in
     int64_t n0, n;
     int i;
     for (n0 = 0; n0 + GPUOS__HK_VB <= p->N; n0 += GPUOS__HK_VB) {
-        for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = *(const uint16_t *)(o + (n0 + n) * p->o_n);
+        GPUOS__HK_VGET(t, uint16_t, GPUOS__HK_ID, o, p->o_n, n0);
         for (i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
             const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
@@ -2837,50 +2687,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_f16(const gpuos__matmul_plan *p, char *o, in
                 for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__hx_silu(gpuos__f16_to_f32(t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_add_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_add_f16(gpuos__f16_to_f32(t[n]), gpuos__f16_to_f32(y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_sub_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_sub_f16(gpuos__f16_to_f32(t[n]), gpuos__f16_to_f32(y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_mul_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_mul_f16(gpuos__f16_to_f32(t[n]), gpuos__f16_to_f32(y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_minimum_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_minimum_f16(gpuos__f16_to_f32(t[n]), gpuos__f16_to_f32(y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_maximum_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
                 else
@@ -2889,7 +2724,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_f16(const gpuos__matmul_plan *p, char *o, in
             default: break; /* graph.c fuses only the operators above */
             }
         }
-        for (n = 0; n < GPUOS__HK_VB; ++n) *(uint16_t *)(o + (n0 + n) * p->o_n) = t[n];
+        GPUOS__HK_VPUT(t, uint16_t, GPUOS__HK_ID, o, p->o_n, n0);
     }
     if (n0 < p->N) { /* the rest of the row */
         const int64_t nb = p->N - n0;
@@ -2919,50 +2754,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_f16(const gpuos__matmul_plan *p, char *o, in
                 for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__hx_silu(gpuos__f16_to_f32(t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_add_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_add_f16(gpuos__f16_to_f32(t[n]), gpuos__f16_to_f32(y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_sub_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_sub_f16(gpuos__f16_to_f32(t[n]), gpuos__f16_to_f32(y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_mul_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_mul_f16(gpuos__f16_to_f32(t[n]), gpuos__f16_to_f32(y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_minimum_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_minimum_f16(gpuos__f16_to_f32(t[n]), gpuos__f16_to_f32(y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_f16(gpuos__e_maximum_f16(gpuos__f16_to_f32(y[n]), gpuos__f16_to_f32(t[n])));
                 else
@@ -2979,7 +2799,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_bf16(const gpuos__matmul_plan *p, char *o, i
     int64_t n0, n;
     int i;
     for (n0 = 0; n0 + GPUOS__HK_VB <= p->N; n0 += GPUOS__HK_VB) {
-        for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = *(const uint16_t *)(o + (n0 + n) * p->o_n);
+        GPUOS__HK_VGET(t, uint16_t, GPUOS__HK_ID, o, p->o_n, n0);
         for (i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
             const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
@@ -3005,50 +2825,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_bf16(const gpuos__matmul_plan *p, char *o, i
                 for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__hx_silu(gpuos__bf16_to_f32(t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_add_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_add_bf16(gpuos__bf16_to_f32(t[n]), gpuos__bf16_to_f32(y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_sub_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_sub_bf16(gpuos__bf16_to_f32(t[n]), gpuos__bf16_to_f32(y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_mul_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_mul_bf16(gpuos__bf16_to_f32(t[n]), gpuos__bf16_to_f32(y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_minimum_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_minimum_bf16(gpuos__bf16_to_f32(t[n]), gpuos__bf16_to_f32(y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, uint16_t, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_maximum_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
                 else
@@ -3057,7 +2862,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_bf16(const gpuos__matmul_plan *p, char *o, i
             default: break; /* graph.c fuses only the operators above */
             }
         }
-        for (n = 0; n < GPUOS__HK_VB; ++n) *(uint16_t *)(o + (n0 + n) * p->o_n) = t[n];
+        GPUOS__HK_VPUT(t, uint16_t, GPUOS__HK_ID, o, p->o_n, n0);
     }
     if (n0 < p->N) { /* the rest of the row */
         const int64_t nb = p->N - n0;
@@ -3087,50 +2892,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_bf16(const gpuos__matmul_plan *p, char *o, i
                 for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__hx_silu(gpuos__bf16_to_f32(t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_add_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_add_bf16(gpuos__bf16_to_f32(t[n]), gpuos__bf16_to_f32(y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_sub_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_sub_bf16(gpuos__bf16_to_f32(t[n]), gpuos__bf16_to_f32(y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_mul_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_mul_bf16(gpuos__bf16_to_f32(t[n]), gpuos__bf16_to_f32(y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_minimum_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_minimum_bf16(gpuos__bf16_to_f32(t[n]), gpuos__bf16_to_f32(y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const uint16_t *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = gpuos__f32_to_bf16(gpuos__e_maximum_bf16(gpuos__bf16_to_f32(y[n]), gpuos__bf16_to_f32(t[n])));
                 else
@@ -3147,7 +2937,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_f32(const gpuos__matmul_plan *p, char *o, in
     int64_t n0, n;
     int i;
     for (n0 = 0; n0 + GPUOS__HK_VB <= p->N; n0 += GPUOS__HK_VB) {
-        for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = *(const float *)(o + (n0 + n) * p->o_n);
+        GPUOS__HK_VGET(t, float, GPUOS__HK_ID, o, p->o_n, n0);
         for (i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
             const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
@@ -3173,50 +2963,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_f32(const gpuos__matmul_plan *p, char *o, in
                 for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__hx_silu((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, float, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_f32((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_f32((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, float, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_f32((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_f32((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, float, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_f32((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_f32((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, float, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_f32((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_f32((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, float, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_f32((y[n]), (t[n])));
                 else
@@ -3225,7 +3000,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_f32(const gpuos__matmul_plan *p, char *o, in
             default: break; /* graph.c fuses only the operators above */
             }
         }
-        for (n = 0; n < GPUOS__HK_VB; ++n) *(float *)(o + (n0 + n) * p->o_n) = t[n];
+        GPUOS__HK_VPUT(t, float, GPUOS__HK_ID, o, p->o_n, n0);
     }
     if (n0 < p->N) { /* the rest of the row */
         const int64_t nb = p->N - n0;
@@ -3255,50 +3030,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_f32(const gpuos__matmul_plan *p, char *o, in
                 for (n = 0; n < nb; ++n) t[n] = (gpuos__hx_silu((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_f32((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_f32((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_f32((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_f32((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_f32((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_f32((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_f32((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_f32((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const float *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const float *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_f32((y[n]), (t[n])));
                 else
@@ -3315,7 +3075,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_f64(const gpuos__matmul_plan *p, char *o, in
     int64_t n0, n;
     int i;
     for (n0 = 0; n0 + GPUOS__HK_VB <= p->N; n0 += GPUOS__HK_VB) {
-        for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = *(const double *)(o + (n0 + n) * p->o_n);
+        GPUOS__HK_VGET(t, double, GPUOS__HK_ID, o, p->o_n, n0);
         for (i = 0; i < p->n_epi; ++i) {
             const int32_t e = p->epi[i];
             const int j = (e >> GPUOS__EPI_IN_SHIFT) & 1, sw = (e & GPUOS__EPI_SWAP) != 0;
@@ -3341,50 +3101,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_f64(const gpuos__matmul_plan *p, char *o, in
                 for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_silu_f64((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, double, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_f64((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_add_f64((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, double, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_f64((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_sub_f64((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, double, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_f64((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_mul_f64((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, double, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_f64((y[n]), (t[n])));
                 else
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_minimum_f64((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < GPUOS__HK_VB; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
-                }
+                GPUOS__HK_VGET(y, double, GPUOS__HK_ID, p->epi_ptr[j] + m * p->epi_sm[j], p->epi_sn[j], n0);
                 if (sw)
                     for (n = 0; n < GPUOS__HK_VB; ++n) t[n] = (gpuos__e_maximum_f64((y[n]), (t[n])));
                 else
@@ -3393,7 +3138,7 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_f64(const gpuos__matmul_plan *p, char *o, in
             default: break; /* graph.c fuses only the operators above */
             }
         }
-        for (n = 0; n < GPUOS__HK_VB; ++n) *(double *)(o + (n0 + n) * p->o_n) = t[n];
+        GPUOS__HK_VPUT(t, double, GPUOS__HK_ID, o, p->o_n, n0);
     }
     if (n0 < p->N) { /* the rest of the row */
         const int64_t nb = p->N - n0;
@@ -3423,50 +3168,35 @@ GPUOS__HK_EPI_FN void gpuos__hk_epi_f64(const gpuos__matmul_plan *p, char *o, in
                 for (n = 0; n < nb; ++n) t[n] = (gpuos__e_silu_f64((t[n])));
                 break;
             case 31: /* add */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_f64((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_add_f64((t[n]), (y[n])));
                 break;
             case 32: /* sub */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_f64((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_sub_f64((t[n]), (y[n])));
                 break;
             case 33: /* mul */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_f64((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_mul_f64((t[n]), (y[n])));
                 break;
             case 39: /* minimum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_f64((y[n]), (t[n])));
                 else
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_minimum_f64((t[n]), (y[n])));
                 break;
             case 40: /* maximum */
-                {
-                    const char *yp = p->epi_ptr[j] + m * p->epi_sm[j] + n0 * p->epi_sn[j];
-                    for (n = 0; n < nb; ++n) y[n] = *(const double *)(yp + n * p->epi_sn[j]);
-                }
+                for (n = 0; n < nb; ++n) y[n] = *(const double *)(p->epi_ptr[j] + m * p->epi_sm[j] + (n0 + n) * p->epi_sn[j]);
                 if (sw)
                     for (n = 0; n < nb; ++n) t[n] = (gpuos__e_maximum_f64((y[n]), (t[n])));
                 else
