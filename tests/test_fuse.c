@@ -637,8 +637,8 @@ static void pro_limits(void) {
    (GPUOS_CUDA_MM_ROWS=0: narrow blocks, summed in the same order; at n = 256 the lean ones,
    as the default) and one with row tiles even where the default runs the lean narrow block
    (GPUOS_CUDA_MM_ROWS=2: n = 256, where lean blocks are checked against row tiles; the lean
-   block against the general narrow one: `devbench mm`'s whole-product comparisons and a
-   GPUOS__D_MM_LEAN=0 build). On the host executor the contexts run the same code (the checks
+   block against the general narrow one: `devbench mmlean`, on the same plans byte for
+   byte). On the host executor the contexts run the same code (the checks
    then hold trivially). */
 static void row_chains(void) {
     static const int64_t Rs[] = {1, 3, 8, 8, 40}, Ns[] = {64, 128, 256, 256, 1000};
